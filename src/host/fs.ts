@@ -1,0 +1,92 @@
+/**
+ * The FileSystem port: the only way engine code (layout, volume plugins, volume manager,
+ * audit) touches files. Real and in-memory adapters live in src/adapters; engine folders are
+ * forbidden by lint from importing node:fs.
+ *
+ * Contract for every method: paths are absolute POSIX paths; failures reject with an
+ * {@link FsError} whose `code` is the errno name (ENOENT, ENOTDIR, EACCES, ELOOP, ...), so
+ * callers can branch on the kind of failure the way kubelet branches on os.IsNotExist.
+ */
+
+export type FileType = 'file' | 'directory' | 'symlink' | 'other';
+
+export interface DirEntry {
+  readonly name: string;
+  /** Type of the entry itself; a symlink is reported as 'symlink', never followed. */
+  readonly type: FileType;
+}
+
+export interface FileStat {
+  readonly type: FileType;
+  readonly size: number;
+  /** Permission bits (mode & 0o7777). */
+  readonly mode: number;
+  /** Device id (st_dev); 0 where the adapter cannot tell. */
+  readonly dev: number;
+}
+
+export interface WriteFileOptions {
+  /** Permission bits for a newly created file (masked by the umask where the adapter has one). */
+  readonly mode?: number;
+  /** fsync the file before the promise resolves. */
+  readonly fsync?: boolean;
+}
+
+export interface FileSystem {
+  /** Entries of a directory, in no particular order (callers sort). */
+  readdir(path: string): Promise<DirEntry[]>;
+  /** Stat without following a final symlink. */
+  lstat(path: string): Promise<FileStat>;
+  /** Stat following symlinks. */
+  stat(path: string): Promise<FileStat>;
+  /** Canonical path with every symlink resolved; rejects with ELOOP on a loop. */
+  realpath(path: string): Promise<string>;
+  /**
+   * Reads a whole file, refusing one larger than `maxBytes`: rejects with code EFBIG.
+   * Follows symlinks unless `noFollow` is set, in which case a symlink as the final component
+   * rejects with ELOOP (O_NOFOLLOW); callers that must not leave a root check with realpath.
+   */
+  readFile(path: string, maxBytes: number, options?: { readonly noFollow?: boolean }): Promise<Uint8Array>;
+  mkdir(path: string, options: { recursive: boolean; mode: number }): Promise<void>;
+  writeFile(path: string, data: Uint8Array, options?: WriteFileOptions): Promise<void>;
+  rename(from: string, to: string): Promise<void>;
+  /** fsync a directory so that a rename inside it is durable. */
+  fsyncDir(path: string): Promise<void>;
+  /** Removes an empty directory (rmdir semantics). */
+  rmdir(path: string): Promise<void>;
+  /** Removes a file or symlink. */
+  unlink(path: string): Promise<void>;
+}
+
+/** An error from a FileSystem port, carrying the errno name and the path it concerns. */
+export class FsError extends Error {
+  override readonly name = 'FsError';
+  constructor(
+    readonly code: string,
+    readonly path: string,
+    readonly syscall: string,
+    message?: string,
+  ) {
+    super(message ?? `${syscall} ${path}: ${code}`);
+  }
+}
+
+/** Whether `err` says that the path does not exist (kubelet's os.IsNotExist). */
+export function isNotExist(err: unknown): boolean {
+  return errorCode(err) === 'ENOENT';
+}
+
+/** The errno name of an error from a FileSystem port (or from node:fs), if any. */
+export function errorCode(err: unknown): string | undefined {
+  if (typeof err === 'object' && err !== null && 'code' in err) {
+    const code = err.code;
+    if (typeof code === 'string') return code;
+  }
+  return undefined;
+}
+
+/** A short human-readable description of any thrown value. */
+export function errorMessage(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return String(err);
+}

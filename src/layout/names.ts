@@ -1,0 +1,68 @@
+/**
+ * Names and hashes kubelet derives for volumes (reference §1.2, §2).
+ *
+ * Everything here is a pure function of its inputs; it is shared by the layout, the CSI plugin,
+ * the volume manager and the audit so that all of them name a volume the same way.
+ */
+import { createHash } from 'node:crypto';
+
+/** The CSI volume plugin's name (csi_plugin.go CSIPluginName). */
+export const CSI_PLUGIN_NAME = 'kubernetes.io/csi';
+
+/** kubernetes/utils EscapeQualifiedName: every "/" becomes "~". */
+export function escapeQualifiedName(name: string): string {
+  return name.replaceAll('/', '~');
+}
+
+/** kubernetes/utils UnescapeQualifiedName: every "~" becomes "/". */
+export function unescapeQualifiedName(name: string): string {
+  return name.replaceAll('~', '/');
+}
+
+/** Lowercase hex SHA-256 over the UTF-8 bytes of `s` (the staging directory name of a handle). */
+export function sha256Hex(s: string): string {
+  return createHash('sha256').update(s, 'utf8').digest('hex');
+}
+
+/** A kubelet UniqueVolumeName, e.g. "kubernetes.io/csi/ebs.csi.example.com^vol-1". */
+export type UniqueVolumeName = string & { readonly __brand: 'UniqueVolumeName' };
+/** A kubelet UniquePodName: the pod UID. */
+export type UniquePodName = string & { readonly __brand: 'UniquePodName' };
+
+/** GetUniqueVolumeName: "<pluginName>/<volumeName>". */
+export function getUniqueVolumeName(pluginName: string, volumeName: string): UniqueVolumeName {
+  return `${pluginName}/${volumeName}` as UniqueVolumeName;
+}
+
+/** GetUniqueVolumeNameFromSpecWithPod: "<pluginName>/<podUID>-<specName>" (inline ephemeral). */
+export function getUniqueVolumeNameWithPod(pluginName: string, podUID: string, specName: string): UniqueVolumeName {
+  return `${pluginName}/${podUID}-${specName}` as UniqueVolumeName;
+}
+
+/** CSI GetVolumeName: "<driver>^<handle>". */
+export function csiVolumeName(driver: string, handle: string): string {
+  return `${driver}^${handle}`;
+}
+
+/** The VolumeAttachment name / attachmentID: "csi-" + sha256hex(handle + driver + node). */
+export function getAttachmentName(handle: string, driver: string, nodeName: string): string {
+  return `csi-${sha256Hex(handle + driver + nodeName)}`;
+}
+
+/** The handle kubelet synthesises for an inline ephemeral volume: "csi-" + sha256hex(podUID + volumeName). */
+export function makeEphemeralVolumeHandle(podUID: string, volumeName: string): string {
+  return `csi-${sha256Hex(podUID + volumeName)}`;
+}
+
+/** Whether `s` is a 64-character lowercase hex string (a staging directory name). */
+export function isSha256Hex(s: string): boolean {
+  return /^[0-9a-f]{64}$/.test(s);
+}
+
+/**
+ * Whether `name` can be used as one path component without leaving its parent:
+ * non-empty, no "/", no NUL, and not "." or "..".
+ */
+export function isSafePathComponent(name: string): boolean {
+  return name !== '' && name !== '.' && name !== '..' && !name.includes('/') && !name.includes('\0');
+}

@@ -1,0 +1,113 @@
+/**
+ * klog-compatible output for the Logger port: the text format
+ * (`Lmmdd hh:mm:ss.uuuuuu threadid file:line] "msg" key="value"`) and the JSON format of
+ * component-base/logs/json (`ts` in epoch milliseconds, `caller`, `msg`, `v`, `err`, then the
+ * key/value pairs). Selected with kubelet's `--logging-format=text|json`, verbosity with `-v N`.
+ */
+import type { LogValues, Logger } from '../host/logger.js';
+
+export type LoggingFormat = 'text' | 'json';
+
+export interface KlogOptions {
+  readonly format: LoggingFormat;
+  /** kubelet -v */
+  readonly verbosity: number;
+  /** Receives one complete line, without the trailing newline. */
+  readonly sink: (line: string) => void;
+  /** Wall clock for the header, in epoch milliseconds (may be fractional). */
+  readonly nowMs: () => number;
+  /** Printed as klog's thread id. */
+  readonly pid: number;
+}
+
+type Severity = 'I' | 'W' | 'E';
+
+export function createKlogLogger(options: KlogOptions): Logger {
+  return new KlogLogger(options, 0);
+}
+
+class KlogLogger implements Logger {
+  constructor(
+    private readonly options: KlogOptions,
+    /** Verbosity of this logger's info lines; 0 for the root logger. */
+    private readonly level: number,
+  ) {}
+
+  info(msg: string, values?: LogValues): void {
+    if (!this.enabled(this.level)) return;
+    this.write('I', msg, undefined, values);
+  }
+  warning(msg: string, values?: LogValues): void {
+    this.write('W', msg, undefined, values);
+  }
+  error(err: unknown, msg: string, values?: LogValues): void {
+    this.write('E', msg, err === undefined || err === null ? undefined : errText(err), values);
+  }
+  v(level: number): Logger {
+    return new KlogLogger(this.options, level);
+  }
+  enabled(level: number): boolean {
+    return level <= this.options.verbosity;
+  }
+
+  private write(sev: Severity, msg: string, err: string | undefined, values: LogValues | undefined): void {
+    const caller = callerOf();
+    const ts = this.options.nowMs();
+    if (this.options.format === 'json') {
+      const obj: Record<string, unknown> = { ts, caller, msg };
+      if (sev === 'I') obj['v'] = this.level;
+      if (err !== undefined) obj['err'] = err;
+      for (const [k, v] of Object.entries(values ?? {})) obj[k] = jsonValue(v);
+      this.options.sink(JSON.stringify(obj));
+      return;
+    }
+    let line = `${sev}${textHeaderTime(ts)} ${String(this.options.pid).padStart(7, ' ')} ${caller}] ${quote(msg)}`;
+    if (err !== undefined) line += ` err=${quote(err)}`;
+    for (const [k, v] of Object.entries(values ?? {})) line += ` ${k}=${textValue(v)}`;
+    this.options.sink(line);
+  }
+}
+
+function errText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** "mmdd hh:mm:ss.uuuuuu" in UTC. */
+function textHeaderTime(ms: number): string {
+  const d = new Date(Math.floor(ms));
+  const p2 = (n: number): string => String(n).padStart(2, '0');
+  const micros = Math.floor((ms - Math.floor(ms / 1000) * 1000) * 1000);
+  return (
+    `${p2(d.getUTCMonth() + 1)}${p2(d.getUTCDate())} ${p2(d.getUTCHours())}:${p2(d.getUTCMinutes())}:${p2(d.getUTCSeconds())}` +
+    `.${String(micros).padStart(6, '0')}`
+  );
+}
+
+function quote(s: string): string {
+  return JSON.stringify(s);
+}
+
+function textValue(v: unknown): string {
+  if (typeof v === 'string') return quote(v);
+  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return String(v);
+  if (v === undefined || v === null) return '<nil>';
+  if (v instanceof Error) return quote(v.message);
+  return JSON.stringify(v);
+}
+
+function jsonValue(v: unknown): unknown {
+  if (v instanceof Error) return v.message;
+  if (typeof v === 'bigint') return v.toString();
+  return v;
+}
+
+/** "file.js:line" of the first stack frame outside this module (klog's caller). */
+function callerOf(): string {
+  const stack = new Error().stack?.split('\n') ?? [];
+  for (const frame of stack.slice(1)) {
+    if (/\/logging\/klog\.[jt]s:/.test(frame)) continue;
+    const m = /([^/\s(]+):(\d+):\d+\)?\s*$/.exec(frame);
+    if (m !== null) return `${m[1] ?? '?'}:${m[2] ?? '0'}`;
+  }
+  return '???:1';
+}
