@@ -1,0 +1,238 @@
+/**
+ * Parser for /proc/self/mountinfo following kubelet's field rules (reference §11.1).
+ *
+ * Line layout (see proc(5)):
+ *   [0] mount ID  [1] parent ID  [2] major:minor  [3] root  [4] mount point  [5] mount options
+ *   [6..] optional fields, terminated by a literal "-"
+ *   then: filesystem type, mount source, super options
+ *
+ * Like kubelet, the parser does NOT decode the kernel's octal escapes (\040 for a space, \011 tab,
+ * \012 newline, \134 backslash): root and mount point stay verbatim, so every comparison made on
+ * them is a comparison of escaped text. {@link unescapeMountPath} exists for display only.
+ */
+
+export interface MountInfoEntry {
+  readonly id: number;
+  readonly parentId: number;
+  readonly major: number;
+  readonly minor: number;
+  /** Root of the mount inside its filesystem; verbatim, octal escapes (\040 etc.) kept. */
+  readonly root: string;
+  /** Mount point; verbatim, octal escapes kept. */
+  readonly mountPoint: string;
+  readonly mountOptions: readonly string[];
+  readonly optionalFields: readonly string[];
+  readonly fsType: string;
+  readonly source: string;
+  readonly superOptions: readonly string[];
+  /** 1-based line number in the parsed text. */
+  readonly line: number;
+}
+
+/** A line the parser rejected (only collected when parsing with `strict: false`). */
+export interface MountInfoProblem {
+  readonly line: number;
+  readonly text: string;
+  readonly error: string;
+}
+
+export interface ParsedMountInfo {
+  readonly entries: readonly MountInfoEntry[];
+  readonly problems: readonly MountInfoProblem[];
+}
+
+export interface ParseMountInfoOptions {
+  /** Throw on the first bad line, as kubelet does (default true). */
+  readonly strict?: boolean;
+  /** Name of the text's origin (file name), used in error messages. */
+  readonly source?: string;
+}
+
+/** Default name used in messages when the caller does not say where the text came from. */
+export const DEFAULT_MOUNTINFO_SOURCE = 'mountinfo';
+
+const MAX_QUOTED_LINE = 200;
+
+/**
+ * A malformed mountinfo line, raised by strict parsing. The message reads
+ * "<source>:<line>: <reason> in line \"<text>\"".
+ */
+export class MountInfoParseError extends Error {
+  override readonly name = 'MountInfoParseError';
+  constructor(
+    /** Where the text came from (file name). */
+    readonly source: string,
+    /** 1-based line number of the bad line. */
+    readonly line: number,
+    /** The bad line itself. */
+    readonly text: string,
+    /** What is wrong with it. */
+    readonly reason: string,
+  ) {
+    super(`${source}:${line}: ${reason} in line ${JSON.stringify(truncate(text, MAX_QUOTED_LINE))}`);
+  }
+}
+
+function truncate(s: string, max: number): string {
+  return s.length <= max ? s : `${s.slice(0, max)}...`;
+}
+
+/**
+ * Whitespace as Go's unicode.IsSpace sees it (strings.Fields): the ASCII spaces, U+0085, U+00A0
+ * and the Unicode White_Space characters. Unlike JavaScript's \s it excludes U+FEFF.
+ */
+const GO_SPACE_RUN = /[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/;
+
+/** strings.Fields: split on runs of whitespace, no empty fields. */
+function splitFields(line: string): string[] {
+  return line.split(GO_SPACE_RUN).filter((f) => f !== '');
+}
+
+/** strconv.Atoi on a decimal string (optional sign), limited to safe integers. */
+function parseInteger(s: string): number | undefined {
+  if (!/^[+-]?[0-9]+$/.test(s)) return undefined;
+  const n = Number(s);
+  return Number.isSafeInteger(n) ? n : undefined;
+}
+
+/**
+ * Splits a comma-separated option list; a comma between double quotes does not separate
+ * (SELinux `context="a:b:c1,c2"`). Empty items are dropped (strings.FieldsFunc semantics).
+ */
+export function splitMountOptions(s: string): string[] {
+  const out: string[] = [];
+  let inQuotes = false;
+  let start = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i];
+    if (c === '"') {
+      inQuotes = !inQuotes;
+    } else if (c === ',' && !inQuotes) {
+      if (i > start) out.push(s.slice(start, i));
+      start = i + 1;
+    }
+  }
+  if (s.length > start) out.push(s.slice(start));
+  return out;
+}
+
+/** Parses one non-empty line; returns the reason as a string when the line is malformed. */
+function parseLine(raw: string, lineNo: number): MountInfoEntry | string {
+  const fields = splitFields(raw);
+  if (fields.length < 10) {
+    return `wrong number of fields (expected at least 10, got ${fields.length})`;
+  }
+  const [idText, parentText, majorMinor, root, mountPoint, options] = fields as [
+    string, string, string, string, string, string, ...string[],
+  ];
+  const id = parseInteger(idText);
+  if (id === undefined) return `mount ID ${JSON.stringify(idText)} is not an integer`;
+  const parentId = parseInteger(parentText);
+  if (parentId === undefined) return `parent ID ${JSON.stringify(parentText)} is not an integer`;
+
+  const mm = majorMinor.split(':');
+  if (mm.length !== 2) {
+    return `major:minor ${JSON.stringify(majorMinor)} does not have exactly two parts`;
+  }
+  const major = parseInteger(mm[0] ?? '');
+  if (major === undefined) return `major device number in ${JSON.stringify(majorMinor)} is not an integer`;
+  const minor = parseInteger(mm[1] ?? '');
+  if (minor === undefined) return `minor device number in ${JSON.stringify(majorMinor)} is not an integer`;
+
+  const optionalFields: string[] = [];
+  let i = 6;
+  for (; i < fields.length && fields[i] !== '-'; i++) {
+    optionalFields.push(fields[i] ?? '');
+  }
+  if (i >= fields.length) {
+    return 'no "-" separator before the filesystem type, source and super options';
+  }
+  const after = fields.length - (i + 1);
+  if (after < 3) {
+    return `expected at least 3 fields after the "-" separator (filesystem type, source, super options), got ${after}`;
+  }
+  return {
+    id,
+    parentId,
+    major,
+    minor,
+    root,
+    mountPoint,
+    mountOptions: splitMountOptions(options),
+    optionalFields,
+    fsType: fields[i + 1] ?? '',
+    source: fields[i + 2] ?? '',
+    superOptions: splitMountOptions(fields[i + 3] ?? ''),
+    line: lineNo,
+  };
+}
+
+/**
+ * Parses mountinfo text. Lines are split on "\n"; empty lines are skipped (a line of only
+ * whitespace is not empty and is reported as having 0 fields, as in kubelet).
+ *
+ * strict (default true, kubelet's behaviour): throws {@link MountInfoParseError} on the first
+ * bad line. strict=false: bad lines are collected in `problems` and parsing continues.
+ */
+export function parseMountInfo(text: string, options?: ParseMountInfoOptions): ParsedMountInfo {
+  const strict = options?.strict ?? true;
+  const source = options?.source ?? DEFAULT_MOUNTINFO_SOURCE;
+  const entries: MountInfoEntry[] = [];
+  const problems: MountInfoProblem[] = [];
+  const lines = text.split('\n');
+  for (let idx = 0; idx < lines.length; idx++) {
+    const raw = lines[idx] ?? '';
+    if (raw === '') continue;
+    const lineNo = idx + 1;
+    const parsed = parseLine(raw, lineNo);
+    if (typeof parsed === 'string') {
+      if (strict) throw new MountInfoParseError(source, lineNo, raw, parsed);
+      problems.push({ line: lineNo, text: raw, error: parsed });
+    } else {
+      entries.push(parsed);
+    }
+  }
+  return { entries, problems };
+}
+
+/** A three-digit octal escape whose value fits a byte (\000 .. \377). */
+const OCTAL_ESCAPE = /\\([0-3][0-7]{2})/g;
+
+/**
+ * Decodes the kernel's octal escapes (\040, \011, \012, \134, any \ooo up to \377) for DISPLAY.
+ * Escapes stand for bytes, so the result is re-decoded as UTF-8 (invalid sequences become U+FFFD).
+ * Never use the result to match against mountinfo fields: kubelet compares escaped text.
+ */
+export function unescapeMountPath(p: string): string {
+  if (!p.includes('\\')) return p;
+  const encoder = new TextEncoder();
+  const chunks: Uint8Array[] = [];
+  let last = 0;
+  for (const m of p.matchAll(OCTAL_ESCAPE)) {
+    chunks.push(encoder.encode(p.slice(last, m.index)));
+    chunks.push(Uint8Array.of(Number.parseInt(m[1] ?? '0', 8)));
+    last = m.index + m[0].length;
+  }
+  chunks.push(encoder.encode(p.slice(last)));
+  let size = 0;
+  for (const c of chunks) size += c.length;
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    bytes.set(c, at);
+    at += c.length;
+  }
+  return new TextDecoder('utf-8').decode(bytes);
+}
+
+const KERNEL_ESCAPES: Readonly<Record<string, string>> = {
+  ' ': '\\040',
+  '\t': '\\011',
+  '\n': '\\012',
+  '\\': '\\134',
+};
+
+/** What the kernel writes for a path in mountinfo: space, tab, newline, backslash -> \040 \011 \012 \134. */
+export function escapeMountPath(p: string): string {
+  return p.replace(/[ \t\n\\]/g, (c) => KERNEL_ESCAPES[c] ?? c);
+}
