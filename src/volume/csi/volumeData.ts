@@ -626,10 +626,38 @@ function realpathFailure(target: string, what: string, err: unknown): VolumeData
     `failed to resolve ${what} ${target}: ${code ?? errorMessage(err)}`, { cause: err });
 }
 
-/** Read through the FileSystem port: fs.readFile(path, MAX_VOL_DATA_BYTES) (EFBIG -> kind 'too-large' with a message saying the limit, ENOENT -> 'not-found', other -> 'io' with the errno), then decodeVolumeData. If `rootDir` is given: first fs.realpath(path) must be inside fs.realpath(rootDir) (equal or prefix + '/'), else kind 'outside-root' ("refusing to read <path>: it resolves to <real>, outside the root dir <root>"); ELOOP from realpath -> 'io' with a clear message. */
-export async function loadVolumeData(fs: FileSystem, path: string, options?: { rootDir?: string }): Promise<VolumeData> {
-  let readPath = path;
+export interface LoadVolumeDataOptions {
+  /**
+   * Refuse to read anything that resolves outside this directory: the file's real path (every
+   * symlink resolved) must be inside the real path of `rootDir`.
+   */
+  readonly rootDir?: string;
+  /**
+   * The caller walked every directory above the file without following a symlink (the global
+   * listing does; a pod volume directory checked with lstat does). Then only the file itself can
+   * be a symlink: it is opened with O_NOFOLLOW and resolved only when it is one, which spares two
+   * realpath calls per file on the common path.
+   */
+  readonly parentsVerified?: boolean;
+}
+
+/**
+ * Reads a vol_data.json through the FileSystem port (at most MAX_VOL_DATA_BYTES; EFBIG ->
+ * 'too-large', ENOENT -> 'not-found', other -> 'io' with the errno) and decodes it. With
+ * `rootDir`, a path resolving outside the root is refused with kind 'outside-root' and a
+ * symlink loop gives 'io' naming ELOOP.
+ */
+export async function loadVolumeData(fs: FileSystem, path: string, options?: LoadVolumeDataOptions): Promise<VolumeData> {
   const rootDir = options?.rootDir;
+  if (rootDir !== undefined && options?.parentsVerified === true) {
+    try {
+      return decodeVolumeData(await readBounded(fs, path, path, true), path);
+    } catch (err) {
+      // ELOOP under O_NOFOLLOW: the file itself is a symlink; resolve and check it below.
+      if (errorCode(err) !== 'ELOOP') throw err;
+    }
+  }
+  let readPath = path;
   if (rootDir !== undefined) {
     let realRoot: string;
     try {
@@ -654,10 +682,14 @@ export async function loadVolumeData(fs: FileSystem, path: string, options?: { r
     // Read what was checked, not a path that could resolve differently.
     readPath = real;
   }
-  let bytes: Uint8Array;
+  return decodeVolumeData(await readBounded(fs, readPath, path, false), path);
+}
+
+async function readBounded(fs: FileSystem, readPath: string, path: string, noFollow: boolean): Promise<Uint8Array> {
   try {
-    bytes = await fs.readFile(readPath, MAX_VOL_DATA_BYTES);
+    return await fs.readFile(readPath, MAX_VOL_DATA_BYTES, { noFollow });
   } catch (err) {
+    if (noFollow && errorCode(err) === 'ELOOP') throw err;
     const code = errorCode(err);
     if (code === 'EFBIG') {
       throw new VolumeDataError('too-large', path,
@@ -670,7 +702,6 @@ export async function loadVolumeData(fs: FileSystem, path: string, options?: { r
     throw new VolumeDataError('io', path,
       `failed to read volume data file ${path}: ${code ?? errorMessage(err)}`, { cause: err });
   }
-  return decodeVolumeData(bytes, path);
 }
 
 /** Per-process counter naming temp files (no clock or randomness in engine code). */

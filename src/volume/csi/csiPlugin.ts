@@ -1,0 +1,164 @@
+/**
+ * The CSI volume plugin (pkg/volume/csi/csi_plugin.go), reading side: naming, spec
+ * reconstruction from pod-local, block and global vol_data.json files, device mount paths and
+ * the KEP-6058 global listing. The writing side (MountDevice, SetUp, ...) builds on this.
+ */
+import * as path from 'node:path/posix';
+import { CSIGlobalMountReconstruction } from '../../features/features.js';
+import { errorMessage } from '../../host/fs.js';
+import { CSI_PLUGIN_NAME, csiVolumeName, escapeQualifiedName } from '../../layout/names.js';
+import { getMountRefs } from '../../mount/mountRefs.js';
+import type {
+  BlockVolumePlugin,
+  GlobalVolume,
+  GlobalVolumeListerPlugin,
+  ReconstructedVolume,
+  VolumeDataSource,
+} from '../plugins.js';
+import { constructInlineSpec, constructPVSourceSpec, type Spec, type VolumeLifecycleMode } from '../spec.js';
+import type { VolumeHost } from '../volumeHost.js';
+import { findGlobalMountDataFromPodMount } from './globalMountFallback.js';
+import { listCsiGlobalVolumes, type GlobalVolumeListing } from './globalVolumes.js';
+import { loadVolumeData, VOL_DATA_FILE_NAME, volDataKey, type VolumeData } from './volumeData.js';
+
+export class CsiSpecError extends Error {
+  override readonly name = 'CsiSpecError';
+}
+
+export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin {
+  readonly deviceMountable = true;
+  readonly blockVolume = true;
+  readonly globalVolumeLister = true;
+
+  constructor(private readonly host: VolumeHost) {}
+
+  getPluginName(): string {
+    return CSI_PLUGIN_NAME;
+  }
+
+  /** A PV with a CSI source, or an inline volume with a CSI source. */
+  canSupport(spec: Spec): boolean {
+    return spec.kind === 'persistent' ? spec.persistentVolume.csi !== undefined : spec.volume.csi !== undefined;
+  }
+
+  /** "<driver>^<handle>"; PV only. Like kubelet, empty fields are not checked here. */
+  getVolumeName(spec: Spec): string {
+    const src = persistentSource(spec, false);
+    return csiVolumeName(src.driver, src.volumeHandle);
+  }
+
+  /** Inline ephemeral volumes never get a global mount. */
+  canDeviceMount(spec: Spec): boolean {
+    return getVolumeLifecycleMode(spec) === 'Persistent';
+  }
+
+  /** makeDeviceMountPath: <plugins>/kubernetes.io/csi/<driver>/<sha256(handle)>/globalmount */
+  getDeviceMountPath(spec: Spec): string {
+    const src = persistentSource(spec, true);
+    return this.host.layout.csiDeviceMountPath(src.driver, src.volumeHandle);
+  }
+
+  async getDeviceMountRefs(deviceMountPath: string): Promise<string[]> {
+    return getMountRefs(this.host.fs, await this.host.loadMountTable(), deviceMountPath);
+  }
+
+  /** GetGlobalMapPath: volumeDevices/<escaped spec>/dev */
+  getGlobalMapPath(spec: Spec): string {
+    return this.host.layout.csiGlobalMapPath(spec.kind === 'persistent' ? spec.persistentVolume.name : spec.volume.name);
+  }
+
+  /**
+   * ConstructVolumeSpec from the pod volume directory `volumePath` named `volumeName`. Loads the
+   * pod-local vol_data.json; with CSIGlobalMountReconstruction on and that load failing, retries
+   * through the global mount the pod mount is bind mounted from (§9.6).
+   */
+  async constructVolumeSpec(volumeName: string, volumePath: string): Promise<ReconstructedVolume> {
+    const dataPath = path.join(volumePath, VOL_DATA_FILE_NAME);
+    let data: VolumeData;
+    let dataSource: VolumeDataSource = 'pod-local';
+    let specVolID: string;
+    try {
+      // A pod volume directory that is a real directory needs no resolving of its parents.
+      const parentsVerified = (await this.host.fs.lstat(volumePath)).type === 'directory';
+      data = await loadVolumeData(this.host.fs, dataPath, { rootDir: this.host.realRootDir, parentsVerified });
+      specVolID = data[volDataKey.specVolID] ?? '';
+    } catch (err) {
+      const original = `plugin.ConstructVolumeSpec failed loading volume data using [${dataPath}]: ${errorMessage(err)}`;
+      if (!this.host.features.enabled(CSIGlobalMountReconstruction)) throw new CsiSpecError(original);
+      let recovered;
+      try {
+        recovered = await findGlobalMountDataFromPodMount(this.host, volumePath);
+      } catch (fallbackErr) {
+        throw new CsiSpecError(`${original}; fallback to the global mount failed: ${errorMessage(fallbackErr)}`);
+      }
+      data = recovered.data;
+      dataSource = 'global-fallback';
+      specVolID = data[volDataKey.specVolID] ?? '';
+      if (specVolID === '') {
+        // A global file from before KEP-6058: the pod directory name is what SetUpAt stored.
+        specVolID = volumeName;
+      } else if (escapeQualifiedName(specVolID) !== volumeName) {
+        throw new CsiSpecError(
+          `${original}; global mount ${recovered.dataDir} holds volume data for ${JSON.stringify(specVolID)}, not ${JSON.stringify(volumeName)}: refusing it`,
+        );
+      }
+      this.host.logger.v(2).info('plugin.ConstructVolumeSpec recovered vol_data from global mount', {
+        volumeName,
+        volumePath,
+        globalMountDir: recovered.dataDir,
+      });
+    }
+    const driver = data[volDataKey.driverName] ?? '';
+    const handle = data[volDataKey.volHandle] ?? '';
+    const mode: VolumeLifecycleMode = data[volDataKey.volumeLifecycleMode] === 'Ephemeral' ? 'Ephemeral' : 'Persistent';
+    const spec = mode === 'Ephemeral' ? constructInlineSpec(specVolID, driver) : constructPVSourceSpec(specVolID, driver, handle);
+    return { spec, seLinuxMountContext: data[volDataKey.seLinuxMountContext] ?? '', dataSource };
+  }
+
+  /** ConstructBlockVolumeSpec: reads volumeDevices/<escaped specVolName>/data/vol_data.json; mapPath is only logged. */
+  async constructBlockVolumeSpec(podUID: string, specVolName: string, mapPath: string): Promise<Spec> {
+    const dataPath = path.join(this.host.layout.csiBlockDataDir(specVolName), VOL_DATA_FILE_NAME);
+    let data: VolumeData;
+    try {
+      data = await loadVolumeData(this.host.fs, dataPath, { rootDir: this.host.realRootDir });
+    } catch (err) {
+      throw new CsiSpecError(`failed to load block volume data for ${specVolName} (pod ${podUID}, map path ${mapPath}): ${errorMessage(err)}`);
+    }
+    return constructPVSourceSpec(
+      data[volDataKey.specVolID] ?? '',
+      data[volDataKey.driverName] ?? '',
+      data[volDataKey.volHandle] ?? '',
+      'Block',
+    );
+  }
+
+  async listGlobalVolumes(): Promise<GlobalVolume[]> {
+    const listing = await this.listGlobalVolumesDetailed();
+    return listing.volumes.map(({ spec, seLinuxMountContext, deviceMountPath, volumeMode }) => ({
+      spec,
+      seLinuxMountContext,
+      deviceMountPath,
+      volumeMode,
+    }));
+  }
+
+  /** The listing with every skipped directory and its reason (what `nodevol audit` reports). */
+  listGlobalVolumesDetailed(): Promise<GlobalVolumeListing> {
+    return listCsiGlobalVolumes(this.host);
+  }
+}
+
+/** getVolumeLifecycleMode: inline CSI source ⇒ Ephemeral, else Persistent. */
+export function getVolumeLifecycleMode(spec: Spec): VolumeLifecycleMode {
+  return spec.kind === 'inline' ? 'Ephemeral' : 'Persistent';
+}
+
+function persistentSource(spec: Spec, requireFields: boolean): { driver: string; volumeHandle: string } {
+  if (spec.kind !== 'persistent') throw new CsiSpecError(`volume ${JSON.stringify(spec.volume.name)} is not a CSI PersistentVolume`);
+  const csi = spec.persistentVolume.csi;
+  if (csi === undefined) throw new CsiSpecError(`PersistentVolume ${JSON.stringify(spec.persistentVolume.name)} has no CSI source`);
+  if (!requireFields) return { driver: csi.driver, volumeHandle: csi.volumeHandle };
+  if (csi.driver === '') throw new CsiSpecError('csi source driver name is empty');
+  if (csi.volumeHandle === '') throw new CsiSpecError('CSIPersistentVolumeSource volume handle is empty');
+  return { driver: csi.driver, volumeHandle: csi.volumeHandle };
+}

@@ -1,0 +1,127 @@
+/**
+ * The volume plugin framework (pkg/volume/plugins.go): plugin interfaces, optional capability
+ * interfaces recognised by type guards, and the plugin manager's Find helpers.
+ *
+ * KEP-6058 adds {@link GlobalVolumeListerPlugin}: a plugin that keeps global mounts outside any
+ * pod directory lists them, so that the volume manager never learns a plugin's layout.
+ */
+import type { PersistentVolumeMode, Spec } from './spec.js';
+
+/** Where a reconstructed volume's data came from (nodevol addition; used for metrics labels). */
+export type VolumeDataSource = 'pod-local' | 'global-fallback';
+
+/** ReconstructedVolume: what ConstructVolumeSpec returns. */
+export interface ReconstructedVolume {
+  readonly spec: Spec;
+  /** Value of -o context=XYZ; empty means not used. */
+  readonly seLinuxMountContext: string;
+  /** Which vol_data.json the spec was rebuilt from. */
+  readonly dataSource: VolumeDataSource;
+}
+
+/** GlobalVolume (KEP-6058 Design Details item 2). */
+export interface GlobalVolume {
+  readonly spec: Spec;
+  readonly seLinuxMountContext: string;
+  /** Advisory: UnmountDevice recomputes the path from the spec. */
+  readonly deviceMountPath: string;
+  readonly volumeMode: PersistentVolumeMode;
+}
+
+export interface VolumePlugin {
+  getPluginName(): string;
+  canSupport(spec: Spec): boolean;
+  /** The plugin's part of the unique volume name; throws when the spec cannot name one. */
+  getVolumeName(spec: Spec): string;
+  /** Rebuilds a spec from a pod volume directory (`volumePath`) named `volumeName`. */
+  constructVolumeSpec(volumeName: string, volumePath: string): Promise<ReconstructedVolume>;
+}
+
+export interface DeviceMountableVolumePlugin extends VolumePlugin {
+  readonly deviceMountable: true;
+  /** false for volumes that never get a global mount (CSI inline ephemeral). */
+  canDeviceMount(spec: Spec): boolean;
+  /** The global mount path for a spec; throws when the spec has none. */
+  getDeviceMountPath(spec: Spec): string;
+  getDeviceMountRefs(deviceMountPath: string): Promise<string[]>;
+}
+
+export interface BlockVolumePlugin extends VolumePlugin {
+  readonly blockVolume: true;
+  constructBlockVolumeSpec(podUID: string, specVolName: string, mapPath: string): Promise<Spec>;
+  /** GetGlobalMapPath: where the block volume's device mount path is for the ASW. */
+  getGlobalMapPath(spec: Spec): string;
+}
+
+/** Implemented by plugins that keep a global mount outside any pod directory (KEP-6058). */
+export interface GlobalVolumeListerPlugin extends DeviceMountableVolumePlugin {
+  readonly globalVolumeLister: true;
+  /** Only reads. One unreadable directory never hides the others. */
+  listGlobalVolumes(): Promise<GlobalVolume[]>;
+}
+
+export function isDeviceMountablePlugin(p: VolumePlugin): p is DeviceMountableVolumePlugin {
+  return (p as Partial<DeviceMountableVolumePlugin>).deviceMountable === true;
+}
+export function isBlockVolumePlugin(p: VolumePlugin): p is BlockVolumePlugin {
+  return (p as Partial<BlockVolumePlugin>).blockVolume === true;
+}
+export function isGlobalVolumeListerPlugin(p: VolumePlugin): p is GlobalVolumeListerPlugin {
+  return (p as Partial<GlobalVolumeListerPlugin>).globalVolumeLister === true && isDeviceMountablePlugin(p);
+}
+
+export class PluginNotFoundError extends Error {
+  override readonly name = 'PluginNotFoundError';
+}
+
+/** VolumePluginMgr: the registered plugins and the Find helpers kubelet uses. */
+export class VolumePluginMgr {
+  private readonly byName: ReadonlyMap<string, VolumePlugin>;
+
+  constructor(plugins: readonly VolumePlugin[]) {
+    const m = new Map<string, VolumePlugin>();
+    for (const p of plugins) {
+      const name = p.getPluginName();
+      if (m.has(name)) throw new Error(`volume plugin ${JSON.stringify(name)} registered twice`);
+      m.set(name, p);
+    }
+    this.byName = m;
+  }
+
+  findPluginByName(name: string): VolumePlugin {
+    const p = this.byName.get(name);
+    if (p === undefined) throw new PluginNotFoundError(`no volume plugin matched name: ${name}`);
+    return p;
+  }
+
+  findPluginBySpec(spec: Spec): VolumePlugin {
+    const matches = [...this.byName.values()].filter((p) => p.canSupport(spec));
+    if (matches.length === 0) throw new PluginNotFoundError('no volume plugin matched');
+    if (matches.length > 1) {
+      throw new PluginNotFoundError(`multiple volume plugins matched: ${matches.map((p) => p.getPluginName()).join(',')}`);
+    }
+    return matches[0] as VolumePlugin;
+  }
+
+  /** Returns a plugin only when it can device-mount this spec (≈v1.30 semantics); else undefined. */
+  findDeviceMountablePluginBySpec(spec: Spec): DeviceMountableVolumePlugin | undefined {
+    const p = this.findPluginBySpec(spec);
+    return isDeviceMountablePlugin(p) && p.canDeviceMount(spec) ? p : undefined;
+  }
+
+  /** By name: no canDeviceMount check (used by UnmountDevice). */
+  findDeviceMountablePluginByName(name: string): DeviceMountableVolumePlugin | undefined {
+    const p = this.findPluginByName(name);
+    return isDeviceMountablePlugin(p) ? p : undefined;
+  }
+
+  findMapperPluginByName(name: string): BlockVolumePlugin | undefined {
+    const p = this.findPluginByName(name);
+    return isBlockVolumePlugin(p) ? p : undefined;
+  }
+
+  /** Every plugin implementing GlobalVolumeListerPlugin, in registration order. */
+  findGlobalVolumeListerPlugins(): GlobalVolumeListerPlugin[] {
+    return [...this.byName.values()].filter(isGlobalVolumeListerPlugin);
+  }
+}

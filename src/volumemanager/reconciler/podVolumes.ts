@@ -1,0 +1,112 @@
+/**
+ * getVolumesFromPodDir (reconstruct_common.go; reference §8.2): every reconstruction candidate
+ * under <root>/pods. For each pod directory, each plugin directory under volumes/ (Filesystem)
+ * and volumeDevices/ (Block), every child - file, directory or symlink - is a candidate; nothing
+ * checks that a mount exists.
+ */
+import * as path from 'node:path/posix';
+import { errorMessage, type DirEntry, type FileSystem, type FileType } from '../../host/fs.js';
+import type { Logger } from '../../host/logger.js';
+import { VOLUME_DEVICES_DIR_NAME, VOLUMES_DIR_NAME, type KubeletLayout } from '../../layout/layout.js';
+import { unescapeQualifiedName, type UniquePodName } from '../../layout/names.js';
+import type { PersistentVolumeMode } from '../../volume/spec.js';
+
+/** podVolume: one reconstruction candidate. */
+export interface PodVolume {
+  readonly podName: UniquePodName;
+  /** The directory entry name: the escaped spec name. */
+  readonly volumeSpecName: string;
+  readonly volumePath: string;
+  /** Unescaped plugin name, e.g. kubernetes.io/csi. */
+  readonly pluginName: string;
+  readonly volumeMode: PersistentVolumeMode;
+  /** Type of the candidate entry itself (a symlink is never followed by the walk). */
+  readonly entryType: FileType;
+}
+
+/** A directory the walk could not read (kubelet logs these and goes on). */
+export interface PodDirProblem {
+  readonly path: string;
+  readonly error: string;
+}
+
+export interface PodDirWalk {
+  readonly volumes: readonly PodVolume[];
+  readonly problems: readonly PodDirProblem[];
+}
+
+const SUBDIRS: ReadonlyArray<readonly [string, PersistentVolumeMode]> = [
+  [VOLUMES_DIR_NAME, 'Filesystem'],
+  [VOLUME_DEVICES_DIR_NAME, 'Block'],
+];
+
+/** Rejects only when <root>/pods itself cannot be read (kubelet then skips reconstruction). */
+export async function getVolumesFromPodDir(fs: FileSystem, layout: KubeletLayout, logger: Logger): Promise<PodDirWalk> {
+  const podsDir = layout.podsDir();
+  const pods = sortByName(await fs.readdir(podsDir));
+  const volumes: PodVolume[] = [];
+  const problems: PodDirProblem[] = [];
+  const problem = (p: string, err: unknown): void => {
+    problems.push({ path: p, error: errorMessage(err) });
+    logger.error(err, 'Could not read directory', { path: p });
+  };
+
+  for (const pod of pods) {
+    if (pod.type !== 'directory') continue;
+    const podDir = path.join(podsDir, pod.name);
+    let podEntries: DirEntry[];
+    try {
+      podEntries = await fs.readdir(podDir);
+    } catch (err) {
+      problem(podDir, err);
+      continue;
+    }
+    for (const [sub, volumeMode] of SUBDIRS) {
+      const subDir = path.join(podDir, sub);
+      const subEntry = podEntries.find((e) => e.name === sub);
+      if (subEntry === undefined) continue;
+      if (subEntry.type !== 'directory') {
+        // Never followed: a symlink here could lead out of the root dir.
+        problem(subDir, new Error(`${subDir} is a ${subEntry.type}, not a directory; not followed`));
+        continue;
+      }
+      let plugins: DirEntry[];
+      try {
+        plugins = sortByName(await fs.readdir(subDir));
+      } catch (err) {
+        problem(subDir, err);
+        continue;
+      }
+      for (const plugin of plugins) {
+        const pluginDir = path.join(subDir, plugin.name);
+        if (plugin.type === 'symlink') {
+          problem(pluginDir, new Error(`${pluginDir} is a symlink; not followed`));
+          continue;
+        }
+        let children: DirEntry[];
+        try {
+          children = sortByName(await fs.readdir(pluginDir));
+        } catch (err) {
+          problem(pluginDir, err);
+          continue;
+        }
+        const pluginName = unescapeQualifiedName(plugin.name);
+        for (const child of children) {
+          volumes.push({
+            podName: pod.name as UniquePodName,
+            volumeSpecName: child.name,
+            volumePath: path.join(pluginDir, child.name),
+            pluginName,
+            volumeMode,
+            entryType: child.type,
+          });
+        }
+      }
+    }
+  }
+  return { volumes, problems };
+}
+
+function sortByName(entries: DirEntry[]): DirEntry[] {
+  return entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}

@@ -1,0 +1,52 @@
+// Feature gates: kubelet's --feature-gates syntax, defaults, the deprecated alias, errors.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { CSIGlobalMountReconstruction, FeatureGate, FeatureGateError } from '../../../src/features/features.js';
+
+describe('feature gates', () => {
+  it('CSIGlobalMountReconstruction is alpha and off by default', () => {
+    assert.equal(FeatureGate.defaults().enabled(CSIGlobalMountReconstruction), false);
+    assert.deepEqual(FeatureGate.defaults().snapshot(), { CSIGlobalMountReconstruction: false });
+  });
+
+  const accepted: [string[], boolean][] = [
+    [['CSIGlobalMountReconstruction=true'], true],
+    [['CSIGlobalMountReconstruction=True'], true],
+    [['CSIGlobalMountReconstruction=1'], true],
+    [['CSIGlobalMountReconstruction=t'], true],
+    [['CSIGlobalMountReconstruction=false'], false],
+    [['CSIGlobalMountReconstruction=F'], false],
+    [[' CSIGlobalMountReconstruction = true , '], true],
+    [[''], false],
+    [['CSIGlobalMountReconstruction=true', 'CSIGlobalMountReconstruction=false'], false],
+    [['CSIGlobalMountReconstruction=false,CSIGlobalMountReconstruction=true'], true],
+  ];
+  for (const [flags, want] of accepted) {
+    it(`parses ${JSON.stringify(flags)} as ${want}`, () => {
+      const { gate, warnings } = FeatureGate.parse(flags);
+      assert.equal(gate.enabled(CSIGlobalMountReconstruction), want);
+      assert.deepEqual(warnings, []);
+    });
+  }
+
+  it('accepts VolumeReconstructionFallback as a deprecated alias with a warning', () => {
+    const { gate, warnings } = FeatureGate.parse(['VolumeReconstructionFallback=true']);
+    assert.equal(gate.enabled(CSIGlobalMountReconstruction), true);
+    assert.deepEqual(gate.snapshot(), { CSIGlobalMountReconstruction: true });
+    assert.equal(warnings.length, 1);
+    assert.match(warnings[0] ?? '', /VolumeReconstructionFallback is deprecated, use CSIGlobalMountReconstruction/);
+  });
+
+  const rejected: [string, RegExp][] = [
+    ['Foo=true', /unrecognized feature gate: Foo/],
+    ['CSIGlobalMountReconstruction', /missing bool value for CSIGlobalMountReconstruction/],
+    ['CSIGlobalMountReconstruction=yes', /invalid value of CSIGlobalMountReconstruction=yes/],
+    ['CSIGlobalMountReconstruction=', /invalid value/],
+    ['=true', /unrecognized feature gate/],
+  ];
+  for (const [flag, err] of rejected) {
+    it(`rejects ${JSON.stringify(flag)}`, () => {
+      assert.throws(() => FeatureGate.parse([flag]), (e: unknown) => e instanceof FeatureGateError && err.test(e.message));
+    });
+  }
+});
