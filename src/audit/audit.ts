@@ -1,0 +1,318 @@
+/**
+ * `nodevol audit`: a read-only check of a node. It runs kubelet's reconstruction decisions over
+ * the kubelet root dir and the mount table with the given feature gates, always also walks the
+ * CSI global mounts, and reports per volume whether kubelet tracks it, recovers it only through
+ * CSIGlobalMountReconstruction, or loses it (orphaned: staged, and kubelet never learns of it).
+ *
+ * It never writes, never mounts and never calls a driver: it uses only the reading side of the
+ * CSI plugin and the FileSystem port's read methods.
+ */
+import { CSIGlobalMountReconstruction, FeatureGate } from '../features/features.js';
+import { errorMessage, isNotExist, type FileSystem } from '../host/fs.js';
+import type { Logger } from '../host/logger.js';
+import type { KubeletLayout } from '../layout/layout.js';
+import { CSI_PLUGIN_NAME, csiVolumeName, getUniqueVolumeName } from '../layout/names.js';
+import { MountInfoParseError } from '../mount/mountInfo.js';
+import type { MountTableSnapshot, SleepClock } from '../mount/mountRefs.js';
+import { CsiPlugin } from '../volume/csi/csiPlugin.js';
+import type { ListedGlobalVolume, SkippedGlobalDir } from '../volume/csi/globalVolumes.js';
+import { VolumePluginMgr } from '../volume/plugins.js';
+import { csiSourceOf, specName } from '../volume/spec.js';
+import type { VolumeHost } from '../volume/volumeHost.js';
+import { getVolumesFromPodDir, type PodVolume } from '../volumemanager/reconciler/podVolumes.js';
+import { reconstructVolumeSpec, type ReconstructedSpec } from '../volumemanager/reconciler/reconstructVolume.js';
+import type { AuditFailed, AuditGlobal, AuditPod, AuditReport, AuditSkipped, AuditVolume, Verdict } from './report.js';
+
+export interface AuditInput {
+  readonly fs: FileSystem;
+  readonly layout: KubeletLayout;
+  /** The root dir with symlinks resolved (nothing outside it is read). */
+  readonly realRootDir: string;
+  readonly features: FeatureGate;
+  readonly logger: Logger;
+  readonly clock: SleepClock;
+  /** The mount table, parsed leniently: unparseable lines are listed in `problems`. */
+  readonly mountTable: MountTableSnapshot;
+  /** Wall-clock time of the run, epoch ms. */
+  readonly nowMs: number;
+}
+
+interface VolumeAgg {
+  readonly uniqueName: string;
+  driver: string;
+  volumeHandle: string | null;
+  specName: string;
+  mode: 'Filesystem' | 'Block';
+  lifecycle: 'Persistent' | 'Ephemeral';
+  readonly pods: AuditPod[];
+  global: AuditGlobal | null;
+  /** Accepted by the global listing (kubelet finds it there when the gate is on). */
+  listed: boolean;
+  /** Pods that fail reconstruction now but whose fallback would succeed with the gate on. */
+  readonly fallbackOnlyWithGate: string[];
+}
+
+export async function runAudit(input: AuditInput): Promise<AuditReport> {
+  const gateOn = input.features.enabled(CSIGlobalMountReconstruction);
+  const host = makeHost(input, input.features);
+  const plugins = new VolumePluginMgr([new CsiPlugin(host)]);
+  // The same node seen with the gate on: used only to say what the gate would change.
+  const hypotheticalPlugins = gateOn
+    ? plugins
+    : new VolumePluginMgr([new CsiPlugin(makeHost(input, withGate(input.features)))]);
+  const csi = new CsiPlugin(host);
+
+  const skipped: AuditSkipped[] = [];
+  const failed: AuditFailed[] = [];
+  const volumes = new Map<string, VolumeAgg>();
+
+  // 1. Pod directories: kubelet's only source of candidates without the gate.
+  let candidates: readonly PodVolume[] = [];
+  try {
+    const walk = await getVolumesFromPodDir(input.fs, input.layout, input.logger.v(4));
+    candidates = walk.volumes.filter((v) => v.pluginName === CSI_PLUGIN_NAME);
+    for (const p of walk.problems) skipped.push({ path: p.path, reason: 'unreadable-dir', detail: p.error });
+  } catch (err) {
+    if (!isNotExist(err)) skipped.push({ path: input.layout.podsDir(), reason: 'unreadable-dir', detail: errorMessage(err) });
+  }
+
+  for (const candidate of candidates) {
+    let reconstructed: ReconstructedSpec;
+    try {
+      reconstructed = await reconstructVolumeSpec(plugins, candidate);
+    } catch (err) {
+      let hypothetical: ReconstructedSpec | undefined;
+      if (!gateOn) {
+        try {
+          hypothetical = await reconstructVolumeSpec(hypotheticalPlugins, candidate);
+        } catch {
+          hypothetical = undefined;
+        }
+      }
+      failed.push({
+        podUID: candidate.podName,
+        specName: candidate.volumeSpecName,
+        path: candidate.volumePath,
+        error: errorMessage(err),
+        recoverableWithGate: hypothetical !== undefined,
+      });
+      if (hypothetical !== undefined) aggFor(volumes, hypothetical, candidate).fallbackOnlyWithGate.push(candidate.podName);
+      continue;
+    }
+    const agg = aggFor(volumes, reconstructed, candidate);
+    agg.pods.push({
+      uid: candidate.podName,
+      specName: candidate.volumeSpecName,
+      volumePath: candidate.volumePath,
+      dataSource: reconstructed.dataSource,
+      mounted: input.mountTable.isMountPoint(podPublishPath(input.layout, candidate, specName(reconstructed.spec))),
+    });
+  }
+
+  // 2. Global mounts: always walked, whatever the gate, to say what the gate changes.
+  try {
+    const listing = await csi.listGlobalVolumesDetailed();
+    for (const gv of listing.volumes) addListed(volumes, gv, input);
+    for (const s of listing.skipped) {
+      skipped.push({ path: s.path, reason: s.reason, detail: s.detail });
+      addUnlistable(volumes, s, input);
+    }
+  } catch (err) {
+    skipped.push({ path: input.layout.csiPluginDir(), reason: 'unreadable-dir', detail: errorMessage(err) });
+  }
+
+  const out: AuditVolume[] = [];
+  for (const agg of volumes.values()) out.push(finish(agg, gateOn));
+  out.sort((a, b) => cmp(a.uniqueName, b.uniqueName));
+  failed.sort((a, b) => cmp(a.podUID, b.podUID) || cmp(a.specName, b.specName));
+  skipped.sort((a, b) => cmp(a.path, b.path));
+
+  const count = (v: Verdict): number => out.filter((x) => x.verdict === v).length;
+  return {
+    rootDir: input.layout.rootDir,
+    featureGates: input.features.snapshot(),
+    volumes: out,
+    failed,
+    skipped,
+    summary: {
+      volumes: out.length,
+      tracked: count('tracked'),
+      recovered: count('recovered'),
+      orphaned: count('orphaned'),
+      failed: failed.length,
+      skipped: skipped.length,
+    },
+    mountTableProblems: input.mountTable.problems.map((p) => ({ line: p.line, error: p.error })),
+    timestamp: new Date(input.nowMs).toISOString(),
+  };
+}
+
+function makeHost(input: AuditInput, features: FeatureGate): VolumeHost {
+  const table = input.mountTable;
+  return {
+    layout: input.layout,
+    realRootDir: input.realRootDir,
+    fs: input.fs,
+    features,
+    logger: input.logger,
+    clock: input.clock,
+    // kubelet parses mountinfo strictly: one bad line fails every look-up.
+    loadMountTable: () => {
+      const first = table.problems[0];
+      if (first !== undefined) {
+        return Promise.reject(new MountInfoParseError('mount table', first.line, first.text, first.error));
+      }
+      return Promise.resolve(table);
+    },
+  };
+}
+
+function withGate(features: FeatureGate): FeatureGate {
+  return FeatureGate.of({ ...features.snapshot(), [CSIGlobalMountReconstruction]: true });
+}
+
+function aggFor(volumes: Map<string, VolumeAgg>, r: ReconstructedSpec, candidate: PodVolume): VolumeAgg {
+  const name = r.uniqueVolumeName as string;
+  let agg = volumes.get(name);
+  if (agg === undefined) {
+    const src = csiSourceOf(r.spec);
+    agg = {
+      uniqueName: name,
+      driver: src?.driver ?? '',
+      volumeHandle: src?.volumeHandle ?? null,
+      specName: specName(r.spec),
+      mode: candidate.volumeMode,
+      lifecycle: r.spec.kind === 'inline' ? 'Ephemeral' : 'Persistent',
+      pods: [],
+      global: null,
+      listed: false,
+      fallbackOnlyWithGate: [],
+    };
+    volumes.set(name, agg);
+  }
+  return agg;
+}
+
+function addListed(volumes: Map<string, VolumeAgg>, gv: ListedGlobalVolume, input: AuditInput): void {
+  const src = csiSourceOf(gv.spec);
+  if (src?.volumeHandle === undefined) return;
+  const name = getUniqueVolumeName(CSI_PLUGIN_NAME, csiVolumeName(src.driver, src.volumeHandle));
+  let agg = volumes.get(name);
+  if (agg === undefined) {
+    agg = {
+      uniqueName: name,
+      driver: src.driver,
+      volumeHandle: src.volumeHandle,
+      specName: specName(gv.spec),
+      mode: gv.volumeMode,
+      lifecycle: 'Persistent',
+      pods: [],
+      global: null,
+      listed: false,
+      fallbackOnlyWithGate: [],
+    };
+    volumes.set(name, agg);
+  }
+  agg.listed = true;
+  agg.global = {
+    deviceMountPath: gv.deviceMountPath,
+    mounted: globalMounted(input, gv.volumeMode, gv.deviceMountPath, specName(gv.spec)),
+    hasSpecVolID: gv.hasSpecVolID,
+  };
+}
+
+/** A staged block volume the listing refuses for want of specVolID: still a volume kubelet loses. */
+function addUnlistable(volumes: Map<string, VolumeAgg>, s: SkippedGlobalDir, input: AuditInput): void {
+  if (s.reason !== 'no-spec-vol-id' || s.driver === undefined || s.volumeHandle === undefined) return;
+  const name = getUniqueVolumeName(CSI_PLUGIN_NAME, csiVolumeName(s.driver, s.volumeHandle));
+  const dirName = s.path.slice(s.path.lastIndexOf('/') + 1);
+  const deviceMountPath = `${s.path}/dev`;
+  let agg = volumes.get(name);
+  if (agg === undefined) {
+    agg = {
+      uniqueName: name,
+      driver: s.driver,
+      volumeHandle: s.volumeHandle,
+      specName: dirName,
+      mode: 'Block',
+      lifecycle: 'Persistent',
+      pods: [],
+      global: null,
+      listed: false,
+      fallbackOnlyWithGate: [],
+    };
+    volumes.set(name, agg);
+  }
+  agg.global ??= { deviceMountPath, mounted: globalMounted(input, 'Block', deviceMountPath, dirName), hasSpecVolID: false };
+}
+
+function globalMounted(input: AuditInput, mode: 'Filesystem' | 'Block', deviceMountPath: string, name: string): boolean {
+  if (mode === 'Filesystem') return input.mountTable.isMountPoint(deviceMountPath);
+  return input.mountTable.mountsUnder(input.layout.csiBlockStagingPath(name)).length > 0;
+}
+
+function podPublishPath(layout: KubeletLayout, candidate: PodVolume, name: string): string {
+  return candidate.volumeMode === 'Block'
+    ? layout.csiBlockPublishPath(name, candidate.podName)
+    : `${candidate.volumePath}/mount`;
+}
+
+function finish(agg: VolumeAgg, gateOn: boolean): AuditVolume {
+  agg.pods.sort((a, b) => cmp(a.uid, b.uid));
+  const podLocal = agg.pods.filter((p) => p.dataSource === 'pod-local');
+  const viaFallback = agg.pods.filter((p) => p.dataSource === 'global-fallback');
+  const reasons: string[] = [];
+
+  let verdict: Verdict;
+  if (podLocal.length > 0) verdict = 'tracked';
+  else if (gateOn && (viaFallback.length > 0 || agg.listed)) verdict = 'recovered';
+  else verdict = 'orphaned';
+  let verdictWithGate: Verdict;
+  if (podLocal.length > 0) verdictWithGate = 'tracked';
+  else if (viaFallback.length > 0 || agg.listed || agg.fallbackOnlyWithGate.length > 0) verdictWithGate = 'recovered';
+  else verdictWithGate = 'orphaned';
+
+  for (const p of podLocal) reasons.push(`reconstructed from the pod-local vol_data.json of pod ${p.uid}`);
+  for (const p of viaFallback) {
+    reasons.push(`pod ${p.uid}: pod-local vol_data.json unreadable; rebuilt from the global mount it is bind mounted from (CSIGlobalMountReconstruction)`);
+  }
+  for (const uid of agg.fallbackOnlyWithGate) {
+    reasons.push(
+      `pod ${uid}: pod-local vol_data.json unreadable; reconstruction fails, only TearDown is attempted and the global mount leaks (kubernetes#101791, #101911)`,
+    );
+  }
+  const g = agg.global;
+  if (podLocal.length === 0 && viaFallback.length === 0 && g !== null) {
+    if (agg.listed && gateOn) {
+      reasons.push(`staged at ${g.deviceMountPath} with no pod directory naming it; the global mount listing (CSIGlobalMountReconstruction) registers it as uncertain and it is unstaged if no pod wants it`);
+    } else if (agg.listed) {
+      reasons.push(
+        `staged at ${g.deviceMountPath} but no pod directory names it: kubelet never reconstructs it, drops it from volumesInUse and never calls NodeUnstageVolume (kubernetes#121937)`,
+      );
+    } else {
+      reasons.push(`staged at ${g.deviceMountPath} but its volume data carries no specVolID: the global listing refuses it and no pod directory names it`);
+    }
+  }
+  if (verdict === 'orphaned' && verdictWithGate === 'recovered') reasons.push('enabling CSIGlobalMountReconstruction would recover it');
+  if (g !== null && !g.mounted && verdict !== 'tracked') {
+    reasons.push('the global mount is not in the mount table (node rebooted?): NodeUnstageVolume is still owed to the driver');
+  }
+
+  return {
+    uniqueName: agg.uniqueName,
+    driver: agg.driver,
+    volumeHandle: agg.volumeHandle,
+    specName: agg.specName,
+    mode: agg.mode,
+    lifecycle: agg.lifecycle,
+    pods: agg.pods,
+    global: agg.global,
+    verdict,
+    verdictWithGate,
+    reasons,
+  };
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -1,0 +1,129 @@
+/** `nodevol audit`: wiring of the read-only node audit to real files and the real mount table. */
+import * as path from 'node:path';
+import { Command, Option } from 'commander';
+import { runAudit } from '../audit/audit.js';
+import { exitCodeFor, EXIT_UNKNOWN } from '../audit/report.js';
+import { realClock } from '../adapters/node/clock.js';
+import { LIVE_MOUNTINFO, mountInfoFileSource } from '../adapters/node/mountInfoFile.js';
+import { NodeFileSystem } from '../adapters/node/nodeFs.js';
+import { FeatureGate, FeatureGateError } from '../features/features.js';
+import { errorMessage } from '../host/fs.js';
+import { DEFAULT_ROOT_DIR, KubeletLayout } from '../layout/layout.js';
+import { createKlogLogger, type LoggingFormat } from '../logging/klog.js';
+import { MountTableSnapshot } from '../mount/mountRefs.js';
+import { readMountInfoText } from '../mount/mountTable.js';
+import { renderJson, renderProm, renderTable, type AuditOutputFormat } from './auditOutput.js';
+import { addLoggingOptions, collect } from './flags.js';
+
+interface AuditFlags {
+  rootDir: string;
+  mountinfo: string;
+  featureGates: string[];
+  output: AuditOutputFormat;
+  v: number;
+  loggingFormat: LoggingFormat;
+}
+
+export function auditCommand(setExitCode: (code: number) => void): Command {
+  const cmd = new Command('audit')
+    .description(
+      'Read-only check of a node: which CSI volumes kubelet tracks, which it recovers only with\n' +
+        'CSIGlobalMountReconstruction, and which it will lose (orphaned). Never writes, mounts or calls a driver.',
+    )
+    .option('--root-dir <dir>', 'kubelet root directory', DEFAULT_ROOT_DIR)
+    .option('--mountinfo <file>', 'mount table to read (a captured copy works too)', LIVE_MOUNTINFO)
+    .option('--feature-gates <gates>', 'kubelet feature gates to evaluate with, e.g. CSIGlobalMountReconstruction=true', collect, [])
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json', 'prom']).default('table'));
+  addLoggingOptions(cmd);
+  cmd.addHelpText(
+    'after',
+    '\nExit codes (node-problem-detector custom plugin convention):\n' +
+      '  0  nothing orphaned and no failed reconstruction\n' +
+      '  1  something is orphaned or fails reconstruction\n' +
+      '  2  could not run (bad flags, unreadable root dir or mount table)\n',
+  );
+  cmd.action(async (flags: AuditFlags) => {
+    setExitCode(await audit(flags));
+  });
+  return cmd;
+}
+
+async function audit(flags: AuditFlags): Promise<number> {
+  const stderr = (line: string): void => {
+    process.stderr.write(`${line}\n`);
+  };
+  const logger = createKlogLogger({
+    format: flags.loggingFormat,
+    verbosity: flags.v,
+    sink: stderr,
+    nowMs: () => Date.now(),
+    pid: process.pid,
+  });
+
+  let features: FeatureGate;
+  try {
+    const parsed = FeatureGate.parse(flags.featureGates);
+    features = parsed.gate;
+    for (const w of parsed.warnings) logger.warning(w);
+  } catch (err) {
+    if (err instanceof FeatureGateError) {
+      stderr(`nodevol audit: invalid --feature-gates: ${err.message}`);
+      return EXIT_UNKNOWN;
+    }
+    throw err;
+  }
+
+  const fs = new NodeFileSystem();
+  const rootDir = path.resolve(flags.rootDir);
+  let realRootDir: string;
+  try {
+    const st = await fs.stat(rootDir);
+    if (st.type !== 'directory') throw new Error('not a directory');
+    realRootDir = await fs.realpath(rootDir);
+  } catch (err) {
+    stderr(`nodevol audit: --root-dir ${rootDir}: ${errorMessage(err)}`);
+    return EXIT_UNKNOWN;
+  }
+
+  let mountTable: MountTableSnapshot;
+  try {
+    const text = await readMountInfoText(mountInfoFileSource(flags.mountinfo));
+    mountTable = MountTableSnapshot.parse(text, { strict: false, source: flags.mountinfo });
+  } catch (err) {
+    stderr(`nodevol audit: --mountinfo ${flags.mountinfo}: ${errorMessage(err)}`);
+    return EXIT_UNKNOWN;
+  }
+  for (const p of mountTable.problems) {
+    logger.warning('Mount table line could not be parsed; kubelet would fail every mount-reference look-up', {
+      file: flags.mountinfo,
+      line: p.line,
+      error: p.error,
+    });
+  }
+
+  const report = await runAudit({
+    fs,
+    layout: new KubeletLayout(rootDir),
+    realRootDir,
+    features,
+    logger,
+    clock: realClock,
+    mountTable,
+    nowMs: Date.now(),
+  });
+
+  let out: string;
+  switch (flags.output) {
+    case 'json':
+      out = renderJson(report);
+      break;
+    case 'prom':
+      out = await renderProm(report);
+      break;
+    case 'table':
+      out = renderTable(report, process.stdout.isTTY && process.env['NO_COLOR'] === undefined);
+      break;
+  }
+  process.stdout.write(out);
+  return exitCodeFor(report);
+}
