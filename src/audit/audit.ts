@@ -13,7 +13,11 @@ import type { Logger } from '../host/logger.js';
 import type { KubeletLayout } from '../layout/layout.js';
 import { CSI_PLUGIN_NAME, csiVolumeName, getUniqueVolumeName } from '../layout/names.js';
 import { MountInfoParseError } from '../mount/mountInfo.js';
-import type { MountTableSnapshot, SleepClock } from '../mount/mountRefs.js';
+import type { MountTableSnapshot } from '../mount/mountRefs.js';
+import { ReadOnlyMounter } from '../mount/readOnlyMounter.js';
+import { noCsiDrivers } from '../csi/types.js';
+import { unreachableCluster } from '../host/cluster.js';
+import type { Clock } from '../host/clock.js';
 import { CsiPlugin } from '../volume/csi/csiPlugin.js';
 import type { ListedGlobalVolume, SkippedGlobalDir } from '../volume/csi/globalVolumes.js';
 import { VolumePluginMgr } from '../volume/plugins.js';
@@ -30,11 +34,15 @@ export interface AuditInput {
   readonly realRootDir: string;
   readonly features: FeatureGate;
   readonly logger: Logger;
-  readonly clock: SleepClock;
+  readonly clock: Clock;
   /** The mount table, parsed leniently: unparseable lines are listed in `problems`. */
   readonly mountTable: MountTableSnapshot;
   /** Wall-clock time of the run, epoch ms. */
   readonly nowMs: number;
+  /** Where the mount table came from, for error messages. */
+  readonly mountTableSource?: string;
+  /** The root dir as the user named it (reported as rootDir); default the layout's. */
+  readonly displayRootDir?: string;
 }
 
 interface VolumeAgg {
@@ -69,7 +77,7 @@ export async function runAudit(input: AuditInput): Promise<AuditReport> {
   // 1. Pod directories: kubelet's only source of candidates without the gate.
   let candidates: readonly PodVolume[] = [];
   try {
-    const walk = await getVolumesFromPodDir(input.fs, input.layout, input.logger.v(4));
+    const walk = await getVolumesFromPodDir(input.fs, input.layout, input.logger.v(4), input.realRootDir);
     candidates = walk.volumes.filter((v) => v.pluginName === CSI_PLUGIN_NAME);
     for (const p of walk.problems) skipped.push({ path: p.path, reason: 'unreadable-dir', detail: p.error });
   } catch (err) {
@@ -129,7 +137,7 @@ export async function runAudit(input: AuditInput): Promise<AuditReport> {
 
   const count = (v: Verdict): number => out.filter((x) => x.verdict === v).length;
   return {
-    rootDir: input.layout.rootDir,
+    rootDir: input.displayRootDir ?? input.layout.rootDir,
     featureGates: input.features.snapshot(),
     volumes: out,
     failed,
@@ -149,6 +157,14 @@ export async function runAudit(input: AuditInput): Promise<AuditReport> {
 
 function makeHost(input: AuditInput, features: FeatureGate): VolumeHost {
   const table = input.mountTable;
+  // kubelet parses mountinfo strictly: one bad line fails every look-up.
+  const load = (): Promise<MountTableSnapshot> => {
+    const first = table.problems[0];
+    if (first !== undefined) {
+      return Promise.reject(new MountInfoParseError('mount table', first.line, first.text, first.error));
+    }
+    return Promise.resolve(table);
+  };
   return {
     layout: input.layout,
     realRootDir: input.realRootDir,
@@ -156,14 +172,11 @@ function makeHost(input: AuditInput, features: FeatureGate): VolumeHost {
     features,
     logger: input.logger,
     clock: input.clock,
-    // kubelet parses mountinfo strictly: one bad line fails every look-up.
-    loadMountTable: () => {
-      const first = table.problems[0];
-      if (first !== undefined) {
-        return Promise.reject(new MountInfoParseError('mount table', first.line, first.text, first.error));
-      }
-      return Promise.resolve(table);
-    },
+    // Read-only by construction: no driver, no API server, a mounter that refuses to mount.
+    mounter: new ReadOnlyMounter(input.fs, load),
+    csiDrivers: noCsiDrivers,
+    cluster: unreachableCluster,
+    nodeName: '',
   };
 }
 

@@ -103,8 +103,11 @@ async function audit(flags: AuditFlags): Promise<number> {
 
   const report = await runAudit({
     fs,
-    layout: new KubeletLayout(rootDir),
+    // Paths in the mount table are real paths: walk the root dir by its real path so that they match.
+    layout: new KubeletLayout(realRootDir),
     realRootDir,
+    displayRootDir: rootDir,
+    mountTableSource: flags.mountinfo,
     features,
     logger,
     clock: realClock,

@@ -56,6 +56,10 @@ export interface FileSystem {
   rmdir(path: string): Promise<void>;
   /** Removes a file or symlink. */
   unlink(path: string): Promise<void>;
+  /** Creates a symlink at `path` pointing to `target`. */
+  symlink(target: string, path: string): Promise<void>;
+  /** The target of the symlink at `path`. */
+  readlink(path: string): Promise<string>;
 }
 
 /** An error from a FileSystem port, carrying the errno name and the path it concerns. */

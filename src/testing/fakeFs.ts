@@ -127,6 +127,14 @@ export class FakeFs implements FileSystem {
     return this.#unsupported('unlink', path);
   }
 
+  symlink(_target: string, path: string): Promise<void> {
+    return this.#unsupported('symlink', path);
+  }
+
+  readlink(path: string): Promise<string> {
+    return this.#unsupported('readlink', path);
+  }
+
   static #normalize(path: string): string {
     const n = posix.normalize(path);
     return n.length > 1 && n.endsWith('/') ? n.slice(0, -1) : n;

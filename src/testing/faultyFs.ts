@@ -66,4 +66,12 @@ export class FaultyFs implements FileSystem {
     this.check('unlink', path);
     return this.inner.unlink(path);
   }
+  symlink(target: string, path: string): Promise<void> {
+    this.check('symlink', path);
+    return this.inner.symlink(target, path);
+  }
+  readlink(path: string): Promise<string> {
+    this.check('readlink', path);
+    return this.inner.readlink(path);
+  }
 }

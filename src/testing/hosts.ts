@@ -6,6 +6,9 @@ import type { FileSystem } from '../host/fs.js';
 import type { Logger } from '../host/logger.js';
 import { discardLogger } from '../host/logger.js';
 import { MountTableSnapshot, type SleepClock } from '../mount/mountRefs.js';
+import { ReadOnlyMounter } from '../mount/readOnlyMounter.js';
+import { noCsiDrivers } from '../csi/types.js';
+import { unreachableCluster } from '../host/cluster.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
 import type { NodeFixture } from './nodeFixture.js';
 
@@ -64,14 +67,18 @@ export interface HostOptions {
 
 export function volumeHost(fx: NodeFixture, o: HostOptions): VolumeHost {
   const text = o.mountInfo ?? fx.mountInfo();
+  const fs = o.fs ?? new NodeFileSystem();
   return {
     layout: fx.layout,
     realRootDir: fx.root,
-    fs: o.fs ?? new NodeFileSystem(),
+    fs,
     features: gates(o.gateOn),
     logger: o.logger ?? discardLogger,
     clock: new ManualSleepClock(),
-    loadMountTable: () => Promise.resolve(MountTableSnapshot.parse(text, { strict: true })),
+    mounter: new ReadOnlyMounter(fs, () => Promise.resolve(MountTableSnapshot.parse(text, { strict: true }))),
+    csiDrivers: noCsiDrivers,
+    cluster: unreachableCluster,
+    nodeName: 'node-1',
   };
 }
 

@@ -28,6 +28,57 @@ export interface GlobalVolume {
   readonly volumeMode: PersistentVolumeMode;
 }
 
+/** The pod a mounter works for. */
+export interface PodRef {
+  readonly uid: string;
+  readonly namespace: string;
+  readonly name: string;
+}
+
+export interface MounterArgs {
+  readonly fsGroup?: number;
+  readonly seLinuxLabel?: string;
+}
+
+/** Mounter: SetUp publishes the volume into the pod's volume directory. */
+export interface VolumeMounter {
+  /** The pod-local target path. */
+  getPath(): string;
+  setUp(args: MounterArgs): Promise<void>;
+}
+
+/** Unmounter: TearDown unpublishes it. */
+export interface VolumeUnmounter {
+  getPath(): string;
+  tearDown(): Promise<void>;
+}
+
+export interface DeviceMounter {
+  getDeviceMountPath(spec: Spec): string;
+  mountDevice(spec: Spec, devicePath: string, deviceMountPath: string, args: MounterArgs): Promise<void>;
+}
+
+export interface DeviceUnmounter {
+  unmountDevice(deviceMountPath: string): Promise<void>;
+}
+
+/** Raw block: stage (SetUpDevice), publish (MapPodDevice), and the pod's device link. */
+export interface BlockVolumeMapper {
+  getGlobalMapPath(spec: Spec): string;
+  getPodDeviceMapPath(): { dir: string; name: string };
+  /** NodeStageVolume at the staging path; returns it ('' without STAGE_UNSTAGE). */
+  setUpDevice(): Promise<string>;
+  /** NodePublishVolume at the publish path; returns it. */
+  mapPodDevice(): Promise<string>;
+}
+
+export interface BlockVolumeUnmapper {
+  /** NodeUnpublishVolume at the publish path (even when it is gone). */
+  unmapPodDevice(): Promise<void>;
+  /** NodeUnstageVolume and removal of the volume's block files. */
+  tearDownDevice(mapPath: string, devicePath: string): Promise<void>;
+}
+
 export interface VolumePlugin {
   getPluginName(): string;
   canSupport(spec: Spec): boolean;
@@ -35,6 +86,15 @@ export interface VolumePlugin {
   getVolumeName(spec: Spec): string;
   /** Rebuilds a spec from a pod volume directory (`volumePath`) named `volumeName`. */
   constructVolumeSpec(volumeName: string, volumePath: string): Promise<ReconstructedVolume>;
+  newMounter(spec: Spec, pod: PodRef): Promise<VolumeMounter>;
+  /** Builds an unmounter from what is on disk; rejects when that cannot be read. */
+  newUnmounter(specName: string, podUID: string): Promise<VolumeUnmounter>;
+}
+
+export interface AttachableVolumePlugin extends VolumePlugin {
+  readonly attachable: true;
+  /** Whether the volume needs attaching (CSI: the CSIDriver's attachRequired; rejects when unknown). */
+  canAttach(spec: Spec): Promise<boolean>;
 }
 
 export interface DeviceMountableVolumePlugin extends VolumePlugin {
@@ -44,6 +104,8 @@ export interface DeviceMountableVolumePlugin extends VolumePlugin {
   /** The global mount path for a spec; throws when the spec has none. */
   getDeviceMountPath(spec: Spec): string;
   getDeviceMountRefs(deviceMountPath: string): Promise<string[]>;
+  newDeviceMounter(): DeviceMounter;
+  newDeviceUnmounter(): DeviceUnmounter;
 }
 
 export interface BlockVolumePlugin extends VolumePlugin {
@@ -51,6 +113,8 @@ export interface BlockVolumePlugin extends VolumePlugin {
   constructBlockVolumeSpec(podUID: string, specVolName: string, mapPath: string): Promise<Spec>;
   /** GetGlobalMapPath: where the block volume's device mount path is for the ASW. */
   getGlobalMapPath(spec: Spec): string;
+  newBlockVolumeMapper(spec: Spec, pod: PodRef): Promise<BlockVolumeMapper>;
+  newBlockVolumeUnmapper(specName: string, podUID: string): Promise<BlockVolumeUnmapper>;
 }
 
 /** Implemented by plugins that keep a global mount outside any pod directory (KEP-6058). */
@@ -62,6 +126,9 @@ export interface GlobalVolumeListerPlugin extends DeviceMountableVolumePlugin {
 
 export function isDeviceMountablePlugin(p: VolumePlugin): p is DeviceMountableVolumePlugin {
   return (p as Partial<DeviceMountableVolumePlugin>).deviceMountable === true;
+}
+export function isAttachableVolumePlugin(p: VolumePlugin): p is AttachableVolumePlugin {
+  return (p as Partial<AttachableVolumePlugin>).attachable === true;
 }
 export function isBlockVolumePlugin(p: VolumePlugin): p is BlockVolumePlugin {
   return (p as Partial<BlockVolumePlugin>).blockVolume === true;
@@ -113,6 +180,23 @@ export class VolumePluginMgr {
   findDeviceMountablePluginByName(name: string): DeviceMountableVolumePlugin | undefined {
     const p = this.findPluginByName(name);
     return isDeviceMountablePlugin(p) ? p : undefined;
+  }
+
+  /** A plugin only when the spec needs attaching; undefined otherwise. Rejects when that is unknown. */
+  async findAttachablePluginBySpec(spec: Spec): Promise<AttachableVolumePlugin | undefined> {
+    const p = this.findPluginBySpec(spec);
+    if (!isAttachableVolumePlugin(p)) return undefined;
+    return (await p.canAttach(spec)) ? p : undefined;
+  }
+
+  findAttachablePluginByName(name: string): AttachableVolumePlugin | undefined {
+    const p = this.findPluginByName(name);
+    return isAttachableVolumePlugin(p) ? p : undefined;
+  }
+
+  findMapperPluginBySpec(spec: Spec): BlockVolumePlugin | undefined {
+    const p = this.findPluginBySpec(spec);
+    return isBlockVolumePlugin(p) ? p : undefined;
   }
 
   findMapperPluginByName(name: string): BlockVolumePlugin | undefined {

@@ -2,11 +2,14 @@
  * VolumeHost: what the node gives a volume plugin (pkg/volume/plugins.go VolumeHost), reduced to
  * nodevol's ports. Plugins reach files, the mount table, gates, logs and time only through it.
  */
+import type { CsiDriverRegistry } from '../csi/types.js';
 import type { FeatureGate } from '../features/features.js';
+import type { Clock } from '../host/clock.js';
+import type { ClusterView } from '../host/cluster.js';
 import type { FileSystem } from '../host/fs.js';
 import type { Logger } from '../host/logger.js';
 import type { KubeletLayout } from '../layout/layout.js';
-import type { MountTableSnapshot, SleepClock } from '../mount/mountRefs.js';
+import type { Mounter } from '../mount/mounter.js';
 
 export interface VolumeHost {
   readonly layout: KubeletLayout;
@@ -18,7 +21,12 @@ export interface VolumeHost {
   readonly fs: FileSystem;
   readonly features: FeatureGate;
   readonly logger: Logger;
-  readonly clock: SleepClock;
-  /** A fresh, strictly parsed snapshot of the mount table (kubelet re-reads mountinfo on each call). */
-  loadMountTable(): Promise<MountTableSnapshot>;
+  readonly clock: Clock;
+  /** Mount checks, bind mounts, and fresh snapshots of the mount table. */
+  readonly mounter: Mounter;
+  /** The CSI drivers registered on this node. */
+  readonly csiDrivers: CsiDriverRegistry;
+  /** The API server's view (CSIDriver objects for CanAttach). */
+  readonly cluster: ClusterView;
+  readonly nodeName: string;
 }

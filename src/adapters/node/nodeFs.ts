@@ -81,6 +81,14 @@ export class NodeFileSystem implements FileSystem {
   unlink(path: string): Promise<void> {
     return fsp.unlink(path);
   }
+
+  symlink(target: string, path: string): Promise<void> {
+    return fsp.symlink(target, path);
+  }
+
+  readlink(path: string): Promise<string> {
+    return fsp.readlink(path);
+  }
 }
 
 function tooLarge(path: string, maxBytes: number, size: number): FsError {

@@ -6,26 +6,38 @@
 import * as path from 'node:path/posix';
 import { CSIGlobalMountReconstruction } from '../../features/features.js';
 import { errorMessage } from '../../host/fs.js';
-import { CSI_PLUGIN_NAME, csiVolumeName, escapeQualifiedName } from '../../layout/names.js';
+import { CSI_PLUGIN_NAME, csiVolumeName, escapeQualifiedName, makeEphemeralVolumeHandle } from '../../layout/names.js';
 import { getMountRefs } from '../../mount/mountRefs.js';
 import type {
+  AttachableVolumePlugin,
+  BlockVolumeMapper,
   BlockVolumePlugin,
+  BlockVolumeUnmapper,
+  DeviceMounter,
+  DeviceUnmounter,
   GlobalVolume,
   GlobalVolumeListerPlugin,
+  PodRef,
   ReconstructedVolume,
   VolumeDataSource,
+  VolumeMounter,
+  VolumeUnmounter,
 } from '../plugins.js';
-import { constructInlineSpec, constructPVSourceSpec, type Spec, type VolumeLifecycleMode } from '../spec.js';
+import { constructInlineSpec, constructPVSourceSpec, specName, type Spec, type VolumeLifecycleMode } from '../spec.js';
+import { CsiAttacher } from './csiAttacher.js';
+import { CsiBlockUnmapper, newCsiBlockMapper } from './csiBlock.js';
+import { CsiMounter, CsiUnmounter } from './csiMounter.js';
 import type { VolumeHost } from '../volumeHost.js';
 import { findGlobalMountDataFromPodMount } from './globalMountFallback.js';
 import { listCsiGlobalVolumes, type GlobalVolumeListing } from './globalVolumes.js';
-import { loadVolumeData, VOL_DATA_FILE_NAME, volDataKey, type VolumeData } from './volumeData.js';
+import { loadVolumeData, resolvesInsideRoot, VOL_DATA_FILE_NAME, volDataKey, type VolumeData } from './volumeData.js';
 
 export class CsiSpecError extends Error {
   override readonly name = 'CsiSpecError';
 }
 
-export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin {
+export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, AttachableVolumePlugin {
+  readonly attachable = true;
   readonly deviceMountable = true;
   readonly blockVolume = true;
   readonly globalVolumeLister = true;
@@ -59,7 +71,7 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin {
   }
 
   async getDeviceMountRefs(deviceMountPath: string): Promise<string[]> {
-    return getMountRefs(this.host.fs, await this.host.loadMountTable(), deviceMountPath);
+    return getMountRefs(this.host.fs, await this.host.mounter.readMountTable(), deviceMountPath);
   }
 
   /** GetGlobalMapPath: volumeDevices/<escaped spec>/dev */
@@ -73,17 +85,36 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin {
    * through the global mount the pod mount is bind mounted from (§9.6).
    */
   async constructVolumeSpec(volumeName: string, volumePath: string): Promise<ReconstructedVolume> {
+    const loaded = await this.loadPodVolumeData(volumeName, volumePath, 'constructVolumeSpec');
+    const { data, specVolID } = loaded;
+    const driver = data[volDataKey.driverName] ?? '';
+    const handle = data[volDataKey.volHandle] ?? '';
+    const mode: VolumeLifecycleMode = data[volDataKey.volumeLifecycleMode] === 'Ephemeral' ? 'Ephemeral' : 'Persistent';
+    const spec = mode === 'Ephemeral' ? constructInlineSpec(specVolID, driver) : constructPVSourceSpec(specVolID, driver, handle);
+    return { spec, seLinuxMountContext: data[volDataKey.seLinuxMountContext] ?? '', dataSource: loaded.dataSource };
+  }
+
+  /**
+   * The pod-local vol_data.json of a pod volume directory, or with the gate on and that failing,
+   * the global one the pod mount is bind mounted from. A recovered specVolID naming another
+   * volume is refused; an empty one takes the directory name (what SetUpAt stored).
+   */
+  private async loadPodVolumeData(
+    volumeName: string,
+    volumePath: string,
+    caller: 'constructVolumeSpec' | 'newUnmounter',
+  ): Promise<{ data: VolumeData; specVolID: string; dataSource: VolumeDataSource }> {
     const dataPath = path.join(volumePath, VOL_DATA_FILE_NAME);
-    let data: VolumeData;
-    let dataSource: VolumeDataSource = 'pod-local';
-    let specVolID: string;
     try {
-      // A pod volume directory that is a real directory needs no resolving of its parents.
-      const parentsVerified = (await this.host.fs.lstat(volumePath)).type === 'directory';
-      data = await loadVolumeData(this.host.fs, dataPath, { rootDir: this.host.realRootDir, parentsVerified });
-      specVolID = data[volDataKey.specVolID] ?? '';
+      // The pod volume directory, or any ancestor, may be a symlink leading out of the root dir.
+      const parentsVerified = await resolvesInsideRoot(this.host.fs, volumePath, this.host.realRootDir);
+      const data = await loadVolumeData(this.host.fs, dataPath, { rootDir: this.host.realRootDir, parentsVerified });
+      return { data, specVolID: data[volDataKey.specVolID] ?? '', dataSource: 'pod-local' };
     } catch (err) {
-      const original = `plugin.ConstructVolumeSpec failed loading volume data using [${dataPath}]: ${errorMessage(err)}`;
+      const original =
+        caller === 'constructVolumeSpec'
+          ? `plugin.ConstructVolumeSpec failed loading volume data using [${dataPath}]: ${errorMessage(err)}`
+          : `unmounter failed to load volume data file [${path.join(volumePath, 'mount')}]: ${errorMessage(err)}`;
       if (!this.host.features.enabled(CSIGlobalMountReconstruction)) throw new CsiSpecError(original);
       let recovered;
       try {
@@ -91,9 +122,7 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin {
       } catch (fallbackErr) {
         throw new CsiSpecError(`${original}; fallback to the global mount failed: ${errorMessage(fallbackErr)}`);
       }
-      data = recovered.data;
-      dataSource = 'global-fallback';
-      specVolID = data[volDataKey.specVolID] ?? '';
+      let specVolID = recovered.data[volDataKey.specVolID] ?? '';
       if (specVolID === '') {
         // A global file from before KEP-6058: the pod directory name is what SetUpAt stored.
         specVolID = volumeName;
@@ -102,17 +131,86 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin {
           `${original}; global mount ${recovered.dataDir} holds volume data for ${JSON.stringify(specVolID)}, not ${JSON.stringify(volumeName)}: refusing it`,
         );
       }
-      this.host.logger.v(2).info('plugin.ConstructVolumeSpec recovered vol_data from global mount', {
-        volumeName,
-        volumePath,
-        globalMountDir: recovered.dataDir,
-      });
+      this.host.logger
+        .v(2)
+        .info(
+          caller === 'constructVolumeSpec'
+            ? 'plugin.ConstructVolumeSpec recovered vol_data from global mount'
+            : 'unmounter recovered vol_data from global mount',
+          { volumeName, volumePath, globalMountDir: recovered.dataDir },
+        );
+      return { data: recovered.data, specVolID, dataSource: 'global-fallback' };
     }
-    const driver = data[volDataKey.driverName] ?? '';
-    const handle = data[volDataKey.volHandle] ?? '';
-    const mode: VolumeLifecycleMode = data[volDataKey.volumeLifecycleMode] === 'Ephemeral' ? 'Ephemeral' : 'Persistent';
-    const spec = mode === 'Ephemeral' ? constructInlineSpec(specVolID, driver) : constructPVSourceSpec(specVolID, driver, handle);
-    return { spec, seLinuxMountContext: data[volDataKey.seLinuxMountContext] ?? '', dataSource };
+  }
+
+  async newMounter(spec: Spec, pod: PodRef): Promise<VolumeMounter> {
+    const lifecycle = getVolumeLifecycleMode(spec);
+    const name = specName(spec);
+    let driverName: string;
+    let volumeHandle: string;
+    if (spec.kind === 'persistent') {
+      const src = persistentSource(spec, true);
+      driverName = src.driver;
+      volumeHandle = src.volumeHandle;
+    } else {
+      if (spec.volume.csi === undefined) throw new CsiSpecError(`volume ${JSON.stringify(name)} has no CSI source`);
+      driverName = spec.volume.csi.driver;
+      volumeHandle = makeEphemeralVolumeHandle(pod.uid, name);
+    }
+    return Promise.resolve(new CsiMounter(this.host, { driverName, volumeHandle, specName: name, podUID: pod.uid, lifecycle }, spec, pod));
+  }
+
+  /**
+   * NewUnmounter: reads the pod-local vol_data.json for the driver and handle. With the gate on
+   * it falls back to the global mount (KEP-6058 item 7): without that, the unmount of a pod whose
+   * file is lost is never generated and its global mount leaks.
+   */
+  async newUnmounter(specVolName: string, podUID: string): Promise<VolumeUnmounter> {
+    const volumePath = this.host.layout.csiPodVolumeDir(podUID, specVolName);
+    const { data } = await this.loadPodVolumeData(escapeQualifiedName(specVolName), volumePath, 'newUnmounter');
+    return new CsiUnmounter(this.host, {
+      driverName: data[volDataKey.driverName] ?? '',
+      volumeHandle: data[volDataKey.volHandle] ?? '',
+      specName: specVolName,
+      podUID,
+    });
+  }
+
+  /** Inline volumes never attach; a PV attaches unless its CSIDriver says attachRequired: false. */
+  async canAttach(spec: Spec): Promise<boolean> {
+    if (spec.kind === 'inline') return false;
+    const src = persistentSource(spec, false);
+    const driver = await this.host.cluster.getCSIDriver(src.driver);
+    return driver?.attachRequired ?? true;
+  }
+
+  newDeviceMounter(): DeviceMounter {
+    return new CsiAttacher(this.host, this);
+  }
+
+  newDeviceUnmounter(): DeviceUnmounter {
+    return new CsiAttacher(this.host, this);
+  }
+
+  newBlockVolumeMapper(spec: Spec, pod: PodRef): Promise<BlockVolumeMapper> {
+    return newCsiBlockMapper(this.host, spec, pod);
+  }
+
+  /** NewBlockVolumeUnmapper: driver and handle from the block data file of the spec name. */
+  async newBlockVolumeUnmapper(specVolName: string, podUID: string): Promise<BlockVolumeUnmapper> {
+    const dataPath = path.join(this.host.layout.csiBlockDataDir(specVolName), VOL_DATA_FILE_NAME);
+    let data: VolumeData;
+    try {
+      data = await loadVolumeData(this.host.fs, dataPath, { rootDir: this.host.realRootDir });
+    } catch (err) {
+      throw new CsiSpecError(`unmapper failed to load volume data file [${dataPath}]: ${errorMessage(err)}`);
+    }
+    return new CsiBlockUnmapper(this.host, {
+      driverName: data[volDataKey.driverName] ?? '',
+      volumeHandle: data[volDataKey.volHandle] ?? '',
+      specName: specVolName,
+      podUID,
+    });
   }
 
   /** ConstructBlockVolumeSpec: reads volumeDevices/<escaped specVolName>/data/vol_data.json; mapPath is only logged. */

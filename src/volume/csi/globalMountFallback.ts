@@ -32,7 +32,7 @@ export class NoGlobalMountError extends Error {
  */
 export async function findGlobalMountDataFromPodMount(host: VolumeHost, podVolumeDir: string): Promise<GlobalMountData> {
   const mountPath = path.join(podVolumeDir, POD_MOUNT_DIR_NAME);
-  const refs = await getReliableMountRefs(host.fs, () => host.loadMountTable(), host.clock, mountPath);
+  const refs = await getReliableMountRefs(host.fs, () => host.mounter.readMountTable(), host.clock, mountPath);
   const log = host.logger.v(4);
   const rejected: string[] = [];
   for (const ref of refs) {

@@ -21,7 +21,7 @@ import { escapeQualifiedName, isSafePathComponent, isSha256Hex } from '../../lay
 import type { GlobalVolume } from '../plugins.js';
 import { constructPVSourceSpec, type PersistentVolumeMode } from '../spec.js';
 import type { VolumeHost } from '../volumeHost.js';
-import { loadVolumeData, VOL_DATA_FILE_NAME, volDataKey, type VolumeData } from './volumeData.js';
+import { loadVolumeData, resolvesInsideRoot, VOL_DATA_FILE_NAME, volDataKey, type VolumeData } from './volumeData.js';
 
 /** Why a directory under the CSI plugin dir is not reported as a global volume. */
 export type GlobalDirSkipReason =
@@ -79,12 +79,23 @@ export async function listCsiGlobalVolumes(host: VolumeHost): Promise<GlobalVolu
   const blockDir = host.layout.csiBlockDir();
   let drivers: DirEntry[];
   try {
+    // The walk below follows no symlink, but the plugin dir is reached by path: it, or one of its
+    // ancestors, may be a symlink leading out of the root dir. Then nothing below it is read.
+    await host.fs.lstat(pluginDir);
+  } catch (err) {
+    if (isNotExist(err)) return { volumes, skipped };
+    throw new GlobalListingError(`failed to read the CSI plugin directory ${pluginDir}: ${errorMessage(err)}`);
+  }
+  if (!(await resolvesInsideRoot(host.fs, pluginDir, host.realRootDir))) {
+    skip({ path: pluginDir, reason: 'symlink', detail: `${pluginDir} resolves outside the root dir ${host.realRootDir}; not followed`, volumeMode: 'Filesystem' });
+    return { volumes, skipped };
+  }
+  try {
     drivers = sortByName(await host.fs.readdir(pluginDir));
   } catch (err) {
     if (isNotExist(err)) return { volumes, skipped };
     throw new GlobalListingError(`failed to read the CSI plugin directory ${pluginDir}: ${errorMessage(err)}`);
   }
-
   for (const driver of drivers) {
     const driverDir = path.join(pluginDir, driver.name);
     // The block subtree is a sibling of the driver directories; excluded by full path.
@@ -108,7 +119,7 @@ export async function listCsiGlobalVolumes(host: VolumeHost): Promise<GlobalVolu
         continue;
       }
       if (child.type !== 'directory') continue;
-      const result = await describeFilesystemVolume(host, driver.name, volDir);
+      const result = await describeFilesystemVolume(host, driver.name, volDir, true);
       if ('reason' in result) skip(result);
       else volumes.push(result);
     }
@@ -122,14 +133,15 @@ async function describeFilesystemVolume(
   host: VolumeHost,
   driverDirName: string,
   volDir: string,
+  parentsVerified: boolean,
 ): Promise<ListedGlobalVolume | SkippedGlobalDir> {
   const volumeMode: PersistentVolumeMode = 'Filesystem';
   const dirName = path.basename(volDir);
   const legacy = driverDirName === LEGACY_PV_DIR_NAME && !isSha256Hex(dirName);
   const globalMount = path.join(volDir, GLOBAL_MOUNT_DIR_NAME);
 
-  // volDir and its parents were reached by readdir without following symlinks.
-  const data = await tryLoad(host, path.join(volDir, VOL_DATA_FILE_NAME), true);
+  // volDir was reached by readdir without following symlinks, from a plugin dir inside the root.
+  const data = await tryLoad(host, path.join(volDir, VOL_DATA_FILE_NAME), parentsVerified);
   const identity = data.ok ? identityOf(data.value) : {};
   if (legacy) {
     return {

@@ -633,12 +633,25 @@ export interface LoadVolumeDataOptions {
    */
   readonly rootDir?: string;
   /**
-   * The caller walked every directory above the file without following a symlink (the global
-   * listing does; a pod volume directory checked with lstat does). Then only the file itself can
-   * be a symlink: it is opened with O_NOFOLLOW and resolved only when it is one, which spares two
-   * realpath calls per file on the common path.
+   * The caller checked that the directory holding the file resolves inside the root dir (see
+   * {@link resolvesInsideRoot}; once for a whole walk that follows no symlink below it). Then
+   * only the file itself can be a symlink: it is opened with O_NOFOLLOW and resolved only when it
+   * is one, which spares two realpath calls per file on the common path.
    */
   readonly parentsVerified?: boolean;
+}
+
+/**
+ * Whether `dir` resolves (every symlink followed) to `realRoot` or below it; false when it cannot
+ * be resolved. Checking only that `dir` itself is not a symlink is not enough: any ancestor
+ * between the root dir and `dir` (pods/, plugins/kubernetes.io/csi, ...) may be one.
+ */
+export async function resolvesInsideRoot(fs: FileSystem, dir: string, realRoot: string): Promise<boolean> {
+  try {
+    return isInside(await fs.realpath(dir), realRoot);
+  } catch {
+    return false;
+  }
 }
 
 /**

@@ -10,6 +10,7 @@ import type { Logger } from '../../host/logger.js';
 import { VOLUME_DEVICES_DIR_NAME, VOLUMES_DIR_NAME, type KubeletLayout } from '../../layout/layout.js';
 import { unescapeQualifiedName, type UniquePodName } from '../../layout/names.js';
 import type { PersistentVolumeMode } from '../../volume/spec.js';
+import { resolvesInsideRoot } from '../../volume/csi/volumeData.js';
 
 /** podVolume: one reconstruction candidate. */
 export interface PodVolume {
@@ -41,11 +42,24 @@ const SUBDIRS: ReadonlyArray<readonly [string, PersistentVolumeMode]> = [
 ];
 
 /** Rejects only when <root>/pods itself cannot be read (kubelet then skips reconstruction). */
-export async function getVolumesFromPodDir(fs: FileSystem, layout: KubeletLayout, logger: Logger): Promise<PodDirWalk> {
+export async function getVolumesFromPodDir(
+  fs: FileSystem,
+  layout: KubeletLayout,
+  logger: Logger,
+  realRootDir?: string,
+): Promise<PodDirWalk> {
   const podsDir = layout.podsDir();
-  const pods = sortByName(await fs.readdir(podsDir));
   const volumes: PodVolume[] = [];
   const problems: PodDirProblem[] = [];
+  if (realRootDir !== undefined && !(await resolvesInsideRoot(fs, podsDir, realRootDir))) {
+    // Never listed: pods/ (or an ancestor) is a symlink leading out of the root dir.
+    await fs.lstat(podsDir); // a missing pods dir rejects with ENOENT, as readdir would
+    const err = new Error(`${podsDir} resolves outside the root dir ${realRootDir}; not followed`);
+    problems.push({ path: podsDir, error: err.message });
+    logger.error(err, 'Could not read directory', { path: podsDir });
+    return { volumes, problems };
+  }
+  const pods = sortByName(await fs.readdir(podsDir));
   const problem = (p: string, err: unknown): void => {
     problems.push({ path: p, error: errorMessage(err) });
     logger.error(err, 'Could not read directory', { path: p });

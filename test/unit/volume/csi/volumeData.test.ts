@@ -191,6 +191,12 @@ class MemFs implements FileSystem {
     if (!this.files.delete(path)) return Promise.reject(new FsError('ENOENT', path, 'unlink'));
     return Promise.resolve();
   }
+  symlink(_target: string, path: string): Promise<void> {
+    return Promise.reject(new FsError('ENOSYS', path, 'symlink'));
+  }
+  readlink(path: string): Promise<string> {
+    return Promise.reject(new FsError('ENOSYS', path, 'readlink'));
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,0 +1,149 @@
+/**
+ * The CSI Node service as the engine sees it: typed requests and responses mirroring the
+ * csi.v1 messages (camelCase, as a proto loader with keepCase: false produces them), gRPC status
+ * codes, and kubelet's final/uncertain classification of errors. The gRPC client and the
+ * in-process fake driver both implement {@link CsiNodeClient}.
+ */
+
+/** gRPC status codes (grpc/status.proto). */
+export const GrpcStatus = {
+  OK: 0,
+  CANCELLED: 1,
+  UNKNOWN: 2,
+  INVALID_ARGUMENT: 3,
+  DEADLINE_EXCEEDED: 4,
+  NOT_FOUND: 5,
+  ALREADY_EXISTS: 6,
+  PERMISSION_DENIED: 7,
+  RESOURCE_EXHAUSTED: 8,
+  FAILED_PRECONDITION: 9,
+  ABORTED: 10,
+  OUT_OF_RANGE: 11,
+  UNIMPLEMENTED: 12,
+  INTERNAL: 13,
+  UNAVAILABLE: 14,
+  DATA_LOSS: 15,
+  UNAUTHENTICATED: 16,
+} as const;
+export type GrpcStatusName = keyof typeof GrpcStatus;
+export type GrpcStatusCode = (typeof GrpcStatus)[GrpcStatusName];
+
+export function grpcStatusName(code: number): string {
+  for (const [name, value] of Object.entries(GrpcStatus)) if (value === code) return name;
+  return `CODE_${code}`;
+}
+
+/** NodeServiceCapability.RPC.Type */
+export type NodeCapability =
+  | 'UNKNOWN'
+  | 'STAGE_UNSTAGE_VOLUME'
+  | 'GET_VOLUME_STATS'
+  | 'EXPAND_VOLUME'
+  | 'VOLUME_CONDITION'
+  | 'SINGLE_NODE_MULTI_WRITER'
+  | 'VOLUME_MOUNT_GROUP';
+
+/** VolumeCapability.AccessMode.Mode */
+export type AccessMode =
+  | 'UNKNOWN'
+  | 'SINGLE_NODE_WRITER'
+  | 'SINGLE_NODE_READER_ONLY'
+  | 'MULTI_NODE_READER_ONLY'
+  | 'MULTI_NODE_SINGLE_WRITER'
+  | 'MULTI_NODE_MULTI_WRITER'
+  | 'SINGLE_NODE_SINGLE_WRITER'
+  | 'SINGLE_NODE_MULTI_WRITER';
+
+export interface VolumeCapability {
+  /** Exactly one of mount / block. */
+  readonly mount?: { readonly fsType: string; readonly mountFlags: readonly string[]; readonly volumeMountGroup: string };
+  readonly block?: Record<string, never>;
+  readonly accessMode: { readonly mode: AccessMode };
+}
+
+export type StringMap = Readonly<Record<string, string>>;
+
+export interface NodeStageVolumeRequest {
+  readonly volumeId: string;
+  readonly publishContext: StringMap;
+  readonly stagingTargetPath: string;
+  readonly volumeCapability: VolumeCapability;
+  readonly secrets: StringMap;
+  readonly volumeContext: StringMap;
+}
+
+export interface NodeUnstageVolumeRequest {
+  readonly volumeId: string;
+  readonly stagingTargetPath: string;
+}
+
+export interface NodePublishVolumeRequest {
+  readonly volumeId: string;
+  readonly publishContext: StringMap;
+  /** Empty when the driver has no STAGE_UNSTAGE_VOLUME. */
+  readonly stagingTargetPath: string;
+  readonly targetPath: string;
+  readonly volumeCapability: VolumeCapability;
+  readonly readonly: boolean;
+  readonly secrets: StringMap;
+  readonly volumeContext: StringMap;
+}
+
+export interface NodeUnpublishVolumeRequest {
+  readonly volumeId: string;
+  readonly targetPath: string;
+}
+
+/** The Node service calls kubelet makes. Every method rejects with a {@link CsiCallError}. */
+export interface CsiNodeClient {
+  nodeGetCapabilities(): Promise<readonly NodeCapability[]>;
+  nodeStageVolume(req: NodeStageVolumeRequest): Promise<void>;
+  nodeUnstageVolume(req: NodeUnstageVolumeRequest): Promise<void>;
+  nodePublishVolume(req: NodePublishVolumeRequest): Promise<void>;
+  nodeUnpublishVolume(req: NodeUnpublishVolumeRequest): Promise<void>;
+}
+
+/** Registered CSI drivers by name (kubelet's csiDrivers store). */
+export interface CsiDriverRegistry {
+  /** undefined when the driver is not registered on this node. */
+  client(driverName: string): CsiNodeClient | undefined;
+}
+
+export type CsiMethod = 'NodeGetCapabilities' | 'NodeStageVolume' | 'NodeUnstageVolume' | 'NodePublishVolume' | 'NodeUnpublishVolume';
+
+/**
+ * A failed CSI call. `code` is the gRPC status; undefined when the call failed before reaching
+ * the driver (no connection, bad request built locally).
+ */
+export class CsiCallError extends Error {
+  override readonly name = 'CsiCallError';
+  constructor(
+    readonly method: CsiMethod,
+    readonly code: number | undefined,
+    readonly details: string,
+  ) {
+    super(`rpc error: code = ${code === undefined ? 'Unknown' : grpcStatusName(code)} desc = ${details}`);
+  }
+}
+
+/**
+ * kubelet's csi isFinalError: a gRPC error with Canceled, DeadlineExceeded, Unavailable,
+ * ResourceExhausted or Aborted means the operation may still be in progress on the driver
+ * (uncertain); any other code, or an error that never reached the driver, is final.
+ */
+export function isFinalCsiError(err: unknown): boolean {
+  if (!(err instanceof CsiCallError) || err.code === undefined) return true;
+  switch (err.code) {
+    case GrpcStatus.CANCELLED:
+    case GrpcStatus.DEADLINE_EXCEEDED:
+    case GrpcStatus.UNAVAILABLE:
+    case GrpcStatus.RESOURCE_EXHAUSTED:
+    case GrpcStatus.ABORTED:
+      return false;
+    default:
+      return true;
+  }
+}
+
+/** A registry with no driver: every lookup is "not registered". */
+export const noCsiDrivers: CsiDriverRegistry = { client: () => undefined };

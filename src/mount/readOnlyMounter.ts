@@ -1,0 +1,36 @@
+/**
+ * A Mounter that only reads: mount checks and snapshots come from a loader, and mount/unmount
+ * are refused. `nodevol audit` runs the CSI plugin with it, which is how the audit proves it can
+ * never change the node's mounts.
+ */
+import type { FileSystem } from '../host/fs.js';
+import type { Mounter } from './mounter.js';
+import type { MountTableSnapshot } from './mountRefs.js';
+
+export class ReadOnlyMounterError extends Error {
+  override readonly name = 'ReadOnlyMounterError';
+}
+
+export class ReadOnlyMounter implements Mounter {
+  constructor(
+    private readonly fs: FileSystem,
+    private readonly load: () => Promise<MountTableSnapshot>,
+  ) {}
+
+  async isLikelyNotMountPoint(path: string): Promise<boolean> {
+    await this.fs.stat(path);
+    return !(await this.load()).isMountPoint(path);
+  }
+
+  mount(source: string, target: string): Promise<void> {
+    return Promise.reject(new ReadOnlyMounterError(`refusing to mount ${source} on ${target}: read-only`));
+  }
+
+  unmount(target: string): Promise<void> {
+    return Promise.reject(new ReadOnlyMounterError(`refusing to unmount ${target}: read-only`));
+  }
+
+  readMountTable(): Promise<MountTableSnapshot> {
+    return this.load();
+  }
+}

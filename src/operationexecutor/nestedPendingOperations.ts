@@ -1,0 +1,328 @@
+/**
+ * Per-key serialisation of volume operations, with exponential backoff after failures: nodevol's
+ * counterpart of kubelet's nestedpendingoperations and exponentialbackoff packages
+ * (models-to-follow §2, reference §4.7).
+ *
+ * An operation is keyed by (volumeName, podName). The pod name `''` (kubelet's
+ * EmptyUniquePodName) is a wildcard: an operation keyed (v, '') conflicts with every operation on
+ * v, and every operation on v conflicts with it. Operations on different volumes, or on the same
+ * volume for two different non-empty pods, run in parallel.
+ *
+ * Lifecycle of one entry:
+ * - `run()` adds it, pending, and starts the operation asynchronously;
+ * - success deletes it, which also forgets its backoff;
+ * - failure keeps it, not pending, and arms (or doubles) its backoff from `clock.nowMs()`;
+ * - a later `run()` that matches a failed entry whose backoff has expired reuses that entry: the
+ *   entry takes the new key and operation name and keeps its backoff, so the next failure doubles.
+ *
+ * Time comes only from the {@link Clock} port; nothing here sleeps or sets timers.
+ */
+import type { Clock } from '../host/clock.js';
+
+/** Backoff after the first failure of a key. */
+export const BACKOFF_INITIAL_MS = 500;
+/** Backoff ceiling: 2 m 2 s, as in kubelet. Each further failure doubles the backoff up to this. */
+export const BACKOFF_MAX_MS = 122_000;
+
+/** kubelet's EmptyUniquePodName: the wildcard pod name. */
+export const EMPTY_POD_NAME = '';
+
+export interface OperationKey {
+  readonly volumeName: string;
+  /** `''` (EMPTY_POD_NAME) is the wildcard: it conflicts with every pod on the same volume. */
+  readonly podName: string;
+}
+
+/** What an operation generator hands to the executor: a name (for logs/metrics) and the work. */
+export interface GeneratedOperation {
+  readonly operationName: string;
+  /** Does the work. Rejects (or throws) on failure. */
+  run(): Promise<void>;
+}
+
+export interface OperationCompleteEvent {
+  readonly key: OperationKey;
+  readonly operationName: string;
+  /** `undefined` iff the operation succeeded; else its rejection value (an Error if it rejected with `undefined`). */
+  readonly error: unknown;
+  /** Clock time between the start and the settling of the operation. */
+  readonly durationMs: number;
+}
+
+/**
+ * Thrown by {@link NestedPendingOperations.run} when an operation conflicting with the key is still
+ * running. Expected: the reconciler retries on its next pass and does not log it.
+ */
+export class AlreadyExistsError extends Error {
+  override readonly name = 'AlreadyExistsError';
+  constructor(
+    /** The key of the refused operation. */
+    readonly operationKey: OperationKey,
+    /** The name of the refused operation. */
+    readonly operationName: string,
+    /** The key of the pending operation that blocks it. */
+    readonly pendingKey: OperationKey,
+  ) {
+    super(
+      `failed to create operation ${JSON.stringify(operationName)} for ${describeKey(operationKey)}: ` +
+        `an operation for ${describeKey(pendingKey)} is already executing`,
+    );
+  }
+}
+
+/**
+ * Thrown by {@link NestedPendingOperations.run} while the backoff of a failed operation matching the
+ * key has not expired. Expected: the reconciler retries later and does not log it.
+ */
+export class BackoffError extends Error {
+  override readonly name = 'BackoffError';
+  constructor(
+    readonly operationKey: OperationKey,
+    /** Clock milliseconds from now until a retry is permitted (> 0). */
+    readonly retryAfterMs: number,
+    /** The backoff duration armed by the last failure. */
+    readonly durationBeforeRetryMs: number,
+    /** What the last failed operation rejected with. */
+    readonly lastError: unknown,
+  ) {
+    super(
+      `operation for ${describeKey(operationKey)} failed; no retries permitted for another ${retryAfterMs} ms ` +
+        `(durationBeforeRetry ${durationBeforeRetryMs} ms); last error: ${errorText(lastError)}`,
+    );
+  }
+}
+
+export function isAlreadyExists(err: unknown): err is AlreadyExistsError {
+  return err instanceof AlreadyExistsError;
+}
+
+export function isBackoff(err: unknown): err is BackoffError {
+  return err instanceof BackoffError;
+}
+
+/** Already-exists and backoff refusals are part of normal operation: the reconciler does not log them. */
+export function isExpectedError(err: unknown): boolean {
+  return isAlreadyExists(err) || isBackoff(err);
+}
+
+export interface NestedPendingOperations {
+  /**
+   * Starts `op` under `key`, unless an operation is pending for the same volume with the same pod
+   * or with `''` on either side (wildcard), or the key is in backoff. Throws
+   * {@link AlreadyExistsError} / {@link BackoffError} synchronously and then does not call `op`.
+   * Otherwise `op.run()` is called asynchronously (never inside this call). On success the entry
+   * is deleted (backoff reset); on failure the entry stays, not pending, with exponential backoff
+   * (500 ms, doubling, capped at 122 s) counted from `clock.nowMs()` at the failure.
+   */
+  run(key: OperationKey, op: GeneratedOperation): void;
+  /**
+   * Throws exactly what {@link run} would throw for this key right now (AlreadyExistsError or
+   * BackoffError) without starting anything, so that a caller can refuse before it does the
+   * work of generating the operation.
+   */
+  checkRunnable(key: OperationKey, operationName: string): void;
+  /** Whether an operation matching (volumeName, podName), wildcards included, is running. */
+  isOperationPending(volumeName: string, podName: string): boolean;
+  /** True iff `run()` with this key would start now: nothing matching is pending and no backoff blocks it. */
+  isOperationSafeToRetry(volumeName: string, podName: string): boolean;
+  /** Resolves when no operation is running (tests). Resolves at once when none is. */
+  wait(): Promise<void>;
+  /**
+   * Adds a listener called once per settled operation, after its entry has been deleted or put in
+   * backoff (tests and metrics). Listeners must not throw.
+   */
+  onComplete(listener: (e: OperationCompleteEvent) => void): void;
+}
+
+export function createNestedPendingOperations(clock: Clock): NestedPendingOperations {
+  return new NestedPendingOperationsImpl(clock);
+}
+
+/** kubelet's exponentialbackoff: the backoff state of one key. */
+interface Backoff {
+  /** 0 iff the entry has never failed; else the wait armed by the last failure. */
+  durationBeforeRetryMs: number;
+  /** Clock time of the last failure; meaningful iff durationBeforeRetryMs > 0. */
+  lastErrorTimeMs: number;
+  /** What the last failure rejected with; meaningful iff durationBeforeRetryMs > 0. */
+  lastError: unknown;
+}
+
+interface Entry {
+  key: OperationKey;
+  operationName: string;
+  /** True iff the entry's operation has started and not settled. */
+  pending: boolean;
+  readonly backoff: Backoff;
+}
+
+function podsMatch(existingPod: string, newPod: string): boolean {
+  return existingPod === newPod || existingPod === EMPTY_POD_NAME || newPod === EMPTY_POD_NAME;
+}
+
+function nextBackoffMs(currentMs: number): number {
+  if (currentMs === 0) return BACKOFF_INITIAL_MS;
+  return Math.min(currentMs * 2, BACKOFF_MAX_MS);
+}
+
+function describeKey(key: OperationKey): string {
+  return key.podName === EMPTY_POD_NAME
+    ? `volume ${JSON.stringify(key.volumeName)}`
+    : `volume ${JSON.stringify(key.volumeName)} pod ${JSON.stringify(key.podName)}`;
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+class NestedPendingOperationsImpl implements NestedPendingOperations {
+  /**
+   * Entries by volume name, each list in insertion order. An entry is present iff its operation is
+   * running or its last run failed. No two entries share an exact key. No empty lists are kept.
+   */
+  private readonly entriesByVolume = new Map<string, Entry[]>();
+  /** Number of operations started and not yet settled (= entries with pending true). */
+  private running = 0;
+  /** Callers of wait(); resolved and emptied each time `running` drops to 0. */
+  private waiters: (() => void)[] = [];
+  private readonly listeners: ((e: OperationCompleteEvent) => void)[] = [];
+
+  constructor(private readonly clock: Clock) {}
+
+  run(key: OperationKey, op: GeneratedOperation): void {
+    const opKey: OperationKey = { volumeName: key.volumeName, podName: key.podName };
+    const found = this.find(opKey);
+    let entry: Entry;
+    if (found.kind === 'pending') {
+      throw new AlreadyExistsError(opKey, op.operationName, { ...found.entry.key });
+    } else if (found.kind === 'failed') {
+      this.throwIfBackingOff(opKey, found.entry.backoff);
+      entry = found.entry;
+      entry.key = opKey;
+      entry.operationName = op.operationName;
+      entry.pending = true;
+    } else {
+      entry = {
+        key: opKey,
+        operationName: op.operationName,
+        pending: true,
+        backoff: { durationBeforeRetryMs: 0, lastErrorTimeMs: 0, lastError: undefined },
+      };
+      const list = this.entriesByVolume.get(opKey.volumeName);
+      if (list === undefined) this.entriesByVolume.set(opKey.volumeName, [entry]);
+      else list.push(entry);
+    }
+    this.running++;
+    const startMs = this.clock.nowMs();
+    // Start on a later microtask so that op.run() never runs inside run(), like kubelet's goroutine.
+    void Promise.resolve()
+      .then(() => op.run())
+      .then(
+        () => this.complete(entry, startMs, undefined, false),
+        (err: unknown) => this.complete(entry, startMs, err, true),
+      );
+  }
+
+  checkRunnable(key: OperationKey, operationName: string): void {
+    const opKey: OperationKey = { volumeName: key.volumeName, podName: key.podName };
+    const found = this.find(opKey);
+    if (found.kind === 'pending') throw new AlreadyExistsError(opKey, operationName, { ...found.entry.key });
+    if (found.kind === 'failed') this.throwIfBackingOff(opKey, found.entry.backoff);
+  }
+
+  isOperationPending(volumeName: string, podName: string): boolean {
+    return this.find({ volumeName, podName }).kind === 'pending';
+  }
+
+  isOperationSafeToRetry(volumeName: string, podName: string): boolean {
+    const found = this.find({ volumeName, podName });
+    switch (found.kind) {
+      case 'none':
+        return true;
+      case 'pending':
+        return false;
+      case 'failed':
+        return this.remainingBackoffMs(found.entry.backoff) <= 0;
+      default: {
+        const unreachable: never = found;
+        return unreachable;
+      }
+    }
+  }
+
+  wait(): Promise<void> {
+    if (this.running === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => this.waiters.push(resolve));
+  }
+
+  onComplete(listener: (e: OperationCompleteEvent) => void): void {
+    this.listeners.push(listener);
+  }
+
+  /**
+   * The entry a new operation with `key` would contend with. Any matching pending entry wins
+   * (the operation is refused). Otherwise a failed entry with exactly this key is preferred over one
+   * matched only through the wildcard; among wildcard matches the oldest is taken.
+   */
+  private find(key: OperationKey): { kind: 'none' } | { kind: 'pending' | 'failed'; entry: Entry } {
+    const list = this.entriesByVolume.get(key.volumeName);
+    if (list === undefined) return { kind: 'none' };
+    let candidate: Entry | undefined;
+    for (const entry of list) {
+      if (!podsMatch(entry.key.podName, key.podName)) continue;
+      if (entry.pending) return { kind: 'pending', entry };
+      if (candidate === undefined || (entry.key.podName === key.podName && candidate.key.podName !== key.podName)) {
+        candidate = entry;
+      }
+    }
+    return candidate === undefined ? { kind: 'none' } : { kind: 'failed', entry: candidate };
+  }
+
+  private remainingBackoffMs(backoff: Backoff): number {
+    if (backoff.durationBeforeRetryMs === 0) return 0;
+    return backoff.lastErrorTimeMs + backoff.durationBeforeRetryMs - this.clock.nowMs();
+  }
+
+  private throwIfBackingOff(key: OperationKey, backoff: Backoff): void {
+    const remainingMs = this.remainingBackoffMs(backoff);
+    if (remainingMs > 0) throw new BackoffError(key, remainingMs, backoff.durationBeforeRetryMs, backoff.lastError);
+  }
+
+  private complete(entry: Entry, startMs: number, rejection: unknown, failed: boolean): void {
+    const nowMs = this.clock.nowMs();
+    // A rejection with no value must still read as a failure to listeners and in BackoffError.
+    const error = failed && rejection === undefined ? new Error(`operation ${JSON.stringify(entry.operationName)} failed without a reason`) : rejection;
+    entry.pending = false;
+    if (failed) {
+      entry.backoff.durationBeforeRetryMs = nextBackoffMs(entry.backoff.durationBeforeRetryMs);
+      entry.backoff.lastErrorTimeMs = nowMs;
+      entry.backoff.lastError = error;
+    } else {
+      this.remove(entry);
+    }
+    this.running--;
+    const event: OperationCompleteEvent = {
+      key: { ...entry.key },
+      operationName: entry.operationName,
+      error: failed ? error : undefined,
+      durationMs: nowMs - startMs,
+    };
+    try {
+      for (const listener of this.listeners) listener(event);
+    } finally {
+      if (this.running === 0) {
+        const waiters = this.waiters;
+        this.waiters = [];
+        for (const resolve of waiters) resolve();
+      }
+    }
+  }
+
+  private remove(entry: Entry): void {
+    const list = this.entriesByVolume.get(entry.key.volumeName);
+    if (list === undefined) return;
+    const index = list.indexOf(entry);
+    if (index >= 0) list.splice(index, 1);
+    if (list.length === 0) this.entriesByVolume.delete(entry.key.volumeName);
+  }
+}

@@ -1,0 +1,128 @@
+/**
+ * CSI MountDevice / UnmountDevice (csi_attacher.go; reference §3.4, §4.1, §4.5): the global
+ * vol_data.json (with KEP-6058's specVolID and volumeLifecycleMode, written whatever the gate)
+ * and NodeStageVolume / NodeUnstageVolume at <driver>/<sha256(handle)>/globalmount.
+ */
+import * as path from 'node:path/posix';
+import { errorMessage } from '../../host/fs.js';
+import type { DeviceMounter, DeviceUnmounter, MounterArgs } from '../plugins.js';
+import { specName, type Spec } from '../spec.js';
+import { isOperationFinishedError } from '../util/errors.js';
+import type { VolumeHost } from '../volumeHost.js';
+import type { CsiPlugin } from './csiPlugin.js';
+import { classifyCsiError, clientFor, csiLog, mkdirAll, mountCapability, removeMountDir, supportsStageUnstage } from './csiUtil.js';
+import { isVolumeDataNotFound, loadVolumeData, saveVolumeData, VOL_DATA_FILE_NAME, volDataKey } from './volumeData.js';
+
+export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
+  constructor(
+    private readonly host: VolumeHost,
+    private readonly plugin: CsiPlugin,
+  ) {}
+
+  getDeviceMountPath(spec: Spec): string {
+    return this.plugin.getDeviceMountPath(spec);
+  }
+
+  async mountDevice(spec: Spec, _devicePath: string, deviceMountPath: string, args: MounterArgs): Promise<void> {
+    const { host } = this;
+    if (deviceMountPath === '') throw new Error(csiLog('attacher.MountDevice failed, deviceMountPath is empty'));
+    if (spec.kind !== 'persistent' || spec.persistentVolume.csi === undefined) {
+      throw new Error(csiLog('attacher.MountDevice failed to get CSIPersistentVolumeSource'));
+    }
+    const csi = spec.persistentVolume.csi;
+    if (csi.volumeHandle === '') throw new Error(csiLog('attacher.MountDevice failed: volume handle is empty'));
+    const client = clientFor(host, csi.driver);
+    let stageUnstage: boolean;
+    try {
+      stageUnstage = await supportsStageUnstage(client);
+    } catch (err) {
+      throw new Error(csiLog(`attacher.MountDevice failed to check STAGE_UNSTAGE_VOLUME: ${errorMessage(err)}`));
+    }
+
+    await mkdirAll(host, deviceMountPath);
+    const dataDir = path.dirname(deviceMountPath);
+    // KEP-6058 item 1: specVolID and volumeLifecycleMode, unconditionally.
+    const data: Record<string, string> = {
+      [volDataKey.driverName]: csi.driver,
+      [volDataKey.volHandle]: csi.volumeHandle,
+      [volDataKey.specVolID]: specName(spec),
+      [volDataKey.volumeLifecycleMode]: 'Persistent',
+    };
+    if (args.seLinuxLabel !== undefined && args.seLinuxLabel !== '') data[volDataKey.seLinuxMountContext] = args.seLinuxLabel;
+    try {
+      await saveVolumeData(host.fs, dataDir, data);
+    } catch (err) {
+      await this.cleanupAfterFinalError(deviceMountPath);
+      throw new Error(csiLog(`failed to save volume info data: ${errorMessage(err)}`));
+    }
+    if (!stageUnstage) {
+      host.logger.v(4).info(csiLog('attacher.MountDevice STAGE_UNSTAGE_VOLUME capability not set. Skipping MountDevice...'));
+      return;
+    }
+    try {
+      await client.nodeStageVolume({
+        volumeId: csi.volumeHandle,
+        publishContext: {},
+        stagingTargetPath: deviceMountPath,
+        volumeCapability: mountCapability(spec, csi.fsType ?? '', args.fsGroup === undefined ? '' : String(args.fsGroup)),
+        secrets: {},
+        volumeContext: csi.volumeAttributes ?? {},
+      });
+    } catch (err) {
+      const classified = classifyCsiError(err, 'attacher.MountDevice failed');
+      if (isOperationFinishedError(classified)) await this.cleanupAfterFinalError(deviceMountPath);
+      throw classified;
+    }
+    host.logger.v(4).info(csiLog('attacher.MountDevice successfully requested NodeStageVolume'), { deviceMountPath });
+  }
+
+  private async cleanupAfterFinalError(deviceMountPath: string): Promise<void> {
+    try {
+      await removeMountDir(this.host, deviceMountPath);
+    } catch (err) {
+      this.host.logger.error(err, csiLog('attacher.MountDevice failed to remove mount dir after error'), { deviceMountPath });
+    }
+  }
+
+  async unmountDevice(deviceMountPath: string): Promise<void> {
+    const { host } = this;
+    const dataDir = path.dirname(deviceMountPath);
+    let data;
+    try {
+      data = await loadVolumeData(host.fs, path.join(dataDir, VOL_DATA_FILE_NAME), { rootDir: host.realRootDir });
+    } catch (err) {
+      if (isVolumeDataNotFound(err)) {
+        host.logger
+          .v(4)
+          .info(csiLog('attacher.UnmountDevice skipped because volume data file does not exist'), { path: path.join(dataDir, VOL_DATA_FILE_NAME) });
+        return;
+      }
+      throw new Error(csiLog(`attacher.UnmountDevice failed to get driver and volume name from device mount path: ${errorMessage(err)}`));
+    }
+    const driverName = data[volDataKey.driverName] ?? '';
+    const volumeHandle = data[volDataKey.volHandle] ?? '';
+    const client = clientFor(host, driverName);
+    let stageUnstage: boolean;
+    try {
+      stageUnstage = await supportsStageUnstage(client);
+    } catch (err) {
+      throw new Error(csiLog(`attacher.UnmountDevice failed to check whether STAGE_UNSTAGE_VOLUME set: ${errorMessage(err)}`));
+    }
+    if (!stageUnstage) {
+      host.logger.v(4).info(csiLog('attacher.UnmountDevice STAGE_UNSTAGE_VOLUME capability not set. Skipping UnmountDevice...'));
+      await removeMountDir(host, deviceMountPath);
+      return;
+    }
+    try {
+      await client.nodeUnstageVolume({ volumeId: volumeHandle, stagingTargetPath: deviceMountPath });
+    } catch (err) {
+      throw new Error(csiLog(`attacher.UnmountDevice failed: ${errorMessage(err)}`));
+    }
+    try {
+      await removeMountDir(host, deviceMountPath);
+    } catch (err) {
+      throw new Error(csiLog(`attacher.UnmountDevice failed to clean up global mount ${deviceMountPath}: ${errorMessage(err)}`));
+    }
+    host.logger.v(4).info(csiLog('attacher.UnmountDevice successfully requested NodeUnStageVolume'), { deviceMountPath });
+  }
+}

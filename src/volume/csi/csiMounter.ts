@@ -1,0 +1,136 @@
+/**
+ * CSI SetUp / TearDown (csi_mounter.go; reference §3.3, §4.1 step 5, §4.2): the pod-local
+ * vol_data.json and NodePublishVolume / NodeUnpublishVolume at <pod volume dir>/mount.
+ */
+import * as path from 'node:path/posix';
+import { getAttachmentName } from '../../layout/names.js';
+import type { MounterArgs, PodRef, VolumeMounter, VolumeUnmounter } from '../plugins.js';
+import type { Spec, VolumeLifecycleMode } from '../spec.js';
+import { TransientOperationFailure } from '../util/errors.js';
+import type { VolumeHost } from '../volumeHost.js';
+import {
+  classifyCsiError,
+  clientFor,
+  csiLog,
+  mkdirAll,
+  mountCapability,
+  removeMountDir,
+  supportsStageUnstage,
+} from './csiUtil.js';
+import { saveVolumeData, volDataKey } from './volumeData.js';
+import { errorMessage } from '../../host/fs.js';
+import { isUncertainProgressError } from '../util/errors.js';
+
+export interface CsiMountTarget {
+  readonly driverName: string;
+  readonly volumeHandle: string;
+  /** spec.Name(): the PV name, or the pod volume name for an inline volume. */
+  readonly specName: string;
+  readonly podUID: string;
+  readonly lifecycle: VolumeLifecycleMode;
+}
+
+/** csiMountMgr for SetUp: built by NewMounter from a spec and a pod. */
+export class CsiMounter implements VolumeMounter {
+  constructor(
+    private readonly host: VolumeHost,
+    private readonly target: CsiMountTarget,
+    private readonly spec: Spec,
+    private readonly pod: PodRef,
+  ) {}
+
+  getPath(): string {
+    return this.host.layout.csiPodMountPath(this.target.podUID, this.target.specName);
+  }
+
+  async setUp(args: MounterArgs): Promise<void> {
+    const { host, target, spec } = this;
+    const dir = this.getPath();
+    const client = clientFor(host, target.driverName);
+    let stageUnstage: boolean;
+    try {
+      stageUnstage = await supportsStageUnstage(client);
+    } catch (err) {
+      throw classifyCsiError(err, 'mounter.SetUpAt failed to check for STAGE_UNSTAGE_VOLUME capability');
+    }
+    const deviceMountPath =
+      target.lifecycle === 'Persistent' && stageUnstage ? host.layout.csiDeviceMountPath(target.driverName, target.volumeHandle) : '';
+    const volDir = path.dirname(dir);
+    await mkdirAll(host, volDir);
+
+    const data: Record<string, string> = {
+      [volDataKey.specVolID]: target.specName,
+      [volDataKey.volHandle]: target.volumeHandle,
+      [volDataKey.driverName]: target.driverName,
+      [volDataKey.nodeName]: host.nodeName,
+      [volDataKey.volumeLifecycleMode]: target.lifecycle,
+      [volDataKey.attachmentID]: getAttachmentName(target.volumeHandle, target.driverName, host.nodeName),
+    };
+    if (args.seLinuxLabel !== undefined && args.seLinuxLabel !== '') data[volDataKey.seLinuxMountContext] = args.seLinuxLabel;
+    try {
+      await saveVolumeData(host.fs, volDir, data);
+    } catch (err) {
+      const msg = csiLog(`mounter.SetUpAt failed to save volume info data: ${errorMessage(err)}`);
+      try {
+        await removeMountDir(host, dir);
+      } catch (cleanupErr) {
+        host.logger.error(cleanupErr, csiLog('mounter.SetUpAt failed to remove mount dir after error'), { dir });
+      }
+      throw new TransientOperationFailure(msg);
+    }
+
+    const csi = spec.kind === 'persistent' ? spec.persistentVolume.csi : spec.volume.csi;
+    try {
+      await client.nodePublishVolume({
+        volumeId: target.volumeHandle,
+        publishContext: {},
+        stagingTargetPath: deviceMountPath,
+        targetPath: dir,
+        volumeCapability: mountCapability(spec, csi?.fsType ?? '', args.fsGroup === undefined ? '' : String(args.fsGroup)),
+        readonly: spec.readOnly || (csi?.readOnly ?? false),
+        secrets: {},
+        volumeContext: { ...(csi?.volumeAttributes ?? {}), ...(target.lifecycle === 'Ephemeral' ? { 'csi.storage.k8s.io/ephemeral': 'true' } : {}) },
+      });
+    } catch (err) {
+      const classified = classifyCsiError(err, 'mounter.SetupAt failed');
+      if (!isUncertainProgressError(classified)) {
+        // A final error: nothing is published there, clean up what SetUp created.
+        try {
+          await removeMountDir(host, dir);
+        } catch (cleanupErr) {
+          host.logger.error(cleanupErr, csiLog('mounter.SetupAt failed to remove mount dir after a NodePublish() error'), { dir });
+        }
+      }
+      throw classified;
+    }
+    host.logger.v(4).info(csiLog('mounter.SetUp successfully requested NodePublish'), { dir, pod: `${this.pod.namespace}/${this.pod.name}` });
+  }
+}
+
+/** csiMountMgr for TearDown: built by NewUnmounter from what the pod-local file names. */
+export class CsiUnmounter implements VolumeUnmounter {
+  constructor(
+    private readonly host: VolumeHost,
+    private readonly target: Omit<CsiMountTarget, 'lifecycle'>,
+  ) {}
+
+  getPath(): string {
+    return this.host.layout.csiPodMountPath(this.target.podUID, this.target.specName);
+  }
+
+  async tearDown(): Promise<void> {
+    const dir = this.getPath();
+    const client = clientFor(this.host, this.target.driverName);
+    try {
+      await client.nodeUnpublishVolume({ volumeId: this.target.volumeHandle, targetPath: dir });
+    } catch (err) {
+      throw new Error(csiLog(`Unmounter.TearDownAt failed: ${errorMessage(err)}`));
+    }
+    try {
+      await removeMountDir(this.host, dir);
+    } catch (err) {
+      throw new Error(csiLog(`Unmounter.TearDownAt failed to clean mount dir [${dir}]: ${errorMessage(err)}`));
+    }
+    this.host.logger.v(4).info(csiLog('Unmounter.TearDownAt successfully unmounted dir'), { dir });
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * Helpers shared by the CSI mounter, attacher and block mapper (csi_mounter.go / csi_util.go):
+ * driver client lookup, capability checks, removeMountDir, the error mapping from a CSI call to
+ * kubelet's operation error classes, and a guard that keeps every removal under the root dir.
+ */
+import * as path from 'node:path/posix';
+import { isFinalCsiError, type CsiNodeClient, type VolumeCapability } from '../../csi/types.js';
+import { errorMessage, isNotExist } from '../../host/fs.js';
+import type { Spec } from '../spec.js';
+import { TransientOperationFailure, UncertainProgressError } from '../util/errors.js';
+import type { VolumeHost } from '../volumeHost.js';
+import { VOL_DATA_FILE_NAME } from './volumeData.js';
+
+/** kubelet's log prefix for CSI messages. */
+export function csiLog(msg: string): string {
+  return `kubernetes.io/csi: ${msg}`;
+}
+
+export class CsiPathError extends Error {
+  override readonly name = 'CsiPathError';
+}
+
+/** The driver's client, or a transient failure: nothing happened yet, the state stays. */
+export function clientFor(host: VolumeHost, driverName: string): CsiNodeClient {
+  const client = host.csiDrivers.client(driverName);
+  if (client === undefined) {
+    throw new TransientOperationFailure(csiLog(`driver name ${driverName} not found in the list of registered CSI drivers`));
+  }
+  return client;
+}
+
+export async function supportsStageUnstage(client: CsiNodeClient): Promise<boolean> {
+  return (await client.nodeGetCapabilities()).includes('STAGE_UNSTAGE_VOLUME');
+}
+
+/** A failed CSI call as kubelet classifies it: uncertain (may still be in progress) or final. */
+export function classifyCsiError(err: unknown, what: string): Error {
+  const msg = csiLog(`${what}: ${errorMessage(err)}`);
+  return isFinalCsiError(err) ? new Error(msg) : new UncertainProgressError(msg);
+}
+
+/** Refuses any path outside the root dir: nodevol never removes what it did not prove safe. */
+export function assertUnderRoot(host: VolumeHost, p: string): void {
+  const normalized = path.normalize(p);
+  if (normalized !== p || !host.layout.contains(p) || p === host.layout.rootDir) {
+    throw new CsiPathError(csiLog(`refusing to touch ${JSON.stringify(p)}: not a normalized path under the root dir ${host.layout.rootDir}`));
+  }
+}
+
+/** isDirMounted: IsLikelyNotMountPoint; a missing path is not mounted. */
+export async function isDirMounted(host: VolumeHost, dir: string): Promise<boolean> {
+  try {
+    return !(await host.mounter.isLikelyNotMountPoint(dir));
+  } catch (err) {
+    if (isNotExist(err)) return false;
+    throw err;
+  }
+}
+
+/**
+ * removeMountDir (reference §4.4): when `mountPath` is not a mount point, remove it (rmdir), the
+ * vol_data.json beside it and their parent (rmdir). A mounted path is left alone and counts as
+ * success. Never touches the grandparent.
+ */
+export async function removeMountDir(host: VolumeHost, mountPath: string): Promise<void> {
+  assertUnderRoot(host, mountPath);
+  if (await isDirMounted(host, mountPath)) {
+    host.logger.v(4).info(csiLog('dir is still mounted, not removing it'), { path: mountPath });
+    return;
+  }
+  const volPath = path.dirname(mountPath);
+  const log = host.logger.v(4);
+  log.info(csiLog('dir not mounted, deleting it'), { path: mountPath });
+  await ignoreNotExist(host.fs.rmdir(mountPath), `failed to remove dir [${mountPath}]`);
+  const dataFile = path.join(volPath, VOL_DATA_FILE_NAME);
+  log.info(csiLog('also deleting volume info data file'), { path: dataFile });
+  await ignoreNotExist(host.fs.unlink(dataFile), `failed to delete volume data file [${dataFile}]`);
+  log.info(csiLog('deleting volume path'), { path: volPath });
+  await ignoreNotExist(host.fs.rmdir(volPath), `failed to delete volume path [${volPath}]`);
+}
+
+async function ignoreNotExist(p: Promise<void>, what: string): Promise<void> {
+  try {
+    await p;
+  } catch (err) {
+    if (!isNotExist(err)) throw new Error(csiLog(`${what}: ${errorMessage(err)}`));
+  }
+}
+
+/** MkdirAll with kubelet's volume directory mode. */
+export async function mkdirAll(host: VolumeHost, dir: string, mode = 0o750): Promise<void> {
+  assertUnderRoot(host, dir);
+  await host.fs.mkdir(dir, { recursive: true, mode });
+}
+
+/** The first PV access mode as CSI's, default SINGLE_NODE_WRITER (kubelet's RWO default). */
+export function accessModeOf(spec: Spec): VolumeCapability['accessMode'] {
+  const first = spec.kind === 'persistent' ? spec.persistentVolume.accessModes?.[0] : undefined;
+  switch (first ?? '') {
+    case 'ReadOnlyMany':
+      return { mode: 'MULTI_NODE_READER_ONLY' };
+    case 'ReadWriteMany':
+      return { mode: 'MULTI_NODE_MULTI_WRITER' };
+    case 'ReadWriteOncePod':
+      return { mode: 'SINGLE_NODE_SINGLE_WRITER' };
+    default:
+      return { mode: 'SINGLE_NODE_WRITER' };
+  }
+}
+
+export function mountCapability(spec: Spec, fsType: string, volumeMountGroup: string): VolumeCapability {
+  const mountFlags = spec.kind === 'persistent' ? [...(spec.persistentVolume.mountOptions ?? [])] : [];
+  return { mount: { fsType, mountFlags, volumeMountGroup }, accessMode: accessModeOf(spec) };
+}
+
+export function blockCapability(spec: Spec): VolumeCapability {
+  return { block: {}, accessMode: accessModeOf(spec) };
+}

@@ -1,0 +1,277 @@
+// The built `nodevol` CLI as a process: help, exit codes, the three output formats, flag errors
+// and the klog text / JSON logging on stderr.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import * as path from 'node:path';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import { NodeFixture } from '../../src/testing/nodeFixture.js';
+
+// This file runs from dist/test/cli/: the repo root is three levels up.
+const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..', '..');
+const BIN = path.join(REPO_ROOT, 'bin', 'nodevol.js');
+const DRIVER = 'ebs.csi.example.com';
+
+interface Run {
+  readonly status: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function nodevol(args: readonly string[]): Run {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  // Colour must depend on the TTY alone in these tests.
+  delete env['NO_COLOR'];
+  delete env['FORCE_COLOR'];
+  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env, timeout: 60_000 });
+  if (r.error !== undefined) throw r.error;
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function stderrLines(r: Run): string[] {
+  return r.stderr.split('\n').filter((l) => l !== '');
+}
+
+const FLAGS = ['--root-dir', '--mountinfo', '--feature-gates', '-o', '-v', '--logging-format'];
+/** The documented `-o json` keys (README), in document order. */
+const TOP_LEVEL_KEYS = ['rootDir', 'featureGates', 'volumes', 'failed', 'skipped', 'summary', 'mountTableProblems', 'timestamp'];
+const VOLUME_KEYS = ['uniqueName', 'driver', 'volumeHandle', 'specName', 'mode', 'lifecycle', 'pods', 'global', 'verdict', 'verdictWithGate', 'reasons'];
+
+describe('nodevol CLI: help', () => {
+  it('the built launcher exists where the tests expect it', () => {
+    const r = nodevol(['--version']);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /^\d+\.\d+\.\d+\n$/);
+  });
+
+  it('--help exits 0, names the audit command and the exit codes', () => {
+    const r = nodevol(['--help']);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /^Usage: nodevol /);
+    assert.match(r.stdout, /\n {2}audit /);
+    assert.match(r.stdout, /Exit codes: 0 ok; 1 .*; 2 could not run/);
+  });
+
+  it('audit --help exits 0 and names every flag and every exit code', () => {
+    const r = nodevol(['audit', '--help']);
+    assert.equal(r.status, 0, r.stderr);
+    for (const flag of FLAGS) assert.ok(new RegExp(`(^|[ ,])${flag}[ ,]`, 'm').test(r.stdout), `${flag} missing from:\n${r.stdout}`);
+    assert.match(r.stdout, /Exit codes/);
+    for (const code of ['0', '1', '2']) assert.match(r.stdout, new RegExp(`^ {2}${code} {2}\\S`, 'm'));
+  });
+
+  it('help audit prints the same as audit --help', () => {
+    const a = nodevol(['help', 'audit']);
+    const b = nodevol(['audit', '--help']);
+    assert.equal(a.status, 0);
+    assert.equal(a.stdout, b.stdout);
+  });
+});
+
+describe('nodevol audit as a process', () => {
+  let fx: NodeFixture;
+  let mountinfo: string;
+  beforeEach(async () => {
+    fx = await NodeFixture.create();
+  });
+  afterEach(async () => {
+    await fx.cleanup();
+  });
+
+  /** Story 1: a staged volume no pod directory names. */
+  async function story1(): Promise<void> {
+    await fx.stage({ driver: DRIVER, handle: 'vol-1', specVolID: 'pv-1' });
+    mountinfo = await fx.writeMountInfo();
+  }
+  const audit = (...extra: string[]): Run => nodevol(['audit', '--root-dir', fx.root, '--mountinfo', mountinfo, ...extra]);
+
+  for (const gateOn of [false, true]) {
+    it(`-o json on story 1 exits ${gateOn ? 0 : 1} with the gate ${gateOn ? 'on' : 'off'} and prints the documented shape`, async () => {
+      await story1();
+      const r = audit('-o', 'json', ...(gateOn ? ['--feature-gates', 'CSIGlobalMountReconstruction=true'] : []));
+      assert.equal(r.status, gateOn ? 0 : 1, r.stderr);
+      assert.equal(r.stderr, '');
+      const report = JSON.parse(r.stdout) as Record<string, unknown>;
+      assert.deepEqual(Object.keys(report), TOP_LEVEL_KEYS);
+      assert.equal(report['rootDir'], fx.root);
+      assert.deepEqual(report['featureGates'], { CSIGlobalMountReconstruction: gateOn });
+      assert.deepEqual(report['failed'], []);
+      assert.deepEqual(report['skipped'], []);
+      assert.deepEqual(report['mountTableProblems'], []);
+      assert.ok(!Number.isNaN(Date.parse(report['timestamp'] as string)), String(report['timestamp']));
+      const volumes = report['volumes'] as Record<string, unknown>[];
+      assert.equal(volumes.length, 1);
+      const v = volumes[0]!;
+      assert.deepEqual(Object.keys(v), VOLUME_KEYS);
+      assert.equal(v['uniqueName'], `kubernetes.io/csi/${DRIVER}^vol-1`);
+      assert.equal(v['verdict'], gateOn ? 'recovered' : 'orphaned');
+      assert.equal(v['verdictWithGate'], 'recovered');
+      assert.deepEqual(v['global'], { deviceMountPath: fx.layout.csiDeviceMountPath(DRIVER, 'vol-1'), mounted: true, hasSpecVolID: true });
+      assert.deepEqual(report['summary'], {
+        volumes: 1,
+        tracked: 0,
+        recovered: gateOn ? 1 : 0,
+        orphaned: gateOn ? 0 : 1,
+        failed: 0,
+        skipped: 0,
+      });
+    });
+  }
+
+  it('-o prom on story 1 prints the volume gauge by verdict and the last-run timestamp', async () => {
+    await story1();
+    const before = Date.now() / 1000;
+    const r = audit('-o', 'prom');
+    assert.equal(r.status, 1, r.stderr);
+    const lines = r.stdout.split('\n');
+    assert.ok(lines.includes('nodevol_audit_volumes{verdict="orphaned"} 1'), r.stdout);
+    assert.ok(lines.includes('nodevol_audit_volumes{verdict="recovered"} 0'), r.stdout);
+    assert.ok(lines.includes(`nodevol_audit_orphaned_global_mounts{driver="${DRIVER}"} 1`), r.stdout);
+    assert.ok(lines.includes('nodevol_audit_feature_gate{name="CSIGlobalMountReconstruction"} 0'), r.stdout);
+    const ts = lines.find((l) => l.startsWith('nodevol_audit_last_run_timestamp_seconds '));
+    assert.ok(ts, r.stdout);
+    const seconds = Number(ts.split(' ')[1]);
+    assert.ok(seconds >= Math.floor(before) && seconds <= Date.now() / 1000 + 1, ts);
+  });
+
+  it('-o table names the verdict and has no ANSI escapes when stdout is not a TTY', async () => {
+    await story1();
+    const r = audit('-o', 'table');
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stdout, /^VERDICT +WITH-GATE +DRIVER/);
+    assert.match(r.stdout, /\norphaned +recovered +ebs\.csi\.example\.com +vol-1 /);
+    assert.ok(!r.stdout.includes('\u001b'), JSON.stringify(r.stdout));
+    assert.ok(!r.stderr.includes('\u001b'), JSON.stringify(r.stderr));
+  });
+
+  it('the default output is the table', async () => {
+    await story1();
+    assert.equal(audit().stdout, audit('-o', 'table').stdout);
+  });
+
+  it('an unknown feature gate exits 2 naming it', async () => {
+    await story1();
+    const r = audit('--feature-gates', 'Foo=true');
+    assert.equal(r.status, 2);
+    assert.equal(r.stdout, '');
+    assert.match(r.stderr, /unrecognized feature gate: Foo/);
+  });
+
+  it('a feature gate without a value exits 2', async () => {
+    await story1();
+    const r = audit('--feature-gates', 'CSIGlobalMountReconstruction');
+    assert.equal(r.status, 2);
+    assert.equal(r.stdout, '');
+    assert.match(r.stderr, /missing bool value for CSIGlobalMountReconstruction/);
+  });
+
+  it('the deprecated gate name VolumeReconstructionFallback turns the gate on, with a warning', async () => {
+    await story1();
+    const r = audit('-o', 'json', '--feature-gates', 'VolumeReconstructionFallback=true');
+    assert.equal(r.status, 0, r.stderr);
+    const report = JSON.parse(r.stdout) as { featureGates: Record<string, boolean> };
+    assert.deepEqual(report.featureGates, { CSIGlobalMountReconstruction: true });
+    const lines = stderrLines(r);
+    assert.equal(lines.length, 1, r.stderr);
+    assert.match(lines[0]!, /^W\d{4} /);
+    assert.match(lines[0]!, /VolumeReconstructionFallback is deprecated/);
+  });
+
+  it('-o yaml exits 2', async () => {
+    await story1();
+    const r = audit('-o', 'yaml');
+    assert.equal(r.status, 2);
+    assert.equal(r.stdout, '');
+    assert.match(r.stderr, /yaml/);
+  });
+
+  it('a missing root dir exits 2 naming it', async () => {
+    await story1();
+    const missing = path.join(fx.base, 'no-such-root');
+    const r = nodevol(['audit', '--root-dir', missing, '--mountinfo', mountinfo]);
+    assert.equal(r.status, 2);
+    assert.equal(r.stdout, '');
+    assert.ok(r.stderr.includes(missing), r.stderr);
+  });
+
+  for (const [what, make] of [
+    ['missing', (): Promise<string> => Promise.resolve(path.join(fx.base, 'no-such-mountinfo'))],
+    [
+      'a directory',
+      async (): Promise<string> => {
+        const dir = path.join(fx.base, 'mountinfo-dir');
+        await mkdir(dir);
+        return dir;
+      },
+    ],
+  ] as const) {
+    it(`an unreadable --mountinfo (${what}) exits 2 naming it`, async () => {
+      await story1();
+      const bad = await make();
+      const r = nodevol(['audit', '--root-dir', fx.root, '--mountinfo', bad]);
+      assert.equal(r.status, 2);
+      assert.equal(r.stdout, '');
+      assert.ok(r.stderr.includes(bad), r.stderr);
+    });
+  }
+
+  it('a mount table with a bad line still audits, and warns about the line', async () => {
+    await story1();
+    const text = `${fx.mountInfo()}999 22 8:1 / /broken\n`;
+    await writeFile(mountinfo, text);
+    const r = audit('-o', 'json');
+    assert.equal(r.status, 1, r.stderr);
+    const report = JSON.parse(r.stdout) as { mountTableProblems: { line: number; error: string }[] };
+    assert.deepEqual(report.mountTableProblems.map((p) => p.line), [3]);
+    assert.match(r.stderr, /^W\d{4} .*Mount table line could not be parsed/m);
+  });
+
+  /** Story 1 plus a staged directory with no vol_data.json: the listing skips it, at V(4). */
+  async function withSkippedDir(): Promise<string> {
+    await fx.stage({ driver: DRIVER, handle: 'vol-broken', file: 'absent' });
+    await story1();
+    return fx.layout.csiVolumeDir(DRIVER, 'vol-broken');
+  }
+
+  it('-v 4 --logging-format json: every stderr line is a JSON object with ts, caller and msg, and the skip is logged', async () => {
+    const skippedDir = await withSkippedDir();
+    const r = audit('-o', 'json', '-v', '4', '--logging-format', 'json');
+    assert.equal(r.status, 1, r.stderr);
+    const lines = stderrLines(r);
+    assert.ok(lines.length > 0);
+    const records = lines.map((l) => {
+      const rec = JSON.parse(l) as Record<string, unknown>;
+      assert.equal(typeof rec['ts'], 'number', l);
+      assert.match(String(rec['caller']), /^[^ ]+:\d+$/, l);
+      assert.equal(typeof rec['msg'], 'string', l);
+      return rec;
+    });
+    const skip = records.find((rec) => rec['msg'] === 'Skipping a CSI global directory');
+    assert.ok(skip, r.stderr);
+    assert.equal(skip['v'], 4);
+    assert.equal(skip['path'], skippedDir);
+    assert.equal(skip['reason'], 'unreadable-vol-data');
+    // stdout stays pure JSON.
+    assert.doesNotThrow(() => JSON.parse(r.stdout));
+  });
+
+  it('-v 4 in text: every stderr line has the klog header, and the skip is logged', async () => {
+    const skippedDir = await withSkippedDir();
+    const r = audit('-v', '4');
+    assert.equal(r.status, 1, r.stderr);
+    const lines = stderrLines(r);
+    assert.ok(lines.length > 0);
+    for (const l of lines) assert.match(l, /^[IWE]\d{4} \d{2}:\d{2}:\d{2}\.\d{6} +\d+ [^ ]+:\d+\] "/);
+    const skip = lines.find((l) => l.includes('"Skipping a CSI global directory"'));
+    assert.ok(skip, r.stderr);
+    assert.match(skip, /^I/);
+    assert.ok(skip.includes(`path=${JSON.stringify(skippedDir)}`), skip);
+  });
+
+  it('without -v nothing is logged for a skipped dir', async () => {
+    await withSkippedDir();
+    const r = audit('-o', 'json');
+    assert.equal(r.status, 1);
+    assert.equal(r.stderr, '');
+  });
+});
