@@ -9,18 +9,14 @@ import type { DeviceMounter, DeviceUnmounter, MounterArgs } from '../plugins.js'
 import { specName, type Spec } from '../spec.js';
 import { isOperationFinishedError } from '../util/errors.js';
 import type { VolumeHost } from '../volumeHost.js';
-import type { CsiPlugin } from './csiPlugin.js';
-import { classifyCsiError, clientFor, csiLog, mkdirAll, mountCapability, removeMountDir, supportsStageUnstage } from './csiUtil.js';
+import { classifyCsiError, clientFor, csiLog, makeDeviceMountPath, mkdirAll, mountCapability, removeMountDir, supportsStageUnstage } from './csiUtil.js';
 import { isVolumeDataNotFound, loadVolumeData, saveVolumeData, VOL_DATA_FILE_NAME, volDataKey } from './volumeData.js';
 
 export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
-  constructor(
-    private readonly host: VolumeHost,
-    private readonly plugin: CsiPlugin,
-  ) {}
+  constructor(private readonly host: VolumeHost) {}
 
   getDeviceMountPath(spec: Spec): string {
-    return this.plugin.getDeviceMountPath(spec);
+    return makeDeviceMountPath(this.host, spec);
   }
 
   async mountDevice(spec: Spec, _devicePath: string, deviceMountPath: string, args: MounterArgs): Promise<void> {

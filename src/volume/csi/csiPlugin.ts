@@ -25,6 +25,7 @@ import type {
 } from '../plugins.js';
 import { constructInlineSpec, constructPVSourceSpec, specName, type Spec, type VolumeLifecycleMode } from '../spec.js';
 import { CsiAttacher } from './csiAttacher.js';
+import { CsiSpecError, makeDeviceMountPath, persistentSource } from './csiUtil.js';
 import { CsiBlockUnmapper, newCsiBlockMapper } from './csiBlock.js';
 import { CsiMounter, CsiUnmounter } from './csiMounter.js';
 import type { VolumeHost } from '../volumeHost.js';
@@ -32,9 +33,7 @@ import { findGlobalMountDataFromPodMount } from './globalMountFallback.js';
 import { listCsiGlobalVolumes, type GlobalVolumeListing } from './globalVolumes.js';
 import { loadVolumeData, resolvesInsideRoot, VOL_DATA_FILE_NAME, volDataKey, type VolumeData } from './volumeData.js';
 
-export class CsiSpecError extends Error {
-  override readonly name = 'CsiSpecError';
-}
+export { CsiSpecError };
 
 export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, AttachableVolumePlugin {
   readonly attachable = true;
@@ -66,8 +65,7 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
 
   /** makeDeviceMountPath: <plugins>/kubernetes.io/csi/<driver>/<sha256(handle)>/globalmount */
   getDeviceMountPath(spec: Spec): string {
-    const src = persistentSource(spec, true);
-    return this.host.layout.csiDeviceMountPath(src.driver, src.volumeHandle);
+    return makeDeviceMountPath(this.host, spec);
   }
 
   async getDeviceMountRefs(deviceMountPath: string): Promise<string[]> {
@@ -185,11 +183,11 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
   }
 
   newDeviceMounter(): DeviceMounter {
-    return new CsiAttacher(this.host, this);
+    return new CsiAttacher(this.host);
   }
 
   newDeviceUnmounter(): DeviceUnmounter {
-    return new CsiAttacher(this.host, this);
+    return new CsiAttacher(this.host);
   }
 
   newBlockVolumeMapper(spec: Spec, pod: PodRef): Promise<BlockVolumeMapper> {
@@ -249,14 +247,4 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
 /** getVolumeLifecycleMode: inline CSI source ⇒ Ephemeral, else Persistent. */
 export function getVolumeLifecycleMode(spec: Spec): VolumeLifecycleMode {
   return spec.kind === 'inline' ? 'Ephemeral' : 'Persistent';
-}
-
-function persistentSource(spec: Spec, requireFields: boolean): { driver: string; volumeHandle: string } {
-  if (spec.kind !== 'persistent') throw new CsiSpecError(`volume ${JSON.stringify(spec.volume.name)} is not a CSI PersistentVolume`);
-  const csi = spec.persistentVolume.csi;
-  if (csi === undefined) throw new CsiSpecError(`PersistentVolume ${JSON.stringify(spec.persistentVolume.name)} has no CSI source`);
-  if (!requireFields) return { driver: csi.driver, volumeHandle: csi.volumeHandle };
-  if (csi.driver === '') throw new CsiSpecError('csi source driver name is empty');
-  if (csi.volumeHandle === '') throw new CsiSpecError('CSIPersistentVolumeSource volume handle is empty');
-  return { driver: csi.driver, volumeHandle: csi.volumeHandle };
 }

@@ -116,3 +116,24 @@ export function mountCapability(spec: Spec, fsType: string, volumeMountGroup: st
 export function blockCapability(spec: Spec): VolumeCapability {
   return { block: {}, accessMode: accessModeOf(spec) };
 }
+
+export class CsiSpecError extends Error {
+  override readonly name = 'CsiSpecError';
+}
+
+/** makeDeviceMountPath: <plugins>/kubernetes.io/csi/<driver>/<sha256(handle)>/globalmount. */
+export function makeDeviceMountPath(host: VolumeHost, spec: Spec): string {
+  const src = persistentSource(spec, true);
+  return host.layout.csiDeviceMountPath(src.driver, src.volumeHandle);
+}
+
+/** The CSI source of a PV spec; with `requireFields`, an empty driver or handle is an error. */
+export function persistentSource(spec: Spec, requireFields: boolean): { driver: string; volumeHandle: string } {
+  if (spec.kind !== 'persistent') throw new CsiSpecError(`volume ${JSON.stringify(spec.volume.name)} is not a CSI PersistentVolume`);
+  const csi = spec.persistentVolume.csi;
+  if (csi === undefined) throw new CsiSpecError(`PersistentVolume ${JSON.stringify(spec.persistentVolume.name)} has no CSI source`);
+  if (!requireFields) return { driver: csi.driver, volumeHandle: csi.volumeHandle };
+  if (csi.driver === '') throw new CsiSpecError('csi source driver name is empty');
+  if (csi.volumeHandle === '') throw new CsiSpecError('CSIPersistentVolumeSource volume handle is empty');
+  return { driver: csi.driver, volumeHandle: csi.volumeHandle };
+}

@@ -1,0 +1,356 @@
+/**
+ * The FileSystem port over an in-memory `memfs` Volume, for tests and the simulator.
+ *
+ * memfs is used as storage only: every path is resolved here, component by component, following
+ * symlinks the way the kernel does (physical "..", relative link targets, at most 40 hops then
+ * ELOOP, a trailing "/" demanding a directory). The memfs calls then only ever see symlink-free
+ * paths. This avoids memfs' own resolution quirks (lexical "..", relative targets containing "..")
+ * and lets the adapter give the errno codes Linux gives where memfs differs:
+ *  - unlink of a directory: EISDIR (memfs: EPERM);
+ *  - rename of a directory over a non-empty directory: ENOTEMPTY, over a file: ENOTDIR; of a
+ *    file over a directory: EISDIR; of a directory into itself: EINVAL (memfs allows all four);
+ *  - recursive mkdir over an existing file: EEXIST (memfs: success);
+ *  - a mount point (see {@link MemFs.setBusyCheck}) cannot be removed or renamed: EBUSY.
+ *
+ * All operations are synchronous on the Volume and resolve on a later microtask, so each one is
+ * atomic. Not modelled: permissions and the umask (modes are stored as given; new files default
+ * to 0644), device numbers (`dev` is always 0), durability (fsyncs are only recorded in
+ * {@link MemFs.syncLog}), and mounts hiding directory content.
+ */
+import * as posix from 'node:path/posix';
+
+import { Volume } from 'memfs';
+
+import { FsError, errorCode, type DirEntry, type FileStat, type FileSystem, type FileType, type WriteFileOptions } from '../../host/fs.js';
+
+const MAX_SYMLINK_HOPS = 40;
+const DEFAULT_FILE_MODE = 0o644;
+
+/** A path resolved to its symlink-free location; `type` undefined when nothing is there (yet). */
+interface Resolved {
+  readonly path: string;
+  readonly type: FileType | undefined;
+}
+
+interface StatsLike {
+  isDirectory(): boolean;
+  isFile(): boolean;
+  isSymbolicLink(): boolean;
+  readonly mode: number;
+  readonly size: number;
+}
+
+function typeOf(st: StatsLike): FileType {
+  if (st.isDirectory()) return 'directory';
+  if (st.isFile()) return 'file';
+  if (st.isSymbolicLink()) return 'symlink';
+  return 'other';
+}
+
+function cleanPath(p: string): string {
+  const n = posix.normalize(p);
+  return n.length > 1 && n.endsWith('/') ? n.slice(0, -1) : n;
+}
+
+function childPath(dir: string, name: string): string {
+  return dir === '/' ? `/${name}` : `${dir}/${name}`;
+}
+
+export class MemFs implements FileSystem {
+  readonly #vol: Volume;
+  #busy: ((path: string) => boolean) | undefined;
+  /** Every fsync, in order: "fsync <path>" (writeFile with fsync) and "fsyncDir <path>". */
+  readonly syncLog: string[] = [];
+
+  constructor(volume?: Volume) {
+    this.#vol = volume ?? new Volume();
+  }
+
+  /** An empty filesystem holding only "/". */
+  static create(): MemFs {
+    return new MemFs();
+  }
+
+  /**
+   * Installs the kernel's "mount point is busy" rule: rmdir, unlink and rename of a path for
+   * which `check(realPath)` is true reject with EBUSY. The MemoryMounter installs itself here.
+   * Pass undefined to remove the rule.
+   */
+  setBusyCheck(check: ((path: string) => boolean) | undefined): void {
+    this.#busy = check;
+  }
+
+  // ---------------------------------------------------------------- FileSystem
+
+  readdir(path: string): Promise<DirEntry[]> {
+    return this.#run('scandir', path, () => {
+      const r = this.#existing(path, true, 'scandir');
+      if (r.type !== 'directory') throw new FsError('ENOTDIR', path, 'scandir');
+      return this.#names(r.path).map((name) => ({ name, type: this.#lstatType(childPath(r.path, name)) ?? 'other' }));
+    });
+  }
+
+  lstat(path: string): Promise<FileStat> {
+    return this.#run('lstat', path, () => this.#statOf(this.#existing(path, false, 'lstat').path));
+  }
+
+  stat(path: string): Promise<FileStat> {
+    return this.#run('stat', path, () => this.#statOf(this.#existing(path, true, 'stat').path));
+  }
+
+  realpath(path: string): Promise<string> {
+    return this.#run('realpath', path, () => this.#existing(path, true, 'realpath').path);
+  }
+
+  readFile(path: string, maxBytes: number, options?: { readonly noFollow?: boolean }): Promise<Uint8Array> {
+    return this.#run('open', path, () => {
+      const noFollow = options?.noFollow === true;
+      const r = this.#existing(path, !noFollow, 'open');
+      if (r.type === 'symlink') throw new FsError('ELOOP', path, 'open', `open ${path}: ELOOP (O_NOFOLLOW on a symlink)`);
+      if (r.type === 'directory') throw new FsError('EISDIR', path, 'read');
+      const size = this.#vol.lstatSync(r.path).size;
+      if (size > maxBytes) {
+        throw new FsError('EFBIG', path, 'read', `${path} is larger than the ${maxBytes}-byte limit (${size} bytes or more)`);
+      }
+      const data = this.#vol.readFileSync(r.path);
+      return typeof data === 'string' ? new TextEncoder().encode(data) : new Uint8Array(data);
+    });
+  }
+
+  mkdir(path: string, options: { recursive: boolean; mode: number }): Promise<void> {
+    return this.#run('mkdir', path, () => {
+      if (options.recursive) this.#mkdirAll(path, options.mode);
+      else this.#mkdirOne(path, options.mode);
+    });
+  }
+
+  writeFile(path: string, data: Uint8Array, options?: WriteFileOptions): Promise<void> {
+    return this.#run('open', path, () => {
+      this.#write(path, data, options?.mode ?? DEFAULT_FILE_MODE);
+      if (options?.fsync === true) this.syncLog.push(`fsync ${path}`);
+    });
+  }
+
+  rename(from: string, to: string): Promise<void> {
+    return this.#run('rename', from, () => {
+      const src = this.#existing(from, false, 'rename');
+      const dst = this.#resolve(to, false, 'rename');
+      if (src.path === dst.path) return;
+      if (src.path === '/' || this.#isBusy(src.path) || this.#isBusy(dst.path)) {
+        throw new FsError('EBUSY', from, 'rename', `rename ${from} -> ${to}: EBUSY`);
+      }
+      if (dst.path.startsWith(`${src.path}/`)) {
+        throw new FsError('EINVAL', from, 'rename', `rename ${from} -> ${to}: EINVAL (a directory cannot move into itself)`);
+      }
+      if (dst.type !== undefined) {
+        if (src.type === 'directory') {
+          if (dst.type !== 'directory') throw new FsError('ENOTDIR', to, 'rename');
+          if (this.#names(dst.path).length > 0) throw new FsError('ENOTEMPTY', to, 'rename');
+          this.#vol.rmdirSync(dst.path);
+        } else if (dst.type === 'directory') {
+          throw new FsError('EISDIR', to, 'rename');
+        }
+      }
+      this.#vol.renameSync(src.path, dst.path);
+    });
+  }
+
+  fsyncDir(path: string): Promise<void> {
+    return this.#run('fsync', path, () => {
+      const r = this.#existing(path, true, 'open');
+      if (r.type !== 'directory') throw new FsError('ENOTDIR', path, 'open');
+      this.syncLog.push(`fsyncDir ${path}`);
+    });
+  }
+
+  rmdir(path: string): Promise<void> {
+    return this.#run('rmdir', path, () => {
+      const r = this.#existing(path, false, 'rmdir');
+      if (r.type !== 'directory') throw new FsError('ENOTDIR', path, 'rmdir');
+      if (r.path === '/' || this.#isBusy(r.path)) throw new FsError('EBUSY', path, 'rmdir');
+      if (this.#names(r.path).length > 0) throw new FsError('ENOTEMPTY', path, 'rmdir');
+      this.#vol.rmdirSync(r.path);
+    });
+  }
+
+  unlink(path: string): Promise<void> {
+    return this.#run('unlink', path, () => {
+      const r = this.#existing(path, false, 'unlink');
+      if (r.type === 'directory') throw new FsError('EISDIR', path, 'unlink');
+      if (this.#isBusy(r.path)) throw new FsError('EBUSY', path, 'unlink');
+      this.#vol.unlinkSync(r.path);
+    });
+  }
+
+  symlink(target: string, path: string): Promise<void> {
+    return this.#run('symlink', path, () => {
+      const r = this.#resolve(path, false, 'symlink');
+      if (r.type !== undefined) throw new FsError('EEXIST', path, 'symlink');
+      this.#vol.symlinkSync(target, r.path);
+    });
+  }
+
+  readlink(path: string): Promise<string> {
+    return this.#run('readlink', path, () => {
+      const r = this.#existing(path, false, 'readlink');
+      if (r.type !== 'symlink') throw new FsError('EINVAL', path, 'readlink');
+      return String(this.#vol.readlinkSync(r.path));
+    });
+  }
+
+  // ---------------------------------------------------------------- test helpers
+
+  /**
+   * Every path below `root` (not `root` itself), sorted, directories with a trailing "/".
+   * Symlinks below `root` are listed, not followed. An absent root gives [].
+   */
+  tree(root: string): string[] {
+    let start: Resolved;
+    try {
+      start = this.#resolve(root, true, 'scandir');
+    } catch (err) {
+      if (errorCode(err) === 'ENOENT') return [];
+      throw err;
+    }
+    if (start.type !== 'directory') return [];
+    const base = cleanPath(root);
+    const out: string[] = [];
+    const walk = (realDir: string, shownDir: string): void => {
+      for (const name of this.#names(realDir)) {
+        const real = childPath(realDir, name);
+        const shown = childPath(shownDir, name);
+        if (this.#lstatType(real) === 'directory') {
+          out.push(`${shown}/`);
+          walk(real, shown);
+        } else {
+          out.push(shown);
+        }
+      }
+    };
+    walk(start.path, base);
+    return out.sort();
+  }
+
+  /** Test setup: writes `data` at `path`, creating missing parent directories (0755). */
+  writeRaw(path: string, data: string | Uint8Array): void {
+    this.#wrapSync('open', path, () => {
+      this.#mkdirAll(posix.dirname(cleanPath(path)), 0o755);
+      this.#write(path, typeof data === 'string' ? new TextEncoder().encode(data) : data, DEFAULT_FILE_MODE);
+    });
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  #isBusy(realPath: string): boolean {
+    return this.#busy?.(realPath) ?? false;
+  }
+
+  #names(realDir: string): string[] {
+    return this.#vol.readdirSync(realDir).map((n) => (typeof n === 'string' ? n : Buffer.isBuffer(n) ? n.toString('utf8') : String(n.name)));
+  }
+
+  #lstatType(realPath: string): FileType | undefined {
+    const st = this.#vol.lstatSync(realPath, { throwIfNoEntry: false });
+    return st === undefined ? undefined : typeOf(st);
+  }
+
+  #statOf(realPath: string): FileStat {
+    const st = this.#vol.lstatSync(realPath);
+    return { type: typeOf(st), size: st.size, mode: st.mode & 0o7777, dev: 0 };
+  }
+
+  #write(path: string, data: Uint8Array, mode: number): void {
+    const r = this.#resolve(path, true, 'open');
+    if (r.type === 'directory') throw new FsError('EISDIR', path, 'open');
+    this.#vol.writeFileSync(r.path, Buffer.from(data), { mode });
+  }
+
+  #mkdirOne(path: string, mode: number): void {
+    const r = this.#resolve(path, false, 'mkdir');
+    if (r.type !== undefined) throw new FsError('EEXIST', path, 'mkdir');
+    this.#vol.mkdirSync(r.path, { mode });
+  }
+
+  /** mkdir -p, as Node's recursive mkdir: the path is made absolute lexically first. */
+  #mkdirAll(path: string, mode: number): void {
+    this.#requireAbsolute(path, 'mkdir');
+    const parts = cleanPath(path).split('/').filter((c) => c !== '');
+    for (let i = 1; i <= parts.length; i++) {
+      const prefix = `/${parts.slice(0, i).join('/')}`;
+      const r = this.#resolve(prefix, true, 'mkdir');
+      if (r.type === undefined) this.#vol.mkdirSync(r.path, { mode });
+      else if (r.type !== 'directory') throw new FsError(i === parts.length ? 'EEXIST' : 'ENOTDIR', path, 'mkdir');
+    }
+  }
+
+  #requireAbsolute(path: string, syscall: string): void {
+    if (!path.startsWith('/')) throw new FsError('EINVAL', path, syscall, `MemFs needs absolute paths: ${path}`);
+  }
+
+  #existing(path: string, followLast: boolean, syscall: string): Resolved {
+    const r = this.#resolve(path, followLast, syscall);
+    if (r.type === undefined) throw new FsError('ENOENT', path, syscall);
+    return r;
+  }
+
+  /**
+   * Walks `path` from "/", following every symlink on the way and the final one when
+   * `followLast` (or when the path ends with "/"). A missing final component is not an error
+   * (type undefined); a missing or non-directory intermediate one is (ENOENT / ENOTDIR).
+   */
+  #resolve(path: string, followLast: boolean, syscall: string): Resolved {
+    this.#requireAbsolute(path, syscall);
+    const trailingSlash = path.length > 1 && path.endsWith('/');
+    const follow = followLast || trailingSlash;
+    let remaining = path.split('/').filter((c) => c !== '');
+    let current = '/';
+    let hops = 0;
+    while (remaining.length > 0) {
+      const [component, ...rest] = remaining as [string, ...string[]];
+      remaining = rest;
+      if (component === '.') continue;
+      if (component === '..') {
+        current = posix.dirname(current);
+        continue;
+      }
+      const next = childPath(current, component);
+      const type = this.#lstatType(next);
+      const isLast = remaining.length === 0;
+      if (type === undefined) {
+        if (isLast) return { path: next, type: undefined };
+        throw new FsError('ENOENT', path, syscall);
+      }
+      if (type === 'symlink' && (!isLast || follow)) {
+        if (++hops > MAX_SYMLINK_HOPS) throw new FsError('ELOOP', path, syscall);
+        const target = String(this.#vol.readlinkSync(next));
+        if (target.startsWith('/')) current = '/';
+        remaining = [...target.split('/').filter((c) => c !== ''), ...remaining];
+        continue;
+      }
+      if (!isLast && type !== 'directory') throw new FsError('ENOTDIR', path, syscall);
+      current = next;
+    }
+    const type = this.#lstatType(current);
+    if (trailingSlash && type !== undefined && type !== 'directory') throw new FsError('ENOTDIR', path, syscall);
+    return { path: current, type };
+  }
+
+  #wrapSync<T>(syscall: string, path: string, body: () => T): T {
+    try {
+      return body();
+    } catch (err) {
+      if (err instanceof FsError) throw err;
+      const code = errorCode(err);
+      if (code !== undefined) throw new FsError(code, path, syscall);
+      throw err;
+    }
+  }
+
+  #run<T>(syscall: string, path: string, body: () => T): Promise<T> {
+    try {
+      return Promise.resolve(this.#wrapSync(syscall, path, body));
+    } catch (err) {
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    }
+  }
+}

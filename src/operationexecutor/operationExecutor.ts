@@ -1,0 +1,96 @@
+/**
+ * OperationExecutor (operation_executor.go; reference §4.3 "Dispatch", §4.7): picks the
+ * generator for the volume mode and the key that serialises the operation, and hands both to
+ * NestedPendingOperations. It also records storage_operation_duration_seconds.
+ */
+import type { Clock } from '../host/clock.js';
+import { getVolumeMode } from '../volume/spec.js';
+import type { VolumeManagerMetrics } from '../metrics/volumeManagerMetrics.js';
+import type {
+  ActualStateOfWorldAttacherUpdater,
+  ActualStateOfWorldMounterUpdater,
+  AttachedVolume,
+} from '../volumemanager/cache/actualStateOfWorld.js';
+import type { VolumeToMount } from '../volumemanager/cache/desiredStateOfWorld.js';
+import { EMPTY_POD_NAME, type NestedPendingOperations, type OperationKey } from './nestedPendingOperations.js';
+import { OP, type Operation, type OperationGenerator, type UnmountTarget } from './operationGenerator.js';
+
+export class OperationExecutor {
+  constructor(
+    private readonly generator: OperationGenerator,
+    private readonly pending: NestedPendingOperations,
+    private readonly clock: Clock,
+    private readonly metrics: VolumeManagerMetrics,
+  ) {}
+
+  isOperationPending(volumeName: string, podName: string): boolean {
+    return this.pending.isOperationPending(volumeName, podName);
+  }
+
+  /** Resolves when no operation is running (tests, shutdown). */
+  waitForPending(): Promise<void> {
+    return this.pending.wait();
+  }
+
+  verifyControllerAttachedVolume(vtm: VolumeToMount, asw: ActualStateOfWorldAttacherUpdater): void {
+    this.start({ volumeName: vtm.volumeName, podName: EMPTY_POD_NAME }, this.generator.generateVerifyControllerAttachedVolume(vtm, asw));
+  }
+
+  /**
+   * Mount (or map) one pod's volume. Attachable or device-mountable volumes are serialised per
+   * volume (empty pod); others per pod.
+   */
+  async mountVolume(vtm: VolumeToMount, devicePath: string, asw: ActualStateOfWorldMounterUpdater): Promise<void> {
+    const podName = vtm.pluginIsAttachable || vtm.pluginIsDeviceMountable ? EMPTY_POD_NAME : vtm.podName;
+    const key = { volumeName: vtm.volumeName, podName };
+    this.assertRunnable(key, OP.mount);
+    const op =
+      getVolumeMode(vtm.spec) === 'Block'
+        ? await this.generator.generateMapVolume(vtm, devicePath, asw)
+        : await this.generator.generateMountVolume(vtm, devicePath, asw);
+    this.start(key, op);
+  }
+
+  /** Unmount (or unmap) one pod's volume, keyed per pod. A spec-less target takes the filesystem path. */
+  async unmountVolume(mv: UnmountTarget, asw: ActualStateOfWorldMounterUpdater): Promise<void> {
+    const key = { volumeName: mv.volumeName, podName: mv.podName };
+    this.assertRunnable(key, OP.unmount);
+    const op =
+      getVolumeMode(mv.volumeSpec) === 'Block'
+        ? await this.generator.generateUnmapVolume(mv, asw)
+        : await this.generator.generateUnmountVolume(mv, asw);
+    this.start(key, op);
+  }
+
+  /** Unmount (or unmap) the device, keyed per volume. */
+  async unmountDevice(av: AttachedVolume, asw: ActualStateOfWorldMounterUpdater): Promise<void> {
+    const key = { volumeName: av.volumeName, podName: EMPTY_POD_NAME };
+    this.assertRunnable(key, OP.unmountDevice);
+    const op =
+      getVolumeMode(av.volumeSpec) === 'Block'
+        ? await this.generator.generateUnmapDevice(av, asw)
+        : this.generator.generateUnmountDevice(av, asw);
+    this.start(key, op);
+  }
+
+  /** Fails fast (AlreadyExists / Backoff) before the generator reads anything from disk. */
+  private assertRunnable(key: OperationKey, operationName: string): void {
+    this.pending.checkRunnable(key, operationName);
+  }
+
+  private start(key: OperationKey, op: Operation): void {
+    const startedMs = this.clock.nowMs();
+    this.pending.run(key, {
+      operationName: op.operationName,
+      run: async () => {
+        try {
+          await op.run();
+          this.metrics.storageOperation(op.pluginLabel, op.operationName, 'success', this.clock.nowMs() - startedMs);
+        } catch (err) {
+          this.metrics.storageOperation(op.pluginLabel, op.operationName, 'fail-unknown', this.clock.nowMs() - startedMs);
+          throw err;
+        }
+      },
+    });
+  }
+}

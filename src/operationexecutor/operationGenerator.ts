@@ -1,0 +1,340 @@
+/**
+ * OperationGenerator (pkg/volume/util/operationexecutor/operation_generator.go; reference §4):
+ * builds one closure per operation. Generation looks up the plugin and builds the (un)mounter,
+ * and fails synchronously (rejects before anything is scheduled); the closure then calls the
+ * plugin and records the outcome in the actual state through a narrow updater.
+ */
+import type { ClusterView } from '../host/cluster.js';
+import type { Logger } from '../host/logger.js';
+import { getUniqueVolumeName, type UniquePodName, type UniqueVolumeName } from '../layout/names.js';
+import type { VolumePluginMgr } from '../volume/plugins.js';
+import { specName, type Spec } from '../volume/spec.js';
+import { isOperationFinishedError, isUncertainProgressError } from '../volume/util/errors.js';
+import { mapBlockVolume, unmapBlockVolume } from '../volume/util/blockMapping.js';
+import type { VolumeHost } from '../volume/volumeHost.js';
+import type {
+  ActualStateOfWorldAttacherUpdater,
+  ActualStateOfWorldMounterUpdater,
+  AttachedVolume,
+  MarkVolumeOpts,
+} from '../volumemanager/cache/actualStateOfWorld.js';
+import type { VolumeToMount } from '../volumemanager/cache/desiredStateOfWorld.js';
+import { hasMountRefs } from '../mount/mountRefs.js';
+import type { GeneratedOperation } from './nestedPendingOperations.js';
+
+/** Operation names (storage_operation_duration_seconds operation_name). */
+export const OP = {
+  verifyControllerAttachedVolume: 'verify_controller_attached_volume',
+  mount: 'volume_mount',
+  unmount: 'volume_unmount',
+  unmountDevice: 'unmount_device',
+  map: 'map_volume',
+  unmap: 'unmap_volume',
+  unmapDevice: 'unmap_device',
+} as const;
+
+/** What an unmount needs; `volumeSpec` is undefined for a failed reconstruction's cleanup. */
+export interface UnmountTarget {
+  readonly podName: UniquePodName;
+  readonly podUID: string;
+  readonly volumeName: UniqueVolumeName;
+  readonly innerVolumeSpecName: string;
+  readonly outerVolumeSpecName: string;
+  readonly pluginName: string;
+  readonly volumeSpec: Spec | undefined;
+}
+
+export interface Operation extends GeneratedOperation {
+  /** storage_operation_duration_seconds volume_plugin label. */
+  readonly pluginLabel: string;
+}
+
+export interface OperationGeneratorDeps {
+  readonly plugins: VolumePluginMgr;
+  readonly host: VolumeHost;
+  readonly cluster: ClusterView;
+  readonly logger: Logger;
+}
+
+export class OperationGenerator {
+  constructor(private readonly deps: OperationGeneratorDeps) {}
+
+  /**
+   * VerifyControllerAttachedVolume: a non-attachable volume is marked attached at once; an
+   * attachable one only when node.status.volumesAttached lists it (the attach/detach controller
+   * attached it), and only after it was reported in use.
+   */
+  generateVerifyControllerAttachedVolume(vtm: VolumeToMount, asw: ActualStateOfWorldAttacherUpdater): Operation {
+    const { cluster } = this.deps;
+    return {
+      operationName: OP.verifyControllerAttachedVolume,
+      pluginLabel: pluginLabel(vtm.pluginName, vtm.spec),
+      run: async () => {
+        if (!vtm.pluginIsAttachable) {
+          asw.markVolumeAsAttached(vtm.volumeName, vtm.spec, vtm.pluginName, '', false);
+          return;
+        }
+        if (!vtm.reportedInUse) {
+          throw new Error(`volume ${vtm.volumeName} has not been added to the list of VolumesInUse in the node's volume status`);
+        }
+        const status = await cluster.getNodeStatus();
+        const attached = status.volumesAttached.find((v) => v.name === vtm.volumeName);
+        if (attached === undefined) throw new Error(`volume ${vtm.volumeName} not attached according to node status`);
+        asw.markVolumeAsAttached(vtm.volumeName, vtm.spec, vtm.pluginName, attached.devicePath, true);
+      },
+    };
+  }
+
+  /** MountVolume, filesystem (§4.1): MountDevice when the device is not globally mounted, then SetUp. */
+  async generateMountVolume(vtm: VolumeToMount, devicePath: string, asw: ActualStateOfWorldMounterUpdater): Promise<Operation> {
+    const { plugins } = this.deps;
+    const plugin = plugins.findPluginBySpec(vtm.spec);
+    const mounter = await plugin.newMounter(vtm.spec, vtm.pod);
+    const deviceMountable = plugins.findDeviceMountablePluginBySpec(vtm.spec);
+    const opts = markOpts(vtm, plugin.getPluginName());
+    return {
+      operationName: OP.mount,
+      pluginLabel: pluginLabel(plugin.getPluginName(), vtm.spec),
+      run: async () => {
+        if (deviceMountable !== undefined && asw.getDeviceMountState(vtm.volumeName) !== 'DeviceGloballyMounted') {
+          const deviceMounter = deviceMountable.newDeviceMounter();
+          const deviceMountPath = deviceMounter.getDeviceMountPath(vtm.spec);
+          try {
+            await deviceMounter.mountDevice(vtm.spec, devicePath, deviceMountPath, mounterArgs(vtm));
+          } catch (err) {
+            markDeviceErrorState(asw, vtm, devicePath, deviceMountPath, err);
+            throw err;
+          }
+          asw.markDeviceAsMounted(vtm.volumeName, devicePath, deviceMountPath, vtm.seLinuxMountContext);
+        }
+        try {
+          await mounter.setUp(mounterArgs(vtm));
+        } catch (err) {
+          markVolumeErrorState(asw, opts, err);
+          throw err;
+        }
+        asw.markVolumeAsMounted({ ...opts, volumeMountState: 'VolumeMounted' });
+      },
+    };
+  }
+
+  /** MapVolume, raw block (§5): SetUpDevice (NodeStage), MapPodDevice (NodePublish), link. */
+  async generateMapVolume(vtm: VolumeToMount, devicePath: string, asw: ActualStateOfWorldMounterUpdater): Promise<Operation> {
+    const { plugins, host } = this.deps;
+    const plugin = plugins.findMapperPluginBySpec(vtm.spec);
+    if (plugin === undefined) throw new Error(`MapVolume.FindMapperPluginBySpec failed for ${vtm.volumeName}`);
+    const mapper = await plugin.newBlockVolumeMapper(vtm.spec, vtm.pod);
+    const opts = markOpts(vtm, plugin.getPluginName());
+    const globalMapPath = mapper.getGlobalMapPath(vtm.spec);
+    return {
+      operationName: OP.map,
+      pluginLabel: pluginLabel(plugin.getPluginName(), vtm.spec),
+      run: async () => {
+        if (asw.getDeviceMountState(vtm.volumeName) !== 'DeviceGloballyMounted') {
+          try {
+            await mapper.setUpDevice();
+          } catch (err) {
+            markDeviceErrorState(asw, vtm, devicePath, globalMapPath, err);
+            throw err;
+          }
+          asw.markDeviceAsMounted(vtm.volumeName, devicePath, globalMapPath, '');
+        }
+        try {
+          const publishPath = await mapper.mapPodDevice();
+          await mapBlockVolume(host, publishPath, globalMapPath, mapper.getPodDeviceMapPath(), vtm.pod.uid);
+        } catch (err) {
+          markVolumeErrorState(asw, opts, err);
+          throw err;
+        }
+        asw.markVolumeAsMounted({ ...opts, volumeMountState: 'VolumeMounted' });
+      },
+    };
+  }
+
+  /**
+   * UnmountVolume (§4.2). Generation builds the unmounter from the pod-local file: when that
+   * cannot be read (and the KEP-6058 fallback is off or fails), this rejects and no operation runs.
+   */
+  async generateUnmountVolume(mv: UnmountTarget, asw: ActualStateOfWorldMounterUpdater): Promise<Operation> {
+    const plugin = this.deps.plugins.findPluginByName(mv.pluginName);
+    const unmounter = await plugin.newUnmounter(mv.innerVolumeSpecName, mv.podUID);
+    return {
+      operationName: OP.unmount,
+      pluginLabel: pluginLabel(mv.pluginName, mv.volumeSpec),
+      run: async () => {
+        try {
+          await unmounter.tearDown();
+        } catch (err) {
+          if (mv.volumeSpec !== undefined) {
+            asw.markVolumeMountAsUncertain({ ...unmountOpts(mv, mv.volumeSpec), volumeMountState: 'VolumeMountUncertain' });
+          }
+          throw err;
+        }
+        asw.markVolumeAsUnmounted(mv.podName, mv.volumeName);
+      },
+    };
+  }
+
+  /** UnmapVolume (raw block): remove the pod's link and bind mount, then NodeUnpublish. */
+  async generateUnmapVolume(mv: UnmountTarget, asw: ActualStateOfWorldMounterUpdater): Promise<Operation> {
+    const { plugins, host } = this.deps;
+    const plugin = plugins.findMapperPluginByName(mv.pluginName);
+    if (plugin === undefined) throw new Error(`UnmapVolume.FindMapperPluginByName failed for ${mv.pluginName}`);
+    const unmapper = await plugin.newBlockVolumeUnmapper(mv.innerVolumeSpecName, mv.podUID);
+    const spec = mv.volumeSpec;
+    return {
+      operationName: OP.unmap,
+      pluginLabel: pluginLabel(mv.pluginName, spec),
+      run: async () => {
+        try {
+          await unmapBlockVolume(host, host.layout.csiGlobalMapPath(mv.innerVolumeSpecName), host.layout.csiPodDeviceMapPath(mv.podUID, mv.innerVolumeSpecName), mv.podUID);
+          await unmapper.unmapPodDevice();
+        } catch (err) {
+          if (spec !== undefined) asw.markVolumeMountAsUncertain({ ...unmountOpts(mv, spec), volumeMountState: 'VolumeMountUncertain' });
+          throw err;
+        }
+        asw.markVolumeAsUnmounted(mv.podName, mv.volumeName);
+      },
+    };
+  }
+
+  /**
+   * UnmountDevice (§4.3): recompute the device mount path from the spec, refuse while pods still
+   * reference it, then the plugin's UnmountDevice (NodeUnstage + removeMountDir).
+   */
+  generateUnmountDevice(av: AttachedVolume, asw: ActualStateOfWorldMounterUpdater): Operation {
+    const plugin = this.deps.plugins.findDeviceMountablePluginByName(av.pluginName);
+    if (plugin === undefined) throw new Error(`UnmountDevice.FindDeviceMountablePluginByName failed for ${av.pluginName}`);
+    const deviceUnmounter = plugin.newDeviceUnmounter();
+    const logger = this.deps.logger;
+    return {
+      operationName: OP.unmountDevice,
+      pluginLabel: pluginLabel(av.pluginName, av.volumeSpec),
+      run: async () => {
+        let deviceMountPath: string;
+        try {
+          deviceMountPath = plugin.getDeviceMountPath(av.volumeSpec);
+        } catch (err) {
+          if (!(err instanceof Error && err.message.includes('does not exist'))) throw err;
+          logger.warning('GetDeviceMountPath failed, using the path from the actual state', { volumeName: av.volumeName, err: err.message });
+          deviceMountPath = av.deviceMountPath;
+        }
+        const refs = await plugin.getDeviceMountRefs(deviceMountPath);
+        if (hasMountRefs(deviceMountPath, refs)) {
+          throw new Error(`the device mount path ${JSON.stringify(deviceMountPath)} is still mounted by other references ${JSON.stringify(refs)}`);
+        }
+        try {
+          await deviceUnmounter.unmountDevice(deviceMountPath);
+        } catch (err) {
+          asw.markDeviceAsUncertain(av.volumeName, av.devicePath, deviceMountPath, av.seLinuxMountContext ?? '');
+          throw err;
+        }
+        asw.markDeviceAsUnmounted(av.volumeName);
+      },
+    };
+  }
+
+  /** UnmapDevice (raw block): TearDownDevice (NodeUnstage + block file cleanup). */
+  async generateUnmapDevice(av: AttachedVolume, asw: ActualStateOfWorldMounterUpdater): Promise<Operation> {
+    const plugin = this.deps.plugins.findMapperPluginByName(av.pluginName);
+    if (plugin === undefined) throw new Error(`UnmapDevice.FindMapperPluginByName failed for ${av.pluginName}`);
+    const name = specName(av.volumeSpec);
+    const unmapper = await plugin.newBlockVolumeUnmapper(name, '');
+    const globalMapPath = plugin.getGlobalMapPath(av.volumeSpec);
+    return {
+      operationName: OP.unmapDevice,
+      pluginLabel: pluginLabel(av.pluginName, av.volumeSpec),
+      run: async () => {
+        try {
+          await unmapper.tearDownDevice(globalMapPath, av.devicePath);
+        } catch (err) {
+          asw.markDeviceAsUncertain(av.volumeName, av.devicePath, globalMapPath, '');
+          throw err;
+        }
+        asw.markDeviceAsUnmounted(av.volumeName);
+      },
+    };
+  }
+}
+
+/**
+ * markDeviceErrorState: a final error on an uncertain device marks it not mounted, unless it was
+ * found during reconstruction; an uncertain error on a not-mounted device marks it uncertain.
+ */
+export function markDeviceErrorState(
+  asw: ActualStateOfWorldMounterUpdater,
+  vtm: VolumeToMount,
+  devicePath: string,
+  deviceMountPath: string,
+  err: unknown,
+): void {
+  const state = asw.getDeviceMountState(vtm.volumeName);
+  if (isOperationFinishedError(err) && state === 'DeviceMountUncertain') {
+    if (asw.isVolumeDeviceReconstructed(vtm.volumeName)) return;
+    asw.markDeviceAsUnmounted(vtm.volumeName);
+    return;
+  }
+  if (isUncertainProgressError(err) && state === 'DeviceNotMounted') {
+    asw.markDeviceAsUncertain(vtm.volumeName, devicePath, deviceMountPath, vtm.seLinuxMountContext);
+  }
+}
+
+/**
+ * markVolumeErrorState: the same rules for one pod's mount; a reconstructed pod mount stays
+ * uncertain after a final error (kubernetes#96635).
+ */
+export function markVolumeErrorState(asw: ActualStateOfWorldMounterUpdater, opts: MarkVolumeOpts, err: unknown): void {
+  const state = asw.getVolumeMountState(opts.volumeName, opts.podName);
+  if (isOperationFinishedError(err) && state === 'VolumeMountUncertain') {
+    if (asw.isVolumeReconstructed(opts.volumeName, opts.podName)) return;
+    asw.markVolumeAsUnmounted(opts.podName, opts.volumeName);
+    return;
+  }
+  if (isUncertainProgressError(err) && state === 'VolumeNotMounted') {
+    asw.markVolumeMountAsUncertain({ ...opts, volumeMountState: 'VolumeMountUncertain' });
+  }
+}
+
+function markOpts(vtm: VolumeToMount, pluginName: string): MarkVolumeOpts {
+  return {
+    podName: vtm.podName,
+    podUID: vtm.pod.uid,
+    volumeName: vtm.volumeName,
+    volumeSpec: vtm.spec,
+    outerVolumeSpecName: vtm.outerVolumeSpecName,
+    innerVolumeSpecName: specName(vtm.spec),
+    pluginName,
+    volumeMountState: 'VolumeMounted',
+    seLinuxMountContext: vtm.seLinuxMountContext,
+  };
+}
+
+function unmountOpts(mv: UnmountTarget, spec: Spec): MarkVolumeOpts {
+  return {
+    podName: mv.podName,
+    podUID: mv.podUID,
+    volumeName: mv.volumeName,
+    volumeSpec: spec,
+    outerVolumeSpecName: mv.outerVolumeSpecName,
+    innerVolumeSpecName: mv.innerVolumeSpecName,
+    pluginName: mv.pluginName,
+    volumeMountState: 'VolumeMountUncertain',
+    seLinuxMountContext: '',
+  };
+}
+
+function mounterArgs(vtm: VolumeToMount): { fsGroup?: number; seLinuxLabel: string } {
+  return vtm.pod.fsGroup === undefined ? { seLinuxLabel: vtm.seLinuxMountContext } : { fsGroup: vtm.pod.fsGroup, seLinuxLabel: vtm.seLinuxMountContext };
+}
+
+/** GetFullQualifiedPluginNameForVolume: kubernetes.io/csi:<driver> for a CSI volume. */
+export function pluginLabel(pluginName: string, spec: Spec | undefined): string {
+  if (spec === undefined) return pluginName;
+  const driver = spec.kind === 'persistent' ? spec.persistentVolume.csi?.driver : spec.volume.csi?.driver;
+  return driver === undefined ? pluginName : `${pluginName}:${driver}`;
+}
+
+/** The unique name the desired state would give a spec (for reconstruction of global volumes). */
+export function uniqueNameFromSpec(pluginName: string, volumeName: string): UniqueVolumeName {
+  return getUniqueVolumeName(pluginName, volumeName);
+}

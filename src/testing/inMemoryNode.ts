@@ -1,0 +1,153 @@
+/**
+ * Test harness: a whole node in memory - files (MemFs), the mount table (MemoryMounter), a CSI
+ * driver (FakeCsiDriver), the API server (FakeCluster), time (FakeClock) - and the volume
+ * manager running over it. A kubelet restart drops the volume manager and keeps everything
+ * else; a reboot also drops every mount. Tests drive it step by step; nothing sleeps for real.
+ */
+import { MemFs } from '../adapters/memory/memFs.js';
+import { MemoryMounter } from '../adapters/memory/memoryMounter.js';
+import { FakeCsiDriver } from '../csi/fake/fakeCsiDriver.js';
+import { instrumentedRegistry } from '../csi/instrumented.js';
+import type { NodeCapability } from '../csi/types.js';
+import type { Pod } from '../host/cluster.js';
+import { KubeletLayout } from '../layout/layout.js';
+import { RecordingMetrics } from '../metrics/volumeManagerMetrics.js';
+import { constructPVSourceSpec, type PersistentVolume, type PersistentVolumeMode } from '../volume/spec.js';
+import type { VolumeHost } from '../volume/volumeHost.js';
+import { RECONCILER_LOOP_PERIOD_MS, VolumeManager } from '../volumemanager/volumeManager.js';
+import { FakeClock } from './fakeClock.js';
+import { FakeCluster } from './fakeCluster.js';
+import { gates, RecordingLogger } from './hosts.js';
+
+export const ROOT = '/var/lib/kubelet';
+export const DRIVER = 'csi.example.com';
+export const NODE = 'node-1';
+
+export interface InMemoryNodeOptions {
+  readonly driverName?: string;
+  readonly capabilities?: NodeCapability[];
+  /** CSIDriver attachRequired (default true: attachable volumes appear in volumesInUse). */
+  readonly attachRequired?: boolean;
+}
+
+export class InMemoryNode {
+  readonly fs = MemFs.create();
+  readonly mounter: MemoryMounter;
+  readonly clock = new FakeClock();
+  readonly driver: FakeCsiDriver;
+  readonly cluster = new FakeCluster();
+  readonly layout = new KubeletLayout(ROOT);
+  /** Logs and metrics of every kubelet life of this node. */
+  readonly logger = new RecordingLogger();
+  readonly metrics = new RecordingMetrics();
+  /** The running volume manager; undefined while kubelet is down. */
+  vm: VolumeManager | undefined;
+
+  constructor(options: InMemoryNodeOptions = {}) {
+    this.fs.writeRaw(`${ROOT}/.keep`, '');
+    this.mounter = new MemoryMounter(this.fs);
+    const name = options.driverName ?? DRIVER;
+    this.driver = new FakeCsiDriver({
+      name,
+      fs: this.fs,
+      mounter: this.mounter,
+      clock: this.clock,
+      ...(options.capabilities === undefined ? {} : { capabilities: options.capabilities }),
+    });
+    this.cluster.drivers.set(name, { name, attachRequired: options.attachRequired ?? true });
+  }
+
+  /** Starts a fresh kubelet (volume manager) with the gate as given, and runs reconstruction. */
+  async startKubelet(gateOn: boolean): Promise<VolumeManager> {
+    const driver = this.driver;
+    const host: VolumeHost = {
+      layout: this.layout,
+      realRootDir: ROOT,
+      fs: this.fs,
+      features: gates(gateOn),
+      logger: this.logger,
+      clock: this.clock,
+      mounter: this.mounter,
+      csiDrivers: instrumentedRegistry({ client: (n) => (n === driver.name ? driver : undefined) }, this.metrics, this.clock),
+      cluster: this.cluster,
+      nodeName: NODE,
+    };
+    const vm = new VolumeManager({ host, metrics: this.metrics });
+    this.vm = vm;
+    await vm.start();
+    return vm;
+  }
+
+  /** kill -9 of kubelet: its memory is gone; calls already sent to the driver carry on. */
+  crashKubelet(): void {
+    this.vm = undefined;
+  }
+
+  /** The node reboots: kubelet and every mount are gone; files and the driver's state stay. */
+  reboot(): void {
+    this.crashKubelet();
+    this.driver.reboot();
+    this.mounter.reboot();
+  }
+
+  get kubelet(): VolumeManager {
+    if (this.vm === undefined) throw new Error('kubelet is not running');
+    return this.vm;
+  }
+
+  /**
+   * One kubelet loop iteration: populate, reconcile, node status; then let time pass by one
+   * reconciler period so that started operations (and backoffs) make progress.
+   */
+  async step(periodMs = RECONCILER_LOOP_PERIOD_MS): Promise<void> {
+    const vm = this.kubelet;
+    await vm.populateOnce();
+    await vm.reconcileOnce();
+    await vm.syncNodeStatus();
+    await this.clock.advance(periodMs);
+  }
+
+  /** Steps until `done()` holds, at most `maxSteps` times (throws if it never does). */
+  async stepUntil(done: () => boolean, maxSteps = 200, periodMs = RECONCILER_LOOP_PERIOD_MS): Promise<number> {
+    for (let i = 0; i < maxSteps; i++) {
+      if (done()) return i;
+      await this.step(periodMs);
+    }
+    if (done()) return maxSteps;
+    throw new Error(`condition not reached after ${maxSteps} steps`);
+  }
+
+  /** Runs `n` steps. */
+  async steps(n: number, periodMs = RECONCILER_LOOP_PERIOD_MS): Promise<void> {
+    for (let i = 0; i < n; i++) await this.step(periodMs);
+  }
+
+  /** Adds a PV (CSI), its bound PVC, and marks it attached to this node. Returns the unique name. */
+  addVolume(pvName: string, handle: string, options: { mode?: PersistentVolumeMode; attached?: boolean } = {}): string {
+    const spec = constructPVSourceSpec(pvName, this.driver.name, handle, options.mode ?? 'Filesystem');
+    const pv: PersistentVolume = spec.kind === 'persistent' ? spec.persistentVolume : { name: pvName };
+    this.cluster.addPersistentVolume(pv, { namespace: 'default', name: `claim-${pvName}` }, { attached: options.attached ?? true });
+    return `kubernetes.io/csi/${this.driver.name}^${handle}`;
+  }
+
+  /** Adds a pod using the PVCs of the given PVs (claim-<pv>), and optional inline CSI volumes. */
+  addPod(uid: string, pvNames: readonly string[], inline: readonly string[] = []): Pod {
+    const pod: Pod = {
+      uid,
+      namespace: 'default',
+      name: `pod-${uid}`,
+      nodeName: NODE,
+      volumes: [
+        ...pvNames.map((pv) => ({ name: `vol-${pv}`, persistentVolumeClaim: { claimName: `claim-${pv}` } })),
+        ...inline.map((name) => ({ name, csi: { driver: this.driver.name } })),
+      ],
+    };
+    this.cluster.addPod(pod);
+    return pod;
+  }
+
+  /** Paths below the root dir (dirs end in '/'). */
+  tree(): string[] {
+    return this.fs.tree(ROOT).filter((p) => p !== '.keep');
+  }
+}

@@ -1,0 +1,432 @@
+/**
+ * ActualStateOfWorld (pkg/kubelet/volumemanager/cache/actual_state_of_world.go; reference §7.1,
+ * §7.2, §7.6): which volumes are attached to this node, whether their device is globally
+ * mounted, and which pods have them mounted, each possibly "uncertain".
+ *
+ * Books only: no I/O, and every getter returns fresh copies, so a caller can never change the
+ * state except through the Mark... methods. Missing pod / missing volume behaviour is stated on
+ * each method.
+ */
+import type { UniquePodName, UniqueVolumeName } from '../../layout/names.js';
+import type { Spec } from '../../volume/spec.js';
+import type { Attachability, DeviceMountState, VolumeMountState } from './states.js';
+
+/** What a mount operation tells the ASW about one pod's mount (kubelet MarkVolumeOpts). */
+export interface MarkVolumeOpts {
+  readonly podName: UniquePodName;
+  readonly podUID: string;
+  readonly volumeName: UniqueVolumeName;
+  readonly volumeSpec: Spec;
+  /** Name of the volume in the pod spec (pod.spec.volumes[i].name); '' when unknown. */
+  readonly outerVolumeSpecName: string;
+  /** The inner spec name: the PV name or the pod volume name. */
+  readonly innerVolumeSpecName: string;
+  readonly pluginName: string;
+  readonly volumeMountState: VolumeMountState;
+  readonly seLinuxMountContext: string;
+}
+
+/** A volume attached to the node, as a value (kubelet AttachedVolume). */
+export interface AttachedVolume {
+  readonly volumeName: UniqueVolumeName;
+  readonly volumeSpec: Spec;
+  readonly pluginName: string;
+  readonly pluginIsAttachable: boolean;
+  readonly attachability: Attachability;
+  readonly deviceMountState: DeviceMountState;
+  readonly devicePath: string;
+  readonly deviceMountPath: string;
+  readonly seLinuxMountContext: string | undefined;
+}
+
+/** DeviceMayBeMounted: globally mounted or uncertain. */
+export function deviceMayBeMounted(v: AttachedVolume): boolean {
+  return v.deviceMountState === 'DeviceGloballyMounted' || v.deviceMountState === 'DeviceMountUncertain';
+}
+
+/** One pod's mount of a volume, as a value (kubelet MountedVolume). */
+export interface MountedVolume {
+  readonly podName: UniquePodName;
+  readonly podUID: string;
+  readonly volumeName: UniqueVolumeName;
+  readonly innerVolumeSpecName: string;
+  readonly outerVolumeSpecName: string;
+  readonly pluginName: string;
+  readonly volumeSpec: Spec;
+  readonly volumeMountState: VolumeMountState;
+  readonly seLinuxMountContext: string;
+  readonly deviceMountPath: string;
+}
+
+export class VolumeNotAttachedError extends Error {
+  override readonly name = 'VolumeNotAttachedError';
+  constructor(readonly volumeName: string, readonly podName: string) {
+    super(`volumeName=${JSON.stringify(volumeName)} does not exist in the list of attached volumes`);
+  }
+}
+export function isVolumeNotAttachedError(err: unknown): err is VolumeNotAttachedError {
+  return err instanceof VolumeNotAttachedError;
+}
+
+export class AswError extends Error {
+  override readonly name = 'AswError';
+}
+
+/** The narrow updater a mount/unmount operation receives. */
+export interface ActualStateOfWorldMounterUpdater {
+  markVolumeAsMounted(opts: MarkVolumeOpts): void;
+  markVolumeMountAsUncertain(opts: MarkVolumeOpts): void;
+  markVolumeAsUnmounted(podName: UniquePodName, volumeName: UniqueVolumeName): void;
+  markDeviceAsMounted(volumeName: UniqueVolumeName, devicePath: string, deviceMountPath: string, seLinuxMountContext: string): void;
+  markDeviceAsUncertain(volumeName: UniqueVolumeName, devicePath: string, deviceMountPath: string, seLinuxMountContext: string): void;
+  markDeviceAsUnmounted(volumeName: UniqueVolumeName): void;
+  getDeviceMountState(volumeName: UniqueVolumeName): DeviceMountState;
+  getVolumeMountState(volumeName: UniqueVolumeName, podName: UniquePodName): VolumeMountState;
+  isVolumeReconstructed(volumeName: UniqueVolumeName, podName: UniquePodName): boolean;
+  isVolumeDeviceReconstructed(volumeName: UniqueVolumeName): boolean;
+}
+
+/** The narrow updater an attach/verify operation receives. */
+export interface ActualStateOfWorldAttacherUpdater {
+  markVolumeAsAttached(volumeName: UniqueVolumeName, spec: Spec, pluginName: string, devicePath: string, attachable: boolean): void;
+  markVolumeAsDetached(volumeName: UniqueVolumeName): void;
+}
+
+export interface ActualStateOfWorld extends ActualStateOfWorldMounterUpdater, ActualStateOfWorldAttacherUpdater {
+  /** Adds the volume with attachability Uncertain (or only updates devicePath if it exists). */
+  addAttachUncertainReconstructedVolume(volumeName: UniqueVolumeName, spec: Spec, pluginName: string, devicePath: string): void;
+  /**
+   * Adds the pod as VolumeMountUncertain and records it as found during reconstruction. Returns
+   * false (no change) when the volume is absent or the pod is already Mounted or Uncertain.
+   */
+  checkAndMarkVolumeAsUncertainViaReconstruction(opts: MarkVolumeOpts): boolean;
+  /** Removes a volume with no pods; throws when pods remain. Absent volume: no-op. */
+  deleteVolume(volumeName: UniqueVolumeName): void;
+  /** Only while the device is Uncertain. Absent volume: no-op. */
+  updateReconstructedDevicePath(volumeName: UniqueVolumeName, devicePath: string): void;
+  /** Only while attachability is Uncertain. Absent volume: no-op. */
+  updateReconstructedVolumeAttachability(volumeName: UniqueVolumeName, attachable: boolean): void;
+  /**
+   * Whether the pod has the volume mounted for sure. Throws VolumeNotAttachedError when the
+   * volume is absent; false (with the devicePath) when the pod is absent or only Uncertain, so
+   * that the reconciler mounts again.
+   */
+  podExistsInVolume(podName: UniquePodName, volumeName: UniqueVolumeName): { exists: boolean; devicePath: string };
+  /** Whether the pod has no entry (Mounted or Uncertain) for the volume. */
+  podRemovedFromVolume(podName: UniquePodName, volumeName: UniqueVolumeName): boolean;
+  volumeExists(volumeName: UniqueVolumeName): boolean;
+  volumeExistsWithSpecName(podName: UniquePodName, specName: string): boolean;
+  getAttachedVolume(volumeName: UniqueVolumeName): AttachedVolume | undefined;
+  getAttachedVolumes(): AttachedVolume[];
+  /** Pods in state Mounted only. */
+  getMountedVolumes(): MountedVolume[];
+  /** Pods in state Mounted or Uncertain. */
+  getAllMountedVolumes(): MountedVolume[];
+  getPossiblyMountedVolumesForPod(podName: UniquePodName): MountedVolume[];
+  /** Volumes with device state GloballyMounted. */
+  getGloballyMountedVolumes(): AttachedVolume[];
+  /** Volumes with no pod entries, whatever their device state. */
+  getUnmountedVolumes(): AttachedVolume[];
+}
+
+interface PodRecord {
+  podName: UniquePodName;
+  podUID: string;
+  volumeSpec: Spec;
+  outerVolumeSpecName: string;
+  innerVolumeSpecName: string;
+  volumeMountState: VolumeMountState;
+  seLinuxMountContext: string;
+}
+
+interface VolumeRecord {
+  readonly volumeName: UniqueVolumeName;
+  spec: Spec;
+  readonly pluginName: string;
+  attachability: Attachability;
+  deviceMountState: DeviceMountState;
+  devicePath: string;
+  deviceMountPath: string;
+  /** undefined = not known yet. */
+  seLinuxMountContext: string | undefined;
+  /** Keyed by pod name; only pods in Mounted or Uncertain state are kept. */
+  readonly mountedPods: Map<UniquePodName, PodRecord>;
+}
+
+export function createActualStateOfWorld(): ActualStateOfWorld {
+  return new ActualStateOfWorldImpl();
+}
+
+class ActualStateOfWorldImpl implements ActualStateOfWorld {
+  private readonly volumes = new Map<UniqueVolumeName, VolumeRecord>();
+  /** volume → pod → podUID, for pods added by reconstruction and not yet mounted for sure. */
+  private readonly foundDuringReconstruction = new Map<UniqueVolumeName, Map<UniquePodName, string>>();
+
+  // ---- attach side ----
+
+  markVolumeAsAttached(volumeName: UniqueVolumeName, spec: Spec, pluginName: string, devicePath: string, attachable: boolean): void {
+    this.addVolume(volumeName, spec, pluginName, devicePath, attachable ? 'True' : 'False');
+  }
+
+  addAttachUncertainReconstructedVolume(volumeName: UniqueVolumeName, spec: Spec, pluginName: string, devicePath: string): void {
+    this.addVolume(volumeName, spec, pluginName, devicePath, 'Uncertain');
+  }
+
+  /** A known volume only gets its devicePath overwritten: state, attachability and pods stay. */
+  private addVolume(volumeName: UniqueVolumeName, spec: Spec, pluginName: string, devicePath: string, attachability: Attachability): void {
+    const existing = this.volumes.get(volumeName);
+    if (existing !== undefined) {
+      existing.devicePath = devicePath;
+      return;
+    }
+    this.volumes.set(volumeName, {
+      volumeName,
+      spec,
+      pluginName,
+      attachability,
+      deviceMountState: 'DeviceNotMounted',
+      devicePath,
+      deviceMountPath: '',
+      seLinuxMountContext: undefined,
+      mountedPods: new Map(),
+    });
+  }
+
+  markVolumeAsDetached(volumeName: UniqueVolumeName): void {
+    this.deleteVolume(volumeName);
+  }
+
+  deleteVolume(volumeName: UniqueVolumeName): void {
+    const v = this.volumes.get(volumeName);
+    if (v === undefined) return;
+    if (v.mountedPods.size > 0) {
+      throw new AswError(`failed to DeleteVolume ${JSON.stringify(volumeName)}, it still has ${v.mountedPods.size} mountedPods`);
+    }
+    this.volumes.delete(volumeName);
+    this.foundDuringReconstruction.delete(volumeName);
+  }
+
+  // ---- pod mounts ----
+
+  markVolumeAsMounted(opts: MarkVolumeOpts): void {
+    this.addPodToVolume({ ...opts, volumeMountState: 'VolumeMounted' });
+  }
+
+  markVolumeMountAsUncertain(opts: MarkVolumeOpts): void {
+    this.addPodToVolume({ ...opts, volumeMountState: 'VolumeMountUncertain' });
+  }
+
+  /** Throws when the volume is absent. A pod reaching VolumeMounted leaves foundDuringReconstruction. */
+  private addPodToVolume(opts: MarkVolumeOpts): void {
+    const v = this.volumes.get(opts.volumeName);
+    if (v === undefined) {
+      throw new AswError(`no volume with the name ${JSON.stringify(opts.volumeName)} exists in the list of attached volumes`);
+    }
+    const existing = v.mountedPods.get(opts.podName);
+    if (existing === undefined) {
+      v.mountedPods.set(opts.podName, {
+        podName: opts.podName,
+        podUID: opts.podUID,
+        volumeSpec: opts.volumeSpec,
+        outerVolumeSpecName: opts.outerVolumeSpecName,
+        innerVolumeSpecName: opts.innerVolumeSpecName,
+        volumeMountState: opts.volumeMountState,
+        seLinuxMountContext: opts.seLinuxMountContext,
+      });
+    } else {
+      existing.volumeSpec = opts.volumeSpec;
+      existing.volumeMountState = opts.volumeMountState;
+      existing.seLinuxMountContext = opts.seLinuxMountContext;
+      if (opts.outerVolumeSpecName !== '') existing.outerVolumeSpecName = opts.outerVolumeSpecName;
+    }
+    if (opts.volumeMountState === 'VolumeMounted') {
+      this.foundDuringReconstruction.get(opts.volumeName)?.delete(opts.podName);
+    }
+  }
+
+  /** Absent volume or pod: no-op. */
+  markVolumeAsUnmounted(podName: UniquePodName, volumeName: UniqueVolumeName): void {
+    const v = this.volumes.get(volumeName);
+    if (v === undefined) return;
+    v.mountedPods.delete(podName);
+    this.foundDuringReconstruction.get(volumeName)?.delete(podName);
+  }
+
+  checkAndMarkVolumeAsUncertainViaReconstruction(opts: MarkVolumeOpts): boolean {
+    const v = this.volumes.get(opts.volumeName);
+    if (v === undefined) return false;
+    const pod = v.mountedPods.get(opts.podName);
+    if (pod !== undefined && (pod.volumeMountState === 'VolumeMounted' || pod.volumeMountState === 'VolumeMountUncertain')) return false;
+    this.addPodToVolume({ ...opts, volumeMountState: 'VolumeMountUncertain' });
+    let pods = this.foundDuringReconstruction.get(opts.volumeName);
+    if (pods === undefined) {
+      pods = new Map();
+      this.foundDuringReconstruction.set(opts.volumeName, pods);
+    }
+    pods.set(opts.podName, opts.podUID);
+    return true;
+  }
+
+  // ---- device ----
+
+  markDeviceAsMounted(volumeName: UniqueVolumeName, devicePath: string, deviceMountPath: string, seLinuxMountContext: string): void {
+    this.setDeviceMountState(volumeName, 'DeviceGloballyMounted', devicePath, deviceMountPath, seLinuxMountContext);
+  }
+
+  markDeviceAsUncertain(volumeName: UniqueVolumeName, devicePath: string, deviceMountPath: string, seLinuxMountContext: string): void {
+    this.setDeviceMountState(volumeName, 'DeviceMountUncertain', devicePath, deviceMountPath, seLinuxMountContext);
+  }
+
+  markDeviceAsUnmounted(volumeName: UniqueVolumeName): void {
+    this.setDeviceMountState(volumeName, 'DeviceNotMounted', '', '', '');
+  }
+
+  /** Throws when the volume is absent. devicePath and SELinux context change only when non-empty. */
+  private setDeviceMountState(
+    volumeName: UniqueVolumeName,
+    state: DeviceMountState,
+    devicePath: string,
+    deviceMountPath: string,
+    seLinuxMountContext: string,
+  ): void {
+    const v = this.volumes.get(volumeName);
+    if (v === undefined) {
+      throw new AswError(`no volume with the name ${JSON.stringify(volumeName)} exists in the list of attached volumes`);
+    }
+    v.deviceMountState = state;
+    v.deviceMountPath = deviceMountPath;
+    if (devicePath !== '') v.devicePath = devicePath;
+    if (seLinuxMountContext !== '') v.seLinuxMountContext = seLinuxMountContext;
+  }
+
+  getDeviceMountState(volumeName: UniqueVolumeName): DeviceMountState {
+    return this.volumes.get(volumeName)?.deviceMountState ?? 'DeviceNotMounted';
+  }
+
+  getVolumeMountState(volumeName: UniqueVolumeName, podName: UniquePodName): VolumeMountState {
+    return this.volumes.get(volumeName)?.mountedPods.get(podName)?.volumeMountState ?? 'VolumeNotMounted';
+  }
+
+  isVolumeReconstructed(volumeName: UniqueVolumeName, podName: UniquePodName): boolean {
+    if (this.getVolumeMountState(volumeName, podName) !== 'VolumeMountUncertain') return false;
+    return this.foundDuringReconstruction.get(volumeName)?.has(podName) ?? false;
+  }
+
+  isVolumeDeviceReconstructed(volumeName: UniqueVolumeName): boolean {
+    return this.foundDuringReconstruction.has(volumeName);
+  }
+
+  updateReconstructedDevicePath(volumeName: UniqueVolumeName, devicePath: string): void {
+    const v = this.volumes.get(volumeName);
+    if (v === undefined || v.deviceMountState !== 'DeviceMountUncertain') return;
+    v.devicePath = devicePath;
+  }
+
+  updateReconstructedVolumeAttachability(volumeName: UniqueVolumeName, attachable: boolean): void {
+    const v = this.volumes.get(volumeName);
+    if (v === undefined || v.attachability !== 'Uncertain') return;
+    v.attachability = attachable ? 'True' : 'False';
+  }
+
+  // ---- queries ----
+
+  podExistsInVolume(podName: UniquePodName, volumeName: UniqueVolumeName): { exists: boolean; devicePath: string } {
+    const v = this.volumes.get(volumeName);
+    if (v === undefined) throw new VolumeNotAttachedError(volumeName, podName);
+    const pod = v.mountedPods.get(podName);
+    return { exists: pod !== undefined && pod.volumeMountState === 'VolumeMounted', devicePath: v.devicePath };
+  }
+
+  podRemovedFromVolume(podName: UniquePodName, volumeName: UniqueVolumeName): boolean {
+    const state = this.getVolumeMountState(volumeName, podName);
+    return state !== 'VolumeMounted' && state !== 'VolumeMountUncertain';
+  }
+
+  volumeExists(volumeName: UniqueVolumeName): boolean {
+    return this.volumes.has(volumeName);
+  }
+
+  volumeExistsWithSpecName(podName: UniquePodName, specName: string): boolean {
+    for (const v of this.volumes.values()) {
+      const pod = v.mountedPods.get(podName);
+      if (pod !== undefined && pod.innerVolumeSpecName === specName) return true;
+    }
+    return false;
+  }
+
+  getAttachedVolume(volumeName: UniqueVolumeName): AttachedVolume | undefined {
+    const v = this.volumes.get(volumeName);
+    return v === undefined ? undefined : attachedVolumeOf(v);
+  }
+
+  getAttachedVolumes(): AttachedVolume[] {
+    return this.sortedVolumes().map(attachedVolumeOf);
+  }
+
+  getMountedVolumes(): MountedVolume[] {
+    return this.mountedWhere((s) => s === 'VolumeMounted');
+  }
+
+  getAllMountedVolumes(): MountedVolume[] {
+    return this.mountedWhere((s) => s === 'VolumeMounted' || s === 'VolumeMountUncertain');
+  }
+
+  getPossiblyMountedVolumesForPod(podName: UniquePodName): MountedVolume[] {
+    return this.getAllMountedVolumes().filter((m) => m.podName === podName);
+  }
+
+  getGloballyMountedVolumes(): AttachedVolume[] {
+    return this.getAttachedVolumes().filter((v) => v.deviceMountState === 'DeviceGloballyMounted');
+  }
+
+  getUnmountedVolumes(): AttachedVolume[] {
+    return this.sortedVolumes()
+      .filter((v) => v.mountedPods.size === 0)
+      .map(attachedVolumeOf);
+  }
+
+  private mountedWhere(pred: (s: VolumeMountState) => boolean): MountedVolume[] {
+    const out: MountedVolume[] = [];
+    for (const v of this.sortedVolumes()) {
+      for (const p of [...v.mountedPods.values()].sort((a, b) => cmp(a.podName, b.podName))) {
+        if (!pred(p.volumeMountState)) continue;
+        out.push({
+          podName: p.podName,
+          podUID: p.podUID,
+          volumeName: v.volumeName,
+          innerVolumeSpecName: p.innerVolumeSpecName,
+          outerVolumeSpecName: p.outerVolumeSpecName,
+          pluginName: v.pluginName,
+          volumeSpec: p.volumeSpec,
+          volumeMountState: p.volumeMountState,
+          seLinuxMountContext: p.seLinuxMountContext,
+          deviceMountPath: v.deviceMountPath,
+        });
+      }
+    }
+    return out;
+  }
+
+  /** Sorted by name so that every pass of the reconciler is deterministic. */
+  private sortedVolumes(): VolumeRecord[] {
+    return [...this.volumes.values()].sort((a, b) => cmp(a.volumeName, b.volumeName));
+  }
+}
+
+function attachedVolumeOf(v: VolumeRecord): AttachedVolume {
+  return {
+    volumeName: v.volumeName,
+    volumeSpec: v.spec,
+    pluginName: v.pluginName,
+    pluginIsAttachable: v.attachability === 'True',
+    attachability: v.attachability,
+    deviceMountState: v.deviceMountState,
+    devicePath: v.devicePath,
+    deviceMountPath: v.deviceMountPath,
+    seLinuxMountContext: v.seLinuxMountContext,
+  };
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -1,0 +1,114 @@
+/**
+ * DesiredStateOfWorldPopulator (populator/desired_state_of_world_populator.go): fills the DSW
+ * from the pods bound to this node - pod → volume → spec (PVC → PV, or an inline CSI volume) →
+ * unique volume name - and removes pods that are gone.
+ *
+ * When the cluster view cannot answer, the DSW keeps what it had and `hasAddedPods()` does not
+ * become true: nothing is unmounted on the strength of an unanswered question.
+ */
+import type { ClusterView, Pod, PodVolumeSource } from '../../host/cluster.js';
+import { errorMessage } from '../../host/fs.js';
+import type { Logger } from '../../host/logger.js';
+import { getUniqueVolumeName, getUniqueVolumeNameWithPod, type UniquePodName } from '../../layout/names.js';
+import type { VolumePluginMgr } from '../../volume/plugins.js';
+import { specName, type Spec } from '../../volume/spec.js';
+import type { DesiredStateOfWorld } from '../cache/desiredStateOfWorld.js';
+
+export interface DesiredStateOfWorldPopulator {
+  /** One pass: list pods, add their volumes, remove pods no longer bound here. */
+  populateOnce(): Promise<void>;
+  /** True once a pass has listed the pods successfully. */
+  hasAddedPods(): boolean;
+}
+
+export interface PopulatorDeps {
+  readonly cluster: ClusterView;
+  readonly dsw: DesiredStateOfWorld;
+  readonly plugins: VolumePluginMgr;
+  readonly logger: Logger;
+}
+
+export function createDesiredStateOfWorldPopulator(deps: PopulatorDeps): DesiredStateOfWorldPopulator {
+  return new Populator(deps);
+}
+
+class Populator implements DesiredStateOfWorldPopulator {
+  /** Set iff some pass listed the pods successfully. */
+  private added = false;
+
+  constructor(private readonly deps: PopulatorDeps) {}
+
+  hasAddedPods(): boolean {
+    return this.added;
+  }
+
+  async populateOnce(): Promise<void> {
+    const { cluster, dsw, logger } = this.deps;
+    let pods: readonly Pod[];
+    try {
+      pods = await cluster.listPods();
+    } catch (err) {
+      logger.error(err, 'Failed to list the pods bound to this node; keeping the desired state as it is');
+      return;
+    }
+    const seen = new Set<UniquePodName>();
+    for (const pod of [...pods].sort((a, b) => (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0))) {
+      const podName = pod.uid as UniquePodName;
+      seen.add(podName);
+      for (const volume of pod.volumes) {
+        try {
+          await this.addVolume(pod, podName, volume);
+        } catch (err) {
+          const msg = `error processing volume ${JSON.stringify(volume.name)} for pod ${pod.namespace}/${pod.name}: ${errorMessage(err)}`;
+          dsw.addErrorToPod(podName, msg);
+          logger.error(err, 'Error processing volume', { pod: `${pod.namespace}/${pod.name}`, volumeName: volume.name });
+        }
+      }
+    }
+    for (const podName of dsw.getPods()) {
+      if (seen.has(podName)) continue;
+      logger.v(4).info('Removing volumes from the desired state for a pod that is gone', { podUID: podName });
+      dsw.deletePod(podName);
+    }
+    this.added = true;
+  }
+
+  private async addVolume(pod: Pod, podName: UniquePodName, volume: PodVolumeSource): Promise<void> {
+    const { plugins, dsw } = this.deps;
+    const spec = await this.specFor(pod, volume);
+    if (spec === undefined) return;
+    const plugin = plugins.findPluginBySpec(spec);
+    const attachable = (await plugins.findAttachablePluginBySpec(spec)) !== undefined;
+    const deviceMountable = plugins.findDeviceMountablePluginBySpec(spec) !== undefined;
+    const volumeName =
+      deviceMountable || attachable
+        ? getUniqueVolumeName(plugin.getPluginName(), plugin.getVolumeName(spec))
+        : getUniqueVolumeNameWithPod(plugin.getPluginName(), podName, specName(spec));
+    dsw.addPodToVolume({
+      podName,
+      pod,
+      spec,
+      outerVolumeSpecName: volume.name,
+      seLinuxMountContext: '',
+      volumeName,
+      pluginName: plugin.getPluginName(),
+      pluginIsAttachable: attachable,
+      pluginIsDeviceMountable: deviceMountable,
+    });
+  }
+
+  /** The spec of a pod volume; undefined for volume types nodevol has no plugin for. */
+  private async specFor(pod: Pod, volume: PodVolumeSource): Promise<Spec | undefined> {
+    const claim = volume.persistentVolumeClaim;
+    if (claim !== undefined) {
+      const pvc = await this.deps.cluster.getPersistentVolumeClaim(pod.namespace, claim.claimName);
+      if (pvc === undefined) throw new Error(`PersistentVolumeClaim ${pod.namespace}/${claim.claimName} not found`);
+      if (pvc.volumeName === '') throw new Error(`PersistentVolumeClaim ${pod.namespace}/${claim.claimName} is not bound`);
+      const pv = await this.deps.cluster.getPersistentVolume(pvc.volumeName);
+      if (pv === undefined) throw new Error(`PersistentVolume ${pvc.volumeName} not found`);
+      return { kind: 'persistent', persistentVolume: pv, readOnly: claim.readOnly ?? false };
+    }
+    if (volume.csi !== undefined) return { kind: 'inline', volume: { name: volume.name, csi: volume.csi }, readOnly: volume.csi.readOnly ?? false };
+    return undefined;
+  }
+}

@@ -1,0 +1,170 @@
+/**
+ * The reconciler (reconciler_common.go / reconciler.go; reference §4.6): one level-triggered
+ * pass comparing the desired and the actual state and starting operations, in kubelet's order:
+ * unmount pods' volumes, mount or attach, unmount devices, clean orphans, then settle
+ * reconstructed volumes from the node status. The loop that calls reconcileOnce() lives in the
+ * runtime (agent) or in the simulator, never here.
+ */
+import type { Logger } from '../../host/logger.js';
+import type { UniqueVolumeName } from '../../layout/names.js';
+import { isExpectedError } from '../../operationexecutor/nestedPendingOperations.js';
+import type { OperationExecutor } from '../../operationexecutor/operationExecutor.js';
+import { isVolumeNotAttachedError, deviceMayBeMounted, type ActualStateOfWorld } from '../cache/actualStateOfWorld.js';
+import type { DesiredStateOfWorld, VolumeToMount } from '../cache/desiredStateOfWorld.js';
+import type { Reconstructor } from './reconstruct.js';
+
+export interface ReconcilerDeps {
+  readonly asw: ActualStateOfWorld;
+  readonly dsw: DesiredStateOfWorld;
+  readonly executor: OperationExecutor;
+  readonly reconstructor: Reconstructor;
+  /** The DSW populator has added every pod at least once (never the populator itself). */
+  readonly populatorHasAddedPods: () => boolean;
+  readonly logger: Logger;
+}
+
+export interface Reconciler {
+  /** Runs reconstruction; call once before the first pass. */
+  reconstruct(): Promise<void>;
+  /** One pass; starts operations and returns without waiting for them. */
+  reconcileOnce(): Promise<void>;
+  /** True once reconstructed volumes were settled from the node status (kubelet StatesHasBeenSynced). */
+  statesHaveBeenSynced(): boolean;
+}
+
+export function createReconciler(deps: ReconcilerDeps): Reconciler {
+  return new ReconcilerImpl(deps);
+}
+
+class ReconcilerImpl implements Reconciler {
+  /** Set iff a pass found nothing waiting for the node status (kubelet's timeOfLastSync != 0). */
+  private synced = false;
+
+  constructor(private readonly deps: ReconcilerDeps) {}
+
+  async reconstruct(): Promise<void> {
+    await this.deps.reconstructor.reconstructVolumes();
+    this.deps.logger.info('Reconciler: start to sync state');
+  }
+
+  statesHaveBeenSynced(): boolean {
+    return this.synced;
+  }
+
+  /** readyToUnmount: the DSW is populated and reconstructed volumes know their attachability. */
+  private readyToUnmount(): boolean {
+    if (!this.deps.populatorHasAddedPods()) {
+      this.deps.logger.v(5).info('Skipping unmounts: the desired state of world has not been populated yet');
+      return false;
+    }
+    if (this.deps.reconstructor.needsUpdateFromNodeStatus()) {
+      this.deps.logger.v(5).info('Skipping unmounts: reconstructed volumes wait for the node status');
+      return false;
+    }
+    return true;
+  }
+
+  async reconcileOnce(): Promise<void> {
+    const ready = this.readyToUnmount();
+    if (ready) await this.unmountVolumes();
+    await this.mountOrAttachVolumes();
+    if (ready) {
+      await this.unmountDetachDevices();
+      await this.deps.reconstructor.cleanOrphanVolumes();
+    }
+    if (this.deps.reconstructor.needsUpdateFromNodeStatus()) await this.deps.reconstructor.updateReconstructedFromNodeStatus();
+    if (!this.deps.reconstructor.needsUpdateFromNodeStatus()) this.synced = true;
+  }
+
+  /** Every pod mount (certain or not) that no pod in the DSW wants. */
+  private async unmountVolumes(): Promise<void> {
+    const { asw, dsw, executor, logger } = this.deps;
+    for (const mv of asw.getAllMountedVolumes()) {
+      if (dsw.podExistsInVolume(mv.podName, mv.volumeName)) continue;
+      if (executor.isOperationPending(mv.volumeName, mv.podName)) continue;
+      logger.v(5).info('Starting operationExecutor.UnmountVolume', { podName: mv.podName, volumeName: mv.volumeName });
+      try {
+        await executor.unmountVolume(mv, asw);
+        logger.info('operationExecutor.UnmountVolume started', { podName: mv.podName, volumeName: mv.volumeName });
+      } catch (err) {
+        if (!isExpectedError(err)) logger.error(err, 'operationExecutor.UnmountVolume failed', { podName: mv.podName, volumeName: mv.volumeName });
+      }
+    }
+  }
+
+  private async mountOrAttachVolumes(): Promise<void> {
+    const { asw, logger } = this.deps;
+    for (const vtm of this.deps.dsw.getVolumesToMount()) {
+      let exists: boolean;
+      let devicePath: string;
+      try {
+        ({ exists, devicePath } = asw.podExistsInVolume(vtm.podName, vtm.volumeName));
+      } catch (err) {
+        if (isVolumeNotAttachedError(err)) {
+          this.waitForVolumeAttach(vtm);
+          continue;
+        }
+        logger.error(err, 'Failed to check whether the volume is mounted', { volumeName: vtm.volumeName, podName: vtm.podName });
+        continue;
+      }
+      if (exists) continue;
+      await this.mountAttachedVolume(vtm, devicePath);
+    }
+  }
+
+  /** Controller attach/detach: wait until node.status.volumesAttached lists the volume. */
+  private waitForVolumeAttach(vtm: VolumeToMount): void {
+    const { executor, asw, logger } = this.deps;
+    if (vtm.pluginIsAttachable && !vtm.reportedInUse) {
+      logger.v(5).info('Volume is not reported in use yet, not verifying attachment', { volumeName: vtm.volumeName });
+      return;
+    }
+    try {
+      executor.verifyControllerAttachedVolume(vtm, asw);
+    } catch (err) {
+      if (!isExpectedError(err)) logger.error(err, 'operationExecutor.VerifyControllerAttachedVolume failed', { volumeName: vtm.volumeName });
+    }
+  }
+
+  private async mountAttachedVolume(vtm: VolumeToMount, devicePath: string): Promise<void> {
+    const { executor, asw, logger } = this.deps;
+    try {
+      await executor.mountVolume(vtm, devicePath, asw);
+      logger.v(4).info('operationExecutor.MountVolume started', { volumeName: vtm.volumeName, podName: vtm.podName });
+    } catch (err) {
+      if (!isExpectedError(err)) logger.error(err, 'operationExecutor.MountVolume failed', { volumeName: vtm.volumeName, podName: vtm.podName });
+    }
+  }
+
+  /** Volumes no pod has mounted and the DSW does not want: unstage, or forget once not mounted. */
+  private async unmountDetachDevices(): Promise<void> {
+    const { asw, dsw, executor, logger } = this.deps;
+    for (const av of asw.getUnmountedVolumes()) {
+      if (dsw.volumeExists(av.volumeName)) continue;
+      if (executor.isOperationPending(av.volumeName, '')) continue;
+      // Re-read: an operation may have changed it since the list was taken.
+      const current = asw.getAttachedVolume(av.volumeName);
+      if (current === undefined) continue;
+      if (deviceMayBeMounted(current)) {
+        try {
+          await executor.unmountDevice(current, asw);
+          logger.info('operationExecutor.UnmountDevice started', { volumeName: current.volumeName });
+        } catch (err) {
+          if (!isExpectedError(err)) logger.error(err, 'operationExecutor.UnmountDevice failed', { volumeName: current.volumeName });
+        }
+      } else {
+        // Controller-driven attach/detach: the node only stops reporting it.
+        this.markDetached(current.volumeName);
+      }
+    }
+  }
+
+  private markDetached(volumeName: UniqueVolumeName): void {
+    try {
+      this.deps.asw.markVolumeAsDetached(volumeName);
+      this.deps.logger.v(4).info('Volume detached (marked as detached in the actual state)', { volumeName });
+    } catch (err) {
+      this.deps.logger.error(err, 'Could not mark volume as detached', { volumeName });
+    }
+  }
+}

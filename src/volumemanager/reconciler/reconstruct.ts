@@ -1,0 +1,320 @@
+/**
+ * Reconstruction at start (reconstruct.go / reconstruct_common.go; reference §8.2-8.6, §9.5):
+ * rebuild the actual state from disk after a restart, every volume as uncertain.
+ *
+ * With CSIGlobalMountReconstruction on, the global mount listing runs first (and even when the
+ * pod-directory walk then fails), so that a staged volume with no pod directory is registered,
+ * reported in volumesInUse once the node status confirms it is attached, and unstaged if no pod
+ * wants it (KEP-6058 Design Details item 4).
+ */
+import { CSIGlobalMountReconstruction, type FeatureGate } from '../../features/features.js';
+import type { ClusterView } from '../../host/cluster.js';
+import type { FileSystem } from '../../host/fs.js';
+import type { Logger } from '../../host/logger.js';
+import type { KubeletLayout } from '../../layout/layout.js';
+import { getUniqueVolumeName, type UniquePodName, type UniqueVolumeName } from '../../layout/names.js';
+import type { VolumeManagerMetrics } from '../../metrics/volumeManagerMetrics.js';
+import type { OperationExecutor } from '../../operationexecutor/operationExecutor.js';
+import { isExpectedError } from '../../operationexecutor/nestedPendingOperations.js';
+import { isBlockVolumePlugin, type GlobalVolume, type GlobalVolumeListerPlugin, type VolumePluginMgr } from '../../volume/plugins.js';
+import { specName, type Spec } from '../../volume/spec.js';
+import type { ActualStateOfWorld } from '../cache/actualStateOfWorld.js';
+import type { DesiredStateOfWorld } from '../cache/desiredStateOfWorld.js';
+import { getVolumesFromPodDir, type PodVolume } from './podVolumes.js';
+import { reconstructVolumeSpec, type ReconstructedSpec } from './reconstructVolume.js';
+
+export interface ReconstructorDeps {
+  readonly fs: FileSystem;
+  readonly layout: KubeletLayout;
+  readonly plugins: VolumePluginMgr;
+  readonly asw: ActualStateOfWorld;
+  readonly dsw: DesiredStateOfWorld;
+  readonly executor: OperationExecutor;
+  readonly cluster: ClusterView;
+  readonly features: FeatureGate;
+  readonly logger: Logger;
+  readonly metrics: VolumeManagerMetrics;
+}
+
+/** One reconstructed pod volume plus what updateStates needs. */
+interface ReconstructedPodVolume extends ReconstructedSpec {
+  /** Set when the volume has a device-level mount (device-mountable filesystem, or block). */
+  readonly deviceMountPath: string | undefined;
+}
+
+export class Reconstructor {
+  /** Names waiting for the node-status read that settles their attachability and devicePath. */
+  private volumesNeedUpdateFromNodeStatus: UniqueVolumeName[] = [];
+  /** Pod-directory candidates that failed; cleaned once, after the DSW is populated. */
+  private volumesFailedReconstruction: PodVolume[] = [];
+
+  constructor(private readonly deps: ReconstructorDeps) {}
+
+  /** Whether reconstructed volumes still wait for the node status (unmounts are held back meanwhile). */
+  needsUpdateFromNodeStatus(): boolean {
+    return this.volumesNeedUpdateFromNodeStatus.length > 0;
+  }
+
+  /** For tests and status: copies. */
+  pendingNodeStatusUpdates(): UniqueVolumeName[] {
+    return [...this.volumesNeedUpdateFromNodeStatus];
+  }
+  failedReconstructions(): PodVolume[] {
+    return [...this.volumesFailedReconstruction];
+  }
+
+  /** reconstructVolumes: runs once, at start, before the first reconcile. */
+  async reconstructVolumes(): Promise<void> {
+    const { features, logger } = this.deps;
+    if (features.enabled(CSIGlobalMountReconstruction)) await this.reconstructGlobalVolumes();
+
+    let candidates: readonly PodVolume[];
+    try {
+      candidates = (await getVolumesFromPodDir(this.deps.fs, this.deps.layout, logger)).volumes;
+    } catch (err) {
+      logger.error(err, 'Cannot get volumes from disk, skip sync states for volume reconstruction');
+      return;
+    }
+
+    const byVolume = new Map<UniqueVolumeName, ReconstructedPodVolume[]>();
+    for (const candidate of candidates) {
+      if (this.deps.asw.volumeExistsWithSpecName(candidate.podName, candidate.volumeSpecName)) {
+        logger.v(4).info('Volume exists in actual state, skip cleaning up mounts', { podName: candidate.podName, volumeSpecName: candidate.volumeSpecName });
+        continue;
+      }
+      let reconstructed: ReconstructedPodVolume;
+      try {
+        reconstructed = await this.reconstructVolume(candidate);
+        this.deps.metrics.reconstructVolumeOperation(reconstructed.dataSource === 'global-fallback' ? 'global-mount' : 'pod-local', false);
+      } catch (err) {
+        this.deps.metrics.reconstructVolumeOperation('pod-local', true);
+        this.volumesFailedReconstruction.push(candidate);
+        logger.error(err, 'Could not construct volume information', {
+          podName: candidate.podName,
+          volumeSpecName: candidate.volumeSpecName,
+        });
+        continue;
+      }
+      const list = byVolume.get(reconstructed.uniqueVolumeName);
+      if (list === undefined) byVolume.set(reconstructed.uniqueVolumeName, [reconstructed]);
+      else list.push(reconstructed);
+    }
+
+    if (byVolume.size > 0) {
+      this.updateStates(byVolume);
+      // One entry per pod volume, as kubelet assigns them; a volume the listing already queued
+      // is not queued again.
+      const queuedByListing = new Set(this.volumesNeedUpdateFromNodeStatus);
+      for (const [name, pods] of byVolume) {
+        if (queuedByListing.has(name)) continue;
+        for (let i = 0; i < pods.length; i++) this.volumesNeedUpdateFromNodeStatus.push(name);
+      }
+    }
+    logger.v(2).info('Volume reconstruction finished');
+  }
+
+  /** reconstructVolume: spec, unique name and (for block) the mapper, which rewrites the block data file. */
+  private async reconstructVolume(candidate: PodVolume): Promise<ReconstructedPodVolume> {
+    const { plugins } = this.deps;
+    const r = await reconstructVolumeSpec(plugins, candidate);
+    const pod = { uid: candidate.podName, namespace: '', name: '' };
+    if (candidate.volumeMode === 'Block') {
+      const mapper = plugins.findMapperPluginByName(candidate.pluginName);
+      if (mapper === undefined) throw new Error(`could not find block volume plugin ${candidate.pluginName}`);
+      await mapper.newBlockVolumeMapper(r.spec, pod);
+    } else {
+      await plugins.findPluginByName(candidate.pluginName).newMounter(r.spec, pod);
+    }
+    return r;
+  }
+
+  /** updateStates: everything reconstructed enters the ASW as uncertain. */
+  private updateStates(byVolume: Map<UniqueVolumeName, ReconstructedPodVolume[]>): void {
+    const { asw, logger } = this.deps;
+    for (const [name, pods] of byVolume) {
+      const first = pods[0];
+      if (first === undefined) continue;
+      const pluginName = first.volume.pluginName;
+      try {
+        asw.addAttachUncertainReconstructedVolume(name, first.spec, pluginName, '');
+      } catch (err) {
+        logger.error(err, 'Could not add volume information to actual state of world', { volumeName: name });
+        continue;
+      }
+      let seLinuxMountContext = '';
+      for (const p of pods) {
+        const added = asw.checkAndMarkVolumeAsUncertainViaReconstruction({
+          podName: p.volume.podName,
+          podUID: p.volume.podName,
+          volumeName: name,
+          volumeSpec: p.spec,
+          outerVolumeSpecName: '',
+          innerVolumeSpecName: p.volume.volumeSpecName,
+          pluginName,
+          volumeMountState: 'VolumeMountUncertain',
+          seLinuxMountContext: p.seLinuxMountContext,
+        });
+        seLinuxMountContext = p.seLinuxMountContext;
+        if (added) {
+          logger.v(2).info('Volume is marked as uncertain and added into the actual state', {
+            podName: p.volume.podName,
+            volumeName: name,
+            seLinuxMountContext: p.seLinuxMountContext,
+          });
+        }
+      }
+      if (first.deviceMountPath !== undefined) {
+        try {
+          asw.markDeviceAsUncertain(name, '', first.deviceMountPath, seLinuxMountContext);
+          logger.v(2).info('Volume is marked device as uncertain and added into the actual state', { volumeName: name, deviceMountPath: first.deviceMountPath });
+        } catch (err) {
+          logger.error(err, 'Could not mark device is uncertain to actual state of world', { volumeName: name });
+        }
+      }
+    }
+  }
+
+  /** reconstructGlobalVolumes: every global mount a plugin lists and the ASW does not know. */
+  private async reconstructGlobalVolumes(): Promise<void> {
+    const { plugins, logger } = this.deps;
+    for (const plugin of plugins.findGlobalVolumeListerPlugins()) {
+      let listed: GlobalVolume[];
+      try {
+        listed = await plugin.listGlobalVolumes();
+      } catch (err) {
+        logger.error(err, 'Could not list global volumes', { plugin: plugin.getPluginName() });
+        continue;
+      }
+      for (const gv of listed) this.reconstructGlobalVolume(plugin, gv);
+    }
+  }
+
+  private reconstructGlobalVolume(plugin: GlobalVolumeListerPlugin, gv: GlobalVolume): void {
+    const { asw, logger, metrics } = this.deps;
+    const log4 = logger.v(4);
+    if (gv.volumeMode === 'Block') {
+      if (!isBlockVolumePlugin(plugin)) {
+        log4.info('Skipping a global block volume: the plugin has no block mapper', { plugin: plugin.getPluginName(), deviceMountPath: gv.deviceMountPath });
+        return;
+      }
+    } else if (!plugin.canDeviceMount(gv.spec)) {
+      // The desired state names such volumes by pod, and there is no pod here to name it with.
+      log4.info('Skipping a global volume its plugin cannot device mount', { deviceMountPath: gv.deviceMountPath });
+      return;
+    }
+    let name: UniqueVolumeName;
+    try {
+      name = getUniqueVolumeName(plugin.getPluginName(), plugin.getVolumeName(gv.spec));
+    } catch (err) {
+      logger.error(err, 'Could not derive the unique name of a global volume', { deviceMountPath: gv.deviceMountPath });
+      metrics.reconstructVolumeOperation('global-mount', true);
+      return;
+    }
+    if (asw.volumeExists(name)) return;
+    try {
+      asw.addAttachUncertainReconstructedVolume(name, gv.spec, plugin.getPluginName(), '');
+    } catch (err) {
+      logger.error(err, 'Could not add a global volume to the actual state', { volumeName: name });
+      metrics.reconstructVolumeOperation('global-mount', true);
+      return;
+    }
+    try {
+      asw.markDeviceAsUncertain(name, '', gv.deviceMountPath, gv.seLinuxMountContext);
+    } catch (err) {
+      // A volume with no pod and no device reads as one to detach: take it out again.
+      asw.deleteVolume(name);
+      logger.error(err, 'Could not mark a global volume device as uncertain', { volumeName: name });
+      metrics.reconstructVolumeOperation('global-mount', true);
+      return;
+    }
+    metrics.reconstructVolumeOperation('global-mount', false);
+    this.volumesNeedUpdateFromNodeStatus.push(name);
+    logger.v(2).info('Global mount with no pod directory is marked uncertain and added into the actual state', {
+      volumeName: name,
+      deviceMountPath: gv.deviceMountPath,
+    });
+  }
+
+  /**
+   * updateReconstructedFromNodeStatus: settles attachability and devicePath of reconstructed
+   * volumes from node.status.volumesAttached. While the node status cannot be read the queue
+   * stays, and the reconciler unmounts nothing.
+   */
+  async updateReconstructedFromNodeStatus(): Promise<void> {
+    const { asw, cluster, logger } = this.deps;
+    let attached: ReadonlyMap<string, string>;
+    try {
+      const status = await cluster.getNodeStatus();
+      attached = new Map(status.volumesAttached.map((v) => [v.name, v.devicePath]));
+    } catch (err) {
+      logger.error(err, 'Failed to get Node status to reconstruct device paths; unmounts are held back until it succeeds');
+      return;
+    }
+    for (const name of this.volumesNeedUpdateFromNodeStatus) {
+      const devicePath = attached.get(name);
+      if (devicePath !== undefined) {
+        asw.updateReconstructedDevicePath(name, devicePath);
+        asw.updateReconstructedVolumeAttachability(name, true);
+      } else {
+        asw.updateReconstructedVolumeAttachability(name, false);
+      }
+    }
+    logger.v(2).info('DevicePaths of reconstructed volumes updated');
+    this.volumesNeedUpdateFromNodeStatus = [];
+  }
+
+  /**
+   * cleanOrphanVolumes: once, after the DSW is populated, each failed candidate no pod wants is
+   * cleaned with TearDown only (upstream; with the gate off its global mount stays - #101791).
+   */
+  async cleanOrphanVolumes(): Promise<void> {
+    if (this.volumesFailedReconstruction.length === 0) return;
+    const { dsw, logger } = this.deps;
+    for (const volume of this.volumesFailedReconstruction) {
+      if (dsw.volumeExistsWithSpecName(volume.podName, volume.volumeSpecName)) {
+        logger.v(4).info('Volume exists in desired state, skip cleaning up mounts', { podName: volume.podName, volumeSpecName: volume.volumeSpecName });
+        continue;
+      }
+      await this.cleanupMounts(volume);
+    }
+    this.volumesFailedReconstruction = [];
+    logger.v(2).info('Orphan volume cleanup finished');
+  }
+
+  private async cleanupMounts(volume: PodVolume): Promise<void> {
+    const { executor, asw, logger, metrics } = this.deps;
+    logger.v(2).info('Cleaning up mounts for volume that could not be reconstructed', {
+      podName: volume.podName,
+      volumeSpecName: volume.volumeSpecName,
+    });
+    let failed = false;
+    try {
+      // A fake name and no spec: the executor takes the filesystem unmount path.
+      await executor.unmountVolume(
+        {
+          podName: volume.podName,
+          podUID: volume.podName,
+          volumeName: volume.volumeSpecName as UniqueVolumeName,
+          innerVolumeSpecName: volume.volumeSpecName,
+          outerVolumeSpecName: volume.volumeSpecName,
+          pluginName: volume.pluginName,
+          volumeSpec: undefined,
+        },
+        asw,
+      );
+    } catch (err) {
+      failed = true;
+      if (!isExpectedError(err)) {
+        logger.error(err, 'Failed to unmount volume that could not be reconstructed', { podName: volume.podName, volumeSpecName: volume.volumeSpecName });
+      }
+    }
+    metrics.forceCleanedFailedVolumeOperation(failed);
+  }
+}
+
+/** A spec's name for log lines. */
+export function nameOf(spec: Spec | undefined): string {
+  return spec === undefined ? '' : specName(spec);
+}
+
+export type { UniquePodName };
