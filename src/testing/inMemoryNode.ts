@@ -148,6 +148,6 @@ export class InMemoryNode {
 
   /** Paths below the root dir (dirs end in '/'). */
   tree(): string[] {
-    return this.fs.tree(ROOT).filter((p) => p !== '.keep');
+    return this.fs.tree(ROOT).filter((p) => p !== `${ROOT}/.keep`);
   }
 }
