@@ -111,6 +111,19 @@ export interface CsiDriverRegistry {
 
 export type CsiMethod = 'NodeGetCapabilities' | 'NodeStageVolume' | 'NodeUnstageVolume' | 'NodePublishVolume' | 'NodeUnpublishVolume';
 
+/** Every csi.v1 RPC nodevol calls or serves (the gRPC client also speaks Identity and Controller). */
+export type CsiRpcMethod =
+  | CsiMethod
+  | 'NodeGetInfo'
+  | 'GetPluginInfo'
+  | 'GetPluginCapabilities'
+  | 'Probe'
+  | 'CreateVolume'
+  | 'DeleteVolume'
+  | 'ControllerPublishVolume'
+  | 'ControllerUnpublishVolume'
+  | 'ControllerGetCapabilities';
+
 /**
  * A failed CSI call. `code` is the gRPC status; undefined when the call failed before reaching
  * the driver (no connection, bad request built locally).
@@ -118,7 +131,7 @@ export type CsiMethod = 'NodeGetCapabilities' | 'NodeStageVolume' | 'NodeUnstage
 export class CsiCallError extends Error {
   override readonly name = 'CsiCallError';
   constructor(
-    readonly method: CsiMethod,
+    readonly method: CsiRpcMethod,
     readonly code: number | undefined,
     readonly details: string,
   ) {

@@ -22,8 +22,23 @@ import { InconsistentReadError, readMountInfoText, type MountInfoSource } from '
 
 /** Go's filepath.Clean for slash paths: no "//", "." or resolvable "..", no trailing "/". */
 function cleanPath(p: string): string {
+  // Fast path: an absolute path with no "//", "/./", "/../", trailing "/" or "." segments is clean.
+  if (p.length > 1 && p.charCodeAt(0) === 47 && !p.endsWith('/') && !p.includes('//') && !/\/\.\.?(?:\/|$)/.test(p)) return p;
   const n = posix.normalize(p);
   return n.length > 1 && n.endsWith('/') ? n.slice(0, -1) : n;
+}
+
+/** Number of "/" in a path: its depth, for ordering ancestors before descendants. */
+function depthOf(p: string): number {
+  let n = 0;
+  for (let i = 0; i < p.length; i++) if (p.charCodeAt(i) === 47) n++;
+  return p === '/' ? 0 : n;
+}
+
+/** The parent of a clean absolute path ("/" for "/x"); "/" for "/". */
+function parentOf(p: string): string {
+  const i = p.lastIndexOf('/');
+  return i <= 0 ? '/' : p.slice(0, i);
 }
 
 /** Go's filepath.Join: empty elements ignored, "" when all are empty, otherwise cleaned. */
@@ -47,6 +62,14 @@ export class MountTableSnapshot {
   readonly #byMountPoint = new Map<string, number[]>();
   /** major:minor:root -> entries, in file order. */
   readonly #byDeviceRoot = new Map<string, MountInfoEntry[]>();
+  /** [cleaned mount point, entry index], sorted by mount point then index: prefix range queries. */
+  readonly #sortedMountPoints: [string, number][] = [];
+  /**
+   * Cleaned mount point -> the highest entry index among the entries mounted at it or at any of
+   * its ancestors: the answer of findMountFor for every path whose nearest mounted ancestor (or
+   * itself) is this mount point. Lets a look-up stop at the first mounted ancestor.
+   */
+  readonly #lastAtOrAbove = new Map<string, number>();
 
   static parse(text: string, options?: ParseMountInfoOptions): MountTableSnapshot {
     return new MountTableSnapshot(parseMountInfo(text, options));
@@ -60,11 +83,32 @@ export class MountTableSnapshot {
       const atPoint = this.#byMountPoint.get(mp);
       if (atPoint === undefined) this.#byMountPoint.set(mp, [index]);
       else atPoint.push(index);
+      this.#sortedMountPoints.push([mp, index]);
       const key = deviceRootKey(entry.major, entry.minor, entry.root);
       const sameRoot = this.#byDeviceRoot.get(key);
       if (sameRoot === undefined) this.#byDeviceRoot.set(key, [entry]);
       else sameRoot.push(entry);
     });
+    this.#sortedMountPoints.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] - b[1]));
+    // Shallow mount points first, so each one's nearest mounted ancestor is already resolved.
+    const points = [...this.#byMountPoint.keys()].sort((a, b) => depthOf(a) - depthOf(b));
+    for (const mp of points) {
+      const own = this.#byMountPoint.get(mp);
+      let best = own?.[own.length - 1] ?? -1;
+      if (mp !== '/') {
+        let current = parentOf(mp);
+        for (;;) {
+          const above = this.#lastAtOrAbove.get(current);
+          if (above !== undefined) {
+            if (above > best) best = above;
+            break;
+          }
+          if (current === '/') break;
+          current = parentOf(current);
+        }
+      }
+      this.#lastAtOrAbove.set(mp, best);
+    }
   }
 
   /**
@@ -73,17 +117,13 @@ export class MountTableSnapshot {
    * undefined if none. Looks up each ancestor of `path` in a map: O(depth of path).
    */
   findMountFor(path: string): MountInfoEntry | undefined {
-    let best = -1;
     let current = cleanPath(path);
     for (;;) {
-      const indices = this.#byMountPoint.get(current);
-      const last = indices?.[indices.length - 1];
-      if (last !== undefined && last > best) best = last;
-      const parent = posix.dirname(current);
-      if (parent === current) break;
-      current = parent;
+      const best = this.#lastAtOrAbove.get(current);
+      if (best !== undefined) return this.entries[best];
+      if (current === '/') return undefined;
+      current = parentOf(current);
     }
-    return best < 0 ? undefined : this.entries[best];
   }
 
   /**
@@ -117,12 +157,22 @@ export class MountTableSnapshot {
   mountsUnder(path: string): string[] {
     const escaped = escapeMountPath(cleanPath(path));
     const prefix = escaped.endsWith('/') ? escaped : `${escaped}/`;
-    const out: string[] = [];
-    for (const entry of this.entries) {
-      const mp = cleanPath(entry.mountPoint);
-      if (mp === escaped || mp.startsWith(prefix)) out.push(unescapeMountPath(entry.mountPoint));
+    const sorted = this.#sortedMountPoints;
+    // Binary search for the first mount point >= escaped; every match lies in one run after it.
+    let lo = 0;
+    let hi = sorted.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((sorted[mid]?.[0] ?? '') < escaped) lo = mid + 1;
+      else hi = mid;
     }
-    return out;
+    const indices: number[] = [];
+    for (let i = lo; i < sorted.length; i++) {
+      const [mp, index] = sorted[i] ?? ['', 0];
+      if (mp === escaped || mp.startsWith(prefix)) indices.push(index);
+      else if (mp > prefix) break;
+    }
+    return indices.sort((a, b) => a - b).map((i) => unescapeMountPath(this.entries[i]?.mountPoint ?? ''));
   }
 }
 

@@ -28,6 +28,10 @@ export interface GlobalVolume {
   readonly volumeMode: PersistentVolumeMode;
 }
 
+export interface ConstructOptions {
+  readonly parentsVerified?: boolean;
+}
+
 /** The pod a mounter works for. */
 export interface PodRef {
   readonly uid: string;
@@ -84,8 +88,12 @@ export interface VolumePlugin {
   canSupport(spec: Spec): boolean;
   /** The plugin's part of the unique volume name; throws when the spec cannot name one. */
   getVolumeName(spec: Spec): string;
-  /** Rebuilds a spec from a pod volume directory (`volumePath`) named `volumeName`. */
-  constructVolumeSpec(volumeName: string, volumePath: string): Promise<ReconstructedVolume>;
+  /**
+   * Rebuilds a spec from a pod volume directory (`volumePath`) named `volumeName`. nodevol
+   * addition: `options.parentsVerified` says the caller reached the directory without following
+   * a symlink from inside the root dir, which spares re-checking that.
+   */
+  constructVolumeSpec(volumeName: string, volumePath: string, options?: ConstructOptions): Promise<ReconstructedVolume>;
   newMounter(spec: Spec, pod: PodRef): Promise<VolumeMounter>;
   /** Builds an unmounter from what is on disk; rejects when that cannot be read. */
   newUnmounter(specName: string, podUID: string): Promise<VolumeUnmounter>;

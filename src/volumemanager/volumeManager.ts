@@ -55,6 +55,7 @@ export class VolumeManager {
     this.reconstructor = new Reconstructor({
       fs: host.fs,
       layout: host.layout,
+      realRootDir: host.realRootDir,
       plugins: this.plugins,
       asw: this.asw,
       dsw: this.dsw,

@@ -30,7 +30,13 @@ export class NodeFileSystem implements FileSystem {
     try {
       const st = await handle.stat();
       if (st.size > maxBytes) throw tooLarge(path, maxBytes, st.size);
-      // /proc files report size 0: read in chunks up to the bound either way.
+      if (st.isFile() && st.size > 0) {
+        // A regular file: one read of its size (+1 to notice growth); a short read is its end.
+        const buf = Buffer.allocUnsafe(st.size + 1);
+        const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
+        if (bytesRead <= st.size) return buf.subarray(0, bytesRead);
+      }
+      // /proc files report size 0, and a file that grew: read in chunks up to the bound.
       const chunks: Buffer[] = [];
       let total = 0;
       for (;;) {

@@ -6,7 +6,8 @@
  *
  * The CSI spec is the contract (field notes §4.4): every call is idempotent; NodeUnstageVolume is
  * refused while the volume is still published; NodePublishVolume needs the volume staged at the
- * given staging path when the driver has STAGE_UNSTAGE_VOLUME.
+ * given staging path when the driver has STAGE_UNSTAGE_VOLUME, unless it is an inline ephemeral
+ * volume (volume context csi.storage.k8s.io/ephemeral=true), which is never staged.
  *
  * Block volumes: stage mounts the fake device on the staging directory; publish creates the
  * target FILE and bind-mounts the device node `/dev/fake/<volumeId>` (a file the driver creates)
@@ -353,7 +354,10 @@ export class FakeCsiDriver implements CsiNodeClient {
     if (req.volumeId === '') throw fail(m, GrpcStatus.INVALID_ARGUMENT, 'volume ID missing in request');
     if (req.targetPath === '') throw fail(m, GrpcStatus.INVALID_ARGUMENT, 'target path missing in request');
     const cap = FakeCsiDriver.#capability(m, req.volumeCapability);
-    const staged = this.#hasStageUnstage();
+    // Like csi-driver-host-path, an inline ephemeral volume is published without staging: kubelet
+    // never stages it and sends no staging path (reference §1.4, §3.3).
+    const ephemeral = req.volumeContext['csi.storage.k8s.io/ephemeral'] === 'true';
+    const staged = this.#hasStageUnstage() && !ephemeral;
     if (staged && req.stagingTargetPath === '') {
       throw fail(m, GrpcStatus.INVALID_ARGUMENT, 'staging target path missing in request');
     }

@@ -85,7 +85,7 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
     const dataDir = path.dirname(deviceMountPath);
     let data;
     try {
-      data = await loadVolumeData(host.fs, path.join(dataDir, VOL_DATA_FILE_NAME), { rootDir: host.realRootDir });
+      data = await loadVolumeData(host.fs, path.join(dataDir, VOL_DATA_FILE_NAME), { rootDir: host.realRootDir, rootDirIsReal: true });
     } catch (err) {
       if (isVolumeDataNotFound(err)) {
         host.logger

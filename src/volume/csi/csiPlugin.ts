@@ -13,6 +13,7 @@ import type {
   BlockVolumeMapper,
   BlockVolumePlugin,
   BlockVolumeUnmapper,
+  ConstructOptions,
   DeviceMounter,
   DeviceUnmounter,
   GlobalVolume,
@@ -82,8 +83,8 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
    * pod-local vol_data.json; with CSIGlobalMountReconstruction on and that load failing, retries
    * through the global mount the pod mount is bind mounted from (§9.6).
    */
-  async constructVolumeSpec(volumeName: string, volumePath: string): Promise<ReconstructedVolume> {
-    const loaded = await this.loadPodVolumeData(volumeName, volumePath, 'constructVolumeSpec');
+  async constructVolumeSpec(volumeName: string, volumePath: string, options?: ConstructOptions): Promise<ReconstructedVolume> {
+    const loaded = await this.loadPodVolumeData(volumeName, volumePath, 'constructVolumeSpec', options?.parentsVerified === true);
     const { data, specVolID } = loaded;
     const driver = data[volDataKey.driverName] ?? '';
     const handle = data[volDataKey.volHandle] ?? '';
@@ -101,12 +102,13 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
     volumeName: string,
     volumePath: string,
     caller: 'constructVolumeSpec' | 'newUnmounter',
+    walkVerified = false,
   ): Promise<{ data: VolumeData; specVolID: string; dataSource: VolumeDataSource }> {
     const dataPath = path.join(volumePath, VOL_DATA_FILE_NAME);
     try {
       // The pod volume directory, or any ancestor, may be a symlink leading out of the root dir.
-      const parentsVerified = await resolvesInsideRoot(this.host.fs, volumePath, this.host.realRootDir);
-      const data = await loadVolumeData(this.host.fs, dataPath, { rootDir: this.host.realRootDir, parentsVerified });
+      const parentsVerified = walkVerified || (await resolvesInsideRoot(this.host.fs, volumePath, this.host.realRootDir));
+      const data = await loadVolumeData(this.host.fs, dataPath, { rootDir: this.host.realRootDir, rootDirIsReal: true, parentsVerified });
       return { data, specVolID: data[volDataKey.specVolID] ?? '', dataSource: 'pod-local' };
     } catch (err) {
       const original =
@@ -199,7 +201,7 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
     const dataPath = path.join(this.host.layout.csiBlockDataDir(specVolName), VOL_DATA_FILE_NAME);
     let data: VolumeData;
     try {
-      data = await loadVolumeData(this.host.fs, dataPath, { rootDir: this.host.realRootDir });
+      data = await loadVolumeData(this.host.fs, dataPath, { rootDir: this.host.realRootDir, rootDirIsReal: true });
     } catch (err) {
       throw new CsiSpecError(`unmapper failed to load volume data file [${dataPath}]: ${errorMessage(err)}`);
     }
@@ -216,7 +218,7 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
     const dataPath = path.join(this.host.layout.csiBlockDataDir(specVolName), VOL_DATA_FILE_NAME);
     let data: VolumeData;
     try {
-      data = await loadVolumeData(this.host.fs, dataPath, { rootDir: this.host.realRootDir });
+      data = await loadVolumeData(this.host.fs, dataPath, { rootDir: this.host.realRootDir, rootDirIsReal: true });
     } catch (err) {
       throw new CsiSpecError(`failed to load block volume data for ${specVolName} (pod ${podUID}, map path ${mapPath}): ${errorMessage(err)}`);
     }

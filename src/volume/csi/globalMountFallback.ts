@@ -49,7 +49,7 @@ export async function findGlobalMountDataFromPodMount(host: VolumeHost, podVolum
     }
     let data: VolumeData;
     try {
-      data = await loadVolumeData(host.fs, path.join(dataDir, VOL_DATA_FILE_NAME), { rootDir: host.realRootDir });
+      data = await loadVolumeData(host.fs, path.join(dataDir, VOL_DATA_FILE_NAME), { rootDir: host.realRootDir, rootDirIsReal: true });
     } catch (err) {
       log.info('Global mount reference has no readable volume data, skipping', { mountPath, reference: ref, err: errorMessage(err) });
       rejected.push(`${ref} (${errorMessage(err)})`);

@@ -141,7 +141,14 @@ async function describeFilesystemVolume(
   const globalMount = path.join(volDir, GLOBAL_MOUNT_DIR_NAME);
 
   // volDir was reached by readdir without following symlinks, from a plugin dir inside the root.
-  const data = await tryLoad(host, path.join(volDir, VOL_DATA_FILE_NAME), parentsVerified);
+  // The globalmount check and the data read are independent: issue both at once.
+  const [data, globalMountCheck] = await Promise.all([
+    tryLoad(host, path.join(volDir, VOL_DATA_FILE_NAME), parentsVerified),
+    host.fs.lstat(globalMount).then(
+      (st) => ({ ok: true as const, type: st.type }),
+      (err: unknown) => ({ ok: false as const, err }),
+    ),
+  ]);
   const identity = data.ok ? identityOf(data.value) : {};
   if (legacy) {
     return {
@@ -153,14 +160,13 @@ async function describeFilesystemVolume(
     };
   }
 
-  try {
-    const st = await host.fs.lstat(globalMount);
-    if (st.type === 'symlink') {
-      return { path: volDir, reason: 'no-globalmount', detail: `${globalMount} is a symlink; not followed`, volumeMode, ...identity };
-    }
-  } catch (err) {
+  if (!globalMountCheck.ok) {
+    const err = globalMountCheck.err;
     const detail = isNotExist(err) ? `${globalMount} does not exist (not staged, or MountDevice did not get that far)` : errorMessage(err);
     return { path: volDir, reason: 'no-globalmount', detail, volumeMode, ...identity };
+  }
+  if (globalMountCheck.type === 'symlink') {
+    return { path: volDir, reason: 'no-globalmount', detail: `${globalMount} is a symlink; not followed`, volumeMode, ...identity };
   }
 
   if (!data.ok) return { path: volDir, reason: 'unreadable-vol-data', detail: data.error, volumeMode };
@@ -211,6 +217,18 @@ async function listBlockVolumes(
     if (!isNotExist(err)) skip({ path: blockDir, reason: 'unreadable-dir', detail: errorMessage(err), volumeMode });
     return;
   }
+  // What is staged: one listing of staging/ instead of a stat per volume. A staging dir that is
+  // not a real directory stages nothing (it is never followed).
+  const stagingDir = path.join(blockDir, BLOCK_STAGING_DIR_NAME);
+  let staged = new Set<string>();
+  let stagingProblem: string | undefined;
+  if (entries.some((e) => e.name === BLOCK_STAGING_DIR_NAME && e.type === 'directory')) {
+    try {
+      staged = new Set((await host.fs.readdir(stagingDir)).map((e) => e.name));
+    } catch (err) {
+      stagingProblem = errorMessage(err);
+    }
+  }
   for (const entry of entries) {
     if (entry.name === BLOCK_STAGING_DIR_NAME || entry.name === BLOCK_PUBLISH_DIR_NAME) continue;
     const volDir = path.join(blockDir, entry.name);
@@ -222,10 +240,8 @@ async function listBlockVolumes(
 
     const stagingPath = path.join(blockDir, BLOCK_STAGING_DIR_NAME, entry.name);
     const dataPath = path.join(volDir, BLOCK_DATA_DIR_NAME, VOL_DATA_FILE_NAME);
-    try {
-      await host.fs.lstat(stagingPath);
-    } catch (err) {
-      const detail = isNotExist(err) ? `${stagingPath} does not exist (unstaged, cleanup unfinished)` : errorMessage(err);
+    if (!staged.has(entry.name)) {
+      const detail = stagingProblem ?? `${stagingPath} does not exist (unstaged, cleanup unfinished)`;
       skip({ path: volDir, reason: 'not-staged', detail, volumeMode });
       continue;
     }
@@ -271,7 +287,7 @@ type LoadResult = { ok: true; value: VolumeData } | { ok: false; error: string }
 
 async function tryLoad(host: VolumeHost, file: string, parentsVerified: boolean): Promise<LoadResult> {
   try {
-    return { ok: true, value: await loadVolumeData(host.fs, file, { rootDir: host.realRootDir, parentsVerified }) };
+    return { ok: true, value: await loadVolumeData(host.fs, file, { rootDir: host.realRootDir, rootDirIsReal: true, parentsVerified }) };
   } catch (err) {
     return { ok: false, error: errorCode(err) === undefined ? errorMessage(err) : `${file}: ${errorMessage(err)}` };
   }

@@ -639,6 +639,8 @@ export interface LoadVolumeDataOptions {
    * is one, which spares two realpath calls per file on the common path.
    */
   readonly parentsVerified?: boolean;
+  /** `rootDir` is already a real path (every symlink resolved): spares a realpath per read. */
+  readonly rootDirIsReal?: boolean;
 }
 
 /**
@@ -674,7 +676,7 @@ export async function loadVolumeData(fs: FileSystem, path: string, options?: Loa
   if (rootDir !== undefined) {
     let realRoot: string;
     try {
-      realRoot = await fs.realpath(rootDir);
+      realRoot = options?.rootDirIsReal === true ? rootDir : await fs.realpath(rootDir);
     } catch (err) {
       throw realpathFailure(rootDir, 'root dir', err);
     }

@@ -23,6 +23,11 @@ export interface PodVolume {
   readonly volumeMode: PersistentVolumeMode;
   /** Type of the candidate entry itself (a symlink is never followed by the walk). */
   readonly entryType: FileType;
+  /**
+   * The walk reached this directory from a pods dir checked to lie inside the root dir, through
+   * real directories only: reading inside it needs no further symlink resolution.
+   */
+  readonly parentsVerified: boolean;
 }
 
 /** A directory the walk could not read (kubelet logs these and goes on). */
@@ -86,7 +91,7 @@ export async function getVolumesFromPodDir(
       }
       let plugins: DirEntry[];
       try {
-        plugins = sortByName(await fs.readdir(subDir));
+        plugins = sortByName(await fs.readdir(subDir)).filter((p) => p.type === 'directory' || p.type === 'symlink');
       } catch (err) {
         problem(subDir, err);
         continue;
@@ -113,6 +118,7 @@ export async function getVolumesFromPodDir(
             pluginName,
             volumeMode,
             entryType: child.type,
+            parentsVerified: realRootDir !== undefined && child.type === 'directory',
           });
         }
       }

@@ -26,6 +26,8 @@ import { reconstructVolumeSpec, type ReconstructedSpec } from './reconstructVolu
 export interface ReconstructorDeps {
   readonly fs: FileSystem;
   readonly layout: KubeletLayout;
+  /** The root dir with symlinks resolved: the pod walk never leaves it. */
+  readonly realRootDir: string;
   readonly plugins: VolumePluginMgr;
   readonly asw: ActualStateOfWorld;
   readonly dsw: DesiredStateOfWorld;
@@ -70,7 +72,7 @@ export class Reconstructor {
 
     let candidates: readonly PodVolume[];
     try {
-      candidates = (await getVolumesFromPodDir(this.deps.fs, this.deps.layout, logger)).volumes;
+      candidates = (await getVolumesFromPodDir(this.deps.fs, this.deps.layout, logger, this.deps.realRootDir)).volumes;
     } catch (err) {
       logger.error(err, 'Cannot get volumes from disk, skip sync states for volume reconstruction');
       return;

@@ -40,7 +40,7 @@ export async function reconstructVolumeSpec(plugins: VolumePluginMgr, volume: Po
       spec = await mapper.constructBlockVolumeSpec(volume.podName, volume.volumeSpecName, volume.volumePath);
       deviceMountPath = mapper.getGlobalMapPath(spec);
     } else {
-      const reconstructed = await plugin.constructVolumeSpec(volume.volumeSpecName, volume.volumePath);
+      const reconstructed = await plugin.constructVolumeSpec(volume.volumeSpecName, volume.volumePath, { parentsVerified: volume.parentsVerified });
       spec = reconstructed.spec;
       seLinuxMountContext = reconstructed.seLinuxMountContext;
       dataSource = reconstructed.dataSource;
