@@ -10,6 +10,7 @@
  *  - rename of a directory over a non-empty directory: ENOTEMPTY, over a file: ENOTDIR; of a
  *    file over a directory: EISDIR; of a directory into itself: EINVAL (memfs allows all four);
  *  - recursive mkdir over an existing file: EEXIST (memfs: success);
+ *  - rmdir of a directory emptied after a rename replaced a file in it: success (memfs: ENOTEMPTY);
  *  - a mount point (see {@link MemFs.setBusyCheck}) cannot be removed or renamed: EBUSY.
  *
  * All operations are synchronous on the Volume and resolve on a later microtask, so each one is
@@ -149,6 +150,10 @@ export class MemFs implements FileSystem {
           this.#vol.rmdirSync(dst.path);
         } else if (dst.type === 'directory') {
           throw new FsError('EISDIR', to, 'rename');
+        } else {
+          // memfs' renameSync over an existing file leaves the parent's child count one too high,
+          // so a later rmdir of the emptied parent fails with ENOTEMPTY; replace it explicitly.
+          this.#vol.unlinkSync(dst.path);
         }
       }
       this.#vol.renameSync(src.path, dst.path);

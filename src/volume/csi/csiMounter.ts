@@ -51,7 +51,8 @@ export class CsiMounter implements VolumeMounter {
     try {
       stageUnstage = await supportsStageUnstage(client);
     } catch (err) {
-      throw classifyCsiError(err, 'mounter.SetUpAt failed to check for STAGE_UNSTAGE_VOLUME capability');
+      // Upstream returns a plain (final) error here, whatever the gRPC code.
+      throw new Error(csiLog(`mounter.SetUpAt failed to check for STAGE_UNSTAGE_VOLUME capability: ${errorMessage(err)}`));
     }
     const deviceMountPath =
       target.lifecycle === 'Persistent' && stageUnstage ? host.layout.csiDeviceMountPath(target.driverName, target.volumeHandle) : '';

@@ -1,0 +1,455 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+
+import { MemFs } from '../../../src/adapters/memory/memFs.js';
+import { ClusterDirView, derivedPodUID, formatFieldPath } from '../../../src/adapters/node/clusterDir.js';
+import type { Pod } from '../../../src/host/cluster.js';
+import { FaultyFs } from '../../../src/testing/faultyFs.js';
+import { RecordingLogger } from '../../../src/testing/hosts.js';
+
+const DIR = '/etc/nodevol/cluster';
+const MANIFESTS = `${DIR}/manifests`;
+const STATUS = `${DIR}/node-status.json`;
+const enc = new TextEncoder();
+
+async function clusterFs(files: Record<string, string> = {}, status?: unknown): Promise<MemFs> {
+  const fs = MemFs.create();
+  await fs.mkdir(MANIFESTS, { recursive: true, mode: 0o755 });
+  for (const [name, text] of Object.entries(files)) await fs.writeFile(`${MANIFESTS}/${name}`, enc.encode(text));
+  if (status !== undefined) await fs.writeFile(STATUS, enc.encode(typeof status === 'string' ? status : JSON.stringify(status)));
+  return fs;
+}
+
+function view(fs: MemFs | FaultyFs, logger?: RecordingLogger, limits?: ConstructorParameters<typeof ClusterDirView>[0]['limits']): ClusterDirView {
+  return new ClusterDirView({ dir: DIR, nodeName: 'node-1', fs, ...(logger !== undefined ? { logger } : {}), ...(limits !== undefined ? { limits } : {}) });
+}
+
+async function readJson(fs: MemFs, path: string): Promise<unknown> {
+  return JSON.parse(new TextDecoder().decode(await fs.readFile(path, 1 << 20)));
+}
+
+const POD_WEB = `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  namespace: shop
+  uid: 6f1c0000-4e5f-4a1b-9c2d-000000000001
+  labels: {app: web}
+spec:
+  nodeName: node-1
+  securityContext:
+    fsGroup: 2000
+    runAsUser: 1000
+  containers:
+    - name: app
+      image: nginx
+      volumeDevices:
+        - name: raw
+          devicePath: /dev/xvda
+  volumes:
+    - name: data
+      persistentVolumeClaim:
+        claimName: data-claim
+    - name: raw
+      persistentVolumeClaim: {claimName: raw-claim, readOnly: true}
+    - name: scratch
+      csi:
+        driver: inline.csi.example.com
+        fsType: ext4
+        readOnly: true
+        volumeAttributes: {size: "1Gi", "example.com/tier": gold}
+    - name: cache
+      emptyDir: {}
+`;
+
+const STORAGE = `
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data-claim, namespace: shop}
+spec:
+  volumeName: pv-data
+  accessModes: [ReadWriteOnce]
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-data}
+spec:
+  capacity: {storage: 10Gi}
+  accessModes: [ReadWriteOnce]
+  mountOptions: [noatime, discard]
+  volumeMode: Filesystem
+  csi:
+    driver: ebs.csi.example.com
+    volumeHandle: vol-0123456789
+    fsType: xfs
+    readOnly: false
+    volumeAttributes: {zone: eu-1a}
+    nodeStageSecretRef: {name: stage-secret, namespace: kube-system}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: raw-claim, namespace: shop}
+spec: {volumeName: pv-raw, volumeMode: Block}
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-raw}
+spec:
+  volumeMode: Block
+  csi: {driver: ebs.csi.example.com, volumeHandle: vol-raw}
+---
+apiVersion: storage.k8s.io/v1
+kind: CSIDriver
+metadata: {name: ebs.csi.example.com}
+spec: {podInfoOnMount: false}
+---
+apiVersion: storage.k8s.io/v1
+kind: CSIDriver
+metadata: {name: inline.csi.example.com}
+spec: {attachRequired: false, volumeLifecycleModes: [Ephemeral]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ignored}
+spec: {replicas: 3}
+---
+`;
+
+function pod(name: string, nodeName: string, extra = ''): string {
+  return `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}, namespace: default, uid: uid-${name}}\nspec:\n  nodeName: ${nodeName}\n  containers: [{name: c, image: busybox}]\n${extra}`;
+}
+
+describe('ClusterDirView manifests', () => {
+  it('reads several objects per file, unknown kinds and fields ignored, into the ClusterView types', async () => {
+    const v = view(await clusterFs({ '10-pod.yaml': POD_WEB, '20-storage.yml': STORAGE, 'README.md': 'not a manifest' }));
+    const pods = await v.listPods();
+    const expected: Pod = {
+      uid: '6f1c0000-4e5f-4a1b-9c2d-000000000001',
+      namespace: 'shop',
+      name: 'web',
+      nodeName: 'node-1',
+      volumes: [
+        { name: 'data', persistentVolumeClaim: { claimName: 'data-claim' } },
+        { name: 'raw', persistentVolumeClaim: { claimName: 'raw-claim', readOnly: true } },
+        { name: 'scratch', csi: { driver: 'inline.csi.example.com', readOnly: true, fsType: 'ext4', volumeAttributes: { size: '1Gi', 'example.com/tier': 'gold' } } },
+        { name: 'cache' },
+      ],
+      blockVolumeNames: ['raw'],
+      fsGroup: 2000,
+    };
+    assert.deepEqual(pods, [expected]);
+    assert.deepEqual(v.problems(), []);
+  });
+
+  it('resolves PVC -> PV with the fields the volume manager uses', async () => {
+    const v = view(await clusterFs({ 'storage.yaml': STORAGE }));
+    assert.deepEqual(await v.getPersistentVolumeClaim('shop', 'data-claim'), { namespace: 'shop', name: 'data-claim', volumeName: 'pv-data' });
+    assert.deepEqual(await v.getPersistentVolumeClaim('shop', 'raw-claim'), { namespace: 'shop', name: 'raw-claim', volumeName: 'pv-raw', volumeMode: 'Block' });
+    assert.equal(await v.getPersistentVolumeClaim('default', 'data-claim'), undefined, 'claims are namespaced');
+    assert.deepEqual(await v.getPersistentVolume('pv-data'), {
+      name: 'pv-data',
+      csi: {
+        driver: 'ebs.csi.example.com',
+        volumeHandle: 'vol-0123456789',
+        readOnly: false,
+        fsType: 'xfs',
+        volumeAttributes: { zone: 'eu-1a' },
+        nodeStageSecretRef: { name: 'stage-secret', namespace: 'kube-system' },
+      },
+      volumeMode: 'Filesystem',
+      accessModes: ['ReadWriteOnce'],
+      mountOptions: ['noatime', 'discard'],
+    });
+    assert.deepEqual(await v.getPersistentVolume('pv-raw'), { name: 'pv-raw', csi: { driver: 'ebs.csi.example.com', volumeHandle: 'vol-raw' }, volumeMode: 'Block' });
+    assert.equal(await v.getPersistentVolume('pv-missing'), undefined);
+  });
+
+  it('CSIDriver attachRequired defaults to true; an unknown driver is undefined', async () => {
+    const v = view(await clusterFs({ 'storage.yaml': STORAGE, 'bare.yaml': 'apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata:\n  name: bare.csi.example.com\n' }));
+    assert.deepEqual(await v.getCSIDriver('ebs.csi.example.com'), { name: 'ebs.csi.example.com', attachRequired: true });
+    assert.deepEqual(await v.getCSIDriver('inline.csi.example.com'), { name: 'inline.csi.example.com', attachRequired: false });
+    assert.deepEqual(await v.getCSIDriver('bare.csi.example.com'), { name: 'bare.csi.example.com', attachRequired: true });
+    assert.equal(await v.getCSIDriver('nope.csi.example.com'), undefined);
+  });
+
+  it('lists only the pods bound to this node', async () => {
+    const v = view(await clusterFs({ 'pods.yaml': [pod('here', 'node-1'), pod('there', 'node-2'), pod('pending', '""')].join('---\n') }));
+    assert.deepEqual((await v.listPods()).map((p) => p.name), ['here']);
+    const other = new ClusterDirView({ dir: DIR, nodeName: 'node-2', fs: await clusterFs({ 'pods.yaml': [pod('here', 'node-1'), pod('there', 'node-2')].join('---\n') }) });
+    assert.deepEqual((await other.listPods()).map((p) => p.name), ['there']);
+  });
+
+  it('a deleted manifest deletes its pods on the next call; a new one adds them', async () => {
+    const fs = await clusterFs({ 'a.yaml': pod('a', 'node-1'), 'b.yaml': pod('b', 'node-1') });
+    const v = view(fs);
+    assert.deepEqual((await v.listPods()).map((p) => p.name), ['a', 'b']);
+    await fs.unlink(`${MANIFESTS}/a.yaml`);
+    assert.deepEqual((await v.listPods()).map((p) => p.name), ['b']);
+    await fs.writeFile(`${MANIFESTS}/c.yml`, enc.encode(pod('c', 'node-1')));
+    assert.deepEqual((await v.listPods()).map((p) => p.name), ['b', 'c']);
+  });
+
+  it('a Pod without metadata.uid gets a stable UID derived from namespace/name, in UUID form', async () => {
+    const v = view(await clusterFs({ 'p.yaml': 'apiVersion: v1\nkind: Pod\nmetadata: {name: nouid}\nspec: {nodeName: node-1}\n' }));
+    const [p] = await v.listPods();
+    assert.equal(p?.namespace, 'default');
+    assert.equal(p?.uid, derivedPodUID('default', 'nouid'));
+    assert.match(p?.uid ?? '', /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    assert.equal((await v.listPods())[0]?.uid, p?.uid, 'stable across reads');
+    assert.notEqual(derivedPodUID('default', 'nouid'), derivedPodUID('other', 'nouid'));
+  });
+
+  it('null fields count as absent; init and ephemeral containers contribute block volumes', async () => {
+    const text = `apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: ~, uid: u-1}
+spec:
+  nodeName: node-1
+  securityContext: null
+  volumes:
+    - name: blk
+      persistentVolumeClaim: {claimName: c, readOnly: null}
+  initContainers:
+    - {name: init, volumeDevices: [{name: blk, devicePath: /dev/b}]}
+`;
+    const [p] = await view(await clusterFs({ 'p.yaml': text })).listPods();
+    assert.deepEqual(p, { uid: 'u-1', namespace: 'default', name: 'p', nodeName: 'node-1', volumes: [{ name: 'blk', persistentVolumeClaim: { claimName: 'c' } }], blockVolumeNames: ['blk'] });
+  });
+});
+
+describe('ClusterDirView bad input', () => {
+  it('a file that does not parse is skipped with a problem naming it; other files are still read; logged once', async () => {
+    const logger = new RecordingLogger();
+    const fs = await clusterFs({ 'a-good.yaml': pod('good', 'node-1'), 'b-bad.yaml': `${pod('lost', 'node-1')}---\nkind: Pod\n  metadata: [unclosed\n`, 'c-good.yaml': pod('also', 'node-1') });
+    const v = view(fs, logger);
+    assert.deepEqual((await v.listPods()).map((p) => p.name), ['good', 'also']);
+    const [problem, ...rest] = v.problems();
+    assert.equal(rest.length, 0);
+    assert.equal(problem?.file, `${MANIFESTS}/b-bad.yaml`);
+    assert.ok(problem?.message.includes(`${MANIFESTS}/b-bad.yaml`), problem?.message);
+    assert.match(problem?.message ?? '', /YAML does not parse \(document 1\)/);
+    assert.equal(typeof problem?.line, 'number');
+    await v.listPods();
+    const errors = logger.lines.filter((l) => l.severity === 'E');
+    assert.equal(errors.length, 1, 'a problem is logged when it appears, not on every read');
+    assert.ok(errors[0]?.values.file === `${MANIFESTS}/b-bad.yaml`);
+    await fs.writeFile(`${MANIFESTS}/b-bad.yaml`, enc.encode(pod('lost', 'node-1')));
+    assert.deepEqual((await v.listPods()).map((p) => p.name), ['good', 'lost', 'also']);
+    assert.deepEqual(v.problems(), []);
+  });
+
+  it('an object failing its schema is skipped with the file, document index, line and field path; the rest of the file is read', async () => {
+    const text = `${pod('first', 'node-1')}---
+apiVersion: v1
+kind: Pod
+metadata: {name: broken, uid: u-broken}
+spec:
+  nodeName: node-1
+  volumes:
+    - persistentVolumeClaim: {claimName: c}
+---
+${pod('third', 'node-1')}`;
+    const v = view(await clusterFs({ 'pods.yaml': text }));
+    assert.deepEqual((await v.listPods()).map((p) => p.name), ['first', 'third']);
+    const [problem] = v.problems();
+    assert.equal(problem?.file, `${MANIFESTS}/pods.yaml`);
+    assert.equal(problem?.document, 1);
+    assert.equal(problem?.field, 'spec.volumes[0].name');
+    assert.equal(problem?.line, 14, 'the line of the volume missing its name');
+    assert.ok(problem?.message.startsWith(`${MANIFESTS}/pods.yaml:14: document 1 (Pod default/broken): field spec.volumes[0].name: Required`), problem?.message);
+  });
+
+  it('reports wrong types, bad names and unsafe UIDs by field', async () => {
+    const cases: [string, string][] = [
+      ['apiVersion: v1\nkind: Pod\nmetadata: {name: p, uid: "../../etc"}\nspec: {nodeName: node-1}\n', 'metadata.uid'],
+      ['apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {nodeName: node-1, volumes: [{name: Data_1}]}\n', 'spec.volumes[0].name'],
+      ['apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {volumes: [{name: a, csi: {driver: d, volumeAttributes: {n: 1}}}]}\n', 'spec.volumes[0].csi.volumeAttributes.n'],
+      ['apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {volumes: [{name: a}, {name: a}]}\n', 'spec.volumes[1].name'],
+      ['apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {securityContext: {fsGroup: -1}}\n', 'spec.securityContext.fsGroup'],
+      ['apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv}\nspec: {csi: {driver: "a/b", volumeHandle: h}}\n', 'spec.csi.driver'],
+      ['apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv}\nspec: {csi: {driver: d}}\n', 'spec.csi.volumeHandle'],
+      ['apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: c}\nspec: {volumeMode: Raw}\n', 'spec.volumeMode'],
+      ['apiVersion: v1\nkind: CSIDriver\nmetadata: {name: d}\n', 'apiVersion'],
+      ['apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata: {name: d}\nspec: {attachRequired: "yes"}\n', 'spec.attachRequired'],
+      ['apiVersion: v1\nmetadata: {name: x}\n', 'kind'],
+      ['- just\n- a list\n', undefined as unknown as string],
+    ];
+    for (const [text, field] of cases) {
+      const v = view(await clusterFs({ 'x.yaml': text }));
+      await v.listPods();
+      const [problem, ...rest] = v.problems();
+      assert.equal(rest.length, 0, text);
+      assert.equal(problem?.field, field, `${text} -> ${problem?.message}`);
+      assert.equal(problem?.document, 0);
+      if (field !== undefined) assert.ok(problem?.message.includes(`field ${field}:`), problem?.message);
+    }
+  });
+
+  it('duplicate objects: the first in file order wins, the other is reported', async () => {
+    const v = view(
+      await clusterFs({
+        'a.yaml': pod('dup', 'node-1'),
+        'b.yaml': `${pod('dup', 'node-2')}---\napiVersion: v1\nkind: Pod\nmetadata: {name: other, uid: uid-dup}\nspec: {nodeName: node-1}\n`,
+      }),
+    );
+    const pods = await v.listPods();
+    assert.deepEqual(pods.map((p) => [p.name, p.nodeName]), [['dup', 'node-1']]);
+    assert.deepEqual(v.problems().map((p) => [p.document, p.field]), [[0, 'metadata.name'], [1, 'metadata.uid']]);
+  });
+
+  it('a manifest that breaks after it was read keeps its last good contents, so its pods do not look deleted', async () => {
+    const fs = await clusterFs({ 'web.yaml': POD_WEB });
+    const v = view(fs);
+    assert.deepEqual((await v.listPods()).map((p) => p.name), ['web']);
+    await fs.writeFile(`${MANIFESTS}/web.yaml`, enc.encode('kind: Pod\nmetadata: [unclosed\n'));
+    assert.deepEqual((await v.listPods()).map((p) => p.name), ['web'], 'still running: not deleted by a typo');
+    assert.ok(v.problems().some((p) => p.file.endsWith('web.yaml') && p.message.includes('using its last good contents')), JSON.stringify(v.problems()));
+    await fs.unlink(`${MANIFESTS}/web.yaml`);
+    assert.deepEqual(await v.listPods(), [], 'removing the manifest still deletes the pod');
+  });
+
+  it('refuses a file over 1 MiB; other files are still read', async () => {
+    const big = `${pod('big', 'node-1')}# ${'x'.repeat(1024 * 1024)}\n`;
+    const v = view(await clusterFs({ 'big.yaml': big, 'small.yaml': pod('small', 'node-1') }));
+    assert.deepEqual((await v.listPods()).map((p) => p.name), ['small']);
+    const [problem] = v.problems();
+    assert.equal(problem?.file, `${MANIFESTS}/big.yaml`);
+    assert.match(problem?.message ?? '', /refused: larger than the limit of 1048576 bytes/);
+  });
+
+  it('bounds the number of files and of documents', async () => {
+    const files = await clusterFs({ 'a.yaml': pod('a', 'node-1'), 'b.yaml': pod('b', 'node-1'), 'c.yaml': pod('c', 'node-1') });
+    const v1 = view(files, undefined, { maxFiles: 2 });
+    assert.deepEqual((await v1.listPods()).map((p) => p.name), ['a', 'b']);
+    assert.match(v1.problems()[0]?.message ?? '', /3 manifest files, more than the limit of 2/);
+
+    const docs = await clusterFs({ 'a.yaml': [pod('a1', 'node-1'), pod('a2', 'node-1')].join('---\n'), 'b.yaml': pod('b', 'node-1') });
+    const v2 = view(docs, undefined, { maxDocuments: 1 });
+    assert.deepEqual((await v2.listPods()).map((p) => p.name), ['a1']);
+    assert.deepEqual(v2.problems().map((p) => [p.file.slice(MANIFESTS.length + 1), p.document]), [['a.yaml', 1], ['b.yaml', undefined]]);
+  });
+
+  it('refuses YAML alias bombs and non-UTF-8 files', async () => {
+    const bomb = ['a: &a [x, x, x, x, x, x, x, x, x]', ...Array.from({ length: 8 }, (_, i) => `${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [*${String.fromCharCode(97 + i)}, *${String.fromCharCode(97 + i)}, *${String.fromCharCode(97 + i)}, *${String.fromCharCode(97 + i)}, *${String.fromCharCode(97 + i)}, *${String.fromCharCode(97 + i)}, *${String.fromCharCode(97 + i)}, *${String.fromCharCode(97 + i)}, *${String.fromCharCode(97 + i)}]`), 'kind: Pod'].join('\n');
+    const fs = await clusterFs({ 'bomb.yaml': bomb, 'ok.yaml': pod('ok', 'node-1') });
+    await fs.writeFile(`${MANIFESTS}/latin1.yaml`, Uint8Array.from([0x6b, 0x69, 0x6e, 0x64, 0x3a, 0x20, 0xe9, 0x0a]));
+    const v = view(fs);
+    assert.deepEqual((await v.listPods()).map((p) => p.name), ['ok']);
+    assert.deepEqual(v.problems().map((p) => p.file.slice(MANIFESTS.length + 1)), ['bomb.yaml', 'latin1.yaml']);
+    assert.match(v.problems()[0]?.message ?? '', /cannot be loaded/);
+    assert.match(v.problems()[1]?.message ?? '', /not UTF-8/);
+  });
+
+  it('an unreadable manifests directory rejects every call instead of reporting no pods', async () => {
+    const fs = MemFs.create();
+    const v = view(fs);
+    await assert.rejects(v.listPods(), /cannot list the manifests in \/etc\/nodevol\/cluster\/manifests/);
+    await assert.rejects(v.getCSIDriver('d'), /cannot list the manifests/);
+  });
+});
+
+describe('ClusterDirView node status', () => {
+  const status = {
+    volumesAttached: [{ name: 'kubernetes.io/csi/ebs.csi.example.com^vol-1', devicePath: '' }, { name: 'kubernetes.io/csi/ebs.csi.example.com^vol-2' }],
+    volumesInUse: ['kubernetes.io/csi/ebs.csi.example.com^vol-0'],
+    nodeInfo: { kubeletVersion: 'v1.34.0', big: 12345678901234 },
+    conditions: [{ type: 'Ready', status: 'True' }],
+  };
+
+  it('getNodeStatus reads volumesAttached (devicePath defaulting to "") and volumesInUse', async () => {
+    const v = view(await clusterFs({}, status));
+    assert.deepEqual(await v.getNodeStatus(), {
+      volumesAttached: [
+        { name: 'kubernetes.io/csi/ebs.csi.example.com^vol-1', devicePath: '' },
+        { name: 'kubernetes.io/csi/ebs.csi.example.com^vol-2', devicePath: '' },
+      ],
+      volumesInUse: ['kubernetes.io/csi/ebs.csi.example.com^vol-0'],
+    });
+    assert.deepEqual(await view(await clusterFs({}, {})).getNodeStatus(), { volumesAttached: [], volumesInUse: [] });
+  });
+
+  it('a missing, unparsable or invalid node-status.json rejects (an unreachable API server), and is never created', async () => {
+    const missing = await clusterFs();
+    await assert.rejects(view(missing).getNodeStatus(), /cannot read the node status \/etc\/nodevol\/cluster\/node-status\.json/);
+    await assert.rejects(view(missing).setVolumesInUse(['x']), /cannot read the node status/);
+    await assert.rejects(missing.stat(STATUS), { code: 'ENOENT' });
+    await assert.rejects(view(await clusterFs({}, '{"volumesAttached": [')).getNodeStatus(), /not valid JSON/);
+    await assert.rejects(view(await clusterFs({}, '[]')).getNodeStatus(), /must be a JSON object/);
+    await assert.rejects(view(await clusterFs({}, { volumesAttached: [{ devicePath: '/dev/x' }] })).getNodeStatus(), /field volumesAttached\[0\]\.name/);
+    const invalid = await clusterFs({}, { volumesInUse: 'vol' });
+    await assert.rejects(view(invalid).setVolumesInUse(['x']), /field volumesInUse/);
+    assert.deepEqual(await readJson(invalid, STATUS), { volumesInUse: 'vol' }, 'an invalid file is left alone');
+  });
+
+  it('setVolumesInUse replaces only volumesInUse, atomically: temp file in the same dir, fsync, rename, fsync dir', async () => {
+    const mem = await clusterFs({}, status);
+    const fs = new FaultyFs(mem);
+    const v = view(fs);
+    await v.setVolumesInUse(['kubernetes.io/csi/ebs.csi.example.com^vol-1', 'kubernetes.io/csi/ebs.csi.example.com^vol-2']);
+    assert.deepEqual(await readJson(mem, STATUS), { ...status, volumesInUse: ['kubernetes.io/csi/ebs.csi.example.com^vol-1', 'kubernetes.io/csi/ebs.csi.example.com^vol-2'] });
+    const writes = fs.calls.filter((c) => /^(writeFile|rename|fsyncDir|unlink) /.test(c));
+    assert.equal(writes.length, 3, writes.join('\n'));
+    const tmp = writes[0]?.slice('writeFile '.length) ?? '';
+    assert.match(tmp, /^\/etc\/nodevol\/cluster\/\.node-status\.json\.[0-9a-f]+\.tmp$/);
+    assert.deepEqual(writes, [`writeFile ${tmp}`, `rename ${tmp}`, `fsyncDir ${DIR}`]);
+    assert.deepEqual(mem.syncLog, [`fsync ${tmp}`, `fsyncDir ${DIR}`]);
+    assert.deepEqual((await mem.readdir(DIR)).map((e) => e.name).sort(), ['manifests', 'node-status.json'], 'no temp file left');
+    assert.deepEqual((await v.getNodeStatus()).volumesInUse, ['kubernetes.io/csi/ebs.csi.example.com^vol-1', 'kubernetes.io/csi/ebs.csi.example.com^vol-2']);
+  });
+
+  it('a failed rename leaves the old file intact and removes the temp file', async () => {
+    const mem = await clusterFs({}, status);
+    const fs = new FaultyFs(mem);
+    const v = view(fs);
+    // Fail the rename of whatever temp file gets written.
+    const origRename = mem.rename.bind(mem);
+    mem.rename = () => Promise.reject(Object.assign(new Error('EIO on purpose'), { code: 'EIO' }));
+    await assert.rejects(v.setVolumesInUse(['x']), /cannot write the node status.*EIO on purpose/);
+    mem.rename = origRename;
+    assert.deepEqual(await readJson(mem, STATUS), status);
+    assert.deepEqual((await mem.readdir(DIR)).map((e) => e.name).sort(), ['manifests', 'node-status.json']);
+    // Writes are serialised and a failed one does not block the next.
+    await Promise.all([v.setVolumesInUse(['a']), v.setVolumesInUse(['b'])]);
+    assert.deepEqual((await v.getNodeStatus()).volumesInUse, ['b']);
+  });
+
+  it('a symlinked node-status.json stays a symlink', async () => {
+    const mem = await clusterFs();
+    await mem.mkdir('/var/state', { recursive: true, mode: 0o755 });
+    await mem.writeFile('/var/state/status.json', enc.encode(JSON.stringify(status)));
+    await mem.symlink('/var/state/status.json', STATUS);
+    await view(mem).setVolumesInUse([]);
+    assert.equal((await mem.lstat(STATUS)).type, 'symlink');
+    assert.deepEqual(await readJson(mem, '/var/state/status.json'), { ...status, volumesInUse: [] });
+  });
+
+  it('works on the real filesystem and keeps the file mode', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nodevol-clusterdir-'));
+    try {
+      mkdirSync(join(dir, 'manifests'));
+      writeFileSync(join(dir, 'manifests', 'p.yaml'), pod('real', 'node-1'));
+      writeFileSync(join(dir, 'node-status.json'), JSON.stringify(status), { mode: 0o640 });
+      const v = new ClusterDirView({ dir, nodeName: 'node-1' });
+      assert.deepEqual((await v.listPods()).map((p) => p.name), ['real']);
+      await v.setVolumesInUse(['kubernetes.io/csi/ebs.csi.example.com^vol-1']);
+      assert.deepEqual(JSON.parse(readFileSync(join(dir, 'node-status.json'), 'utf8')), { ...status, volumesInUse: ['kubernetes.io/csi/ebs.csi.example.com^vol-1'] });
+      assert.equal(statSync(join(dir, 'node-status.json')).mode & 0o777, 0o640);
+      assert.deepEqual(readdirSync(dir).sort(), ['manifests', 'node-status.json']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('formatFieldPath', () => {
+  it('formats zod issue paths', () => {
+    assert.equal(formatFieldPath(['spec', 'volumes', 0, 'name']), 'spec.volumes[0].name');
+    assert.equal(formatFieldPath(['spec', 'csi', 'volumeAttributes', 'example.com/tier']), 'spec.csi.volumeAttributes["example.com/tier"]');
+    assert.equal(formatFieldPath([]), '(document)');
+  });
+});

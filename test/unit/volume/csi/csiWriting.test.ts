@@ -1,0 +1,720 @@
+// CSI plugin, writing side, over the in-memory node: MountDevice / UnmountDevice (§3.4, §4.1,
+// §4.3, §4.5, §14.5), SetUp / TearDown and removeMountDir (§3.3, §4.2, §4.4), NewUnmounter with
+// the pod-local file lost (§9.6, §14.4 6-7), inline ephemeral volumes (§1.4), raw block (§3.5,
+// §5, §14.6 7-8), CanAttach (§6), and the rule that nothing outside the root dir is removed.
+// Assertions read the driver's call log and state, the files and the mount table.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { describe, it } from 'node:test';
+import { MemFs } from '../../../../src/adapters/memory/memFs.js';
+import { MemoryMounter } from '../../../../src/adapters/memory/memoryMounter.js';
+import { FakeCsiDriver } from '../../../../src/csi/fake/fakeCsiDriver.js';
+import {
+  GrpcStatus,
+  type CsiNodeClient,
+  type NodeCapability,
+  type NodePublishVolumeRequest,
+  type NodeStageVolumeRequest,
+  type NodeUnpublishVolumeRequest,
+  type NodeUnstageVolumeRequest,
+} from '../../../../src/csi/types.js';
+import { KubeletLayout } from '../../../../src/layout/layout.js';
+import { CsiAttacher } from '../../../../src/volume/csi/csiAttacher.js';
+import { CsiPlugin } from '../../../../src/volume/csi/csiPlugin.js';
+import { CsiPathError, removeMountDir } from '../../../../src/volume/csi/csiUtil.js';
+import type { PodRef } from '../../../../src/volume/plugins.js';
+import { constructInlineSpec, constructPVSourceSpec, type PersistentVolume, type Spec } from '../../../../src/volume/spec.js';
+import { mapBlockVolume, unmapBlockVolume } from '../../../../src/volume/util/blockMapping.js';
+import { TransientOperationFailure, UncertainProgressError, isOperationFinishedError } from '../../../../src/volume/util/errors.js';
+import type { VolumeHost } from '../../../../src/volume/volumeHost.js';
+import { FakeClock } from '../../../../src/testing/fakeClock.js';
+import { FakeCluster } from '../../../../src/testing/fakeCluster.js';
+import { gates, RecordingLogger } from '../../../../src/testing/hosts.js';
+
+const ROOT = '/var/lib/kubelet';
+const DRIVER = 'csi.example.com';
+const NODE = 'node-1';
+const CSI_DIR = `${ROOT}/plugins/kubernetes.io/csi`;
+const BLOCK_DIR = `${CSI_DIR}/volumeDevices`;
+
+const sha256 = (s: string): string => createHash('sha256').update(s, 'utf8').digest('hex');
+const volDir = (handle: string, driver = DRIVER): string => `${CSI_DIR}/${driver}/${sha256(handle)}`;
+const globalMount = (handle: string, driver = DRIVER): string => `${volDir(handle, driver)}/globalmount`;
+const podVolDir = (uid: string, spec: string): string => `${ROOT}/pods/${uid}/volumes/kubernetes.io~csi/${spec}`;
+const podMount = (uid: string, spec: string): string => `${podVolDir(uid, spec)}/mount`;
+
+const POD_A: PodRef = { uid: 'pod-a', namespace: 'default', name: 'pod-a' };
+
+function pv(name: string, handle: string, extra: Partial<PersistentVolume> = {}): Spec {
+  return { kind: 'persistent', readOnly: false, persistentVolume: { name, csi: { driver: DRIVER, volumeHandle: handle }, ...extra } };
+}
+
+interface RigOptions {
+  readonly capabilities?: NodeCapability[];
+  readonly gateOn?: boolean;
+  /** Whether the driver is registered on the node (default true). */
+  readonly registered?: boolean;
+  /** The registered client acknowledges NodeUnpublishVolume without doing anything. */
+  readonly unpublishIsNoop?: boolean;
+}
+
+/** A node in memory, wired by hand like InMemoryNode.startKubelet does, without a volume manager. */
+class Rig {
+  readonly fs = MemFs.create();
+  readonly mounter: MemoryMounter;
+  readonly clock = new FakeClock();
+  readonly cluster = new FakeCluster();
+  readonly logger = new RecordingLogger();
+  readonly layout = new KubeletLayout(ROOT);
+  readonly driver: FakeCsiDriver;
+  readonly host: VolumeHost;
+  readonly plugin: CsiPlugin;
+  readonly attacher: CsiAttacher;
+
+  constructor(o: RigOptions = {}) {
+    this.fs.writeRaw(`${ROOT}/.keep`, '');
+    this.mounter = new MemoryMounter(this.fs);
+    this.driver = new FakeCsiDriver({
+      name: DRIVER,
+      fs: this.fs,
+      mounter: this.mounter,
+      clock: this.clock,
+      ...(o.capabilities === undefined ? {} : { capabilities: o.capabilities }),
+    });
+    this.cluster.drivers.set(DRIVER, { name: DRIVER, attachRequired: true });
+    const driver = this.driver;
+    const client: CsiNodeClient =
+      o.unpublishIsNoop === true
+        ? {
+            nodeGetCapabilities: () => driver.nodeGetCapabilities(),
+            nodeStageVolume: (r) => driver.nodeStageVolume(r),
+            nodeUnstageVolume: (r) => driver.nodeUnstageVolume(r),
+            nodePublishVolume: (r) => driver.nodePublishVolume(r),
+            nodeUnpublishVolume: () => Promise.resolve(),
+          }
+        : driver;
+    const registered = o.registered ?? true;
+    this.host = {
+      layout: this.layout,
+      realRootDir: ROOT,
+      fs: this.fs,
+      features: gates(o.gateOn ?? false),
+      logger: this.logger,
+      clock: this.clock,
+      mounter: this.mounter,
+      csiDrivers: { client: (n) => (registered && n === DRIVER ? client : undefined) },
+      cluster: this.cluster,
+      nodeName: NODE,
+    };
+    this.plugin = new CsiPlugin(this.host);
+    this.attacher = new CsiAttacher(this.host);
+  }
+
+  async read(p: string): Promise<string> {
+    return new TextDecoder().decode(await this.fs.readFile(p, 1 << 16));
+  }
+
+  async exists(p: string): Promise<boolean> {
+    try {
+      await this.fs.lstat(p);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Paths below `dir` (directories end in '/'). */
+  tree(dir = ROOT): string[] {
+    return this.fs.tree(dir).filter((p) => p !== `${ROOT}/.keep`);
+  }
+
+  /** Mount points other than "/". */
+  mounts(): string[] {
+    return this.mounter
+      .entries()
+      .map((e) => e.mountPoint)
+      .filter((m) => m !== '/');
+  }
+
+  /** CSI calls other than capability probes, as "Method OUTCOME". */
+  calls(): string[] {
+    return this.driver.calls.filter((c) => c.method !== 'NodeGetCapabilities').map((c) => `${c.method} ${c.outcome}`);
+  }
+
+  stageRequests(): NodeStageVolumeRequest[] {
+    return this.driver.callsOf('NodeStageVolume').map((c) => c.request as NodeStageVolumeRequest);
+  }
+  unstageRequests(): NodeUnstageVolumeRequest[] {
+    return this.driver.callsOf('NodeUnstageVolume').map((c) => c.request as NodeUnstageVolumeRequest);
+  }
+  publishRequests(): NodePublishVolumeRequest[] {
+    return this.driver.callsOf('NodePublishVolume').map((c) => c.request as NodePublishVolumeRequest);
+  }
+  unpublishRequests(): NodeUnpublishVolumeRequest[] {
+    return this.driver.callsOf('NodeUnpublishVolume').map((c) => c.request as NodeUnpublishVolumeRequest);
+  }
+
+  /** MountDevice of `spec` at its device mount path. */
+  async mountDevice(spec: Spec, seLinuxLabel?: string): Promise<string> {
+    const dmp = this.plugin.getDeviceMountPath(spec);
+    await this.attacher.mountDevice(spec, '', dmp, seLinuxLabel === undefined ? {} : { seLinuxLabel });
+    return dmp;
+  }
+
+  /** MountDevice (when the spec is persistent) then SetUp for `pod`. */
+  async mountForPod(spec: Spec, pod: PodRef = POD_A): Promise<void> {
+    if (spec.kind === 'persistent') await this.mountDevice(spec);
+    await (await this.plugin.newMounter(spec, pod)).setUp({});
+  }
+}
+
+const GLOBAL_BYTES = (spec: string, handle: string): string =>
+  `{"driverName":"${DRIVER}","specVolID":"${spec}","volumeHandle":"${handle}","volumeLifecycleMode":"Persistent"}\n`;
+
+function podLocalBytes(spec: string, handle: string, mode: 'Persistent' | 'Ephemeral'): string {
+  const attachmentID = `csi-${sha256(handle + DRIVER + NODE)}`;
+  return `{"attachmentID":"${attachmentID}","driverName":"${DRIVER}","nodeName":"${NODE}","specVolID":"${spec}","volumeHandle":"${handle}","volumeLifecycleMode":"${mode}"}\n`;
+}
+
+const UNCERTAIN_CODES = ['DEADLINE_EXCEEDED', 'UNAVAILABLE', 'CANCELLED', 'RESOURCE_EXHAUSTED', 'ABORTED'] as const;
+const FINAL_CODES = ['INVALID_ARGUMENT', 'INTERNAL', 'NOT_FOUND', 'FAILED_PRECONDITION'] as const;
+
+describe('CSI MountDevice (§4.1, §3.4, §14.5)', () => {
+  it('stages a normal PV at its device mount path (§14.5 item 5), also with an empty devicePath (item 9)', async () => {
+    const r = new Rig();
+    const dmp = await r.mountDevice(pv('pv-1', 'vol-1'));
+    assert.equal(dmp, globalMount('vol-1'));
+    assert.deepEqual(r.calls(), ['NodeStageVolume OK']);
+    assert.equal(r.driver.volume('vol-1')?.stagedAt, dmp);
+    assert.deepEqual(r.mounts(), [dmp]);
+    const [req] = r.stageRequests();
+    assert.equal(req?.volumeId, 'vol-1');
+    assert.equal(req?.stagingTargetPath, dmp);
+    assert.deepEqual(req?.volumeCapability, { mount: { fsType: '', mountFlags: [], volumeMountGroup: '' }, accessMode: { mode: 'SINGLE_NODE_WRITER' } });
+  });
+
+  it('writes exactly the KEP-6058 global vol_data.json bytes beside globalmount', async () => {
+    const r = new Rig();
+    await r.mountDevice(pv('pv-1', 'vol-1'));
+    assert.equal(await r.read(`${volDir('vol-1')}/vol_data.json`), GLOBAL_BYTES('pv-1', 'vol-1'));
+    assert.deepEqual(r.tree(CSI_DIR), [`${CSI_DIR}/${DRIVER}/`, `${volDir('vol-1')}/`, `${globalMount('vol-1')}/`, `${volDir('vol-1')}/vol_data.json`]);
+    // §1.6: kubelet creates the volume directories 0750; the file is 0644.
+    assert.equal((await r.fs.stat(globalMount('vol-1'))).mode, 0o750);
+    assert.equal((await r.fs.stat(volDir('vol-1'))).mode, 0o750);
+    assert.equal((await r.fs.stat(`${volDir('vol-1')}/vol_data.json`)).mode, 0o644);
+  });
+
+  it('adds a non-empty SELinux label to the global file as seLinuxMountContext, in key order', async () => {
+    const r = new Rig();
+    await r.mountDevice(pv('pv-1', 'vol-1'), 'system_u:object_r:container_file_t:s0:c1,c2');
+    assert.equal(
+      await r.read(`${volDir('vol-1')}/vol_data.json`),
+      `{"driverName":"${DRIVER}","seLinuxMountContext":"system_u:object_r:container_file_t:s0:c1,c2","specVolID":"pv-1","volumeHandle":"vol-1","volumeLifecycleMode":"Persistent"}\n`,
+    );
+  });
+
+  it('passes the PV mount options to NodeStageVolume as mount flags (§14.5 item 6)', async () => {
+    const r = new Rig();
+    await r.mountDevice(pv('pv-1', 'vol-1', { mountOptions: ['noatime', 'discard'], accessModes: ['ReadWriteMany'] }));
+    const [req] = r.stageRequests();
+    assert.deepEqual(req?.volumeCapability.mount?.mountFlags, ['noatime', 'discard']);
+    assert.deepEqual(req?.volumeCapability.accessMode, { mode: 'MULTI_NODE_MULTI_WRITER' });
+    assert.deepEqual(r.mounter.entries().find((e) => e.mountPoint === globalMount('vol-1'))?.options, ['noatime', 'discard']);
+  });
+
+  const invalid: { name: string; spec: Spec; dmp: string }[] = [
+    { name: 'an empty volume handle (§14.5 item 8)', spec: pv('pv-1', ''), dmp: globalMount('') },
+    { name: 'an empty device mount path (§14.5 item 10)', spec: pv('pv-1', 'vol-1'), dmp: '' },
+    { name: 'an inline volume spec (§14.5 item 12)', spec: constructInlineSpec('scratch', DRIVER), dmp: globalMount('vol-1') },
+    { name: 'a PV without a CSI source', spec: { kind: 'persistent', readOnly: false, persistentVolume: { name: 'pv-1' } }, dmp: globalMount('vol-1') },
+  ];
+  for (const tc of invalid) {
+    it(`fails for ${tc.name}, stages nothing and writes nothing`, async () => {
+      const r = new Rig();
+      await assert.rejects(r.attacher.mountDevice(tc.spec, '', tc.dmp, {}), (err: unknown) => err instanceof Error && isOperationFinishedError(err));
+      assert.deepEqual(r.calls(), []);
+      assert.deepEqual(r.tree(), []);
+    });
+  }
+
+  it('a driver without STAGE_UNSTAGE_VOLUME: success, no NodeStage, the global vol_data.json is still written (§14.5 item 11)', async () => {
+    const r = new Rig({ capabilities: [] });
+    const dmp = await r.mountDevice(pv('pv-1', 'vol-1'));
+    assert.deepEqual(r.calls(), []);
+    assert.equal(await r.read(`${volDir('vol-1')}/vol_data.json`), GLOBAL_BYTES('pv-1', 'vol-1'));
+    assert.equal(await r.exists(dmp), true, 'globalmount is created');
+    assert.deepEqual(r.mounts(), []);
+  });
+
+  for (const code of UNCERTAIN_CODES) {
+    it(`NodeStage ${code} is an uncertain-progress error and the staging dir and file are NOT removed (§14.5 item 13)`, async () => {
+      const r = new Rig();
+      r.driver.inject({ method: 'NodeStageVolume', code: GrpcStatus[code], times: 1 });
+      await assert.rejects(r.mountDevice(pv('pv-1', 'vol-1')), UncertainProgressError);
+      assert.equal(await r.exists(globalMount('vol-1')), true);
+      assert.equal(await r.read(`${volDir('vol-1')}/vol_data.json`), GLOBAL_BYTES('pv-1', 'vol-1'));
+      // NodeStageVolume must be idempotent: the retry stages and leaves the same file.
+      await r.mountDevice(pv('pv-1', 'vol-1'));
+      assert.deepEqual(r.calls(), [`NodeStageVolume ${code}`, 'NodeStageVolume OK']);
+      assert.equal(await r.read(`${volDir('vol-1')}/vol_data.json`), GLOBAL_BYTES('pv-1', 'vol-1'));
+    });
+  }
+
+  for (const code of FINAL_CODES) {
+    it(`a final NodeStage error (${code}) removes globalmount, the file and the volume dir, not the driver dir`, async () => {
+      const r = new Rig();
+      r.driver.inject({ method: 'NodeStageVolume', code: GrpcStatus[code], times: 1 });
+      await assert.rejects(r.mountDevice(pv('pv-1', 'vol-1')), (err: unknown) => {
+        assert.ok(err instanceof Error);
+        assert.equal(isOperationFinishedError(err), true, 'neither uncertain nor transient');
+        assert.match(err.message, new RegExp(code));
+        return true;
+      });
+      assert.deepEqual(r.tree(CSI_DIR), [`${CSI_DIR}/${DRIVER}/`]);
+    });
+  }
+
+  it('a driver that is not registered is a transient failure and nothing is created (§14.5 item 16)', async () => {
+    const r = new Rig({ registered: false });
+    await assert.rejects(r.mountDevice(pv('pv-1', 'vol-1')), TransientOperationFailure);
+    assert.deepEqual(r.tree(), []);
+    assert.deepEqual(r.driver.calls, []);
+  });
+});
+
+describe('CSI UnmountDevice (§4.3, §4.5, §14.5)', () => {
+  it('with the global file present: NodeUnstage, then the file, globalmount and the volume dir are removed (§14.5 item 17)', async () => {
+    const r = new Rig();
+    const dmp = await r.mountDevice(pv('pv-1', 'project/zone/test-vol1'));
+    await r.attacher.unmountDevice(dmp);
+    assert.deepEqual(r.calls(), ['NodeStageVolume OK', 'NodeUnstageVolume OK']);
+    assert.deepEqual(r.unstageRequests(), [{ volumeId: 'project/zone/test-vol1', stagingTargetPath: dmp }]);
+    assert.deepEqual(r.tree(CSI_DIR), [`${CSI_DIR}/${DRIVER}/`]);
+    assert.deepEqual(r.mounts(), []);
+    assert.equal(r.driver.volume('project/zone/test-vol1'), undefined);
+  });
+
+  it('a global file written by an older kubelet (driver and handle only) is enough', async () => {
+    const r = new Rig();
+    const dmp = await r.mountDevice(pv('pv-1', 'vol-1'));
+    r.fs.writeRaw(`${volDir('vol-1')}/vol_data.json`, `{"driverName": "${DRIVER}", "volumeHandle":"vol-1"}`);
+    await r.attacher.unmountDevice(dmp);
+    assert.deepEqual(r.unstageRequests(), [{ volumeId: 'vol-1', stagingTargetPath: dmp }]);
+    assert.deepEqual(r.tree(CSI_DIR), [`${CSI_DIR}/${DRIVER}/`]);
+  });
+
+  it('a driver without STAGE_UNSTAGE_VOLUME: no NodeUnstage, the file and dirs are removed (§14.5 item 18)', async () => {
+    const r = new Rig({ capabilities: [] });
+    const dmp = await r.mountDevice(pv('pv-1', 'vol-1'));
+    await r.attacher.unmountDevice(dmp);
+    assert.deepEqual(r.calls(), []);
+    assert.deepEqual(r.tree(CSI_DIR), [`${CSI_DIR}/${DRIVER}/`]);
+  });
+
+  it('a missing global file: success, NodeUnstage skipped, nothing removed (§14.5 item 19)', async () => {
+    const r = new Rig();
+    const dmp = globalMount('vol-1');
+    await r.fs.mkdir(dmp, { recursive: true, mode: 0o750 });
+    await r.attacher.unmountDevice(dmp);
+    assert.deepEqual(r.driver.calls, []);
+    assert.equal(await r.exists(dmp), true);
+  });
+
+  it('an invalid global file ({"driverName"}}) is a final failure; NodeUnstage skipped, nothing removed (§14.5 item 20)', async () => {
+    const r = new Rig();
+    const dmp = await r.mountDevice(pv('pv-1', 'vol-1'));
+    r.fs.writeRaw(`${volDir('vol-1')}/vol_data.json`, '{"driverName"}}');
+    await assert.rejects(r.attacher.unmountDevice(dmp), (err: unknown) => err instanceof Error && isOperationFinishedError(err));
+    assert.deepEqual(r.calls(), ['NodeStageVolume OK']);
+    assert.equal(await r.read(`${volDir('vol-1')}/vol_data.json`), '{"driverName"}}');
+    assert.deepEqual(r.mounts(), [dmp]);
+  });
+
+  it('a driver named in the file that is not registered is a transient failure; nothing removed (§14.5 item 21)', async () => {
+    const r = new Rig();
+    const dmp = await r.mountDevice(pv('pv-1', 'vol-1'));
+    r.fs.writeRaw(`${volDir('vol-1')}/vol_data.json`, '{"driverName":"gone.csi.example.com","volumeHandle":"vol-1"}\n');
+    await assert.rejects(r.attacher.unmountDevice(dmp), TransientOperationFailure);
+    assert.deepEqual(r.calls(), ['NodeStageVolume OK']);
+    assert.equal(await r.exists(`${volDir('vol-1')}/vol_data.json`), true);
+    assert.deepEqual(r.mounts(), [dmp]);
+  });
+
+  it('a NodeUnstage error fails and keeps the file, globalmount and the mount', async () => {
+    const r = new Rig();
+    const dmp = await r.mountDevice(pv('pv-1', 'vol-1'));
+    r.driver.inject({ method: 'NodeUnstageVolume', code: GrpcStatus.INTERNAL, times: 1 });
+    await assert.rejects(r.attacher.unmountDevice(dmp), /NodeUnstage|INTERNAL/);
+    assert.equal(await r.read(`${volDir('vol-1')}/vol_data.json`), GLOBAL_BYTES('pv-1', 'vol-1'));
+    assert.deepEqual(r.mounts(), [dmp]);
+    await r.attacher.unmountDevice(dmp);
+    assert.deepEqual(r.tree(CSI_DIR), [`${CSI_DIR}/${DRIVER}/`]);
+  });
+
+  it('NodeUnstage refused while a pod still has the volume published keeps everything', async () => {
+    const r = new Rig();
+    await r.mountForPod(pv('pv-1', 'vol-1'));
+    await assert.rejects(r.attacher.unmountDevice(globalMount('vol-1')), /still published/);
+    assert.equal(await r.exists(`${volDir('vol-1')}/vol_data.json`), true);
+    assert.deepEqual(r.mounts().sort(), [globalMount('vol-1'), podMount('pod-a', 'pv-1')].sort());
+  });
+});
+
+describe('CSI SetUp (§3.3, §4.1 step 5)', () => {
+  it('writes the pod-local file with all six keys, then NodePublish from globalmount to <pod dir>/mount', async () => {
+    const r = new Rig();
+    await r.mountDevice(pv('pv-1', 'vol-1'));
+    const mounter = await r.plugin.newMounter(pv('pv-1', 'vol-1'), POD_A);
+    assert.equal(mounter.getPath(), podMount('pod-a', 'pv-1'));
+    // Hold NodePublishVolume to look at the disk while it is in flight.
+    r.driver.inject({ method: 'NodePublishVolume', hang: true, times: 1 });
+    const setUp = mounter.setUp({});
+    for (let i = 0; i < 20 && r.driver.hangingCalls() === 0; i++) await r.clock.settle();
+    assert.equal(r.driver.hangingCalls(), 1);
+    assert.equal(await r.read(`${podVolDir('pod-a', 'pv-1')}/vol_data.json`), podLocalBytes('pv-1', 'vol-1', 'Persistent'), 'written before NodePublish');
+    r.driver.releaseHangs();
+    await setUp;
+    assert.deepEqual(r.calls(), ['NodeStageVolume OK', 'NodePublishVolume OK']);
+    const [req] = r.publishRequests();
+    assert.equal(req?.volumeId, 'vol-1');
+    assert.equal(req?.stagingTargetPath, globalMount('vol-1'));
+    assert.equal(req?.targetPath, podMount('pod-a', 'pv-1'));
+    assert.equal(req?.readonly, false);
+    assert.equal(r.mounter.isMounted(podMount('pod-a', 'pv-1')), true);
+    assert.equal((await r.fs.stat(podVolDir('pod-a', 'pv-1'))).mode, 0o750);
+  });
+
+  it('without STAGE_UNSTAGE_VOLUME, NodePublish gets an empty staging path', async () => {
+    const r = new Rig({ capabilities: [] });
+    await r.mountForPod(pv('pv-1', 'vol-1'));
+    const [req] = r.publishRequests();
+    assert.equal(req?.stagingTargetPath, '');
+    assert.equal(req?.targetPath, podMount('pod-a', 'pv-1'));
+    assert.equal(await r.read(`${podVolDir('pod-a', 'pv-1')}/vol_data.json`), podLocalBytes('pv-1', 'vol-1', 'Persistent'));
+  });
+
+  it('a read-only PV is published read-only', async () => {
+    const r = new Rig();
+    const spec: Spec = { ...pv('pv-1', 'vol-1'), readOnly: true };
+    await r.mountForPod(spec);
+    assert.equal(r.publishRequests()[0]?.readonly, true);
+  });
+
+  for (const code of FINAL_CODES) {
+    it(`a final NodePublish error (${code}) removes the pod volume dir and its file`, async () => {
+      const r = new Rig();
+      await r.mountDevice(pv('pv-1', 'vol-1'));
+      r.driver.inject({ method: 'NodePublishVolume', code: GrpcStatus[code], times: 1 });
+      const mounter = await r.plugin.newMounter(pv('pv-1', 'vol-1'), POD_A);
+      await assert.rejects(mounter.setUp({}), (err: unknown) => err instanceof Error && isOperationFinishedError(err));
+      assert.equal(await r.exists(podVolDir('pod-a', 'pv-1')), false);
+      assert.equal(await r.exists(`${ROOT}/pods/pod-a/volumes/kubernetes.io~csi`), true, 'the plugin dir stays');
+    });
+  }
+
+  for (const code of UNCERTAIN_CODES) {
+    it(`an uncertain NodePublish error (${code}) keeps the pod volume dir and its file`, async () => {
+      const r = new Rig();
+      await r.mountDevice(pv('pv-1', 'vol-1'));
+      r.driver.inject({ method: 'NodePublishVolume', code: GrpcStatus[code], times: 1 });
+      const mounter = await r.plugin.newMounter(pv('pv-1', 'vol-1'), POD_A);
+      await assert.rejects(mounter.setUp({}), UncertainProgressError);
+      assert.equal(await r.read(`${podVolDir('pod-a', 'pv-1')}/vol_data.json`), podLocalBytes('pv-1', 'vol-1', 'Persistent'));
+    });
+  }
+
+  it('a driver that is not registered is a transient failure and writes nothing', async () => {
+    const r = new Rig({ registered: false });
+    const mounter = await r.plugin.newMounter(pv('pv-1', 'vol-1'), POD_A);
+    await assert.rejects(mounter.setUp({}), TransientOperationFailure);
+    assert.deepEqual(r.tree(), []);
+  });
+});
+
+describe('CSI TearDown and removeMountDir (§4.2, §4.4)', () => {
+  it('TearDown: NodeUnpublish of the pod-local handle, then the mount dir, the file and the volume dir go', async () => {
+    const r = new Rig();
+    await r.mountForPod(pv('pv-1', 'vol-1'));
+    const unmounter = await r.plugin.newUnmounter('pv-1', 'pod-a');
+    assert.equal(unmounter.getPath(), podMount('pod-a', 'pv-1'));
+    await unmounter.tearDown();
+    assert.deepEqual(r.calls(), ['NodeStageVolume OK', 'NodePublishVolume OK', 'NodeUnpublishVolume OK']);
+    assert.deepEqual(r.unpublishRequests(), [{ volumeId: 'vol-1', targetPath: podMount('pod-a', 'pv-1') }]);
+    assert.deepEqual(r.tree(`${ROOT}/pods`), [`${ROOT}/pods/pod-a/`, `${ROOT}/pods/pod-a/volumes/`, `${ROOT}/pods/pod-a/volumes/kubernetes.io~csi/`]);
+    assert.deepEqual(r.mounts(), [globalMount('vol-1')], 'the global mount is UnmountDevice\'s business');
+  });
+
+  it('TearDown when the driver leaves the mount dir mounted: nothing is removed and it reports success', async () => {
+    const r = new Rig({ unpublishIsNoop: true });
+    await r.mountForPod(pv('pv-1', 'vol-1'));
+    await (await r.plugin.newUnmounter('pv-1', 'pod-a')).tearDown();
+    assert.equal(r.mounter.isMounted(podMount('pod-a', 'pv-1')), true);
+    assert.equal(await r.read(`${podVolDir('pod-a', 'pv-1')}/vol_data.json`), podLocalBytes('pv-1', 'vol-1', 'Persistent'));
+  });
+
+  it('a NodeUnpublish error fails TearDown and keeps the mount and the file', async () => {
+    const r = new Rig();
+    await r.mountForPod(pv('pv-1', 'vol-1'));
+    r.driver.inject({ method: 'NodeUnpublishVolume', code: GrpcStatus.INTERNAL, times: 1 });
+    await assert.rejects((await r.plugin.newUnmounter('pv-1', 'pod-a')).tearDown(), /TearDownAt failed/);
+    assert.equal(r.mounter.isMounted(podMount('pod-a', 'pv-1')), true);
+    assert.equal(await r.exists(`${podVolDir('pod-a', 'pv-1')}/vol_data.json`), true);
+  });
+
+  it('a driver that is no longer registered makes TearDown a transient failure; nothing is removed', async () => {
+    const r = new Rig();
+    await r.mountForPod(pv('pv-1', 'vol-1'));
+    const unmounter = await r.plugin.newUnmounter('pv-1', 'pod-a');
+    const gone = new CsiPlugin({ ...r.host, csiDrivers: { client: () => undefined } });
+    const orphan = await gone.newUnmounter('pv-1', 'pod-a');
+    await assert.rejects(orphan.tearDown(), TransientOperationFailure);
+    assert.equal(r.mounter.isMounted(podMount('pod-a', 'pv-1')), true);
+    assert.equal(await r.exists(`${podVolDir('pod-a', 'pv-1')}/vol_data.json`), true);
+    await unmounter.tearDown();
+    assert.equal(await r.exists(podVolDir('pod-a', 'pv-1')), false);
+  });
+
+  it('removeMountDir of a mounted dir leaves it and its file alone and succeeds', async () => {
+    const r = new Rig();
+    const dmp = await r.mountDevice(pv('pv-1', 'vol-1'));
+    await removeMountDir(r.host, dmp);
+    assert.deepEqual(r.mounts(), [dmp]);
+    assert.equal(await r.exists(`${volDir('vol-1')}/vol_data.json`), true);
+  });
+
+  it('removeMountDir removes the dir, the file beside it and their parent, never the grandparent', async () => {
+    const r = new Rig({ capabilities: [] });
+    const dmp = await r.mountDevice(pv('pv-1', 'vol-1'));
+    await removeMountDir(r.host, dmp);
+    assert.deepEqual(r.tree(CSI_DIR), [`${CSI_DIR}/${DRIVER}/`]);
+  });
+
+  it('removeMountDir of paths that are already gone succeeds', async () => {
+    const r = new Rig();
+    await removeMountDir(r.host, globalMount('vol-never'));
+    assert.deepEqual(r.tree(), []);
+  });
+
+  it('removeMountDir fails when the parent holds something else, after removing the dir and the file', async () => {
+    const r = new Rig({ capabilities: [] });
+    const dmp = await r.mountDevice(pv('pv-1', 'vol-1'));
+    r.fs.writeRaw(`${volDir('vol-1')}/unexpected`, 'x');
+    await assert.rejects(removeMountDir(r.host, dmp), /failed to delete volume path/);
+    assert.deepEqual(r.tree(volDir('vol-1')), [`${volDir('vol-1')}/unexpected`]);
+  });
+});
+
+describe('CSI NewUnmounter with the pod-local file missing (§4.2, §9.6, §14.4 items 6-7)', () => {
+  async function lostPodLocalFile(gateOn: boolean): Promise<Rig> {
+    const r = new Rig({ gateOn });
+    await r.mountForPod(pv('pv-1', 'vol-1'));
+    await r.fs.unlink(`${podVolDir('pod-a', 'pv-1')}/vol_data.json`);
+    return r;
+  }
+
+  it('gate off: rejects with "unmounter failed to load volume data file"', async () => {
+    const r = await lostPodLocalFile(false);
+    await assert.rejects(r.plugin.newUnmounter('pv-1', 'pod-a'), /unmounter failed to load volume data file/);
+    assert.deepEqual(r.unpublishRequests(), []);
+  });
+
+  it('gate on with the bind mount present: the unmounter unpublishes the handle of the global file', async () => {
+    const r = await lostPodLocalFile(true);
+    const unmounter = await r.plugin.newUnmounter('pv-1', 'pod-a');
+    await unmounter.tearDown();
+    assert.deepEqual(r.unpublishRequests(), [{ volumeId: 'vol-1', targetPath: podMount('pod-a', 'pv-1') }]);
+    assert.equal(await r.exists(podVolDir('pod-a', 'pv-1')), false);
+    assert.equal(r.driver.volume('vol-1')?.publishedAt.size, 0);
+    // The global mount is untouched and can now be unstaged.
+    await r.attacher.unmountDevice(globalMount('vol-1'));
+    assert.deepEqual(r.mounts(), []);
+  });
+
+  it('gate on with a global file whose specVolID names another volume: rejects', async () => {
+    const r = await lostPodLocalFile(true);
+    r.fs.writeRaw(`${volDir('vol-1')}/vol_data.json`, `{"driverName":"${DRIVER}","specVolID":"pv-other","volumeHandle":"vol-1"}\n`);
+    await assert.rejects(r.plugin.newUnmounter('pv-1', 'pod-a'), /pv-other.*refusing it/);
+    assert.deepEqual(r.unpublishRequests(), []);
+  });
+
+  it('gate on with no bind mount to follow: rejects rather than guess', async () => {
+    const r = new Rig({ gateOn: true });
+    await r.mountDevice(pv('pv-1', 'vol-1'));
+    await r.fs.mkdir(podMount('pod-a', 'pv-1'), { recursive: true, mode: 0o750 });
+    await assert.rejects(r.plugin.newUnmounter('pv-1', 'pod-a'), /unmounter failed to load volume data file.*fallback to the global mount failed/);
+  });
+});
+
+describe('CSI inline ephemeral SetUp (§1.4, §3.3)', () => {
+  const ephemeralHandle = `csi-${sha256('pod-a' + 'scratch')}`;
+  for (const capabilities of [['STAGE_UNSTAGE_VOLUME'], []] as NodeCapability[][]) {
+    it(`uses handle csi-sha256(podUID+name) and no staging path (driver capabilities [${capabilities.join(',')}])`, async () => {
+      const r = new Rig({ capabilities });
+      const spec = constructInlineSpec('scratch', DRIVER);
+      assert.equal(r.plugin.canDeviceMount(spec), false, 'never MountDevice');
+      await (await r.plugin.newMounter(spec, POD_A)).setUp({});
+      assert.deepEqual(r.calls(), ['NodePublishVolume OK']);
+      const [req] = r.publishRequests();
+      assert.equal(req?.volumeId, ephemeralHandle);
+      assert.equal(req?.stagingTargetPath, '');
+      assert.equal(req?.targetPath, podMount('pod-a', 'scratch'));
+      assert.equal(req?.volumeContext['csi.storage.k8s.io/ephemeral'], 'true');
+      assert.equal(await r.read(`${podVolDir('pod-a', 'scratch')}/vol_data.json`), podLocalBytes('scratch', ephemeralHandle, 'Ephemeral'));
+      assert.deepEqual(r.tree(CSI_DIR), [], 'no global mount');
+      await (await r.plugin.newUnmounter('scratch', 'pod-a')).tearDown();
+      assert.deepEqual(r.unpublishRequests(), [{ volumeId: ephemeralHandle, targetPath: podMount('pod-a', 'scratch') }]);
+      assert.deepEqual(r.mounts(), []);
+    });
+  }
+});
+
+describe('CSI raw block (§3.5, §5, §14.6 items 7-8)', () => {
+  const SPEC = constructPVSourceSpec('block-pv', DRIVER, 'vol-b', 'Block');
+  const STAGING = `${BLOCK_DIR}/staging/block-pv`;
+  const DATA_BYTES = `{"attachmentID":"csi-${sha256('vol-b' + DRIVER + NODE)}","driverName":"${DRIVER}","nodeName":"${NODE}","specVolID":"block-pv","volumeHandle":"vol-b"}\n`;
+
+  it('NewBlockVolumeMapper writes the block data file', async () => {
+    const r = new Rig();
+    await r.plugin.newBlockVolumeMapper(SPEC, POD_A);
+    assert.equal(await r.read(`${BLOCK_DIR}/block-pv/data/vol_data.json`), DATA_BYTES);
+  });
+
+  it('SetUpDevice stages at volumeDevices/staging/<spec> with a block capability', async () => {
+    const r = new Rig();
+    const mapper = await r.plugin.newBlockVolumeMapper(SPEC, POD_A);
+    assert.equal(await mapper.setUpDevice(), STAGING);
+    const [req] = r.stageRequests();
+    assert.equal(req?.volumeId, 'vol-b');
+    assert.equal(req?.stagingTargetPath, STAGING);
+    assert.deepEqual(req?.volumeCapability, { block: {}, accessMode: { mode: 'SINGLE_NODE_WRITER' } });
+    assert.equal(r.driver.volume('vol-b')?.stagedAt, STAGING);
+  });
+
+  it('SetUpDevice without STAGE_UNSTAGE_VOLUME stages nothing and returns an empty path', async () => {
+    const r = new Rig({ capabilities: [] });
+    const mapper = await r.plugin.newBlockVolumeMapper(SPEC, POD_A);
+    assert.equal(await mapper.setUpDevice(), '');
+    assert.deepEqual(r.calls(), []);
+  });
+
+  it('a final NodeStage error removes the data dir, the dev dir and the staging dir', async () => {
+    const r = new Rig();
+    const mapper = await r.plugin.newBlockVolumeMapper(SPEC, POD_A);
+    // A dev dir left by an earlier map of this volume.
+    await r.fs.mkdir(`${BLOCK_DIR}/block-pv/dev`, { recursive: true, mode: 0o750 });
+    r.driver.inject({ method: 'NodeStageVolume', code: GrpcStatus.INVALID_ARGUMENT, times: 1 });
+    await assert.rejects(mapper.setUpDevice(), (err: unknown) => err instanceof Error && isOperationFinishedError(err));
+    assert.equal(await r.exists(`${BLOCK_DIR}/block-pv/data`), false);
+    assert.equal(await r.exists(`${BLOCK_DIR}/block-pv/dev`), false);
+    assert.equal(await r.exists(STAGING), false);
+    assert.deepEqual(r.tree(BLOCK_DIR), [`${BLOCK_DIR}/staging/`]);
+  });
+
+  it('an uncertain NodeStage error keeps the block files', async () => {
+    const r = new Rig();
+    const mapper = await r.plugin.newBlockVolumeMapper(SPEC, POD_A);
+    r.driver.inject({ method: 'NodeStageVolume', code: GrpcStatus.DEADLINE_EXCEEDED, times: 1 });
+    await assert.rejects(mapper.setUpDevice(), UncertainProgressError);
+    assert.equal(await r.read(`${BLOCK_DIR}/block-pv/data/vol_data.json`), DATA_BYTES);
+    assert.equal(await r.exists(STAGING), true);
+  });
+
+  it('a full map, unmap and teardown leaves no volume files under volumeDevices and no mounts', async () => {
+    const r = new Rig();
+    const mapper = await r.plugin.newBlockVolumeMapper(SPEC, POD_A);
+    const globalMapPath = mapper.getGlobalMapPath(SPEC);
+    assert.equal(globalMapPath, `${BLOCK_DIR}/block-pv/dev`);
+    await mapper.setUpDevice();
+    const publishPath = await mapper.mapPodDevice();
+    assert.equal(publishPath, `${BLOCK_DIR}/publish/block-pv/pod-a`);
+    assert.equal(r.publishRequests()[0]?.stagingTargetPath, STAGING);
+    const podMap = mapper.getPodDeviceMapPath();
+    assert.deepEqual(podMap, { dir: `${ROOT}/pods/pod-a/volumeDevices/kubernetes.io~csi`, name: 'block-pv' });
+    await mapBlockVolume(r.host, publishPath, globalMapPath, podMap, 'pod-a');
+    assert.deepEqual(r.mounts().sort(), [STAGING, publishPath, `${globalMapPath}/pod-a`].sort());
+
+    const unmapper = await r.plugin.newBlockVolumeUnmapper('block-pv', 'pod-a');
+    await unmapBlockVolume(r.host, globalMapPath, podMap, 'pod-a');
+    await unmapper.unmapPodDevice();
+    await (await r.plugin.newBlockVolumeUnmapper('block-pv', '')).tearDownDevice(globalMapPath, '');
+
+    assert.deepEqual(r.calls(), ['NodeStageVolume OK', 'NodePublishVolume OK', 'NodeUnpublishVolume OK', 'NodeUnstageVolume OK']);
+    assert.deepEqual(r.unpublishRequests(), [{ volumeId: 'vol-b', targetPath: publishPath }]);
+    assert.deepEqual(r.unstageRequests(), [{ volumeId: 'vol-b', stagingTargetPath: STAGING }]);
+    assert.deepEqual(r.mounts(), []);
+    // kubelet keeps the shared staging/ and publish/ parents, and the pod's (now empty) device dir.
+    assert.deepEqual(r.tree(BLOCK_DIR), [`${BLOCK_DIR}/publish/`, `${BLOCK_DIR}/staging/`]);
+    assert.deepEqual(r.tree(`${ROOT}/pods`), [`${ROOT}/pods/pod-a/`, `${ROOT}/pods/pod-a/volumeDevices/`, `${ROOT}/pods/pod-a/volumeDevices/kubernetes.io~csi/`]);
+    assert.equal(r.driver.volume('vol-b'), undefined);
+  });
+});
+
+describe('CSI CanAttach (§6)', () => {
+  const rows: { name: string; spec: Spec; setup: (r: Rig) => void; expected: boolean }[] = [
+    { name: 'an inline volume never attaches', spec: constructInlineSpec('scratch', DRIVER), setup: () => undefined, expected: false },
+    { name: 'a PV whose CSIDriver says attachRequired: false does not attach', spec: pv('pv-1', 'vol-1'), setup: (r) => r.cluster.drivers.set(DRIVER, { name: DRIVER, attachRequired: false }), expected: false },
+    { name: 'a PV whose CSIDriver says attachRequired: true attaches', spec: pv('pv-1', 'vol-1'), setup: () => undefined, expected: true },
+    { name: 'a PV with no CSIDriver object attaches', spec: pv('pv-1', 'vol-1'), setup: (r) => r.cluster.drivers.delete(DRIVER), expected: true },
+  ];
+  for (const row of rows) {
+    it(row.name, async () => {
+      const r = new Rig();
+      row.setup(r);
+      assert.equal(await r.plugin.canAttach(row.spec), row.expected);
+    });
+  }
+
+  it('an unreachable API server rejects instead of guessing for a PV', async () => {
+    const r = new Rig();
+    r.cluster.unreachable = 'connection refused';
+    await assert.rejects(r.plugin.canAttach(pv('pv-1', 'vol-1')), /connection refused/);
+    assert.equal(await r.plugin.canAttach(constructInlineSpec('scratch', DRIVER)), false, 'inline needs no API server');
+  });
+});
+
+describe('CSI removals never leave the root dir', () => {
+  const outside = ['/etc/x', `${ROOT}/../../../etc/x`, `${ROOT}/pods/../../../../etc/x`];
+  for (const p of outside) {
+    it(`removeMountDir(${JSON.stringify(p)}) throws and removes nothing`, async () => {
+      const r = new Rig();
+      r.fs.writeRaw('/etc/x/keep', 'k');
+      r.fs.writeRaw('/etc/vol_data.json', '{}');
+      await r.fs.mkdir('/etc/x/empty', { recursive: true, mode: 0o755 });
+      await assert.rejects(removeMountDir(r.host, p), CsiPathError);
+      assert.deepEqual(r.fs.tree('/etc'), ['/etc/vol_data.json', '/etc/x/', '/etc/x/empty/', '/etc/x/keep']);
+    });
+  }
+
+  it('removeMountDir of an empty dir outside the root throws and removes nothing', async () => {
+    const r = new Rig();
+    await r.fs.mkdir('/etc/x', { recursive: true, mode: 0o755 });
+    r.fs.writeRaw('/etc/vol_data.json', '{}');
+    await assert.rejects(removeMountDir(r.host, '/etc/x'), CsiPathError);
+    assert.deepEqual(r.fs.tree('/etc'), ['/etc/vol_data.json', '/etc/x/']);
+  });
+
+  it('removeMountDir of the root dir itself or a sibling with the root as prefix throws', async () => {
+    const r = new Rig();
+    await r.fs.mkdir(`${ROOT}-other/x`, { recursive: true, mode: 0o755 });
+    await assert.rejects(removeMountDir(r.host, ROOT), CsiPathError);
+    await assert.rejects(removeMountDir(r.host, `${ROOT}-other/x`), CsiPathError);
+    assert.equal(await r.exists(`${ROOT}-other/x`), true);
+    assert.equal(await r.exists(`${ROOT}/.keep`), true);
+  });
+
+  it('MountDevice at a device mount path outside the root creates nothing there', async () => {
+    const r = new Rig();
+    await assert.rejects(r.attacher.mountDevice(pv('pv-1', 'vol-1'), '', '/etc/x/globalmount', {}), CsiPathError);
+    assert.deepEqual(r.fs.tree('/etc'), []);
+    assert.deepEqual(r.calls(), []);
+  });
+
+  it('UnmountDevice at a device mount path outside the root unstages and removes nothing', async () => {
+    const r = new Rig();
+    await r.fs.mkdir('/etc/x/globalmount', { recursive: true, mode: 0o755 });
+    r.fs.writeRaw('/etc/x/vol_data.json', `{"driverName":"${DRIVER}","volumeHandle":"vol-1"}\n`);
+    await assert.rejects(r.attacher.unmountDevice('/etc/x/globalmount'));
+    assert.deepEqual(r.fs.tree('/etc'), ['/etc/x/', '/etc/x/globalmount/', '/etc/x/vol_data.json']);
+    assert.deepEqual(r.driver.calls.filter((c) => c.method === 'NodeUnstageVolume'), []);
+  });
+});
