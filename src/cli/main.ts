@@ -4,6 +4,7 @@
  * run (bad flags, unreadable inputs).
  */
 import { Command, CommanderError } from 'commander';
+import { agentCommand } from './agentCommand.js';
 import { auditCommand } from './auditCommand.js';
 
 export const EXIT_USAGE = 2;
@@ -17,7 +18,8 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
     .version('0.1.0')
     .showHelpAfterError()
     .exitOverride();
-  program.addCommand(auditCommand(setExitCode), {});
+  program.addCommand(auditCommand(setExitCode));
+  program.addCommand(agentCommand(setExitCode));
   program.addHelpText(
     'after',
     '\nExit codes: 0 ok; 1 the audit found orphaned volumes or failed reconstructions; 2 could not run.\nSee README.md for every flag, output field and metric.',

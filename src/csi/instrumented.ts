@@ -7,13 +7,14 @@ import type { VolumeManagerMetrics } from '../metrics/volumeManagerMetrics.js';
 import { CsiCallError, grpcStatusName, type CsiDriverRegistry, type CsiMethod, type CsiNodeClient } from './types.js';
 
 export function instrumentedRegistry(inner: CsiDriverRegistry, metrics: VolumeManagerMetrics, clock: Clock): CsiDriverRegistry {
-  const cache = new Map<string, CsiNodeClient>();
+  /** Per driver: the wrapped client and the client it wraps (rewrapped when that changes). */
+  const cache = new Map<string, { inner: CsiNodeClient; wrapped: CsiNodeClient }>();
   return {
     client(driverName: string): CsiNodeClient | undefined {
       const c = inner.client(driverName);
       if (c === undefined) return undefined;
       const cached = cache.get(driverName);
-      if (cached !== undefined) return cached;
+      if (cached !== undefined && cached.inner === c) return cached.wrapped;
       const timed = <T>(method: CsiMethod, call: () => Promise<T>): Promise<T> => {
         const start = clock.nowMs();
         return call().then(
@@ -35,7 +36,7 @@ export function instrumentedRegistry(inner: CsiDriverRegistry, metrics: VolumeMa
         nodePublishVolume: (req) => timed('NodePublishVolume', () => c.nodePublishVolume(req)),
         nodeUnpublishVolume: (req) => timed('NodeUnpublishVolume', () => c.nodeUnpublishVolume(req)),
       };
-      cache.set(driverName, wrapped);
+      cache.set(driverName, { inner: c, wrapped });
       return wrapped;
     },
   };

@@ -108,7 +108,8 @@ export function isExpectedError(err: unknown): boolean {
 export interface NestedPendingOperations {
   /**
    * Starts `op` under `key`, unless an operation is pending for the same volume with the same pod
-   * or with `''` on either side (wildcard), or the key is in backoff. Throws
+   * or with `''` on either side (wildcard), or the key is in backoff for an operation of the same
+   * name (a different operation name resets the backoff, as kubelet does). Throws
    * {@link AlreadyExistsError} / {@link BackoffError} synchronously and then does not call `op`.
    * Otherwise `op.run()` is called asynchronously (never inside this call). On success the entry
    * is deleted (backoff reset); on failure the entry stays, not pending, with exponential backoff
@@ -160,6 +161,12 @@ function podsMatch(existingPod: string, newPod: string): boolean {
   return existingPod === newPod || existingPod === EMPTY_POD_NAME || newPod === EMPTY_POD_NAME;
 }
 
+function resetBackoff(b: Backoff): void {
+  b.durationBeforeRetryMs = 0;
+  b.lastErrorTimeMs = 0;
+  b.lastError = undefined;
+}
+
 function nextBackoffMs(currentMs: number): number {
   if (currentMs === 0) return BACKOFF_INITIAL_MS;
   return Math.min(currentMs * 2, BACKOFF_MAX_MS);
@@ -196,7 +203,13 @@ class NestedPendingOperationsImpl implements NestedPendingOperations {
     if (found.kind === 'pending') {
       throw new AlreadyExistsError(opKey, op.operationName, { ...found.entry.key });
     } else if (found.kind === 'failed') {
-      this.throwIfBackingOff(opKey, found.entry.backoff);
+      if (found.entry.operationName === op.operationName) {
+        this.throwIfBackingOff(opKey, found.entry.backoff);
+      } else {
+        // A different operation on the same key: kubelet resets the backoff rather than letting
+        // a failing mount hold back an unmount (or the other way round).
+        resetBackoff(found.entry.backoff);
+      }
       entry = found.entry;
       entry.key = opKey;
       entry.operationName = op.operationName;
@@ -227,7 +240,7 @@ class NestedPendingOperationsImpl implements NestedPendingOperations {
     const opKey: OperationKey = { volumeName: key.volumeName, podName: key.podName };
     const found = this.find(opKey);
     if (found.kind === 'pending') throw new AlreadyExistsError(opKey, operationName, { ...found.entry.key });
-    if (found.kind === 'failed') this.throwIfBackingOff(opKey, found.entry.backoff);
+    if (found.kind === 'failed' && found.entry.operationName === operationName) this.throwIfBackingOff(opKey, found.entry.backoff);
   }
 
   isOperationPending(volumeName: string, podName: string): boolean {

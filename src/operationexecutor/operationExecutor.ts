@@ -43,7 +43,7 @@ export class OperationExecutor {
   async mountVolume(vtm: VolumeToMount, devicePath: string, asw: ActualStateOfWorldMounterUpdater): Promise<void> {
     const podName = vtm.pluginIsAttachable || vtm.pluginIsDeviceMountable ? EMPTY_POD_NAME : vtm.podName;
     const key = { volumeName: vtm.volumeName, podName };
-    this.assertRunnable(key, OP.mount);
+    this.assertRunnable(key, getVolumeMode(vtm.spec) === 'Block' ? OP.map : OP.mount);
     const op =
       getVolumeMode(vtm.spec) === 'Block'
         ? await this.generator.generateMapVolume(vtm, devicePath, asw)
@@ -54,7 +54,7 @@ export class OperationExecutor {
   /** Unmount (or unmap) one pod's volume, keyed per pod. A spec-less target takes the filesystem path. */
   async unmountVolume(mv: UnmountTarget, asw: ActualStateOfWorldMounterUpdater): Promise<void> {
     const key = { volumeName: mv.volumeName, podName: mv.podName };
-    this.assertRunnable(key, OP.unmount);
+    this.assertRunnable(key, getVolumeMode(mv.volumeSpec) === 'Block' ? OP.unmap : OP.unmount);
     const op =
       getVolumeMode(mv.volumeSpec) === 'Block'
         ? await this.generator.generateUnmapVolume(mv, asw)
@@ -65,7 +65,7 @@ export class OperationExecutor {
   /** Unmount (or unmap) the device, keyed per volume. */
   async unmountDevice(av: AttachedVolume, asw: ActualStateOfWorldMounterUpdater): Promise<void> {
     const key = { volumeName: av.volumeName, podName: EMPTY_POD_NAME };
-    this.assertRunnable(key, OP.unmountDevice);
+    this.assertRunnable(key, getVolumeMode(av.volumeSpec) === 'Block' ? OP.unmapDevice : OP.unmountDevice);
     const op =
       getVolumeMode(av.volumeSpec) === 'Block'
         ? await this.generator.generateUnmapDevice(av, asw)

@@ -49,6 +49,8 @@ export class Reconstructor {
   private volumesNeedUpdateFromNodeStatus: UniqueVolumeName[] = [];
   /** Pod-directory candidates that failed; cleaned once, after the DSW is populated. */
   private volumesFailedReconstruction: PodVolume[] = [];
+  /** Volumes the global listing registered in this pass, with their device mount paths. */
+  private listedThisPass = new Map<UniqueVolumeName, string>();
 
   constructor(private readonly deps: ReconstructorDeps) {}
 
@@ -68,6 +70,7 @@ export class Reconstructor {
   /** reconstructVolumes: runs once, at start, before the first reconcile. */
   async reconstructVolumes(): Promise<void> {
     const { features, logger } = this.deps;
+    this.listedThisPass = new Map();
     if (features.enabled(CSIGlobalMountReconstruction)) await this.reconstructGlobalVolumes();
 
     let candidates: readonly PodVolume[];
@@ -75,6 +78,7 @@ export class Reconstructor {
       candidates = (await getVolumesFromPodDir(this.deps.fs, this.deps.layout, logger, this.deps.realRootDir)).volumes;
     } catch (err) {
       logger.error(err, 'Cannot get volumes from disk, skip sync states for volume reconstruction');
+      this.reportListedWithoutPodDirectory(new Set());
       return;
     }
 
@@ -102,6 +106,7 @@ export class Reconstructor {
       else list.push(reconstructed);
     }
 
+    this.reportListedWithoutPodDirectory(new Set(byVolume.keys()));
     if (byVolume.size > 0) {
       this.updateStates(byVolume);
       // One entry per pod volume, as kubelet assigns them; a volume the listing already queued
@@ -229,12 +234,28 @@ export class Reconstructor {
       metrics.reconstructVolumeOperation('global-mount', true);
       return;
     }
-    metrics.reconstructVolumeOperation('global-mount', false);
     this.volumesNeedUpdateFromNodeStatus.push(name);
-    logger.v(2).info('Global mount with no pod directory is marked uncertain and added into the actual state', {
-      volumeName: name,
-      deviceMountPath: gv.deviceMountPath,
-    });
+    this.listedThisPass.set(name, gv.deviceMountPath);
+  }
+
+  /**
+   * The KEP's V(2) line and the global-mount count, for the listed volumes no pod directory
+   * accounted for: those are the ones only the listing recovered. (The listing runs first, so
+   * this can only be told once the pod directories were walked.)
+   */
+  private reportListedWithoutPodDirectory(foundInPodDirs: ReadonlySet<UniqueVolumeName>): void {
+    const { logger, metrics } = this.deps;
+    for (const [name, deviceMountPath] of this.listedThisPass) {
+      if (foundInPodDirs.has(name)) {
+        logger.v(4).info('Global mount also found through a pod directory', { volumeName: name, deviceMountPath });
+        continue;
+      }
+      metrics.reconstructVolumeOperation('global-mount', false);
+      logger.v(2).info('Global mount with no pod directory is marked uncertain and added into the actual state', {
+        volumeName: name,
+        deviceMountPath,
+      });
+    }
   }
 
   /**

@@ -362,8 +362,26 @@ describe('NestedPendingOperations', () => {
       assert.equal(h.npo.isOperationSafeToRetry(VOL, POD_B), true);
       assert.equal(h.npo.isOperationSafeToRetry(VOL, POD_A), false);
       assert.throws(
-        () => h.npo.run(key(VOL, ''), new ManualOperation('unmount_device')),
+        () => h.npo.run(key(VOL, ''), new ManualOperation()),
         (err: unknown) => isBackoff(err) && err.durationBeforeRetryMs === 1000 && err.retryAfterMs === 500,
+      );
+    });
+
+    it('a different operation on a key in backoff resets the backoff and runs (kubelet: a failing mount does not hold back an unmount)', async () => {
+      const h = harness();
+      const first = await failOnce(h, key(VOL, ''));
+      assert.equal(first.durationBeforeRetryMs, 500);
+      assert.throws(() => h.npo.run(key(VOL, ''), new ManualOperation()), (err: unknown) => isBackoff(err));
+      assert.doesNotThrow(() => h.npo.checkRunnable(key(VOL, ''), 'unmount_device'));
+      const other = new ManualOperation('unmount_device');
+      h.npo.run(key(VOL, ''), other);
+      await flush();
+      other.fail();
+      await h.npo.wait();
+      // The backoff started again from its initial value for the new operation.
+      assert.throws(
+        () => h.npo.run(key(VOL, ''), new ManualOperation('unmount_device')),
+        (err: unknown) => isBackoff(err) && err.durationBeforeRetryMs === 500,
       );
     });
   });

@@ -1,0 +1,76 @@
+/**
+ * The agent's HTTP endpoints: /metrics (Prometheus text from prom-client), /healthz (the
+ * process is alive and its loops run) and /readyz (reconstruction finished and the states have
+ * synced). Binds 127.0.0.1 unless told otherwise.
+ */
+import { createServer, type Server } from 'node:http';
+import type { Registry } from 'prom-client';
+
+export const DEFAULT_METRICS_BIND_ADDRESS = '127.0.0.1:10260';
+
+export interface BindAddress {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** Parses "HOST:PORT" or "[IPv6]:PORT"; port 0 picks a free one. */
+export function parseBindAddress(value: string): BindAddress {
+  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(value);
+  const port = Number(m?.[3] ?? NaN);
+  const host = m?.[1] ?? m?.[2];
+  if (m === null || host === undefined || !Number.isInteger(port) || port > 65535) {
+    throw new Error(`invalid bind address ${JSON.stringify(value)}: want HOST:PORT, e.g. ${DEFAULT_METRICS_BIND_ADDRESS}`);
+  }
+  return { host, port };
+}
+
+export interface HealthSource {
+  healthy(): boolean;
+  ready(): boolean;
+}
+
+export async function startHttpServer(address: BindAddress, registry: Registry, health: HealthSource): Promise<{ server: Server; port: number; close(): Promise<void> }> {
+  const server = createServer((req, res) => {
+    const url = (req.url ?? '/').split('?')[0] ?? '/';
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { Allow: 'GET, HEAD' }).end();
+      return;
+    }
+    switch (url) {
+      case '/metrics':
+        registry.metrics().then(
+          (body) => res.writeHead(200, { 'Content-Type': registry.contentType }).end(body),
+          (err: unknown) => res.writeHead(500, { 'Content-Type': 'text/plain' }).end(String(err)),
+        );
+        return;
+      case '/healthz':
+        if (health.healthy()) res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok');
+        else res.writeHead(500, { 'Content-Type': 'text/plain' }).end('unhealthy');
+        return;
+      case '/readyz':
+        if (health.ready()) res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok');
+        else res.writeHead(503, { 'Content-Type': 'text/plain' }).end('not ready: reconstruction or node status sync pending');
+        return;
+      default:
+        res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found');
+    }
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(address.port, address.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const addr = server.address();
+  const port = typeof addr === 'object' && addr !== null ? addr.port : address.port;
+  return {
+    server,
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

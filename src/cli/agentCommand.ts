@@ -1,0 +1,172 @@
+/**
+ * `nodevol agent`: the volume manager as a long-running process, standalone (no API server):
+ * the cluster view comes from --cluster-dir, drivers from --csi-endpoint or their conventional
+ * sockets, mounts from the real mount table. SIGTERM/SIGINT stop it cleanly (exit 0); SIGKILL at
+ * any moment is safe, because the disk and the mount table are its only state.
+ */
+import * as path from 'node:path';
+import { Command } from 'commander';
+import { Registry } from 'prom-client';
+import { realClock } from '../adapters/node/clock.js';
+import { ClusterDirView } from '../adapters/node/clusterDir.js';
+import { NodeFileSystem } from '../adapters/node/nodeFs.js';
+import { NodeMounter } from '../adapters/node/nodeMounter.js';
+import { startHttpServer, DEFAULT_METRICS_BIND_ADDRESS, parseBindAddress } from '../agent/httpServer.js';
+import { DiscoveringDriverRegistry, parseCsiEndpointFlag } from '../agent/driverDiscovery.js';
+import { AgentRuntime } from '../agent/runtime.js';
+import { GrpcCsiDriverRegistry } from '../csi/grpc/client.js';
+import { instrumentedRegistry } from '../csi/instrumented.js';
+import { FeatureGate, FeatureGateError } from '../features/features.js';
+import { errorMessage } from '../host/fs.js';
+import { KubeletLayout } from '../layout/layout.js';
+import { createKlogLogger, type LoggingFormat } from '../logging/klog.js';
+import { createVolumeManagerMetrics } from '../metrics/volumeManagerMetrics.js';
+import type { VolumeHost } from '../volume/volumeHost.js';
+import { NODE_STATUS_UPDATE_PERIOD_MS, VolumeManager } from '../volumemanager/volumeManager.js';
+import { parseDuration } from './duration.js';
+import { addLoggingOptions, collect } from './flags.js';
+
+export const EXIT_AGENT_OK = 0;
+export const EXIT_AGENT_FAILED = 1;
+export const EXIT_AGENT_USAGE = 2;
+
+interface AgentFlags {
+  rootDir: string;
+  nodeName: string;
+  clusterDir: string;
+  csiEndpoint: string[];
+  featureGates: string[];
+  metricsBindAddress: string;
+  nodeStatusUpdateFrequency: string;
+  shutdownGracePeriod: string;
+  v: number;
+  loggingFormat: LoggingFormat;
+}
+
+export function agentCommand(setExitCode: (code: number) => void): Command {
+  const cmd = new Command('agent')
+    .description('Run the volume manager: reconstruct, then mount, unmount and unstage CSI volumes for the pods in --cluster-dir.')
+    .requiredOption('--root-dir <dir>', 'kubelet root directory (must exist)')
+    .requiredOption('--node-name <name>', 'this node: pods whose spec.nodeName equals it are bound here')
+    .requiredOption('--cluster-dir <dir>', 'cluster view on disk: manifests/*.yaml and node-status.json')
+    .option('--csi-endpoint <driver=unix:///abs/csi.sock>', 'a CSI driver socket (repeatable); default <root-dir>/plugins/<driver>/csi.sock', collect, [])
+    .option('--feature-gates <gates>', 'kubelet feature gates, e.g. CSIGlobalMountReconstruction=true', collect, [])
+    .option('--metrics-bind-address <host:port>', 'where /metrics, /healthz and /readyz are served', DEFAULT_METRICS_BIND_ADDRESS)
+    .option('--node-status-update-frequency <duration>', 'how often volumesInUse is written to node-status.json', `${NODE_STATUS_UPDATE_PERIOD_MS / 1000}s`)
+    .option('--shutdown-grace-period <duration>', 'how long SIGTERM waits for in-flight operations', '30s');
+  addLoggingOptions(cmd);
+  cmd.addHelpText(
+    'after',
+    '\nExit codes: 0 stopped by SIGTERM/SIGINT; 1 failed while running; 2 could not start (bad flags, missing dirs, port in use).\n',
+  );
+  cmd.action(async (flags: AgentFlags) => {
+    setExitCode(await runAgent(flags));
+  });
+  return cmd;
+}
+
+async function runAgent(flags: AgentFlags): Promise<number> {
+  const logger = createKlogLogger({
+    format: flags.loggingFormat,
+    verbosity: flags.v,
+    sink: (line) => process.stderr.write(`${line}\n`),
+    nowMs: () => Date.now(),
+    pid: process.pid,
+  });
+  const usage = (msg: string): number => {
+    process.stderr.write(`nodevol agent: ${msg}\n`);
+    return EXIT_AGENT_USAGE;
+  };
+
+  let features: FeatureGate;
+  let statusPeriodMs: number;
+  let graceMs: number;
+  let bind;
+  const endpoints: { driver: string; endpoint: string }[] = [];
+  try {
+    const parsed = FeatureGate.parse(flags.featureGates);
+    features = parsed.gate;
+    for (const w of parsed.warnings) logger.warning(w);
+    statusPeriodMs = parseDuration(flags.nodeStatusUpdateFrequency);
+    graceMs = parseDuration(flags.shutdownGracePeriod);
+    bind = parseBindAddress(flags.metricsBindAddress);
+    for (const e of flags.csiEndpoint) endpoints.push(parseCsiEndpointFlag(e));
+  } catch (err) {
+    return usage(err instanceof FeatureGateError ? `invalid --feature-gates: ${err.message}` : errorMessage(err));
+  }
+
+  const fs = new NodeFileSystem();
+  const rootDir = path.resolve(flags.rootDir);
+  let realRootDir: string;
+  try {
+    if ((await fs.stat(rootDir)).type !== 'directory') return usage(`--root-dir ${rootDir}: not a directory`);
+    realRootDir = await fs.realpath(rootDir);
+  } catch (err) {
+    return usage(`--root-dir ${rootDir}: ${errorMessage(err)}`);
+  }
+  const clusterDir = path.resolve(flags.clusterDir);
+  try {
+    if ((await fs.stat(clusterDir)).type !== 'directory') return usage(`--cluster-dir ${clusterDir}: not a directory`);
+  } catch (err) {
+    return usage(`--cluster-dir ${clusterDir}: ${errorMessage(err)}`);
+  }
+
+  const layout = new KubeletLayout(realRootDir);
+  const grpcRegistry = new GrpcCsiDriverRegistry();
+  try {
+    for (const e of endpoints) grpcRegistry.register(e.driver, e.endpoint);
+  } catch (err) {
+    return usage(`--csi-endpoint: ${errorMessage(err)}`);
+  }
+  const promRegistry = new Registry();
+  const metrics = createVolumeManagerMetrics(promRegistry);
+  const host: VolumeHost = {
+    layout,
+    realRootDir,
+    fs,
+    features,
+    logger,
+    clock: realClock,
+    mounter: new NodeMounter({ fs, logger }),
+    csiDrivers: instrumentedRegistry(new DiscoveringDriverRegistry(grpcRegistry, layout, logger), metrics, realClock),
+    cluster: new ClusterDirView({ dir: clusterDir, nodeName: flags.nodeName, fs, logger }),
+    nodeName: flags.nodeName,
+  };
+  const vm = new VolumeManager({ host, metrics });
+  const runtime = new AgentRuntime(vm, logger, { nodeStatusUpdatePeriodMs: statusPeriodMs, shutdownGraceMs: graceMs });
+
+  let http;
+  try {
+    http = await startHttpServer(bind, promRegistry, {
+      healthy: () => runtime.getPhase() !== 'stopped',
+      ready: () => runtime.isReady(),
+    });
+  } catch (err) {
+    grpcRegistry.close();
+    return usage(`--metrics-bind-address ${flags.metricsBindAddress}: ${errorMessage(err)}`);
+  }
+  logger.info('Starting nodevol agent', {
+    rootDir: realRootDir,
+    nodeName: flags.nodeName,
+    clusterDir,
+    featureGates: features.snapshot(),
+    metricsAddress: `${bind.host}:${http.port}`,
+  });
+
+  const stopped = new Promise<string>((resolve) => {
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+    process.once('SIGINT', () => resolve('SIGINT'));
+  });
+  let failure: unknown;
+  const started = runtime.start().catch((err: unknown) => {
+    failure = err;
+  });
+  const signal = await Promise.race([stopped, started.then(() => (failure === undefined ? stopped : 'failure'))]);
+  if (failure !== undefined) logger.error(failure, 'nodevol agent failed');
+  else logger.info('Shutting down nodevol agent', { signal });
+  const { abandoned } = await runtime.stop();
+  if (abandoned) logger.warning('Abandoned in-flight volume operations at shutdown; the next start reconstructs them');
+  await http.close();
+  grpcRegistry.close();
+  return failure === undefined ? EXIT_AGENT_OK : EXIT_AGENT_FAILED;
+}
