@@ -1,0 +1,68 @@
+// The plugin framework (pkg/volume/plugins.go): Find helpers and the optional interfaces.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { CsiPlugin } from '../../../src/volume/csi/csiPlugin.js';
+import {
+  isBlockVolumePlugin,
+  isDeviceMountablePlugin,
+  isGlobalVolumeListerPlugin,
+  PluginNotFoundError,
+  VolumePluginMgr,
+  type VolumePlugin,
+} from '../../../src/volume/plugins.js';
+import { constructInlineSpec, constructPVSourceSpec, type Spec } from '../../../src/volume/spec.js';
+import { NodeFixture } from '../../../src/testing/nodeFixture.js';
+import { volumeHost } from '../../../src/testing/hosts.js';
+
+/** A plugin that implements only VolumePlugin (like NFS: no global mount to list). */
+const plainPlugin: VolumePlugin = {
+  getPluginName: () => 'example.com/plain',
+  canSupport: (spec: Spec) => spec.kind === 'inline' && spec.volume.csi === undefined,
+  getVolumeName: () => 'x',
+  constructVolumeSpec: () => Promise.reject(new Error('not used')),
+  newMounter: () => Promise.reject(new Error('not used')),
+  newUnmounter: () => Promise.reject(new Error('not used')),
+};
+
+describe('volume plugin manager', () => {
+  it('FindGlobalVolumeListerPlugins returns only the plugins implementing GlobalVolumeListerPlugin', async () => {
+    const fx = await NodeFixture.create();
+    try {
+      const csi = new CsiPlugin(volumeHost(fx, { gateOn: true }));
+      const mgr = new VolumePluginMgr([plainPlugin, csi]);
+      assert.deepEqual(mgr.findGlobalVolumeListerPlugins(), [csi]);
+      assert.equal(isGlobalVolumeListerPlugin(plainPlugin), false);
+      assert.equal(isDeviceMountablePlugin(plainPlugin), false);
+      assert.equal(isBlockVolumePlugin(csi), true);
+      assert.deepEqual(new VolumePluginMgr([plainPlugin]).findGlobalVolumeListerPlugins(), []);
+    } finally {
+      await fx.cleanup();
+    }
+  });
+
+  it('FindDeviceMountablePluginBySpec checks CanDeviceMount; by name it does not', async () => {
+    const fx = await NodeFixture.create();
+    try {
+      const csi = new CsiPlugin(volumeHost(fx, { gateOn: false }));
+      const mgr = new VolumePluginMgr([csi]);
+      assert.equal(mgr.findDeviceMountablePluginBySpec(constructPVSourceSpec('pv', 'd', 'h')), csi);
+      assert.equal(mgr.findDeviceMountablePluginBySpec(constructInlineSpec('scratch', 'd')), undefined);
+      assert.equal(mgr.findDeviceMountablePluginByName('kubernetes.io/csi'), csi);
+    } finally {
+      await fx.cleanup();
+    }
+  });
+
+  it('unknown plugin names and unsupported specs are errors, and a name cannot be registered twice', async () => {
+    const fx = await NodeFixture.create();
+    try {
+      const csi = new CsiPlugin(volumeHost(fx, { gateOn: false }));
+      const mgr = new VolumePluginMgr([csi]);
+      assert.throws(() => mgr.findPluginByName('missing-plugin'), PluginNotFoundError);
+      assert.throws(() => mgr.findPluginBySpec({ kind: 'inline', readOnly: false, volume: { name: 'v' } }), /no volume plugin matched/);
+      assert.throws(() => new VolumePluginMgr([csi, csi]), /registered twice/);
+    } finally {
+      await fx.cleanup();
+    }
+  });
+});
