@@ -184,48 +184,40 @@ function withGate(features: FeatureGate): FeatureGate {
   return FeatureGate.of({ ...features.snapshot(), [CSIGlobalMountReconstruction]: true });
 }
 
-function aggFor(volumes: Map<string, VolumeAgg>, r: ReconstructedSpec, candidate: PodVolume): VolumeAgg {
-  const name = r.uniqueVolumeName as string;
+/** The aggregate of a unique volume name, created with `init` on first sight. */
+function aggOf(volumes: Map<string, VolumeAgg>, name: string, init: () => Omit<VolumeAgg, 'uniqueName' | 'pods' | 'global' | 'listed' | 'fallbackOnlyWithGate'>): VolumeAgg {
   let agg = volumes.get(name);
   if (agg === undefined) {
+    agg = { uniqueName: name, ...init(), pods: [], global: null, listed: false, fallbackOnlyWithGate: [] };
+    volumes.set(name, agg);
+  }
+  return agg;
+}
+
+function aggFor(volumes: Map<string, VolumeAgg>, r: ReconstructedSpec, candidate: PodVolume): VolumeAgg {
+  return aggOf(volumes, r.uniqueVolumeName, () => {
     const src = csiSourceOf(r.spec);
-    agg = {
-      uniqueName: name,
+    return {
       driver: src?.driver ?? '',
       volumeHandle: src?.volumeHandle ?? null,
       specName: specName(r.spec),
       mode: candidate.volumeMode,
       lifecycle: r.spec.kind === 'inline' ? 'Ephemeral' : 'Persistent',
-      pods: [],
-      global: null,
-      listed: false,
-      fallbackOnlyWithGate: [],
     };
-    volumes.set(name, agg);
-  }
-  return agg;
+  });
 }
 
 function addListed(volumes: Map<string, VolumeAgg>, gv: ListedGlobalVolume, input: AuditInput): void {
   const src = csiSourceOf(gv.spec);
   if (src?.volumeHandle === undefined) return;
   const name = getUniqueVolumeName(CSI_PLUGIN_NAME, csiVolumeName(src.driver, src.volumeHandle));
-  let agg = volumes.get(name);
-  if (agg === undefined) {
-    agg = {
-      uniqueName: name,
-      driver: src.driver,
-      volumeHandle: src.volumeHandle,
-      specName: specName(gv.spec),
-      mode: gv.volumeMode,
-      lifecycle: 'Persistent',
-      pods: [],
-      global: null,
-      listed: false,
-      fallbackOnlyWithGate: [],
-    };
-    volumes.set(name, agg);
-  }
+  const agg = aggOf(volumes, name, () => ({
+    driver: src.driver,
+    volumeHandle: src.volumeHandle ?? null,
+    specName: specName(gv.spec),
+    mode: gv.volumeMode,
+    lifecycle: 'Persistent',
+  }));
   agg.listed = true;
   agg.global = {
     deviceMountPath: gv.deviceMountPath,
@@ -240,22 +232,9 @@ function addUnlistable(volumes: Map<string, VolumeAgg>, s: SkippedGlobalDir, inp
   const name = getUniqueVolumeName(CSI_PLUGIN_NAME, csiVolumeName(s.driver, s.volumeHandle));
   const dirName = s.path.slice(s.path.lastIndexOf('/') + 1);
   const deviceMountPath = `${s.path}/dev`;
-  let agg = volumes.get(name);
-  if (agg === undefined) {
-    agg = {
-      uniqueName: name,
-      driver: s.driver,
-      volumeHandle: s.volumeHandle,
-      specName: dirName,
-      mode: 'Block',
-      lifecycle: 'Persistent',
-      pods: [],
-      global: null,
-      listed: false,
-      fallbackOnlyWithGate: [],
-    };
-    volumes.set(name, agg);
-  }
+  const driver = s.driver;
+  const volumeHandle = s.volumeHandle;
+  const agg = aggOf(volumes, name, () => ({ driver, volumeHandle, specName: dirName, mode: 'Block', lifecycle: 'Persistent' }));
   agg.global ??= { deviceMountPath, mounted: globalMounted(input, 'Block', deviceMountPath, dirName), hasSpecVolID: false };
 }
 

@@ -1,3 +1,5 @@
+import type { GlobalDirSkipReason } from '../volume/csi/globalVolumes.js';
+
 /**
  * The stable shape of `nodevol audit -o json` (documented in README.md). Fields may be added;
  * none may be renamed or removed.
@@ -5,16 +7,8 @@
 
 export type Verdict = 'tracked' | 'recovered' | 'orphaned';
 export type DataSource = 'pod-local' | 'global-fallback';
-export type SkipReason =
-  | 'no-globalmount'
-  | 'unreadable-vol-data'
-  | 'missing-driver-or-handle'
-  | 'name-mismatch'
-  | 'not-staged'
-  | 'no-spec-vol-id'
-  | 'legacy-layout'
-  | 'unreadable-dir'
-  | 'symlink';
+/** Why a global directory is not a volume: see README (`skipped[].reason`). */
+export type SkipReason = GlobalDirSkipReason;
 
 export interface AuditPod {
   uid: string;

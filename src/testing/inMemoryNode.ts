@@ -146,6 +146,16 @@ export class InMemoryNode {
     return pod;
   }
 
+  /** Whether a path exists (lstat: a symlink counts, whatever it points to). */
+  async exists(p: string): Promise<boolean> {
+    try {
+      await this.fs.lstat(p);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   /** Paths below the root dir (dirs end in '/'). */
   tree(): string[] {
     return this.fs.tree(ROOT).filter((p) => p !== `${ROOT}/.keep`);

@@ -18,14 +18,6 @@ function csiCalls(node: InMemoryNode, from = 0): string[] {
     .map((c) => `${c.method} ${c.outcome}`);
 }
 
-async function exists(node: InMemoryNode, p: string): Promise<boolean> {
-  try {
-    await node.fs.lstat(p);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** A pod using pv-1 (handle vol-1), mounted; returns the volume's unique name. */
 async function mountedPod(node: InMemoryNode, gateOn: boolean): Promise<UniqueVolumeName> {
@@ -48,10 +40,10 @@ async function drainAndRebootDuringUnstage(node: InMemoryNode, gateOn: boolean):
   node.cluster.deletePod('pod-a');
   await node.stepUntil(() => node.driver.hangingCalls() === 1);
   assert.deepEqual(csiCalls(node), ['NodeStageVolume OK', 'NodePublishVolume OK', 'NodeUnpublishVolume OK']);
-  assert.equal(await exists(node, POD_DIR('pod-a', 'pv-1')), false, 'TearDown removed the pod volume dir');
+  assert.equal(await node.exists(POD_DIR('pod-a', 'pv-1')), false, 'TearDown removed the pod volume dir');
   hang.remove();
   node.reboot();
-  assert.equal(await exists(node, `${VOL_DIR('vol-1')}/vol_data.json`), true, 'the staged volume is still on disk');
+  assert.equal(await node.exists(`${VOL_DIR('vol-1')}/vol_data.json`), true, 'the staged volume is still on disk');
   assert.equal(node.driver.volume('vol-1')?.stagedAt, `${VOL_DIR('vol-1')}/globalmount`, 'the driver still has it staged');
   return name;
 }
@@ -67,7 +59,7 @@ describe('KEP-6058 story 1: node drain and reboot while unstage is in progress',
     assert.ok(node.cluster.volumesAttached.some((v) => v.name === name), 'still attached to this node');
     assert.deepEqual(node.cluster.volumesInUse, [], 'dropped from volumesInUse while still staged');
     assert.deepEqual(csiCalls(node, mark), [], 'NodeUnstageVolume is never called');
-    assert.equal(await exists(node, `${VOL_DIR('vol-1')}/globalmount`), true, 'the staging directory leaks');
+    assert.equal(await node.exists(`${VOL_DIR('vol-1')}/globalmount`), true, 'the staging directory leaks');
   });
 
   it('gate on: registered uncertain, kept in volumesInUse, unstaged once, directory removed only after success', async () => {
@@ -91,12 +83,12 @@ describe('KEP-6058 story 1: node drain and reboot while unstage is in progress',
     await node.step();
     assert.equal(vm.asw.getAttachedVolume(name)?.attachability, 'True');
     assert.deepEqual(node.cluster.volumesInUse, [name]);
-    assert.equal(await exists(node, `${VOL_DIR('vol-1')}/globalmount`), true);
+    assert.equal(await node.exists(`${VOL_DIR('vol-1')}/globalmount`), true);
 
     await node.stepUntil(() => !vm.asw.volumeExists(name));
     await node.step();
     assert.deepEqual(csiCalls(node, mark), ['NodeUnstageVolume OK'], 'NodeUnstageVolume exactly once, no NodeUnpublishVolume');
-    assert.equal(await exists(node, VOL_DIR('vol-1')), false, 'volume dir removed after the unstage');
+    assert.equal(await node.exists(VOL_DIR('vol-1')), false, 'volume dir removed after the unstage');
     assert.deepEqual(node.cluster.volumesInUse, [], 'leaves volumesInUse only after the unstage');
     assert.equal(node.driver.volume('vol-1'), undefined, 'the driver has nothing staged');
     // volumesInUse history after restart: in use while the unstage ran, empty after it.
@@ -136,7 +128,7 @@ describe('KEP-6058 story 1: node drain and reboot while unstage is in progress',
     const gaps = unstages.slice(1).map((c, i) => c.atMs - (unstages[i]?.atMs ?? 0));
     assert.ok((gaps[0] ?? 0) >= 500 && (gaps[1] ?? 0) >= 1000 && (gaps[2] ?? 0) >= 2000, JSON.stringify(gaps));
     assert.ok(seen.length > 0 && seen.every(Boolean), 'the directory stayed while the unstage failed');
-    assert.equal(await exists(node, VOL_DIR('vol-1')), false);
+    assert.equal(await node.exists(VOL_DIR('vol-1')), false);
   });
 
   it('a volume a pod still wants after the reboot is re-staged and re-published, never unstaged', async () => {
@@ -196,8 +188,8 @@ describe('KEP-6058 story 2: the pod-local vol_data.json is lost, kubelet restart
     assert.deepEqual(csiCalls(node, mark), ['NodeUnpublishVolume OK', 'NodeUnstageVolume OK']);
     assert.ok(node.logger.messages().includes('unmounter recovered vol_data from global mount'));
     assert.deepEqual(node.mounter.entries().map((e) => e.mountPoint), ['/']);
-    assert.equal(await exists(node, POD_DIR('pod-a', 'pv-1')), false);
-    assert.equal(await exists(node, VOL_DIR('vol-1')), false);
+    assert.equal(await node.exists(POD_DIR('pod-a', 'pv-1')), false);
+    assert.equal(await node.exists(VOL_DIR('vol-1')), false);
     assert.deepEqual(node.cluster.volumesInUse, []);
     // Counted once, by the pod directory rebuilt from the global mount; the listing found the
     // same volume and does not count it again.
@@ -225,6 +217,6 @@ describe('KEP-6058 known alpha gap: reboot with an unreadable pod-local file', (
     // Safe direction: still registered and reported in use, the staging directory intact.
     assert.equal(vm.asw.getAttachedVolume(name)?.deviceMountState, 'DeviceMountUncertain');
     assert.deepEqual(node.cluster.volumesInUse, [name]);
-    assert.equal(await exists(node, `${VOL_DIR('vol-1')}/vol_data.json`), true);
+    assert.equal(await node.exists(`${VOL_DIR('vol-1')}/vol_data.json`), true);
   });
 });

@@ -47,14 +47,6 @@ function requestsOf(node: InMemoryNode, method: CsiMethod, from = 0): Record<str
   return node.driver.calls.slice(from).filter((c) => c.method === method).map((c) => ({ ...c.request }));
 }
 
-async function exists(node: InMemoryNode, p: string): Promise<boolean> {
-  try {
-    await node.fs.lstat(p);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 function reconstructEvents(node: InMemoryNode): { source: string; failed: boolean }[] {
   return node.metrics.ofKind('reconstructVolumeOperation').map(({ source, failed }) => ({ source, failed }));
@@ -136,7 +128,7 @@ async function stagedWithoutPodDir(
   if ((options.restart ?? 'reboot') === 'reboot') node.reboot();
   else node.crashKubelet();
   assert.ok(node.driver.volume(handle)?.stagedAt !== undefined, 'the driver still has the volume staged');
-  assert.equal(await exists(node, `${ROOT}/pods/pod-a/volumes/kubernetes.io~csi/${pv}`), false);
+  assert.equal(await node.exists(`${ROOT}/pods/pod-a/volumes/kubernetes.io~csi/${pv}`), false);
   return nameOf(handle);
 }
 
@@ -261,7 +253,7 @@ describe('§14.3 the global listing (reconstructGlobalVolumes)', () => {
       assert.deepEqual(vm.reconstructor.pendingNodeStatusUpdates(), gateOn ? [name] : []);
       await node.steps(30);
       assert.deepEqual(csiCalls(node, mark), gateOn ? ['NodeUnstageVolume OK'] : []);
-      assert.equal(await exists(node, VOL_DIR('vol-1')), !gateOn);
+      assert.equal(await node.exists(VOL_DIR('vol-1')), !gateOn);
     });
 
     it(`a raw block volume staged with no pod dir ${gateOn ? 'is registered and unstaged through the block path' : 'leaks'} ${gateLabel(gateOn)}`, async () => {
@@ -273,8 +265,8 @@ describe('§14.3 the global listing (reconstructGlobalVolumes)', () => {
         assert.equal(vm.asw.volumeExists(name), false);
         await node.steps(30);
         assert.deepEqual(csiCalls(node, mark), [], 'NodeUnstageVolume is never called');
-        assert.equal(await exists(node, `${BLOCK_DIR}/staging/pv-b`), true, 'the staging dir leaks');
-        assert.equal(await exists(node, `${BLOCK_DIR}/pv-b/data/vol_data.json`), true);
+        assert.equal(await node.exists(`${BLOCK_DIR}/staging/pv-b`), true, 'the staging dir leaks');
+        assert.equal(await node.exists(`${BLOCK_DIR}/pv-b/data/vol_data.json`), true);
         assert.equal(node.driver.volume('vol-b')?.stagedAt, `${BLOCK_DIR}/staging/pv-b`);
         assert.deepEqual(node.cluster.volumesInUse, []);
         return;
@@ -334,8 +326,8 @@ describe('§14.3 the global listing (reconstructGlobalVolumes)', () => {
       await node.steps(5);
       assert.deepEqual(csiCalls(node, mark), ['NodeUnpublishVolume OK', 'NodeUnstageVolume OK']);
       assert.deepEqual(node.mounter.entries().map((e) => e.mountPoint), ['/']);
-      assert.equal(await exists(node, VOL_DIR('vol-1')), false);
-      assert.equal(await exists(node, POD_VOL('pod-a', 'pv-1')), false);
+      assert.equal(await node.exists(VOL_DIR('vol-1')), false);
+      assert.equal(await node.exists(POD_VOL('pod-a', 'pv-1')), false);
     });
   }
 });
@@ -398,7 +390,7 @@ describe('§14.7 reconstruction from pod directories and what follows', () => {
       assert.deepEqual(vm.reconstructor.failedReconstructions(), [], 'the failed list is cleared');
       assert.deepEqual(node.metrics.ofKind('forceCleanedFailedVolumeOperation'), [], 'no cleanup was attempted');
       assert.deepEqual(csiCalls(node, mark), ['NodeStageVolume OK', 'NodePublishVolume OK']);
-      assert.equal(await exists(node, `${POD_VOL('pod-a', 'pv-1')}/vol_data.json`), true, 'SetUp wrote the pod-local file again');
+      assert.equal(await node.exists(`${POD_VOL('pod-a', 'pv-1')}/vol_data.json`), true, 'SetUp wrote the pod-local file again');
     });
 
     it(`cleanOrphanVolumes cleans a failed volume the DSW does not want: exactly one TearDown attempt, never retried ${gateLabel(gateOn)}`, async () => {
@@ -422,7 +414,7 @@ describe('§14.7 reconstruction from pod directories and what follows', () => {
         node.metrics.ofKind('storageOperation').map((e) => `${e.volumePlugin} ${e.operationName} ${e.status}`),
         ['kubernetes.io/csi volume_unmount fail-unknown'],
       );
-      assert.equal(await exists(node, `${dir}/vol_data.json`), true, 'what the failed TearDown left stays');
+      assert.equal(await node.exists(`${dir}/vol_data.json`), true, 'what the failed TearDown left stays');
     });
 
     it(`a reconstructed volume whose pod is in the DSW is mounted again: NodeStage 1×, NodePublish 1×, no teardown ${gateLabel(gateOn)}`, async () => {
@@ -570,7 +562,7 @@ describe('CSI inline ephemeral volumes (kubernetes#108997)', () => {
       const gaps = unpublishes.slice(1).map((c, i) => c.atMs - (unpublishes[i]?.atMs ?? 0));
       assert.ok((gaps[0] ?? 0) >= 500 && (gaps[1] ?? 0) >= 1000, `exponential backoff between attempts: ${JSON.stringify(gaps)}`);
       assert.deepEqual(dirWhileFailing, [true, true], 'the pod volume dir and its mount stay while NodeUnpublishVolume fails');
-      assert.equal(await exists(node, POD_VOL('pod-a', 'scratch')), false, 'removed after the success');
+      assert.equal(await node.exists(POD_VOL('pod-a', 'scratch')), false, 'removed after the success');
       assert.deepEqual(csiCalls(node, mark).filter((c) => !c.startsWith('NodeUnpublishVolume')), [], 'never staged, never unstaged');
       assert.deepEqual(node.mounter.entries().map((e) => e.mountPoint), ['/']);
       assert.ok(node.cluster.volumesInUseHistory.every((h) => !h.includes(name)));
