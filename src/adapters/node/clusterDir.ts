@@ -352,6 +352,8 @@ export class ClusterDirView implements ClusterView {
   /** Messages of the problems already logged (those of the latest pass). */
   #logged = new Set<string>();
   #writes: Promise<void> = Promise.resolve();
+  /** The manifests as of the latest listPods (undefined before the first). */
+  #latest: Snapshot | undefined;
   /** Bytes of the last read of each manifest file that parsed without a problem. */
   readonly #lastGood = new Map<string, Uint8Array>();
 
@@ -377,21 +379,38 @@ export class ClusterDirView implements ClusterView {
     return this.#problems;
   }
 
+  /**
+   * The pods bound to this node, from a fresh read of the manifests. The cluster dir stands for
+   * the API server as a whole: while node-status.json cannot be read, this rejects too, so that
+   * an unreachable API server never looks like a node whose pods are all gone.
+   */
   async listPods(): Promise<readonly Pod[]> {
+    await this.#readNodeStatus();
     const snap = await this.#read();
+    this.#latest = snap;
     return snap.pods.filter((p) => p.nodeName === this.nodeName);
   }
 
+  // The getters below answer from the snapshot of the latest listPods (an informer cache): the
+  // populator lists pods and then resolves their volumes against that same view.
+
   async getPersistentVolumeClaim(namespace: string, name: string): Promise<PersistentVolumeClaim | undefined> {
-    return (await this.#read()).pvcs.get(`${namespace}/${name}`);
+    return (await this.#snapshot()).pvcs.get(`${namespace}/${name}`);
   }
 
   async getPersistentVolume(name: string): Promise<PersistentVolume | undefined> {
-    return (await this.#read()).pvs.get(name);
+    return (await this.#snapshot()).pvs.get(name);
   }
 
   async getCSIDriver(name: string): Promise<CSIDriverInfo | undefined> {
-    return (await this.#read()).drivers.get(name);
+    return (await this.#snapshot()).drivers.get(name);
+  }
+
+  async #snapshot(): Promise<Snapshot> {
+    if (this.#latest !== undefined) return this.#latest;
+    await this.#readNodeStatus();
+    this.#latest = await this.#read();
+    return this.#latest;
   }
 
   async getNodeStatus(): Promise<NodeStatus> {

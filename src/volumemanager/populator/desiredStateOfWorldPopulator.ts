@@ -35,6 +35,8 @@ export function createDesiredStateOfWorldPopulator(deps: PopulatorDeps): Desired
 class Populator implements DesiredStateOfWorldPopulator {
   /** Set iff some pass listed the pods successfully. */
   private added = false;
+  /** The message of the listing failure last logged; cleared (and logged) on recovery. */
+  private lastListError: string | undefined;
 
   constructor(private readonly deps: PopulatorDeps) {}
 
@@ -48,8 +50,17 @@ class Populator implements DesiredStateOfWorldPopulator {
     try {
       pods = await cluster.listPods();
     } catch (err) {
-      logger.error(err, 'Failed to list the pods bound to this node; keeping the desired state as it is');
+      // Logged once per distinct failure: the populator retries every 100 ms.
+      const msg = errorMessage(err);
+      if (msg !== this.lastListError) {
+        logger.error(err, 'Cannot reach the API server: not listing pods, keeping the desired state; nothing is unmounted on its account');
+        this.lastListError = msg;
+      }
       return;
+    }
+    if (this.lastListError !== undefined) {
+      logger.info('API server reachable again: listing pods');
+      this.lastListError = undefined;
     }
     const seen = new Set<UniquePodName>();
     for (const pod of [...pods].sort((a, b) => (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0))) {

@@ -15,11 +15,12 @@ const MANIFESTS = `${DIR}/manifests`;
 const STATUS = `${DIR}/node-status.json`;
 const enc = new TextEncoder();
 
-async function clusterFs(files: Record<string, string> = {}, status?: unknown): Promise<MemFs> {
+/** A cluster dir with `files` as manifests and a node-status.json (`null`: none at all). */
+async function clusterFs(files: Record<string, string> = {}, status: unknown = { volumesAttached: [], volumesInUse: [] }): Promise<MemFs> {
   const fs = MemFs.create();
   await fs.mkdir(MANIFESTS, { recursive: true, mode: 0o755 });
   for (const [name, text] of Object.entries(files)) await fs.writeFile(`${MANIFESTS}/${name}`, enc.encode(text));
-  if (status !== undefined) await fs.writeFile(STATUS, enc.encode(typeof status === 'string' ? status : JSON.stringify(status)));
+  if (status !== null) await fs.writeFile(STATUS, enc.encode(typeof status === 'string' ? status : JSON.stringify(status)));
   return fs;
 }
 
@@ -347,6 +348,7 @@ ${pod('third', 'node-1')}`;
 
   it('an unreadable manifests directory rejects every call instead of reporting no pods', async () => {
     const fs = MemFs.create();
+    fs.writeRaw(STATUS, JSON.stringify({ volumesAttached: [], volumesInUse: [] }));
     const v = view(fs);
     await assert.rejects(v.listPods(), /cannot list the manifests in \/etc\/nodevol\/cluster\/manifests/);
     await assert.rejects(v.getCSIDriver('d'), /cannot list the manifests/);
@@ -374,7 +376,8 @@ describe('ClusterDirView node status', () => {
   });
 
   it('a missing, unparsable or invalid node-status.json rejects (an unreachable API server), and is never created', async () => {
-    const missing = await clusterFs();
+    const missing = await clusterFs({ 'web.yaml': POD_WEB }, null);
+    await assert.rejects(view(missing).listPods(), /cannot read the node status/, 'no pods rather than an empty node');
     await assert.rejects(view(missing).getNodeStatus(), /cannot read the node status \/etc\/nodevol\/cluster\/node-status\.json/);
     await assert.rejects(view(missing).setVolumesInUse(['x']), /cannot read the node status/);
     await assert.rejects(missing.stat(STATUS), { code: 'ENOENT' });
@@ -419,7 +422,7 @@ describe('ClusterDirView node status', () => {
   });
 
   it('a symlinked node-status.json stays a symlink', async () => {
-    const mem = await clusterFs();
+    const mem = await clusterFs({}, null);
     await mem.mkdir('/var/state', { recursive: true, mode: 0o755 });
     await mem.writeFile('/var/state/status.json', enc.encode(JSON.stringify(status)));
     await mem.symlink('/var/state/status.json', STATUS);
