@@ -1,0 +1,111 @@
+/**
+ * `nodevol mock-driver`: the mock CSI driver (src/csi/mock) as a process, for node e2e tests. It
+ * serves csi.v1 Identity, Controller and Node on a unix socket and really bind-mounts (so it
+ * needs root, or a user + mount namespace). SIGTERM/SIGINT close the server, remove the socket
+ * and exit 0; an exit fault ends the process with code 3 and leaves the socket behind, like a
+ * crash (the next start removes it).
+ */
+import * as path from 'node:path';
+import { Command } from 'commander';
+import { unixSocketPath } from '../csi/grpc/endpoint.js';
+import { EXIT_FAULT_CODE, startMockDriver, type MockDriver } from '../csi/mock/mockDriver.js';
+import { errorMessage } from '../host/fs.js';
+import { createKlogLogger, type LoggingFormat } from '../logging/klog.js';
+import { addLoggingOptions } from './flags.js';
+
+export const EXIT_MOCK_DRIVER_OK = 0;
+export const EXIT_MOCK_DRIVER_USAGE = 2;
+export const EXIT_MOCK_DRIVER_FAULT = EXIT_FAULT_CODE;
+
+interface MockDriverFlags {
+  endpoint: string;
+  nodeId: string;
+  driverName: string;
+  stateDir: string;
+  faults?: string;
+  journal?: string;
+  v: number;
+  loggingFormat: LoggingFormat;
+}
+
+export function mockDriverCommand(setExitCode: (code: number) => void): Command {
+  const cmd = new Command('mock-driver')
+    .description('Run a mock CSI driver (hostpath-like, real bind mounts) for node e2e tests, with fault injection and a call journal.')
+    .requiredOption('--endpoint <unix:///abs/csi.sock>', 'unix socket to serve csi.v1 on (its directory is created)')
+    .requiredOption('--node-id <id>', "NodeGetInfo's node_id")
+    .requiredOption('--driver-name <name>', "GetPluginInfo's name, e.g. mock.csi.nodevol.io")
+    .requiredOption('--state-dir <dir>', 'state.json and the volumes\' backing storage (created when missing)')
+    .option('--faults <file>', 'fault rules (YAML or JSON), re-read when the file changes')
+    .option('--journal <file>', 'append one JSON line per call to this file');
+  addLoggingOptions(cmd);
+  cmd.addHelpText(
+    'after',
+    '\nExit codes:\n  0  stopped by SIGTERM/SIGINT (socket removed)\n  2  could not start: bad flags, unusable endpoint or state dir, bad state.json\n  3  an exit fault fired\n',
+  );
+  cmd.action(async (flags: MockDriverFlags) => {
+    setExitCode(await runMockDriver(flags));
+  });
+  return cmd;
+}
+
+async function runMockDriver(flags: MockDriverFlags): Promise<number> {
+  const logger = createKlogLogger({
+    format: flags.loggingFormat,
+    verbosity: flags.v,
+    sink: (line) => process.stderr.write(`${line}\n`),
+    nowMs: () => Date.now(),
+    pid: process.pid,
+  });
+  const usage = (msg: string): number => {
+    process.stderr.write(`nodevol mock-driver: ${msg}\n`);
+    return EXIT_MOCK_DRIVER_USAGE;
+  };
+  try {
+    unixSocketPath(flags.endpoint);
+  } catch (err) {
+    return usage(`--endpoint: ${errorMessage(err)}`);
+  }
+  if (flags.nodeId === '') return usage('--node-id must not be empty');
+  if (flags.driverName === '') return usage('--driver-name must not be empty');
+  if (flags.stateDir === '') return usage('--state-dir must not be empty');
+  const file = (f: string | undefined): string | undefined => (f === undefined || f === '' ? undefined : path.resolve(f));
+
+  // Registered before the start, so a signal during it is not lost.
+  let onSignal: ((signal: string) => void) | undefined;
+  const pending: string[] = [];
+  const handler = (signal: NodeJS.Signals): void => {
+    if (onSignal === undefined) pending.push(signal);
+    else onSignal(signal);
+  };
+  process.on('SIGTERM', handler);
+  process.on('SIGINT', handler);
+  try {
+    let driver: MockDriver;
+    try {
+      driver = await startMockDriver({
+        endpoint: flags.endpoint,
+        nodeId: flags.nodeId,
+        driverName: flags.driverName,
+        stateDir: path.resolve(flags.stateDir),
+        faultsFile: file(flags.faults),
+        journalFile: file(flags.journal),
+        logger,
+        exit: (code) => process.exit(code),
+      });
+    } catch (err) {
+      logger.error(err, 'Cannot start the mock CSI driver');
+      return EXIT_MOCK_DRIVER_USAGE;
+    }
+    const signal = await new Promise<string>((resolve) => {
+      const first = pending[0];
+      if (first !== undefined) resolve(first);
+      else onSignal = resolve;
+    });
+    logger.info('Shutting down the mock CSI driver', { signal });
+    await driver.stop();
+    return EXIT_MOCK_DRIVER_OK;
+  } finally {
+    process.off('SIGTERM', handler);
+    process.off('SIGINT', handler);
+  }
+}

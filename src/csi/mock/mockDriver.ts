@@ -1,0 +1,779 @@
+/**
+ * nodevol's mock CSI driver: a real csi.v1 server on a unix socket, in the spirit of
+ * csi-driver-host-path, for node e2e tests. It shares the in-memory fake's semantics
+ * (src/csi/fake/fakeCsiDriver.ts): the spec's argument checks in the same order, idempotent
+ * calls, NodeUnstageVolume refused with FAILED_PRECONDITION while the volume is published, block
+ * volumes bound as files; and it really mounts, through the Mounter port (bind mounts with
+ * mount(8) for the CLI, the MemoryMounter in unit tests).
+ *
+ * Storage: CreateVolume makes `<state-dir>/volumes/<id>/` (mount access) or a sparse file
+ * `<state-dir>/volumes/<id>.img` of the capacity (block access). NodeStageVolume bind-mounts the
+ * directory on the staging path, or the file on `<staging>/dev` (a file it creates);
+ * NodePublishVolume creates the target (a directory, or a file for block) and bind-mounts the
+ * staged path on it, read-only when asked. Every check of "is it mounted" reads the mount table.
+ *
+ * State (src/csi/mock/state.ts) survives restarts; mounts do not survive a reboot, and the
+ * driver copes: a NodeStage/NodePublish whose record is there but whose mount is not mounts
+ * again; a NodeUnstage/NodeUnpublish whose mount is gone just clears the record (and removes the
+ * target). A volume still recorded as published after a reboot keeps NodeUnstageVolume refused,
+ * as hostpath does, until NodeUnpublishVolume is called for its targets.
+ *
+ * Concurrency: one call at a time per volume id. A call for a volume that has a call in flight
+ * (including one a delay or hang fault holds) answers ABORTED at once, as drivers built on
+ * csi-lib-utils' VolumeLocks do ("an operation with the given volume ID … already exists"); it
+ * consumes no fault rule and is journaled. Calls for other volumes proceed.
+ *
+ * Faults (faults.ts) apply when a call arrives, after the ABORTED check: exit (the process exits
+ * with {@link EXIT_FAULT_CODE}), hang (held until the driver stops, then UNAVAILABLE), delay,
+ * then code. A delayed call still does its work after the delay even if its client gave up.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, promises as fsp } from 'node:fs';
+import * as posix from 'node:path/posix';
+import { fileURLToPath } from 'node:url';
+import * as path from 'node:path';
+
+import { FsError, errorCode, errorMessage, type FileSystem } from '../../host/fs.js';
+import { discardLogger, type Logger } from '../../host/logger.js';
+import { NodeFileSystem } from '../../adapters/node/nodeFs.js';
+import { NodeMounter } from '../../adapters/node/nodeMounter.js';
+import { escapeMountPath } from '../../mount/mountInfo.js';
+import type { Mounter } from '../../mount/mounter.js';
+import { unixSocketPath } from '../grpc/endpoint.js';
+import { CsiStatusError, startCsiServer, type CsiServer, type ControllerHandlers, type IdentityHandlers, type NodeHandlers } from '../grpc/server.js';
+import type * as wire from '../grpc/messages.js';
+import type { MessageInit } from '../grpc/messages.js';
+import { GrpcStatus, grpcStatusName } from '../types.js';
+import { describeRule, MockFaultBook, type MockFaultRule, type MockRpcMethod } from './faults.js';
+import { MockJournal, redactSecrets, type JournalError } from './journal.js';
+import { MockStateStore, type MockVolumeKind, type MockVolumeRecord } from './state.js';
+
+/** The exit code of a process an exit fault ends. */
+export const EXIT_FAULT_CODE = 3;
+/** Capacity of a volume created without a capacity range: 1 MiB. */
+export const DEFAULT_CAPACITY_BYTES = 1024 * 1024;
+/** How many stacked mounts an unmount loop takes off one path at most. */
+const MAX_STACKED_UNMOUNTS = 8;
+
+export interface MockDriverOptions {
+  /** unix:///abs/path.sock; its directory is created when missing. */
+  readonly endpoint: string;
+  /** NodeGetInfo's node_id. */
+  readonly nodeId: string;
+  /** GetPluginInfo's name. */
+  readonly driverName: string;
+  /** Absolute directory for state.json and the volumes' backing storage; created when missing. */
+  readonly stateDir: string;
+  /** YAML/JSON fault rules, re-read when the file changes (always a real file). */
+  readonly faultsFile?: string;
+  /** JSON-lines call journal (always a real file). */
+  readonly journalFile?: string;
+  /** Where the state and storage live and where staging/target paths are created. Default: node:fs. */
+  readonly fs?: FileSystem;
+  /** Default: a NodeMounter (mount/umount, /proc/self/mountinfo) over `fs`. */
+  readonly mounter?: Mounter;
+  readonly logger?: Logger;
+  /**
+   * What an exit fault calls. Default process.exit. When it returns (in-process tests), the call
+   * that triggered it is never answered, as if the process were gone, until {@link MockDriver.stop}.
+   */
+  readonly exit?: (code: number) => void;
+  /** GetPluginInfo's vendor_version. Default: nodevol's package version. */
+  readonly vendorVersion?: string;
+  /**
+   * Creates the block backing file of `sizeBytes`. Default: a sparse file (truncate) with node:fs
+   * when `fs` is not given; otherwise a zero-filled file written through `fs`.
+   */
+  readonly allocateFile?: (filePath: string, sizeBytes: number) => Promise<void>;
+  /** How long stop() lets running calls finish. Default 5000 ms. */
+  readonly shutdownGraceMs?: number;
+}
+
+export interface MockDriver {
+  /** unix:///abs/path.sock, normalized. */
+  readonly endpoint: string;
+  readonly socketPath: string;
+  /** `<state-dir>/state.json`. */
+  readonly stateFile: string;
+  /** Copies of every volume's record, sorted by id. */
+  volumes(): MockVolumeRecord[];
+  volume(volumeId: string): MockVolumeRecord | undefined;
+  /**
+   * Fails every held call (hang, delay, exit) with UNAVAILABLE, closes the server (removing the
+   * socket) and flushes the journal. Idempotent.
+   */
+  stop(): Promise<void>;
+}
+
+/** The volume id CreateVolume gives a name: `mock-` and the first 16 hex digits of sha256(name). */
+export function mockVolumeId(name: string): string {
+  return `mock-${createHash('sha256').update(name, 'utf8').digest('hex').slice(0, 16)}`;
+}
+
+/** Backing storage of a volume: the directory (mount access) and the file (block access). */
+export function mockBackingPaths(stateDir: string, volumeId: string): { readonly dir: string; readonly file: string } {
+  const volumes = posix.join(stateDir, 'volumes');
+  return { dir: posix.join(volumes, volumeId), file: posix.join(volumes, `${volumeId}.img`) };
+}
+
+/** Where NodeStageVolume binds a block volume's file: `<staging>/dev`. */
+export function mockBlockDevicePath(stagingTargetPath: string): string {
+  return posix.join(stagingTargetPath, 'dev');
+}
+
+let cachedVersion: string | undefined;
+
+/** nodevol's version from the package.json above this module ('0.0.0' when none is found). */
+export function packageVersion(): string {
+  if (cachedVersion !== undefined) return cachedVersion;
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const candidate = path.join(dir, 'package.json');
+    if (existsSync(candidate)) {
+      try {
+        const pkg = JSON.parse(readFileSync(candidate, 'utf8')) as { name?: unknown; version?: unknown };
+        if (pkg.name === 'nodevol' && typeof pkg.version === 'string') {
+          cachedVersion = pkg.version;
+          return cachedVersion;
+        }
+      } catch {
+        // not ours; keep walking up
+      }
+    }
+    const parent = path.dirname(dir);
+    if (parent === dir) break;
+    dir = parent;
+  }
+  cachedVersion = '0.0.0';
+  return cachedVersion;
+}
+
+/** Starts the driver: loads state.json, serves on the endpoint. */
+export async function startMockDriver(options: MockDriverOptions): Promise<MockDriver> {
+  if (options.nodeId === '') throw new Error('the mock driver needs a node id');
+  if (options.driverName === '') throw new Error('the mock driver needs a driver name');
+  if (!posix.isAbsolute(options.stateDir)) throw new Error(`the state dir must be an absolute path, got ${JSON.stringify(options.stateDir)}`);
+  const driver = new MockDriverImpl(options);
+  await driver.start();
+  return driver;
+}
+
+interface VolumeState {
+  readonly id: string;
+  readonly name: string;
+  readonly capacity: number;
+  readonly kind: MockVolumeKind;
+  stagedAt: string | undefined;
+  readonly publishedAt: Set<string>;
+  readonly attachedNodes: Set<string>;
+}
+
+function status(code: number, details: string): CsiStatusError {
+  return new CsiStatusError(code, details);
+}
+
+function invalid(details: string): CsiStatusError {
+  return status(GrpcStatus.INVALID_ARGUMENT, details);
+}
+
+function internal(details: string): CsiStatusError {
+  return status(GrpcStatus.INTERNAL, details);
+}
+
+function toRecord(v: VolumeState): MockVolumeRecord {
+  const base = { id: v.id, name: v.name, capacity: v.capacity, kind: v.kind };
+  const rest = { publishedAt: [...v.publishedAt].sort(), attachedNodes: [...v.attachedNodes].sort() };
+  return v.stagedAt === undefined ? { ...base, ...rest } : { ...base, stagedAt: v.stagedAt, ...rest };
+}
+
+function fromRecord(r: MockVolumeRecord): VolumeState {
+  return {
+    id: r.id,
+    name: r.name,
+    capacity: r.capacity,
+    kind: r.kind,
+    stagedAt: r.stagedAt,
+    publishedAt: new Set(r.publishedAt),
+    attachedNodes: new Set(r.attachedNodes),
+  };
+}
+
+/** The access type a request's capability asks for; INVALID_ARGUMENT when it names none. */
+function accessKind(cap: wire.VolumeCapability | null, what = 'volume capability'): MockVolumeKind {
+  if (cap === null || (cap.mount === undefined && cap.block === undefined)) throw invalid(`${what} missing in request`);
+  return cap.block !== undefined ? 'block' : 'mount';
+}
+
+function statusError(err: unknown): CsiStatusError {
+  if (err instanceof CsiStatusError) return err;
+  return internal(errorMessage(err));
+}
+
+async function sparseFile(filePath: string, sizeBytes: number): Promise<void> {
+  const handle = await fsp.open(filePath, 'w', 0o600);
+  try {
+    await handle.truncate(sizeBytes);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+class MockDriverImpl implements MockDriver {
+  readonly #options: MockDriverOptions;
+  readonly #fs: FileSystem;
+  readonly #mounter: Mounter;
+  readonly #logger: Logger;
+  readonly #exit: (code: number) => void;
+  readonly #allocate: (filePath: string, sizeBytes: number) => Promise<void>;
+  readonly #store: MockStateStore;
+  readonly #faults: MockFaultBook;
+  readonly #journal: MockJournal;
+  readonly #volumes = new Map<string, VolumeState>();
+  /** Volume ids with a call in flight. */
+  readonly #busy = new Set<string>();
+  /** Fires at stop(): fails held calls. */
+  readonly #stopping = new AbortController();
+  #server: CsiServer | undefined;
+  #seq = 0;
+  #stopped: Promise<void> | undefined;
+
+  constructor(options: MockDriverOptions) {
+    this.#options = options;
+    const fs = options.fs ?? new NodeFileSystem();
+    this.#fs = fs;
+    this.#logger = options.logger ?? discardLogger;
+    this.#mounter = options.mounter ?? new NodeMounter({ fs, logger: this.#logger });
+    this.#exit = options.exit ?? ((code) => process.exit(code));
+    this.#allocate =
+      options.allocateFile ??
+      (options.fs === undefined ? sparseFile : (filePath, size) => fs.writeFile(filePath, new Uint8Array(size), { mode: 0o600, fsync: true }));
+    this.#store = new MockStateStore(fs, options.stateDir);
+    this.#faults = new MockFaultBook(options.faultsFile, this.#logger);
+    this.#journal = new MockJournal(options.journalFile, this.#logger);
+  }
+
+  get endpoint(): string {
+    return this.#requireServer().endpoint;
+  }
+
+  get socketPath(): string {
+    return this.#requireServer().socketPath;
+  }
+
+  get stateFile(): string {
+    return this.#store.file;
+  }
+
+  volumes(): MockVolumeRecord[] {
+    return [...this.#volumes.values()].map(toRecord).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+
+  volume(volumeId: string): MockVolumeRecord | undefined {
+    const v = this.#volumes.get(volumeId);
+    return v === undefined ? undefined : toRecord(v);
+  }
+
+  async start(): Promise<void> {
+    unixSocketPath(this.#options.endpoint);
+    await this.#fs.mkdir(posix.join(this.#options.stateDir, 'volumes'), { recursive: true, mode: 0o755 });
+    for (const r of await this.#store.load()) this.#volumes.set(r.id, fromRecord(r));
+    await this.#faults.refresh();
+    const identity: IdentityHandlers = {
+      getPluginInfo: (req) => this.#dispatch('GetPluginInfo', req, '', () => this.#getPluginInfo()),
+      getPluginCapabilities: (req) =>
+        this.#dispatch('GetPluginCapabilities', req, '', () => Promise.resolve({ capabilities: [{ service: { type: 'CONTROLLER_SERVICE' } }] })),
+      probe: (req) => this.#dispatch('Probe', req, '', () => Promise.resolve({ ready: { value: true } })),
+    };
+    const node: NodeHandlers = {
+      nodeStageVolume: (req) => this.#dispatch('NodeStageVolume', req, req.volumeId, () => this.#stage(req)),
+      nodeUnstageVolume: (req) => this.#dispatch('NodeUnstageVolume', req, req.volumeId, () => this.#unstage(req)),
+      nodePublishVolume: (req) => this.#dispatch('NodePublishVolume', req, req.volumeId, () => this.#publish(req)),
+      nodeUnpublishVolume: (req) => this.#dispatch('NodeUnpublishVolume', req, req.volumeId, () => this.#unpublish(req)),
+      nodeGetCapabilities: (req) =>
+        this.#dispatch('NodeGetCapabilities', req, '', () => Promise.resolve({ capabilities: [{ rpc: { type: 'STAGE_UNSTAGE_VOLUME' } }] })),
+      nodeGetInfo: (req) => this.#dispatch('NodeGetInfo', req, '', () => Promise.resolve({ nodeId: this.#options.nodeId })),
+    };
+    const controller: ControllerHandlers = {
+      createVolume: (req) => this.#dispatch('CreateVolume', req, req.name === '' ? '' : mockVolumeId(req.name), () => this.#createVolume(req)),
+      deleteVolume: (req) => this.#dispatch('DeleteVolume', req, req.volumeId, () => this.#deleteVolume(req)),
+      controllerPublishVolume: (req) => this.#dispatch('ControllerPublishVolume', req, req.volumeId, () => this.#controllerPublish(req)),
+      controllerUnpublishVolume: (req) => this.#dispatch('ControllerUnpublishVolume', req, req.volumeId, () => this.#controllerUnpublish(req)),
+      controllerGetCapabilities: (req) =>
+        this.#dispatch('ControllerGetCapabilities', req, '', () =>
+          Promise.resolve({ capabilities: [{ rpc: { type: 'CREATE_DELETE_VOLUME' } }, { rpc: { type: 'PUBLISH_UNPUBLISH_VOLUME' } }] }),
+        ),
+    };
+    // The socket is always a real file, whatever `fs` is.
+    await fsp.mkdir(posix.dirname(unixSocketPath(this.#options.endpoint)), { recursive: true, mode: 0o755 });
+    const serverOptions = this.#options.shutdownGraceMs === undefined ? {} : { shutdownGraceMs: this.#options.shutdownGraceMs };
+    this.#server = await startCsiServer(this.#options.endpoint, { identity, node, controller }, serverOptions);
+    this.#logger.info('Mock CSI driver serving', {
+      endpoint: this.#server.endpoint,
+      driverName: this.#options.driverName,
+      nodeId: this.#options.nodeId,
+      stateDir: this.#options.stateDir,
+      volumes: this.#volumes.size,
+      faults: this.#options.faultsFile ?? '',
+      journal: this.#options.journalFile ?? '',
+    });
+  }
+
+  stop(): Promise<void> {
+    this.#stopped ??= (async () => {
+      this.#stopping.abort();
+      await this.#server?.close();
+      await this.#journal.flush();
+      this.#logger.info('Mock CSI driver stopped', { endpoint: this.#server?.endpoint ?? this.#options.endpoint });
+    })();
+    return this.#stopped;
+  }
+
+  #requireServer(): CsiServer {
+    if (this.#server === undefined) throw new Error('the mock driver is not started');
+    return this.#server;
+  }
+
+  // ---------------------------------------------------------------- the call pipeline
+
+  async #dispatch<T extends object>(method: MockRpcMethod, request: object, volumeId: string, effect: () => Promise<T>): Promise<T> {
+    const seq = ++this.#seq;
+    const started = performance.now();
+    const log = this.#logger.v(4);
+    if (log.enabled(4)) log.info('GRPC call', { seq, method, volumeId, request: redactSecrets(request) });
+
+    const complete = async (response: T | null, error: CsiStatusError | null): Promise<void> => {
+      const durationMs = Math.round((performance.now() - started) * 1000) / 1000;
+      const journalError: JournalError | null =
+        error === null ? null : { code: error.code, name: grpcStatusName(error.code), message: error.details };
+      await this.#journal.write({
+        time: new Date().toISOString(),
+        seq,
+        method,
+        volumeId,
+        request: redactSecrets(request),
+        response,
+        error: journalError,
+        durationMs,
+      });
+      if (error === null) {
+        this.#logger.v(3).info('GRPC response', { seq, method, volumeId, durationMs });
+      } else if (error.code === GrpcStatus.INTERNAL || error.code === GrpcStatus.UNKNOWN) {
+        this.#logger.error(error.details, 'GRPC error', { seq, method, volumeId, code: grpcStatusName(error.code), durationMs });
+      } else {
+        this.#logger.v(2).info('GRPC error', { seq, method, volumeId, code: grpcStatusName(error.code), err: error.details, durationMs });
+      }
+    };
+
+    if (this.#stopping.signal.aborted) {
+      const err = status(GrpcStatus.UNAVAILABLE, 'the mock driver is stopping');
+      await complete(null, err);
+      throw err;
+    }
+    if (volumeId !== '' && this.#busy.has(volumeId)) {
+      const err = status(GrpcStatus.ABORTED, `an operation with the given volume ID ${volumeId} already exists`);
+      await complete(null, err);
+      throw err;
+    }
+    if (volumeId !== '') this.#busy.add(volumeId);
+    try {
+      await this.#faults.refresh();
+      const rule = this.#faults.take(method, volumeId);
+      if (rule !== undefined) this.#logger.info('Injecting a fault', { seq, method, volumeId, fault: describeRule(rule) });
+      if (rule?.exit === true) {
+        await this.#journal.write({ time: new Date().toISOString(), seq, method, volumeId, phase: 'exit', fault: 'exit' });
+        this.#logger.warning('Exiting on an injected fault', { seq, method, volumeId, exitCode: EXIT_FAULT_CODE });
+        this.#exit(EXIT_FAULT_CODE);
+        // In-process, exit returns: the call stays unanswered, as if the process were gone.
+        await this.#heldUntilStop();
+      }
+      let response: T;
+      try {
+        response = await this.#faulted(seq, method, volumeId, rule, effect);
+      } catch (err) {
+        const error = statusError(err);
+        await complete(null, error);
+        throw error;
+      }
+      await complete(response, null);
+      return response;
+    } finally {
+      if (volumeId !== '') this.#busy.delete(volumeId);
+    }
+  }
+
+  /** Applies hang, delay and code of a rule around the effect. */
+  async #faulted<T>(seq: number, method: MockRpcMethod, volumeId: string, rule: MockFaultRule | undefined, effect: () => Promise<T>): Promise<T> {
+    if (rule?.hang === true) {
+      await this.#journal.write({ time: new Date().toISOString(), seq, method, volumeId, phase: 'held', fault: 'hang' });
+      await this.#heldUntilStop();
+    }
+    if (rule?.delayMs !== undefined && rule.delayMs > 0) {
+      await this.#journal.write({ time: new Date().toISOString(), seq, method, volumeId, phase: 'held', fault: 'delay' });
+      await this.#sleep(rule.delayMs);
+    }
+    const code = rule?.code;
+    if (code === undefined) return effect();
+    const name = grpcStatusName(code);
+    if (rule?.afterEffect !== true) throw status(code, `injected ${name}`);
+    try {
+      await effect();
+    } catch (err) {
+      throw status(code, `injected ${name} after the effect failed: ${errorMessage(err)}`);
+    }
+    throw status(code, `injected ${name} after the effect`);
+  }
+
+  /** Never resolves; rejects with UNAVAILABLE when the driver stops. */
+  #heldUntilStop(): Promise<never> {
+    return new Promise<never>((_resolve, reject) => {
+      const fail = (): void => reject(status(GrpcStatus.UNAVAILABLE, 'the mock driver stopped while the call was held'));
+      if (this.#stopping.signal.aborted) fail();
+      else this.#stopping.signal.addEventListener('abort', fail, { once: true });
+    });
+  }
+
+  /** Waits `ms`; rejects with UNAVAILABLE when the driver stops first. */
+  #sleep(ms: number): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const signal = this.#stopping.signal;
+      const onAbort = (): void => {
+        clearTimeout(timer);
+        reject(status(GrpcStatus.UNAVAILABLE, 'the mock driver stopped while the call was delayed'));
+      };
+      const timer = setTimeout(() => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      }, ms);
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  async #persist(): Promise<void> {
+    try {
+      await this.#store.save(() => [...this.#volumes.values()].map(toRecord));
+    } catch (err) {
+      throw internal(`cannot save ${this.#store.file}: ${errorMessage(err)}`);
+    }
+  }
+
+  // ---------------------------------------------------------------- Identity
+
+  #getPluginInfo(): Promise<MessageInit<wire.GetPluginInfoResponse>> {
+    return Promise.resolve({ name: this.#options.driverName, vendorVersion: this.#options.vendorVersion ?? packageVersion() });
+  }
+
+  // ---------------------------------------------------------------- Controller
+
+  async #createVolume(req: wire.CreateVolumeRequest): Promise<MessageInit<wire.CreateVolumeResponse>> {
+    if (req.name === '') throw invalid('volume name missing in request');
+    if (req.volumeCapabilities.length === 0) throw invalid('volume capabilities missing in request');
+    const kinds = new Set(req.volumeCapabilities.map((c) => accessKind(c, 'access type of a volume capability')));
+    if (kinds.size > 1) throw invalid('volume capabilities ask for both block and mount access types');
+    const kind: MockVolumeKind = kinds.has('block') ? 'block' : 'mount';
+    if (req.volumeContentSource !== null) throw invalid('volume content sources (snapshots, clones) are not supported');
+    const required = req.capacityRange?.requiredBytes ?? 0;
+    const limit = req.capacityRange?.limitBytes ?? 0;
+    if (required < 0 || limit < 0) throw invalid('capacity range must not be negative');
+    if (limit > 0 && required > limit) throw status(GrpcStatus.OUT_OF_RANGE, `required bytes ${required} exceed limit bytes ${limit}`);
+    const capacity = required > 0 ? required : limit > 0 ? Math.min(limit, DEFAULT_CAPACITY_BYTES) : DEFAULT_CAPACITY_BYTES;
+    if (!Number.isSafeInteger(capacity)) throw status(GrpcStatus.OUT_OF_RANGE, `capacity ${capacity} is too large`);
+
+    const id = mockVolumeId(req.name);
+    const existing = this.#volumes.get(id);
+    if (existing !== undefined) {
+      if (existing.name !== req.name) throw internal(`volume id ${id} of ${req.name} collides with the volume named ${existing.name}`);
+      if (existing.kind !== kind) throw status(GrpcStatus.ALREADY_EXISTS, `volume ${req.name} exists with ${existing.kind} access`);
+      if (existing.capacity < required || (limit > 0 && existing.capacity > limit)) {
+        throw status(GrpcStatus.ALREADY_EXISTS, `volume ${req.name} exists with capacity ${existing.capacity}, incompatible with the request`);
+      }
+      return { volume: { volumeId: id, capacityBytes: existing.capacity, volumeContext: {} } };
+    }
+    const backing = mockBackingPaths(this.#options.stateDir, id);
+    try {
+      if (kind === 'mount') {
+        await this.#fs.mkdir(backing.dir, { recursive: true, mode: 0o777 });
+      } else if (!(await this.#exists(backing.file))) {
+        await this.#allocate(backing.file, capacity);
+      }
+    } catch (err) {
+      throw internal(`cannot create the backing storage of volume ${id}: ${errorMessage(err)}`);
+    }
+    this.#volumes.set(id, { id, name: req.name, capacity, kind, stagedAt: undefined, publishedAt: new Set(), attachedNodes: new Set() });
+    await this.#persist();
+    this.#logger.v(1).info('Created volume', { volumeId: id, name: req.name, kind, capacity });
+    return { volume: { volumeId: id, capacityBytes: capacity, volumeContext: {} } };
+  }
+
+  async #deleteVolume(req: wire.DeleteVolumeRequest): Promise<MessageInit<wire.DeleteVolumeResponse>> {
+    if (req.volumeId === '') throw invalid('volume ID missing in request');
+    const vol = this.#volumes.get(req.volumeId);
+    if (vol === undefined) return {};
+    if (vol.stagedAt !== undefined || vol.publishedAt.size > 0) {
+      const where = [...(vol.stagedAt === undefined ? [] : [`staged at ${vol.stagedAt}`]), ...[...vol.publishedAt].sort().map((t) => `published at ${t}`)];
+      throw status(GrpcStatus.FAILED_PRECONDITION, `volume ${req.volumeId} is still ${where.join(', ')}`);
+    }
+    const backing = mockBackingPaths(this.#options.stateDir, vol.id);
+    try {
+      if (vol.kind === 'mount') await this.#removeTree(backing.dir);
+      else await this.#removeFile(backing.file);
+    } catch (err) {
+      throw internal(`cannot remove the backing storage of volume ${vol.id}: ${errorMessage(err)}`);
+    }
+    this.#volumes.delete(vol.id);
+    await this.#persist();
+    this.#logger.v(1).info('Deleted volume', { volumeId: vol.id, name: vol.name });
+    return {};
+  }
+
+  async #controllerPublish(req: wire.ControllerPublishVolumeRequest): Promise<MessageInit<wire.ControllerPublishVolumeResponse>> {
+    if (req.volumeId === '') throw invalid('volume ID missing in request');
+    if (req.nodeId === '') throw invalid('node ID missing in request');
+    accessKind(req.volumeCapability);
+    const vol = this.#requireVolume(req.volumeId);
+    if (!vol.attachedNodes.has(req.nodeId)) {
+      vol.attachedNodes.add(req.nodeId);
+      await this.#persist();
+    }
+    return { publishContext: {} };
+  }
+
+  async #controllerUnpublish(req: wire.ControllerUnpublishVolumeRequest): Promise<MessageInit<wire.ControllerUnpublishVolumeResponse>> {
+    if (req.volumeId === '') throw invalid('volume ID missing in request');
+    const vol = this.#requireVolume(req.volumeId);
+    const before = vol.attachedNodes.size;
+    if (req.nodeId === '') vol.attachedNodes.clear();
+    else vol.attachedNodes.delete(req.nodeId);
+    if (vol.attachedNodes.size !== before) await this.#persist();
+    return {};
+  }
+
+  // ---------------------------------------------------------------- Node
+
+  async #stage(req: wire.NodeStageVolumeRequest): Promise<MessageInit<wire.NodeStageVolumeResponse>> {
+    if (req.volumeId === '') throw invalid('volume ID missing in request');
+    if (req.stagingTargetPath === '') throw invalid('staging target path missing in request');
+    const kind = accessKind(req.volumeCapability);
+    const vol = this.#requireVolume(req.volumeId);
+    this.#requireKind(vol, kind);
+    const staging = req.stagingTargetPath;
+    if (vol.stagedAt !== undefined && vol.stagedAt !== staging) {
+      throw status(GrpcStatus.FAILED_PRECONDITION, `volume ${vol.id} is already staged at ${vol.stagedAt}`);
+    }
+    await this.#requireDirectory(staging, 'staging target path');
+    const backing = mockBackingPaths(this.#options.stateDir, vol.id);
+    if (kind === 'mount') {
+      if (!(await this.#isMountPoint(staging))) await this.#mount(backing.dir, staging, []);
+      else if (vol.stagedAt === undefined) this.#logger.warning('Staging path is already a mount point; taking it as this volume', { volumeId: vol.id, staging });
+    } else {
+      const device = mockBlockDevicePath(staging);
+      await this.#createTarget(device, 'block');
+      if (!(await this.#isMountPoint(device))) await this.#mount(backing.file, device, []);
+    }
+    if (vol.stagedAt !== staging) {
+      vol.stagedAt = staging;
+      await this.#persist();
+    }
+    return {};
+  }
+
+  async #unstage(req: wire.NodeUnstageVolumeRequest): Promise<MessageInit<wire.NodeUnstageVolumeResponse>> {
+    if (req.volumeId === '') throw invalid('volume ID missing in request');
+    if (req.stagingTargetPath === '') throw invalid('staging target path missing in request');
+    const vol = this.#requireVolume(req.volumeId);
+    if (vol.publishedAt.size > 0) {
+      throw status(GrpcStatus.FAILED_PRECONDITION, `volume ${vol.id} is still published at ${[...vol.publishedAt].sort().join(', ')}`);
+    }
+    const staging = req.stagingTargetPath;
+    if (vol.stagedAt !== staging) return {};
+    if (vol.kind === 'mount') {
+      await this.#unmountAll(staging);
+    } else {
+      const device = mockBlockDevicePath(staging);
+      await this.#unmountAll(device);
+      await this.#removeFile(device).catch((err: unknown) => {
+        throw internal(`cannot remove ${device}: ${errorMessage(err)}`);
+      });
+    }
+    vol.stagedAt = undefined;
+    await this.#persist();
+    return {};
+  }
+
+  async #publish(req: wire.NodePublishVolumeRequest): Promise<MessageInit<wire.NodePublishVolumeResponse>> {
+    if (req.volumeId === '') throw invalid('volume ID missing in request');
+    if (req.targetPath === '') throw invalid('target path missing in request');
+    const kind = accessKind(req.volumeCapability);
+    if (req.stagingTargetPath === '') throw invalid('staging target path missing in request');
+    const vol = this.#requireVolume(req.volumeId);
+    this.#requireKind(vol, kind);
+    const staging = req.stagingTargetPath;
+    const target = req.targetPath;
+    if (vol.stagedAt !== staging) throw status(GrpcStatus.FAILED_PRECONDITION, `volume ${vol.id} is not staged at ${staging}`);
+    const source = kind === 'mount' ? staging : mockBlockDevicePath(staging);
+    if (!(await this.#isMountPoint(source))) {
+      throw status(GrpcStatus.FAILED_PRECONDITION, `volume ${vol.id} is recorded as staged at ${staging} but ${source} is not mounted; stage it again`);
+    }
+    if (req.volumeCapability?.accessMode?.mode === 'SINGLE_NODE_SINGLE_WRITER') {
+      const other = [...vol.publishedAt].find((t) => t !== target);
+      if (other !== undefined) {
+        throw status(GrpcStatus.FAILED_PRECONDITION, `volume ${vol.id} with SINGLE_NODE_SINGLE_WRITER access is already published at ${other}`);
+      }
+    }
+    if (!(await this.#isMountPoint(target))) {
+      await this.#createTarget(target, kind);
+      await this.#mount(source, target, req.readonly ? ['ro'] : []);
+      if (req.readonly) await this.#ensureReadOnly(source, target);
+    } else if (!vol.publishedAt.has(target)) {
+      this.#logger.warning('Target path is already a mount point; taking it as this volume', { volumeId: vol.id, target });
+    }
+    if (!vol.publishedAt.has(target)) {
+      vol.publishedAt.add(target);
+      await this.#persist();
+    }
+    return {};
+  }
+
+  async #unpublish(req: wire.NodeUnpublishVolumeRequest): Promise<MessageInit<wire.NodeUnpublishVolumeResponse>> {
+    if (req.volumeId === '') throw invalid('volume ID missing in request');
+    if (req.targetPath === '') throw invalid('target path missing in request');
+    const vol = this.#requireVolume(req.volumeId);
+    const target = req.targetPath;
+    await this.#unmountAll(target);
+    try {
+      const st = await this.#fs.lstat(target);
+      if (st.type === 'directory') await this.#fs.rmdir(target);
+      else await this.#fs.unlink(target);
+    } catch (err) {
+      if (errorCode(err) !== 'ENOENT') throw internal(`cannot remove target path ${target}: ${errorMessage(err)}`);
+    }
+    if (vol.publishedAt.delete(target)) await this.#persist();
+    return {};
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  #requireVolume(volumeId: string): VolumeState {
+    const vol = this.#volumes.get(volumeId);
+    if (vol === undefined) throw status(GrpcStatus.NOT_FOUND, `volume ${volumeId} not found`);
+    return vol;
+  }
+
+  #requireKind(vol: VolumeState, kind: MockVolumeKind): void {
+    if (vol.kind !== kind) throw invalid(`volume ${vol.id} was created for ${vol.kind} access, not ${kind}`);
+  }
+
+  async #exists(p: string): Promise<boolean> {
+    try {
+      await this.#fs.lstat(p);
+      return true;
+    } catch (err) {
+      if (errorCode(err) === 'ENOENT') return false;
+      throw err;
+    }
+  }
+
+  async #requireDirectory(p: string, what: string): Promise<void> {
+    let type: string;
+    try {
+      type = (await this.#fs.stat(p)).type;
+    } catch (err) {
+      throw internal(`${what} ${p} is not accessible: ${errorMessage(err)}`);
+    }
+    if (type !== 'directory') throw internal(`${what} ${p} is not a directory`);
+  }
+
+  /** Creates a target directory (mount) or empty file (block); its parent must exist. */
+  async #createTarget(target: string, kind: MockVolumeKind): Promise<void> {
+    let type: string | undefined;
+    try {
+      type = (await this.#fs.lstat(target)).type;
+    } catch (err) {
+      if (errorCode(err) !== 'ENOENT') throw internal(`cannot inspect ${target}: ${errorMessage(err)}`);
+    }
+    const want = kind === 'block' ? 'file' : 'directory';
+    if (type === undefined) {
+      try {
+        if (kind === 'block') await this.#fs.writeFile(target, new Uint8Array(0), { mode: 0o640 });
+        else await this.#fs.mkdir(target, { recursive: false, mode: 0o750 });
+      } catch (err) {
+        throw internal(`cannot create ${target}: ${errorMessage(err)}`);
+      }
+      return;
+    }
+    if (type !== want) throw internal(`${target} exists and is a ${type}, not a ${want}`);
+  }
+
+  async #isMountPoint(p: string): Promise<boolean> {
+    try {
+      return !(await this.#mounter.isLikelyNotMountPoint(p));
+    } catch (err) {
+      const code = errorCode(err);
+      if (code === 'ENOENT' || code === 'ENOTDIR') return false;
+      throw internal(`cannot tell whether ${p} is a mount point: ${errorMessage(err)}`);
+    }
+  }
+
+  async #mount(source: string, target: string, extra: readonly string[]): Promise<void> {
+    try {
+      await this.#mounter.mount(source, target, '', ['bind', ...extra]);
+    } catch (err) {
+      throw internal(`cannot bind-mount ${source} on ${target}: ${errorMessage(err)}`);
+    }
+    this.#logger.v(2).info('Mounted', { source, target, options: ['bind', ...extra].join(',') });
+  }
+
+  /** A `-o bind,ro` that left the mount writable (old mount(8)) is remounted read-only. */
+  async #ensureReadOnly(source: string, target: string): Promise<void> {
+    try {
+      const real = escapeMountPath(await this.#fs.realpath(target));
+      const table = await this.#mounter.readMountTable();
+      const entry = table.entries.findLast((e) => e.mountPoint === real);
+      if (entry === undefined || entry.mountOptions.includes('ro')) return;
+      await this.#mounter.mount(source, target, '', ['remount', 'bind', 'ro']);
+    } catch (err) {
+      throw internal(`cannot make ${target} read-only: ${errorMessage(err)}`);
+    }
+  }
+
+  /** Unmounts `p` until it is no longer a mount point (stacked mounts included). */
+  async #unmountAll(p: string): Promise<void> {
+    for (let i = 0; i < MAX_STACKED_UNMOUNTS && (await this.#isMountPoint(p)); i++) {
+      try {
+        await this.#mounter.unmount(p);
+      } catch (err) {
+        if (errorCode(err) === 'EINVAL' || errorCode(err) === 'ENOENT') return;
+        throw internal(`cannot unmount ${p}: ${errorMessage(err)}`);
+      }
+      this.#logger.v(2).info('Unmounted', { target: p });
+    }
+    if (await this.#isMountPoint(p)) throw internal(`${p} is still a mount point after ${MAX_STACKED_UNMOUNTS} unmounts`);
+  }
+
+  async #removeFile(p: string): Promise<void> {
+    try {
+      await this.#fs.unlink(p);
+    } catch (err) {
+      if (errorCode(err) !== 'ENOENT') throw err;
+    }
+  }
+
+  /** rm -r without following symlinks; refuses to descend into a mount point. */
+  async #removeTree(p: string): Promise<void> {
+    let type: string;
+    try {
+      type = (await this.#fs.lstat(p)).type;
+    } catch (err) {
+      if (errorCode(err) === 'ENOENT') return;
+      throw err;
+    }
+    if (type !== 'directory') {
+      await this.#fs.unlink(p);
+      return;
+    }
+    if (await this.#isMountPoint(p)) throw new FsError('EBUSY', p, 'rmdir', `${p} is a mount point`);
+    for (const entry of await this.#fs.readdir(p)) await this.#removeTree(posix.join(p, entry.name));
+    await this.#fs.rmdir(p);
+  }
+}
