@@ -11,7 +11,8 @@ import { unixSocketPath } from '../csi/grpc/endpoint.js';
 import { EXIT_FAULT_CODE, startMockDriver, type MockDriver } from '../csi/mock/mockDriver.js';
 import { errorMessage } from '../host/fs.js';
 import { createKlogLogger, type LoggingFormat } from '../logging/klog.js';
-import { addLoggingOptions } from './flags.js';
+import { addLoggingOptions, collect } from './flags.js';
+import { GrpcCsiClient } from '../csi/grpc/client.js';
 
 export const EXIT_MOCK_DRIVER_OK = 0;
 export const EXIT_MOCK_DRIVER_USAGE = 2;
@@ -24,6 +25,8 @@ interface MockDriverFlags {
   stateDir: string;
   faults?: string;
   journal?: string;
+  volume: string[];
+  blockVolume: string[];
   v: number;
   loggingFormat: LoggingFormat;
 }
@@ -36,7 +39,9 @@ export function mockDriverCommand(setExitCode: (code: number) => void): Command 
     .requiredOption('--driver-name <name>', "GetPluginInfo's name, e.g. mock.csi.nodevol.io")
     .requiredOption('--state-dir <dir>', 'state.json and the volumes\' backing storage (created when missing)')
     .option('--faults <file>', 'fault rules (YAML or JSON), re-read when the file changes')
-    .option('--journal <file>', 'append one JSON line per call to this file');
+    .option('--journal <file>', 'append one JSON line per call to this file')
+    .option('--volume <name>', 'provision a filesystem volume at start (CreateVolume; repeatable, idempotent); its id is printed', collect, [])
+    .option('--block-volume <name>', 'provision a raw block volume at start (repeatable, idempotent)', collect, []);
   addLoggingOptions(cmd);
   cmd.addHelpText(
     'after',
@@ -96,6 +101,13 @@ async function runMockDriver(flags: MockDriverFlags): Promise<number> {
       logger.error(err, 'Cannot start the mock CSI driver');
       return EXIT_MOCK_DRIVER_USAGE;
     }
+    try {
+      await provision(flags.endpoint, flags.volume, flags.blockVolume);
+    } catch (err) {
+      logger.error(err, 'Cannot provision the volumes given with --volume / --block-volume');
+      await driver.stop();
+      return EXIT_MOCK_DRIVER_USAGE;
+    }
     const signal = await new Promise<string>((resolve) => {
       const first = pending[0];
       if (first !== undefined) resolve(first);
@@ -107,5 +119,24 @@ async function runMockDriver(flags: MockDriverFlags): Promise<number> {
   } finally {
     process.off('SIGTERM', handler);
     process.off('SIGINT', handler);
+  }
+}
+
+/** CreateVolume through the driver's own socket, as a provisioner would; prints "<name> <id>" lines. */
+async function provision(endpoint: string, filesystem: readonly string[], block: readonly string[]): Promise<void> {
+  if (filesystem.length === 0 && block.length === 0) return;
+  const client = new GrpcCsiClient(endpoint);
+  try {
+    const accessMode = { mode: 'SINGLE_NODE_WRITER' } as const;
+    const requests = [
+      ...filesystem.map((name) => ({ name, cap: { mount: { fsType: '', mountFlags: [], volumeMountGroup: '' }, accessMode } })),
+      ...block.map((name) => ({ name, cap: { block: {}, accessMode } })),
+    ];
+    for (const { name, cap } of requests) {
+      const res = await client.controller.createVolume({ name, volumeCapabilities: [cap] });
+      process.stdout.write(`${name} ${res.volume?.volumeId ?? ''}\n`);
+    }
+  } finally {
+    client.close();
   }
 }
