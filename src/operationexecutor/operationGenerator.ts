@@ -6,7 +6,7 @@
  */
 import type { ClusterView } from '../host/cluster.js';
 import type { Logger } from '../host/logger.js';
-import { getUniqueVolumeName, type UniquePodName, type UniqueVolumeName } from '../layout/names.js';
+import type { UniquePodName, UniqueVolumeName } from '../layout/names.js';
 import type { VolumePluginMgr } from '../volume/plugins.js';
 import { specName, type Spec } from '../volume/spec.js';
 import { isOperationFinishedError, isUncertainProgressError } from '../volume/util/errors.js';
@@ -332,9 +332,4 @@ export function pluginLabel(pluginName: string, spec: Spec | undefined): string 
   if (spec === undefined) return pluginName;
   const driver = spec.kind === 'persistent' ? spec.persistentVolume.csi?.driver : spec.volume.csi?.driver;
   return driver === undefined ? pluginName : `${pluginName}:${driver}`;
-}
-
-/** The unique name the desired state would give a spec (for reconstruction of global volumes). */
-export function uniqueNameFromSpec(pluginName: string, volumeName: string): UniqueVolumeName {
-  return getUniqueVolumeName(pluginName, volumeName);
 }

@@ -12,12 +12,11 @@ import type { ClusterView } from '../../host/cluster.js';
 import type { FileSystem } from '../../host/fs.js';
 import type { Logger } from '../../host/logger.js';
 import type { KubeletLayout } from '../../layout/layout.js';
-import { getUniqueVolumeName, type UniquePodName, type UniqueVolumeName } from '../../layout/names.js';
+import { getUniqueVolumeName, type UniqueVolumeName } from '../../layout/names.js';
 import type { VolumeManagerMetrics } from '../../metrics/volumeManagerMetrics.js';
 import type { OperationExecutor } from '../../operationexecutor/operationExecutor.js';
 import { isExpectedError } from '../../operationexecutor/nestedPendingOperations.js';
 import { isBlockVolumePlugin, type GlobalVolume, type GlobalVolumeListerPlugin, type VolumePluginMgr } from '../../volume/plugins.js';
-import { specName, type Spec } from '../../volume/spec.js';
 import type { ActualStateOfWorld } from '../cache/actualStateOfWorld.js';
 import type { DesiredStateOfWorld } from '../cache/desiredStateOfWorld.js';
 import { getVolumesFromPodDir, type PodVolume } from './podVolumes.js';
@@ -334,10 +333,3 @@ export class Reconstructor {
     metrics.forceCleanedFailedVolumeOperation(failed);
   }
 }
-
-/** A spec's name for log lines. */
-export function nameOf(spec: Spec | undefined): string {
-  return spec === undefined ? '' : specName(spec);
-}
-
-export type { UniquePodName };
