@@ -11,6 +11,10 @@
  * directory on the staging path, or the file on `<staging>/dev` (a file it creates);
  * NodePublishVolume creates the target (a directory, or a file for block) and bind-mounts the
  * staged path on it, read-only when asked. Every check of "is it mounted" reads the mount table.
+ * An inline ephemeral volume (NodePublishVolume with volume context
+ * csi.storage.k8s.io/ephemeral=true, no staging path) is created by its first publish under the
+ * id kubelet sends, its backing directory bind-mounted on the target, and deleted by its last
+ * unpublish, as in csi-driver-host-path.
  *
  * State (src/csi/mock/state.ts) survives restarts; mounts do not survive a reboot, and the
  * driver copes: a NodeStage/NodePublish whose record is there but whose mount is not mounts
@@ -54,6 +58,8 @@ export const EXIT_FAULT_CODE = 3;
 export const DEFAULT_CAPACITY_BYTES = 1024 * 1024;
 /** How many stacked mounts an unmount loop takes off one path at most. */
 const MAX_STACKED_UNMOUNTS = 8;
+/** The volume context key kubelet sets on the NodePublishVolume of an inline ephemeral volume. */
+export const EPHEMERAL_CONTEXT_KEY = 'csi.storage.k8s.io/ephemeral';
 
 export interface MockDriverOptions {
   /** unix:///abs/path.sock; its directory is created when missing. */
@@ -166,6 +172,8 @@ interface VolumeState {
   stagedAt: string | undefined;
   readonly publishedAt: Set<string>;
   readonly attachedNodes: Set<string>;
+  /** Created by an ephemeral NodePublishVolume; deleted by its last NodeUnpublishVolume. */
+  readonly ephemeral: boolean;
 }
 
 function status(code: number, details: string): CsiStatusError {
@@ -182,7 +190,11 @@ function internal(details: string): CsiStatusError {
 
 function toRecord(v: VolumeState): MockVolumeRecord {
   const base = { id: v.id, name: v.name, capacity: v.capacity, kind: v.kind };
-  const rest = { publishedAt: [...v.publishedAt].sort(), attachedNodes: [...v.attachedNodes].sort() };
+  const rest = {
+    publishedAt: [...v.publishedAt].sort(),
+    attachedNodes: [...v.attachedNodes].sort(),
+    ...(v.ephemeral ? { ephemeral: true as const } : {}),
+  };
   return v.stagedAt === undefined ? { ...base, ...rest } : { ...base, stagedAt: v.stagedAt, ...rest };
 }
 
@@ -195,6 +207,7 @@ function fromRecord(r: MockVolumeRecord): VolumeState {
     stagedAt: r.stagedAt,
     publishedAt: new Set(r.publishedAt),
     attachedNodes: new Set(r.attachedNodes),
+    ephemeral: r.ephemeral === true,
   };
 }
 
@@ -500,7 +513,7 @@ class MockDriverImpl implements MockDriver {
     } catch (err) {
       throw internal(`cannot create the backing storage of volume ${id}: ${errorMessage(err)}`);
     }
-    this.#volumes.set(id, { id, name: req.name, capacity, kind, stagedAt: undefined, publishedAt: new Set(), attachedNodes: new Set() });
+    this.#volumes.set(id, { id, name: req.name, capacity, kind, stagedAt: undefined, publishedAt: new Set(), attachedNodes: new Set(), ephemeral: false });
     await this.#persist();
     this.#logger.v(1).info('Created volume', { volumeId: id, name: req.name, kind, capacity });
     return { volume: { volumeId: id, capacityBytes: capacity, volumeContext: {} } };
@@ -605,6 +618,8 @@ class MockDriverImpl implements MockDriver {
     if (req.volumeId === '') throw invalid('volume ID missing in request');
     if (req.targetPath === '') throw invalid('target path missing in request');
     const kind = accessKind(req.volumeCapability);
+    // An inline ephemeral volume is never staged: kubelet sends no staging path (csi-driver-host-path).
+    if (req.volumeContext[EPHEMERAL_CONTEXT_KEY] === 'true') return this.#publishEphemeral(req, kind);
     if (req.stagingTargetPath === '') throw invalid('staging target path missing in request');
     const vol = this.#requireVolume(req.volumeId);
     this.#requireKind(vol, kind);
@@ -648,8 +663,68 @@ class MockDriverImpl implements MockDriver {
     } catch (err) {
       if (errorCode(err) !== 'ENOENT') throw internal(`cannot remove target path ${target}: ${errorMessage(err)}`);
     }
-    if (vol.publishedAt.delete(target)) await this.#persist();
+    const changed = vol.publishedAt.delete(target);
+    // Like csi-driver-host-path, the last unpublish of an ephemeral volume deletes it.
+    const deleted = vol.ephemeral && vol.publishedAt.size === 0;
+    if (deleted) await this.#deleteEphemeral(vol);
+    if (changed || deleted) await this.#persist();
     return {};
+  }
+
+  /**
+   * NodePublishVolume of an inline ephemeral volume (csi-driver-host-path): the volume is created
+   * on the first publish under the id kubelet chose (name `ephemeral-<id>`, a backing directory),
+   * and its backing directory is bind-mounted on the target; no staging.
+   */
+  async #publishEphemeral(req: wire.NodePublishVolumeRequest, kind: MockVolumeKind): Promise<MessageInit<wire.NodePublishVolumeResponse>> {
+    if (kind !== 'mount') throw invalid(`ephemeral volume ${req.volumeId}: only mount access is supported`);
+    const target = req.targetPath;
+    let vol = this.#volumes.get(req.volumeId);
+    if (vol !== undefined && !vol.ephemeral) {
+      throw status(GrpcStatus.FAILED_PRECONDITION, `volume ${vol.id} exists and is not an ephemeral volume`);
+    }
+    const backing = mockBackingPaths(this.#options.stateDir, req.volumeId);
+    if (vol === undefined) {
+      try {
+        await this.#fs.mkdir(backing.dir, { recursive: true, mode: 0o777 });
+      } catch (err) {
+        throw internal(`cannot create the backing storage of ephemeral volume ${req.volumeId}: ${errorMessage(err)}`);
+      }
+      vol = {
+        id: req.volumeId,
+        name: `ephemeral-${req.volumeId}`,
+        capacity: DEFAULT_CAPACITY_BYTES,
+        kind: 'mount',
+        stagedAt: undefined,
+        publishedAt: new Set(),
+        attachedNodes: new Set(),
+        ephemeral: true,
+      };
+      this.#volumes.set(vol.id, vol);
+      await this.#persist();
+      this.#logger.v(1).info('Created ephemeral volume', { volumeId: vol.id });
+    }
+    if (!(await this.#isMountPoint(target))) {
+      await this.#createTarget(target, 'mount');
+      await this.#mount(backing.dir, target, req.readonly ? ['ro'] : []);
+      if (req.readonly) await this.#ensureReadOnly(backing.dir, target);
+    }
+    if (!vol.publishedAt.has(target)) {
+      vol.publishedAt.add(target);
+      await this.#persist();
+    }
+    return {};
+  }
+
+  /** Removes an unpublished ephemeral volume's backing directory and forgets it. */
+  async #deleteEphemeral(vol: VolumeState): Promise<void> {
+    try {
+      await this.#removeTree(mockBackingPaths(this.#options.stateDir, vol.id).dir);
+    } catch (err) {
+      throw internal(`cannot remove the backing storage of ephemeral volume ${vol.id}: ${errorMessage(err)}`);
+    }
+    this.#volumes.delete(vol.id);
+    this.#logger.v(1).info('Deleted ephemeral volume', { volumeId: vol.id });
   }
 
   // ---------------------------------------------------------------- helpers

@@ -33,6 +33,11 @@ export interface MockVolumeRecord {
   readonly publishedAt: readonly string[];
   /** Node ids of ControllerPublishVolume calls not yet undone, sorted. */
   readonly attachedNodes: readonly string[];
+  /**
+   * An inline ephemeral volume: created by NodePublishVolume (volume context
+   * csi.storage.k8s.io/ephemeral=true), deleted by its last NodeUnpublishVolume.
+   */
+  readonly ephemeral?: true;
 }
 
 const volumeSchema = z
@@ -44,6 +49,7 @@ const volumeSchema = z
     stagedAt: z.string().min(1).optional(),
     publishedAt: z.array(z.string().min(1)),
     attachedNodes: z.array(z.string().min(1)),
+    ephemeral: z.literal(true).optional(),
   })
   .strict();
 
@@ -88,7 +94,11 @@ export function renderState(volumes: Iterable<MockVolumeRecord>): string {
 
 function normalizeRecord(v: MockVolumeRecord): MockVolumeRecord {
   const base = { id: v.id, name: v.name, capacity: v.capacity, kind: v.kind };
-  const rest = { publishedAt: [...new Set(v.publishedAt)].sort(), attachedNodes: [...new Set(v.attachedNodes)].sort() };
+  const rest = {
+    publishedAt: [...new Set(v.publishedAt)].sort(),
+    attachedNodes: [...new Set(v.attachedNodes)].sort(),
+    ...(v.ephemeral === true ? { ephemeral: true as const } : {}),
+  };
   return v.stagedAt === undefined ? { ...base, ...rest } : { ...base, stagedAt: v.stagedAt, ...rest };
 }
 

@@ -445,6 +445,31 @@ describe('mock driver: lifecycle and idempotency', () => {
     await rejectsWithCode(client.nodePublishVolume(publishReq({ targetPath: TARGET2, volumeCapability: sw })), GrpcStatus.FAILED_PRECONDITION, /SINGLE_NODE_SINGLE_WRITER/);
     await client.nodePublishVolume(publishReq({ volumeCapability: sw }));
   });
+
+  it('inline ephemeral: publish without staging creates the volume and binds its backing dir; the last unpublish deletes it', async () => {
+    const { client, driver } = await env.start();
+    const EVOL = 'csi-0a1b2c3d4e5f';
+    const ephemeral = (over: Partial<NodePublishVolumeRequest> = {}): NodePublishVolumeRequest =>
+      publishReq({ volumeId: EVOL, stagingTargetPath: '', volumeContext: { 'csi.storage.k8s.io/ephemeral': 'true', size: '1Mi' }, ...over });
+    const backing = mockBackingPaths(STATE, EVOL).dir;
+    for (let i = 0; i < 3; i++) await client.nodePublishVolume(ephemeral());
+    assert.deepEqual(env.mounts(), [`${TARGET} <- ${backing}`]);
+    assert.deepEqual(driver.volume(EVOL), {
+      id: EVOL, name: `ephemeral-${EVOL}`, capacity: DEFAULT_CAPACITY_BYTES, kind: 'mount', publishedAt: [TARGET], attachedNodes: [], ephemeral: true,
+    });
+    assert.deepEqual(await env.state(), driver.volumes(), 'persisted with its ephemeral flag');
+    await rejectsWithCode(client.nodePublishVolume(ephemeral({ volumeCapability: BLOCK_CAP })), GrpcStatus.INVALID_ARGUMENT, /only mount access/);
+    await create(client);
+    await rejectsWithCode(client.nodePublishVolume(ephemeral({ volumeId: VOL })), GrpcStatus.FAILED_PRECONDITION, /not an ephemeral volume/);
+    await rejectsWithCode(client.nodePublishVolume(publishReq({ stagingTargetPath: '' })), GrpcStatus.INVALID_ARGUMENT, /staging target path missing/);
+
+    await client.nodeUnpublishVolume(unpublishReq({ volumeId: EVOL }));
+    assert.deepEqual(env.mounts(), []);
+    assert.deepEqual(env.fs.tree(POD_DIR), []);
+    assert.equal(driver.volume(EVOL), undefined, 'deleted by its last unpublish');
+    assert.equal(await env.fs.lstat(backing).catch(() => undefined), undefined, 'backing dir removed');
+    await rejectsWithCode(client.nodeUnpublishVolume(unpublishReq({ volumeId: EVOL })), GrpcStatus.NOT_FOUND);
+  });
 });
 
 /** A mount(8) older than util-linux 2.27: `-o bind,ro` binds read-write; `remount` is recorded only. */
