@@ -1,0 +1,57 @@
+// nodevol mock-driver as a process: --volume / --block-volume provisioning and a clean SIGTERM.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { mockVolumeId } from '../../src/csi/mock/mockDriver.js';
+
+const BIN = path.resolve(import.meta.dirname, '../../../bin/nodevol.js');
+
+describe('nodevol mock-driver (process)', () => {
+  const dirs: string[] = [];
+  after(async () => {
+    for (const d of dirs) await rm(d, { recursive: true, force: true });
+  });
+
+  it('provisions --volume and --block-volume at start, prints "NAME ID" lines, and exits 0 on SIGTERM', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'nodevol-mockcli-'));
+    dirs.push(dir);
+    const child = spawn(
+      process.execPath,
+      [BIN, 'mock-driver', '--endpoint', `unix://${dir}/csi.sock`, '--node-id', 'node-1', '--driver-name', 'mock.csi.nodevol.io',
+        '--state-dir', `${dir}/state`, '--volume', 'pv-a', '--block-volume', 'pv-b'],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    try {
+      let out = '';
+      child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+      // Bounded wait for both lines (the driver answers its own CreateVolume over the socket).
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no provisioning output after 10 s; got ${JSON.stringify(out)}`)), 10_000);
+        const check = (): void => {
+          if (out.split('\n').filter((l) => l !== '').length >= 2) {
+            clearTimeout(timer);
+            resolve();
+          }
+        };
+        child.stdout.on('data', check);
+        child.once('exit', (code) => {
+          clearTimeout(timer);
+          reject(new Error(`mock-driver exited early with ${String(code)}`));
+        });
+      });
+      assert.deepEqual(out.trim().split('\n'), [`pv-a ${mockVolumeId('pv-a')}`, `pv-b ${mockVolumeId('pv-b')}`]);
+      const state = JSON.parse(await readFile(`${dir}/state/state.json`, 'utf8')) as { volumes: { name: string; kind: string }[] };
+      assert.deepEqual(state.volumes.map((v) => [v.name, v.kind]).sort(), [['pv-a', 'mount'], ['pv-b', 'block']]);
+      assert.ok((await stat(`${dir}/state/volumes/${mockVolumeId('pv-a')}`)).isDirectory());
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      child.kill('SIGTERM');
+      assert.equal(await exited, 0);
+      await assert.rejects(stat(`${dir}/csi.sock`), { code: 'ENOENT' }, 'the socket is removed');
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+  });
+});
