@@ -10,6 +10,7 @@ import { FakeCsiDriver } from '../csi/fake/fakeCsiDriver.js';
 import { instrumentedRegistry } from '../csi/instrumented.js';
 import type { NodeCapability } from '../csi/types.js';
 import type { Pod } from '../host/cluster.js';
+import type { FeatureGate } from '../features/features.js';
 import { KubeletLayout } from '../layout/layout.js';
 import { RecordingMetrics } from '../metrics/volumeManagerMetrics.js';
 import { constructPVSourceSpec, type PersistentVolume, type PersistentVolumeMode } from '../volume/spec.js';
@@ -57,14 +58,17 @@ export class InMemoryNode {
     this.cluster.drivers.set(name, { name, attachRequired: options.attachRequired ?? true });
   }
 
-  /** Starts a fresh kubelet (volume manager) with the gate as given, and runs reconstruction. */
-  async startKubelet(gateOn: boolean): Promise<VolumeManager> {
+  /**
+   * Starts a fresh kubelet (volume manager) and runs reconstruction: `gateOn` sets
+   * CSIGlobalMountReconstruction, or pass a whole FeatureGate.
+   */
+  async startKubelet(gateOn: boolean | FeatureGate): Promise<VolumeManager> {
     const driver = this.driver;
     const host: VolumeHost = {
       layout: this.layout,
       realRootDir: ROOT,
       fs: this.fs,
-      features: gates(gateOn),
+      features: typeof gateOn === 'boolean' ? gates(gateOn) : gateOn,
       logger: this.logger,
       clock: this.clock,
       mounter: this.mounter,

@@ -220,3 +220,29 @@ describe('KEP-6058 known alpha gap: reboot with an unreadable pod-local file', (
     assert.equal(await node.exists(`${VOL_DIR('vol-1')}/vol_data.json`), true);
   });
 });
+
+describe('known gap (reference §15 open question 3): a listed volume whose re-stage fails finally', () => {
+  it('gate on: MountDevice cleanup removes the global vol_data.json after a final NodeStage error, and the volume is later dropped without NodeUnstageVolume', async () => {
+    const node = new InMemoryNode();
+    const name = await mountedPod(node, true);
+    // Reboot; the pod's directory is gone (drained) but the pod is wanted again: only the listing finds the volume.
+    node.reboot();
+    await node.fs.unlink(`${POD_DIR('pod-a', 'pv-1')}/vol_data.json`);
+    await node.fs.rmdir(`${POD_DIR('pod-a', 'pv-1')}/mount`);
+    await node.fs.rmdir(POD_DIR('pod-a', 'pv-1'));
+    node.driver.inject({ method: 'NodeStageVolume', code: 3 /* INVALID_ARGUMENT: final */, times: 1 });
+    const mark = node.driver.calls.length;
+    const vm = await node.startKubelet(true);
+    await node.stepUntil(() => node.driver.calls.slice(mark).some((c) => c.method === 'NodeStageVolume'));
+    await node.step();
+    // No reconstruction record for a listed volume: the final error marks the device not mounted,
+    // and MountDevice's cleanup (the path is not mounted after the reboot) removed the global file.
+    assert.equal(vm.asw.getAttachedVolume(name)?.deviceMountState, 'DeviceNotMounted');
+    assert.equal(await node.exists(`${VOL_DIR('vol-1')}/vol_data.json`), false);
+    node.cluster.deletePod('pod-a');
+    await node.steps(30);
+    assert.equal(vm.asw.volumeExists(name), false);
+    assert.ok(!csiCalls(node, mark).some((c) => c.startsWith('NodeUnstageVolume')), 'never unstaged');
+    assert.equal(node.driver.volume('vol-1')?.stagedAt, `${VOL_DIR('vol-1')}/globalmount`, 'the driver still has it staged');
+  });
+});
