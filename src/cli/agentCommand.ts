@@ -19,12 +19,12 @@ import { instrumentedRegistry } from '../csi/instrumented.js';
 import { FeatureGate, FeatureGateError } from '../features/features.js';
 import { errorMessage } from '../host/fs.js';
 import { KubeletLayout } from '../layout/layout.js';
-import { createKlogLogger, type LoggingFormat } from '../logging/klog.js';
+import type { LoggingFormat } from '../logging/klog.js';
 import { createVolumeManagerMetrics } from '../metrics/volumeManagerMetrics.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
 import { NODE_STATUS_UPDATE_PERIOD_MS, VolumeManager } from '../volumemanager/volumeManager.js';
 import { parseDuration } from './duration.js';
-import { addLoggingOptions, collect } from './flags.js';
+import { addLoggingOptions, collect, stderrLogger } from './flags.js';
 
 export const EXIT_AGENT_OK = 0;
 export const EXIT_AGENT_FAILED = 1;
@@ -66,13 +66,7 @@ export function agentCommand(setExitCode: (code: number) => void): Command {
 }
 
 async function runAgent(flags: AgentFlags): Promise<number> {
-  const logger = createKlogLogger({
-    format: flags.loggingFormat,
-    verbosity: flags.v,
-    sink: (line) => process.stderr.write(`${line}\n`),
-    nowMs: () => Date.now(),
-    pid: process.pid,
-  });
+  const logger = stderrLogger(flags);
   const usage = (msg: string): number => {
     process.stderr.write(`nodevol agent: ${msg}\n`);
     return EXIT_AGENT_USAGE;

@@ -9,11 +9,11 @@ import { NodeFileSystem } from '../adapters/node/nodeFs.js';
 import { FeatureGate, FeatureGateError } from '../features/features.js';
 import { errorMessage } from '../host/fs.js';
 import { DEFAULT_ROOT_DIR, KubeletLayout } from '../layout/layout.js';
-import { createKlogLogger, type LoggingFormat } from '../logging/klog.js';
+import type { LoggingFormat } from '../logging/klog.js';
 import { MountTableSnapshot } from '../mount/mountRefs.js';
 import { readMountInfoText } from '../mount/mountTable.js';
 import { renderJson, renderProm, renderTable, type AuditOutputFormat } from './auditOutput.js';
-import { addLoggingOptions, collect } from './flags.js';
+import { addLoggingOptions, collect, stderrLogger } from './flags.js';
 
 interface AuditFlags {
   rootDir: string;
@@ -52,13 +52,7 @@ async function audit(flags: AuditFlags): Promise<number> {
   const stderr = (line: string): void => {
     process.stderr.write(`${line}\n`);
   };
-  const logger = createKlogLogger({
-    format: flags.loggingFormat,
-    verbosity: flags.v,
-    sink: stderr,
-    nowMs: () => Date.now(),
-    pid: process.pid,
-  });
+  const logger = stderrLogger(flags);
 
   let features: FeatureGate;
   try {

@@ -1,5 +1,7 @@
 /** Flag helpers shared by every command, kubelet style. */
 import { Command, InvalidArgumentError, Option } from 'commander';
+import type { Logger } from '../host/logger.js';
+import { createKlogLogger, type LoggingFormat } from '../logging/klog.js';
 
 export function parseVerbosity(value: string): number {
   if (!/^\d+$/.test(value)) throw new InvalidArgumentError('must be a non-negative integer');
@@ -16,4 +18,15 @@ export function addLoggingOptions(cmd: Command): Command {
   return cmd
     .addOption(new Option('-v, --v <level>', 'log verbosity (klog -v)').argParser(parseVerbosity).default(0))
     .addOption(new Option('--logging-format <format>', 'log format on stderr').choices(['text', 'json']).default('text'));
+}
+
+/** The klog logger every command writes to stderr, from `-v` and `--logging-format`. */
+export function stderrLogger(flags: { readonly v: number; readonly loggingFormat: LoggingFormat }): Logger {
+  return createKlogLogger({
+    format: flags.loggingFormat,
+    verbosity: flags.v,
+    sink: (line) => process.stderr.write(`${line}\n`),
+    nowMs: () => Date.now(),
+    pid: process.pid,
+  });
 }

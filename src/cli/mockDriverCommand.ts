@@ -10,8 +10,8 @@ import { Command } from 'commander';
 import { unixSocketPath } from '../csi/grpc/endpoint.js';
 import { EXIT_FAULT_CODE, startMockDriver, type MockDriver } from '../csi/mock/mockDriver.js';
 import { errorMessage } from '../host/fs.js';
-import { createKlogLogger, type LoggingFormat } from '../logging/klog.js';
-import { addLoggingOptions, collect } from './flags.js';
+import type { LoggingFormat } from '../logging/klog.js';
+import { addLoggingOptions, collect, stderrLogger } from './flags.js';
 import { GrpcCsiClient } from '../csi/grpc/client.js';
 
 export const EXIT_MOCK_DRIVER_OK = 0;
@@ -54,13 +54,7 @@ export function mockDriverCommand(setExitCode: (code: number) => void): Command 
 }
 
 async function runMockDriver(flags: MockDriverFlags): Promise<number> {
-  const logger = createKlogLogger({
-    format: flags.loggingFormat,
-    verbosity: flags.v,
-    sink: (line) => process.stderr.write(`${line}\n`),
-    nowMs: () => Date.now(),
-    pid: process.pid,
-  });
+  const logger = stderrLogger(flags);
   const usage = (msg: string): number => {
     process.stderr.write(`nodevol mock-driver: ${msg}\n`);
     return EXIT_MOCK_DRIVER_USAGE;

@@ -5,9 +5,9 @@
 //    `unshare --mount --propagation private --fork`, with real bind mounts (root only; skipped
 //    with a message otherwise). Mounts are checked in /proc/<pid>/mountinfo of that namespace.
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { lstat, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { lstat, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -18,7 +18,7 @@ import { GrpcCsiClient, probeReady } from '../../../src/csi/grpc/client.js';
 import { unixEndpoint } from '../../../src/csi/grpc/endpoint.js';
 import { startMockDriver, type MockDriver } from '../../../src/csi/mock/mockDriver.js';
 import { CsiCallError, GrpcStatus, type VolumeCapability } from '../../../src/csi/types.js';
-import { parseMountInfo, unescapeMountPath } from '../../../src/mount/mountInfo.js';
+import { CliMockDriver } from '../../../src/testing/cliMockDriver.js';
 
 // This file runs from dist/test/unit/csi/: the repo root is four levels up.
 const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..', '..', '..');
@@ -92,97 +92,11 @@ async function inProcessTarget(): Promise<Target> {
 }
 
 /** The built CLI in a private mount namespace. */
-class CliDriver {
-  readonly proc: ChildProcess;
-  readonly stderr: string[] = [];
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  #exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-
-  constructor(args: readonly string[]) {
-    this.proc = spawn(
-      'unshare',
-      ['--mount', '--propagation', 'private', '--fork', '--kill-child', process.execPath, BIN, 'mock-driver', ...args],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
-    );
-    this.proc.stderr?.setEncoding('utf8');
-    this.proc.stderr?.on('data', (s: string) => this.stderr.push(s));
-    this.exited = new Promise((resolve) => {
-      this.proc.once('exit', (code, signal) => {
-        this.#exit = { code, signal };
-        resolve(this.#exit);
-      });
-    });
-  }
-
-  get pid(): number {
-    assert.ok(this.proc.pid !== undefined, 'unshare did not start');
-    return this.proc.pid;
-  }
-
-  get running(): boolean {
-    return this.#exit === undefined;
-  }
-
-  /** The node process unshare forked (it shares the namespace). */
-  childPid(): number | undefined {
-    try {
-      const first = readFileSync(`/proc/${this.pid}/task/${this.pid}/children`, 'utf8').trim().split(/\s+/)[0];
-      return first === undefined || first === '' ? undefined : Number(first);
-    } catch {
-      return undefined;
-    }
-  }
-
-  async waitServing(socket: string, ms = 15_000): Promise<void> {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      if (!this.running) assert.fail(`mock-driver exited early: ${JSON.stringify(this.#exit)}\n${this.stderr.join('')}`);
-      if (existsSync(socket) && this.childPid() !== undefined) {
-        const c = new GrpcCsiClient(unixEndpoint(socket), { timeoutMs: 2000 });
-        try {
-          await c.identity.probe();
-          return;
-        } catch {
-          // not yet
-        } finally {
-          c.close();
-        }
-      }
-      if (Date.now() > deadline) assert.fail(`mock-driver did not serve ${socket} within ${ms} ms\n${this.stderr.join('')}`);
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-  }
-
-  /** The mount points of the driver's namespace. */
-  async mountPoints(): Promise<string[]> {
-    const text = await readFile(`/proc/${this.pid}/mountinfo`, 'utf8');
-    return parseMountInfo(text).entries.map((e) => unescapeMountPath(e.mountPoint));
-  }
-
-  /** SIGTERM to the driver process (unshare ignores it while it waits). */
-  terminate(): void {
-    const child = this.childPid();
-    if (child !== undefined) process.kill(child, 'SIGTERM');
-  }
-
-  /** SIGKILL to everything still running. */
-  kill(): void {
-    const child = this.childPid();
-    if (child !== undefined) {
-      try {
-        process.kill(child, 'SIGKILL');
-      } catch {
-        // gone
-      }
-    }
-    if (this.running) this.proc.kill('SIGKILL');
-  }
-}
 
 async function cliTarget(): Promise<Target> {
   const dir = await mkdtemp(path.join(tmpdir(), 'nodevol-conf-root-'));
   const socket = path.join(dir, 'csi.sock');
-  const cli = new CliDriver(['--endpoint', unixEndpoint(socket), '--node-id', NODE, '--driver-name', DRIVER, '--state-dir', path.join(dir, 'state')]);
+  const cli = new CliMockDriver(['--endpoint', unixEndpoint(socket), '--node-id', NODE, '--driver-name', DRIVER, '--state-dir', path.join(dir, 'state')]);
   try {
     await cli.waitServing(socket);
   } catch (err) {

@@ -5,8 +5,8 @@
 // clears while reloading state.json. Skipped with a message when not root or without unshare.
 // Every process started here is killed in `after`, even on failure.
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -18,7 +18,7 @@ import type { JournalLine } from '../../../src/csi/mock/journal.js';
 import { mockBackingPaths, mockBlockDevicePath, mockVolumeId } from '../../../src/csi/mock/mockDriver.js';
 import { parseState } from '../../../src/csi/mock/state.js';
 import { CsiCallError, GrpcStatus, type VolumeCapability } from '../../../src/csi/types.js';
-import { parseMountInfo, unescapeMountPath } from '../../../src/mount/mountInfo.js';
+import { CliMockDriver } from '../../../src/testing/cliMockDriver.js';
 
 // This file runs from dist/test/unit/csi/: the repo root is four levels up.
 const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..', '..', '..');
@@ -39,99 +39,6 @@ function rootSkipReason(): string | undefined {
   return undefined;
 }
 
-/** The built CLI in a private mount namespace: unshare is the parent, node its forked child. */
-class CliDriver {
-  readonly proc: ChildProcess;
-  readonly stderr: string[] = [];
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  #exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-
-  constructor(args: readonly string[]) {
-    this.proc = spawn(
-      'unshare',
-      ['--mount', '--propagation', 'private', '--fork', '--kill-child', process.execPath, BIN, 'mock-driver', ...args],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
-    );
-    this.proc.stderr?.setEncoding('utf8');
-    this.proc.stderr?.on('data', (s: string) => this.stderr.push(s));
-    this.exited = new Promise((resolve) => {
-      this.proc.once('exit', (code, signal) => {
-        this.#exit = { code, signal };
-        resolve(this.#exit);
-      });
-    });
-  }
-
-  get pid(): number {
-    assert.ok(this.proc.pid !== undefined, 'unshare did not start');
-    return this.proc.pid;
-  }
-
-  get running(): boolean {
-    return this.#exit === undefined;
-  }
-
-  childPid(): number | undefined {
-    try {
-      const first = readFileSync(`/proc/${this.pid}/task/${this.pid}/children`, 'utf8').trim().split(/\s+/)[0];
-      return first === undefined || first === '' ? undefined : Number(first);
-    } catch {
-      return undefined;
-    }
-  }
-
-  async waitServing(socket: string, ms = 15_000): Promise<void> {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      if (!this.running) assert.fail(`mock-driver exited early: ${JSON.stringify(this.#exit)}\n${this.stderr.join('')}`);
-      if (existsSync(socket) && this.childPid() !== undefined) {
-        const c = new GrpcCsiClient(unixEndpoint(socket), { timeoutMs: 2000 });
-        try {
-          await c.identity.probe();
-          return;
-        } catch {
-          // not yet
-        } finally {
-          c.close();
-        }
-      }
-      if (Date.now() > deadline) assert.fail(`mock-driver did not serve ${socket} within ${ms} ms\n${this.stderr.join('')}`);
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-  }
-
-  /** Mount points of the driver's namespace at or below `dir`, with their options. */
-  async mountsUnder(dir: string): Promise<{ mountPoint: string; ro: boolean }[]> {
-    const text = await readFile(`/proc/${this.pid}/mountinfo`, 'utf8');
-    return parseMountInfo(text)
-      .entries.map((e) => ({ mountPoint: unescapeMountPath(e.mountPoint), ro: e.mountOptions.includes('ro') }))
-      .filter((m) => m.mountPoint === dir || m.mountPoint.startsWith(`${dir}/`));
-  }
-
-  /** Runs a program (argument array) inside the driver's mount namespace. */
-  inNamespace(args: readonly string[]): { status: number | null; stderr: string } {
-    const r = spawnSync('nsenter', ['--target', String(this.pid), '--mount', '--', ...args], { encoding: 'utf8', timeout: 10_000 });
-    if (r.error !== undefined) throw r.error;
-    return { status: r.status, stderr: r.stderr };
-  }
-
-  terminate(): void {
-    const child = this.childPid();
-    if (child !== undefined) process.kill(child, 'SIGTERM');
-  }
-
-  kill(): void {
-    const child = this.childPid();
-    if (child !== undefined) {
-      try {
-        process.kill(child, 'SIGKILL');
-      } catch {
-        // gone
-      }
-    }
-    if (this.running) this.proc.kill('SIGKILL');
-  }
-}
 
 async function rejectsWithCode(p: Promise<unknown>, code: number): Promise<void> {
   await assert.rejects(p, (err: unknown) => {
@@ -149,9 +56,9 @@ describe('nodevol mock-driver as root, real bind mounts in a private mount names
   let stateDir = '';
   let journal = '';
   let faults = '';
-  const started: CliDriver[] = [];
+  const started: CliMockDriver[] = [];
   const clients: GrpcCsiClient[] = [];
-  let cli: CliDriver;
+  let cli: CliMockDriver;
   let client: GrpcCsiClient;
   let t0 = 0;
 
@@ -159,8 +66,8 @@ describe('nodevol mock-driver as root, real bind mounts in a private mount names
     '--endpoint', unixEndpoint(socket), '--node-id', NODE, '--driver-name', DRIVER, '--state-dir', stateDir,
     '--journal', journal, '--faults', faults, '-v', '2',
   ];
-  async function startCli(): Promise<{ cli: CliDriver; client: GrpcCsiClient }> {
-    const c = new CliDriver(args());
+  async function startCli(): Promise<{ cli: CliMockDriver; client: GrpcCsiClient }> {
+    const c = new CliMockDriver(args());
     started.push(c);
     await c.waitServing(socket);
     const cl = new GrpcCsiClient(unixEndpoint(socket), { timeoutMs: 20_000 });
