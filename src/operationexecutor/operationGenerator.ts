@@ -6,7 +6,6 @@
  */
 import type { ClusterView } from '../host/cluster.js';
 import type { Logger } from '../host/logger.js';
-import type { UniquePodName, UniqueVolumeName } from '../layout/names.js';
 import type { VolumePluginMgr } from '../volume/plugins.js';
 import { specName, type Spec } from '../volume/spec.js';
 import { isOperationFinishedError, isUncertainProgressError } from '../volume/util/errors.js';
@@ -17,6 +16,7 @@ import type {
   ActualStateOfWorldMounterUpdater,
   AttachedVolume,
   MarkVolumeOpts,
+  MountedVolume,
 } from '../volumemanager/cache/actualStateOfWorld.js';
 import type { VolumeToMount } from '../volumemanager/cache/desiredStateOfWorld.js';
 import { hasMountRefs } from '../mount/mountRefs.js';
@@ -33,16 +33,11 @@ export const OP = {
   unmapDevice: 'unmap_device',
 } as const;
 
-/** What an unmount needs; `volumeSpec` is undefined for a failed reconstruction's cleanup. */
-export interface UnmountTarget {
-  readonly podName: UniquePodName;
-  readonly podUID: string;
-  readonly volumeName: UniqueVolumeName;
-  readonly innerVolumeSpecName: string;
-  readonly outerVolumeSpecName: string;
-  readonly pluginName: string;
-  readonly volumeSpec: Spec | undefined;
-}
+/** What an unmount needs: a MountedVolume whose spec is undefined for a failed reconstruction's cleanup. */
+export type UnmountTarget = Pick<
+  MountedVolume,
+  'podName' | 'podUID' | 'volumeName' | 'innerVolumeSpecName' | 'outerVolumeSpecName' | 'pluginName'
+> & { readonly volumeSpec: Spec | undefined };
 
 export interface Operation extends GeneratedOperation {
   /** storage_operation_duration_seconds volume_plugin label. */
