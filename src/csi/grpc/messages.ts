@@ -15,6 +15,7 @@
  * These "decoded" shapes are what a client receives as a response and what a server handler
  * receives as a request. What a sender builds is the looser {@link MessageInit} of the same type.
  */
+import type { AccessMode as EngineAccessMode, NodeCapability as EngineNodeCapability } from '../types.js';
 
 /** map<string, string> */
 export type WireStringMap = Readonly<Record<string, string>>;
@@ -50,15 +51,8 @@ export interface BoolValue {
 
 // ------------------------------------------------------------------------------ shared types
 
-export type AccessModeName =
-  | 'UNKNOWN'
-  | 'SINGLE_NODE_WRITER'
-  | 'SINGLE_NODE_READER_ONLY'
-  | 'MULTI_NODE_READER_ONLY'
-  | 'MULTI_NODE_SINGLE_WRITER'
-  | 'MULTI_NODE_MULTI_WRITER'
-  | 'SINGLE_NODE_SINGLE_WRITER'
-  | 'SINGLE_NODE_MULTI_WRITER';
+/** The same names as the engine's AccessMode (src/csi/types.ts): one list of the spec's values. */
+export type AccessModeName = EngineAccessMode;
 
 export interface AccessMode {
   readonly mode: WireEnum<AccessModeName>;
@@ -275,14 +269,8 @@ export type NodeUnpublishVolumeResponse = EmptyMessage;
 
 export type NodeGetCapabilitiesRequest = EmptyMessage;
 
-export type NodeCapabilityName =
-  | 'UNKNOWN'
-  | 'STAGE_UNSTAGE_VOLUME'
-  | 'GET_VOLUME_STATS'
-  | 'EXPAND_VOLUME'
-  | 'VOLUME_CONDITION'
-  | 'SINGLE_NODE_MULTI_WRITER'
-  | 'VOLUME_MOUNT_GROUP';
+/** The same names as the engine's NodeCapability (src/csi/types.ts): one list of the spec's values. */
+export type NodeCapabilityName = EngineNodeCapability;
 
 export interface NodeServiceCapabilityRpc {
   readonly type: WireEnum<NodeCapabilityName>;

@@ -13,7 +13,8 @@ import {
   type SleepClock,
 } from '../../../src/mount/mountRefs.js';
 import { InconsistentReadError } from '../../../src/mount/mountTable.js';
-import { FakeFs } from '../../../src/testing/fakeFs.js';
+import { MemFs } from '../../../src/adapters/memory/memFs.js';
+import { FaultyFs } from '../../../src/testing/faultyFs.js';
 
 const K = '/var/lib/kubelet';
 const GLOBAL = `${K}/plugins/kubernetes.io/csi/ebs.csi.example.com/4e29aa01861d/globalmount`;
@@ -165,62 +166,81 @@ describe('MountTableSnapshot.isMountPoint and mountsUnder', () => {
   });
 });
 
-function fsWithExamplePaths(): FakeFs {
-  return new FakeFs().addDir(GLOBAL).addDir(POD).addDir(POD2);
+/** MemFs behind FaultyFs: real path walking and symlinks, per-path failures and a call log. */
+class PathFs extends FaultyFs {
+  private constructor(readonly mem: MemFs) {
+    super(mem);
+  }
+  static async of(dirs: readonly string[] = [], links: readonly (readonly [string, string])[] = []): Promise<PathFs> {
+    const mem = MemFs.create();
+    for (const d of dirs) await mem.mkdir(d, { recursive: true, mode: 0o755 });
+    for (const [link, target] of links) {
+      await mem.mkdir(link.slice(0, link.lastIndexOf('/')) || '/', { recursive: true, mode: 0o755 });
+      await mem.symlink(target, link);
+    }
+    return new PathFs(mem);
+  }
+  callCount(method: string): number {
+    return this.calls.filter((c) => c.startsWith(`${method} `)).length;
+  }
+}
+
+function fsWithExamplePaths(links: readonly (readonly [string, string])[] = []): Promise<PathFs> {
+  return PathFs.of([GLOBAL, POD, POD2], links);
 }
 
 describe('getMountRefs', () => {
   it('returns the other mounts of an existing mount point', async () => {
-    assert.deepEqual(await getMountRefs(fsWithExamplePaths(), EXAMPLE, GLOBAL), [POD]);
+    assert.deepEqual(await getMountRefs(await fsWithExamplePaths(), EXAMPLE, GLOBAL), [POD]);
   });
 
   it('returns no refs for a path that does not exist', async () => {
-    assert.deepEqual(await getMountRefs(new FakeFs(), EXAMPLE, GLOBAL), []);
+    assert.deepEqual(await getMountRefs(await PathFs.of(), EXAMPLE, GLOBAL), []);
   });
 
   const corrupted = ['EIO', 'EACCES', 'ENOTCONN', 'ESTALE', 'EHOSTDOWN', 'EWOULDBLOCK', 'EAGAIN', 'ENODEV'];
   for (const code of corrupted) {
     it(`treats ${code} from stat as a corrupted mount with no refs`, async () => {
-      const fs = fsWithExamplePaths().failOn(GLOBAL, code, ['stat']);
+      const fs = (await fsWithExamplePaths()).failOn('stat', GLOBAL, code);
       assert.deepEqual(await getMountRefs(fs, EXAMPLE, GLOBAL), []);
       assert.equal(fs.callCount('realpath'), 0);
     });
   }
 
   it('returns no refs for any other stat failure too, as mount-utils PathExists reports it as absent', async () => {
-    const fs = fsWithExamplePaths().failOn(GLOBAL, 'ENOTDIR', ['stat']);
+    const fs = (await fsWithExamplePaths()).failOn('stat', GLOBAL, 'ENOTDIR');
     assert.deepEqual(await getMountRefs(fs, EXAMPLE, GLOBAL), []);
   });
 
   it('rethrows a stat failure that carries no errno code', async () => {
-    const fs = fsWithExamplePaths();
+    const fs = await fsWithExamplePaths();
     fs.stat = () => Promise.reject(new TypeError('bug'));
     await assert.rejects(getMountRefs(fs, EXAMPLE, GLOBAL), TypeError);
   });
 
   it('rethrows a realpath failure', async () => {
-    const fs = fsWithExamplePaths().failOn(GLOBAL, 'EPERM', ['realpath']);
+    const fs = (await fsWithExamplePaths()).failOn('realpath', GLOBAL, 'EPERM');
     await assert.rejects(getMountRefs(fs, EXAMPLE, GLOBAL), (err: unknown) => err instanceof FsError && err.code === 'EPERM');
   });
 
   it('resolves a symlinked path with realpath before searching', async () => {
-    const fs = fsWithExamplePaths().addSymlink('/srv/link', `${K}/plugins/kubernetes.io/csi/ebs.csi.example.com/4e29aa01861d`);
+    const fs = await fsWithExamplePaths([['/srv/link', `${K}/plugins/kubernetes.io/csi/ebs.csi.example.com/4e29aa01861d`]]);
     assert.deepEqual(await getMountRefs(fs, EXAMPLE, '/srv/link/globalmount'), [POD]);
   });
 
   it('resolves a relative symlink the same way', async () => {
-    const fs = fsWithExamplePaths().addSymlink(`${K}/g`, 'plugins/kubernetes.io/csi/ebs.csi.example.com/4e29aa01861d/globalmount');
+    const fs = await fsWithExamplePaths([[`${K}/g`, 'plugins/kubernetes.io/csi/ebs.csi.example.com/4e29aa01861d/globalmount']]);
     assert.deepEqual(await getMountRefs(fs, EXAMPLE, `${K}/g`), [POD]);
   });
 
   it('passes the search error through when no entry contains the path', async () => {
-    const fs = new FakeFs().addDir('/etc');
+    const fs = await PathFs.of(['/etc']);
     await assert.rejects(getMountRefs(fs, table(GLOBAL_LINE), '/etc'), /failed to get root path and major:minor for \/etc/);
   });
 
   it('never matches a path with a space, even though it is mounted', async () => {
     const snap = table(ROOT_LINE, KUBELET_LINE, `900 29 259:5 / ${K}/my\\040vol rw - ext4 /dev/x rw`, `901 29 259:5 / /mnt/copy rw - ext4 /dev/x rw`);
-    const fs = new FakeFs().addDir(`${K}/my vol`);
+    const fs = await PathFs.of([`${K}/my vol`]);
     assert.deepEqual(await getMountRefs(fs, snap, `${K}/my vol`), []);
     assert.equal(snap.isMountPoint(`${K}/my vol`), true);
   });
@@ -275,7 +295,7 @@ describe('getReliableMountRefs', () => {
   it('returns at once when the first read is consistent', async () => {
     const clock = new FakeClock();
     let loads = 0;
-    const refs = await getReliableMountRefs(fsWithExamplePaths(), () => {
+    const refs = await getReliableMountRefs(await fsWithExamplePaths(), () => {
       loads++;
       return Promise.resolve(EXAMPLE);
     }, clock, GLOBAL);
@@ -287,7 +307,7 @@ describe('getReliableMountRefs', () => {
   it('retries every 10 ms through inconsistent reads until one succeeds', async () => {
     const clock = new FakeClock();
     let loads = 0;
-    const refs = await getReliableMountRefs(fsWithExamplePaths(), () => {
+    const refs = await getReliableMountRefs(await fsWithExamplePaths(), () => {
       loads++;
       return loads <= 3 ? Promise.reject(new InconsistentReadError('/proc/self/mountinfo', 10)) : Promise.resolve(EXAMPLE);
     }, clock, GLOBAL);
@@ -302,7 +322,7 @@ describe('getReliableMountRefs', () => {
     let loads = 0;
     let last: InconsistentReadError | undefined;
     await assert.rejects(
-      getReliableMountRefs(fsWithExamplePaths(), () => {
+      getReliableMountRefs(await fsWithExamplePaths(), () => {
         loads++;
         last = new InconsistentReadError('/proc/self/mountinfo', 10);
         return Promise.reject(last);
@@ -317,7 +337,7 @@ describe('getReliableMountRefs', () => {
     const clock = new FakeClock();
     let loads = 0;
     await assert.rejects(
-      getReliableMountRefs(fsWithExamplePaths(), () => {
+      getReliableMountRefs(await fsWithExamplePaths(), () => {
         loads++;
         return Promise.reject(new MountInfoParseError('/proc/self/mountinfo', 3, 'x', 'wrong number of fields'));
       }, clock, GLOBAL),
@@ -329,7 +349,7 @@ describe('getReliableMountRefs', () => {
 
   it('does not read the table for a path that does not exist', async () => {
     let loads = 0;
-    const refs = await getReliableMountRefs(new FakeFs(), () => {
+    const refs = await getReliableMountRefs(await PathFs.of(), () => {
       loads++;
       return Promise.resolve(EXAMPLE);
     }, new FakeClock(), GLOBAL);
@@ -339,7 +359,7 @@ describe('getReliableMountRefs', () => {
 
   it('works with readMountTableSnapshot as the loader', async () => {
     const source = { name: '/proc/self/mountinfo', kernelRelease: '5.4.0-150-generic', read: () => Promise.resolve(`${ROOT_LINE}\n${KUBELET_LINE}\n${GLOBAL_LINE}\n${POD_LINE}\n`) };
-    const refs = await getReliableMountRefs(fsWithExamplePaths(), () => readMountTableSnapshot(source), new FakeClock(), POD);
+    const refs = await getReliableMountRefs(await fsWithExamplePaths(), () => readMountTableSnapshot(source), new FakeClock(), POD);
     assert.deepEqual(refs, [GLOBAL]);
   });
 });
@@ -361,9 +381,8 @@ describe('snapshot reuse on a large table', () => {
       loads++;
       return Promise.resolve(MountTableSnapshot.parse(text));
     };
-    const fs = new FakeFs();
     const picked = Array.from({ length: 1000 }, (_, n) => (n * 4987) % (volumes - 1));
-    for (const i of picked) fs.addDir(globalOf(i));
+    const fs = await PathFs.of(picked.map(globalOf));
 
     const snapshot = await load();
     assert.equal(snapshot.entries.length, 10_000);
