@@ -7,9 +7,11 @@ import { realClock } from '../adapters/node/clock.js';
 import { LIVE_MOUNTINFO, mountInfoFileSource } from '../adapters/node/mountInfoFile.js';
 import { NodeFileSystem } from '../adapters/node/nodeFs.js';
 import { FeatureGate, FeatureGateError } from '../features/features.js';
-import { errorMessage } from '../host/fs.js';
+import { errorCode, errorMessage } from '../host/fs.js';
 import { DEFAULT_ROOT_DIR, KubeletLayout } from '../layout/layout.js';
 import type { LoggingFormat } from '../logging/klog.js';
+import { escapeMountPath, parseMountInfo } from '../mount/mountInfo.js';
+import { rebaseMountPoints } from '../mount/rebase.js';
 import { MountTableSnapshot } from '../mount/mountRefs.js';
 import { readMountInfoText } from '../mount/mountTable.js';
 import { renderJson, renderProm, renderTable, type AuditOutputFormat } from './auditOutput.js';
@@ -18,6 +20,7 @@ import { addLoggingOptions, collect, stderrLogger } from './flags.js';
 interface AuditFlags {
   rootDir: string;
   mountinfo: string;
+  mountinfoRootDir?: string;
   featureGates: string[];
   output: AuditOutputFormat;
   v: number;
@@ -32,6 +35,10 @@ export function auditCommand(setExitCode: (code: number) => void): Command {
     )
     .option('--root-dir <dir>', 'kubelet root directory', DEFAULT_ROOT_DIR)
     .option('--mountinfo <file>', 'mount table to read (a captured copy works too)', LIVE_MOUNTINFO)
+    .option(
+      '--mountinfo-root-dir <dir>',
+      'the kubelet root dir as the mount table names it, when --root-dir is a copy or is mounted elsewhere (default: --root-dir)',
+    )
     .option('--feature-gates <gates>', 'kubelet feature gates to evaluate with, e.g. CSIGlobalMountReconstruction=true', collect, [])
     .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json', 'prom']).default('table'));
   addLoggingOptions(cmd);
@@ -75,14 +82,22 @@ async function audit(flags: AuditFlags): Promise<number> {
     if (st.type !== 'directory') throw new Error('not a directory');
     realRootDir = await fs.realpath(rootDir);
   } catch (err) {
-    stderr(`nodevol audit: --root-dir ${rootDir}: ${errorMessage(err)}`);
+    stderr(
+      errorCode(err) === 'ENOENT'
+        ? `nodevol audit: --root-dir ${rootDir} does not exist: pass this node's kubelet root dir with --root-dir, ` +
+            'or look at the example node: nodevol audit --root-dir examples/node/kubelet --mountinfo examples/node/mountinfo --mountinfo-root-dir /var/lib/kubelet'
+        : `nodevol audit: --root-dir ${rootDir}: ${errorMessage(err)}`,
+    );
     return EXIT_UNKNOWN;
   }
 
   let mountTable: MountTableSnapshot;
   try {
     const text = await readMountInfoText(mountInfoFileSource(flags.mountinfo));
-    mountTable = MountTableSnapshot.parse(text, { strict: false, source: flags.mountinfo });
+    const parsed = parseMountInfo(text, { strict: false, source: flags.mountinfo });
+    mountTable = new MountTableSnapshot(
+      flags.mountinfoRootDir === undefined ? parsed : rebaseMountPoints(parsed, path.posix.resolve(flags.mountinfoRootDir), realRootDir),
+    );
   } catch (err) {
     stderr(`nodevol audit: --mountinfo ${flags.mountinfo}: ${errorMessage(err)}`);
     return EXIT_UNKNOWN;
@@ -109,6 +124,13 @@ async function audit(flags: AuditFlags): Promise<number> {
     nowMs: Date.now(),
   });
 
+  if (report.volumes.length > 0 && !namesPathUnder(mountTable, realRootDir)) {
+    logger.warning('The mount table names no mount under the root dir: every volume reads as not mounted. If --root-dir is a copy of a node or is mounted elsewhere, pass --mountinfo-root-dir with the path the mount table uses', {
+      rootDir: realRootDir,
+      mountinfo: flags.mountinfo,
+    });
+  }
+
   let out: string;
   switch (flags.output) {
     case 'json':
@@ -123,4 +145,10 @@ async function audit(flags: AuditFlags): Promise<number> {
   }
   process.stdout.write(out);
   return exitCodeFor(report);
+}
+
+/** Whether some mount point of the table lies below `dir` (compared as the kernel escapes paths). */
+function namesPathUnder(table: MountTableSnapshot, dir: string): boolean {
+  const prefix = `${escapeMountPath(dir)}/`;
+  return table.entries.some((e) => e.mountPoint.startsWith(prefix));
 }

@@ -192,6 +192,10 @@ describe('nodevol audit as a process', () => {
     assert.equal(r.status, 2);
     assert.equal(r.stdout, '');
     assert.ok(r.stderr.includes(missing), r.stderr);
+    // One line, pointing at the flag and at something that works without a node.
+    const lines = stderrLines(r);
+    assert.equal(lines.length, 1, r.stderr);
+    assert.match(lines[0] ?? '', /does not exist: pass this node's kubelet root dir with --root-dir, or look at the example node: nodevol audit --root-dir examples\/node\/kubelet/);
   });
 
   for (const [what, make] of [
@@ -273,5 +277,49 @@ describe('nodevol audit as a process', () => {
     const r = audit('-o', 'json');
     assert.equal(r.status, 1);
     assert.equal(r.stderr, '');
+  });
+});
+
+describe('nodevol CLI: the shipped example node (examples/node)', () => {
+  const ROOT = path.join(REPO_ROOT, 'examples', 'node', 'kubelet');
+  const MOUNTINFO = path.join(REPO_ROOT, 'examples', 'node', 'mountinfo');
+  const example = (...extra: string[]): Run =>
+    nodevol(['audit', '--root-dir', ROOT, '--mountinfo', MOUNTINFO, '--mountinfo-root-dir', '/var/lib/kubelet', '-o', 'json', ...extra]);
+  const verdicts = (r: Run): Record<string, [string, string, boolean | undefined]> => {
+    const report = JSON.parse(r.stdout) as { volumes: { volumeHandle: string; verdict: string; verdictWithGate: string; global: { mounted: boolean } | null }[] };
+    return Object.fromEntries(report.volumes.map((v) => [v.volumeHandle, [v.verdict, v.verdictWithGate, v.global?.mounted]]));
+  };
+
+  it('gate off: one volume tracked, the drained one and the one with a lost pod-local file orphaned (exit 1), all mounted', () => {
+    const r = example();
+    assert.equal(r.status, 1, r.stderr);
+    assert.deepEqual(verdicts(r), {
+      'vol-0a1b2c3d4e5f60001': ['tracked', 'tracked', true],
+      'vol-0a1b2c3d4e5f60002': ['orphaned', 'recovered', true],
+      'vol-0a1b2c3d4e5f60003': ['orphaned', 'recovered', true],
+    });
+  });
+
+  it('gate on: both are recovered, the lost file through the pod-local fallback (exit 0)', () => {
+    const r = example('--feature-gates', 'CSIGlobalMountReconstruction=true');
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(verdicts(r), {
+      'vol-0a1b2c3d4e5f60001': ['tracked', 'tracked', true],
+      'vol-0a1b2c3d4e5f60002': ['recovered', 'recovered', true],
+      'vol-0a1b2c3d4e5f60003': ['recovered', 'recovered', true],
+    });
+    const report = JSON.parse(r.stdout) as { volumes: { volumeHandle: string; pods: { dataSource: string }[] }[] };
+    const lost = report.volumes.find((v) => v.volumeHandle === 'vol-0a1b2c3d4e5f60003');
+    assert.deepEqual(lost?.pods.map((p) => p.dataSource), ['global-fallback']);
+  });
+
+  it('without --mountinfo-root-dir nothing matches: every volume reads not mounted, and a warning names the flag', () => {
+    const r = nodevol(['audit', '--root-dir', ROOT, '--mountinfo', MOUNTINFO, '-o', 'json']);
+    assert.equal(r.status, 1, r.stderr);
+    assert.deepEqual(
+      Object.values(verdicts(r)).map((v) => v[2]),
+      [false, false, false],
+    );
+    assert.match(r.stderr, /^W.*The mount table names no mount under the root dir.*--mountinfo-root-dir/m);
   });
 });
