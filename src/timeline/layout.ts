@@ -1,0 +1,393 @@
+/**
+ * Places trace events on a timeline: columns per step, lanes per kind of actor, and runs drawn
+ * one above the other on the same columns.
+ *
+ * The x axis is logical time: within a step, every distinct instant at which something starts
+ * or ends gets its own slot, in order. A run spends milliseconds in one step and two minutes of
+ * backoff in the next; drawn to scale, one of them would be a hair and the other a desert. The
+ * real times stay in every item's tooltip. A step's column is as wide as the busiest run needs,
+ * so that step N starts at the same x in every run.
+ */
+import type { CrashEvent, TraceEvent, TraceRun, ViolationEvent } from './events.js';
+
+/** Pixels per slot. */
+export const SLOT_PX = 28;
+/** Empty room at the start of each column. */
+export const COLUMN_PAD_PX = 10;
+/** Smallest column, so that a label fits. */
+export const MIN_COLUMN_PX = 150;
+/** Room after the last column, for the labels of the last items. */
+export const TAIL_PX = 220;
+
+export type LaneId = 'operations' | 'csi' | 'files' | 'mounts' | 'status' | 'logs';
+
+export const LANES: readonly { readonly id: LaneId; readonly title: string }[] = [
+  { id: 'operations', title: 'volume manager operations' },
+  { id: 'csi', title: 'CSI calls (at the driver)' },
+  { id: 'files', title: 'files under the root dir' },
+  { id: 'mounts', title: 'mount table' },
+  { id: 'status', title: 'node.status: volumesInUse vs volumesAttached' },
+  { id: 'logs', title: 'errors and warnings logged' },
+];
+
+export type Tone = 'ok' | 'error' | 'pending' | 'info' | 'warn' | 'danger';
+
+export interface TimelineItem {
+  readonly x: number;
+  readonly width: number;
+  readonly label: string;
+  readonly tone: Tone;
+  /** Every detail, for the tooltip. */
+  readonly tip: string;
+}
+
+export interface LaneLayout {
+  readonly id: LaneId;
+  readonly title: string;
+  /** Items packed so that none overlaps another in its row. */
+  readonly rows: readonly (readonly TimelineItem[])[];
+}
+
+export interface ColumnLayout {
+  readonly index: number;
+  readonly label: string;
+  readonly x: number;
+  readonly width: number;
+}
+
+export interface MarkerLayout {
+  readonly x: number;
+  readonly crash: CrashEvent['crash'];
+  readonly tip: string;
+}
+
+export interface ViolationLayout {
+  /** Unique in the document: the anchor the violation list links to. */
+  readonly id: string;
+  readonly x: number;
+  readonly stepIndex: number;
+  readonly stepLabel: string;
+  readonly invariant: string;
+  readonly message: string;
+  readonly t: number;
+}
+
+export interface RunLayout {
+  readonly label: string;
+  readonly summary: string | undefined;
+  readonly lanes: readonly LaneLayout[];
+  readonly markers: readonly MarkerLayout[];
+  readonly violations: readonly ViolationLayout[];
+}
+
+export interface TimelineLayout {
+  readonly columns: readonly ColumnLayout[];
+  readonly width: number;
+  readonly runs: readonly RunLayout[];
+}
+
+interface StepInfo {
+  readonly index: number;
+  readonly label: string;
+  readonly t: number;
+}
+
+/** Per run: which step every instant belongs to, and its slot inside that step. */
+class RunClock {
+  readonly steps: StepInfo[];
+  /** step index -> sorted distinct instants in it */
+  readonly slots = new Map<number, number[]>();
+  readonly lastT: number;
+
+  constructor(events: readonly TraceEvent[]) {
+    this.steps = events
+      .filter((e): e is Extract<TraceEvent, { kind: 'step' }> => e.kind === 'step')
+      .map((e) => ({ index: e.index, label: e.label, t: e.t }))
+      .sort((a, b) => a.t - b.t || a.index - b.index);
+    const instants = new Set<number>();
+    let last = 0;
+    for (const e of events) {
+      instants.add(e.t);
+      last = Math.max(last, e.t);
+      if ((e.kind === 'csi' || e.kind === 'operation') && e.end !== undefined) {
+        instants.add(e.end);
+        last = Math.max(last, e.end);
+      }
+    }
+    this.lastT = last;
+    for (const t of [...instants].sort((a, b) => a - b)) {
+      const step = this.stepOf(t);
+      const list = this.slots.get(step);
+      if (list === undefined) this.slots.set(step, [t]);
+      else list.push(t);
+    }
+  }
+
+  /** The index of the step running at `t` (the first step for anything before it). */
+  stepOf(t: number): number {
+    let current = this.steps[0]?.index ?? 0;
+    for (const s of this.steps) {
+      if (s.t <= t) current = s.index;
+      else break;
+    }
+    return current;
+  }
+
+  slotCount(step: number): number {
+    return this.slots.get(step)?.length ?? 0;
+  }
+
+  /** Slot of `t` inside its step (binary search in the sorted instants). */
+  slotOf(t: number): { step: number; slot: number } {
+    const step = this.stepOf(t);
+    const list = this.slots.get(step) ?? [];
+    let lo = 0;
+    let hi = list.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if ((list[mid] ?? 0) < t) lo = mid + 1;
+      else hi = mid;
+    }
+    return { step, slot: Math.max(0, lo) };
+  }
+}
+
+/** Lays out the runs on shared columns. Runs should share their step list (same scenario). */
+export function layoutTimeline(runs: readonly TraceRun[]): TimelineLayout {
+  const clocks = runs.map((r) => new RunClock(r.events));
+  const stepLabels = new Map<number, string>();
+  for (const c of clocks) for (const s of c.steps) if (!stepLabels.has(s.index)) stepLabels.set(s.index, s.label);
+  if (stepLabels.size === 0) stepLabels.set(0, 'run');
+  const columns: ColumnLayout[] = [];
+  let x = 0;
+  for (const index of [...stepLabels.keys()].sort((a, b) => a - b)) {
+    const slots = Math.max(0, ...clocks.map((c) => c.slotCount(index)));
+    const width = Math.max(MIN_COLUMN_PX, COLUMN_PAD_PX * 2 + (slots + 1) * SLOT_PX);
+    columns.push({ index, label: stepLabels.get(index) ?? `step ${index}`, x, width });
+    x += width;
+  }
+  // Room after the last column for the labels of what happens last.
+  x += TAIL_PX;
+  const columnX = new Map(columns.map((c) => [c.index, c.x]));
+  const layouts = runs.map((run, i) => layoutRun(run, clocks[i] ?? new RunClock([]), columnX, columns, i));
+  return { columns, width: x, runs: layouts };
+}
+
+function layoutRun(run: TraceRun, clock: RunClock, columnX: ReadonlyMap<number, number>, columns: readonly ColumnLayout[], runIndex: number): RunLayout {
+  const xOf = (t: number): number => {
+    const { step, slot } = clock.slotOf(t);
+    return (columnX.get(step) ?? 0) + COLUMN_PAD_PX + slot * SLOT_PX;
+  };
+  const endX = xOf(clock.lastT) + SLOT_PX;
+  // A call or an operation that never answered ends at the crash that killed its caller.
+  const crashTimes = run.events.filter((e) => e.kind === 'crash').map((e) => e.t).sort((a, b) => a - b);
+  const openEndX = (start: number): number => {
+    const crash = crashTimes.find((t) => t > start);
+    return crash === undefined ? endX : xOf(crash);
+  };
+  const items = new Map<LaneId, TimelineItem[]>(LANES.map((l) => [l.id, []]));
+  const push = (lane: LaneId, item: TimelineItem): void => {
+    items.get(lane)?.push(item);
+  };
+  const markers: MarkerLayout[] = [];
+  const violations: ViolationLayout[] = [];
+  const statuses = run.events.filter((e): e is Extract<TraceEvent, { kind: 'status' }> => e.kind === 'status');
+
+  for (const e of run.events) {
+    switch (e.kind) {
+      case 'step':
+        break;
+      case 'csi': {
+        const x0 = xOf(e.t);
+        const x1 = e.end === undefined ? openEndX(e.t) : xOf(e.end);
+        const answered = e.end !== undefined;
+        push('csi', {
+          x: x0,
+          width: Math.max(SLOT_PX - 4, x1 - x0 + SLOT_PX - 4),
+          label: `${shortMethod(e.method)} ${shortId(e.volumeId)}${answered ? (e.outcome === 'OK' ? '' : ` → ${e.outcome}`) : ' (no answer)'}`,
+          tone: !answered ? 'pending' : e.outcome === 'OK' ? 'ok' : 'error',
+          tip: [
+            `${e.method} volume ${e.volumeId || '-'}`,
+            `sent at ${ms(e.t)}, ${answered ? `answered at ${ms(e.end)} (${ms(e.end - e.t)})` : 'no answer recorded'}`,
+            `outcome: ${e.outcome}${e.details === undefined || e.details === '' ? '' : ` — ${e.details}`}`,
+            ...(e.request === undefined ? [] : [`request: ${clip(JSON.stringify(e.request), 600)}`]),
+          ].join('\n'),
+        });
+        break;
+      }
+      case 'operation': {
+        const x0 = xOf(e.t);
+        const x1 = e.end === undefined ? openEndX(e.t) : xOf(e.end);
+        const failed = e.error !== undefined;
+        push('operations', {
+          x: x0,
+          width: Math.max(SLOT_PX - 4, x1 - x0 + SLOT_PX - 4),
+          label: `${e.name} ${shortVolume(e.volumeName)}${failed ? ' ✗' : e.end === undefined ? ' …' : ''}`,
+          tone: e.end === undefined ? 'pending' : failed ? 'error' : 'ok',
+          tip: [
+            `${e.name} volume ${e.volumeName}${e.podName === '' ? '' : ` pod ${e.podName}`}`,
+            `started at ${ms(e.t)}, ${e.end === undefined ? 'never finished' : `finished at ${ms(e.end)} (${ms(e.end - e.t)})`}`,
+            ...(failed ? [`error: ${clip(e.error, 600)}`] : []),
+          ].join('\n'),
+        });
+        break;
+      }
+      case 'file':
+        push('files', {
+          x: xOf(e.t),
+          width: SLOT_PX - 4,
+          label: `${fileVerb(e.action)} ${shortPath(e.path)}`,
+          tone: e.action === 'remove' || e.action === 'rmdir' ? 'warn' : e.action === 'lost' ? 'danger' : 'info',
+          tip: `${e.action} ${e.path} at ${ms(e.t)}`,
+        });
+        break;
+      case 'mount':
+        push('mounts', {
+          x: xOf(e.t),
+          width: SLOT_PX - 4,
+          label: `${e.action === 'mount' ? '+' : '−'} ${shortPath(e.target)}`,
+          tone: e.action === 'mount' ? 'info' : e.action === 'lost' ? 'danger' : 'warn',
+          tip: `${e.action} ${e.target}${e.source === undefined ? '' : ` (source ${e.source})`} at ${ms(e.t)}`,
+        });
+        break;
+      case 'status': {
+        const next = statuses[statuses.indexOf(e) + 1];
+        const x0 = xOf(e.t);
+        const x1 = next === undefined ? endX : xOf(next.t);
+        const inUse = new Set(e.volumesInUse);
+        const notInUse = e.volumesAttached.filter((v) => !inUse.has(v));
+        push('status', {
+          x: x0,
+          width: Math.max(SLOT_PX - 4, x1 - x0 - 2),
+          label: `in use: ${list(e.volumesInUse)} · attached: ${list(e.volumesAttached)}`,
+          tone: notInUse.length > 0 ? 'warn' : 'ok',
+          tip: [
+            `at ${ms(e.t)}`,
+            `volumesInUse: ${e.volumesInUse.join(', ') || '(none)'}`,
+            `volumesAttached: ${e.volumesAttached.join(', ') || '(none)'}`,
+            ...(notInUse.length > 0 ? [`attached but not reported in use (the attach/detach controller may detach these): ${notInUse.join(', ')}`] : []),
+          ].join('\n'),
+        });
+        break;
+      }
+      case 'log':
+        if (e.severity === 'I') break;
+        push('logs', {
+          x: xOf(e.t),
+          width: SLOT_PX - 4,
+          label: `${e.severity} ${clip(e.message, 60)}`,
+          tone: e.severity === 'E' ? 'error' : 'warn',
+          tip: `${e.severity} at ${ms(e.t)}: ${e.message}`,
+        });
+        break;
+      case 'crash':
+        markers.push({ x: xOf(e.t), crash: e.crash, tip: `${e.crash === 'reboot' ? 'node reboot' : 'kubelet restart (kill -9)'} at ${ms(e.t)}${e.detail === undefined ? '' : `: ${e.detail}`}` });
+        break;
+      case 'violation':
+        violations.push(violationLayout(e, xOf(e.t), clock, columns, runIndex, violations.length));
+        break;
+      default: {
+        const unreachable: never = e;
+        return unreachable;
+      }
+    }
+  }
+  return {
+    label: run.label,
+    summary: run.summary,
+    lanes: LANES.map((l) => ({ id: l.id, title: l.title, rows: packRows(items.get(l.id) ?? []) })),
+    markers,
+    violations,
+  };
+}
+
+function violationLayout(e: ViolationEvent, x: number, clock: RunClock, columns: readonly ColumnLayout[], runIndex: number, n: number): ViolationLayout {
+  const stepIndex = clock.stepOf(e.t);
+  return {
+    id: `v-${runIndex}-${n}`,
+    x,
+    stepIndex,
+    stepLabel: columns.find((c) => c.index === stepIndex)?.label ?? `step ${stepIndex}`,
+    invariant: e.invariant,
+    message: e.message,
+    t: e.t,
+  };
+}
+
+/** Greedy interval packing: each item goes to the first row where it does not overlap. */
+function packRows(items: readonly TimelineItem[]): TimelineItem[][] {
+  const rows: TimelineItem[][] = [];
+  const rowEnds: number[] = [];
+  for (const item of [...items].sort((a, b) => a.x - b.x)) {
+    let row = rowEnds.findIndex((end) => end <= item.x);
+    if (row < 0) {
+      row = rows.length;
+      rows.push([]);
+      rowEnds.push(0);
+    }
+    rows[row]?.push(item);
+    rowEnds[row] = item.x + Math.max(item.width, textWidth(item.label)) + 4;
+  }
+  return rows;
+}
+
+/** Rough width of a label in the timeline's 11px font, so that labels do not run into each other. */
+function textWidth(label: string): number {
+  return Math.min(label.length, 48) * 6.2 + 8;
+}
+
+function ms(t: number): string {
+  if (t < 1000) return `${Math.round(t)} ms`;
+  if (t < 120_000) return `${(t / 1000).toFixed(t < 10_000 ? 2 : 1)} s`;
+  return `${(t / 60_000).toFixed(1)} min`;
+}
+
+function clip(s: string, n: number): string {
+  return s.length <= n ? s : `${s.slice(0, n - 1)}…`;
+}
+
+function shortMethod(m: string): string {
+  return m.startsWith('Node') ? m.slice(4) : m;
+}
+
+function shortId(id: string): string {
+  return id === '' ? '' : clip(id, 18);
+}
+
+/** kubernetes.io/csi/<driver>^<handle> → <handle>; other names unchanged (clipped). */
+function shortVolume(name: string): string {
+  const i = name.lastIndexOf('^');
+  return clip(i >= 0 ? name.slice(i + 1) : name.slice(name.lastIndexOf('/') + 1), 24);
+}
+
+/** The last two path components, which is what tells kubelet's paths apart. */
+function shortPath(p: string): string {
+  const parts = p.split('/').filter((s) => s !== '');
+  return clip(parts.slice(-2).join('/'), 40);
+}
+
+function fileVerb(a: FileEventAction): string {
+  switch (a) {
+    case 'write':
+      return 'write';
+    case 'remove':
+      return 'rm';
+    case 'mkdir':
+      return 'mkdir';
+    case 'rmdir':
+      return 'rmdir';
+    case 'rename':
+      return 'rename';
+    case 'lost':
+      return 'lost';
+    default: {
+      const unreachable: never = a;
+      return unreachable;
+    }
+  }
+}
+type FileEventAction = Extract<TraceEvent, { kind: 'file' }>['action'];
+
+function list(names: readonly string[]): string {
+  return names.length === 0 ? '∅' : names.map(shortVolume).join(', ');
+}

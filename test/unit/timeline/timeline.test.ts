@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { renderTimelineHtml } from '../../../src/timeline/html.js';
+import { layoutTimeline } from '../../../src/timeline/layout.js';
+import { storyOneRuns } from '../../../src/testing/timelineFixture.js';
+
+describe('timeline layout', () => {
+  it('runs share their step columns, and step N starts at the same x in each', () => {
+    const layout = layoutTimeline(storyOneRuns());
+    assert.deepEqual(layout.columns.map((c) => c.index), [0, 1, 2, 3]);
+    for (let i = 1; i < layout.columns.length; i++) {
+      const prev = layout.columns[i - 1]!;
+      assert.equal(layout.columns[i]!.x, prev.x + prev.width);
+    }
+    assert.equal(layout.runs.length, 2);
+  });
+
+  it('each violation sits in the column of the step it happened in', () => {
+    const layout = layoutTimeline(storyOneRuns());
+    const off = layout.runs[0]!;
+    assert.deepEqual(off.violations.map((v) => [v.invariant, v.stepIndex]), [['in-use-reported', 2], ['converges', 3]]);
+    for (const v of off.violations) {
+      const col = layout.columns.find((c) => c.index === v.stepIndex)!;
+      assert.ok(v.x >= col.x && v.x < col.x + col.width, `${v.invariant} at x=${v.x} outside column ${JSON.stringify(col)}`);
+    }
+    assert.deepEqual(layout.runs[1]!.violations, []);
+  });
+
+  it('a call with no answer is drawn pending to the end of the run; items in a lane never overlap', () => {
+    const layout = layoutTimeline(storyOneRuns());
+    const csi = layout.runs[0]!.lanes.find((l) => l.id === 'csi')!;
+    const unstage = csi.rows.flat().find((i) => i.label.startsWith('UnstageVolume'))!;
+    assert.equal(unstage.tone, 'pending');
+    assert.match(unstage.label, /no answer/);
+    for (const lane of layout.runs[0]!.lanes) {
+      for (const row of lane.rows) {
+        for (let i = 1; i < row.length; i++) assert.ok(row[i]!.x >= row[i - 1]!.x + row[i - 1]!.width, `${lane.id}: overlap`);
+      }
+    }
+  });
+});
+
+describe('timeline HTML', () => {
+  it('is self-contained: no external script, style, image or font, and no http(s) URL at all', () => {
+    const html = renderTimelineHtml({ title: 'story 1', runs: storyOneRuns() });
+    assert.doesNotMatch(html, /\b(src|href)="(?!#)/);
+    assert.doesNotMatch(html, /https?:\/\//);
+    assert.doesNotMatch(html, /@import|url\(/);
+  });
+
+  it('escapes every text that comes from the trace', () => {
+    const runs = storyOneRuns();
+    const hostile = { ...runs[0]!, label: '<script>alert(1)</script>', events: [...runs[0]!.events, { kind: 'file' as const, t: 10, action: 'write' as const, path: '/x/"><img onerror=alert(1)>' }] };
+    const html = renderTimelineHtml({ title: '<b>t</b>', runs: [hostile] });
+    assert.doesNotMatch(html, /<script>alert/);
+    assert.doesNotMatch(html, /<img/);
+    assert.match(html, /&lt;script&gt;alert\(1\)&lt;\/script&gt;/);
+  });
+
+  it('has one section per run, six lanes each, and a findings entry linking to each violation marker', () => {
+    const html = renderTimelineHtml({ title: 'story 1', runs: storyOneRuns() });
+    assert.equal(html.match(/<section class="run"/g)?.length, 2);
+    assert.equal(html.match(/class="row lane"/g)?.length, 12);
+    for (const id of ['v-0-0', 'v-0-1']) {
+      assert.match(html, new RegExp(`id="${id}"[^>]*data-violation`));
+      assert.match(html, new RegExp(`href="#${id}"`));
+    }
+  });
+});
