@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { renderTimelineHtml } from '../../../src/timeline/html.js';
 import { layoutTimeline } from '../../../src/timeline/layout.js';
+import { renderSideBySide } from '../../../src/timeline/terminal.js';
 import { storyOneRuns } from '../../../src/testing/timelineFixture.js';
 
 describe('timeline layout', () => {
@@ -65,5 +66,31 @@ describe('timeline HTML', () => {
       assert.match(html, new RegExp(`id="${id}"[^>]*data-violation`));
       assert.match(html, new RegExp(`href="#${id}"`));
     }
+  });
+});
+
+describe('timeline in the terminal', () => {
+  it('narrates both runs side by side, step by step, with what the attach/detach controller may do', () => {
+    const text = renderSideBySide(storyOneRuns(), { width: 140 });
+    const lines = text.split('\n');
+    assert.match(lines[0] ?? '', /^step +CSIGlobalMountReconstruction=false +CSIGlobalMountReconstruction=true$/);
+    const reboot = lines.findIndex((l) => l.startsWith('3 reboot'));
+    assert.ok(reboot > 0, text);
+    assert.match(lines[reboot] ?? '', /── node reboots: every mount gone ──.*── node reboots: every mount gone ──/);
+    // In the reboot step, the left column (gate off) drops the volume, the right one keeps it.
+    const block = lines.slice(reboot, lines.indexOf('', reboot));
+    const split = (lines[0] ?? '').indexOf('CSIGlobalMountReconstruction=true');
+    assert.ok(block.some((l) => l.slice(0, split).includes('volumesInUse = []')), text);
+    assert.ok(block.some((l) => l.slice(split).includes('volumesInUse = [vol-1]')), text);
+    assert.match(text, /✗ in-use-reported/);
+    assert.match(text, /→ the attach\/detach controller may now detach it/);
+    // Every line fits the width asked for.
+    for (const l of lines) assert.ok(l.length <= 140, `${l.length}: ${l}`);
+  });
+
+  it('colours only when asked', () => {
+    const ESC = '\u001b[';
+    assert.ok(!renderSideBySide(storyOneRuns()).includes(ESC));
+    assert.ok(renderSideBySide(storyOneRuns(), { color: true }).includes(`${ESC}31m✗ in-use-reported`));
   });
 });
