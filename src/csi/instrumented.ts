@@ -1,12 +1,32 @@
 /**
- * A CsiDriverRegistry decorator that records csi_operations_seconds for every call, the way
- * kubelet's csi client does, whatever the transport underneath (gRPC or in-process).
+ * CsiDriverRegistry decorators that see every CSI call the engine makes, whatever the transport
+ * underneath (gRPC or in-process): {@link observedRegistry} hands each finished call to an
+ * observer; {@link instrumentedRegistry} uses it to record csi_operations_seconds the way
+ * kubelet's csi client does; the agent's trace uses it to record the calls it draws.
  */
 import type { Clock } from '../host/clock.js';
 import type { VolumeManagerMetrics } from '../metrics/volumeManagerMetrics.js';
 import { CsiCallError, grpcStatusName, type CsiDriverRegistry, type CsiMethod, type CsiNodeClient } from './types.js';
 
-export function instrumentedRegistry(inner: CsiDriverRegistry, metrics: VolumeManagerMetrics, clock: Clock): CsiDriverRegistry {
+/** One finished CSI call, as the caller saw it. */
+export interface ObservedCsiCall {
+  readonly driverName: string;
+  readonly method: CsiMethod;
+  /** '' for calls about no volume (NodeGetCapabilities). */
+  readonly volumeId: string;
+  readonly request: unknown;
+  readonly startMs: number;
+  readonly endMs: number;
+  /** 'OK', the gRPC status name, or 'UNKNOWN' for an error that never reached the driver. */
+  readonly code: string;
+  /** The error's text; undefined on success. */
+  readonly error: string | undefined;
+}
+
+export type CsiCallObserver = (call: ObservedCsiCall) => void;
+
+/** Hands every finished call to `observe` (which must not throw), then returns its outcome unchanged. */
+export function observedRegistry(inner: CsiDriverRegistry, clock: Clock, observe: CsiCallObserver): CsiDriverRegistry {
   /** Per driver: the wrapped client and the client it wraps (rewrapped when that changes). */
   const cache = new Map<string, { inner: CsiNodeClient; wrapped: CsiNodeClient }>();
   return {
@@ -15,29 +35,35 @@ export function instrumentedRegistry(inner: CsiDriverRegistry, metrics: VolumeMa
       if (c === undefined) return undefined;
       const cached = cache.get(driverName);
       if (cached !== undefined && cached.inner === c) return cached.wrapped;
-      const timed = <T>(method: CsiMethod, call: () => Promise<T>): Promise<T> => {
-        const start = clock.nowMs();
+      const watched = <T>(method: CsiMethod, request: { readonly volumeId?: string } | undefined, call: () => Promise<T>): Promise<T> => {
+        const startMs = clock.nowMs();
+        const base = { driverName, method, volumeId: request?.volumeId ?? '', request, startMs };
         return call().then(
           (v) => {
-            metrics.csiOperation(driverName, `/csi.v1.Node/${method}`, 'OK', clock.nowMs() - start);
+            observe({ ...base, endMs: clock.nowMs(), code: 'OK', error: undefined });
             return v;
           },
           (err: unknown) => {
             const code = err instanceof CsiCallError && err.code !== undefined ? grpcStatusName(err.code) : 'UNKNOWN';
-            metrics.csiOperation(driverName, `/csi.v1.Node/${method}`, code, clock.nowMs() - start);
+            observe({ ...base, endMs: clock.nowMs(), code, error: err instanceof Error ? err.message : String(err) });
             throw err;
           },
         );
       };
       const wrapped: CsiNodeClient = {
-        nodeGetCapabilities: () => timed('NodeGetCapabilities', () => c.nodeGetCapabilities()),
-        nodeStageVolume: (req) => timed('NodeStageVolume', () => c.nodeStageVolume(req)),
-        nodeUnstageVolume: (req) => timed('NodeUnstageVolume', () => c.nodeUnstageVolume(req)),
-        nodePublishVolume: (req) => timed('NodePublishVolume', () => c.nodePublishVolume(req)),
-        nodeUnpublishVolume: (req) => timed('NodeUnpublishVolume', () => c.nodeUnpublishVolume(req)),
+        nodeGetCapabilities: () => watched('NodeGetCapabilities', undefined, () => c.nodeGetCapabilities()),
+        nodeStageVolume: (req) => watched('NodeStageVolume', req, () => c.nodeStageVolume(req)),
+        nodeUnstageVolume: (req) => watched('NodeUnstageVolume', req, () => c.nodeUnstageVolume(req)),
+        nodePublishVolume: (req) => watched('NodePublishVolume', req, () => c.nodePublishVolume(req)),
+        nodeUnpublishVolume: (req) => watched('NodeUnpublishVolume', req, () => c.nodeUnpublishVolume(req)),
       };
       cache.set(driverName, { inner: c, wrapped });
       return wrapped;
     },
   };
+}
+
+/** Records csi_operations_seconds for every call. */
+export function instrumentedRegistry(inner: CsiDriverRegistry, metrics: VolumeManagerMetrics, clock: Clock): CsiDriverRegistry {
+  return observedRegistry(inner, clock, (c) => metrics.csiOperation(c.driverName, `/csi.v1.Node/${c.method}`, c.code, c.endMs - c.startMs));
 }

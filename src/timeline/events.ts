@@ -21,7 +21,7 @@ export interface CsiEvent {
   readonly kind: 'csi';
   readonly t: number;
   /** When the answer came; undefined when none came (hung, or the caller died first). */
-  readonly end: number | undefined;
+  readonly end?: number | undefined;
   readonly method: string;
   readonly volumeId: string;
   /** 'OK' or the gRPC status name. */
@@ -34,7 +34,7 @@ export interface CsiEvent {
 export interface OperationEvent {
   readonly kind: 'operation';
   readonly t: number;
-  readonly end: number | undefined;
+  readonly end?: number | undefined;
   readonly name: string;
   readonly volumeName: string;
   readonly podName: string;

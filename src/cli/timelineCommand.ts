@@ -1,0 +1,95 @@
+/**
+ * `nodevol timeline FILE…`: draws trace files (`nodevol agent --trace`) as the timeline report,
+ * one run per file, one above the other; without --html, as narrated text side by side.
+ */
+import { openSync, readSync, fstatSync, closeSync, constants } from 'node:fs';
+import * as path from 'node:path';
+import { Command, Option } from 'commander';
+import type { TraceEvent, TraceRun } from '../timeline/events.js';
+import { renderTimelineHtml } from '../timeline/html.js';
+import { renderSideBySide } from '../timeline/terminal.js';
+import { parseTraceFile } from '../timeline/traceFile.js';
+import { writeFileSync } from 'node:fs';
+
+/** Largest trace file read. */
+export const MAX_TRACE_FILE_BYTES = 256 * 1024 * 1024;
+
+export const EXIT_TIMELINE_OK = 0;
+export const EXIT_TIMELINE_USAGE = 2;
+
+interface TimelineFlags {
+  html?: string;
+  title?: string;
+  output: 'text' | 'json';
+}
+
+export function timelineCommand(setExitCode: (code: number) => void): Command {
+  return new Command('timeline')
+    .description('Draw trace files written by `nodevol agent --trace` as a timeline: one run per file, one above the other.')
+    .argument('<file...>', 'trace files (JSON lines)')
+    .option('--html <out>', 'write the self-contained HTML report here instead of printing text')
+    .option('--title <title>', 'title of the report')
+    .addOption(new Option('-o, --output <format>', 'what to print without --html').choices(['text', 'json']).default('text'))
+    .addHelpText(
+      'after',
+      '\nExamples:\n' +
+        '  nodevol agent --trace /var/log/nodevol-trace.jsonl ...   # on the node\n' +
+        '  nodevol timeline /var/log/nodevol-trace.jsonl --html trace.html\n' +
+        '  nodevol timeline before.jsonl after.jsonl                 # two runs side by side in the terminal\n' +
+        '\nExit codes: 0 drawn; 2 a file could not be read or is not a trace (the message names file, line and field).\n',
+    )
+    .action((files: string[], flags: TimelineFlags) => {
+      setExitCode(timeline(files, flags));
+    });
+}
+
+function timeline(files: readonly string[], flags: TimelineFlags): number {
+  const runs: TraceRun[] = [];
+  for (const file of files) {
+    try {
+      runs.push({ label: path.basename(file), events: numberSteps(parseTraceFile(readTraceFile(file), file)) });
+    } catch (err) {
+      process.stderr.write(`nodevol timeline: ${err instanceof Error ? err.message : String(err)}\n`);
+      return EXIT_TIMELINE_USAGE;
+    }
+  }
+  if (flags.html !== undefined) {
+    const html = renderTimelineHtml({ title: flags.title ?? `nodevol timeline: ${files.map((f) => path.basename(f)).join(', ')}`, runs });
+    try {
+      writeFileSync(flags.html, html);
+    } catch (err) {
+      process.stderr.write(`nodevol timeline: --html ${flags.html}: ${err instanceof Error ? err.message : String(err)}\n`);
+      return EXIT_TIMELINE_USAGE;
+    }
+    process.stderr.write(`nodevol timeline: wrote ${flags.html} (${html.length} bytes)\n`);
+    return EXIT_TIMELINE_OK;
+  }
+  process.stdout.write(flags.output === 'json' ? `${JSON.stringify(runs, null, 2)}\n` : renderSideBySide(runs, { width: process.stdout.columns ?? 120 }));
+  return EXIT_TIMELINE_OK;
+}
+
+/** Steps numbered in file order: each agent life (and each appended run) becomes a column. */
+function numberSteps(events: readonly TraceEvent[]): TraceEvent[] {
+  let n = 0;
+  return events.map((e) => (e.kind === 'step' ? { ...e, index: n++ } : e));
+}
+
+/** Reads a regular file without blocking on a FIFO, at most MAX_TRACE_FILE_BYTES. */
+function readTraceFile(file: string): string {
+  const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new Error(`${file}: not a regular file`);
+    if (st.size > MAX_TRACE_FILE_BYTES) throw new Error(`${file}: larger than ${MAX_TRACE_FILE_BYTES} bytes`);
+    const buf = Buffer.alloc(st.size);
+    let off = 0;
+    while (off < buf.length) {
+      const n = readSync(fd, buf, off, buf.length - off, off);
+      if (n === 0) break;
+      off += n;
+    }
+    return buf.subarray(0, off).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+}

@@ -1,0 +1,77 @@
+// `nodevol timeline` as a process: trace files in, the report or the narrated text out.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { storyOneRuns } from '../../src/testing/timelineFixture.js';
+import { traceLine } from '../../src/timeline/traceFile.js';
+
+const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..', '..');
+const BIN = path.join(REPO_ROOT, 'bin', 'nodevol.js');
+
+function nodevol(args: readonly string[]): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 30_000 });
+  if (r.error !== undefined) throw r.error;
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+describe('nodevol timeline', () => {
+  let dir: string;
+  let off: string;
+  let on: string;
+  before(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'nodevol-timeline-cli-'));
+    const [a, b] = storyOneRuns();
+    off = path.join(dir, 'gate-off.jsonl');
+    on = path.join(dir, 'gate-on.jsonl');
+    await writeFile(off, a!.events.map(traceLine).join(''));
+    await writeFile(on, b!.events.map(traceLine).join(''));
+  });
+  after(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('--html writes one self-contained report with a run per file', async () => {
+    const out = path.join(dir, 'report.html');
+    const r = nodevol(['timeline', off, on, '--html', out]);
+    assert.equal(r.status, 0, r.stderr);
+    const html = await readFile(out, 'utf8');
+    assert.equal(html.match(/<section class="run"/g)?.length, 2);
+    assert.match(html, /<h2>gate-off\.jsonl<\/h2>/);
+    assert.match(html, /data-violation="in-use-reported"/);
+  });
+
+  it('without --html prints the runs side by side', () => {
+    const r = nodevol(['timeline', off, on]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /^step +gate-off\.jsonl +gate-on\.jsonl$/m);
+    assert.match(r.stdout, /── node reboots: every mount gone ──/);
+  });
+
+  it('a bad line exits 2 with one message naming the file, the line and the field', async () => {
+    const bad = path.join(dir, 'bad.jsonl');
+    await writeFile(bad, `${traceLine({ kind: 'step', t: 0, index: 0, label: 'a' })}{"kind":"csi","t":"soon","method":"x","volumeId":"","outcome":"OK"}\n`);
+    const r = nodevol(['timeline', bad]);
+    assert.equal(r.status, 2);
+    assert.equal(r.stdout, '');
+    assert.match(r.stderr, new RegExp(`^nodevol timeline: ${bad.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}:2: field t: `));
+  });
+
+  it('a FIFO is refused at once, not waited on', () => {
+    const fifo = path.join(dir, 'fifo');
+    const mk = spawnSync('mkfifo', [fifo]);
+    if (mk.status !== 0) return;
+    const r = nodevol(['timeline', fifo]);
+    assert.equal(r.status, 2);
+    assert.match(r.stderr, /not a regular file/);
+  });
+
+  it('--help has examples and the exit codes', () => {
+    const r = nodevol(['timeline', '--help']);
+    assert.equal(r.status, 0);
+    assert.match(r.stdout, /Examples:/);
+    assert.match(r.stdout, /Exit codes: 0/);
+  });
+});
