@@ -84,6 +84,8 @@ export interface ActualStateOfWorldMounterUpdater {
   getVolumeMountState(volumeName: UniqueVolumeName, podName: UniquePodName): VolumeMountState;
   isVolumeReconstructed(volumeName: UniqueVolumeName, podName: UniquePodName): boolean;
   isVolumeDeviceReconstructed(volumeName: UniqueVolumeName): boolean;
+  /** Whether a pod other than `podName` has the volume mounted or possibly mounted (ReadWriteOncePod). */
+  isVolumeMountedElsewhere(volumeName: UniqueVolumeName, podName: UniquePodName): boolean;
 }
 
 /** The narrow updater an attach/verify operation receives. */
@@ -314,6 +316,14 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
 
   isVolumeDeviceReconstructed(volumeName: UniqueVolumeName): boolean {
     return this.foundDuringReconstruction.has(volumeName);
+  }
+
+  isVolumeMountedElsewhere(volumeName: UniqueVolumeName, podName: UniquePodName): boolean {
+    const v = this.volumes.get(volumeName);
+    if (v === undefined) return false;
+    // An uncertain mount counts as mounted until it is certain.
+    for (const p of v.mountedPods.values()) if (p.podName !== podName && p.volumeMountState !== 'VolumeNotMounted') return true;
+    return false;
   }
 
   updateReconstructedDevicePath(volumeName: UniqueVolumeName, devicePath: string): void {
