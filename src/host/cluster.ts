@@ -22,6 +22,8 @@ export interface Pod {
   readonly blockVolumeNames?: readonly string[];
   /** Pod fsGroup (securityContext.fsGroup), when set. */
   readonly fsGroup?: number;
+  /** spec.serviceAccountName. */
+  readonly serviceAccountName?: string;
 }
 
 export interface PersistentVolumeClaim {
