@@ -195,6 +195,7 @@ export class OperationGenerator {
   async generateUnmountVolume(mv: UnmountTarget, asw: ActualStateOfWorldMounterUpdater): Promise<Operation> {
     const plugin = this.deps.plugins.findPluginByName(mv.pluginName);
     const unmounter = await plugin.newUnmounter(mv.innerVolumeSpecName, mv.podUID);
+    const logger = this.deps.logger;
     return {
       operationName: OP.unmount,
       pluginLabel: pluginLabel(mv.pluginName, mv.volumeSpec),
@@ -202,12 +203,21 @@ export class OperationGenerator {
         try {
           await unmounter.tearDown();
         } catch (err) {
-          if (mv.volumeSpec !== undefined) {
-            asw.markVolumeMountAsUncertain({ ...unmountOpts(mv, mv.volumeSpec), volumeMountState: 'VolumeMountUncertain' });
+          // Attempted even without a spec, as kubelet does; for the cleanup of a volume that
+          // failed reconstruction the volume is not in the actual state and this only logs.
+          try {
+            asw.markVolumeMountAsUncertain({ ...unmountOpts(mv), volumeMountState: 'VolumeMountUncertain' });
+          } catch (markErr) {
+            logger.error(markErr, 'UnmountVolume.MarkVolumeMountAsUncertain failed', unmountLogValues(mv));
           }
           throw err;
         }
-        asw.markVolumeAsUnmounted(mv.podName, mv.volumeName);
+        logger.info('UnmountVolume.TearDown succeeded', { ...unmountLogValues(mv), podUID: mv.podUID, innerVolumeSpecName: mv.innerVolumeSpecName, pluginName: mv.pluginName });
+        try {
+          asw.markVolumeAsUnmounted(mv.podName, mv.volumeName);
+        } catch (markErr) {
+          logger.error(markErr, 'UnmountVolume.MarkVolumeAsUnmounted failed', unmountLogValues(mv));
+        }
       },
     };
   }
@@ -227,10 +237,14 @@ export class OperationGenerator {
           await unmapBlockVolume(host, host.layout.csiGlobalMapPath(mv.innerVolumeSpecName), host.layout.csiPodDeviceMapPath(mv.podUID, mv.innerVolumeSpecName), mv.podUID);
           await unmapper.unmapPodDevice();
         } catch (err) {
-          if (spec !== undefined) asw.markVolumeMountAsUncertain({ ...unmountOpts(mv, spec), volumeMountState: 'VolumeMountUncertain' });
+          if (spec !== undefined) asw.markVolumeMountAsUncertain({ ...unmountOpts(mv), volumeMountState: 'VolumeMountUncertain' });
           throw err;
         }
-        asw.markVolumeAsUnmounted(mv.podName, mv.volumeName);
+        try {
+          asw.markVolumeAsUnmounted(mv.podName, mv.volumeName);
+        } catch (markErr) {
+          this.deps.logger.error(markErr, 'UnmapVolume.MarkVolumeAsUnmounted failed', unmountLogValues(mv));
+        }
       },
     };
   }
@@ -331,7 +345,11 @@ export function markVolumeErrorState(asw: ActualStateOfWorldMounterUpdater, opts
       logger?.v(3).info('MountVolume.markVolumeErrorState leaving volume uncertain', { volumeName: opts.volumeName });
       return;
     }
-    asw.markVolumeAsUnmounted(opts.podName, opts.volumeName);
+    try {
+      asw.markVolumeAsUnmounted(opts.podName, opts.volumeName);
+    } catch (markErr) {
+      logger?.error(markErr, 'MountVolume.MarkVolumeAsUnmounted failed', { volumeName: opts.volumeName, podName: opts.podName });
+    }
     return;
   }
   if (isUncertainProgressError(err) && state === 'VolumeNotMounted') {
@@ -381,12 +399,16 @@ function markOpts(vtm: VolumeToMount, pluginName: string): MarkVolumeOpts {
   };
 }
 
-function unmountOpts(mv: UnmountTarget, spec: Spec): MarkVolumeOpts {
+function unmountLogValues(mv: UnmountTarget): Record<string, string> {
+  return { volumeName: mv.volumeName, podName: mv.podName };
+}
+
+function unmountOpts(mv: UnmountTarget): MarkVolumeOpts {
   return {
     podName: mv.podName,
     podUID: mv.podUID,
     volumeName: mv.volumeName,
-    volumeSpec: spec,
+    volumeSpec: mv.volumeSpec,
     outerVolumeSpecName: mv.outerVolumeSpecName,
     innerVolumeSpecName: mv.innerVolumeSpecName,
     pluginName: mv.pluginName,

@@ -9,7 +9,7 @@ import { OperationGenerator } from '../../../src/operationexecutor/operationGene
 import { RecordingMetrics } from '../../../src/metrics/volumeManagerMetrics.js';
 import { gates } from '../../../src/testing/hosts.js';
 import { InMemoryNode } from '../../../src/testing/inMemoryNode.js';
-import { VolumePluginMgr, type VolumeMounter, type VolumePlugin } from '../../../src/volume/plugins.js';
+import { VolumePluginMgr, type VolumeMounter, type VolumePlugin, type VolumeUnmounter } from '../../../src/volume/plugins.js';
 import type { Spec } from '../../../src/volume/spec.js';
 import { createActualStateOfWorld } from '../../../src/volumemanager/cache/actualStateOfWorld.js';
 import type { VolumeToMount } from '../../../src/volumemanager/cache/desiredStateOfWorld.js';
@@ -83,7 +83,7 @@ class FailingMounterPlugin implements VolumePlugin {
     this.newMounterCalls++;
     return Promise.reject(new Error('mounter cannot be built'));
   }
-  newUnmounter(): never {
+  newUnmounter(): Promise<VolumeUnmounter> {
     throw new Error('no unmounter');
   }
 }
@@ -133,3 +133,42 @@ function hostOf(node: InMemoryNode): ConstructorParameters<typeof OperationGener
     nodeName: 'node-1',
   };
 }
+
+/** A plugin whose TearDown always fails. */
+class FailingTearDownPlugin extends FailingMounterPlugin {
+  override newUnmounter(): Promise<VolumeUnmounter> {
+    return Promise.resolve({ getPath: () => '/x', tearDown: () => Promise.reject(new Error('unpublish failed')) });
+  }
+}
+
+describe('GenerateUnmountVolumeFunc: a failed TearDown marks the mount uncertain even without a spec', () => {
+  it('the pod\'s mount turns uncertain; the record keeps the volume\'s spec', async () => {
+    const node = new InMemoryNode();
+    const plugin = new FailingTearDownPlugin();
+    const generator = new OperationGenerator({ plugins: new VolumePluginMgr([plugin]), host: hostOf(node), cluster: node.cluster, logger: node.logger });
+    const asw = createActualStateOfWorld();
+    const spec: Spec = { kind: 'inline', readOnly: false, volume: { name: 'v' } };
+    const volumeName = 'example.com/failing/pod-a-v' as UniqueVolumeName;
+    const podName = 'pod-a' as UniquePodName;
+    asw.markVolumeAsAttached(volumeName, spec, plugin.getPluginName(), '', false);
+    asw.markVolumeAsMounted({ podName, podUID: 'pod-a', volumeName, volumeSpec: spec, outerVolumeSpecName: 'v', innerVolumeSpecName: 'v', pluginName: plugin.getPluginName(), volumeMountState: 'VolumeMounted', seLinuxMountContext: '' });
+    const op = await generator.generateUnmountVolume(
+      { podName, podUID: 'pod-a', volumeName, innerVolumeSpecName: 'v', outerVolumeSpecName: 'v', pluginName: plugin.getPluginName(), volumeSpec: undefined },
+      asw,
+    );
+    await assert.rejects(op.run(), /unpublish failed/);
+    assert.equal(asw.getVolumeMountState(volumeName, podName), 'VolumeMountUncertain');
+  });
+
+  it('a spec-less cleanup of a volume the actual state does not have logs the failed marks', async () => {
+    const node = new InMemoryNode();
+    const plugin = new FailingTearDownPlugin();
+    const generator = new OperationGenerator({ plugins: new VolumePluginMgr([plugin]), host: hostOf(node), cluster: node.cluster, logger: node.logger });
+    const op = await generator.generateUnmountVolume(
+      { podName: 'pod-a' as UniquePodName, podUID: 'pod-a', volumeName: 'v' as UniqueVolumeName, innerVolumeSpecName: 'v', outerVolumeSpecName: 'v', pluginName: plugin.getPluginName(), volumeSpec: undefined },
+      createActualStateOfWorld(),
+    );
+    await assert.rejects(op.run(), /unpublish failed/);
+    assert.deepEqual(node.logger.lines.filter((l) => l.severity === 'E').map((l) => l.msg), ['UnmountVolume.MarkVolumeMountAsUncertain failed']);
+  });
+});
