@@ -22,6 +22,8 @@ export interface Pod {
   readonly blockVolumeNames?: readonly string[];
   /** Pod fsGroup (securityContext.fsGroup), when set. */
   readonly fsGroup?: number;
+  /** spec.serviceAccountName. */
+  readonly serviceAccountName?: string;
 }
 
 export interface PersistentVolumeClaim {
@@ -36,6 +38,8 @@ export interface CSIDriverInfo {
   readonly name: string;
   /** spec.attachRequired; kubelet treats a missing CSIDriver object as attach required. */
   readonly attachRequired: boolean;
+  /** spec.podInfoOnMount: pod information goes into NodePublishVolume's volume_context (default false). */
+  readonly podInfoOnMount?: boolean;
 }
 
 export interface AttachedVolume {
@@ -46,6 +50,8 @@ export interface AttachedVolume {
 export interface NodeStatus {
   readonly volumesAttached: readonly AttachedVolume[];
   readonly volumesInUse: readonly string[];
+  /** The Node's metadata.labels (kubelet GetNodeLabels); absent when the view does not know them. */
+  readonly labels?: Readonly<Record<string, string>>;
 }
 
 export interface ClusterView {

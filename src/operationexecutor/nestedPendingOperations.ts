@@ -12,8 +12,12 @@
  * - `run()` adds it, pending, and starts the operation asynchronously;
  * - success deletes it, which also forgets its backoff;
  * - failure keeps it, not pending, and arms (or doubles) its backoff from `clock.nowMs()`;
- * - a later `run()` that matches a failed entry whose backoff has expired reuses that entry: the
- *   entry takes the new key and operation name and keeps its backoff, so the next failure doubles.
+ * - a retry is refused while `now - lastErrorTime <= durationBeforeRetry` (kubelet's SafeToRetry:
+ *   the boundary itself still refuses);
+ * - a later `run()` that matches a failed entry reuses that entry and takes its key. While the
+ *   backoff is still active, an operation of another name resets the backoff and renames the
+ *   entry (a failing mount does not hold back an unmount); once it has expired, the entry keeps
+ *   its recorded name and its backoff, so the next failure doubles - as kubelet's Run does.
  *
  * Time comes only from the {@link Clock} port; nothing here sleeps or sets timers.
  */
@@ -78,7 +82,10 @@ export class BackoffError extends Error {
   override readonly name = 'BackoffError';
   constructor(
     readonly operationKey: OperationKey,
-    /** Clock milliseconds from now until a retry is permitted (> 0). */
+    /**
+     * Clock milliseconds until the backoff expires (>= 0). At 0 the retry is still refused:
+     * kubelet permits it only once strictly more than durationBeforeRetry has passed.
+     */
     readonly retryAfterMs: number,
     /** The backoff duration armed by the last failure. */
     readonly durationBeforeRetryMs: number,
@@ -109,7 +116,7 @@ export interface NestedPendingOperations {
   /**
    * Starts `op` under `key`, unless an operation is pending for the same volume with the same pod
    * or with `''` on either side (wildcard), or the key is in backoff for an operation of the same
-   * name (a different operation name resets the backoff, as kubelet does). Throws
+   * name (while the backoff is active, a different operation name resets it, as kubelet does). Throws
    * {@link AlreadyExistsError} / {@link BackoffError} synchronously and then does not call `op`.
    * Otherwise `op.run()` is called asynchronously (never inside this call). On success the entry
    * is deleted (backoff reset); on failure the entry stays, not pending, with exponential backoff
@@ -151,7 +158,13 @@ interface Backoff {
 
 interface Entry {
   key: OperationKey;
+  /**
+   * The name the backoff belongs to (kubelet's operation.operationName): set when the entry is
+   * created or reset, and left alone when an expired entry is reused by another operation.
+   */
   operationName: string;
+  /** The name of the operation that last ran under this entry (reported on completion). */
+  runningOperationName: string;
   /** True iff the entry's operation has started and not settled. */
   pending: boolean;
   readonly backoff: Backoff;
@@ -203,21 +216,23 @@ class NestedPendingOperationsImpl implements NestedPendingOperations {
     if (found.kind === 'pending') {
       throw new AlreadyExistsError(opKey, op.operationName, { ...found.entry.key });
     } else if (found.kind === 'failed') {
-      if (found.entry.operationName === op.operationName) {
-        this.throwIfBackingOff(opKey, found.entry.backoff);
-      } else {
-        // A different operation on the same key: kubelet resets the backoff rather than letting
-        // a failing mount hold back an unmount (or the other way round).
-        resetBackoff(found.entry.backoff);
-      }
       entry = found.entry;
+      if (this.isBackingOff(entry.backoff)) {
+        if (entry.operationName === op.operationName) this.throwIfBackingOff(opKey, entry.backoff);
+        // A different operation while the backoff is active: kubelet resets the backoff and
+        // renames the entry rather than letting a failing mount hold back an unmount.
+        resetBackoff(entry.backoff);
+        entry.operationName = op.operationName;
+      }
+      // An expired backoff is kept, and so is the name it belongs to (kubelet's Run).
       entry.key = opKey;
-      entry.operationName = op.operationName;
+      entry.runningOperationName = op.operationName;
       entry.pending = true;
     } else {
       entry = {
         key: opKey,
         operationName: op.operationName,
+        runningOperationName: op.operationName,
         pending: true,
         backoff: { durationBeforeRetryMs: 0, lastErrorTimeMs: 0, lastError: undefined },
       };
@@ -243,6 +258,11 @@ class NestedPendingOperationsImpl implements NestedPendingOperations {
     if (found.kind === 'failed' && found.entry.operationName === operationName) this.throwIfBackingOff(opKey, found.entry.backoff);
   }
 
+  /** kubelet's SafeToRetry, negated: refused while `now - lastErrorTime <= durationBeforeRetry`. */
+  private isBackingOff(backoff: Backoff): boolean {
+    return backoff.durationBeforeRetryMs > 0 && this.clock.nowMs() - backoff.lastErrorTimeMs <= backoff.durationBeforeRetryMs;
+  }
+
   isOperationPending(volumeName: string, podName: string): boolean {
     return this.find({ volumeName, podName }).kind === 'pending';
   }
@@ -255,7 +275,7 @@ class NestedPendingOperationsImpl implements NestedPendingOperations {
       case 'pending':
         return false;
       case 'failed':
-        return this.remainingBackoffMs(found.entry.backoff) <= 0;
+        return !this.isBackingOff(found.entry.backoff);
       default: {
         const unreachable: never = found;
         return unreachable;
@@ -291,14 +311,10 @@ class NestedPendingOperationsImpl implements NestedPendingOperations {
     return candidate === undefined ? { kind: 'none' } : { kind: 'failed', entry: candidate };
   }
 
-  private remainingBackoffMs(backoff: Backoff): number {
-    if (backoff.durationBeforeRetryMs === 0) return 0;
-    return backoff.lastErrorTimeMs + backoff.durationBeforeRetryMs - this.clock.nowMs();
-  }
-
   private throwIfBackingOff(key: OperationKey, backoff: Backoff): void {
-    const remainingMs = this.remainingBackoffMs(backoff);
-    if (remainingMs > 0) throw new BackoffError(key, remainingMs, backoff.durationBeforeRetryMs, backoff.lastError);
+    if (!this.isBackingOff(backoff)) return;
+    const remainingMs = backoff.lastErrorTimeMs + backoff.durationBeforeRetryMs - this.clock.nowMs();
+    throw new BackoffError(key, remainingMs, backoff.durationBeforeRetryMs, backoff.lastError);
   }
 
   private complete(entry: Entry, startMs: number, rejection: unknown, failed: boolean): void {
@@ -316,7 +332,7 @@ class NestedPendingOperationsImpl implements NestedPendingOperations {
     this.running--;
     const event: OperationCompleteEvent = {
       key: { ...entry.key },
-      operationName: entry.operationName,
+      operationName: entry.runningOperationName,
       error: failed ? error : undefined,
       durationMs: nowMs - startMs,
     };

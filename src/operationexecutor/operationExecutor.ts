@@ -47,7 +47,7 @@ export class OperationExecutor {
     const op =
       getVolumeMode(vtm.spec) === 'Block'
         ? await this.generator.generateMapVolume(vtm, devicePath, asw)
-        : await this.generator.generateMountVolume(vtm, devicePath, asw);
+        : this.generator.generateMountVolume(vtm, devicePath, asw);
     this.start(key, op);
   }
 

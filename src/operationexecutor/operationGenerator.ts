@@ -1,8 +1,10 @@
 /**
  * OperationGenerator (pkg/volume/util/operationexecutor/operation_generator.go; reference §4):
- * builds one closure per operation. Generation looks up the plugin and builds the (un)mounter,
- * and fails synchronously (rejects before anything is scheduled); the closure then calls the
- * plugin and records the outcome in the actual state through a narrow updater.
+ * builds one closure per operation. Where kubelet looks the plugin up and builds the (un)mounter
+ * at generation (unmount, map, unmount device), a failure rejects before anything is scheduled;
+ * GenerateMountVolumeFunc does all of it inside the operation, so its failures are backed off.
+ * The closure calls the plugin and records the outcome in the actual state through a narrow
+ * updater.
  */
 import type { ClusterView } from '../host/cluster.js';
 import type { Logger } from '../host/logger.js';
@@ -10,6 +12,7 @@ import type { VolumePluginMgr } from '../volume/plugins.js';
 import { specName, type Spec } from '../volume/spec.js';
 import { isOperationFinishedError, isUncertainProgressError } from '../volume/util/errors.js';
 import { mapBlockVolume, unmapBlockVolume } from '../volume/util/blockMapping.js';
+import { checkNodeAffinity } from '../volume/util/nodeAffinity.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
 import type {
   ActualStateOfWorldAttacherUpdater,
@@ -21,6 +24,9 @@ import type {
 import type { VolumeToMount } from '../volumemanager/cache/desiredStateOfWorld.js';
 import { hasMountRefs } from '../mount/mountRefs.js';
 import type { GeneratedOperation } from './nestedPendingOperations.js';
+
+/** kubelet's unknownVolumePlugin: the metric label when the plugin could not be found at generation. */
+export const UNKNOWN_VOLUME_PLUGIN = 'UnknownVolumePlugin';
 
 /** Operation names (storage_operation_duration_seconds operation_name). */
 export const OP = {
@@ -80,24 +86,43 @@ export class OperationGenerator {
     };
   }
 
-  /** MountVolume, filesystem (§4.1): MountDevice when the device is not globally mounted, then SetUp. */
-  async generateMountVolume(vtm: VolumeToMount, devicePath: string, asw: ActualStateOfWorldMounterUpdater): Promise<Operation> {
-    const { plugins } = this.deps;
-    const plugin = plugins.findPluginBySpec(vtm.spec);
-    const mounter = await plugin.newMounter(vtm.spec, vtm.pod);
-    const deviceMountable = plugins.findDeviceMountablePluginBySpec(vtm.spec);
-    const opts = markOpts(vtm, plugin.getPluginName());
+  /**
+   * MountVolume, filesystem (§4.1), GenerateMountVolumeFunc: everything happens inside the
+   * operation - plugin lookup, node affinity, NewMounter, the ReadWriteOncePod check - so that a
+   * failure is retried with backoff; then MountDevice when the device is not globally mounted,
+   * then SetUp.
+   */
+  generateMountVolume(vtm: VolumeToMount, devicePath: string, asw: ActualStateOfWorldMounterUpdater): Operation {
+    const { plugins, logger } = this.deps;
+    let pluginName = UNKNOWN_VOLUME_PLUGIN;
+    try {
+      pluginName = plugins.findPluginBySpec(vtm.spec).getPluginName();
+    } catch {
+      // Reported by the operation itself, which looks the plugin up again.
+    }
     return {
       operationName: OP.mount,
-      pluginLabel: pluginLabel(plugin.getPluginName(), vtm.spec),
+      pluginLabel: pluginLabel(pluginName, vtm.spec),
       run: async () => {
+        const plugin = wrap(vtm, 'MountVolume.FindPluginBySpec failed', () => plugins.findPluginBySpec(vtm.spec));
+        const affinityErr = await this.checkNodeAffinity(vtm);
+        if (affinityErr !== undefined) throw volumeError(vtm, 'MountVolume.NodeAffinity check failed', affinityErr);
+        let mounter;
+        try {
+          mounter = await plugin.newMounter(vtm.spec, vtm.pod);
+        } catch (err) {
+          throw volumeError(vtm, 'MountVolume.NewMounter initialization failed', err);
+        }
+        if (isReadWriteOncePodInUseElsewhere(vtm, asw)) throw volumeError(vtm, 'MountVolume.SetUp failed', new Error(RWOP_IN_USE));
+        const deviceMountable = plugins.findDeviceMountablePluginBySpec(vtm.spec);
+        const opts = markOpts(vtm, plugin.getPluginName());
         if (deviceMountable !== undefined && asw.getDeviceMountState(vtm.volumeName) !== 'DeviceGloballyMounted') {
           const deviceMounter = deviceMountable.newDeviceMounter();
           const deviceMountPath = deviceMounter.getDeviceMountPath(vtm.spec);
           try {
             await deviceMounter.mountDevice(vtm.spec, devicePath, deviceMountPath, mounterArgs(vtm));
           } catch (err) {
-            markDeviceErrorState(asw, vtm, devicePath, deviceMountPath, err);
+            markDeviceErrorState(asw, vtm, devicePath, deviceMountPath, err, logger);
             throw err;
           }
           asw.markDeviceAsMounted(vtm.volumeName, devicePath, deviceMountPath, vtm.seLinuxMountContext);
@@ -105,7 +130,7 @@ export class OperationGenerator {
         try {
           await mounter.setUp(mounterArgs(vtm));
         } catch (err) {
-          markVolumeErrorState(asw, opts, err);
+          markVolumeErrorState(asw, opts, err, logger);
           throw err;
         }
         asw.markVolumeAsMounted({ ...opts, volumeMountState: 'VolumeMounted' });
@@ -113,23 +138,40 @@ export class OperationGenerator {
     };
   }
 
+  /** checkNodeAffinity: only a PV with node affinity needs the node's labels. */
+  private async checkNodeAffinity(vtm: VolumeToMount): Promise<Error | undefined> {
+    if (vtm.spec.kind !== 'persistent' || vtm.spec.persistentVolume.nodeAffinity === undefined) return undefined;
+    let labels: Readonly<Record<string, string>>;
+    try {
+      labels = (await this.deps.cluster.getNodeStatus()).labels ?? {};
+    } catch (err) {
+      return err instanceof Error ? err : new Error(String(err));
+    }
+    return checkNodeAffinity(vtm.spec.persistentVolume, labels);
+  }
+
   /** MapVolume, raw block (§5): SetUpDevice (NodeStage), MapPodDevice (NodePublish), link. */
   async generateMapVolume(vtm: VolumeToMount, devicePath: string, asw: ActualStateOfWorldMounterUpdater): Promise<Operation> {
     const { plugins, host } = this.deps;
     const plugin = plugins.findMapperPluginBySpec(vtm.spec);
     if (plugin === undefined) throw new Error(`MapVolume.FindMapperPluginBySpec failed for ${vtm.volumeName}`);
+    // Unlike MountVolume, kubelet checks node affinity and builds the mapper at generation.
+    const affinityErr = await this.checkNodeAffinity(vtm);
+    if (affinityErr !== undefined) throw volumeError(vtm, 'MapVolume.NodeAffinity check failed', affinityErr);
     const mapper = await plugin.newBlockVolumeMapper(vtm.spec, vtm.pod);
     const opts = markOpts(vtm, plugin.getPluginName());
     const globalMapPath = mapper.getGlobalMapPath(vtm.spec);
+    const logger = this.deps.logger;
     return {
       operationName: OP.map,
       pluginLabel: pluginLabel(plugin.getPluginName(), vtm.spec),
       run: async () => {
+        if (isReadWriteOncePodInUseElsewhere(vtm, asw)) throw volumeError(vtm, 'MapVolume.SetUpDevice failed', new Error(RWOP_IN_USE));
         if (asw.getDeviceMountState(vtm.volumeName) !== 'DeviceGloballyMounted') {
           try {
             await mapper.setUpDevice();
           } catch (err) {
-            markDeviceErrorState(asw, vtm, devicePath, globalMapPath, err);
+            markDeviceErrorState(asw, vtm, devicePath, globalMapPath, err, logger);
             throw err;
           }
           asw.markDeviceAsMounted(vtm.volumeName, devicePath, globalMapPath, '');
@@ -138,7 +180,7 @@ export class OperationGenerator {
           const publishPath = await mapper.mapPodDevice();
           await mapBlockVolume(host, publishPath, globalMapPath, mapper.getPodDeviceMapPath(), vtm.pod.uid);
         } catch (err) {
-          markVolumeErrorState(asw, opts, err);
+          markVolumeErrorState(asw, opts, err, logger);
           throw err;
         }
         asw.markVolumeAsMounted({ ...opts, volumeMountState: 'VolumeMounted' });
@@ -153,6 +195,7 @@ export class OperationGenerator {
   async generateUnmountVolume(mv: UnmountTarget, asw: ActualStateOfWorldMounterUpdater): Promise<Operation> {
     const plugin = this.deps.plugins.findPluginByName(mv.pluginName);
     const unmounter = await plugin.newUnmounter(mv.innerVolumeSpecName, mv.podUID);
+    const logger = this.deps.logger;
     return {
       operationName: OP.unmount,
       pluginLabel: pluginLabel(mv.pluginName, mv.volumeSpec),
@@ -160,12 +203,21 @@ export class OperationGenerator {
         try {
           await unmounter.tearDown();
         } catch (err) {
-          if (mv.volumeSpec !== undefined) {
-            asw.markVolumeMountAsUncertain({ ...unmountOpts(mv, mv.volumeSpec), volumeMountState: 'VolumeMountUncertain' });
+          // Attempted even without a spec, as kubelet does; for the cleanup of a volume that
+          // failed reconstruction the volume is not in the actual state and this only logs.
+          try {
+            asw.markVolumeMountAsUncertain({ ...unmountOpts(mv), volumeMountState: 'VolumeMountUncertain' });
+          } catch (markErr) {
+            logger.error(markErr, 'UnmountVolume.MarkVolumeMountAsUncertain failed', unmountLogValues(mv));
           }
           throw err;
         }
-        asw.markVolumeAsUnmounted(mv.podName, mv.volumeName);
+        logger.info('UnmountVolume.TearDown succeeded', { ...unmountLogValues(mv), podUID: mv.podUID, innerVolumeSpecName: mv.innerVolumeSpecName, pluginName: mv.pluginName });
+        try {
+          asw.markVolumeAsUnmounted(mv.podName, mv.volumeName);
+        } catch (markErr) {
+          logger.error(markErr, 'UnmountVolume.MarkVolumeAsUnmounted failed', unmountLogValues(mv));
+        }
       },
     };
   }
@@ -185,10 +237,14 @@ export class OperationGenerator {
           await unmapBlockVolume(host, host.layout.csiGlobalMapPath(mv.innerVolumeSpecName), host.layout.csiPodDeviceMapPath(mv.podUID, mv.innerVolumeSpecName), mv.podUID);
           await unmapper.unmapPodDevice();
         } catch (err) {
-          if (spec !== undefined) asw.markVolumeMountAsUncertain({ ...unmountOpts(mv, spec), volumeMountState: 'VolumeMountUncertain' });
+          if (spec !== undefined) asw.markVolumeMountAsUncertain({ ...unmountOpts(mv), volumeMountState: 'VolumeMountUncertain' });
           throw err;
         }
-        asw.markVolumeAsUnmounted(mv.podName, mv.volumeName);
+        try {
+          asw.markVolumeAsUnmounted(mv.podName, mv.volumeName);
+        } catch (markErr) {
+          this.deps.logger.error(markErr, 'UnmapVolume.MarkVolumeAsUnmounted failed', unmountLogValues(mv));
+        }
       },
     };
   }
@@ -262,10 +318,14 @@ export function markDeviceErrorState(
   devicePath: string,
   deviceMountPath: string,
   err: unknown,
+  logger?: Logger,
 ): void {
   const state = asw.getDeviceMountState(vtm.volumeName);
   if (isOperationFinishedError(err) && state === 'DeviceMountUncertain') {
-    if (asw.isVolumeDeviceReconstructed(vtm.volumeName)) return;
+    if (asw.isVolumeDeviceReconstructed(vtm.volumeName)) {
+      logger?.v(2).info('MountVolume.markDeviceErrorState leaving volume uncertain', { volumeName: vtm.volumeName });
+      return;
+    }
     asw.markDeviceAsUnmounted(vtm.volumeName);
     return;
   }
@@ -278,15 +338,50 @@ export function markDeviceErrorState(
  * markVolumeErrorState: the same rules for one pod's mount; a reconstructed pod mount stays
  * uncertain after a final error (kubernetes#96635).
  */
-export function markVolumeErrorState(asw: ActualStateOfWorldMounterUpdater, opts: MarkVolumeOpts, err: unknown): void {
+export function markVolumeErrorState(asw: ActualStateOfWorldMounterUpdater, opts: MarkVolumeOpts, err: unknown, logger?: Logger): void {
   const state = asw.getVolumeMountState(opts.volumeName, opts.podName);
   if (isOperationFinishedError(err) && state === 'VolumeMountUncertain') {
-    if (asw.isVolumeReconstructed(opts.volumeName, opts.podName)) return;
-    asw.markVolumeAsUnmounted(opts.podName, opts.volumeName);
+    if (asw.isVolumeReconstructed(opts.volumeName, opts.podName)) {
+      logger?.v(3).info('MountVolume.markVolumeErrorState leaving volume uncertain', { volumeName: opts.volumeName });
+      return;
+    }
+    try {
+      asw.markVolumeAsUnmounted(opts.podName, opts.volumeName);
+    } catch (markErr) {
+      logger?.error(markErr, 'MountVolume.MarkVolumeAsUnmounted failed', { volumeName: opts.volumeName, podName: opts.podName });
+    }
     return;
   }
   if (isUncertainProgressError(err) && state === 'VolumeNotMounted') {
     asw.markVolumeMountAsUncertain({ ...opts, volumeMountState: 'VolumeMountUncertain' });
+  }
+}
+
+const RWOP_IN_USE = 'volume uses the ReadWriteOncePod access mode and is already in use by another pod';
+
+/**
+ * The ReadWriteOncePod check of GenerateMountVolumeFunc / GenerateMapVolumeFunc: refused when the
+ * PV's only access mode is ReadWriteOncePod and another pod has it (possibly) mounted.
+ */
+function isReadWriteOncePodInUseElsewhere(vtm: VolumeToMount, asw: ActualStateOfWorldMounterUpdater): boolean {
+  if (vtm.spec.kind !== 'persistent') return false;
+  const modes = vtm.spec.persistentVolume.accessModes ?? [];
+  return modes.length === 1 && modes[0] === 'ReadWriteOncePod' && asw.isVolumeMountedElsewhere(vtm.volumeName, vtm.podName);
+}
+
+/** volumeToMount.GenerateErrorDetailed: "<prefix> for volume ... pod ...: <err>". */
+function volumeError(vtm: VolumeToMount, prefix: string, err: unknown): Error {
+  const detail = err instanceof Error ? err.message : String(err);
+  return new Error(
+    `${prefix} for volume ${JSON.stringify(vtm.outerVolumeSpecName)} (UniqueName: ${JSON.stringify(vtm.volumeName)}) pod ${JSON.stringify(vtm.pod.name)} (UID: ${JSON.stringify(vtm.pod.uid)}) : ${detail}`,
+  );
+}
+
+function wrap<T>(vtm: VolumeToMount, prefix: string, f: () => T): T {
+  try {
+    return f();
+  } catch (err) {
+    throw volumeError(vtm, prefix, err);
   }
 }
 
@@ -304,12 +399,16 @@ function markOpts(vtm: VolumeToMount, pluginName: string): MarkVolumeOpts {
   };
 }
 
-function unmountOpts(mv: UnmountTarget, spec: Spec): MarkVolumeOpts {
+function unmountLogValues(mv: UnmountTarget): Record<string, string> {
+  return { volumeName: mv.volumeName, podName: mv.podName };
+}
+
+function unmountOpts(mv: UnmountTarget): MarkVolumeOpts {
   return {
     podName: mv.podName,
     podUID: mv.podUID,
     volumeName: mv.volumeName,
-    volumeSpec: spec,
+    volumeSpec: mv.volumeSpec,
     outerVolumeSpecName: mv.outerVolumeSpecName,
     innerVolumeSpecName: mv.innerVolumeSpecName,
     pluginName: mv.pluginName,

@@ -13,6 +13,8 @@ export class FakeCluster implements ClusterView {
   readonly drivers = new Map<string, CSIDriverInfo>();
   volumesAttached: AttachedVolume[] = [];
   volumesInUse: string[] = [];
+  /** The Node's labels (node affinity checks). */
+  nodeLabels: Record<string, string> = {};
   /** Every volumesInUse list written, in order. */
   readonly volumesInUseHistory: string[][] = [];
   /** When set, every call rejects with this message. */
@@ -67,7 +69,7 @@ export class FakeCluster implements ClusterView {
   }
   async getNodeStatus(): Promise<NodeStatus> {
     await this.check();
-    return { volumesAttached: [...this.volumesAttached], volumesInUse: [...this.volumesInUse] };
+    return { volumesAttached: [...this.volumesAttached], volumesInUse: [...this.volumesInUse], labels: { ...this.nodeLabels } };
   }
   async setVolumesInUse(names: readonly string[]): Promise<void> {
     await this.check();

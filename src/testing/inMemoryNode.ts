@@ -29,6 +29,8 @@ export interface InMemoryNodeOptions {
   readonly capabilities?: NodeCapability[];
   /** CSIDriver attachRequired (default true: attachable volumes appear in volumesInUse). */
   readonly attachRequired?: boolean;
+  /** CSIDriver podInfoOnMount (default true, as drivers with inline ephemeral volumes set it). */
+  readonly podInfoOnMount?: boolean;
 }
 
 export class InMemoryNode {
@@ -55,7 +57,7 @@ export class InMemoryNode {
       clock: this.clock,
       ...(options.capabilities === undefined ? {} : { capabilities: options.capabilities }),
     });
-    this.cluster.drivers.set(name, { name, attachRequired: options.attachRequired ?? true });
+    this.cluster.drivers.set(name, { name, attachRequired: options.attachRequired ?? true, podInfoOnMount: options.podInfoOnMount ?? true });
   }
 
   /**

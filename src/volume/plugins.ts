@@ -37,6 +37,8 @@ export interface PodRef {
   readonly uid: string;
   readonly namespace: string;
   readonly name: string;
+  /** spec.serviceAccountName (pod information for drivers with podInfoOnMount). */
+  readonly serviceAccountName?: string;
 }
 
 export interface MounterArgs {

@@ -22,6 +22,18 @@ export interface CSIPersistentVolumeSource {
   readonly nodePublishSecretRef?: SecretReference;
 }
 
+/** core/v1 NodeSelectorRequirement (label requirements only; matchFields is not modelled). */
+export interface NodeSelectorRequirement {
+  readonly key: string;
+  readonly operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | 'Gt' | 'Lt';
+  readonly values?: readonly string[];
+}
+
+/** core/v1 VolumeNodeAffinity: the PV can be used on a node matching any of the terms. */
+export interface VolumeNodeAffinity {
+  readonly required?: { readonly nodeSelectorTerms: readonly { readonly matchExpressions?: readonly NodeSelectorRequirement[] }[] };
+}
+
 /** The parts of core/v1 PersistentVolume a node uses. */
 export interface PersistentVolume {
   readonly name: string;
@@ -29,6 +41,8 @@ export interface PersistentVolume {
   readonly volumeMode?: PersistentVolumeMode;
   readonly accessModes?: readonly string[];
   readonly mountOptions?: readonly string[];
+  /** spec.nodeAffinity, checked by MountVolume / MapVolume against the node's labels. */
+  readonly nodeAffinity?: VolumeNodeAffinity;
 }
 
 /** core/v1 CSIVolumeSource (inline ephemeral). */

@@ -107,11 +107,20 @@ export class VolumeManager {
 
   /**
    * The node status update's volumesInUse part: written only once the states have synced
-   * (before that the previous list on the Node stays), then marked reported in the DSW.
-   * Resolves to the list written, or undefined when nothing was written.
+   * (before that the previous list on the Node stays), then marked reported in the DSW. Before
+   * the states sync, the volumes the Node already lists are marked reported all the same
+   * (kubelet's tryUpdateNodeStatus marks whatever the updated Node carries), so an attachable
+   * mount need not wait for the sync. Resolves to the list written, or undefined when nothing was.
    */
   async syncNodeStatus(): Promise<string[] | undefined> {
-    if (!this.reconciler.statesHaveBeenSynced()) return undefined;
+    if (!this.reconciler.statesHaveBeenSynced()) {
+      try {
+        this.dsw.markVolumesReportedInUse((await this.deps.host.cluster.getNodeStatus()).volumesInUse);
+      } catch (err) {
+        this.deps.host.logger.v(4).info('Could not read the Node to mark its volumesInUse as reported', { err: err instanceof Error ? err.message : String(err) });
+      }
+      return undefined;
+    }
     const inUse = this.getVolumesInUse();
     try {
       await this.deps.host.cluster.setVolumesInUse(inUse);

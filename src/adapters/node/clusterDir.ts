@@ -194,7 +194,7 @@ const csiDriverSchema = z.object({
   apiVersion: z.enum(['storage.k8s.io/v1', 'storage.k8s.io/v1beta1']),
   kind: z.literal('CSIDriver'),
   metadata: z.object({ name: csiDriverName }),
-  spec: z.object({ attachRequired: z.boolean().default(true) }).default({}),
+  spec: z.object({ attachRequired: z.boolean().default(true), podInfoOnMount: z.boolean().default(false) }).default({}),
 });
 
 const KIND_SCHEMAS = {
@@ -683,7 +683,7 @@ export class ClusterDirView implements ClusterView {
       case 'CSIDriver': {
         const name = data.metadata.name;
         if (b.drivers.has(name)) problem(what, `a CSIDriver ${name} was already read from an earlier file or document`, ['metadata', 'name']);
-        else b.drivers.set(name, { name, attachRequired: data.spec.attachRequired });
+        else b.drivers.set(name, { name, attachRequired: data.spec.attachRequired, podInfoOnMount: data.spec.podInfoOnMount });
         return;
       }
     }

@@ -80,6 +80,8 @@ export interface CsiDriverOptions {
   readonly name: string;
   /** Default true (as the API server defaults it). */
   readonly attachRequired?: boolean;
+  /** Default false (as the API server defaults it). */
+  readonly podInfoOnMount?: boolean;
 }
 
 export interface PersistentVolumeOptions {
@@ -237,7 +239,7 @@ export class NodeDisk {
       apiVersion: 'storage.k8s.io/v1',
       kind: 'CSIDriver',
       metadata: { name: o.name },
-      spec: { attachRequired: o.attachRequired ?? true },
+      spec: { attachRequired: o.attachRequired ?? true, podInfoOnMount: o.podInfoOnMount ?? false },
     });
   }
 

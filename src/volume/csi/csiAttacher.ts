@@ -7,9 +7,20 @@ import * as path from 'node:path/posix';
 import { errorMessage } from '../../host/fs.js';
 import type { DeviceMounter, DeviceUnmounter, MounterArgs } from '../plugins.js';
 import { specName, type Spec } from '../spec.js';
-import { isOperationFinishedError } from '../util/errors.js';
+import { isOperationFinishedError, TransientOperationFailure } from '../util/errors.js';
 import type { VolumeHost } from '../volumeHost.js';
-import { classifyCsiError, clientFor, csiLog, makeDeviceMountPath, mkdirAll, mountCapability, removeMountDir, supportsStageUnstage } from './csiUtil.js';
+import {
+  accessModeMapperFor,
+  classifyCsiError,
+  clientFor,
+  csiLog,
+  makeDeviceMountPath,
+  mkdirAll,
+  mountCapability,
+  removeMountDir,
+  supportsStageUnstage,
+  supportsVolumeMountGroup,
+} from './csiUtil.js';
 import { isVolumeDataNotFound, loadVolumeData, saveVolumeData, VOL_DATA_FILE_NAME, volDataKey } from './volumeData.js';
 
 export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
@@ -55,19 +66,36 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
       host.logger.v(4).info(csiLog('attacher.MountDevice STAGE_UNSTAGE_VOLUME capability not set. Skipping MountDevice...'));
       return;
     }
+    let mountGroup: boolean;
     try {
-      await client.nodeStageVolume({
-        volumeId: csi.volumeHandle,
-        publishContext: {},
-        stagingTargetPath: deviceMountPath,
-        volumeCapability: mountCapability(spec, csi.fsType ?? '', args.fsGroup === undefined ? '' : String(args.fsGroup)),
-        secrets: {},
-        volumeContext: csi.volumeAttributes ?? {},
-      });
+      mountGroup = await supportsVolumeMountGroup(client);
     } catch (err) {
-      const classified = classifyCsiError(err, 'attacher.MountDevice failed');
-      if (isOperationFinishedError(classified)) await this.cleanupAfterFinalError(deviceMountPath);
-      throw classified;
+      // Transient, so the directory and vol_data.json stay (kubelet's deferred cleanup skips it).
+      throw new TransientOperationFailure(
+        csiLog(`attacher.MountDevice failed to determine if the node service has VOLUME_MOUNT_GROUP capability: ${errorMessage(err)}`),
+      );
+    }
+    const volumeMountGroup = mountGroup && args.fsGroup !== undefined ? String(args.fsGroup) : '';
+    try {
+      // csi_client.go NodeStageVolume maps the access mode first; its failure is returned as it is.
+      const accessMode = await accessModeMapperFor(client).catch((err: unknown) => {
+        throw new Error(csiLog(`attacher.MountDevice failed: ${errorMessage(err)}`));
+      });
+      await client
+        .nodeStageVolume({
+          volumeId: csi.volumeHandle,
+          publishContext: {},
+          stagingTargetPath: deviceMountPath,
+          volumeCapability: mountCapability(spec, csi.fsType ?? '', volumeMountGroup, accessMode(spec)),
+          secrets: {},
+          volumeContext: csi.volumeAttributes ?? {},
+        })
+        .catch((err: unknown) => {
+          throw classifyCsiError(err, 'attacher.MountDevice failed');
+        });
+    } catch (err) {
+      if (isOperationFinishedError(err)) await this.cleanupAfterFinalError(deviceMountPath);
+      throw err;
     }
     host.logger.v(4).info(csiLog('attacher.MountDevice successfully requested NodeStageVolume'), { deviceMountPath });
   }

@@ -9,6 +9,7 @@ import type { Spec, VolumeLifecycleMode } from '../spec.js';
 import { TransientOperationFailure } from '../util/errors.js';
 import type { VolumeHost } from '../volumeHost.js';
 import {
+  accessModeMapperFor,
   classifyCsiError,
   clientFor,
   csiLog,
@@ -16,6 +17,7 @@ import {
   mountCapability,
   removeMountDir,
   supportsStageUnstage,
+  supportsVolumeMountGroup,
 } from './csiUtil.js';
 import { saveVolumeData, volDataKey } from './volumeData.js';
 import { errorMessage } from '../../host/fs.js';
@@ -43,21 +45,49 @@ export class CsiMounter implements VolumeMounter {
     return this.host.layout.csiPodMountPath(this.target.podUID, this.target.specName);
   }
 
+  /**
+   * SetUpAt, in kubelet's order: the STAGE_UNSTAGE_VOLUME check (a PV only), the target's parent,
+   * pod information (only when the CSIDriver has podInfoOnMount), the VOLUME_MOUNT_GROUP check
+   * (fsGroup goes to the driver only when it has it), vol_data.json, then NodePublishVolume (which
+   * first asks for SINGLE_NODE_MULTI_WRITER to map the access mode).
+   */
   async setUp(args: MounterArgs): Promise<void> {
     const { host, target, spec } = this;
     const dir = this.getPath();
     const client = clientFor(host, target.driverName);
-    let stageUnstage: boolean;
-    try {
-      stageUnstage = await supportsStageUnstage(client);
-    } catch (err) {
-      // Upstream returns a plain (final) error here, whatever the gRPC code.
-      throw new Error(csiLog(`mounter.SetUpAt failed to check for STAGE_UNSTAGE_VOLUME capability: ${errorMessage(err)}`));
+    const csi = spec.kind === 'persistent' ? spec.persistentVolume.csi : spec.volume.csi;
+    let deviceMountPath = '';
+    if (target.lifecycle === 'Persistent') {
+      let stageUnstage: boolean;
+      try {
+        stageUnstage = await supportsStageUnstage(client);
+      } catch (err) {
+        // Upstream returns a plain (final) error here, whatever the gRPC code.
+        throw new Error(csiLog(`mounter.SetUpAt failed to check for STAGE_UNSTAGE_VOLUME capability: ${errorMessage(err)}`));
+      }
+      if (stageUnstage) deviceMountPath = host.layout.csiDeviceMountPath(target.driverName, target.volumeHandle);
     }
-    const deviceMountPath =
-      target.lifecycle === 'Persistent' && stageUnstage ? host.layout.csiDeviceMountPath(target.driverName, target.volumeHandle) : '';
     const volDir = path.dirname(dir);
     await mkdirAll(host, volDir);
+
+    let volumeContext: Record<string, string> = { ...(csi?.volumeAttributes ?? {}) };
+    let podInfo: boolean;
+    try {
+      podInfo = await podInfoEnabled(host, target.driverName);
+    } catch (err) {
+      throw new TransientOperationFailure(csiLog(`mounter.SetUpAt failed to assemble volume attributes: ${errorMessage(err)}`));
+    }
+    if (podInfo) volumeContext = { ...volumeContext, ...podInfoAttrs(this.pod, target.lifecycle) };
+
+    let mountGroup: boolean;
+    try {
+      mountGroup = await supportsVolumeMountGroup(client);
+    } catch (err) {
+      throw new TransientOperationFailure(
+        csiLog(`mounter.SetUpAt failed to determine if the node service has VOLUME_MOUNT_GROUP capability: ${errorMessage(err)}`),
+      );
+    }
+    const volumeMountGroup = mountGroup && args.fsGroup !== undefined ? String(args.fsGroup) : '';
 
     const data: Record<string, string> = {
       [volDataKey.specVolID]: target.specName,
@@ -80,21 +110,28 @@ export class CsiMounter implements VolumeMounter {
       throw new TransientOperationFailure(msg);
     }
 
-    const csi = spec.kind === 'persistent' ? spec.persistentVolume.csi : spec.volume.csi;
     try {
-      await client.nodePublishVolume({
-        volumeId: target.volumeHandle,
-        publishContext: {},
-        stagingTargetPath: deviceMountPath,
-        targetPath: dir,
-        volumeCapability: mountCapability(spec, csi?.fsType ?? '', args.fsGroup === undefined ? '' : String(args.fsGroup)),
-        readonly: spec.readOnly || (csi?.readOnly ?? false),
-        secrets: {},
-        volumeContext: { ...(csi?.volumeAttributes ?? {}), ...(target.lifecycle === 'Ephemeral' ? { 'csi.storage.k8s.io/ephemeral': 'true' } : {}) },
+      // csi_client.go NodePublishVolume: a failure to map the access mode is returned as it is.
+      const accessMode = await accessModeMapperFor(client).catch((err: unknown) => {
+        throw new Error(csiLog(`mounter.SetupAt failed: ${errorMessage(err)}`));
       });
+      await client
+        .nodePublishVolume({
+          volumeId: target.volumeHandle,
+          publishContext: {},
+          stagingTargetPath: deviceMountPath,
+          targetPath: dir,
+          volumeCapability: mountCapability(spec, csi?.fsType ?? '', volumeMountGroup, accessMode(spec)),
+          // NewMounter: a PV's spec.ReadOnly (the pod's claim) only; an inline volume's csi.readOnly.
+          readonly: spec.kind === 'persistent' ? spec.readOnly : (csi?.readOnly ?? false),
+          secrets: {},
+          volumeContext,
+        })
+        .catch((err: unknown) => {
+          throw classifyCsiError(err, 'mounter.SetupAt failed');
+        });
     } catch (err) {
-      const classified = classifyCsiError(err, 'mounter.SetupAt failed');
-      if (!isUncertainProgressError(classified)) {
+      if (!isUncertainProgressError(err)) {
         // A final error: nothing is published there, clean up what SetUp created.
         try {
           await removeMountDir(host, dir);
@@ -102,10 +139,38 @@ export class CsiMounter implements VolumeMounter {
           host.logger.error(cleanupErr, csiLog('mounter.SetupAt failed to remove mount dir after a NodePublish() error'), { dir });
         }
       }
-      throw classified;
+      throw err;
     }
     host.logger.v(4).info(csiLog('mounter.SetUp successfully requested NodePublish'), { dir, pod: `${this.pod.namespace}/${this.pod.name}` });
   }
+}
+
+/**
+ * podInfoEnabled: pod information only for a CSIDriver with podInfoOnMount: true; no CSIDriver
+ * object means none. A cluster view that cannot answer rejects.
+ */
+async function podInfoEnabled(host: VolumeHost, driverName: string): Promise<boolean> {
+  const driver = await host.cluster.getCSIDriver(driverName);
+  if (driver === undefined) {
+    host.logger.v(4).info(csiLog('CSIDriver not found, not adding pod information'), { driver: driverName });
+    return false;
+  }
+  if (driver.podInfoOnMount !== true) {
+    host.logger.v(4).info(csiLog('CSIDriver does not require pod information'), { driver: driverName });
+    return false;
+  }
+  return true;
+}
+
+/** getPodInfoAttrs: the pod keys of volume_context. */
+function podInfoAttrs(pod: PodRef, lifecycle: VolumeLifecycleMode): Record<string, string> {
+  return {
+    'csi.storage.k8s.io/pod.name': pod.name,
+    'csi.storage.k8s.io/pod.namespace': pod.namespace,
+    'csi.storage.k8s.io/pod.uid': pod.uid,
+    'csi.storage.k8s.io/serviceAccount.name': pod.serviceAccountName ?? '',
+    'csi.storage.k8s.io/ephemeral': String(lifecycle === 'Ephemeral'),
+  };
 }
 
 /** csiMountMgr for TearDown: built by NewUnmounter from what the pod-local file names. */

@@ -4,7 +4,7 @@
  * kubelet's operation error classes, and a guard that keeps every removal under the root dir.
  */
 import * as path from 'node:path/posix';
-import { isFinalCsiError, type CsiNodeClient, type VolumeCapability } from '../../csi/types.js';
+import { isFinalCsiError, type AccessMode, type CsiNodeClient, type VolumeCapability } from '../../csi/types.js';
 import { errorMessage, isNotExist } from '../../host/fs.js';
 import type { Spec } from '../spec.js';
 import { TransientOperationFailure, UncertainProgressError } from '../util/errors.js';
@@ -93,24 +93,59 @@ export async function mkdirAll(host: VolumeHost, dir: string, mode = 0o750): Pro
   await host.fs.mkdir(dir, { recursive: true, mode });
 }
 
-/** The first PV access mode as CSI's, default SINGLE_NODE_WRITER (kubelet's RWO default). */
-export function accessModeOf(spec: Spec): VolumeCapability['accessMode'] {
-  const first = spec.kind === 'persistent' ? spec.persistentVolume.accessModes?.[0] : undefined;
-  switch (first ?? '') {
+/** NodeSupportsVolumeMountGroup: one NodeGetCapabilities call. */
+export async function supportsVolumeMountGroup(client: CsiNodeClient): Promise<boolean> {
+  return (await client.nodeGetCapabilities()).includes('VOLUME_MOUNT_GROUP');
+}
+
+/**
+ * getNodeV1AccessModeMapper, as NodeStageVolume / NodePublishVolume do before every call: one
+ * NodeGetCapabilities call for SINGLE_NODE_MULTI_WRITER. A failure is returned as it is (final).
+ */
+export async function accessModeMapperFor(client: CsiNodeClient): Promise<(spec: Spec) => VolumeCapability['accessMode']> {
+  const singleNodeMultiWriter = (await client.nodeGetCapabilities()).includes('SINGLE_NODE_MULTI_WRITER');
+  return (spec) => ({ mode: asCSIAccessMode(kubeAccessModeOf(spec), singleNodeMultiWriter) });
+}
+
+/** The first PV access mode, ReadWriteOnce by default (and for inline volumes), as SetUpAt / MountDevice pick it. */
+function kubeAccessModeOf(spec: Spec): string {
+  return (spec.kind === 'persistent' ? spec.persistentVolume.accessModes?.[0] : undefined) ?? 'ReadWriteOnce';
+}
+
+/**
+ * asCSIAccessModeV1 / asSingleNodeMultiWriterCapableCSIAccessModeV1: ReadWriteOnce and
+ * ReadWriteOncePod map to SINGLE_NODE_WRITER unless the driver has SINGLE_NODE_MULTI_WRITER, then
+ * to SINGLE_NODE_MULTI_WRITER and SINGLE_NODE_SINGLE_WRITER.
+ */
+export function asCSIAccessMode(mode: string, singleNodeMultiWriter: boolean): AccessMode {
+  switch (mode) {
+    case 'ReadWriteOnce':
+      return singleNodeMultiWriter ? 'SINGLE_NODE_MULTI_WRITER' : 'SINGLE_NODE_WRITER';
     case 'ReadOnlyMany':
-      return { mode: 'MULTI_NODE_READER_ONLY' };
+      return 'MULTI_NODE_READER_ONLY';
     case 'ReadWriteMany':
-      return { mode: 'MULTI_NODE_MULTI_WRITER' };
+      return 'MULTI_NODE_MULTI_WRITER';
     case 'ReadWriteOncePod':
-      return { mode: 'SINGLE_NODE_SINGLE_WRITER' };
+      return singleNodeMultiWriter ? 'SINGLE_NODE_SINGLE_WRITER' : 'SINGLE_NODE_WRITER';
     default:
-      return { mode: 'SINGLE_NODE_WRITER' };
+      return 'UNKNOWN';
   }
 }
 
-export function mountCapability(spec: Spec, fsType: string, volumeMountGroup: string): VolumeCapability {
+/** The access mode without asking the driver (SINGLE_NODE_MULTI_WRITER not advertised). */
+export function accessModeOf(spec: Spec): VolumeCapability['accessMode'] {
+  return { mode: asCSIAccessMode(kubeAccessModeOf(spec), false) };
+}
+
+/** A mount capability; `volumeMountGroup` is '' unless the driver has VOLUME_MOUNT_GROUP and the pod an fsGroup. */
+export function mountCapability(
+  spec: Spec,
+  fsType: string,
+  volumeMountGroup: string,
+  accessMode: VolumeCapability['accessMode'] = accessModeOf(spec),
+): VolumeCapability {
   const mountFlags = spec.kind === 'persistent' ? [...(spec.persistentVolume.mountOptions ?? [])] : [];
-  return { mount: { fsType, mountFlags, volumeMountGroup }, accessMode: accessModeOf(spec) };
+  return { mount: { fsType, mountFlags, volumeMountGroup }, accessMode };
 }
 
 export function blockCapability(spec: Spec): VolumeCapability {

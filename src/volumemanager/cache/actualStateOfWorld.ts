@@ -8,7 +8,7 @@
  * each method.
  */
 import type { UniquePodName, UniqueVolumeName } from '../../layout/names.js';
-import type { Spec } from '../../volume/spec.js';
+import { specName, type Spec } from '../../volume/spec.js';
 import type { Attachability, DeviceMountState, VolumeMountState } from './states.js';
 
 /** What a mount operation tells the ASW about one pod's mount (kubelet MarkVolumeOpts). */
@@ -16,7 +16,11 @@ export interface MarkVolumeOpts {
   readonly podName: UniquePodName;
   readonly podUID: string;
   readonly volumeName: UniqueVolumeName;
-  readonly volumeSpec: Spec;
+  /**
+   * undefined only for the cleanup of a volume that failed reconstruction (kubelet passes a nil
+   * spec); a new record then takes the volume's spec.
+   */
+  readonly volumeSpec: Spec | undefined;
   /** Name of the volume in the pod spec (pod.spec.volumes[i].name); '' when unknown. */
   readonly outerVolumeSpecName: string;
   /** The inner spec name: the PV name or the pod volume name. */
@@ -84,6 +88,8 @@ export interface ActualStateOfWorldMounterUpdater {
   getVolumeMountState(volumeName: UniqueVolumeName, podName: UniquePodName): VolumeMountState;
   isVolumeReconstructed(volumeName: UniqueVolumeName, podName: UniquePodName): boolean;
   isVolumeDeviceReconstructed(volumeName: UniqueVolumeName): boolean;
+  /** Whether a pod other than `podName` has the volume mounted or possibly mounted (ReadWriteOncePod). */
+  isVolumeMountedElsewhere(volumeName: UniqueVolumeName, podName: UniquePodName): boolean;
 }
 
 /** The narrow updater an attach/verify operation receives. */
@@ -216,38 +222,42 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
     this.addPodToVolume({ ...opts, volumeMountState: 'VolumeMountUncertain' });
   }
 
-  /** Throws when the volume is absent. A pod reaching VolumeMounted leaves foundDuringReconstruction. */
+  /**
+   * kubelet's AddPodToVolume. Throws when the volume is absent. A new pod, or one whose mount is
+   * uncertain (a reconstructed record needs the newer information), gets a whole new record; a
+   * mounted pod keeps its record and only its state changes. A pod reaching VolumeMounted leaves
+   * foundDuringReconstruction.
+   */
   private addPodToVolume(opts: MarkVolumeOpts): void {
     const v = this.volumes.get(opts.volumeName);
     if (v === undefined) {
       throw new AswError(`no volume with the name ${JSON.stringify(opts.volumeName)} exists in the list of attached volumes`);
     }
     const existing = v.mountedPods.get(opts.podName);
-    if (existing === undefined) {
+    if (existing === undefined || existing.volumeMountState === 'VolumeMountUncertain') {
       v.mountedPods.set(opts.podName, {
         podName: opts.podName,
         podUID: opts.podUID,
-        volumeSpec: opts.volumeSpec,
+        volumeSpec: opts.volumeSpec ?? v.spec,
         outerVolumeSpecName: opts.outerVolumeSpecName,
         innerVolumeSpecName: opts.innerVolumeSpecName,
         volumeMountState: opts.volumeMountState,
         seLinuxMountContext: opts.seLinuxMountContext,
       });
     } else {
-      existing.volumeSpec = opts.volumeSpec;
       existing.volumeMountState = opts.volumeMountState;
-      existing.seLinuxMountContext = opts.seLinuxMountContext;
-      if (opts.outerVolumeSpecName !== '') existing.outerVolumeSpecName = opts.outerVolumeSpecName;
     }
     if (opts.volumeMountState === 'VolumeMounted') {
       this.foundDuringReconstruction.get(opts.volumeName)?.delete(opts.podName);
     }
   }
 
-  /** Absent volume or pod: no-op. */
+  /** kubelet's DeletePodFromVolume: throws when the volume is absent; an absent pod is a no-op. */
   markVolumeAsUnmounted(podName: UniquePodName, volumeName: UniqueVolumeName): void {
     const v = this.volumes.get(volumeName);
-    if (v === undefined) return;
+    if (v === undefined) {
+      throw new AswError(`no volume with the name ${JSON.stringify(volumeName)} exists in the list of attached volumes`);
+    }
     v.mountedPods.delete(podName);
     this.foundDuringReconstruction.get(volumeName)?.delete(podName);
   }
@@ -316,6 +326,14 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
     return this.foundDuringReconstruction.has(volumeName);
   }
 
+  isVolumeMountedElsewhere(volumeName: UniqueVolumeName, podName: UniquePodName): boolean {
+    const v = this.volumes.get(volumeName);
+    if (v === undefined) return false;
+    // An uncertain mount counts as mounted until it is certain.
+    for (const p of v.mountedPods.values()) if (p.podName !== podName && p.volumeMountState !== 'VolumeNotMounted') return true;
+    return false;
+  }
+
   updateReconstructedDevicePath(volumeName: UniqueVolumeName, devicePath: string): void {
     const v = this.volumes.get(volumeName);
     if (v === undefined || v.deviceMountState !== 'DeviceMountUncertain') return;
@@ -346,10 +364,11 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
     return this.volumes.has(volumeName);
   }
 
-  volumeExistsWithSpecName(podName: UniquePodName, specName: string): boolean {
+  /** Matches the pod's volumeSpec.Name(), as kubelet does. */
+  volumeExistsWithSpecName(podName: UniquePodName, name: string): boolean {
     for (const v of this.volumes.values()) {
       const pod = v.mountedPods.get(podName);
-      if (pod !== undefined && pod.innerVolumeSpecName === specName) return true;
+      if (pod !== undefined && specName(pod.volumeSpec) === name) return true;
     }
     return false;
   }

@@ -170,11 +170,11 @@ describe('ClusterDirView manifests', () => {
     assert.equal(await v.getPersistentVolume('pv-missing'), undefined);
   });
 
-  it('CSIDriver attachRequired defaults to true; an unknown driver is undefined', async () => {
+  it('CSIDriver attachRequired defaults to true, podInfoOnMount to false; an unknown driver is undefined', async () => {
     const v = view(await clusterFs({ 'storage.yaml': STORAGE, 'bare.yaml': 'apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata:\n  name: bare.csi.example.com\n' }));
-    assert.deepEqual(await v.getCSIDriver('ebs.csi.example.com'), { name: 'ebs.csi.example.com', attachRequired: true });
-    assert.deepEqual(await v.getCSIDriver('inline.csi.example.com'), { name: 'inline.csi.example.com', attachRequired: false });
-    assert.deepEqual(await v.getCSIDriver('bare.csi.example.com'), { name: 'bare.csi.example.com', attachRequired: true });
+    assert.deepEqual(await v.getCSIDriver('ebs.csi.example.com'), { name: 'ebs.csi.example.com', attachRequired: true, podInfoOnMount: false });
+    assert.deepEqual(await v.getCSIDriver('inline.csi.example.com'), { name: 'inline.csi.example.com', attachRequired: false, podInfoOnMount: false });
+    assert.deepEqual(await v.getCSIDriver('bare.csi.example.com'), { name: 'bare.csi.example.com', attachRequired: true, podInfoOnMount: false });
     assert.equal(await v.getCSIDriver('nope.csi.example.com'), undefined);
   });
 

@@ -258,6 +258,13 @@ describe('NestedPendingOperations', () => {
       );
       assert.equal(npo.isOperationSafeToRetry(VOL, ''), false);
 
+      // At exactly durationBeforeRetry the retry is still refused (kubelet's SafeToRetry uses <=).
+      clock.advance(1);
+      assert.throws(
+        () => npo.run(key(VOL, ''), new ManualOperation()),
+        (err: unknown) => isBackoff(err) && err.retryAfterMs === 0,
+      );
+      assert.equal(npo.isOperationSafeToRetry(VOL, ''), false);
       clock.advance(1);
       assert.equal(npo.isOperationSafeToRetry(VOL, ''), true);
       const retry = new ManualOperation();
@@ -276,7 +283,7 @@ describe('NestedPendingOperations', () => {
         const refusal = await failOnce(h, key(VOL, ''));
         durations.push(refusal.durationBeforeRetryMs);
         assert.equal(refusal.retryAfterMs, refusal.durationBeforeRetryMs);
-        h.clock.advance(refusal.durationBeforeRetryMs);
+        h.clock.advance(refusal.durationBeforeRetryMs + 1);
       }
       assert.deepEqual(durations, [
         500, 1000, 2000, 4000, 8000, 16_000, 32_000, 64_000, BACKOFF_MAX_MS, BACKOFF_MAX_MS, BACKOFF_MAX_MS, BACKOFF_MAX_MS,
@@ -292,7 +299,7 @@ describe('NestedPendingOperations', () => {
       clock.advance(10_000);
       op.fail();
       await npo.wait();
-      clock.advance(499);
+      clock.advance(500);
       assert.throws(() => npo.run(key(VOL, ''), new ManualOperation()), isBackoff);
       clock.advance(1);
       assert.equal(npo.isOperationSafeToRetry(VOL, ''), true);
@@ -301,10 +308,10 @@ describe('NestedPendingOperations', () => {
     it('a success resets the backoff so the next failure waits 500 ms again', async () => {
       const h = harness();
       const first = await failOnce(h, key(VOL, ''));
-      h.clock.advance(first.durationBeforeRetryMs);
+      h.clock.advance(first.durationBeforeRetryMs + 1);
       const second = await failOnce(h, key(VOL, ''));
       assert.equal(second.durationBeforeRetryMs, 1000);
-      h.clock.advance(second.durationBeforeRetryMs);
+      h.clock.advance(second.durationBeforeRetryMs + 1);
 
       const ok = new ManualOperation();
       h.npo.run(key(VOL, ''), ok);
@@ -343,7 +350,7 @@ describe('NestedPendingOperations', () => {
     it('a failed entry with an expired backoff is taken over by a wildcard-matching key and keeps doubling', async () => {
       const h = harness();
       const first = await failOnce(h, key(VOL, ''));
-      h.clock.advance(first.durationBeforeRetryMs);
+      h.clock.advance(first.durationBeforeRetryMs + 1);
       // (VOL, POD_A) matches the failed (VOL, '') entry through the wildcard and reuses it.
       const second = await failOnce(h, key(VOL, POD_A));
       assert.equal(second.durationBeforeRetryMs, 1000);
@@ -354,16 +361,16 @@ describe('NestedPendingOperations', () => {
     it('an empty-pod operation matching several failed pod entries is held by the oldest one\'s backoff', async () => {
       const h = harness();
       const a1 = await failOnce(h, key(VOL, POD_A));
-      h.clock.advance(a1.durationBeforeRetryMs);
+      h.clock.advance(a1.durationBeforeRetryMs + 1);
       const a2 = await failOnce(h, key(VOL, POD_A));
       assert.equal(a2.durationBeforeRetryMs, 1000);
       await failOnce(h, key(VOL, POD_B));
-      h.clock.advance(500);
+      h.clock.advance(501);
       assert.equal(h.npo.isOperationSafeToRetry(VOL, POD_B), true);
       assert.equal(h.npo.isOperationSafeToRetry(VOL, POD_A), false);
       assert.throws(
         () => h.npo.run(key(VOL, ''), new ManualOperation()),
-        (err: unknown) => isBackoff(err) && err.durationBeforeRetryMs === 1000 && err.retryAfterMs === 500,
+        (err: unknown) => isBackoff(err) && err.durationBeforeRetryMs === 1000 && err.retryAfterMs === 499,
       );
     });
 
@@ -383,6 +390,26 @@ describe('NestedPendingOperations', () => {
         () => h.npo.run(key(VOL, ''), new ManualOperation('unmount_device')),
         (err: unknown) => isBackoff(err) && err.durationBeforeRetryMs === 500,
       );
+    });
+
+    it('a different operation after the backoff expired keeps the backoff and the recorded name (kubelet Run resets only while active)', async () => {
+      const h = harness();
+      const first = await failOnce(h, key(VOL, ''));
+      assert.equal(first.durationBeforeRetryMs, 500);
+      h.clock.advance(501);
+      const other = new ManualOperation('unmount_device');
+      h.npo.run(key(VOL, ''), other);
+      await flush();
+      other.fail();
+      await h.npo.wait();
+      // Not reset: the failure doubled the mount's backoff, and the entry still carries the
+      // mount's name, so the mount is refused and the unmount is let through (and resets it).
+      assert.throws(
+        () => h.npo.run(key(VOL, ''), new ManualOperation('volume_mount')),
+        (err: unknown) => isBackoff(err) && err.durationBeforeRetryMs === 1000,
+      );
+      assert.doesNotThrow(() => h.npo.checkRunnable(key(VOL, ''), 'unmount_device'));
+      assert.equal(h.completed.at(-1)?.operationName, 'unmount_device');
     });
   });
 

@@ -520,7 +520,14 @@ describe('CSI inline ephemeral volumes (kubernetes#108997)', () => {
       assert.equal(publish?.['volumeId'], makeEphemeralVolumeHandle('pod-a', 'scratch'));
       assert.equal(publish?.['stagingTargetPath'], '');
       assert.equal(publish?.['targetPath'], `${POD_VOL('pod-a', 'scratch')}/mount`);
-      assert.deepEqual(publish?.['volumeContext'], { 'csi.storage.k8s.io/ephemeral': 'true' });
+      // The test driver's CSIDriver has podInfoOnMount (as inline-capable drivers do): pod keys.
+      assert.deepEqual(publish?.['volumeContext'], {
+        'csi.storage.k8s.io/pod.name': 'pod-pod-a',
+        'csi.storage.k8s.io/pod.namespace': 'default',
+        'csi.storage.k8s.io/pod.uid': 'pod-a',
+        'csi.storage.k8s.io/serviceAccount.name': '',
+        'csi.storage.k8s.io/ephemeral': 'true',
+      });
       const podLocal = new TextDecoder().decode(await node.fs.readFile(`${POD_VOL('pod-a', 'scratch')}/vol_data.json`, 1 << 16));
       assert.match(podLocal, /"volumeLifecycleMode":"Ephemeral"/);
       assert.deepEqual(node.tree().filter((p) => p.startsWith(`${CSI_DIR}/`)), [], 'no global mount, no plugin dir entry');

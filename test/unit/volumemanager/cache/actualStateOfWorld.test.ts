@@ -275,25 +275,49 @@ describe('ASW: pod mount state transitions (§7.6)', () => {
     });
   }
 
-  it('MarkVolumeAsUnmounted of an absent volume or pod is a no-op', () => {
+  // kubelet's DeletePodFromVolume: an absent volume is an error, an absent pod is not.
+  it('MarkVolumeAsUnmounted of an absent pod is a no-op; of an absent volume it throws', () => {
     const asw = withVolume('True');
     asw.markVolumeAsMounted(opts(POD_A));
     asw.markVolumeAsUnmounted(POD_B, V1);
-    asw.markVolumeAsUnmounted(POD_A, vol('vol-absent'));
+    assert.throws(() => asw.markVolumeAsUnmounted(POD_A, vol('vol-absent')), AswError);
     assert.equal(asw.getVolumeMountState(V1, POD_A), 'VolumeMounted');
   });
 
-  it('a remount updates the stored spec and SELinux context and keeps a known outer name when given none', () => {
+  // kubelet's AddPodToVolume keeps a mounted pod's record and changes only its state.
+  it('marking a mounted pod again keeps its stored spec, SELinux context and outer name; only the state changes', () => {
     const asw = withVolume('True');
     asw.markVolumeAsMounted(opts(POD_A, V1, SPEC1, 'ctx-a'));
     const spec2 = pvSpec('pv-1', 'vol-1');
     asw.markVolumeMountAsUncertain({ ...opts(POD_A, V1, spec2, 'ctx-b'), outerVolumeSpecName: '' });
     const [mv] = asw.getAllMountedVolumes();
     assert.ok(mv !== undefined);
-    assert.equal(mv.volumeSpec, spec2);
-    assert.equal(mv.seLinuxMountContext, 'ctx-b');
+    assert.equal(mv.volumeSpec, SPEC1);
+    assert.equal(mv.seLinuxMountContext, 'ctx-a');
     assert.equal(mv.outerVolumeSpecName, 'vol-pod-a');
     assert.equal(mv.volumeMountState, 'VolumeMountUncertain');
+  });
+
+  // ... and replaces an uncertain pod's record whole (a reconstructed record needs the newer data).
+  it('marking an uncertain pod replaces its record, outer name included', () => {
+    const asw = withVolume('True');
+    asw.markVolumeMountAsUncertain(opts(POD_A, V1, SPEC1, 'ctx-a'));
+    const spec2 = pvSpec('pv-1', 'vol-1');
+    asw.markVolumeAsMounted({ ...opts(POD_A, V1, spec2, 'ctx-b'), outerVolumeSpecName: '' });
+    const [mv] = asw.getAllMountedVolumes();
+    assert.ok(mv !== undefined);
+    assert.equal(mv.volumeSpec, spec2);
+    assert.equal(mv.seLinuxMountContext, 'ctx-b');
+    assert.equal(mv.outerVolumeSpecName, '');
+    assert.equal(mv.volumeMountState, 'VolumeMounted');
+  });
+
+  // kubelet's VolumeExistsWithSpecName compares volumeSpec.Name(), not a stored directory name.
+  it('VolumeExistsWithSpecName matches the spec name, not the inner name recorded', () => {
+    const asw = withVolume('True');
+    asw.markVolumeMountAsUncertain({ ...opts(POD_A, V1, SPEC1), innerVolumeSpecName: 'dir-name' });
+    assert.equal(asw.volumeExistsWithSpecName(POD_A, 'pv-1'), true);
+    assert.equal(asw.volumeExistsWithSpecName(POD_A, 'dir-name'), false);
   });
 });
 
