@@ -23,6 +23,11 @@ export interface FileStat {
   readonly mode: number;
   /** Device id (st_dev); 0 where the adapter cannot tell. */
   readonly dev: number;
+  /** Inode number, where the adapter has one: with the times below, a file's identity. */
+  readonly ino?: number;
+  /** Last modification (mtime) and status change (ctime), epoch ms with fractions, where known. */
+  readonly mtimeMs?: number;
+  readonly ctimeMs?: number;
 }
 
 export interface WriteFileOptions {
