@@ -9,7 +9,7 @@ import type { DeviceMounter, DeviceUnmounter, MounterArgs } from '../plugins.js'
 import { specName, type Spec } from '../spec.js';
 import { isOperationFinishedError } from '../util/errors.js';
 import type { VolumeHost } from '../volumeHost.js';
-import { classifyCsiError, clientFor, csiLog, makeDeviceMountPath, mkdirAll, mountCapability, removeMountDir, supportsStageUnstage } from './csiUtil.js';
+import { assertConfined, classifyCsiError, clientFor, csiLog, makeDeviceMountPath, mkdirAll, mountCapability, removeMountDir, supportsStageUnstage } from './csiUtil.js';
 import { isVolumeDataNotFound, loadVolumeData, saveVolumeData, VOL_DATA_FILE_NAME, volDataKey } from './volumeData.js';
 
 export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
@@ -109,6 +109,7 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
       await removeMountDir(host, deviceMountPath);
       return;
     }
+    await assertConfined(host, deviceMountPath, 'NodeUnstageVolume');
     try {
       await client.nodeUnstageVolume({ volumeId: volumeHandle, stagingTargetPath: deviceMountPath });
     } catch (err) {

@@ -9,6 +9,7 @@ import type { Spec, VolumeLifecycleMode } from '../spec.js';
 import { TransientOperationFailure } from '../util/errors.js';
 import type { VolumeHost } from '../volumeHost.js';
 import {
+  assertConfined,
   classifyCsiError,
   clientFor,
   csiLog,
@@ -122,6 +123,7 @@ export class CsiUnmounter implements VolumeUnmounter {
   async tearDown(): Promise<void> {
     const dir = this.getPath();
     const client = clientFor(this.host, this.target.driverName);
+    await assertConfined(this.host, dir, 'NodeUnpublishVolume');
     try {
       await client.nodeUnpublishVolume({ volumeId: this.target.volumeHandle, targetPath: dir });
     } catch (err) {

@@ -47,6 +47,34 @@ export function assertUnderRoot(host: VolumeHost, p: string): void {
   }
 }
 
+/**
+ * Proves that `p` lies inside the root dir with no symlink in any component below it, before it
+ * is handed to a driver (NodeUnpublish/NodeUnstage) or to umount: a driver's umount follows a
+ * symlink, so a pod volume dir whose `mount` points elsewhere would unmount whatever is there.
+ * Components that do not exist end the walk (nothing below them can be a symlink). Throws a
+ * CsiPathError naming the symlink, and the caller calls nothing.
+ */
+export async function assertConfined(host: VolumeHost, p: string, what: string): Promise<void> {
+  assertUnderRoot(host, p);
+  const root = host.layout.rootDir;
+  let cur = root;
+  for (const part of p.slice(root.length + (root.endsWith('/') ? 0 : 1)).split('/')) {
+    cur = path.join(cur, part);
+    let type: string;
+    try {
+      type = (await host.fs.lstat(cur)).type;
+    } catch (err) {
+      if (isNotExist(err)) return;
+      throw new CsiPathError(csiLog(`refusing to hand ${p} to ${what}: cannot check ${cur}: ${errorMessage(err)}`));
+    }
+    if (type === 'symlink') {
+      throw new CsiPathError(
+        csiLog(`refusing to hand ${p} to ${what}: ${cur} is a symlink (paths given to a driver or to umount must lie inside the root dir ${root} with no symlink component)`),
+      );
+    }
+  }
+}
+
 /** isDirMounted: IsLikelyNotMountPoint; a missing path is not mounted. */
 export async function isDirMounted(host: VolumeHost, dir: string): Promise<boolean> {
   try {
