@@ -155,6 +155,16 @@ export async function runAudit(input: AuditInput): Promise<AuditReport> {
   };
 }
 
+/**
+ * The two sources every verdict rests on - the pods dir and the CSI plugin dir - that could not
+ * be read (unreadable, or leading out of the root dir). Both: the audit saw nothing and its
+ * "healthy" would be a lie. One: the result is partial (see the CLI's message).
+ */
+export function unreadSources(report: AuditReport, layout: KubeletLayout): string[] {
+  const sources = [layout.podsDir(), layout.csiPluginDir()];
+  return sources.filter((p) => report.skipped.some((s) => s.path === p));
+}
+
 function makeHost(input: AuditInput, features: FeatureGate): VolumeHost {
   const table = input.mountTable;
   // kubelet parses mountinfo strictly: one bad line fails every look-up.

@@ -714,8 +714,10 @@ async function readBounded(fs: FileSystem, readPath: string, path: string, noFol
       throw new VolumeDataError('not-found', path,
         `failed to open volume data file ${path}: ENOENT (no such file or directory)`, { cause: err });
     }
+    // A FIFO, socket or device (refused unread) or a read that timed out: the port's words say which.
+    const detail = code === undefined || code === 'EFTYPE' || code === 'ETIMEDOUT' ? errorMessage(err) : code;
     throw new VolumeDataError('io', path,
-      `failed to read volume data file ${path}: ${code ?? errorMessage(err)}`, { cause: err });
+      `failed to read volume data file ${path}: ${detail}`, { cause: err });
   }
 }
 
