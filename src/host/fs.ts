@@ -99,3 +99,11 @@ export function errorMessage(err: unknown): string {
   if (err instanceof Error) return err.message;
   return String(err);
 }
+
+/**
+ * A path string for messages and reports: each byte of a name that is not UTF-8 (carried by the
+ * FileSystem adapters as the lone surrogate U+DC00+byte) written as `\xNN`, never dropped.
+ */
+export function escapeUndecodable(p: string): string {
+  return p.replace(/[\uDC80-\uDCFF]/g, (c) => `\\x${(c.charCodeAt(0) - 0xdc00).toString(16).padStart(2, '0')}`);
+}

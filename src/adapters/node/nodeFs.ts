@@ -1,27 +1,73 @@
 /**
  * The FileSystem port over node:fs. Errors keep Node's errno `code`; reads are bounded; the
  * final path component is opened with O_NOFOLLOW when asked.
+ *
+ * Names that are not UTF-8 are neither dropped nor mangled: each byte that does not decode is
+ * carried in the path string as the lone surrogate U+DC00+byte ("surrogateescape", as Python
+ * does) and turned back into that byte when the path is handed to the kernel, so a directory
+ * named with such bytes can be walked; escapeUndecodable (host/fs.ts) renders it as `\xNN` for
+ * messages.
  */
 import { constants, promises as fsp, type Dirent, type Stats } from 'node:fs';
 import type { DirEntry, FileStat, FileSystem, FileType, WriteFileOptions } from '../../host/fs.js';
 import { FsError } from '../../host/fs.js';
 
+const UNDECODABLE = /[\uDC80-\uDCFF]/;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** A path for node:fs: the string itself, or its bytes when it carries undecodable bytes. */
+export function fsPath(p: string): string | Buffer {
+  if (!UNDECODABLE.test(p)) return p;
+  const parts: Buffer[] = [];
+  for (const ch of p) {
+    const cp = ch.codePointAt(0) ?? 0;
+    parts.push(cp >= 0xdc80 && cp <= 0xdcff ? Buffer.of(cp - 0xdc00) : Buffer.from(ch, 'utf8'));
+  }
+  return Buffer.concat(parts);
+}
+
+/** Bytes from the kernel as a path string: UTF-8, each undecodable byte as U+DC00+byte. */
+export function decodeFsName(bytes: Uint8Array): string {
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    let out = '';
+    let i = 0;
+    while (i < bytes.length) {
+      const lead = bytes[i] ?? 0;
+      const len = lead < 0x80 ? 1 : lead >= 0xc2 && lead <= 0xdf ? 2 : lead >= 0xe0 && lead <= 0xef ? 3 : lead >= 0xf0 && lead <= 0xf4 ? 4 : 0;
+      if (len > 0 && i + len <= bytes.length) {
+        try {
+          out += utf8.decode(bytes.subarray(i, i + len));
+          i += len;
+          continue;
+        } catch {
+          // not a valid sequence: escape the lead byte below
+        }
+      }
+      out += String.fromCharCode(0xdc00 + lead);
+      i += 1;
+    }
+    return out;
+  }
+}
+
 export class NodeFileSystem implements FileSystem {
   async readdir(path: string): Promise<DirEntry[]> {
-    const entries = await fsp.readdir(path, { withFileTypes: true });
-    return entries.map((e) => ({ name: e.name, type: direntType(e) }));
+    const entries = await fsp.readdir(fsPath(path), { withFileTypes: true, encoding: 'buffer' });
+    return entries.map((e) => ({ name: decodeFsName(e.name), type: direntType(e) }));
   }
 
   async lstat(path: string): Promise<FileStat> {
-    return toStat(await fsp.lstat(path));
+    return toStat(await fsp.lstat(fsPath(path)));
   }
 
   async stat(path: string): Promise<FileStat> {
-    return toStat(await fsp.stat(path));
+    return toStat(await fsp.stat(fsPath(path)));
   }
 
-  realpath(path: string): Promise<string> {
-    return fsp.realpath(path);
+  async realpath(path: string): Promise<string> {
+    return decodeFsName(await fsp.realpath(fsPath(path), { encoding: 'buffer' }));
   }
 
   /**
@@ -47,11 +93,11 @@ export class NodeFileSystem implements FileSystem {
   }
 
   async mkdir(path: string, options: { recursive: boolean; mode: number }): Promise<void> {
-    await fsp.mkdir(path, options);
+    await fsp.mkdir(fsPath(path), options);
   }
 
   async writeFile(path: string, data: Uint8Array, options?: WriteFileOptions): Promise<void> {
-    const handle = await fsp.open(path, 'w', options?.mode ?? 0o644);
+    const handle = await fsp.open(fsPath(path), 'w', options?.mode ?? 0o644);
     try {
       await handle.writeFile(data);
       if (options?.fsync === true) await handle.sync();
@@ -61,11 +107,11 @@ export class NodeFileSystem implements FileSystem {
   }
 
   rename(from: string, to: string): Promise<void> {
-    return fsp.rename(from, to);
+    return fsp.rename(fsPath(from), fsPath(to));
   }
 
   async fsyncDir(path: string): Promise<void> {
-    const handle = await fsp.open(path, constants.O_RDONLY | constants.O_DIRECTORY);
+    const handle = await fsp.open(fsPath(path), constants.O_RDONLY | constants.O_DIRECTORY);
     try {
       await handle.sync();
     } finally {
@@ -74,19 +120,19 @@ export class NodeFileSystem implements FileSystem {
   }
 
   rmdir(path: string): Promise<void> {
-    return fsp.rmdir(path);
+    return fsp.rmdir(fsPath(path));
   }
 
   unlink(path: string): Promise<void> {
-    return fsp.unlink(path);
+    return fsp.unlink(fsPath(path));
   }
 
   symlink(target: string, path: string): Promise<void> {
-    return fsp.symlink(target, path);
+    return fsp.symlink(fsPath(target), fsPath(path));
   }
 
   readlink(path: string): Promise<string> {
-    return fsp.readlink(path);
+    return fsp.readlink(fsPath(path), { encoding: 'buffer' }).then(decodeFsName);
   }
 }
 
@@ -107,7 +153,7 @@ export function specialFileKind(st: Stats): string | undefined {
 
 async function readBounded(path: string, maxBytes: number, noFollow: boolean): Promise<Uint8Array> {
   const flags = constants.O_RDONLY | constants.O_NONBLOCK | (noFollow ? constants.O_NOFOLLOW : 0);
-  const handle = await fsp.open(path, flags);
+  const handle = await fsp.open(fsPath(path), flags);
   try {
     const st = await handle.stat();
     const kind = specialFileKind(st);
@@ -143,7 +189,7 @@ function tooLarge(path: string, maxBytes: number, size: number): FsError {
   return new FsError('EFBIG', path, 'read', `${path} is larger than the ${maxBytes}-byte limit (${size} bytes or more)`);
 }
 
-function direntType(e: Dirent): FileType {
+function direntType(e: Dirent<Buffer>): FileType {
   if (e.isDirectory()) return 'directory';
   if (e.isFile()) return 'file';
   if (e.isSymbolicLink()) return 'symlink';

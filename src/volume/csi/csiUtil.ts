@@ -5,7 +5,7 @@
  */
 import * as path from 'node:path/posix';
 import { isFinalCsiError, type CsiNodeClient, type VolumeCapability } from '../../csi/types.js';
-import { errorMessage, isNotExist } from '../../host/fs.js';
+import { errorMessage, escapeUndecodable, isNotExist } from '../../host/fs.js';
 import type { Spec } from '../spec.js';
 import { TransientOperationFailure, UncertainProgressError } from '../util/errors.js';
 import type { VolumeHost } from '../volumeHost.js';
@@ -55,6 +55,10 @@ export function assertUnderRoot(host: VolumeHost, p: string): void {
  * CsiPathError naming the symlink, and the caller calls nothing.
  */
 export async function assertConfined(host: VolumeHost, p: string, what: string): Promise<void> {
+  if (/[\uDC80-\uDCFF]/.test(p)) {
+    // CSI paths are protobuf strings: bytes that are not UTF-8 would reach the driver mangled.
+    throw new CsiPathError(csiLog(`refusing to hand ${escapeUndecodable(p)} to ${what}: the path is not valid UTF-8 and cannot be sent over CSI as it is`));
+  }
   assertUnderRoot(host, p);
   const root = host.layout.rootDir;
   let cur = root;
