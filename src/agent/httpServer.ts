@@ -1,7 +1,12 @@
 /**
  * The agent's HTTP endpoints: /metrics (Prometheus text from prom-client), /healthz (the
- * process is alive and its loops run) and /readyz (reconstruction finished and the states have
- * synced). Binds 127.0.0.1 unless told otherwise.
+ * process is alive and its loops complete iterations) and /readyz (reconstruction finished and
+ * the states have synced). Binds 127.0.0.1 unless told otherwise.
+ *
+ * Hostile clients are bounded: at most {@link HTTP_LIMITS}.maxConnections open connections
+ * (more are closed on accept), request headers within headersTimeoutMs, a whole request within
+ * requestTimeoutMs, idle keep-alive sockets closed after keepAliveTimeoutMs and any socket idle
+ * for socketTimeoutMs closed, so idle connections cannot exhaust the agent's file descriptors.
  */
 import { createServer, type Server } from 'node:http';
 import type { Registry } from 'prom-client';
@@ -25,12 +30,35 @@ export function parseBindAddress(value: string): BindAddress {
 }
 
 export interface HealthSource {
-  healthy(): boolean;
+  /** Healthy, or why not (the /healthz body). */
+  health(): { readonly healthy: boolean; readonly reason?: string };
   ready(): boolean;
 }
 
-export async function startHttpServer(address: BindAddress, registry: Registry, health: HealthSource): Promise<{ server: Server; port: number; close(): Promise<void> }> {
-  const server = createServer((req, res) => {
+export interface HttpLimits {
+  readonly maxConnections: number;
+  readonly headersTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly keepAliveTimeoutMs: number;
+  readonly socketTimeoutMs: number;
+}
+
+/** Far above what a Prometheus scraper and two probes need. */
+export const HTTP_LIMITS: HttpLimits = {
+  maxConnections: 64,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  socketTimeoutMs: 30_000,
+};
+
+export async function startHttpServer(
+  address: BindAddress,
+  registry: Registry,
+  health: HealthSource,
+  limits: HttpLimits = HTTP_LIMITS,
+): Promise<{ server: Server; port: number; close(): Promise<void> }> {
+  const server = createServer({ requestTimeout: limits.requestTimeoutMs, headersTimeout: limits.headersTimeoutMs, keepAliveTimeout: limits.keepAliveTimeoutMs }, (req, res) => {
     const url = (req.url ?? '/').split('?')[0] ?? '/';
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { Allow: 'GET, HEAD' }).end();
@@ -43,10 +71,12 @@ export async function startHttpServer(address: BindAddress, registry: Registry, 
           (err: unknown) => res.writeHead(500, { 'Content-Type': 'text/plain' }).end(String(err)),
         );
         return;
-      case '/healthz':
-        if (health.healthy()) res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok');
-        else res.writeHead(500, { 'Content-Type': 'text/plain' }).end('unhealthy');
+      case '/healthz': {
+        const h = health.health();
+        if (h.healthy) res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok');
+        else res.writeHead(500, { 'Content-Type': 'text/plain' }).end(`unhealthy: ${h.reason ?? 'unknown'}`);
         return;
+      }
       case '/readyz':
         if (health.ready()) res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok');
         else res.writeHead(503, { 'Content-Type': 'text/plain' }).end('not ready: reconstruction or node status sync pending');
@@ -55,6 +85,8 @@ export async function startHttpServer(address: BindAddress, registry: Registry, 
         res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found');
     }
   });
+  server.maxConnections = limits.maxConnections;
+  server.setTimeout(limits.socketTimeoutMs, (socket) => socket.destroy());
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(address.port, address.host, () => {

@@ -7,11 +7,27 @@ import type { Logger } from '../host/logger.js';
 import type { VolumeManager } from '../volumemanager/volumeManager.js';
 import { DSW_POPULATOR_LOOP_PERIOD_MS, RECONCILER_LOOP_PERIOD_MS } from '../volumemanager/volumeManager.js';
 
+/**
+ * /healthz fails when a loop (or reconstruction) has not completed an iteration for this long:
+ * every iteration is bounded (reads time out, CSI calls have deadlines and run outside the
+ * loops), so a loop this late is stuck.
+ */
+export const DEFAULT_LOOP_STALL_THRESHOLD_MS = 60_000;
+
 export interface RuntimeOptions {
   readonly nodeStatusUpdatePeriodMs: number;
-  /** How long a stop waits for in-flight operations before abandoning them. */
+  /** How long a stop waits for in-flight loop iterations and operations before abandoning them. */
   readonly shutdownGraceMs: number;
+  /** Default {@link DEFAULT_LOOP_STALL_THRESHOLD_MS}. */
+  readonly loopStallThresholdMs?: number;
+  /** Wall clock for the stall check; default Date.now. */
+  readonly now?: () => number;
 }
+
+/** What the runtime drives: the volume manager's loop bodies. */
+export type RuntimeVolumeManager = Pick<VolumeManager, 'start' | 'populateOnce' | 'reconcileOnce' | 'syncNodeStatus' | 'waitForOperations'> & {
+  readonly reconciler: Pick<VolumeManager['reconciler'], 'statesHaveBeenSynced'>;
+};
 
 export type RuntimePhase = 'starting' | 'reconstructing' | 'running' | 'stopping' | 'stopped';
 
@@ -21,9 +37,11 @@ export class AgentRuntime {
   private readonly timers = new Set<NodeJS.Timeout>();
   /** Resolves when every loop has finished its current iteration after stop(). */
   private readonly inFlight = new Set<Promise<void>>();
+  /** When each loop (and reconstruction) last started waiting for an iteration to complete. */
+  private readonly lastProgress = new Map<string, number>();
 
   constructor(
-    private readonly vm: VolumeManager,
+    private readonly vm: RuntimeVolumeManager,
     private readonly logger: Logger,
     private readonly options: RuntimeOptions,
   ) {}
@@ -37,9 +55,29 @@ export class AgentRuntime {
     return this.phase === 'running' && this.vm.reconciler.statesHaveBeenSynced();
   }
 
+  /**
+   * Healthy: not stopped, and reconstruction and every loop completed an iteration within the
+   * stall threshold. The reason is given when unhealthy.
+   */
+  health(): { healthy: true } | { healthy: false; reason: string } {
+    if (this.phase === 'stopped') return { healthy: false, reason: 'stopped' };
+    const threshold = this.options.loopStallThresholdMs ?? DEFAULT_LOOP_STALL_THRESHOLD_MS;
+    const now = this.now();
+    for (const [loop, since] of this.lastProgress) {
+      if (now - since > threshold) return { healthy: false, reason: `${loop} has not completed an iteration for ${now - since} ms (threshold ${threshold} ms)` };
+    }
+    return { healthy: true };
+  }
+
+  private now(): number {
+    return (this.options.now ?? Date.now)();
+  }
+
   async start(): Promise<void> {
     this.phase = 'reconstructing';
+    this.lastProgress.set('reconstruction', this.now());
     await this.vm.start();
+    this.lastProgress.delete('reconstruction');
     if ((this.phase as RuntimePhase) === 'stopping') return;
     this.phase = 'running';
     this.loop('desiredStateOfWorldPopulator', DSW_POPULATOR_LOOP_PERIOD_MS, () => this.vm.populateOnce());
@@ -54,10 +92,13 @@ export class AgentRuntime {
   private loop(name: string, periodMs: number, body: () => Promise<void>): void {
     const tick = (): void => {
       if (this.phase !== 'running') return;
+      this.lastProgress.set(name, this.now());
       const run = body()
         .catch((err: unknown) => this.logger.error(err, 'Loop iteration failed', { loop: name }))
         .finally(() => {
           this.inFlight.delete(run);
+          // Waiting for the next tick is progress too: the clock restarts at the next iteration.
+          this.lastProgress.set(name, Number.POSITIVE_INFINITY);
           if (this.phase !== 'running') return;
           const t = setTimeout(() => {
             this.timers.delete(t);
@@ -71,19 +112,20 @@ export class AgentRuntime {
   }
 
   /**
-   * Stops the loops, then waits up to the grace period for in-flight volume operations. Nothing
-   * is rolled back: whatever is on disk and in the mount table is what the next start reconstructs.
+   * Stops the loops, then waits up to the grace period, in all, for the loop iterations and the
+   * volume operations in flight (a stuck iteration cannot hold the stop longer). Nothing is rolled
+   * back: whatever is on disk and in the mount table is what the next start reconstructs.
    */
   async stop(): Promise<{ abandoned: boolean }> {
     this.phase = 'stopping';
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
-    await Promise.allSettled([...this.inFlight]);
     let timer: NodeJS.Timeout | undefined;
     const grace = new Promise<'timeout'>((resolve) => {
       timer = setTimeout(() => resolve('timeout'), this.options.shutdownGraceMs);
     });
-    const outcome = await Promise.race([this.vm.waitForOperations().then(() => 'done' as const), grace]);
+    const drained = Promise.allSettled([...this.inFlight]).then(() => this.vm.waitForOperations()).then(() => 'done' as const);
+    const outcome = await Promise.race([drained, grace]);
     if (timer !== undefined) clearTimeout(timer);
     this.phase = 'stopped';
     return { abandoned: outcome === 'timeout' };

@@ -8,7 +8,7 @@
  * CSI plugin and the FileSystem port's read methods.
  */
 import { CSIGlobalMountReconstruction, FeatureGate } from '../features/features.js';
-import { errorMessage, isNotExist, type FileSystem } from '../host/fs.js';
+import { errorMessage, escapeUndecodable, isNotExist, type FileSystem } from '../host/fs.js';
 import type { Logger } from '../host/logger.js';
 import type { KubeletLayout } from '../layout/layout.js';
 import { CSI_PLUGIN_NAME, csiVolumeName, getUniqueVolumeName } from '../layout/names.js';
@@ -136,7 +136,7 @@ export async function runAudit(input: AuditInput): Promise<AuditReport> {
   skipped.sort((a, b) => cmp(a.path, b.path));
 
   const count = (v: Verdict): number => out.filter((x) => x.verdict === v).length;
-  return {
+  return escapeReport({
     rootDir: input.displayRootDir ?? input.layout.rootDir,
     featureGates: input.features.snapshot(),
     volumes: out,
@@ -152,7 +152,31 @@ export async function runAudit(input: AuditInput): Promise<AuditReport> {
     },
     mountTableProblems: input.mountTable.problems.map((p) => ({ line: p.line, error: p.error })),
     timestamp: new Date(input.nowMs).toISOString(),
+  });
+}
+
+/**
+ * Names that are not UTF-8 reach the report as lone surrogates (see escapeUndecodable); every
+ * string of the report shows their bytes as `\xNN` instead, so no output drops or mangles them.
+ */
+function escapeReport(report: AuditReport): AuditReport {
+  const escape = (v: unknown): unknown => {
+    if (typeof v === 'string') return escapeUndecodable(v);
+    if (Array.isArray(v)) return v.map(escape);
+    if (typeof v === 'object' && v !== null) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, escape(x)]));
+    return v;
   };
+  return escape(report) as AuditReport;
+}
+
+/**
+ * The two sources every verdict rests on - the pods dir and the CSI plugin dir - that could not
+ * be read (unreadable, or leading out of the root dir). Both: the audit saw nothing and its
+ * "healthy" would be a lie. One: the result is partial (see the CLI's message).
+ */
+export function unreadSources(report: AuditReport, layout: KubeletLayout): string[] {
+  const sources = [layout.podsDir(), layout.csiPluginDir()];
+  return sources.filter((p) => report.skipped.some((s) => s.path === p));
 }
 
 function makeHost(input: AuditInput, features: FeatureGate): VolumeHost {

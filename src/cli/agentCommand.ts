@@ -29,6 +29,8 @@ import { addLoggingOptions, collect, stderrLogger } from './flags.js';
 export const EXIT_AGENT_OK = 0;
 export const EXIT_AGENT_FAILED = 1;
 export const EXIT_AGENT_USAGE = 2;
+/** After the shutdown grace period, how long the HTTP server and driver connections get to close. */
+const HARD_STOP_MARGIN_MS = 2_000;
 
 interface AgentFlags {
   rootDir: string;
@@ -132,7 +134,7 @@ async function runAgent(flags: AgentFlags): Promise<number> {
   let http;
   try {
     http = await startHttpServer(bind, promRegistry, {
-      healthy: () => runtime.getPhase() !== 'stopped',
+      health: () => runtime.health(),
       ready: () => runtime.isReady(),
     });
   } catch (err) {
@@ -158,9 +160,17 @@ async function runAgent(flags: AgentFlags): Promise<number> {
   const signal = await Promise.race([stopped, started.then(() => (failure === undefined ? stopped : 'failure'))]);
   if (failure !== undefined) logger.error(failure, 'nodevol agent failed');
   else logger.info('Shutting down nodevol agent', { signal });
+  // Whatever is stuck (a read on a hung file system holds a thread forever), the process ends
+  // within the grace period and a short margin for the HTTP server and the driver connections.
+  const exitCode = failure === undefined ? EXIT_AGENT_OK : EXIT_AGENT_FAILED;
+  const hardStop = setTimeout(() => {
+    logger.error(new Error(`still running ${graceMs + HARD_STOP_MARGIN_MS} ms after ${signal}`), 'nodevol agent did not stop cleanly; exiting');
+    process.exit(exitCode);
+  }, graceMs + HARD_STOP_MARGIN_MS);
+  hardStop.unref();
   const { abandoned } = await runtime.stop();
   if (abandoned) logger.warning('Abandoned in-flight volume operations at shutdown; the next start reconstructs them');
   await http.close();
   grpcRegistry.close();
-  return failure === undefined ? EXIT_AGENT_OK : EXIT_AGENT_FAILED;
+  return exitCode;
 }

@@ -1,7 +1,7 @@
 /** `nodevol audit`: wiring of the read-only node audit to real files and the real mount table. */
 import * as path from 'node:path';
 import { Command, Option } from 'commander';
-import { runAudit } from '../audit/audit.js';
+import { runAudit, unreadSources } from '../audit/audit.js';
 import { exitCodeFor, EXIT_UNKNOWN } from '../audit/report.js';
 import { realClock } from '../adapters/node/clock.js';
 import { LIVE_MOUNTINFO, mountInfoFileSource } from '../adapters/node/mountInfoFile.js';
@@ -47,7 +47,7 @@ export function auditCommand(setExitCode: (code: number) => void): Command {
     '\nExit codes (node-problem-detector custom plugin convention):\n' +
       '  0  nothing orphaned and no failed reconstruction\n' +
       '  1  something is orphaned or fails reconstruction\n' +
-      '  2  could not run (bad flags, unreadable root dir or mount table)\n',
+      '  2  could not run (bad flags, unreadable root dir or mount table), or could read neither the pods dir nor the CSI plugin dir\n',
   );
   cmd.action(async (flags: AuditFlags) => {
     setExitCode(await audit(flags));
@@ -110,10 +110,11 @@ async function audit(flags: AuditFlags): Promise<number> {
     });
   }
 
+  const layout = new KubeletLayout(realRootDir);
   const report = await runAudit({
     fs,
     // Paths in the mount table are real paths: walk the root dir by its real path so that they match.
-    layout: new KubeletLayout(realRootDir),
+    layout,
     realRootDir,
     displayRootDir: rootDir,
     mountTableSource: flags.mountinfo,
@@ -144,6 +145,15 @@ async function audit(flags: AuditFlags): Promise<number> {
       break;
   }
   process.stdout.write(out);
+  const unread = unreadSources(report, layout);
+  if (unread.length === 2) {
+    stderr(`nodevol audit: could read neither ${unread[0] ?? ''} nor ${unread[1] ?? ''}: nothing was audited, the result says nothing about this node`);
+    return EXIT_UNKNOWN;
+  }
+  if (unread.length === 1) {
+    const trusted = unread[0] === layout.podsDir() ? `the global mounts under ${layout.csiPluginDir()} only (pod volumes unknown)` : `the pod volumes under ${layout.podsDir()} only (global mounts unknown)`;
+    stderr(`nodevol audit: partial result: could not read ${unread[0] ?? ''}; the verdicts rest on ${trusted}`);
+  }
   return exitCodeFor(report);
 }
 

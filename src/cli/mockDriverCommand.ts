@@ -5,6 +5,7 @@
  * and exit 0; an exit fault ends the process with code 3 and leaves the socket behind, like a
  * crash (the next start removes it).
  */
+import { realpathSync } from 'node:fs';
 import * as path from 'node:path';
 import { Command } from 'commander';
 import { unixSocketPath } from '../csi/grpc/endpoint.js';
@@ -27,6 +28,8 @@ interface MockDriverFlags {
   journal?: string;
   volume: string[];
   blockVolume: string[];
+  allowedRoot: string[];
+  rootDir?: string;
   v: number;
   loggingFormat: LoggingFormat;
 }
@@ -41,7 +44,9 @@ export function mockDriverCommand(setExitCode: (code: number) => void): Command 
     .option('--faults <file>', 'fault rules (YAML or JSON), re-read when the file changes')
     .option('--journal <file>', 'append one JSON line per call to this file')
     .option('--volume <name>', 'provision a filesystem volume at start (CreateVolume; repeatable, idempotent); its id is printed', collect, [])
-    .option('--block-volume <name>', 'provision a raw block volume at start (repeatable, idempotent)', collect, []);
+    .option('--block-volume <name>', 'provision a raw block volume at start (repeatable, idempotent)', collect, [])
+    .option('--root-dir <dir>', 'the kubelet root dir: the default --allowed-root')
+    .option('--allowed-root <dir>', 'staging and target paths must lie below this dir, with no symlink below it (repeatable; default --root-dir)', collect, []);
   addLoggingOptions(cmd);
   cmd.addHelpText(
     'after',
@@ -51,6 +56,15 @@ export function mockDriverCommand(setExitCode: (code: number) => void): Command 
     setExitCode(await runMockDriver(flags));
   });
   return cmd;
+}
+
+/** The real path of an allowed root (the CO hands over real paths), or the absolute one when it does not exist yet. */
+function realOrResolved(dir: string): string {
+  try {
+    return realpathSync(path.resolve(dir));
+  } catch {
+    return path.resolve(dir);
+  }
 }
 
 async function runMockDriver(flags: MockDriverFlags): Promise<number> {
@@ -87,6 +101,7 @@ async function runMockDriver(flags: MockDriverFlags): Promise<number> {
         driverName: flags.driverName,
         stateDir: path.resolve(flags.stateDir),
         faultsFile: file(flags.faults),
+        allowedRoots: (flags.allowedRoot.length > 0 ? flags.allowedRoot : flags.rootDir !== undefined && flags.rootDir !== '' ? [flags.rootDir] : []).map(realOrResolved),
         journalFile: file(flags.journal),
         logger,
         exit: (code) => process.exit(code),

@@ -23,6 +23,11 @@ export interface FileStat {
   readonly mode: number;
   /** Device id (st_dev); 0 where the adapter cannot tell. */
   readonly dev: number;
+  /** Inode number, where the adapter has one: with the times below, a file's identity. */
+  readonly ino?: number;
+  /** Last modification (mtime) and status change (ctime), epoch ms with fractions, where known. */
+  readonly mtimeMs?: number;
+  readonly ctimeMs?: number;
 }
 
 export interface WriteFileOptions {
@@ -93,4 +98,12 @@ export function errorCode(err: unknown): string | undefined {
 export function errorMessage(err: unknown): string {
   if (err instanceof Error) return err.message;
   return String(err);
+}
+
+/**
+ * A path string for messages and reports: each byte of a name that is not UTF-8 (carried by the
+ * FileSystem adapters as the lone surrogate U+DC00+byte) written as `\xNN`, never dropped.
+ */
+export function escapeUndecodable(p: string): string {
+  return p.replace(/[\uDC80-\uDCFF]/g, (c) => `\\x${(c.charCodeAt(0) - 0xdc00).toString(16).padStart(2, '0')}`);
 }

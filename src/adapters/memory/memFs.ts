@@ -261,7 +261,7 @@ export class MemFs implements FileSystem {
 
   #statOf(realPath: string): FileStat {
     const st = this.#vol.lstatSync(realPath);
-    return { type: typeOf(st), size: st.size, mode: st.mode & 0o7777, dev: 0 };
+    return { type: typeOf(st), size: st.size, mode: st.mode & 0o7777, dev: 0, ino: st.ino, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs };
   }
 
   #write(path: string, data: Uint8Array, mode: number): void {

@@ -4,64 +4,75 @@
  *   DIR/manifests/*.yaml|*.yml   Pod, PersistentVolumeClaim, PersistentVolume and CSIDriver
  *                                objects in standard Kubernetes YAML, several per file ("---").
  *   DIR/node-status.json         {"volumesAttached": [{"name", "devicePath"}], "volumesInUse": [...]}
+ *   DIR/.nodevol-last-good/      written by nodevol: a copy of the last good bytes of each
+ *                                manifest file (see "Partial views" below).
  *
- * Every call re-reads the manifests (the FileSystem port has no mtimes to cache by), so a pod
- * whose manifest was deleted is gone on the next call. Files are read in name order; when two
- * objects of one kind share a name (or two pods a UID) the first wins and the other is reported.
+ * Each call lists the manifests directory and stats every file; a file is read and parsed
+ * (clusterManifests.ts) only when its identity (device, inode, size, mtime, ctime) changed since
+ * the last read, so an unchanged cluster dir costs one readdir and one stat per file per pass.
+ * node-status.json is cached the same way. Files are merged in name order; when two objects of
+ * one kind share a name (or two pods a UID) the first wins and the other is reported.
  *
- * Bad input never stops the node: a file that cannot be read or parsed, or an object that fails
- * its schema, is skipped and reported through {@link ClusterDirView.problems} (the problems of
- * the latest read) and, once per new problem, the Logger; the message names the file, the
- * 0-based index of the YAML document in it, its line and the field path (e.g.
- * `spec.volumes[0].name`). Reads are bounded (file size, file count, document count, YAML
- * aliases). The manifests directory itself being unreadable is NOT skipped: every call rejects,
- * as with an unreachable API server, rather than report a node without pods.
+ * Partial views never delete. A file that cannot be read or parsed cleanly, or that is not read
+ * because a limit was hit, keeps its LAST GOOD contents: the objects of its latest clean parse.
+ * Those are persisted (atomically and durably) in DIR/.nodevol-last-good/<file name>, so a
+ * restart keeps them too. A file is a deletion only when the listing of the manifests directory
+ * succeeded (readdir is all or nothing) and no longer names it; its last good copy is then
+ * forgotten, in memory and on disk, so a later broken file of the same name never resurrects
+ * the deleted pod, and the store never holds more than one copy per listed file (bounded by
+ * maxFiles x maxFileBytes). When the store does not exist yet (first start, or deleted), nothing
+ * tells which unreadable file held a running pod: listPods then rejects until every file reads
+ * cleanly once (an unreachable API server: the engine unmounts nothing).
  *
- * Validation follows the API server's rules for the fields nodevol uses, including the name
- * formats (DNS-1123 labels/subdomains, CSI driver names) since names end up in paths under the
- * kubelet root dir. A null field is treated as absent, as Kubernetes' JSON decoding does. A Pod
- * without metadata.uid gets a stable one derived from its namespace and name (see
- * {@link derivedPodUID}); note that a pod deleted and re-created under the same name then keeps
- * its UID, unlike on a real cluster.
+ * Problems are reported through {@link ClusterDirView.problems} (the latest pass) and, once per
+ * new problem, the Logger; the message names the file, the 0-based index of the YAML document,
+ * its line and the field path (e.g. `spec.volumes[0].name`). The manifests directory itself
+ * being unreadable is NOT skipped: every call rejects, as with an unreachable API server.
  *
- * node-status.json: a missing, unreadable or invalid file makes getNodeStatus and
- * setVolumesInUse reject (an unreachable API server). setVolumesInUse rewrites only
- * volumesInUse, keeping every other field (read-modify-write), atomically: temp file in the same
- * directory, fsync, rename, fsync of the directory. Writes from one ClusterDirView are
- * serialised; a concurrent writer in another process can still lose an update between our read
- * and our rename (there is no file lock).
+ * node-status.json must be a regular file in DIR: a symlink is refused (reads and writes stay
+ * inside the cluster dir), as is a FIFO or device (the FileSystem port refuses non-regular
+ * files). A missing, unreadable or invalid file makes every call reject. setVolumesInUse
+ * rewrites only volumesInUse, keeping every other field (read-modify-write), atomically: temp
+ * file in DIR, fsync, rename, fsync of DIR. Writes from one view are serialised; a concurrent
+ * writer in another process can still lose an update (there is no file lock).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import * as posix from 'node:path/posix';
 import { resolve as resolvePath } from 'node:path';
 
-import { LineCounter, parseAllDocuments, type Document } from 'yaml';
-import { z } from 'zod';
-
-import type { AttachedVolume, ClusterView, CSIDriverInfo, NodeStatus, PersistentVolumeClaim, Pod, PodVolumeSource } from '../../host/cluster.js';
-import { errorCode, errorMessage, type FileSystem } from '../../host/fs.js';
+import type { AttachedVolume, ClusterView, CSIDriverInfo, NodeStatus, PersistentVolumeClaim, Pod } from '../../host/cluster.js';
+import { errorCode, errorMessage, type FileStat, type FileSystem } from '../../host/fs.js';
 import { discardLogger, type Logger } from '../../host/logger.js';
-import type { CSIPersistentVolumeSource, CSIVolumeSource, PersistentVolume } from '../../volume/spec.js';
+import type { PersistentVolume } from '../../volume/spec.js';
+import { formatFieldPath, isRecord, nodeStatusSchema, objectProblem, parseManifestFile, type ManifestProblem, type ParsedFile } from './clusterManifests.js';
 import { NodeFileSystem } from './nodeFs.js';
+
+export { derivedPodUID, formatFieldPath, type ManifestProblem } from './clusterManifests.js';
 
 export const MANIFESTS_DIR_NAME = 'manifests';
 export const NODE_STATUS_FILE_NAME = 'node-status.json';
+/** Where the last good copy of each manifest file is kept, inside the cluster dir. */
+export const LAST_GOOD_DIR_NAME = '.nodevol-last-good';
 
 export interface ClusterDirLimits {
-  /** Largest manifest (and node-status.json) read, in bytes; default 1 MiB. */
+  /** Largest manifest (and node-status.json) read, in bytes; default 3 MiB. */
   readonly maxFileBytes?: number;
-  /** Most manifest files read per pass, in name order; default 1000. */
+  /** Most manifest files read per pass, in name order; default 10,000. */
   readonly maxFiles?: number;
-  /** Most YAML documents read per pass over all files; default 10000. */
+  /** Most YAML documents read per pass over all files; default 50,000. */
   readonly maxDocuments?: number;
   /** Most alias expansions per document (YAML "billion laughs" guard); default 100. */
   readonly maxAliasCount?: number;
 }
 
+/**
+ * Sized for a 1,000-pod node with a file per object (a pod, its PVC and PV: 3,000 files) with
+ * room to spare; Kubernetes objects are at most ~1.5 MiB (etcd's request limit).
+ */
 export const DEFAULT_CLUSTER_DIR_LIMITS: Required<ClusterDirLimits> = {
-  maxFileBytes: 1024 * 1024,
-  maxFiles: 1000,
-  maxDocuments: 10_000,
+  maxFileBytes: 3 * 1024 * 1024,
+  maxFiles: 10_000,
+  maxDocuments: 50_000,
   maxAliasCount: 100,
 };
 
@@ -76,191 +87,6 @@ export interface ClusterDirOptions {
   readonly limits?: ClusterDirLimits;
 }
 
-/** One skipped file or object. */
-export interface ManifestProblem {
-  /** Absolute path of the file. */
-  readonly file: string;
-  /** 0-based index of the YAML document in the file, when the problem is one document's. */
-  readonly document?: number;
-  /** 1-based line of the document (or of the offending field) in the file, when known. */
-  readonly line?: number;
-  /** Path of the first offending field, e.g. `spec.volumes[0].name`. */
-  readonly field?: string;
-  /** Full text: file, document, object, field(s) and what is wrong. */
-  readonly message: string;
-}
-
-// ------------------------------------------------------------------------------------------
-// Schemas (the fields nodevol uses; unknown fields are stripped, unknown kinds ignored).
-
-const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-/** Pod UIDs become directory names under <root>/pods: one safe path segment. */
-const POD_UID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
-
-const dnsLabel = z
-  .string()
-  .max(63, 'must be at most 63 characters')
-  .regex(DNS1123_LABEL, 'must be a DNS-1123 label (lowercase letters, digits and "-", starting and ending with a letter or digit)');
-const dnsSubdomain = z
-  .string()
-  .max(253, 'must be at most 253 characters')
-  .regex(DNS1123_SUBDOMAIN, 'must be a DNS-1123 subdomain (lowercase letters, digits, "-" and ".", starting and ending with a letter or digit)');
-/** ValidateCSIDriverName: at most 63 characters, a DNS-1123 subdomain once lowercased. */
-const csiDriverName = z
-  .string()
-  .min(1, 'must not be empty')
-  .max(63, 'must be at most 63 characters')
-  .refine((s) => DNS1123_SUBDOMAIN.test(s.toLowerCase()), 'must be a CSI driver name (letters, digits, "-" and ".", starting and ending with a letter or digit)');
-const podUID = z.string().regex(POD_UID, 'must be letters, digits, ".", "_" and "-" (at most 128, starting with a letter or digit)');
-const stringMap = z.record(z.string());
-const volumeMode = z.enum(['Filesystem', 'Block']);
-const secretRef = z.object({ name: z.string().min(1), namespace: z.string().min(1) });
-
-const csiInline = z.object({
-  driver: csiDriverName,
-  readOnly: z.boolean().optional(),
-  fsType: z.string().optional(),
-  volumeAttributes: stringMap.optional(),
-});
-
-const podVolume = z
-  .object({
-    name: dnsLabel,
-    persistentVolumeClaim: z.object({ claimName: z.string().min(1, 'must not be empty'), readOnly: z.boolean().optional() }).optional(),
-    csi: csiInline.optional(),
-  })
-  .refine((v) => v.persistentVolumeClaim === undefined || v.csi === undefined, {
-    message: 'may not specify both persistentVolumeClaim and csi',
-    path: ['csi'],
-  });
-
-const container = z.object({ volumeDevices: z.array(z.object({ name: z.string().min(1, 'must not be empty') })).optional() });
-
-const podSchema = z.object({
-  apiVersion: z.literal('v1'),
-  kind: z.literal('Pod'),
-  metadata: z.object({ name: dnsSubdomain, namespace: dnsLabel.default('default'), uid: podUID.optional() }),
-  spec: z
-    .object({
-      nodeName: z.string().default(''),
-      volumes: z.array(podVolume).default([]),
-      securityContext: z.object({ fsGroup: z.number().int().min(0).max(2147483647).optional() }).optional(),
-      containers: z.array(container).default([]),
-      initContainers: z.array(container).default([]),
-      ephemeralContainers: z.array(container).default([]),
-    })
-    .superRefine((spec, ctx) => {
-      const seen = new Set<string>();
-      spec.volumes.forEach((v, i) => {
-        if (seen.has(v.name)) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `duplicate volume name ${JSON.stringify(v.name)}`, path: ['volumes', i, 'name'] });
-        seen.add(v.name);
-      });
-    }),
-});
-
-const pvcSchema = z.object({
-  apiVersion: z.literal('v1'),
-  kind: z.literal('PersistentVolumeClaim'),
-  metadata: z.object({ name: dnsSubdomain, namespace: dnsLabel.default('default') }),
-  spec: z.object({ volumeName: z.string().default(''), volumeMode: volumeMode.optional() }).default({}),
-});
-
-const pvSchema = z.object({
-  apiVersion: z.literal('v1'),
-  kind: z.literal('PersistentVolume'),
-  metadata: z.object({ name: dnsSubdomain }),
-  spec: z
-    .object({
-      csi: z
-        .object({
-          driver: csiDriverName,
-          volumeHandle: z.string().min(1, 'must not be empty'),
-          readOnly: z.boolean().optional(),
-          fsType: z.string().optional(),
-          volumeAttributes: stringMap.optional(),
-          nodeStageSecretRef: secretRef.optional(),
-          nodePublishSecretRef: secretRef.optional(),
-        })
-        .optional(),
-      volumeMode: volumeMode.optional(),
-      accessModes: z.array(z.string()).optional(),
-      mountOptions: z.array(z.string()).optional(),
-    })
-    .default({}),
-});
-
-const csiDriverSchema = z.object({
-  apiVersion: z.enum(['storage.k8s.io/v1', 'storage.k8s.io/v1beta1']),
-  kind: z.literal('CSIDriver'),
-  metadata: z.object({ name: csiDriverName }),
-  spec: z.object({ attachRequired: z.boolean().default(true), podInfoOnMount: z.boolean().default(false) }).default({}),
-});
-
-const KIND_SCHEMAS = {
-  Pod: podSchema,
-  PersistentVolumeClaim: pvcSchema,
-  PersistentVolume: pvSchema,
-  CSIDriver: csiDriverSchema,
-} as const;
-type KnownKind = keyof typeof KIND_SCHEMAS;
-
-function isKnownKind(kind: string): kind is KnownKind {
-  return Object.hasOwn(KIND_SCHEMAS, kind);
-}
-
-const nodeStatusSchema = z.object({
-  volumesAttached: z.array(z.object({ name: z.string().min(1, 'must not be empty'), devicePath: z.string().default('') })).default([]),
-  volumesInUse: z.array(z.string()).default([]),
-});
-
-// ------------------------------------------------------------------------------------------
-
-/**
- * The UID given to a Pod manifest without metadata.uid: the first 32 hex digits of
- * sha256("<namespace>/<name>") in UUID form (8-4-4-4-12, 36 characters). Stable across reads
- * and restarts, distinct per namespace/name.
- */
-export function derivedPodUID(namespace: string, name: string): string {
-  const h = createHash('sha256').update(`${namespace}/${name}`, 'utf8').digest('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
-}
-
-/** A zod issue path as `spec.volumes[0].name` (odd keys quoted: `volumeAttributes["a.b/c"]`). */
-export function formatFieldPath(path: readonly (string | number)[]): string {
-  let out = '';
-  for (const key of path) {
-    if (typeof key === 'number') out += `[${key}]`;
-    else if (/^[A-Za-z_$][A-Za-z0-9_$-]*$/.test(key)) out += out === '' ? key : `.${key}`;
-    else out += `[${JSON.stringify(key)}]`;
-  }
-  return out === '' ? '(document)' : out;
-}
-
-/** Kubernetes' decoding treats a null field as absent: drop null-valued mapping keys, recursively. */
-function dropNulls(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(dropNulls);
-  if (typeof value === 'object' && value !== null) {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) if (v !== null && v !== undefined) out[k] = dropNulls(v);
-    return out;
-  }
-  return value;
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** The 1-based line of the YAML node at `path`, or of its nearest ancestor that exists. */
-function lineOf(doc: Document, lines: LineCounter, path: readonly (string | number)[]): number | undefined {
-  for (let n = path.length; n >= 0; n--) {
-    const node: unknown = n === 0 ? doc.contents : doc.getIn(path.slice(0, n), true);
-    if (isRecord(node) && Array.isArray(node.range) && typeof node.range[0] === 'number') return lines.linePos(node.range[0]).line;
-  }
-  return undefined;
-}
-
 interface Snapshot {
   readonly pods: readonly Pod[];
   readonly pvcs: ReadonlyMap<string, PersistentVolumeClaim>;
@@ -268,6 +94,24 @@ interface Snapshot {
   readonly drivers: ReadonlyMap<string, CSIDriverInfo>;
   readonly problems: readonly ManifestProblem[];
 }
+
+/** The latest read of one manifest file. */
+interface CachedRead {
+  /** Identity of the file when it was read; undefined when the adapter has none (never reused). */
+  readonly identity: string | undefined;
+  /** What it parsed to, or why it could not be read. */
+  readonly result: { readonly parsed: ParsedFile } | { readonly readError: string };
+  /** The bytes of a clean parse not yet remembered as last good (it was over a limit). */
+  unsaved?: Uint8Array | undefined;
+}
+
+/** A file's last clean parse, and the hash of the bytes kept in the store. */
+interface LastGood {
+  readonly parsed: ParsedFile;
+  readonly sha256: string;
+}
+
+type NodeStatusRead = { raw: Record<string, unknown>; status: ReturnType<typeof nodeStatusSchema.parse> };
 
 /** Collects the objects of one pass, first one of a name winning. */
 class SnapshotBuilder {
@@ -280,67 +124,66 @@ class SnapshotBuilder {
   readonly problems: ManifestProblem[] = [];
   documents = 0;
 
+  add(file: string, parsed: ParsedFile): void {
+    this.documents += parsed.documents;
+    for (const o of parsed.objects) {
+      const dup = (message: string, field: 'name' | 'uid', line: number | undefined): void => {
+        this.problems.push(objectProblem(file, o.document, undefined, undefined, o.what, message, ['metadata', field], line));
+      };
+      switch (o.kind) {
+        case 'Pod': {
+          const pod = o.pod;
+          const key = `${pod.namespace}/${pod.name}`;
+          const other = this.podUIDs.get(pod.uid);
+          if (this.podKeys.has(key)) dup(`a Pod ${key} was already read from an earlier file or document`, 'name', o.nameLine);
+          else if (other !== undefined) dup(`metadata.uid ${pod.uid} is already the UID of Pod ${other}`, 'uid', o.uidLine);
+          else {
+            this.podKeys.add(key);
+            this.podUIDs.set(pod.uid, key);
+            this.pods.push(pod);
+          }
+          break;
+        }
+        case 'PersistentVolumeClaim': {
+          const key = `${o.pvc.namespace}/${o.pvc.name}`;
+          if (this.pvcs.has(key)) dup(`a PersistentVolumeClaim ${key} was already read from an earlier file or document`, 'name', o.nameLine);
+          else this.pvcs.set(key, o.pvc);
+          break;
+        }
+        case 'PersistentVolume':
+          if (this.pvs.has(o.pv.name)) dup(`a PersistentVolume ${o.pv.name} was already read from an earlier file or document`, 'name', o.nameLine);
+          else this.pvs.set(o.pv.name, o.pv);
+          break;
+        case 'CSIDriver':
+          if (this.drivers.has(o.driver.name)) dup(`a CSIDriver ${o.driver.name} was already read from an earlier file or document`, 'name', o.nameLine);
+          else this.drivers.set(o.driver.name, o.driver);
+          break;
+      }
+    }
+  }
+
   build(): Snapshot {
     return { pods: this.pods, pvcs: this.pvcs, pvs: this.pvs, drivers: this.drivers, problems: this.problems };
   }
 }
 
-function toPod(obj: z.infer<typeof podSchema>): Pod {
-  const { metadata, spec } = obj;
-  const volumes: PodVolumeSource[] = spec.volumes.map((v) => {
-    const pvc = v.persistentVolumeClaim;
-    return {
-      name: v.name,
-      ...(pvc !== undefined ? { persistentVolumeClaim: { claimName: pvc.claimName, ...(pvc.readOnly !== undefined ? { readOnly: pvc.readOnly } : {}) } } : {}),
-      ...(v.csi !== undefined ? { csi: toCsiInline(v.csi) } : {}),
-    };
-  });
-  const blockVolumeNames = [...new Set([...spec.containers, ...spec.initContainers, ...spec.ephemeralContainers].flatMap((c) => (c.volumeDevices ?? []).map((d) => d.name)))];
-  const fsGroup = spec.securityContext?.fsGroup;
-  return {
-    uid: metadata.uid ?? derivedPodUID(metadata.namespace, metadata.name),
-    namespace: metadata.namespace,
-    name: metadata.name,
-    nodeName: spec.nodeName,
-    volumes,
-    ...(blockVolumeNames.length > 0 ? { blockVolumeNames } : {}),
-    ...(fsGroup !== undefined ? { fsGroup } : {}),
-  };
+/** A file's identity for change detection: undefined when the adapter gives no inode or times. */
+function identityOf(st: FileStat): string | undefined {
+  if (st.ino === undefined || st.mtimeMs === undefined || st.ctimeMs === undefined) return undefined;
+  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
 }
 
-function toCsiInline(c: z.infer<typeof csiInline>): CSIVolumeSource {
-  return {
-    driver: c.driver,
-    ...(c.readOnly !== undefined ? { readOnly: c.readOnly } : {}),
-    ...(c.fsType !== undefined ? { fsType: c.fsType } : {}),
-    ...(c.volumeAttributes !== undefined ? { volumeAttributes: c.volumeAttributes } : {}),
-  };
+function sha256(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
 }
 
-function toPV(obj: z.infer<typeof pvSchema>): PersistentVolume {
-  const { csi, volumeMode: mode, accessModes, mountOptions } = obj.spec;
-  let source: CSIPersistentVolumeSource | undefined;
-  if (csi !== undefined) {
-    source = {
-      driver: csi.driver,
-      volumeHandle: csi.volumeHandle,
-      ...(csi.readOnly !== undefined ? { readOnly: csi.readOnly } : {}),
-      ...(csi.fsType !== undefined ? { fsType: csi.fsType } : {}),
-      ...(csi.volumeAttributes !== undefined ? { volumeAttributes: csi.volumeAttributes } : {}),
-      ...(csi.nodeStageSecretRef !== undefined ? { nodeStageSecretRef: csi.nodeStageSecretRef } : {}),
-      ...(csi.nodePublishSecretRef !== undefined ? { nodePublishSecretRef: csi.nodePublishSecretRef } : {}),
-    };
-  }
-  return {
-    name: obj.metadata.name,
-    ...(source !== undefined ? { csi: source } : {}),
-    ...(mode !== undefined ? { volumeMode: mode } : {}),
-    ...(accessModes !== undefined ? { accessModes } : {}),
-    ...(mountOptions !== undefined ? { mountOptions } : {}),
-  };
+function isManifestName(name: string): boolean {
+  return !name.startsWith('.') && /\.ya?ml$/.test(name);
 }
 
-const MAX_ISSUES_IN_MESSAGE = 5;
+function byName(a: string, c: string): number {
+  return a < c ? -1 : a > c ? 1 : 0;
+}
 
 export class ClusterDirView implements ClusterView {
   readonly dir: string;
@@ -354,8 +197,18 @@ export class ClusterDirView implements ClusterView {
   #writes: Promise<void> = Promise.resolve();
   /** The manifests as of the latest listPods (undefined before the first). */
   #latest: Snapshot | undefined;
-  /** Bytes of the last read of each manifest file that parsed without a problem. */
-  readonly #lastGood = new Map<string, Uint8Array>();
+  /** The latest read of each listed manifest file, by file name. */
+  readonly #reads = new Map<string, CachedRead>();
+  /** The last clean parse of each listed manifest file, by file name (mirrors the store). */
+  readonly #lastGood = new Map<string, LastGood>();
+  /** Whether the store was loaded (once, at the first pass) and whether it existed then. */
+  #storeLoaded = false;
+  #storeTrusted = false;
+  #nodeStatus: { identity: string; read: NodeStatusRead } | undefined;
+  /** Files read cleanly before the store existed: copied when it is created. */
+  readonly #pendingCopies = new Map<string, Uint8Array>();
+  /** The files that have a copy in the store. */
+  readonly #storeNames = new Set<string>();
 
   constructor(options: ClusterDirOptions) {
     if (options.nodeName === '') throw new Error('cluster dir: the node name must not be empty');
@@ -374,15 +227,20 @@ export class ClusterDirView implements ClusterView {
     return posix.join(this.dir, NODE_STATUS_FILE_NAME);
   }
 
+  get lastGoodDir(): string {
+    return posix.join(this.dir, LAST_GOOD_DIR_NAME);
+  }
+
   /** The problems found by the latest read of the manifests (empty before the first). */
   problems(): readonly ManifestProblem[] {
     return this.#problems;
   }
 
   /**
-   * The pods bound to this node, from a fresh read of the manifests. The cluster dir stands for
-   * the API server as a whole: while node-status.json cannot be read, this rejects too, so that
-   * an unreachable API server never looks like a node whose pods are all gone.
+   * The pods bound to this node, from the manifests as they are now (unchanged files from the
+   * cache). The cluster dir stands for the API server as a whole: while node-status.json cannot
+   * be read, this rejects too, so that an unreachable API server never looks like a node whose
+   * pods are all gone.
    */
   async listPods(): Promise<readonly Pod[]> {
     await this.#readNodeStatus();
@@ -431,11 +289,22 @@ export class ClusterDirView implements ClusterView {
 
   // ---------------------------------------------------------------- node status
 
-  async #readNodeStatus(): Promise<{ raw: Record<string, unknown>; status: z.infer<typeof nodeStatusSchema> }> {
+  async #readNodeStatus(): Promise<NodeStatusRead> {
     const file = this.nodeStatusFile;
+    let st: FileStat;
+    try {
+      st = await this.#fs.lstat(file);
+    } catch (err) {
+      throw new Error(`cluster dir: cannot read the node status ${file}: ${errorMessage(err)}`, { cause: err });
+    }
+    if (st.type === 'symlink') {
+      throw new Error(`cluster dir: the node status ${file} is a symlink; refusing to follow it (nodevol reads and writes only inside the cluster dir ${this.dir})`);
+    }
+    const identity = identityOf(st);
+    if (identity !== undefined && this.#nodeStatus?.identity === identity) return this.#nodeStatus.read;
     let text: string;
     try {
-      text = new TextDecoder('utf-8', { fatal: true }).decode(await this.#fs.readFile(file, this.#limits.maxFileBytes));
+      text = new TextDecoder('utf-8', { fatal: true }).decode(await this.#fs.readFile(file, this.#limits.maxFileBytes, { noFollow: true }));
     } catch (err) {
       throw new Error(`cluster dir: cannot read the node status ${file}: ${errorMessage(err)}`, { cause: err });
     }
@@ -452,25 +321,34 @@ export class ClusterDirView implements ClusterView {
       const where = issue === undefined ? '' : ` field ${formatFieldPath(issue.path)}: ${issue.message}`;
       throw new Error(`cluster dir: the node status ${file} is invalid:${where}`);
     }
-    return { raw, status: parsed.data };
+    const read = { raw, status: parsed.data };
+    this.#nodeStatus = identity === undefined ? undefined : { identity, read };
+    return read;
   }
 
   async #writeVolumesInUse(names: string[]): Promise<void> {
     const { raw } = await this.#readNodeStatus();
     const file = this.nodeStatusFile;
-    // Write next to the real file, so a symlinked node-status.json stays a symlink.
-    const real = await this.#fs.realpath(file);
-    const mode = (await this.#fs.stat(real)).mode;
+    const mode = (await this.#fs.lstat(file)).mode;
     const updated = { ...raw, volumesInUse: names };
     const data = new TextEncoder().encode(`${JSON.stringify(updated, null, 2)}\n`);
-    const dir = posix.dirname(real);
-    const tmp = posix.join(dir, `.${posix.basename(real)}.${randomBytes(6).toString('hex')}.tmp`);
+    try {
+      await this.#writeAtomically(this.dir, NODE_STATUS_FILE_NAME, data, mode);
+    } catch (err) {
+      throw new Error(`cluster dir: cannot write the node status ${file}: ${errorMessage(err)}`, { cause: err });
+    }
+    this.#nodeStatus = undefined;
+  }
+
+  /** Temp file in `dir`, fsync, rename onto `dir/name`, fsync of `dir`. */
+  async #writeAtomically(dir: string, name: string, data: Uint8Array, mode: number): Promise<void> {
+    const tmp = posix.join(dir, `.${name}.${randomBytes(6).toString('hex')}.tmp`);
     try {
       await this.#fs.writeFile(tmp, data, { mode, fsync: true });
-      await this.#fs.rename(tmp, real);
+      await this.#fs.rename(tmp, posix.join(dir, name));
     } catch (err) {
       await this.#fs.unlink(tmp).catch(() => undefined);
-      throw new Error(`cluster dir: cannot write the node status ${file}: ${errorMessage(err)}`, { cause: err });
+      throw err;
     }
     await this.#fs.fsyncDir(dir);
   }
@@ -478,35 +356,249 @@ export class ClusterDirView implements ClusterView {
   // ---------------------------------------------------------------- manifests
 
   async #read(): Promise<Snapshot> {
-    const b = new SnapshotBuilder();
     const dir = this.manifestsDir;
     let names: string[];
     try {
       names = (await this.#fs.readdir(dir))
-        .filter((e) => (e.type === 'file' || e.type === 'symlink') && !e.name.startsWith('.') && /\.ya?ml$/.test(e.name))
+        .filter((e) => (e.type === 'file' || e.type === 'symlink') && isManifestName(e.name))
         .map((e) => e.name)
-        .sort((a, c) => (a < c ? -1 : a > c ? 1 : 0));
+        .sort(byName);
     } catch (err) {
       throw new Error(`cluster dir: cannot list the manifests in ${dir}: ${errorMessage(err)}`, { cause: err });
     }
-    if (names.length > this.#limits.maxFiles) {
+    if (!this.#storeLoaded) await this.#loadStore();
+    // The listing is complete (readdir is all or nothing): what it no longer names is deleted.
+    const listed = new Set(names);
+    for (const name of [...this.#reads.keys()]) if (!listed.has(name)) this.#reads.delete(name);
+    for (const name of new Set([...this.#lastGood.keys(), ...this.#storeNames])) if (!listed.has(name)) await this.#forget(name);
+
+    const b = new SnapshotBuilder();
+    /** Files neither read cleanly nor covered by a last good copy. */
+    const uncovered: string[] = [];
+    const { maxFiles, maxDocuments } = this.#limits;
+    if (names.length > maxFiles) {
       b.problems.push({
         file: dir,
-        message: `${dir}: ${names.length} manifest files, more than the limit of ${this.#limits.maxFiles}; only the first ${this.#limits.maxFiles} in name order are read, from ${names[this.#limits.maxFiles] ?? ''} on nothing is`,
+        message: `${dir}: ${names.length} manifest files, more than the limit of ${maxFiles}; files from ${names[maxFiles] ?? ''} on (in name order) are not read and keep their last good contents`,
       });
-      names = names.slice(0, this.#limits.maxFiles);
     }
-    for (const name of names) {
-      if (b.documents >= this.#limits.maxDocuments) {
-        const file = posix.join(dir, name);
-        b.problems.push({ file, message: `${file}: not read: the limit of ${this.#limits.maxDocuments} YAML documents was reached` });
+    for (const [i, name] of names.entries()) {
+      const file = posix.join(dir, name);
+      if (i >= maxFiles) {
+        await this.#useLastGood(b, name, file, `not read: the limit of ${maxFiles} manifest files was reached`, [], uncovered);
         continue;
       }
-      await this.#readFile(b, posix.join(dir, name));
+      const read = await this.#readManifest(name, file);
+      if (read === undefined) continue; // removed since the listing: a deletion
+      if ('readError' in read.result) {
+        await this.#useLastGood(b, name, file, read.result.readError, [], uncovered);
+        continue;
+      }
+      const parsed = read.result.parsed;
+      const clean = parsed.problems.length === 0;
+      const candidate = clean ? parsed : (await this.#lastGoodOf(name))?.parsed;
+      if (candidate !== undefined && b.documents + candidate.documents > maxDocuments) {
+        await this.#useLastGood(b, name, file, `not read: the limit of ${maxDocuments} YAML documents was reached`, [], uncovered, true);
+        continue;
+      }
+      if (clean) {
+        b.add(file, parsed);
+        if (read.unsaved !== undefined) {
+          await this.#remember(name, parsed, read.unsaved);
+          read.unsaved = undefined;
+        }
+      } else await this.#useLastGood(b, name, file, 'it has problems', parsed.problems, uncovered);
     }
     const snap = b.build();
     this.#report(snap.problems);
+    if (uncovered.length > 0 && !this.#storeTrusted) {
+      throw new Error(
+        `cluster dir: the view is incomplete and there is no last good copy to stand in (${this.lastGoodDir} did not exist at start): ` +
+          `${uncovered.length} manifest file(s) could not be read cleanly, first ${uncovered[0] ?? ''}; nothing is mounted or unmounted until every file reads cleanly once`,
+      );
+    }
+    if (!this.#storeTrusted) await this.#createStore();
     return snap;
+  }
+
+  /**
+   * Adds the last good contents of a file that was not read cleanly, with a problem saying so;
+   * without any, the file is skipped (and listed in `uncovered`).
+   */
+  async #useLastGood(b: SnapshotBuilder, name: string, file: string, why: string, problems: readonly ManifestProblem[], uncovered: string[], overBudget = false): Promise<void> {
+    const lastGood = await this.#lastGoodOf(name);
+    b.problems.push(...problems);
+    if (lastGood !== undefined && !overBudget) {
+      b.problems.push({ file, message: `${file}: ${why}; using its last good contents until it is fixed` });
+      b.add(file, lastGood.parsed);
+      return;
+    }
+    if (lastGood !== undefined) {
+      // Over the document budget: its last good contents still count, or its pods would vanish.
+      b.problems.push({ file, message: `${file}: ${why}; using its last good contents` });
+      b.add(file, lastGood.parsed);
+      return;
+    }
+    uncovered.push(file);
+    if (problems.length === 0) b.problems.push({ file, message: `${file}: ${why}; file skipped` });
+    else if (problems.some((p) => p.document !== undefined)) {
+      // Objects with problems were skipped; the rest of the file is used (it never was good).
+      const parsed = this.#reads.get(name)?.result;
+      if (parsed !== undefined && 'parsed' in parsed) b.add(file, parsed.parsed);
+    }
+  }
+
+  /** The file's parse, from the cache when its identity did not change; undefined when it is gone. */
+  async #readManifest(name: string, file: string): Promise<CachedRead | undefined> {
+    let identity: string | undefined;
+    try {
+      identity = identityOf(await this.#fs.stat(file));
+    } catch (err) {
+      if (errorCode(err) === 'ENOENT' && !(await this.#exists(file))) {
+        this.#reads.delete(name);
+        await this.#forget(name);
+        return undefined;
+      }
+      identity = undefined; // a dangling or looping symlink, EACCES...: read below reports it
+    }
+    const cached = this.#reads.get(name);
+    if (cached !== undefined && identity !== undefined && cached.identity === identity) return cached;
+    let bytes: Uint8Array;
+    try {
+      bytes = await this.#fs.readFile(file, this.#limits.maxFileBytes);
+    } catch (err) {
+      const code = errorCode(err);
+      if (code === 'ENOENT' && !(await this.#exists(file))) {
+        this.#reads.delete(name);
+        await this.#forget(name);
+        return undefined;
+      }
+      const readError = code === 'EFBIG' ? `refused: larger than the limit of ${this.#limits.maxFileBytes} bytes` : `cannot read: ${errorMessage(err)}`;
+      const read: CachedRead = { identity, result: { readError } };
+      this.#reads.set(name, read);
+      return read;
+    }
+    const parsed = parseManifestFile(file, bytes, this.#limits.maxAliasCount);
+    const read: CachedRead = { identity, result: { parsed }, ...(parsed.problems.length === 0 ? { unsaved: bytes } : {}) };
+    this.#reads.set(name, read);
+    return read;
+  }
+
+  /** Whether the directory entry itself is there (a dangling symlink is; a removed file is not). */
+  async #exists(file: string): Promise<boolean> {
+    try {
+      await this.#fs.lstat(file);
+      return true;
+    } catch (err) {
+      return errorCode(err) !== 'ENOENT';
+    }
+  }
+
+  // ---------------------------------------------------------------- the last good store
+
+  /** Lists the store once, at the first pass; copies are read when a file needs its own. */
+  async #loadStore(): Promise<void> {
+    this.#storeLoaded = true;
+    const store = this.lastGoodDir;
+    let st: FileStat;
+    try {
+      st = await this.#fs.lstat(store);
+    } catch (err) {
+      if (errorCode(err) !== 'ENOENT') this.#logger.error(err, 'Cannot read the last good manifests; starting without them', { dir: store });
+      return;
+    }
+    if (st.type !== 'directory') {
+      this.#logger.error(new Error(`${store} is a ${st.type}, not a directory`), 'Cannot use the last good manifests; starting without them', { dir: store });
+      return;
+    }
+    try {
+      for (const e of await this.#fs.readdir(store)) if (e.type === 'file' && isManifestName(e.name)) this.#storeNames.add(e.name);
+    } catch (err) {
+      this.#logger.error(err, 'Cannot list the last good manifests; starting without them', { dir: store });
+      return;
+    }
+    this.#storeTrusted = true;
+  }
+
+  /** The last good contents of a file: in memory, else its copy in the store (read once). */
+  async #lastGoodOf(name: string): Promise<LastGood | undefined> {
+    const known = this.#lastGood.get(name);
+    if (known !== undefined || !this.#storeNames.has(name)) return known;
+    const bytes = await this.#readCopy(name);
+    if (bytes === undefined) return undefined;
+    const parsed = parseManifestFile(posix.join(this.manifestsDir, name), bytes, this.#limits.maxAliasCount);
+    if (parsed.problems.length > 0) {
+      this.#logger.error(new Error(parsed.problems[0]?.message ?? 'problems'), 'Ignoring a last good manifest copy that does not read cleanly', { file: posix.join(this.lastGoodDir, name) });
+      return undefined;
+    }
+    const lastGood = { parsed, sha256: sha256(bytes) };
+    this.#lastGood.set(name, lastGood);
+    return lastGood;
+  }
+
+  async #readCopy(name: string): Promise<Uint8Array | undefined> {
+    const copy = posix.join(this.lastGoodDir, name);
+    try {
+      return await this.#fs.readFile(copy, this.#limits.maxFileBytes, { noFollow: true });
+    } catch (err) {
+      this.#logger.error(err, 'Cannot read the last good copy of a manifest', { file: copy });
+      return undefined;
+    }
+  }
+
+  async #createStore(): Promise<void> {
+    try {
+      await this.#fs.mkdir(this.lastGoodDir, { recursive: false, mode: 0o700 });
+      await this.#fs.fsyncDir(this.dir);
+    } catch (err) {
+      if (errorCode(err) !== 'EEXIST') {
+        this.#logger.error(err, 'Cannot create the last good manifests store; a restart will not keep the last good contents', { dir: this.lastGoodDir });
+        return;
+      }
+    }
+    // Copies of every file read cleanly before the store existed.
+    this.#storeTrusted = true;
+    for (const [name, bytes] of this.#pendingCopies) await this.#writeCopy(name, bytes);
+    this.#pendingCopies.clear();
+  }
+
+  async #remember(name: string, parsed: ParsedFile, bytes: Uint8Array): Promise<void> {
+    const hash = sha256(bytes);
+    const had = this.#lastGood.get(name);
+    this.#lastGood.set(name, { parsed, sha256: hash });
+    if (had?.sha256 === hash) return;
+    if (!this.#storeTrusted) {
+      this.#pendingCopies.set(name, bytes);
+      return;
+    }
+    if (had === undefined && this.#storeNames.has(name)) {
+      // After a restart: the copy on disk may already be these bytes.
+      const copy = await this.#readCopy(name);
+      if (copy !== undefined && sha256(copy) === hash) return;
+    }
+    await this.#writeCopy(name, bytes);
+  }
+
+  async #writeCopy(name: string, bytes: Uint8Array): Promise<void> {
+    try {
+      await this.#writeAtomically(this.lastGoodDir, name, bytes, 0o600);
+      this.#storeNames.add(name);
+    } catch (err) {
+      this.#logger.error(err, 'Cannot save the last good copy of a manifest; a restart will not keep it', { file: posix.join(this.manifestsDir, name) });
+    }
+  }
+
+  /** A file that is really gone: its last good contents are forgotten, in memory and on disk. */
+  async #forget(name: string): Promise<void> {
+    this.#pendingCopies.delete(name);
+    this.#lastGood.delete(name);
+    if (!this.#storeNames.delete(name)) return;
+    try {
+      await this.#fs.unlink(posix.join(this.lastGoodDir, name));
+      await this.#fs.fsyncDir(this.lastGoodDir);
+    } catch (err) {
+      if (errorCode(err) !== 'ENOENT') this.#logger.error(err, 'Cannot remove the last good copy of a deleted manifest', { file: posix.join(this.lastGoodDir, name) });
+    }
   }
 
   #report(problems: readonly ManifestProblem[]): void {
@@ -523,169 +615,5 @@ export class ClusterDirView implements ClusterView {
     }
     for (const m of this.#logged) if (!current.has(m)) this.#logger.v(2).info('Cluster manifest problem resolved', { problem: m });
     this.#logged = current;
-  }
-
-  /**
-   * Reads one manifest file into the snapshot. A file that cannot be read or parsed cleanly
-   * falls back to its last good contents when there are any: a pod whose manifest breaks while
-   * it runs must not look deleted, or its volumes would be torn down under it.
-   */
-  async #readFile(b: SnapshotBuilder, file: string): Promise<void> {
-    let bytes: Uint8Array | undefined;
-    let readProblem: string | undefined;
-    try {
-      bytes = await this.#fs.readFile(file, this.#limits.maxFileBytes);
-    } catch (err) {
-      const code = errorCode(err);
-      if (code === 'ENOENT') {
-        this.#lastGood.delete(file); // removed since the listing: a deleted manifest
-        return;
-      }
-      readProblem = code === 'EFBIG' ? `refused: larger than the limit of ${this.#limits.maxFileBytes} bytes` : `cannot read: ${errorMessage(err)}`;
-    }
-    let probe: SnapshotBuilder | undefined;
-    if (bytes !== undefined) {
-      probe = new SnapshotBuilder();
-      this.#parseFile(probe, file, bytes);
-      if (probe.problems.length === 0) {
-        this.#lastGood.set(file, bytes);
-        this.#parseFile(b, file, bytes);
-        return;
-      }
-    }
-    const lastGood = this.#lastGood.get(file);
-    if (lastGood !== undefined) {
-      const why = readProblem ?? 'it has problems';
-      b.problems.push({ file, message: `${file}: ${why}; using its last good contents until it is fixed` });
-      if (probe !== undefined) b.problems.push(...probe.problems);
-      this.#parseFile(b, file, lastGood);
-      return;
-    }
-    if (bytes === undefined) {
-      b.problems.push({ file, message: `${file}: ${readProblem ?? 'cannot read'}; file skipped` });
-      return;
-    }
-    this.#parseFile(b, file, bytes);
-  }
-
-  /** Parses one file's bytes into `b`, problems included. */
-  #parseFile(b: SnapshotBuilder, file: string, bytes: Uint8Array): void {
-    const fileProblem = (message: string, line?: number): void => {
-      b.problems.push({ file, ...(line !== undefined ? { line } : {}), message: `${file}${line !== undefined ? `:${line}` : ''}: ${message}; file skipped` });
-    };
-    let text: string;
-    try {
-      text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-    } catch {
-      fileProblem('not UTF-8 text');
-      return;
-    }
-    const lines = new LineCounter();
-    const docs: Document[] = [];
-    try {
-      for (const doc of parseAllDocuments(text, { lineCounter: lines, prettyErrors: true, uniqueKeys: true, merge: true })) docs.push(doc);
-    } catch (err) {
-      fileProblem(`YAML does not parse: ${errorMessage(err)}`);
-      return;
-    }
-    for (const [i, doc] of docs.entries()) {
-      const bad = doc.errors[0];
-      if (bad !== undefined) {
-        fileProblem(`YAML does not parse (document ${i}): ${bad.message.split('\n')[0] ?? ''}`, bad.linePos?.[0].line);
-        return;
-      }
-    }
-    const values: unknown[] = [];
-    try {
-      for (const doc of docs) values.push(doc.toJS({ maxAliasCount: this.#limits.maxAliasCount }));
-    } catch (err) {
-      fileProblem(`YAML cannot be loaded: ${errorMessage(err)}`);
-      return;
-    }
-    for (const [i, doc] of docs.entries()) {
-      if (b.documents >= this.#limits.maxDocuments) {
-        b.problems.push({ file, document: i, message: `${file}: documents from ${i} on not read: the limit of ${this.#limits.maxDocuments} YAML documents was reached` });
-        return;
-      }
-      const value = values[i];
-      if (value === null || value === undefined) continue; // an empty document ("---" at the end)
-      b.documents++;
-      this.#addObject(b, file, i, doc, lines, dropNulls(value));
-    }
-  }
-
-  #addObject(b: SnapshotBuilder, file: string, index: number, doc: Document, lines: LineCounter, value: unknown): void {
-    const docLine = lineOf(doc, lines, []);
-    const problem = (what: string, message: string, path?: readonly (string | number)[]): void => {
-      const line = path !== undefined ? lineOf(doc, lines, path) : docLine;
-      const field = path !== undefined ? formatFieldPath(path) : undefined;
-      b.problems.push({
-        file,
-        document: index,
-        ...(line !== undefined ? { line } : {}),
-        ...(field !== undefined ? { field } : {}),
-        message: `${file}${line !== undefined ? `:${line}` : ''}: document ${index}${what === '' ? '' : ` (${what})`}: ${message}; object skipped`,
-      });
-    };
-    if (!isRecord(value)) {
-      problem('', `not a Kubernetes object (a YAML mapping), found ${Array.isArray(value) ? 'a sequence' : typeof value}`);
-      return;
-    }
-    const kind = value.kind;
-    if (typeof kind !== 'string' || kind === '') {
-      problem('', 'field kind: a Kubernetes object needs a kind', ['kind']);
-      return;
-    }
-    if (!isKnownKind(kind)) return; // not an object nodevol uses
-    const meta = value.metadata;
-    const rawName = isRecord(meta) && typeof meta.name === 'string' ? meta.name : undefined;
-    const rawNs = isRecord(meta) && typeof meta.namespace === 'string' ? meta.namespace : undefined;
-    const what = `${kind}${rawName === undefined ? '' : ` ${kind === 'Pod' || kind === 'PersistentVolumeClaim' ? `${rawNs ?? 'default'}/` : ''}${rawName}`}`;
-    const result = KIND_SCHEMAS[kind].safeParse(value);
-    if (!result.success) {
-      const issues = result.error.issues;
-      const first = issues[0];
-      const text = issues
-        .slice(0, MAX_ISSUES_IN_MESSAGE)
-        .map((iss) => `field ${formatFieldPath(iss.path)}: ${iss.message}`)
-        .join('; ');
-      const more = issues.length > MAX_ISSUES_IN_MESSAGE ? `; and ${issues.length - MAX_ISSUES_IN_MESSAGE} more` : '';
-      problem(what, `${text}${more}`, first?.path ?? []);
-      return;
-    }
-    const data = result.data;
-    switch (data.kind) {
-      case 'Pod': {
-        const pod = toPod(data);
-        const key = `${pod.namespace}/${pod.name}`;
-        const other = b.podUIDs.get(pod.uid);
-        if (b.podKeys.has(key)) problem(what, `a Pod ${key} was already read from an earlier file or document`, ['metadata', 'name']);
-        else if (other !== undefined) problem(what, `metadata.uid ${pod.uid} is already the UID of Pod ${other}`, ['metadata', 'uid']);
-        else {
-          b.podKeys.add(key);
-          b.podUIDs.set(pod.uid, key);
-          b.pods.push(pod);
-        }
-        return;
-      }
-      case 'PersistentVolumeClaim': {
-        const { metadata, spec } = data;
-        const key = `${metadata.namespace}/${metadata.name}`;
-        if (b.pvcs.has(key)) problem(what, `a PersistentVolumeClaim ${key} was already read from an earlier file or document`, ['metadata', 'name']);
-        else b.pvcs.set(key, { namespace: metadata.namespace, name: metadata.name, volumeName: spec.volumeName, ...(spec.volumeMode !== undefined ? { volumeMode: spec.volumeMode } : {}) });
-        return;
-      }
-      case 'PersistentVolume': {
-        if (b.pvs.has(data.metadata.name)) problem(what, `a PersistentVolume ${data.metadata.name} was already read from an earlier file or document`, ['metadata', 'name']);
-        else b.pvs.set(data.metadata.name, toPV(data));
-        return;
-      }
-      case 'CSIDriver': {
-        const name = data.metadata.name;
-        if (b.drivers.has(name)) problem(what, `a CSIDriver ${name} was already read from an earlier file or document`, ['metadata', 'name']);
-        else b.drivers.set(name, { name, attachRequired: data.spec.attachRequired, podInfoOnMount: data.spec.podInfoOnMount });
-        return;
-      }
-    }
   }
 }

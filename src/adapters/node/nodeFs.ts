@@ -1,64 +1,103 @@
 /**
  * The FileSystem port over node:fs. Errors keep Node's errno `code`; reads are bounded; the
  * final path component is opened with O_NOFOLLOW when asked.
+ *
+ * Names that are not UTF-8 are neither dropped nor mangled: each byte that does not decode is
+ * carried in the path string as the lone surrogate U+DC00+byte ("surrogateescape", as Python
+ * does) and turned back into that byte when the path is handed to the kernel, so a directory
+ * named with such bytes can be walked; escapeUndecodable (host/fs.ts) renders it as `\xNN` for
+ * messages.
  */
 import { constants, promises as fsp, type Dirent, type Stats } from 'node:fs';
 import type { DirEntry, FileStat, FileSystem, FileType, WriteFileOptions } from '../../host/fs.js';
 import { FsError } from '../../host/fs.js';
 
+const UNDECODABLE = /[\uDC80-\uDCFF]/;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** A path for node:fs: the string itself, or its bytes when it carries undecodable bytes. */
+export function fsPath(p: string): string | Buffer {
+  if (!UNDECODABLE.test(p)) return p;
+  const parts: Buffer[] = [];
+  for (const ch of p) {
+    const cp = ch.codePointAt(0) ?? 0;
+    parts.push(cp >= 0xdc80 && cp <= 0xdcff ? Buffer.of(cp - 0xdc00) : Buffer.from(ch, 'utf8'));
+  }
+  return Buffer.concat(parts);
+}
+
+/** Bytes from the kernel as a path string: UTF-8, each undecodable byte as U+DC00+byte. */
+export function decodeFsName(bytes: Uint8Array): string {
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    let out = '';
+    let i = 0;
+    while (i < bytes.length) {
+      const lead = bytes[i] ?? 0;
+      const len = lead < 0x80 ? 1 : lead >= 0xc2 && lead <= 0xdf ? 2 : lead >= 0xe0 && lead <= 0xef ? 3 : lead >= 0xf0 && lead <= 0xf4 ? 4 : 0;
+      if (len > 0 && i + len <= bytes.length) {
+        try {
+          out += utf8.decode(bytes.subarray(i, i + len));
+          i += len;
+          continue;
+        } catch {
+          // not a valid sequence: escape the lead byte below
+        }
+      }
+      out += String.fromCharCode(0xdc00 + lead);
+      i += 1;
+    }
+    return out;
+  }
+}
+
 export class NodeFileSystem implements FileSystem {
   async readdir(path: string): Promise<DirEntry[]> {
-    const entries = await fsp.readdir(path, { withFileTypes: true });
-    return entries.map((e) => ({ name: e.name, type: direntType(e) }));
+    const entries = await fsp.readdir(fsPath(path), { withFileTypes: true, encoding: 'buffer' });
+    return entries.map((e) => ({ name: decodeFsName(e.name), type: direntType(e) }));
   }
 
   async lstat(path: string): Promise<FileStat> {
-    return toStat(await fsp.lstat(path));
+    return toStat(await fsp.lstat(fsPath(path)));
   }
 
   async stat(path: string): Promise<FileStat> {
-    return toStat(await fsp.stat(path));
+    return toStat(await fsp.stat(fsPath(path)));
   }
 
-  realpath(path: string): Promise<string> {
-    return fsp.realpath(path);
+  async realpath(path: string): Promise<string> {
+    return decodeFsName(await fsp.realpath(fsPath(path), { encoding: 'buffer' }));
   }
 
-  async readFile(path: string, maxBytes: number, options?: { readonly noFollow?: boolean }): Promise<Uint8Array> {
-    const flags = constants.O_RDONLY | (options?.noFollow === true ? constants.O_NOFOLLOW : 0);
-    const handle = await fsp.open(path, flags);
+  /**
+   * Opens non-blocking (a FIFO or a tty cannot stall the open), then fstat on the open file and
+   * refuses anything that is not a regular file, naming what it is: a FIFO, socket or device
+   * could block a read forever or be endless. The read is bounded in bytes (EFBIG) and in time
+   * (ETIMEDOUT after {@link READ_TIMEOUT_MS}: a hung network or FUSE file system).
+   */
+  async readFile(path: string, maxBytes: number, options?: { readonly noFollow?: boolean; readonly timeoutMs?: number }): Promise<Uint8Array> {
+    const timeoutMs = options?.timeoutMs ?? READ_TIMEOUT_MS;
+    let timer: NodeJS.Timeout | undefined;
+    const work = readBounded(path, maxBytes, options?.noFollow === true);
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new FsError('ETIMEDOUT', path, 'read', `${path}: read did not finish within ${timeoutMs} ms; abandoned`)), timeoutMs);
+      timer.unref();
+    });
     try {
-      const st = await handle.stat();
-      if (st.size > maxBytes) throw tooLarge(path, maxBytes, st.size);
-      if (st.isFile() && st.size > 0) {
-        // A regular file: one read of its size (+1 to notice growth); a short read is its end.
-        const buf = Buffer.allocUnsafe(st.size + 1);
-        const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
-        if (bytesRead <= st.size) return buf.subarray(0, bytesRead);
-      }
-      // /proc files report size 0, and a file that grew: read in chunks up to the bound.
-      const chunks: Buffer[] = [];
-      let total = 0;
-      for (;;) {
-        const buf = Buffer.allocUnsafe(Math.min(64 * 1024, maxBytes + 1 - total));
-        const { bytesRead } = await handle.read(buf, 0, buf.length, null);
-        if (bytesRead === 0) break;
-        chunks.push(buf.subarray(0, bytesRead));
-        total += bytesRead;
-        if (total > maxBytes) throw tooLarge(path, maxBytes, total);
-      }
-      return Buffer.concat(chunks, total);
+      return await Promise.race([work, deadline]);
     } finally {
-      await handle.close();
+      clearTimeout(timer);
+      work.catch(() => undefined);
     }
   }
 
   async mkdir(path: string, options: { recursive: boolean; mode: number }): Promise<void> {
-    await fsp.mkdir(path, options);
+    await fsp.mkdir(fsPath(path), options);
   }
 
   async writeFile(path: string, data: Uint8Array, options?: WriteFileOptions): Promise<void> {
-    const handle = await fsp.open(path, 'w', options?.mode ?? 0o644);
+    const handle = await fsp.open(fsPath(path), 'w', options?.mode ?? 0o644);
     try {
       await handle.writeFile(data);
       if (options?.fsync === true) await handle.sync();
@@ -68,11 +107,11 @@ export class NodeFileSystem implements FileSystem {
   }
 
   rename(from: string, to: string): Promise<void> {
-    return fsp.rename(from, to);
+    return fsp.rename(fsPath(from), fsPath(to));
   }
 
   async fsyncDir(path: string): Promise<void> {
-    const handle = await fsp.open(path, constants.O_RDONLY | constants.O_DIRECTORY);
+    const handle = await fsp.open(fsPath(path), constants.O_RDONLY | constants.O_DIRECTORY);
     try {
       await handle.sync();
     } finally {
@@ -81,19 +120,68 @@ export class NodeFileSystem implements FileSystem {
   }
 
   rmdir(path: string): Promise<void> {
-    return fsp.rmdir(path);
+    return fsp.rmdir(fsPath(path));
   }
 
   unlink(path: string): Promise<void> {
-    return fsp.unlink(path);
+    return fsp.unlink(fsPath(path));
   }
 
   symlink(target: string, path: string): Promise<void> {
-    return fsp.symlink(target, path);
+    return fsp.symlink(fsPath(target), fsPath(path));
   }
 
   readlink(path: string): Promise<string> {
-    return fsp.readlink(path);
+    return fsp.readlink(fsPath(path), { encoding: 'buffer' }).then(decodeFsName);
+  }
+}
+
+/** How long one readFile may take before it is abandoned with ETIMEDOUT. */
+export const READ_TIMEOUT_MS = 10_000;
+
+/** A one-word description of a file type that is not a regular file, for error messages. */
+export function specialFileKind(st: Stats): string | undefined {
+  if (st.isFile()) return undefined;
+  if (st.isFIFO()) return 'a FIFO';
+  if (st.isSocket()) return 'a socket';
+  if (st.isCharacterDevice()) return 'a character device';
+  if (st.isBlockDevice()) return 'a block device';
+  if (st.isDirectory()) return 'a directory';
+  if (st.isSymbolicLink()) return 'a symlink';
+  return 'not a regular file';
+}
+
+async function readBounded(path: string, maxBytes: number, noFollow: boolean): Promise<Uint8Array> {
+  const flags = constants.O_RDONLY | constants.O_NONBLOCK | (noFollow ? constants.O_NOFOLLOW : 0);
+  const handle = await fsp.open(fsPath(path), flags);
+  try {
+    const st = await handle.stat();
+    const kind = specialFileKind(st);
+    if (kind !== undefined) {
+      const code = st.isDirectory() ? 'EISDIR' : 'EFTYPE';
+      throw new FsError(code, path, 'open', `${path} is ${kind}, not a regular file; refusing to read it`);
+    }
+    if (st.size > maxBytes) throw tooLarge(path, maxBytes, st.size);
+    if (st.size > 0) {
+      // One read of its size (+1 to notice growth); a short read is its end.
+      const buf = Buffer.allocUnsafe(st.size + 1);
+      const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
+      if (bytesRead <= st.size) return buf.subarray(0, bytesRead);
+    }
+    // /proc files report size 0, and a file that grew: read in chunks up to the bound.
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const buf = Buffer.allocUnsafe(Math.min(64 * 1024, maxBytes + 1 - total));
+      const { bytesRead } = await handle.read(buf, 0, buf.length, null);
+      if (bytesRead === 0) break;
+      chunks.push(buf.subarray(0, bytesRead));
+      total += bytesRead;
+      if (total > maxBytes) throw tooLarge(path, maxBytes, total);
+    }
+    return Buffer.concat(chunks, total);
+  } finally {
+    await handle.close();
   }
 }
 
@@ -101,7 +189,7 @@ function tooLarge(path: string, maxBytes: number, size: number): FsError {
   return new FsError('EFBIG', path, 'read', `${path} is larger than the ${maxBytes}-byte limit (${size} bytes or more)`);
 }
 
-function direntType(e: Dirent): FileType {
+function direntType(e: Dirent<Buffer>): FileType {
   if (e.isDirectory()) return 'directory';
   if (e.isFile()) return 'file';
   if (e.isSymbolicLink()) return 'symlink';
@@ -110,5 +198,5 @@ function direntType(e: Dirent): FileType {
 
 function toStat(st: Stats): FileStat {
   const type: FileType = st.isDirectory() ? 'directory' : st.isFile() ? 'file' : st.isSymbolicLink() ? 'symlink' : 'other';
-  return { type, size: st.size, mode: st.mode & 0o7777, dev: st.dev };
+  return { type, size: st.size, mode: st.mode & 0o7777, dev: st.dev, ino: st.ino, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs };
 }

@@ -23,6 +23,7 @@ import { promises as fsp } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 
+import { NodeFileSystem } from '../../adapters/node/nodeFs.js';
 import { errorCode, errorMessage } from '../../host/fs.js';
 import type { Logger } from '../../host/logger.js';
 import { GrpcStatus, grpcStatusName, type CsiRpcMethod, type GrpcStatusName } from '../types.js';
@@ -194,16 +195,15 @@ export class MockFaultBook {
     }
     let rules: MockFaultRule[];
     try {
-      const handle = await fsp.open(file, 'r');
-      let text: string;
+      // Non-blocking and regular files only: a FIFO as the faults file must not hang the driver.
+      let bytes: Uint8Array;
       try {
-        const buf = Buffer.alloc(MAX_FAULTS_FILE_BYTES + 1);
-        const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
-        if (bytesRead > MAX_FAULTS_FILE_BYTES) throw new MockFaultsError(`${file} is larger than ${MAX_FAULTS_FILE_BYTES} bytes`);
-        text = buf.subarray(0, bytesRead).toString('utf8');
-      } finally {
-        await handle.close();
+        bytes = await new NodeFileSystem().readFile(file, MAX_FAULTS_FILE_BYTES);
+      } catch (err) {
+        if (errorCode(err) === 'EFBIG') throw new MockFaultsError(`${file} is larger than ${MAX_FAULTS_FILE_BYTES} bytes`);
+        throw err;
       }
+      const text = Buffer.from(bytes).toString('utf8');
       rules = parseFaults(text, file);
     } catch (err) {
       this.#logger.error(err, 'Ignoring the faults file; keeping the previous rules', { file, rules: this.#rules.length });

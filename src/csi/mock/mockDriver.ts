@@ -48,6 +48,7 @@ import { CsiStatusError, startCsiServer, type CsiServer, type ControllerHandlers
 import type * as wire from '../grpc/messages.js';
 import type { MessageInit } from '../grpc/messages.js';
 import { GrpcStatus, grpcStatusName } from '../types.js';
+import { checkCoPath, checkVolumeId, normalizeAllowedRoots } from './confine.js';
 import { describeRule, MockFaultBook, type MockFaultRule, type MockRpcMethod } from './faults.js';
 import { MockJournal, redactSecrets, type JournalError } from './journal.js';
 import { MockStateStore, type MockVolumeKind, type MockVolumeRecord } from './state.js';
@@ -93,6 +94,11 @@ export interface MockDriverOptions {
   readonly allocateFile?: (filePath: string, sizeBytes: number) => Promise<void>;
   /** How long stop() lets running calls finish. Default 5000 ms. */
   readonly shutdownGraceMs?: number;
+  /**
+   * Staging and target paths must lie strictly below one of these, with no symlink component
+   * below it (confine.ts). Empty or absent: only "/" and system directories are refused.
+   */
+  readonly allowedRoots?: readonly string[];
 }
 
 export interface MockDriver {
@@ -243,6 +249,7 @@ class MockDriverImpl implements MockDriver {
   readonly #faults: MockFaultBook;
   readonly #journal: MockJournal;
   readonly #volumes = new Map<string, VolumeState>();
+  readonly #allowedRoots: readonly string[];
   /** Volume ids with a call in flight. */
   readonly #busy = new Set<string>();
   /** Fires at stop(): fails held calls. */
@@ -253,6 +260,7 @@ class MockDriverImpl implements MockDriver {
 
   constructor(options: MockDriverOptions) {
     this.#options = options;
+    this.#allowedRoots = normalizeAllowedRoots(options.allowedRoots ?? []);
     const fs = options.fs ?? new NodeFileSystem();
     this.#fs = fs;
     this.#logger = options.logger ?? discardLogger;
@@ -321,6 +329,8 @@ class MockDriverImpl implements MockDriver {
     await fsp.mkdir(posix.dirname(unixSocketPath(this.#options.endpoint)), { recursive: true, mode: 0o755 });
     const serverOptions = this.#options.shutdownGraceMs === undefined ? {} : { shutdownGraceMs: this.#options.shutdownGraceMs };
     this.#server = await startCsiServer(this.#options.endpoint, { identity, node, controller }, serverOptions);
+    // Only the owner and its group may call the driver (connecting needs write permission).
+    await fsp.chmod(this.#server.socketPath, 0o660);
     this.#logger.info('Mock CSI driver serving', {
       endpoint: this.#server.endpoint,
       driverName: this.#options.driverName,
@@ -521,6 +531,7 @@ class MockDriverImpl implements MockDriver {
 
   async #deleteVolume(req: wire.DeleteVolumeRequest): Promise<MessageInit<wire.DeleteVolumeResponse>> {
     if (req.volumeId === '') throw invalid('volume ID missing in request');
+    checkVolumeId(req.volumeId);
     const vol = this.#volumes.get(req.volumeId);
     if (vol === undefined) return {};
     if (vol.stagedAt !== undefined || vol.publishedAt.size > 0) {
@@ -568,6 +579,8 @@ class MockDriverImpl implements MockDriver {
     if (req.volumeId === '') throw invalid('volume ID missing in request');
     if (req.stagingTargetPath === '') throw invalid('staging target path missing in request');
     const kind = accessKind(req.volumeCapability);
+    checkVolumeId(req.volumeId);
+    await checkCoPath(this.#fs, req.stagingTargetPath, 'staging target path', this.#allowedRoots);
     const vol = this.#requireVolume(req.volumeId);
     this.#requireKind(vol, kind);
     const staging = req.stagingTargetPath;
@@ -594,6 +607,8 @@ class MockDriverImpl implements MockDriver {
   async #unstage(req: wire.NodeUnstageVolumeRequest): Promise<MessageInit<wire.NodeUnstageVolumeResponse>> {
     if (req.volumeId === '') throw invalid('volume ID missing in request');
     if (req.stagingTargetPath === '') throw invalid('staging target path missing in request');
+    checkVolumeId(req.volumeId);
+    await checkCoPath(this.#fs, req.stagingTargetPath, 'staging target path', this.#allowedRoots);
     const vol = this.#requireVolume(req.volumeId);
     if (vol.publishedAt.size > 0) {
       throw status(GrpcStatus.FAILED_PRECONDITION, `volume ${vol.id} is still published at ${[...vol.publishedAt].sort().join(', ')}`);
@@ -618,6 +633,9 @@ class MockDriverImpl implements MockDriver {
     if (req.volumeId === '') throw invalid('volume ID missing in request');
     if (req.targetPath === '') throw invalid('target path missing in request');
     const kind = accessKind(req.volumeCapability);
+    checkVolumeId(req.volumeId);
+    await checkCoPath(this.#fs, req.targetPath, 'target path', this.#allowedRoots);
+    await checkCoPath(this.#fs, req.stagingTargetPath, 'staging target path', this.#allowedRoots);
     // An inline ephemeral volume is never staged: kubelet sends no staging path (csi-driver-host-path).
     if (req.volumeContext[EPHEMERAL_CONTEXT_KEY] === 'true') return this.#publishEphemeral(req, kind);
     if (req.stagingTargetPath === '') throw invalid('staging target path missing in request');
@@ -653,8 +671,12 @@ class MockDriverImpl implements MockDriver {
   async #unpublish(req: wire.NodeUnpublishVolumeRequest): Promise<MessageInit<wire.NodeUnpublishVolumeResponse>> {
     if (req.volumeId === '') throw invalid('volume ID missing in request');
     if (req.targetPath === '') throw invalid('target path missing in request');
+    checkVolumeId(req.volumeId);
+    await checkCoPath(this.#fs, req.targetPath, 'target path', this.#allowedRoots);
     const vol = this.#requireVolume(req.volumeId);
     const target = req.targetPath;
+    // Only a target this volume was published at is unmounted and removed: any other path is not ours.
+    if (!vol.publishedAt.has(target)) return {};
     await this.#unmountAll(target);
     try {
       const st = await this.#fs.lstat(target);

@@ -11,6 +11,7 @@ import { isOperationFinishedError, TransientOperationFailure } from '../util/err
 import type { VolumeHost } from '../volumeHost.js';
 import {
   accessModeMapperFor,
+  assertConfined,
   classifyCsiError,
   clientFor,
   csiLog,
@@ -137,6 +138,7 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
       await removeMountDir(host, deviceMountPath);
       return;
     }
+    await assertConfined(host, deviceMountPath, 'NodeUnstageVolume');
     try {
       await client.nodeUnstageVolume({ volumeId: volumeHandle, stagingTargetPath: deviceMountPath });
     } catch (err) {

@@ -9,7 +9,7 @@ import { getAttachmentName } from '../../layout/names.js';
 import type { BlockVolumeMapper, BlockVolumeUnmapper, PodRef } from '../plugins.js';
 import { specName, type Spec } from '../spec.js';
 import type { VolumeHost } from '../volumeHost.js';
-import { assertUnderRoot, blockCapability, classifyCsiError, clientFor, csiLog, mkdirAll, supportsStageUnstage } from './csiUtil.js';
+import { assertConfined, assertUnderRoot, blockCapability, classifyCsiError, clientFor, csiLog, mkdirAll, supportsStageUnstage } from './csiUtil.js';
 import { isOperationFinishedError } from '../util/errors.js';
 import { saveVolumeData, volDataKey } from './volumeData.js';
 
@@ -115,6 +115,7 @@ export class CsiBlockUnmapper implements BlockVolumeUnmapper {
     const { host, id } = this;
     const client = clientFor(host, id.driverName);
     const publishPath = host.layout.csiBlockPublishPath(id.specName, id.podUID);
+    await assertConfined(host, publishPath, 'NodeUnpublishVolume');
     try {
       await client.nodeUnpublishVolume({ volumeId: id.volumeHandle, targetPath: publishPath });
     } catch (err) {
@@ -135,6 +136,7 @@ export class CsiBlockUnmapper implements BlockVolumeUnmapper {
     }
     if (staged) {
       if (await supportsStageUnstage(client)) {
+        await assertConfined(host, stagingPath, 'NodeUnstageVolume');
         try {
           await client.nodeUnstageVolume({ volumeId: id.volumeHandle, stagingTargetPath: stagingPath });
         } catch (err) {

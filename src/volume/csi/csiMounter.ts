@@ -10,6 +10,7 @@ import { TransientOperationFailure } from '../util/errors.js';
 import type { VolumeHost } from '../volumeHost.js';
 import {
   accessModeMapperFor,
+  assertConfined,
   classifyCsiError,
   clientFor,
   csiLog,
@@ -187,6 +188,7 @@ export class CsiUnmounter implements VolumeUnmounter {
   async tearDown(): Promise<void> {
     const dir = this.getPath();
     const client = clientFor(this.host, this.target.driverName);
+    await assertConfined(this.host, dir, 'NodeUnpublishVolume');
     try {
       await client.nodeUnpublishVolume({ volumeId: this.target.volumeHandle, targetPath: dir });
     } catch (err) {

@@ -21,7 +21,7 @@ import { escapeQualifiedName, isSafePathComponent, isSha256Hex } from '../../lay
 import type { GlobalVolume } from '../plugins.js';
 import { constructPVSourceSpec, type PersistentVolumeMode } from '../spec.js';
 import type { VolumeHost } from '../volumeHost.js';
-import { loadVolumeData, resolvesInsideRoot, VOL_DATA_FILE_NAME, volDataKey, type VolumeData } from './volumeData.js';
+import { loadVolumeData, rootEscapeReason, VOL_DATA_FILE_NAME, volDataKey, type VolumeData } from './volumeData.js';
 
 /** Why a directory under the CSI plugin dir is not reported as a global volume. */
 export type GlobalDirSkipReason =
@@ -86,8 +86,9 @@ export async function listCsiGlobalVolumes(host: VolumeHost): Promise<GlobalVolu
     if (isNotExist(err)) return { volumes, skipped };
     throw new GlobalListingError(`failed to read the CSI plugin directory ${pluginDir}: ${errorMessage(err)}`);
   }
-  if (!(await resolvesInsideRoot(host.fs, pluginDir, host.realRootDir))) {
-    skip({ path: pluginDir, reason: 'symlink', detail: `${pluginDir} resolves outside the root dir ${host.realRootDir}; not followed`, volumeMode: 'Filesystem' });
+  const escape = await rootEscapeReason(host.fs, pluginDir, host.realRootDir);
+  if (escape !== undefined) {
+    skip({ path: pluginDir, reason: 'symlink', detail: escape, volumeMode: 'Filesystem' });
     return { volumes, skipped };
   }
   try {

@@ -657,6 +657,23 @@ export async function resolvesInsideRoot(fs: FileSystem, dir: string, realRoot: 
 }
 
 /**
+ * Why `dir` may not be walked from inside the root dir, in words naming the cause, or undefined
+ * when it resolves to `realRoot` or below it: a symlink loop is "too many levels of symbolic
+ * links (ELOOP)", not an escape from the root dir.
+ */
+export async function rootEscapeReason(fs: FileSystem, dir: string, realRoot: string): Promise<string | undefined> {
+  let real: string;
+  try {
+    real = await fs.realpath(dir);
+  } catch (err) {
+    const code = errorCode(err);
+    if (code === 'ELOOP') return `${dir}: too many levels of symbolic links (ELOOP); not followed`;
+    return `${dir} cannot be resolved: ${code ?? errorMessage(err)}; not followed`;
+  }
+  return isInside(real, realRoot) ? undefined : `${dir} resolves outside the root dir ${realRoot}; not followed`;
+}
+
+/**
  * Reads a vol_data.json through the FileSystem port (at most MAX_VOL_DATA_BYTES; EFBIG ->
  * 'too-large', ENOENT -> 'not-found', other -> 'io' with the errno) and decodes it. With
  * `rootDir`, a path resolving outside the root is refused with kind 'outside-root' and a
@@ -714,8 +731,10 @@ async function readBounded(fs: FileSystem, readPath: string, path: string, noFol
       throw new VolumeDataError('not-found', path,
         `failed to open volume data file ${path}: ENOENT (no such file or directory)`, { cause: err });
     }
+    // A FIFO, socket or device (refused unread) or a read that timed out: the port's words say which.
+    const detail = code === undefined || code === 'EFTYPE' || code === 'ETIMEDOUT' ? errorMessage(err) : code;
     throw new VolumeDataError('io', path,
-      `failed to read volume data file ${path}: ${code ?? errorMessage(err)}`, { cause: err });
+      `failed to read volume data file ${path}: ${detail}`, { cause: err });
   }
 }
 

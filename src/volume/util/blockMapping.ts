@@ -6,6 +6,7 @@
  */
 import * as path from 'node:path/posix';
 import { errorMessage, isNotExist } from '../../host/fs.js';
+import { assertConfined } from '../csi/csiUtil.js';
 import type { VolumeHost } from '../volumeHost.js';
 
 export async function mapBlockVolume(
@@ -56,7 +57,10 @@ export async function unmapBlockVolume(
     if (isNotExist(err)) return;
     throw err;
   }
-  if (mounted) await mounter.unmount(bindPath);
+  if (mounted) {
+    await assertConfined(host, bindPath, 'umount');
+    await mounter.unmount(bindPath);
+  }
   try {
     await fs.unlink(bindPath);
   } catch (err) {

@@ -10,7 +10,7 @@ import type { Logger } from '../../host/logger.js';
 import { VOLUME_DEVICES_DIR_NAME, VOLUMES_DIR_NAME, type KubeletLayout } from '../../layout/layout.js';
 import { unescapeQualifiedName, type UniquePodName } from '../../layout/names.js';
 import type { PersistentVolumeMode } from '../../volume/spec.js';
-import { resolvesInsideRoot } from '../../volume/csi/volumeData.js';
+import { rootEscapeReason } from '../../volume/csi/volumeData.js';
 
 /** podVolume: one reconstruction candidate. */
 export interface PodVolume {
@@ -56,10 +56,11 @@ export async function getVolumesFromPodDir(
   const podsDir = layout.podsDir();
   const volumes: PodVolume[] = [];
   const problems: PodDirProblem[] = [];
-  if (realRootDir !== undefined && !(await resolvesInsideRoot(fs, podsDir, realRootDir))) {
-    // Never listed: pods/ (or an ancestor) is a symlink leading out of the root dir.
+  const escape = realRootDir === undefined ? undefined : await rootEscapeReason(fs, podsDir, realRootDir);
+  if (escape !== undefined) {
+    // Never listed: pods/ (or an ancestor) is a symlink leading out of the root dir, or a loop.
     await fs.lstat(podsDir); // a missing pods dir rejects with ENOENT, as readdir would
-    const err = new Error(`${podsDir} resolves outside the root dir ${realRootDir}; not followed`);
+    const err = new Error(escape);
     problems.push({ path: podsDir, error: err.message });
     logger.error(err, 'Could not read directory', { path: podsDir });
     return { volumes, problems };

@@ -15,10 +15,14 @@ const MANIFESTS = `${DIR}/manifests`;
 const STATUS = `${DIR}/node-status.json`;
 const enc = new TextEncoder();
 
-/** A cluster dir with `files` as manifests and a node-status.json (`null`: none at all). */
+/**
+ * A cluster dir with `files` as manifests and a node-status.json (`null`: none at all), where
+ * an agent ran before (its last good store exists, empty).
+ */
 async function clusterFs(files: Record<string, string> = {}, status: unknown = { volumesAttached: [], volumesInUse: [] }): Promise<MemFs> {
   const fs = MemFs.create();
   await fs.mkdir(MANIFESTS, { recursive: true, mode: 0o755 });
+  await fs.mkdir(`${DIR}/.nodevol-last-good`, { recursive: true, mode: 0o700 });
   for (const [name, text] of Object.entries(files)) await fs.writeFile(`${MANIFESTS}/${name}`, enc.encode(text));
   if (status !== null) await fs.writeFile(STATUS, enc.encode(typeof status === 'string' ? status : JSON.stringify(status)));
   return fs;
@@ -314,9 +318,9 @@ ${pod('third', 'node-1')}`;
     assert.deepEqual(await v.listPods(), [], 'removing the manifest still deletes the pod');
   });
 
-  it('refuses a file over 1 MiB; other files are still read', async () => {
+  it('refuses a file over the size limit; other files are still read', async () => {
     const big = `${pod('big', 'node-1')}# ${'x'.repeat(1024 * 1024)}\n`;
-    const v = view(await clusterFs({ 'big.yaml': big, 'small.yaml': pod('small', 'node-1') }));
+    const v = view(await clusterFs({ 'big.yaml': big, 'small.yaml': pod('small', 'node-1') }), undefined, { maxFileBytes: 1024 * 1024 });
     assert.deepEqual((await v.listPods()).map((p) => p.name), ['small']);
     const [problem] = v.problems();
     assert.equal(problem?.file, `${MANIFESTS}/big.yaml`);
@@ -328,11 +332,12 @@ ${pod('third', 'node-1')}`;
     const v1 = view(files, undefined, { maxFiles: 2 });
     assert.deepEqual((await v1.listPods()).map((p) => p.name), ['a', 'b']);
     assert.match(v1.problems()[0]?.message ?? '', /3 manifest files, more than the limit of 2/);
+    assert.match(v1.problems()[1]?.message ?? '', /c\.yaml: not read: the limit of 2 manifest files was reached; file skipped/);
 
     const docs = await clusterFs({ 'a.yaml': [pod('a1', 'node-1'), pod('a2', 'node-1')].join('---\n'), 'b.yaml': pod('b', 'node-1') });
     const v2 = view(docs, undefined, { maxDocuments: 1 });
-    assert.deepEqual((await v2.listPods()).map((p) => p.name), ['a1']);
-    assert.deepEqual(v2.problems().map((p) => [p.file.slice(MANIFESTS.length + 1), p.document]), [['a.yaml', 1], ['b.yaml', undefined]]);
+    assert.deepEqual((await v2.listPods()).map((p) => p.name), ['b'], 'a file is read whole or not at all');
+    assert.deepEqual(v2.problems().map((p) => [p.file.slice(MANIFESTS.length + 1), p.message.includes('limit of 1 YAML documents')]), [['a.yaml', true]]);
   });
 
   it('refuses YAML alias bombs and non-UTF-8 files', async () => {
@@ -401,7 +406,7 @@ describe('ClusterDirView node status', () => {
     assert.match(tmp, /^\/etc\/nodevol\/cluster\/\.node-status\.json\.[0-9a-f]+\.tmp$/);
     assert.deepEqual(writes, [`writeFile ${tmp}`, `rename ${tmp}`, `fsyncDir ${DIR}`]);
     assert.deepEqual(mem.syncLog, [`fsync ${tmp}`, `fsyncDir ${DIR}`]);
-    assert.deepEqual((await mem.readdir(DIR)).map((e) => e.name).sort(), ['manifests', 'node-status.json'], 'no temp file left');
+    assert.deepEqual((await mem.readdir(DIR)).map((e) => e.name).sort(), ['.nodevol-last-good', 'manifests', 'node-status.json'], 'no temp file left');
     assert.deepEqual((await v.getNodeStatus()).volumesInUse, ['kubernetes.io/csi/ebs.csi.example.com^vol-1', 'kubernetes.io/csi/ebs.csi.example.com^vol-2']);
   });
 
@@ -415,20 +420,21 @@ describe('ClusterDirView node status', () => {
     await assert.rejects(v.setVolumesInUse(['x']), /cannot write the node status.*EIO on purpose/);
     mem.rename = origRename;
     assert.deepEqual(await readJson(mem, STATUS), status);
-    assert.deepEqual((await mem.readdir(DIR)).map((e) => e.name).sort(), ['manifests', 'node-status.json']);
+    assert.deepEqual((await mem.readdir(DIR)).map((e) => e.name).sort(), ['.nodevol-last-good', 'manifests', 'node-status.json']);
     // Writes are serialised and a failed one does not block the next.
     await Promise.all([v.setVolumesInUse(['a']), v.setVolumesInUse(['b'])]);
     assert.deepEqual((await v.getNodeStatus()).volumesInUse, ['b']);
   });
 
-  it('a symlinked node-status.json stays a symlink', async () => {
+  it('a symlinked node-status.json is refused: nothing outside the cluster dir is read or written', async () => {
     const mem = await clusterFs({}, null);
     await mem.mkdir('/var/state', { recursive: true, mode: 0o755 });
     await mem.writeFile('/var/state/status.json', enc.encode(JSON.stringify(status)));
     await mem.symlink('/var/state/status.json', STATUS);
-    await view(mem).setVolumesInUse([]);
+    await assert.rejects(view(mem).setVolumesInUse([]), /node-status\.json is a symlink; refusing to follow it/);
+    await assert.rejects(view(mem).listPods(), /is a symlink/);
     assert.equal((await mem.lstat(STATUS)).type, 'symlink');
-    assert.deepEqual(await readJson(mem, '/var/state/status.json'), { ...status, volumesInUse: [] });
+    assert.deepEqual(await readJson(mem, '/var/state/status.json'), status, 'the target is untouched');
   });
 
   it('works on the real filesystem and keeps the file mode', async () => {
@@ -442,7 +448,8 @@ describe('ClusterDirView node status', () => {
       await v.setVolumesInUse(['kubernetes.io/csi/ebs.csi.example.com^vol-1']);
       assert.deepEqual(JSON.parse(readFileSync(join(dir, 'node-status.json'), 'utf8')), { ...status, volumesInUse: ['kubernetes.io/csi/ebs.csi.example.com^vol-1'] });
       assert.equal(statSync(join(dir, 'node-status.json')).mode & 0o777, 0o640);
-      assert.deepEqual(readdirSync(dir).sort(), ['manifests', 'node-status.json']);
+      assert.deepEqual(readdirSync(dir).sort(), ['.nodevol-last-good', 'manifests', 'node-status.json']);
+      assert.deepEqual(readdirSync(join(dir, '.nodevol-last-good')), ['p.yaml'], 'the last good copy of the one manifest');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -1,0 +1,408 @@
+/**
+ * The cluster dir's manifests, one file at a time: the schemas of the objects nodevol uses
+ * (Pod, PersistentVolumeClaim, PersistentVolume, CSIDriver; unknown kinds and fields ignored)
+ * and {@link parseManifestFile}, which turns one file's bytes into its objects and its problems.
+ * Pure: no I/O, so a file is parsed once and its result cached by the view (clusterDir.ts).
+ *
+ * Validation follows the API server's rules for the fields nodevol uses, including the name
+ * formats (DNS-1123 labels/subdomains, CSI driver names) since names end up in paths under the
+ * kubelet root dir. A null field is treated as absent, as Kubernetes' JSON decoding does. A Pod
+ * without metadata.uid gets a stable one derived from its namespace and name (see
+ * {@link derivedPodUID}); note that a pod deleted and re-created under the same name then keeps
+ * its UID, unlike on a real cluster.
+ */
+import { createHash } from 'node:crypto';
+
+import { LineCounter, parseAllDocuments, type Document } from 'yaml';
+import { z } from 'zod';
+
+import type { CSIDriverInfo, PersistentVolumeClaim, Pod, PodVolumeSource } from '../../host/cluster.js';
+import { errorMessage } from '../../host/fs.js';
+import type { CSIPersistentVolumeSource, CSIVolumeSource, PersistentVolume } from '../../volume/spec.js';
+
+/** One skipped file or object. */
+export interface ManifestProblem {
+  /** Absolute path of the file. */
+  readonly file: string;
+  /** 0-based index of the YAML document in the file, when the problem is one document's. */
+  readonly document?: number;
+  /** 1-based line of the document (or of the offending field) in the file, when known. */
+  readonly line?: number;
+  /** Path of the first offending field, e.g. `spec.volumes[0].name`. */
+  readonly field?: string;
+  /** Full text: file, document, object, field(s) and what is wrong. */
+  readonly message: string;
+}
+
+// ------------------------------------------------------------------------------------------
+// Schemas (the fields nodevol uses; unknown fields are stripped, unknown kinds ignored).
+
+const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+/** Pod UIDs become directory names under <root>/pods: one safe path segment. */
+const POD_UID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+const dnsLabel = z
+  .string()
+  .max(63, 'must be at most 63 characters')
+  .regex(DNS1123_LABEL, 'must be a DNS-1123 label (lowercase letters, digits and "-", starting and ending with a letter or digit)');
+const dnsSubdomain = z
+  .string()
+  .max(253, 'must be at most 253 characters')
+  .regex(DNS1123_SUBDOMAIN, 'must be a DNS-1123 subdomain (lowercase letters, digits, "-" and ".", starting and ending with a letter or digit)');
+/** ValidateCSIDriverName: at most 63 characters, a DNS-1123 subdomain once lowercased. */
+const csiDriverName = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(63, 'must be at most 63 characters')
+  .refine((s) => DNS1123_SUBDOMAIN.test(s.toLowerCase()), 'must be a CSI driver name (letters, digits, "-" and ".", starting and ending with a letter or digit)');
+const podUID = z.string().regex(POD_UID, 'must be letters, digits, ".", "_" and "-" (at most 128, starting with a letter or digit)');
+const stringMap = z.record(z.string());
+const volumeMode = z.enum(['Filesystem', 'Block']);
+const secretRef = z.object({ name: z.string().min(1), namespace: z.string().min(1) });
+
+const csiInline = z.object({
+  driver: csiDriverName,
+  readOnly: z.boolean().optional(),
+  fsType: z.string().optional(),
+  volumeAttributes: stringMap.optional(),
+});
+
+const podVolume = z
+  .object({
+    name: dnsLabel,
+    persistentVolumeClaim: z.object({ claimName: z.string().min(1, 'must not be empty'), readOnly: z.boolean().optional() }).optional(),
+    csi: csiInline.optional(),
+  })
+  .refine((v) => v.persistentVolumeClaim === undefined || v.csi === undefined, {
+    message: 'may not specify both persistentVolumeClaim and csi',
+    path: ['csi'],
+  });
+
+const container = z.object({ volumeDevices: z.array(z.object({ name: z.string().min(1, 'must not be empty') })).optional() });
+
+const podSchema = z.object({
+  apiVersion: z.literal('v1'),
+  kind: z.literal('Pod'),
+  metadata: z.object({ name: dnsSubdomain, namespace: dnsLabel.default('default'), uid: podUID.optional() }),
+  spec: z
+    .object({
+      nodeName: z.string().default(''),
+      volumes: z.array(podVolume).default([]),
+      securityContext: z.object({ fsGroup: z.number().int().min(0).max(2147483647).optional() }).optional(),
+      containers: z.array(container).default([]),
+      initContainers: z.array(container).default([]),
+      ephemeralContainers: z.array(container).default([]),
+    })
+    .superRefine((spec, ctx) => {
+      const seen = new Set<string>();
+      spec.volumes.forEach((v, i) => {
+        if (seen.has(v.name)) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `duplicate volume name ${JSON.stringify(v.name)}`, path: ['volumes', i, 'name'] });
+        seen.add(v.name);
+      });
+    }),
+});
+
+const pvcSchema = z.object({
+  apiVersion: z.literal('v1'),
+  kind: z.literal('PersistentVolumeClaim'),
+  metadata: z.object({ name: dnsSubdomain, namespace: dnsLabel.default('default') }),
+  spec: z.object({ volumeName: z.string().default(''), volumeMode: volumeMode.optional() }).default({}),
+});
+
+const pvSchema = z.object({
+  apiVersion: z.literal('v1'),
+  kind: z.literal('PersistentVolume'),
+  metadata: z.object({ name: dnsSubdomain }),
+  spec: z
+    .object({
+      csi: z
+        .object({
+          driver: csiDriverName,
+          volumeHandle: z.string().min(1, 'must not be empty'),
+          readOnly: z.boolean().optional(),
+          fsType: z.string().optional(),
+          volumeAttributes: stringMap.optional(),
+          nodeStageSecretRef: secretRef.optional(),
+          nodePublishSecretRef: secretRef.optional(),
+        })
+        .optional(),
+      volumeMode: volumeMode.optional(),
+      accessModes: z.array(z.string()).optional(),
+      mountOptions: z.array(z.string()).optional(),
+    })
+    .default({}),
+});
+
+const csiDriverSchema = z.object({
+  apiVersion: z.enum(['storage.k8s.io/v1', 'storage.k8s.io/v1beta1']),
+  kind: z.literal('CSIDriver'),
+  metadata: z.object({ name: csiDriverName }),
+  spec: z.object({ attachRequired: z.boolean().default(true), podInfoOnMount: z.boolean().default(false) }).default({}),
+});
+
+const KIND_SCHEMAS = {
+  Pod: podSchema,
+  PersistentVolumeClaim: pvcSchema,
+  PersistentVolume: pvSchema,
+  CSIDriver: csiDriverSchema,
+} as const;
+type KnownKind = keyof typeof KIND_SCHEMAS;
+
+function isKnownKind(kind: string): kind is KnownKind {
+  return Object.hasOwn(KIND_SCHEMAS, kind);
+}
+
+export const nodeStatusSchema = z.object({
+  volumesAttached: z.array(z.object({ name: z.string().min(1, 'must not be empty'), devicePath: z.string().default('') })).default([]),
+  volumesInUse: z.array(z.string()).default([]),
+});
+
+// ------------------------------------------------------------------------------------------
+
+/**
+ * The UID given to a Pod manifest without metadata.uid: the first 32 hex digits of
+ * sha256("<namespace>/<name>") in UUID form (8-4-4-4-12, 36 characters). Stable across reads
+ * and restarts, distinct per namespace/name.
+ */
+export function derivedPodUID(namespace: string, name: string): string {
+  const h = createHash('sha256').update(`${namespace}/${name}`, 'utf8').digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+}
+
+/** A zod issue path as `spec.volumes[0].name` (odd keys quoted: `volumeAttributes["a.b/c"]`). */
+export function formatFieldPath(path: readonly (string | number)[]): string {
+  let out = '';
+  for (const key of path) {
+    if (typeof key === 'number') out += `[${key}]`;
+    else if (/^[A-Za-z_$][A-Za-z0-9_$-]*$/.test(key)) out += out === '' ? key : `.${key}`;
+    else out += `[${JSON.stringify(key)}]`;
+  }
+  return out === '' ? '(document)' : out;
+}
+
+/** Kubernetes' decoding treats a null field as absent: drop null-valued mapping keys, recursively. */
+function dropNulls(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(dropNulls);
+  if (typeof value === 'object' && value !== null) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) if (v !== null && v !== undefined) out[k] = dropNulls(v);
+    return out;
+  }
+  return value;
+}
+
+export function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** The 1-based line of the YAML node at `path`, or of its nearest ancestor that exists. */
+export function lineOf(doc: Document, lines: LineCounter, path: readonly (string | number)[]): number | undefined {
+  for (let n = path.length; n >= 0; n--) {
+    const node: unknown = n === 0 ? doc.contents : doc.getIn(path.slice(0, n), true);
+    if (isRecord(node) && Array.isArray(node.range) && typeof node.range[0] === 'number') return lines.linePos(node.range[0]).line;
+  }
+  return undefined;
+}
+
+function toPod(obj: z.infer<typeof podSchema>): Pod {
+  const { metadata, spec } = obj;
+  const volumes: PodVolumeSource[] = spec.volumes.map((v) => {
+    const pvc = v.persistentVolumeClaim;
+    return {
+      name: v.name,
+      ...(pvc !== undefined ? { persistentVolumeClaim: { claimName: pvc.claimName, ...(pvc.readOnly !== undefined ? { readOnly: pvc.readOnly } : {}) } } : {}),
+      ...(v.csi !== undefined ? { csi: toCsiInline(v.csi) } : {}),
+    };
+  });
+  const blockVolumeNames = [...new Set([...spec.containers, ...spec.initContainers, ...spec.ephemeralContainers].flatMap((c) => (c.volumeDevices ?? []).map((d) => d.name)))];
+  const fsGroup = spec.securityContext?.fsGroup;
+  return {
+    uid: metadata.uid ?? derivedPodUID(metadata.namespace, metadata.name),
+    namespace: metadata.namespace,
+    name: metadata.name,
+    nodeName: spec.nodeName,
+    volumes,
+    ...(blockVolumeNames.length > 0 ? { blockVolumeNames } : {}),
+    ...(fsGroup !== undefined ? { fsGroup } : {}),
+  };
+}
+
+function toCsiInline(c: z.infer<typeof csiInline>): CSIVolumeSource {
+  return {
+    driver: c.driver,
+    ...(c.readOnly !== undefined ? { readOnly: c.readOnly } : {}),
+    ...(c.fsType !== undefined ? { fsType: c.fsType } : {}),
+    ...(c.volumeAttributes !== undefined ? { volumeAttributes: c.volumeAttributes } : {}),
+  };
+}
+
+function toPV(obj: z.infer<typeof pvSchema>): PersistentVolume {
+  const { csi, volumeMode: mode, accessModes, mountOptions } = obj.spec;
+  let source: CSIPersistentVolumeSource | undefined;
+  if (csi !== undefined) {
+    source = {
+      driver: csi.driver,
+      volumeHandle: csi.volumeHandle,
+      ...(csi.readOnly !== undefined ? { readOnly: csi.readOnly } : {}),
+      ...(csi.fsType !== undefined ? { fsType: csi.fsType } : {}),
+      ...(csi.volumeAttributes !== undefined ? { volumeAttributes: csi.volumeAttributes } : {}),
+      ...(csi.nodeStageSecretRef !== undefined ? { nodeStageSecretRef: csi.nodeStageSecretRef } : {}),
+      ...(csi.nodePublishSecretRef !== undefined ? { nodePublishSecretRef: csi.nodePublishSecretRef } : {}),
+    };
+  }
+  return {
+    name: obj.metadata.name,
+    ...(source !== undefined ? { csi: source } : {}),
+    ...(mode !== undefined ? { volumeMode: mode } : {}),
+    ...(accessModes !== undefined ? { accessModes } : {}),
+    ...(mountOptions !== undefined ? { mountOptions } : {}),
+  };
+}
+
+const MAX_ISSUES_IN_MESSAGE = 5;
+
+/** Where an object came from, for the problems a later merge may report about it. */
+interface ObjectOrigin {
+  readonly document: number;
+  /** "Pod shop/web", "PersistentVolume pv-1", ... */
+  readonly what: string;
+  readonly nameLine?: number;
+  readonly uidLine?: number;
+}
+
+/** One object of a file, converted to the ClusterView types. */
+export type ManifestObject = ObjectOrigin &
+  (
+    | { readonly kind: 'Pod'; readonly pod: Pod }
+    | { readonly kind: 'PersistentVolumeClaim'; readonly pvc: PersistentVolumeClaim }
+    | { readonly kind: 'PersistentVolume'; readonly pv: PersistentVolume }
+    | { readonly kind: 'CSIDriver'; readonly driver: CSIDriverInfo }
+  );
+
+/** What one manifest file holds: its objects in document order, and what was wrong with it. */
+export interface ParsedFile {
+  readonly objects: readonly ManifestObject[];
+  readonly problems: readonly ManifestProblem[];
+  /** Non-empty YAML documents in the file. */
+  readonly documents: number;
+}
+
+/**
+ * Parses one manifest file. A file that is not UTF-8 or not YAML yields no object and one
+ * problem; an object failing its schema is left out with a problem naming the file, document,
+ * line and field, and the rest of the file is still read.
+ */
+export function parseManifestFile(file: string, bytes: Uint8Array, maxAliasCount: number): ParsedFile {
+  const objects: ManifestObject[] = [];
+  const problems: ManifestProblem[] = [];
+  const fileProblem = (message: string, line?: number): ParsedFile => ({
+    objects: [],
+    problems: [{ file, ...(line !== undefined ? { line } : {}), message: `${file}${line !== undefined ? `:${line}` : ''}: ${message}; file skipped` }],
+    documents: 0,
+  });
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    return fileProblem('not UTF-8 text');
+  }
+  const lines = new LineCounter();
+  const docs: Document[] = [];
+  try {
+    for (const doc of parseAllDocuments(text, { lineCounter: lines, prettyErrors: true, uniqueKeys: true, merge: true })) docs.push(doc);
+  } catch (err) {
+    return fileProblem(`YAML does not parse: ${errorMessage(err)}`);
+  }
+  for (const [i, doc] of docs.entries()) {
+    const bad = doc.errors[0];
+    if (bad !== undefined) return fileProblem(`YAML does not parse (document ${i}): ${bad.message.split('\n')[0] ?? ''}`, bad.linePos?.[0].line);
+  }
+  const values: unknown[] = [];
+  try {
+    for (const doc of docs) values.push(doc.toJS({ maxAliasCount }));
+  } catch (err) {
+    return fileProblem(`YAML cannot be loaded: ${errorMessage(err)}`);
+  }
+  let documents = 0;
+  for (const [i, doc] of docs.entries()) {
+    const value = values[i];
+    if (value === null || value === undefined) continue; // an empty document ("---" at the end)
+    documents++;
+    const problem = (what: string, message: string, path?: readonly (string | number)[]): void => {
+      problems.push(objectProblem(file, i, doc, lines, what, message, path));
+    };
+    const obj = toObject(dropNulls(value), i, doc, lines, problem);
+    if (obj !== undefined) objects.push(obj);
+  }
+  return { objects, problems, documents };
+}
+
+/** A problem with one object, its message naming the file, line, document, object and field. */
+export function objectProblem(file: string, index: number, doc: Document | undefined, lines: LineCounter | undefined, what: string, message: string, path?: readonly (string | number)[], knownLine?: number): ManifestProblem {
+  const line = knownLine ?? (doc !== undefined && lines !== undefined ? lineOf(doc, lines, path ?? []) : undefined);
+  const field = path !== undefined ? formatFieldPath(path) : undefined;
+  return {
+    file,
+    document: index,
+    ...(line !== undefined ? { line } : {}),
+    ...(field !== undefined ? { field } : {}),
+    message: `${file}${line !== undefined ? `:${line}` : ''}: document ${index}${what === '' ? '' : ` (${what})`}: ${message}; object skipped`,
+  };
+}
+
+function toObject(
+  value: unknown,
+  index: number,
+  doc: Document,
+  lines: LineCounter,
+  problem: (what: string, message: string, path?: readonly (string | number)[]) => void,
+): ManifestObject | undefined {
+  if (!isRecord(value)) {
+    problem('', `not a Kubernetes object (a YAML mapping), found ${Array.isArray(value) ? 'a sequence' : typeof value}`);
+    return undefined;
+  }
+  const kind = value.kind;
+  if (typeof kind !== 'string' || kind === '') {
+    problem('', 'field kind: a Kubernetes object needs a kind', ['kind']);
+    return undefined;
+  }
+  if (!isKnownKind(kind)) return undefined; // not an object nodevol uses
+  const meta = value.metadata;
+  const rawName = isRecord(meta) && typeof meta.name === 'string' ? meta.name : undefined;
+  const rawNs = isRecord(meta) && typeof meta.namespace === 'string' ? meta.namespace : undefined;
+  const what = `${kind}${rawName === undefined ? '' : ` ${kind === 'Pod' || kind === 'PersistentVolumeClaim' ? `${rawNs ?? 'default'}/` : ''}${rawName}`}`;
+  const result = KIND_SCHEMAS[kind].safeParse(value);
+  if (!result.success) {
+    const issues = result.error.issues;
+    const first = issues[0];
+    const text = issues
+      .slice(0, MAX_ISSUES_IN_MESSAGE)
+      .map((iss) => `field ${formatFieldPath(iss.path)}: ${iss.message}`)
+      .join('; ');
+    const more = issues.length > MAX_ISSUES_IN_MESSAGE ? `; and ${issues.length - MAX_ISSUES_IN_MESSAGE} more` : '';
+    problem(what, `${text}${more}`, first?.path ?? []);
+    return undefined;
+  }
+  const nameLine = lineOf(doc, lines, ['metadata', 'name']);
+  const origin = { document: index, what, ...(nameLine !== undefined ? { nameLine } : {}) };
+  const data = result.data;
+  switch (data.kind) {
+    case 'Pod': {
+      const uidLine = lineOf(doc, lines, ['metadata', 'uid']);
+      return { ...origin, ...(uidLine !== undefined ? { uidLine } : {}), kind: 'Pod', pod: toPod(data) };
+    }
+    case 'PersistentVolumeClaim': {
+      const { metadata, spec } = data;
+      return {
+        ...origin,
+        kind: 'PersistentVolumeClaim',
+        pvc: { namespace: metadata.namespace, name: metadata.name, volumeName: spec.volumeName, ...(spec.volumeMode !== undefined ? { volumeMode: spec.volumeMode } : {}) },
+      };
+    }
+    case 'PersistentVolume':
+      return { ...origin, kind: 'PersistentVolume', pv: toPV(data) };
+    case 'CSIDriver':
+      return { ...origin, kind: 'CSIDriver', driver: { name: data.metadata.name, attachRequired: data.spec.attachRequired, podInfoOnMount: data.spec.podInfoOnMount } };
+  }
+}
