@@ -13,6 +13,7 @@ import { NodeFileSystem } from '../adapters/node/nodeFs.js';
 import { NodeMounter } from '../adapters/node/nodeMounter.js';
 import { startHttpServer, DEFAULT_METRICS_BIND_ADDRESS, parseBindAddress } from '../agent/httpServer.js';
 import { DiscoveringDriverRegistry, parseCsiEndpointFlag } from '../agent/driverDiscovery.js';
+import { setupDataDirs } from '../agent/dataDirs.js';
 import { AgentRuntime } from '../agent/runtime.js';
 import { GrpcCsiDriverRegistry } from '../csi/grpc/client.js';
 import { instrumentedRegistry } from '../csi/instrumented.js';
@@ -106,6 +107,11 @@ async function runAgent(flags: AgentFlags): Promise<number> {
   }
 
   const layout = new KubeletLayout(realRootDir);
+  try {
+    await setupDataDirs(fs, layout);
+  } catch (err) {
+    return usage(errorMessage(err));
+  }
   const grpcRegistry = new GrpcCsiDriverRegistry();
   try {
     for (const e of endpoints) grpcRegistry.register(e.driver, e.endpoint);
