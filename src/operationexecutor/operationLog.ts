@@ -10,7 +10,11 @@
  * time.Time and time.Duration print themselves (the monotonic "m=+…" suffix is left out: it
  * means nothing outside the process).
  */
-import type { OperationKey } from './nestedPendingOperations.js';
+/** An operation's key (nestedPendingOperations' OperationKey, restated to keep the import graph acyclic). */
+export interface LoggedOperationKey {
+  readonly volumeName: string;
+  readonly podName: string;
+}
 
 /** Go's time.Duration String() for a non-negative number of milliseconds: "500ms", "1s", "1m4s", "2m2s". */
 export function goDuration(ms: number): string {
@@ -45,7 +49,7 @@ function trimZeros(fixed: string): string {
 }
 
 /** The operation key as kubelet's `%+v` prints its operationKey struct (nodevol has no node name in it). */
-export function formatOperationKey(key: OperationKey): string {
+export function formatOperationKey(key: LoggedOperationKey): string {
   return `{volumeName:${key.volumeName} podName:${key.podName} nodeName:}`;
 }
 
@@ -69,7 +73,7 @@ export function grpcCodeOf(err: unknown): string | undefined {
 }
 
 export interface NoRetriesPermitted {
-  readonly key: OperationKey;
+  readonly key: LoggedOperationKey;
   /** Clock time of the failure. */
   readonly lastErrorTimeMs: number;
   readonly durationBeforeRetryMs: number;
