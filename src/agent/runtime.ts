@@ -11,6 +11,8 @@ export interface RuntimeOptions {
   readonly nodeStatusUpdatePeriodMs: number;
   /** How long a stop waits for in-flight operations before abandoning them. */
   readonly shutdownGraceMs: number;
+  /** kubelet's housekeeping (orphaned pod dir cleanup), run every `periodMs` once running. */
+  readonly housekeeping?: { readonly periodMs: number; readonly run: () => Promise<unknown> };
 }
 
 export type RuntimePhase = 'starting' | 'reconstructing' | 'running' | 'stopping' | 'stopped';
@@ -48,6 +50,12 @@ export class AgentRuntime {
       const written = await this.vm.syncNodeStatus();
       if (written !== undefined) this.logger.v(4).info('Updated node status volumesInUse', { volumesInUse: written });
     });
+    const housekeeping = this.options.housekeeping;
+    if (housekeeping !== undefined) {
+      this.loop('housekeeping', housekeeping.periodMs, async () => {
+        await housekeeping.run();
+      });
+    }
   }
 
   /** Runs `body` every `periodMs` after the previous run finished (wait.Until semantics). */

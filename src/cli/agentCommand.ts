@@ -19,7 +19,9 @@ import { GrpcCsiDriverRegistry } from '../csi/grpc/client.js';
 import { instrumentedRegistry } from '../csi/instrumented.js';
 import { FeatureGate, FeatureGateError } from '../features/features.js';
 import { errorMessage } from '../host/fs.js';
+import { HOUSEKEEPING_PERIOD_MS, OrphanedPodDirsCleaner } from '../kubelet/orphanedPodDirs.js';
 import { KubeletLayout } from '../layout/layout.js';
+import type { UniquePodName } from '../layout/names.js';
 import type { LoggingFormat } from '../logging/klog.js';
 import { createVolumeManagerMetrics } from '../metrics/volumeManagerMetrics.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
@@ -133,7 +135,22 @@ async function runAgent(flags: AgentFlags): Promise<number> {
     nodeName: flags.nodeName,
   };
   const vm = new VolumeManager({ host, metrics });
-  const runtime = new AgentRuntime(vm, logger, { nodeStatusUpdatePeriodMs: statusPeriodMs, shutdownGraceMs: graceMs });
+  const orphans = new OrphanedPodDirsCleaner({
+    fs,
+    layout,
+    realRootDir,
+    mounter: host.mounter,
+    cluster: host.cluster,
+    logger,
+    sourcesReady: () => vm.populator.hasAddedPods(),
+    knownPodUIDs: () => [...vm.dsw.getPods(), ...vm.asw.getAllMountedVolumes().map((m) => m.podName)],
+    podHasVolumesInActualState: (uid) => vm.asw.getPossiblyMountedVolumesForPod(uid as UniquePodName).length > 0,
+  });
+  const runtime = new AgentRuntime(vm, logger, {
+    nodeStatusUpdatePeriodMs: statusPeriodMs,
+    shutdownGraceMs: graceMs,
+    housekeeping: { periodMs: HOUSEKEEPING_PERIOD_MS, run: () => orphans.cleanupOrphanedPodDirs() },
+  });
 
   let http;
   try {
