@@ -12,6 +12,7 @@ const engineFolders = [
   'src/features/**',
   'src/audit/**',
   'src/host/**',
+  'src/kubelet/**',
 ];
 
 export default tseslint.config(

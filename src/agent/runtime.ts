@@ -22,6 +22,8 @@ export interface RuntimeOptions {
   readonly loopStallThresholdMs?: number;
   /** Wall clock for the stall check; default Date.now. */
   readonly now?: () => number;
+  /** kubelet's housekeeping (orphaned pod dir cleanup), run every `periodMs` once running. */
+  readonly housekeeping?: { readonly periodMs: number; readonly run: () => Promise<unknown> };
 }
 
 /** What the runtime drives: the volume manager's loop bodies. */
@@ -86,6 +88,12 @@ export class AgentRuntime {
       const written = await this.vm.syncNodeStatus();
       if (written !== undefined) this.logger.v(4).info('Updated node status volumesInUse', { volumesInUse: written });
     });
+    const housekeeping = this.options.housekeeping;
+    if (housekeeping !== undefined) {
+      this.loop('housekeeping', housekeeping.periodMs, async () => {
+        await housekeeping.run();
+      });
+    }
   }
 
   /** Runs `body` every `periodMs` after the previous run finished (wait.Until semantics). */

@@ -13,12 +13,15 @@ import { NodeFileSystem } from '../adapters/node/nodeFs.js';
 import { NodeMounter } from '../adapters/node/nodeMounter.js';
 import { startHttpServer, DEFAULT_METRICS_BIND_ADDRESS, parseBindAddress } from '../agent/httpServer.js';
 import { DiscoveringDriverRegistry, parseCsiEndpointFlag } from '../agent/driverDiscovery.js';
+import { setupDataDirs } from '../agent/dataDirs.js';
 import { AgentRuntime } from '../agent/runtime.js';
 import { GrpcCsiDriverRegistry } from '../csi/grpc/client.js';
 import { instrumentedRegistry } from '../csi/instrumented.js';
 import { FeatureGate, FeatureGateError } from '../features/features.js';
 import { errorMessage } from '../host/fs.js';
+import { HOUSEKEEPING_PERIOD_MS, OrphanedPodDirsCleaner } from '../kubelet/orphanedPodDirs.js';
 import { KubeletLayout } from '../layout/layout.js';
+import type { UniquePodName } from '../layout/names.js';
 import type { LoggingFormat } from '../logging/klog.js';
 import { createVolumeManagerMetrics } from '../metrics/volumeManagerMetrics.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
@@ -108,6 +111,11 @@ async function runAgent(flags: AgentFlags): Promise<number> {
   }
 
   const layout = new KubeletLayout(realRootDir);
+  try {
+    await setupDataDirs(fs, layout);
+  } catch (err) {
+    return usage(errorMessage(err));
+  }
   const grpcRegistry = new GrpcCsiDriverRegistry();
   try {
     for (const e of endpoints) grpcRegistry.register(e.driver, e.endpoint);
@@ -129,7 +137,22 @@ async function runAgent(flags: AgentFlags): Promise<number> {
     nodeName: flags.nodeName,
   };
   const vm = new VolumeManager({ host, metrics });
-  const runtime = new AgentRuntime(vm, logger, { nodeStatusUpdatePeriodMs: statusPeriodMs, shutdownGraceMs: graceMs });
+  const orphans = new OrphanedPodDirsCleaner({
+    fs,
+    layout,
+    realRootDir,
+    mounter: host.mounter,
+    cluster: host.cluster,
+    logger,
+    sourcesReady: () => vm.populator.hasAddedPods(),
+    knownPodUIDs: () => [...vm.dsw.getPods(), ...vm.asw.getAllMountedVolumes().map((m) => m.podName)],
+    podHasVolumesInActualState: (uid) => vm.asw.getPossiblyMountedVolumesForPod(uid as UniquePodName).length > 0,
+  });
+  const runtime = new AgentRuntime(vm, logger, {
+    nodeStatusUpdatePeriodMs: statusPeriodMs,
+    shutdownGraceMs: graceMs,
+    housekeeping: { periodMs: HOUSEKEEPING_PERIOD_MS, run: () => orphans.cleanupOrphanedPodDirs() },
+  });
 
   let http;
   try {

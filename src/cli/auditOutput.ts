@@ -2,7 +2,6 @@
  * Renderings of an audit report: kubectl-style `-o table|json`, and `-o prom`, Prometheus text
  * for node_exporter's textfile collector.
  */
-import { Gauge, Registry } from 'prom-client';
 import type { AuditReport, SkipReason, Verdict } from '../audit/report.js';
 
 export type AuditOutputFormat = 'table' | 'json' | 'prom';
@@ -26,6 +25,8 @@ const SKIP_REASONS: readonly SkipReason[] = [
 
 /** Prometheus text exposition of the report (metric names documented in README.md). */
 export async function renderProm(report: AuditReport): Promise<string> {
+  // Loaded here, not at the top: only `-o prom` pays for prom-client's start-up.
+  const { Gauge, Registry } = await import('prom-client');
   const registry = new Registry();
   const volumes = new Gauge({
     name: 'nodevol_audit_volumes',

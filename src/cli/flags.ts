@@ -1,7 +1,7 @@
 /** Flag helpers shared by every command, kubelet style. */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { Logger } from '../host/logger.js';
-import { createKlogLogger, type LoggingFormat } from '../logging/klog.js';
+import { createKlogLogger, preciseWallClockMs, type LoggingFormat } from '../logging/klog.js';
 
 export function parseVerbosity(value: string): number {
   if (!/^\d+$/.test(value)) throw new InvalidArgumentError('must be a non-negative integer');
@@ -26,7 +26,7 @@ export function stderrLogger(flags: { readonly v: number; readonly loggingFormat
     format: flags.loggingFormat,
     verbosity: flags.v,
     sink: (line) => process.stderr.write(`${line}\n`),
-    nowMs: () => Date.now(),
+    nowMs: preciseWallClockMs,
     pid: process.pid,
   });
 }

@@ -2,16 +2,60 @@
  * The `nodevol` command line. Flags follow kubelet (`--root-dir`, `--feature-gates`, `-v`,
  * `--logging-format`) and kubectl (`-o`). Exit codes: 0 ok, 1 problem found (audit), 2 could not
  * run (bad flags, unreadable inputs).
+ *
+ * Each command's module is imported only when that command runs: `nodevol audit` and
+ * `nodevol --help` load no gRPC, no prom-client and no YAML parser (the agent's and the mock
+ * driver's imports cost more start-up time than the audit's whole walk of a small node).
  */
 import { Command, CommanderError } from 'commander';
-import { agentCommand } from './agentCommand.js';
-import { auditCommand } from './auditCommand.js';
-import { mockDriverCommand } from './mockDriverCommand.js';
-import { timelineCommand } from './timelineCommand.js';
 
 export const EXIT_USAGE = 2;
 
-export function buildProgram(setExitCode: (code: number) => void): Command {
+type CommandFactory = (setExitCode: (code: number) => void) => Command;
+
+interface CommandEntry {
+  readonly name: string;
+  /** The line `nodevol --help` shows; the command's own --help shows its full description. */
+  readonly summary: string;
+  /** Imports the command's module. */
+  readonly load: () => Promise<CommandFactory>;
+}
+
+/** Every command, in help order. Add a command here with a lazy `load`. */
+const COMMANDS: readonly CommandEntry[] = [
+  {
+    name: 'audit',
+    summary: 'Read-only check of a node: which CSI volumes kubelet tracks, recovers, or will lose (orphaned).',
+    load: async () => (await import('./auditCommand.js')).auditCommand,
+  },
+  {
+    name: 'agent',
+    summary: 'Run the volume manager: reconstruct, then mount, unmount and unstage CSI volumes.',
+    load: async () => (await import('./agentCommand.js')).agentCommand,
+  },
+  {
+    name: 'mock-driver',
+    summary: 'Run a mock CSI driver (hostpath-like, real bind mounts) for node e2e tests.',
+    load: async () => (await import('./mockDriverCommand.js')).mockDriverCommand,
+  },
+  {
+    name: 'timeline',
+    summary: 'Draw trace files (nodevol agent --trace) as a timeline: HTML report or text.',
+    load: async () => (await import('./timelineCommand.js')).timelineCommand,
+  },
+];
+
+/** The command `argv` runs (or asks help for: `nodevol help audit`); undefined for top-level flags only. */
+export function requestedCommand(argv: readonly string[]): string | undefined {
+  const positional = argv.filter((a) => !a.startsWith('-'));
+  return positional[0] === 'help' ? positional[1] : positional[0];
+}
+
+/**
+ * The program with every command: the one `argv` names is loaded for real, the others are
+ * stand-ins that carry only their name and summary (enough for the top-level help).
+ */
+export async function buildProgram(setExitCode: (code: number) => void, argv: readonly string[] = []): Promise<Command> {
   const program = new Command('nodevol')
     .description(
       'A kubelet-compatible CSI volume manager with KEP-6058 global mount reconstruction.\n' +
@@ -20,10 +64,11 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
     .version('0.1.0')
     .showHelpAfterError()
     .exitOverride();
-  program.addCommand(auditCommand(setExitCode));
-  program.addCommand(agentCommand(setExitCode));
-  program.addCommand(mockDriverCommand(setExitCode));
-  program.addCommand(timelineCommand(setExitCode));
+  const wanted = requestedCommand(argv);
+  for (const entry of COMMANDS) {
+    const cmd = entry.name === wanted ? (await entry.load())(setExitCode) : new Command(entry.name).description(entry.summary);
+    program.addCommand(cmd.summary(entry.summary));
+  }
   program.addHelpText(
     'after',
     '\nExit codes: 0 ok; 1 the audit found orphaned volumes or failed reconstructions; 2 could not run.\nSee README.md for every flag, output field and metric.',
@@ -34,9 +79,9 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
 /** Runs the CLI and resolves to the process exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
   let exitCode = 0;
-  const program = buildProgram((code) => {
+  const program = await buildProgram((code) => {
     exitCode = code;
-  });
+  }, argv);
   for (const cmd of program.commands) cmd.exitOverride();
   try {
     await program.parseAsync([...argv], { from: 'user' });

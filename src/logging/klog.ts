@@ -22,6 +22,29 @@ export interface KlogOptions {
 
 type Severity = 'I' | 'W' | 'E';
 
+/**
+ * Wall-clock epoch milliseconds with a microsecond fraction, for the header's ".uuuuuu":
+ * Date.now() counts whole milliseconds only, so the fraction comes from the monotonic
+ * performance clock, anchored to Date.now() and re-anchored whenever the two drift apart by a
+ * millisecond or more (a wall-clock step, NTP slewing).
+ */
+export function preciseWallClockMs(): number {
+  const mono = performance.now();
+  const wall = Date.now();
+  let t = anchor.wallMs + (mono - anchor.monoMs);
+  // Date.now() is the true time rounded down: the estimate must lie in [wall, wall + 1). Outside
+  // it, move the anchor to the nearest end; a millisecond that has just ticked over makes the
+  // estimate exact again, so the anchor converges on the wall clock's sub-millisecond phase.
+  if (t < wall || t >= wall + 1) {
+    t = t < wall ? wall : wall + 0.999;
+    anchor.wallMs = t;
+    anchor.monoMs = mono;
+  }
+  return t;
+}
+
+const anchor = { wallMs: Date.now(), monoMs: performance.now() };
+
 export function createKlogLogger(options: KlogOptions): Logger {
   return new KlogLogger(options, 0);
 }

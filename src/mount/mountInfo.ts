@@ -83,9 +83,21 @@ function truncate(s: string, max: number): string {
  */
 const GO_SPACE_RUN = /[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/;
 
+/** Whitespace other than the plain space and the line feed: the rare case, split the slow way. */
+const GO_SPACE_OTHER_THAN_SP_LF = /[\t\v\f\r\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/;
+
 /** strings.Fields: split on runs of whitespace, no empty fields. */
 function splitFields(line: string): string[] {
   return line.split(GO_SPACE_RUN).filter((f) => f !== '');
+}
+
+/**
+ * strings.Fields for a line known to hold no whitespace but plain spaces: a native split on
+ * " ", with the empty fields of doubled, leading or trailing spaces dropped.
+ */
+function splitFieldsOnSpaces(line: string): string[] {
+  const fields = line.split(' ');
+  return fields.includes('') ? fields.filter((f) => f !== '') : fields;
 }
 
 /** strconv.Atoi on a decimal string (optional sign), limited to safe integers. */
@@ -100,6 +112,11 @@ function parseInteger(s: string): number | undefined {
  * (SELinux `context="a:b:c1,c2"`). Empty items are dropped (strings.FieldsFunc semantics).
  */
 export function splitMountOptions(s: string): string[] {
+  if (!s.includes('"')) {
+    // No quotes (the usual case): a native split, empty items dropped.
+    const items = s.split(',');
+    return items.includes('') ? items.filter((i) => i !== '') : items;
+  }
   const out: string[] = [];
   let inQuotes = false;
   let start = 0;
@@ -116,9 +133,54 @@ export function splitMountOptions(s: string): string[] {
   return out;
 }
 
+/**
+ * A well-formed line with single spaces between fields and IDs short enough to be safe integers:
+ * ID, parent ID, major:minor, root, mount point, options, optional fields up to the first "-"
+ * field, then filesystem type, source, super options and anything after them. A line this does
+ * not match goes through {@link parseLine}, which accepts the same lines and explains the rest.
+ */
+const WELL_FORMED_LINE = /^([+-]?\d{1,15}) ([+-]?\d{1,15}) ([+-]?\d{1,15}):([+-]?\d{1,15}) (\S+) (\S+) (\S+) ((?:\S+ )*?)- (\S+) (\S+) (\S+)(?: |$)/;
+
+/** The fast path of {@link parseLine} for a line that matches {@link WELL_FORMED_LINE}; same result. */
+function parseWellFormedLine(m: RegExpExecArray, lineNo: number, options: OptionLists): MountInfoEntry {
+  const optional = m[8] ?? '';
+  return {
+    id: Number(m[1]),
+    parentId: Number(m[2]),
+    major: Number(m[3]),
+    minor: Number(m[4]),
+    root: m[5] ?? '',
+    mountPoint: m[6] ?? '',
+    mountOptions: options.of(m[7] ?? ''),
+    optionalFields: optional === '' ? NO_FIELDS : optional.slice(0, -1).split(' '),
+    fsType: m[9] ?? '',
+    source: m[10] ?? '',
+    superOptions: options.of(m[11] ?? ''),
+    line: lineNo,
+  };
+}
+
+const NO_FIELDS: readonly string[] = Object.freeze([]);
+
+/**
+ * Option lists of one parse, split once per distinct text: a node's thousands of mounts share a
+ * handful of option strings ("rw,relatime"), and the entries are immutable, so they share lists.
+ */
+class OptionLists {
+  readonly #byText = new Map<string, readonly string[]>();
+  of(text: string): readonly string[] {
+    let list = this.#byText.get(text);
+    if (list === undefined) {
+      list = Object.freeze(splitMountOptions(text));
+      this.#byText.set(text, list);
+    }
+    return list;
+  }
+}
+
 /** Parses one non-empty line; returns the reason as a string when the line is malformed. */
-function parseLine(raw: string, lineNo: number): MountInfoEntry | string {
-  const fields = splitFields(raw);
+function parseLine(raw: string, lineNo: number, split: (line: string) => string[]): MountInfoEntry | string {
+  const fields = split(raw);
   if (fields.length < 10) {
     return `wrong number of fields (expected at least 10, got ${fields.length})`;
   }
@@ -180,11 +242,21 @@ export function parseMountInfo(text: string, options?: ParseMountInfoOptions): P
   const entries: MountInfoEntry[] = [];
   const problems: MountInfoProblem[] = [];
   const lines = text.split('\n');
+  // One scan of the whole text decides whether every line can be split on plain spaces, and
+  // so whether the one-regex fast path may be tried.
+  const plainSpaces = !GO_SPACE_OTHER_THAN_SP_LF.test(text);
+  const optionLists = new OptionLists();
+  const split = plainSpaces ? splitFieldsOnSpaces : splitFields;
   for (let idx = 0; idx < lines.length; idx++) {
     const raw = lines[idx] ?? '';
     if (raw === '') continue;
     const lineNo = idx + 1;
-    const parsed = parseLine(raw, lineNo);
+    const m = plainSpaces ? WELL_FORMED_LINE.exec(raw) : null;
+    if (m !== null) {
+      entries.push(parseWellFormedLine(m, lineNo, optionLists));
+      continue;
+    }
+    const parsed = parseLine(raw, lineNo, split);
     if (typeof parsed === 'string') {
       if (strict) throw new MountInfoParseError(source, lineNo, raw, parsed);
       problems.push({ line: lineNo, text: raw, error: parsed });

@@ -23,16 +23,10 @@ import { InconsistentReadError, readMountInfoText, type MountInfoSource } from '
 /** Go's filepath.Clean for slash paths: no "//", "." or resolvable "..", no trailing "/". */
 function cleanPath(p: string): string {
   // Fast path: an absolute path with no "//", "/./", "/../", trailing "/" or "." segments is clean.
-  if (p.length > 1 && p.charCodeAt(0) === 47 && !p.endsWith('/') && !p.includes('//') && !/\/\.\.?(?:\/|$)/.test(p)) return p;
+  // ("/." also rejects a harmless "/.name": such a path merely takes the slow path.)
+  if (p.length > 1 && p.charCodeAt(0) === 47 && p.charCodeAt(p.length - 1) !== 47 && !p.includes('//') && !p.includes('/.')) return p;
   const n = posix.normalize(p);
   return n.length > 1 && n.endsWith('/') ? n.slice(0, -1) : n;
-}
-
-/** Number of "/" in a path: its depth, for ordering ancestors before descendants. */
-function depthOf(p: string): number {
-  let n = 0;
-  for (let i = 0; i < p.length; i++) if (p.charCodeAt(i) === 47) n++;
-  return p === '/' ? 0 : n;
 }
 
 /** The parent of a clean absolute path ("/" for "/x"); "/" for "/". */
@@ -47,29 +41,38 @@ function joinPath(a: string, b: string): string {
   return parts.length === 0 ? '' : cleanPath(parts.join('/'));
 }
 
-function deviceRootKey(major: number, minor: number, root: string): string {
-  return `${major}:${minor}:${root}`;
+/** One number for a device: minor numbers are below 2^20 on Linux; larger ones still map uniquely below 2^53. */
+function deviceKey(major: number, minor: number): number {
+  return major * 2 ** 32 + minor;
 }
+
+/** Bound on the look-up memo of one snapshot (it is cleared, not grown, beyond this). */
+const MAX_REMEMBERED_PATHS = 100_000;
 
 /** The suffix the kernel appends to the mount point of a mount whose directory was deleted. */
 const DELETED_SUFFIX = '\\040(deleted)';
 
-/** One parsed mount table, indexed for path and device lookups. Immutable. */
+/**
+ * One parsed mount table, indexed for path and device lookups. Immutable.
+ *
+ * Each index is built on the first query that needs it, not at parse time: a caller that asks
+ * only isMountPoint never pays for the device index or the sorted list, and a parse whose
+ * snapshot is never queried costs the parse alone.
+ */
 export class MountTableSnapshot {
   readonly entries: readonly MountInfoEntry[];
   readonly problems: readonly MountInfoProblem[];
-  /** Cleaned (still escaped) mount point -> indices into `entries`, ascending. */
-  readonly #byMountPoint = new Map<string, number[]>();
-  /** major:minor:root -> entries, in file order. */
-  readonly #byDeviceRoot = new Map<string, MountInfoEntry[]>();
-  /** [cleaned mount point, entry index], sorted by mount point then index: prefix range queries. */
-  readonly #sortedMountPoints: [string, number][] = [];
+  /** Cleaned (still escaped) mount point -> the highest index of an entry mounted there. */
+  #lastAtMountPoint: Map<string, number> | undefined;
+  /** Device (major, minor) -> root -> entries, in file order. */
+  #byDeviceRoot: Map<number, Map<string, MountInfoEntry[]>> | undefined;
   /**
-   * Cleaned mount point -> the highest entry index among the entries mounted at it or at any of
-   * its ancestors: the answer of findMountFor for every path whose nearest mounted ancestor (or
-   * itself) is this mount point. Lets a look-up stop at the first mounted ancestor.
+   * Path -> the highest index of an entry mounted at it or at one of its ancestors (-1: none),
+   * for every path a look-up has walked through: later look-ups stop at the first known ancestor.
    */
-  readonly #lastAtOrAbove = new Map<string, number>();
+  #highestAtOrAbove = new Map<string, number>();
+  /** [cleaned mount point, entry index], sorted by mount point then index: prefix range queries. */
+  #sortedMountPoints: [string, number][] | undefined;
 
   static parse(text: string, options?: ParseMountInfoOptions): MountTableSnapshot {
     return new MountTableSnapshot(parseMountInfo(text, options));
@@ -78,52 +81,82 @@ export class MountTableSnapshot {
   constructor(parsed: ParsedMountInfo) {
     this.entries = parsed.entries;
     this.problems = parsed.problems;
-    this.entries.forEach((entry, index) => {
-      const mp = cleanPath(entry.mountPoint);
-      const atPoint = this.#byMountPoint.get(mp);
-      if (atPoint === undefined) this.#byMountPoint.set(mp, [index]);
-      else atPoint.push(index);
-      this.#sortedMountPoints.push([mp, index]);
-      const key = deviceRootKey(entry.major, entry.minor, entry.root);
-      const sameRoot = this.#byDeviceRoot.get(key);
-      if (sameRoot === undefined) this.#byDeviceRoot.set(key, [entry]);
-      else sameRoot.push(entry);
-    });
-    this.#sortedMountPoints.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] - b[1]));
-    // Shallow mount points first, so each one's nearest mounted ancestor is already resolved.
-    const points = [...this.#byMountPoint.keys()].sort((a, b) => depthOf(a) - depthOf(b));
-    for (const mp of points) {
-      const own = this.#byMountPoint.get(mp);
-      let best = own?.[own.length - 1] ?? -1;
-      if (mp !== '/') {
-        let current = parentOf(mp);
-        for (;;) {
-          const above = this.#lastAtOrAbove.get(current);
-          if (above !== undefined) {
-            if (above > best) best = above;
-            break;
-          }
-          if (current === '/') break;
-          current = parentOf(current);
-        }
-      }
-      this.#lastAtOrAbove.set(mp, best);
+  }
+
+  get #mountPoints(): Map<string, number> {
+    if (this.#lastAtMountPoint === undefined) {
+      const index = new Map<string, number>();
+      const entries = this.entries;
+      // Ascending: a later entry at the same mount point overwrites, so each value is the highest.
+      for (let i = 0; i < entries.length; i++) index.set(cleanPath(entries[i]?.mountPoint ?? ''), i);
+      this.#lastAtMountPoint = index;
     }
+    return this.#lastAtMountPoint;
+  }
+
+  get #deviceRoots(): Map<number, Map<string, MountInfoEntry[]>> {
+    if (this.#byDeviceRoot === undefined) {
+      const index = new Map<number, Map<string, MountInfoEntry[]>>();
+      for (const entry of this.entries) {
+        const dev = deviceKey(entry.major, entry.minor);
+        let byRoot = index.get(dev);
+        if (byRoot === undefined) {
+          byRoot = new Map();
+          index.set(dev, byRoot);
+        }
+        const sameRoot = byRoot.get(entry.root);
+        if (sameRoot === undefined) byRoot.set(entry.root, [entry]);
+        else sameRoot.push(entry);
+      }
+      this.#byDeviceRoot = index;
+    }
+    return this.#byDeviceRoot;
+  }
+
+  get #sorted(): [string, number][] {
+    if (this.#sortedMountPoints === undefined) {
+      const sorted = this.entries.map((entry, index): [string, number] => [cleanPath(entry.mountPoint), index]);
+      sorted.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] - b[1]));
+      this.#sortedMountPoints = sorted;
+    }
+    return this.#sortedMountPoints;
   }
 
   /**
    * SearchMountPoints' first step: the LAST entry (highest index) whose mount point equals
    * `path` or is an ancestor of it (compared after cleaning both, like Go's filepath.Rel);
-   * undefined if none. Looks up each ancestor of `path` in a map: O(depth of path).
+   * undefined if none. Looks up `path` and each of its ancestors in a map: O(depth of path).
    */
   findMountFor(path: string): MountInfoEntry | undefined {
-    let current = cleanPath(path);
-    for (;;) {
-      const best = this.#lastAtOrAbove.get(current);
-      if (best !== undefined) return this.entries[best];
-      if (current === '/') return undefined;
-      current = parentOf(current);
+    const best = this.#highestIndexAtOrAbove(cleanPath(path));
+    return best < 0 ? undefined : this.entries[best];
+  }
+
+  /** See #highestAtOrAbove: walks up to the first path already answered, then fills in the walk. */
+  #highestIndexAtOrAbove(cleaned: string): number {
+    const memo = this.#highestAtOrAbove;
+    const known = memo.get(cleaned);
+    if (known !== undefined) return known;
+    if (memo.size > MAX_REMEMBERED_PATHS) memo.clear();
+    const mountPoints = this.#mountPoints;
+    const walked: string[] = [];
+    let above = -1;
+    for (let current = cleaned; ; current = parentOf(current)) {
+      const answer = memo.get(current);
+      if (answer !== undefined) {
+        above = answer;
+        break;
+      }
+      walked.push(current);
+      if (current === '/') break;
     }
+    for (let i = walked.length - 1; i >= 0; i--) {
+      const p = walked[i] ?? '/';
+      const own = mountPoints.get(p);
+      if (own !== undefined && own > above) above = own;
+      memo.set(p, above);
+    }
+    return above;
   }
 
   /**
@@ -139,7 +172,7 @@ export class MountTableSnapshot {
     if (entry === undefined || rootPath === '') {
       throw new Error(`failed to get root path and major:minor for ${path}`);
     }
-    const sameRoot = this.#byDeviceRoot.get(deviceRootKey(entry.major, entry.minor, rootPath)) ?? [];
+    const sameRoot = this.#deviceRoots.get(deviceKey(entry.major, entry.minor))?.get(rootPath) ?? [];
     return sameRoot.filter((e) => e.id !== entry.id).map((e) => e.mountPoint);
   }
 
@@ -150,14 +183,15 @@ export class MountTableSnapshot {
    */
   isMountPoint(path: string): boolean {
     const escaped = escapeMountPath(cleanPath(path));
-    return this.#byMountPoint.has(escaped) || this.#byMountPoint.has(escaped + DELETED_SUFFIX);
+    const index = this.#mountPoints;
+    return index.has(escaped) || index.has(escaped + DELETED_SUFFIX);
   }
 
   /** Mount points (decoded for display) of the entries at or below `path`, one per entry, in file order. */
   mountsUnder(path: string): string[] {
     const escaped = escapeMountPath(cleanPath(path));
     const prefix = escaped.endsWith('/') ? escaped : `${escaped}/`;
-    const sorted = this.#sortedMountPoints;
+    const sorted = this.#sorted;
     // Binary search for the first mount point >= escaped; every match lies in one run after it.
     let lo = 0;
     let hi = sorted.length;

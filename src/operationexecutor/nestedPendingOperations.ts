@@ -22,6 +22,8 @@
  * Time comes only from the {@link Clock} port; nothing here sleeps or sets timers.
  */
 import type { Clock } from '../host/clock.js';
+import { discardLogger, type Logger } from '../host/logger.js';
+import { grpcCodeOf, noRetriesPermittedMsg, operationErrorText } from './operationLog.js';
 
 /** Backoff after the first failure of a key. */
 export const BACKOFF_INITIAL_MS = 500;
@@ -42,6 +44,11 @@ export interface GeneratedOperation {
   readonly operationName: string;
   /** Does the work. Rejects (or throws) on failure. */
   run(): Promise<void>;
+  /**
+   * What failed for which volume and pod, put before the error in the failure's log line
+   * (kubelet's GenerateErrorDetailed prefix, e.g. `MountVolume failed for volume "pvc-1" …`).
+   */
+  readonly failurePrefix?: string;
 }
 
 export interface OperationCompleteEvent {
@@ -142,8 +149,12 @@ export interface NestedPendingOperations {
   onComplete(listener: (e: OperationCompleteEvent) => void): void;
 }
 
-export function createNestedPendingOperations(clock: Clock): NestedPendingOperations {
-  return new NestedPendingOperationsImpl(clock);
+/**
+ * `logger` receives kubelet's error line for every failed operation ("Operation for … failed. No
+ * retries permitted until … (durationBeforeRetry …). Error: …"), at error severity.
+ */
+export function createNestedPendingOperations(clock: Clock, logger: Logger = discardLogger): NestedPendingOperations {
+  return new NestedPendingOperationsImpl(clock, logger);
 }
 
 /** kubelet's exponentialbackoff: the backoff state of one key. */
@@ -207,7 +218,10 @@ class NestedPendingOperationsImpl implements NestedPendingOperations {
   private waiters: (() => void)[] = [];
   private readonly listeners: ((e: OperationCompleteEvent) => void)[] = [];
 
-  constructor(private readonly clock: Clock) {}
+  constructor(
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+  ) {}
 
   run(key: OperationKey, op: GeneratedOperation): void {
     const opKey: OperationKey = { volumeName: key.volumeName, podName: key.podName };
@@ -247,7 +261,7 @@ class NestedPendingOperationsImpl implements NestedPendingOperations {
       .then(() => op.run())
       .then(
         () => this.complete(entry, startMs, undefined, false),
-        (err: unknown) => this.complete(entry, startMs, err, true),
+        (err: unknown) => this.complete(entry, startMs, err, true, op.failurePrefix),
       );
   }
 
@@ -317,7 +331,7 @@ class NestedPendingOperationsImpl implements NestedPendingOperations {
     throw new BackoffError(key, remainingMs, backoff.durationBeforeRetryMs, backoff.lastError);
   }
 
-  private complete(entry: Entry, startMs: number, rejection: unknown, failed: boolean): void {
+  private complete(entry: Entry, startMs: number, rejection: unknown, failed: boolean, failurePrefix?: string): void {
     const nowMs = this.clock.nowMs();
     // A rejection with no value must still read as a failure to listeners and in BackoffError.
     const error = failed && rejection === undefined ? new Error(`operation ${JSON.stringify(entry.operationName)} failed without a reason`) : rejection;
@@ -326,6 +340,7 @@ class NestedPendingOperationsImpl implements NestedPendingOperations {
       entry.backoff.durationBeforeRetryMs = nextBackoffMs(entry.backoff.durationBeforeRetryMs);
       entry.backoff.lastErrorTimeMs = nowMs;
       entry.backoff.lastError = error;
+      this.logFailure(entry, error, failurePrefix);
     } else {
       this.remove(entry);
     }
@@ -344,6 +359,23 @@ class NestedPendingOperationsImpl implements NestedPendingOperations {
         this.waiters = [];
         for (const resolve of waiters) resolve();
       }
+    }
+  }
+
+  /** kubelet's operationComplete error line; a failing logger must not break the bookkeeping. */
+  private logFailure(entry: Entry, error: unknown, failurePrefix: string | undefined): void {
+    try {
+      const text = operationErrorText(error);
+      const grpcCode = grpcCodeOf(error);
+      const msg = noRetriesPermittedMsg({
+        key: entry.key,
+        lastErrorTimeMs: entry.backoff.lastErrorTimeMs,
+        durationBeforeRetryMs: entry.backoff.durationBeforeRetryMs,
+        errorText: failurePrefix === undefined ? text : `${failurePrefix} : ${text}`,
+      });
+      this.logger.error(undefined, msg, grpcCode === undefined ? { operation: entry.operationName } : { operation: entry.operationName, grpcCode });
+    } catch {
+      // Logging is best effort.
     }
   }
 

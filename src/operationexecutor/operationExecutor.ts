@@ -4,7 +4,7 @@
  * NestedPendingOperations. It also records storage_operation_duration_seconds.
  */
 import type { Clock } from '../host/clock.js';
-import { getVolumeMode } from '../volume/spec.js';
+import { getVolumeMode, specName } from '../volume/spec.js';
 import type { VolumeManagerMetrics } from '../metrics/volumeManagerMetrics.js';
 import type {
   ActualStateOfWorldAttacherUpdater,
@@ -14,6 +14,7 @@ import type {
 import type { VolumeToMount } from '../volumemanager/cache/desiredStateOfWorld.js';
 import { EMPTY_POD_NAME, type NestedPendingOperations, type OperationKey } from './nestedPendingOperations.js';
 import { OP, type Operation, type OperationGenerator, type UnmountTarget } from './operationGenerator.js';
+import { operationFailurePrefix } from './operationLog.js';
 
 export class OperationExecutor {
   constructor(
@@ -33,7 +34,11 @@ export class OperationExecutor {
   }
 
   verifyControllerAttachedVolume(vtm: VolumeToMount, asw: ActualStateOfWorldAttacherUpdater): void {
-    this.start({ volumeName: vtm.volumeName, podName: EMPTY_POD_NAME }, this.generator.generateVerifyControllerAttachedVolume(vtm, asw));
+    this.start(
+      { volumeName: vtm.volumeName, podName: EMPTY_POD_NAME },
+      this.generator.generateVerifyControllerAttachedVolume(vtm, asw),
+      vtmFailurePrefix('VerifyControllerAttachedVolume', vtm),
+    );
   }
 
   /**
@@ -48,7 +53,7 @@ export class OperationExecutor {
       getVolumeMode(vtm.spec) === 'Block'
         ? await this.generator.generateMapVolume(vtm, devicePath, asw)
         : this.generator.generateMountVolume(vtm, devicePath, asw);
-    this.start(key, op);
+    this.start(key, op, vtmFailurePrefix(getVolumeMode(vtm.spec) === 'Block' ? 'MapVolume' : 'MountVolume', vtm));
   }
 
   /** Unmount (or unmap) one pod's volume, keyed per pod. A spec-less target takes the filesystem path. */
@@ -59,7 +64,16 @@ export class OperationExecutor {
       getVolumeMode(mv.volumeSpec) === 'Block'
         ? await this.generator.generateUnmapVolume(mv, asw)
         : await this.generator.generateUnmountVolume(mv, asw);
-    this.start(key, op);
+    this.start(
+      key,
+      op,
+      operationFailurePrefix({
+        operation: getVolumeMode(mv.volumeSpec) === 'Block' ? 'UnmapVolume' : 'UnmountVolume.TearDown',
+        volumeSpecName: mv.innerVolumeSpecName,
+        volumeName: mv.volumeName,
+        podName: mv.podName,
+      }),
+    );
   }
 
   /** Unmount (or unmap) the device, keyed per volume. */
@@ -70,7 +84,15 @@ export class OperationExecutor {
       getVolumeMode(av.volumeSpec) === 'Block'
         ? await this.generator.generateUnmapDevice(av, asw)
         : this.generator.generateUnmountDevice(av, asw);
-    this.start(key, op);
+    this.start(
+      key,
+      op,
+      operationFailurePrefix({
+        operation: getVolumeMode(av.volumeSpec) === 'Block' ? 'UnmapDevice' : 'UnmountDevice',
+        volumeSpecName: specName(av.volumeSpec),
+        volumeName: av.volumeName,
+      }),
+    );
   }
 
   /** Fails fast (AlreadyExists / Backoff) before the generator reads anything from disk. */
@@ -78,10 +100,11 @@ export class OperationExecutor {
     this.pending.checkRunnable(key, operationName);
   }
 
-  private start(key: OperationKey, op: Operation): void {
+  private start(key: OperationKey, op: Operation, failurePrefix: string): void {
     const startedMs = this.clock.nowMs();
     this.pending.run(key, {
       operationName: op.operationName,
+      failurePrefix,
       run: async () => {
         try {
           await op.run();
@@ -93,4 +116,15 @@ export class OperationExecutor {
       },
     });
   }
+}
+
+/** The failure log line's prefix for an operation on one pod's volume. */
+function vtmFailurePrefix(operation: string, vtm: VolumeToMount): string {
+  return operationFailurePrefix({
+    operation,
+    volumeSpecName: specName(vtm.spec),
+    volumeName: vtm.volumeName,
+    podName: `${vtm.pod.namespace}/${vtm.pod.name}`,
+    podUID: vtm.pod.uid,
+  });
 }

@@ -48,10 +48,16 @@ export class VolumeManager {
     this.plugins = deps.plugins ?? new VolumePluginMgr([new CsiPlugin(host)]);
     this.asw = createActualStateOfWorld();
     this.dsw = createDesiredStateOfWorld();
-    this.pending = createNestedPendingOperations(host.clock);
+    this.pending = createNestedPendingOperations(host.clock, host.logger);
     const generator = new OperationGenerator({ plugins: this.plugins, host, cluster: host.cluster, logger: host.logger });
     this.executor = new OperationExecutor(generator, this.pending, host.clock, metrics);
-    this.populator = createDesiredStateOfWorldPopulator({ cluster: host.cluster, dsw: this.dsw, plugins: this.plugins, logger: host.logger });
+    this.populator = createDesiredStateOfWorldPopulator({
+      cluster: host.cluster,
+      dsw: this.dsw,
+      plugins: this.plugins,
+      logger: host.logger,
+      clock: host.clock,
+    });
     this.reconstructor = new Reconstructor({
       fs: host.fs,
       layout: host.layout,

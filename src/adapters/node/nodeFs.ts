@@ -156,12 +156,7 @@ async function readBounded(path: string, maxBytes: number, noFollow: boolean): P
   const handle = await fsp.open(fsPath(path), flags);
   try {
     const st = await handle.stat();
-    const kind = specialFileKind(st);
-    if (kind !== undefined) {
-      const code = st.isDirectory() ? 'EISDIR' : 'EFTYPE';
-      throw new FsError(code, path, 'open', `${path} is ${kind}, not a regular file; refusing to read it`);
-    }
-    if (st.size > maxBytes) throw tooLarge(path, maxBytes, st.size);
+    assertReadable(path, st, maxBytes);
     if (st.size > 0) {
       // One read of its size (+1 to notice growth); a short read is its end.
       const buf = Buffer.allocUnsafe(st.size + 1);
@@ -185,18 +180,31 @@ async function readBounded(path: string, maxBytes: number, noFollow: boolean): P
   }
 }
 
-function tooLarge(path: string, maxBytes: number, size: number): FsError {
+/**
+ * The checks every bounded read makes on the file it opened (non-blocking, so that a FIFO never
+ * waits for a writer): a regular file, at most `maxBytes` long.
+ */
+export function assertReadable(path: string, st: Stats, maxBytes: number): void {
+  const kind = specialFileKind(st);
+  if (kind !== undefined) {
+    const code = st.isDirectory() ? 'EISDIR' : 'EFTYPE';
+    throw new FsError(code, path, 'open', `${path} is ${kind}, not a regular file; refusing to read it`);
+  }
+  if (st.size > maxBytes) throw tooLarge(path, maxBytes, st.size);
+}
+
+export function tooLarge(path: string, maxBytes: number, size: number): FsError {
   return new FsError('EFBIG', path, 'read', `${path} is larger than the ${maxBytes}-byte limit (${size} bytes or more)`);
 }
 
-function direntType(e: Dirent<Buffer>): FileType {
+export function direntType(e: Dirent<Buffer>): FileType {
   if (e.isDirectory()) return 'directory';
   if (e.isFile()) return 'file';
   if (e.isSymbolicLink()) return 'symlink';
   return 'other';
 }
 
-function toStat(st: Stats): FileStat {
+export function toStat(st: Stats): FileStat {
   const type: FileType = st.isDirectory() ? 'directory' : st.isFile() ? 'file' : st.isSymbolicLink() ? 'symlink' : 'other';
   return { type, size: st.size, mode: st.mode & 0o7777, dev: st.dev, ino: st.ino, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs };
 }

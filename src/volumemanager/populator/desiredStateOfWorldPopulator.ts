@@ -6,6 +6,7 @@
  * When the cluster view cannot answer, the DSW keeps what it had and `hasAddedPods()` does not
  * become true: nothing is unmounted on the strength of an unanswered question.
  */
+import type { Clock } from '../../host/clock.js';
 import type { ClusterView, Pod, PodVolumeSource } from '../../host/cluster.js';
 import { errorMessage } from '../../host/fs.js';
 import type { Logger } from '../../host/logger.js';
@@ -26,6 +27,26 @@ export interface PopulatorDeps {
   readonly dsw: DesiredStateOfWorld;
   readonly plugins: VolumePluginMgr;
   readonly logger: Logger;
+  /**
+   * For the repeat interval of identical "Error processing volume" lines. Without a clock an
+   * identical error is logged once, and again only after it changed or cleared.
+   */
+  readonly clock?: Clock;
+}
+
+/**
+ * The same "Error processing volume" error for the same pod volume is logged at most once per
+ * this interval (the populator retries every 100 ms); a different error, or the first one after
+ * a success, is logged at once.
+ */
+export const POPULATOR_ERROR_REPEAT_MS = 60_000;
+
+/** The last "Error processing volume" line written for one pod volume. */
+interface LoggedVolumeError {
+  readonly msg: string;
+  readonly loggedAtMs: number;
+  /** Identical failures since that line. */
+  suppressed: number;
 }
 
 export function createDesiredStateOfWorldPopulator(deps: PopulatorDeps): DesiredStateOfWorldPopulator {
@@ -37,6 +58,8 @@ class Populator implements DesiredStateOfWorldPopulator {
   private added = false;
   /** The message of the listing failure last logged; cleared (and logged) on recovery. */
   private lastListError: string | undefined;
+  /** By pod name, then pod volume name: the last error line written, while the volume keeps failing. */
+  private readonly volumeErrors = new Map<UniquePodName, Map<string, LoggedVolumeError>>();
 
   constructor(private readonly deps: PopulatorDeps) {}
 
@@ -69,19 +92,41 @@ class Populator implements DesiredStateOfWorldPopulator {
       for (const volume of pod.volumes) {
         try {
           await this.addVolume(pod, podName, volume);
+          this.volumeErrors.get(podName)?.delete(volume.name);
         } catch (err) {
           const msg = `error processing volume ${JSON.stringify(volume.name)} for pod ${pod.namespace}/${pod.name}: ${errorMessage(err)}`;
           dsw.addErrorToPod(podName, msg);
-          logger.error(err, 'Error processing volume', { pod: `${pod.namespace}/${pod.name}`, volumeName: volume.name });
+          this.logVolumeError(err, pod, podName, volume.name);
         }
       }
     }
+    for (const podName of this.volumeErrors.keys()) if (!seen.has(podName)) this.volumeErrors.delete(podName);
     for (const podName of dsw.getPods()) {
       if (seen.has(podName)) continue;
       logger.v(4).info('Removing volumes from the desired state for a pod that is gone', { podUID: podName });
       dsw.deletePod(podName);
     }
     this.added = true;
+  }
+
+  /** "Error processing volume", rate limited per pod volume and error text (see POPULATOR_ERROR_REPEAT_MS). */
+  private logVolumeError(err: unknown, pod: Pod, podName: UniquePodName, volumeName: string): void {
+    const msg = errorMessage(err);
+    const nowMs = this.deps.clock?.nowMs() ?? 0;
+    let byVolume = this.volumeErrors.get(podName);
+    if (byVolume === undefined) {
+      byVolume = new Map();
+      this.volumeErrors.set(podName, byVolume);
+    }
+    const last = byVolume.get(volumeName);
+    if (last !== undefined && last.msg === msg && (this.deps.clock === undefined || nowMs - last.loggedAtMs < POPULATOR_ERROR_REPEAT_MS)) {
+      last.suppressed++;
+      return;
+    }
+    const values: Record<string, unknown> = { pod: `${pod.namespace}/${pod.name}`, volumeName };
+    if (last !== undefined && last.msg === msg) values['repeated'] = last.suppressed;
+    this.deps.logger.error(err, 'Error processing volume', values);
+    byVolume.set(volumeName, { msg, loggedAtMs: nowMs, suppressed: 0 });
   }
 
   private async addVolume(pod: Pod, podName: UniquePodName, volume: PodVolumeSource): Promise<void> {

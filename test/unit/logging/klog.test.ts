@@ -48,3 +48,19 @@ describe('klog logger', () => {
     assert.equal('v' in b, false);
   });
 });
+
+describe('klog header microseconds', () => {
+  it('carries a sub-millisecond part from the wall clock used by every command', async () => {
+    const { preciseWallClockMs } = await import('../../../src/logging/klog.js');
+    const samples: number[] = [];
+    for (let i = 0; i < 2000; i++) samples.push(preciseWallClockMs());
+    // Within a millisecond of Date.now(), never going backwards by more than the re-anchoring step.
+    const now = Date.now();
+    for (const t of samples) assert.ok(Math.abs(t - now) < 5_000);
+    assert.ok(samples.some((t) => t % 1 !== 0), 'some sample has a fraction of a millisecond');
+    const lines: string[] = [];
+    const log = createKlogLogger({ format: 'text', verbosity: 0, sink: (l) => lines.push(l), nowMs: preciseWallClockMs, pid: 1 });
+    for (let i = 0; i < 50; i++) log.info('x');
+    assert.ok(lines.some((l) => !/^I\d{4} \d\d:\d\d:\d\d\.\d{3}000 /.test(l)), 'not every header ends in 000');
+  });
+});

@@ -1,0 +1,246 @@
+/**
+ * kubelet's cleanupOrphanedPodDirs (pkg/kubelet/kubelet_volumes.go; reference §10.1): the
+ * directories of pods that are gone are removed once nothing is mounted in them and no volume is
+ * left, so that a node returns to a clean root dir. The agent runs one sweep every housekeeping
+ * period (kubelet: 2 s).
+ *
+ * A pod dir `<root>/pods/<uid>` is an orphan when its uid is neither a pod the API server binds
+ * to this node nor a pod in the desired or actual state of world. For each orphan, in order:
+ * 1. skipped (an "error pod") while the actual state still has a volume of the pod, while the
+ *    mount table shows any mount at or under the pod dir, or while `volumeDevices/<plugin>/`
+ *    still holds an entry (a block volume);
+ * 2. the pod's volume dirs are removed with rmdir only - for CSI the `<volume>/mount` dir first
+ *    - and then `volumes/` is removed directories-only: a regular file left there (a
+ *    `vol_data.json` whose TearDown did not finish) fails it with "not a directory" and the pod
+ *    is kept, as in kubelet;
+ * 3. every other subdir is removed (files too) without crossing a mount point, then the pod dir.
+ *
+ * Safety beyond kubelet's own checks: nothing is swept before the cluster view answered (an
+ * unanswered list is never read as "every pod is gone"); the mount table is read once per sweep
+ * and a pod dir holding any mount is left whole; each directory is checked again with
+ * isLikelyNotMountPoint right before it is descended into; symlinks are removed, never followed;
+ * a pods dir resolving outside the root dir is never swept.
+ */
+import * as path from 'node:path/posix';
+import type { ClusterView } from '../host/cluster.js';
+import { errorMessage, isNotExist, type DirEntry, type FileSystem } from '../host/fs.js';
+import type { Logger } from '../host/logger.js';
+import { VOLUME_DEVICES_DIR_NAME, VOLUMES_DIR_NAME, type KubeletLayout } from '../layout/layout.js';
+import { escapeQualifiedName, CSI_PLUGIN_NAME } from '../layout/names.js';
+import type { Mounter } from '../mount/mounter.js';
+import type { MountTableSnapshot } from '../mount/mountRefs.js';
+import { resolvesInsideRoot } from '../volume/csi/volumeData.js';
+
+/** kubelet's housekeeping period, which runs the sweep. */
+export const HOUSEKEEPING_PERIOD_MS = 2_000;
+
+/** How deep a removal descends before it gives up (a pod dir is a few levels deep). */
+export const MAX_REMOVE_DEPTH = 32;
+
+export interface OrphanedPodDirsDeps {
+  readonly fs: FileSystem;
+  readonly layout: KubeletLayout;
+  /** The root dir with symlinks resolved: nothing outside it is removed. */
+  readonly realRootDir: string;
+  readonly mounter: Mounter;
+  readonly cluster: ClusterView;
+  readonly logger: Logger;
+  /** Whether the populator has listed the pods at least once (kubelet's sources ready). */
+  readonly sourcesReady: () => boolean;
+  /** Pod uids the volume manager knows (desired state, actual state). */
+  readonly knownPodUIDs: () => Iterable<string>;
+  /** Whether the actual state still has a (possibly) mounted volume of the pod. */
+  readonly podHasVolumesInActualState: (podUID: string) => boolean;
+}
+
+/** One pod dir the sweep found orphaned but left in place, and why. */
+export interface KeptOrphan {
+  readonly podUID: string;
+  readonly reason: string;
+}
+
+export interface OrphanSweepResult {
+  /** Why nothing was swept, when nothing was: the sources were not ready or a read failed. */
+  readonly skipped?: string;
+  /** kubelet_orphan_pod_cleaned_volumes: orphaned pod dirs seen in this sweep. */
+  readonly orphans: number;
+  /** Pod uids whose dir was removed. */
+  readonly removed: readonly string[];
+  /** kubelet_orphan_pod_cleaned_volumes_errors counts these. */
+  readonly kept: readonly KeptOrphan[];
+}
+
+export class OrphanedPodDirsCleaner {
+  /** The kept pods' reasons of the last sweep, to log a change once rather than every 2 s. */
+  private lastKeptSummary = '';
+
+  constructor(private readonly deps: OrphanedPodDirsDeps) {}
+
+  /** One sweep over `<root>/pods`. Never throws: what fails is reported in the result and logged. */
+  async cleanupOrphanedPodDirs(): Promise<OrphanSweepResult> {
+    const { fs, layout, logger } = this.deps;
+    const none = (skipped: string): OrphanSweepResult => ({ skipped, orphans: 0, removed: [], kept: [] });
+    if (!this.deps.sourcesReady()) return none('pod sources not ready');
+
+    const known = new Set<string>();
+    try {
+      for (const pod of await this.deps.cluster.listPods()) known.add(pod.uid);
+    } catch (err) {
+      logger.v(4).info('Not cleaning up orphaned pod dirs: the pods could not be listed', { err: errorMessage(err) });
+      return none('pods not listed');
+    }
+    for (const uid of this.deps.knownPodUIDs()) known.add(uid);
+
+    const podsDir = layout.podsDir();
+    if (!(await resolvesInsideRoot(this.deps.fs, podsDir, this.deps.realRootDir))) {
+      return none(`${podsDir} missing or outside the root dir`);
+    }
+    let entries: DirEntry[];
+    let table: MountTableSnapshot;
+    try {
+      entries = await fs.readdir(podsDir);
+      table = await this.deps.mounter.readMountTable();
+    } catch (err) {
+      if (!isNotExist(err)) logger.error(err, 'Could not read the pods dir or the mount table; not cleaning up orphaned pod dirs');
+      return none(errorMessage(err));
+    }
+
+    let orphans = 0;
+    const removed: string[] = [];
+    const kept: KeptOrphan[] = [];
+    for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+      if (entry.type !== 'directory' || known.has(entry.name)) continue;
+      orphans++;
+      const reason = await this.cleanupPodDir(entry.name, table);
+      if (reason === undefined) {
+        removed.push(entry.name);
+        logger.v(3).info('Orphaned pod found, removing', { podUID: entry.name });
+      } else {
+        kept.push({ podUID: entry.name, reason });
+        logger.v(3).info('Orphaned pod found, but not removed', { podUID: entry.name, reason });
+      }
+    }
+    this.logKept(kept);
+    return { orphans, removed, kept };
+  }
+
+  /** Removes one orphaned pod dir; returns why it was kept, or undefined once it is gone. */
+  private async cleanupPodDir(podUID: string, table: MountTableSnapshot): Promise<string | undefined> {
+    const { fs, layout } = this.deps;
+    const podDir = layout.podDir(podUID);
+    if (this.deps.podHasVolumesInActualState(podUID)) return 'volumes of the pod are still in the actual state of world';
+    const mounts = table.mountsUnder(podDir);
+    if (mounts.length > 0) return `the pod dir still holds ${mounts.length} mount(s), e.g. ${mounts[0] ?? ''}`;
+    try {
+      const blockVolumes = await entriesTwoLevelsDown(fs, path.join(podDir, VOLUME_DEVICES_DIR_NAME));
+      if (blockVolumes > 0) return `${VOLUME_DEVICES_DIR_NAME} still holds ${blockVolumes} volume(s)`;
+      await this.removeOrphanedPodVolumeDirs(podDir);
+      for (const sub of await fs.readdir(podDir)) {
+        const subPath = path.join(podDir, sub.name);
+        // Never removed wholesale: removeOrphanedPodVolumeDirs had to remove it, directories only.
+        if (sub.name === VOLUMES_DIR_NAME) return `${subPath} was found after it was removed`;
+        await this.removeAllOneFilesystem(subPath, sub.type, 0);
+      }
+      await fs.rmdir(podDir);
+    } catch (err) {
+      return errorMessage(err);
+    }
+    return undefined;
+  }
+
+  /**
+   * removeOrphanedPodVolumeDirs: rmdir each volume dir (for CSI its `mount` dir first), then
+   * remove `volumes/` keeping to directories: any file left fails it.
+   */
+  private async removeOrphanedPodVolumeDirs(podDir: string): Promise<void> {
+    const { fs } = this.deps;
+    const volumesDir = path.join(podDir, VOLUMES_DIR_NAME);
+    let plugins: DirEntry[];
+    try {
+      plugins = await fs.readdir(volumesDir);
+    } catch (err) {
+      if (isNotExist(err)) return;
+      throw err;
+    }
+    const csiDirName = escapeQualifiedName(CSI_PLUGIN_NAME);
+    for (const plugin of plugins) {
+      if (plugin.type !== 'directory') continue; // left for the directories-only removal to refuse
+      const pluginDir = path.join(volumesDir, plugin.name);
+      for (const volume of await fs.readdir(pluginDir)) {
+        if (volume.type !== 'directory') continue;
+        const volumeDir = path.join(pluginDir, volume.name);
+        if (plugin.name === csiDirName) await this.rmdirIfUnmounted(path.join(volumeDir, 'mount'), true);
+        await this.rmdirIfUnmounted(volumeDir, false);
+      }
+    }
+    await this.removeDirsOneFilesystem(volumesDir, 0);
+  }
+
+  /** rmdir of an empty, unmounted directory; a non-empty one stays (kubelet logs and goes on). */
+  private async rmdirIfUnmounted(dir: string, mayBeMissing: boolean): Promise<void> {
+    try {
+      if (!(await this.deps.mounter.isLikelyNotMountPoint(dir))) throw new Error(`${dir} is a mount point`);
+      await this.deps.fs.rmdir(dir);
+    } catch (err) {
+      if (isNotExist(err) && mayBeMissing) return;
+      if (err instanceof Error && /mount point/.test(err.message)) throw err;
+      // ENOTEMPTY and friends: the directories-only removal below explains what is left.
+    }
+  }
+
+  /** Removes a tree of directories only; a file, symlink or mount point anywhere fails it. */
+  private async removeDirsOneFilesystem(dir: string, depth: number): Promise<void> {
+    const { fs } = this.deps;
+    if (depth > MAX_REMOVE_DEPTH) throw new Error(`${dir}: deeper than ${MAX_REMOVE_DEPTH} levels; not removed`);
+    if (!(await this.deps.mounter.isLikelyNotMountPoint(dir))) throw new Error(`cannot delete directory ${dir}: it is a mount point`);
+    for (const child of await fs.readdir(dir)) {
+      const childPath = path.join(dir, child.name);
+      if (child.type !== 'directory') throw new Error(`cannot delete ${childPath}: not a directory`);
+      await this.removeDirsOneFilesystem(childPath, depth + 1);
+    }
+    await fs.rmdir(dir);
+  }
+
+  /** RemoveAllOneFilesystem: removes a file, a symlink (not followed) or a tree that crosses no mount point. */
+  private async removeAllOneFilesystem(p: string, type: DirEntry['type'], depth: number): Promise<void> {
+    const { fs } = this.deps;
+    if (type !== 'directory') {
+      await fs.unlink(p);
+      return;
+    }
+    if (depth > MAX_REMOVE_DEPTH) throw new Error(`${p}: deeper than ${MAX_REMOVE_DEPTH} levels; not removed`);
+    if (!(await this.deps.mounter.isLikelyNotMountPoint(p))) throw new Error(`cannot delete directory ${p}: it is a mount point`);
+    for (const child of await fs.readdir(p)) await this.removeAllOneFilesystem(path.join(p, child.name), child.type, depth + 1);
+    await fs.rmdir(p);
+  }
+
+  /** kubelet's aggregate error line, written when the set of kept pods changes (not every sweep). */
+  private logKept(kept: readonly KeptOrphan[]): void {
+    const summary = kept.map((k) => `${k.podUID}: ${k.reason}`).join('\n');
+    if (summary === this.lastKeptSummary) return;
+    this.lastKeptSummary = summary;
+    const last = kept[kept.length - 1];
+    if (last === undefined) return;
+    this.deps.logger.error(undefined, 'There were many similar errors. Turn up verbosity to see them.', {
+      err: `orphaned pod ${JSON.stringify(last.podUID)} found, but failed to clean up: ${last.reason}`,
+      numErrs: kept.length,
+    });
+  }
+}
+
+/** Entries of the subdirs of `dir` (volumeDevices/<plugin>/<entry>); 0 when `dir` is missing. */
+async function entriesTwoLevelsDown(fs: FileSystem, dir: string): Promise<number> {
+  let plugins: DirEntry[];
+  try {
+    plugins = await fs.readdir(dir);
+  } catch (err) {
+    if (isNotExist(err)) return 0;
+    throw err;
+  }
+  let n = 0;
+  for (const plugin of plugins) {
+    // A file or symlink directly under volumeDevices/ is not a volume: RemoveAll takes it.
+    if (plugin.type === 'directory') n += (await fs.readdir(path.join(dir, plugin.name))).length;
+  }
+  return n;
+}

@@ -1,0 +1,74 @@
+// Each command loads only what it needs: `nodevol audit` and `nodevol --help` run with gRPC,
+// prom-client and the YAML parser made impossible to import.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { pathToFileURL } from 'node:url';
+import { requestedCommand } from '../../src/cli/main.js';
+
+const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..', '..');
+const BIN = path.join(REPO_ROOT, 'bin', 'nodevol.js');
+const FORBIDDEN = /\/node_modules\/(@grpc\/grpc-js|@grpc\/proto-loader|prom-client|yaml)\//;
+
+let dir = '';
+let guard = '';
+
+before(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'nodevol-lazy-'));
+  const hooks = path.join(dir, 'hooks.mjs');
+  await writeFile(
+    hooks,
+    `export async function resolve(specifier, context, next) {
+       const r = await next(specifier, context);
+       if (${FORBIDDEN.toString()}.test(r.url)) throw new Error('forbidden import: ' + r.url);
+       return r;
+     }\n`,
+  );
+  guard = path.join(dir, 'guard.mjs');
+  await writeFile(guard, `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(hooks).href)});\n`);
+});
+
+after(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+function guarded(args: readonly string[]) {
+  const r = spawnSync(process.execPath, ['--import', guard, BIN, ...args], { encoding: 'utf8', timeout: 60_000 });
+  if (r.error !== undefined) throw r.error;
+  return r;
+}
+
+describe('lazy loading per command', () => {
+  it('finds the command in argv, also behind `help`', () => {
+    assert.equal(requestedCommand(['--help']), undefined);
+    assert.equal(requestedCommand(['audit', '-o', 'json']), 'audit');
+    assert.equal(requestedCommand(['help', 'agent']), 'agent');
+  });
+
+  it('the guard works: the mock driver cannot even show its help without gRPC', () => {
+    const r = guarded(['mock-driver', '--help']);
+    assert.notEqual(r.status, 0);
+    assert.match(r.stderr, /forbidden import: .*grpc/);
+  });
+
+  it('--help lists every command without loading any of them', () => {
+    const r = guarded(['--help']);
+    assert.equal(r.status, 0, r.stderr);
+    for (const name of ['audit', 'agent', 'mock-driver']) assert.match(r.stdout, new RegExp(`\\n {2}${name} `));
+  });
+
+  it('audit runs a whole audit (table and json) without gRPC, prom-client or YAML', async () => {
+    const root = path.join(dir, 'root');
+    const mountinfo = path.join(dir, 'mountinfo');
+    await writeFile(mountinfo, '1 0 8:1 / / rw - ext4 /dev/sda1 rw\n');
+    const { mkdir } = await import('node:fs/promises');
+    await mkdir(path.join(root, 'pods'), { recursive: true });
+    for (const o of ['table', 'json']) {
+      const r = guarded(['audit', '--root-dir', root, '--mountinfo', mountinfo, '-o', o]);
+      assert.equal(r.status, 0, r.stderr);
+    }
+  });
+});
