@@ -7,6 +7,11 @@ import { Command, CommanderError } from 'commander';
 import { agentCommand } from './agentCommand.js';
 import { auditCommand } from './auditCommand.js';
 import { mockDriverCommand } from './mockDriverCommand.js';
+import { addOwnedElsewhereExamples } from './commandExamples.js';
+import { completionCommand } from './completionCommand.js';
+import { examples, reportAllMissingRequired } from './flags.js';
+import { recoverCommand } from './recoverCommand.js';
+import { nodevolVersion, versionCommand } from './versionCommand.js';
 
 export const EXIT_USAGE = 2;
 
@@ -16,16 +21,26 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
       'A kubelet-compatible CSI volume manager with KEP-6058 global mount reconstruction.\n' +
         'Finds (and, as an agent, recovers) CSI volumes kubelet loses track of after a restart or reboot.',
     )
-    .version('0.1.0')
+    .version(nodevolVersion())
     .showHelpAfterError()
     .exitOverride();
   program.addCommand(auditCommand(setExitCode));
   program.addCommand(agentCommand(setExitCode));
   program.addCommand(mockDriverCommand(setExitCode));
+  program.addCommand(recoverCommand(setExitCode));
+  program.addCommand(versionCommand());
+  program.addCommand(completionCommand(() => program));
   program.addHelpText(
     'after',
-    '\nExit codes: 0 ok; 1 the audit found orphaned volumes or failed reconstructions; 2 could not run.\nSee README.md for every flag, output field and metric.',
+    '\nExit codes: 0 ok; 1 the audit found orphaned volumes or failed reconstructions; 2 could not run.\nSee README.md for every flag, output field and metric.\n' +
+      examples([
+        ['What will kubelet lose on this node?', 'nodevol audit'],
+        ['What would recover do? (dry run)', 'nodevol recover --cluster-state cluster.json'],
+        ['Help on one command', 'nodevol audit --help'],
+      ]),
   );
+  addOwnedElsewhereExamples(program);
+  reportAllMissingRequired(program);
   return program;
 }
 
