@@ -41,7 +41,7 @@ describe('cluster state: parsing kubectl get -o json', () => {
   });
 
   it('accepts a typed list (kubectl get pods -o json prints a List; the API server a PodList)', () => {
-    const objects = parseClusterList(JSON.stringify(typedList('NodeList', 'v1', [node('node-1')].map(({ kind: _k, ...rest }) => rest as KubeObject))), 'nodes.json');
+    const objects = parseClusterList(JSON.stringify(typedList('NodeList', 'v1', [Object.fromEntries(Object.entries(node('node-1')).filter(([k]) => k !== 'kind')) as KubeObject])), 'nodes.json');
     assert.equal(objects.nodes.length, 1);
   });
 
