@@ -9,6 +9,7 @@ import {
   fullReport,
   renderJson,
   renderProm,
+  renderSummary,
   renderTable,
   renderYaml,
   type AuditOutputFormat,
@@ -72,6 +73,8 @@ export async function renderAudit(report: FullAuditReport, flags: { output: Audi
       return renderYaml(report);
     case 'prom':
       return renderProm(report);
+    case 'summary':
+      return renderSummary(report);
     case 'table':
     case 'wide':
       return renderTable(report, {

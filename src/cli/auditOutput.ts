@@ -9,7 +9,7 @@ import { CLUSTER_FINDING_KINDS, type ClusterAudit, type ClusterFinding } from '.
 import type { AuditReport, AuditVolume, SkipReason, Verdict } from '../audit/report.js';
 import { escapeCell, escapeText } from './terminal.js';
 
-export const AUDIT_OUTPUT_FORMATS = ['table', 'wide', 'json', 'yaml', 'prom'] as const;
+export const AUDIT_OUTPUT_FORMATS = ['table', 'wide', 'json', 'yaml', 'prom', 'summary'] as const;
 export type AuditOutputFormat = (typeof AUDIT_OUTPUT_FORMATS)[number];
 
 /** The report with its `cluster` section when the cluster's view was known. */
@@ -218,4 +218,28 @@ export function renderTable(report: FullAuditReport, options: TableOptions): str
 function findingSubject(f: ClusterFinding): string {
   if (f.kind === 'pod-gone') return `pod ${f.podUID ?? '?'}`;
   return f.uniqueName ?? '?';
+}
+
+/**
+ * `-o summary`: one line, for node-problem-detector's custom plugin (it shows the first line of
+ * the output as the condition's message): "OK: …" or "PROBLEM: …" naming the first volumes.
+ */
+export function renderSummary(report: FullAuditReport): string {
+  const orphaned = report.volumes.filter((v) => v.verdict === 'orphaned');
+  const findings = report.cluster?.findings ?? [];
+  const parts: string[] = [];
+  if (orphaned.length > 0) {
+    const names = orphaned.slice(0, 3).map((v) => `${v.driver}^${v.volumeHandle ?? v.specName}`);
+    parts.push(`${orphaned.length} orphaned (${names.join(', ')}${orphaned.length > 3 ? ', …' : ''})`);
+  }
+  if (report.failed.length > 0) parts.push(`${report.failed.length} pod volume dir(s) fail reconstruction`);
+  for (const k of CLUSTER_FINDING_KINDS) {
+    const n = findings.filter((f) => f.kind === k).length;
+    if (n > 0) parts.push(`${n} ${k}`);
+  }
+  const line =
+    parts.length === 0
+      ? `OK: ${report.summary.volumes} CSI volume(s), none orphaned${report.cluster !== undefined ? ', no cluster finding' : ''}`
+      : `PROBLEM: ${parts.join(', ')}`;
+  return `${escapeText(line)}\n`;
 }
