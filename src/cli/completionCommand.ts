@@ -8,6 +8,8 @@ import { examples } from './flags.js';
 
 interface CommandInfo {
   readonly name: string;
+  /** Fixed values of its positional arguments (e.g. completion's shell). */
+  readonly words: readonly string[];
   readonly description: string;
   readonly flags: readonly { readonly long: string; readonly description: string; readonly takesValue: boolean; readonly choices: readonly string[] }[];
 }
@@ -18,6 +20,7 @@ function describeTree(root: Command): CommandInfo[] {
     .map((c) => ({
       name: c.name(),
       description: c.description().split('\n')[0] ?? '',
+      words: c.registeredArguments.flatMap((a) => a.argChoices ?? []),
       flags: [
         ...c.options.map((o: Option) => ({
           long: o.long ?? o.short ?? '',
@@ -59,7 +62,7 @@ export function bashCompletion(root: Command): string {
     const valued = c.flags.filter((x) => x.takesValue && x.choices.length === 0).map((x) => x.long);
     if (valued.length > 0) lines.push(`        ${valued.join('|')}) COMPREPLY=( $(compgen -f -- "$cur") ); return 0 ;;`);
     lines.push('      esac');
-    lines.push(`      COMPREPLY=( $(compgen -W ${sq(c.flags.map((f) => f.long).join(' '))} -- "$cur") )`);
+    lines.push(`      COMPREPLY=( $(compgen -W ${sq([...c.words, ...c.flags.map((f) => f.long)].join(' '))} -- "$cur") )`);
     lines.push('      ;;');
   }
   lines.push('  esac', '  return 0', '}', 'complete -o default -F _nodevol nodevol', '');
@@ -90,7 +93,8 @@ export function zshCompletion(root: Command): string {
       const value = f.choices.length > 0 ? `:value:(${f.choices.join(' ')})` : f.takesValue ? ':value:_files' : '';
       return sq(`${f.long}[${zshDesc(f.description)}]${value}`);
     });
-    lines.push(`    ${c.name}) _arguments ${specs.join(' ')} ;;`);
+    const words = c.words.length > 0 ? ` ${sq(`1:value:(${c.words.join(' ')})`)}` : '';
+    lines.push(`    ${c.name}) _arguments ${specs.join(' ')}${words} ;;`);
   }
   lines.push('  esac', '}', 'if [ "$funcstack[1]" = "_nodevol" ]; then _nodevol "$@"; else compdef _nodevol nodevol; fi', '');
   return lines.join('\n');
