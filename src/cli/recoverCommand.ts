@@ -12,7 +12,7 @@ import { LIVE_MOUNTINFO, mountInfoFileSource } from '../adapters/node/mountInfoF
 import { NodeFileSystem } from '../adapters/node/nodeFs.js';
 import { executeRecovery, planRecovery, type RecoverJournalEntry } from '../audit/recover.js';
 import { EXIT_OK, EXIT_PROBLEM, EXIT_UNKNOWN } from '../audit/report.js';
-import { GrpcCsiClient } from '../csi/grpc/client.js';
+import type { GrpcCsiClient } from '../csi/grpc/client.js';
 import { unixEndpoint, unixSocketPath } from '../csi/grpc/endpoint.js';
 import { noCsiDrivers } from '../csi/types.js';
 import { unreachableCluster } from '../host/cluster.js';
@@ -140,6 +140,8 @@ async function recover(flags: RecoverFlags): Promise<number> {
       cluster: unreachableCluster,
       nodeName: run.state.nodeName,
     };
+    // Loaded only here: --help and the other commands never load gRPC.
+    const { GrpcCsiClient: Client } = await import('../csi/grpc/client.js');
     const clients = new Map<string, GrpcCsiClient>();
     const lines: string[] = [];
     const journal = (e: RecoverJournalEntry): void => {
@@ -159,7 +161,7 @@ async function recover(flags: RecoverFlags): Promise<number> {
         clientFor: (endpoint) => {
           let c = clients.get(endpoint);
           if (c === undefined) {
-            c = new GrpcCsiClient(endpoint, { timeoutMs });
+            c = new Client(endpoint, { timeoutMs });
             clients.set(endpoint, c);
           }
           return c;
