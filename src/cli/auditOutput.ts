@@ -1,13 +1,34 @@
 /**
- * Renderings of an audit report: kubectl-style `-o table|json`, and `-o prom`, Prometheus text
- * for node_exporter's textfile collector.
+ * Renderings of an audit report: kubectl-style `-o table|wide|json|yaml` (`--no-headers`), and
+ * `-o prom`, Prometheus text for node_exporter's textfile collector and for the long-running
+ * mode's /metrics. The table escapes every control character (src/cli/terminal.ts).
  */
-import type { AuditReport, SkipReason, Verdict } from '../audit/report.js';
+// prom-client and yaml are loaded only by the formats that need them: `nodevol audit` in its
+// default table format starts without either (README, Speed).
+import type { Gauge, Registry } from 'prom-client';
+import { CLUSTER_FINDING_KINDS, type ClusterAudit, type ClusterFinding } from '../audit/clusterFindings.js';
+import type { AuditReport, AuditVolume, SkipReason, Verdict } from '../audit/report.js';
+import { escapeCell, escapeText } from './terminal.js';
 
-export type AuditOutputFormat = 'table' | 'json' | 'prom';
+export const AUDIT_OUTPUT_FORMATS = ['table', 'wide', 'json', 'yaml', 'prom', 'summary'] as const;
+export type AuditOutputFormat = (typeof AUDIT_OUTPUT_FORMATS)[number];
 
-export function renderJson(report: AuditReport): string {
+/** The report with its `cluster` section when the cluster's view was known. */
+export interface FullAuditReport extends AuditReport {
+  readonly cluster?: ClusterAudit;
+}
+
+export function fullReport(report: AuditReport, cluster: ClusterAudit | undefined): FullAuditReport {
+  return cluster === undefined ? report : { ...report, cluster };
+}
+
+export function renderJson(report: FullAuditReport): string {
   return `${JSON.stringify(report, null, 2)}\n`;
+}
+
+export async function renderYaml(report: FullAuditReport): Promise<string> {
+  const { stringify } = await import('yaml');
+  return stringify(report, { lineWidth: 0 });
 }
 
 const VERDICTS: readonly Verdict[] = ['tracked', 'recovered', 'orphaned'];
@@ -24,8 +45,7 @@ const SKIP_REASONS: readonly SkipReason[] = [
 ];
 
 /** Prometheus text exposition of the report (metric names documented in README.md). */
-export async function renderProm(report: AuditReport): Promise<string> {
-  // Loaded here, not at the top: only `-o prom` pays for prom-client's start-up.
+export async function renderProm(report: FullAuditReport): Promise<string> {
   const { Gauge, Registry } = await import('prom-client');
   const registry = new Registry();
   const volumes = new Gauge({
@@ -72,47 +92,158 @@ export async function renderProm(report: AuditReport): Promise<string> {
     registers: [registry],
   }).set(Date.parse(report.timestamp) / 1000);
 
+  const byDriver = new Gauge({
+    name: 'nodevol_audit_driver_volumes',
+    help: 'CSI volumes found by the last nodevol audit, by driver and verdict.',
+    labelNames: ['driver', 'verdict'],
+    registers: [registry],
+  });
+  for (const v of report.volumes) byDriver.inc({ driver: v.driver, verdict: v.verdict });
+
+  if (report.cluster !== undefined) {
+    const findings = new Gauge({
+      name: 'nodevol_audit_cluster_findings',
+      help: 'Findings of the last audit against the cluster (at-risk, attached-elsewhere, pod-gone), by driver.',
+      labelNames: ['finding', 'driver'],
+      registers: [registry],
+    });
+    for (const k of CLUSTER_FINDING_KINDS) findings.set({ finding: k, driver: '' }, 0);
+    for (const f of report.cluster.findings) findings.inc({ finding: f.kind, driver: f.driver ?? '' });
+  }
+
+  lastRunSuccess(Gauge, registry).set(1);
+  return registry.metrics();
+}
+
+function lastRunSuccess(GaugeClass: typeof Gauge, registry: Registry): Gauge {
+  return new GaugeClass({
+    name: 'nodevol_audit_last_run_success',
+    help: 'Whether the last audit could run (1) or not (0: unreadable root dir or mount table, cluster API error); no verdict is served after a failed run.',
+    registers: [registry],
+  });
+}
+
+/** What /metrics serves after a run that could not complete: no verdict, only the failure. */
+export async function renderPromFailure(nowMs: number): Promise<string> {
+  const { Gauge, Registry } = await import('prom-client');
+  const registry = new Registry();
+  lastRunSuccess(Gauge, registry).set(0);
+  new Gauge({ name: 'nodevol_audit_last_run_timestamp_seconds', help: 'Unix time the last nodevol audit ran.', registers: [registry] }).set(nowMs / 1000);
   return registry.metrics();
 }
 
 const COLORS: Record<Verdict, string> = { tracked: '\u001b[32m', recovered: '\u001b[33m', orphaned: '\u001b[31m' };
 const RESET = '\u001b[0m';
 
-/** One row per volume, then failed candidates and skipped directories, then a summary line. */
-export function renderTable(report: AuditReport, color: boolean): string {
-  const rows: string[][] = [['VERDICT', 'WITH-GATE', 'DRIVER', 'VOLUME', 'MODE', 'PODS', 'GLOBAL-MOUNT']];
+export interface TableOptions {
+  /** ANSI colours on the verdict column (a terminal without NO_COLOR). */
+  readonly color: boolean;
+  /** `-o wide`: a REASON column. */
+  readonly wide: boolean;
+  /** `--no-headers`. */
+  readonly noHeaders: boolean;
+}
+
+function podName(cluster: ClusterAudit | undefined, uid: string): string {
+  const p = cluster?.pods[uid];
+  return p === undefined ? uid : `${p.namespace}/${p.name}`;
+}
+
+function clusterCell(cluster: ClusterAudit, v: AuditVolume): string {
+  const kinds = cluster.findings
+    .filter((f) => f.uniqueName === v.uniqueName && f.kind !== 'pod-gone')
+    .map((f) => (f.kind === 'attached-elsewhere' ? `attached-elsewhere:${(f.nodes ?? []).join('+')}` : f.kind));
+  if (kinds.length > 0) return kinds.join(',');
+  return cluster.volumesInUse.includes(v.uniqueName) ? 'in-use' : '-';
+}
+
+/**
+ * One row per volume, then failed candidates, skipped directories and cluster findings, then a
+ * summary line. Every cell and line is escaped for the terminal.
+ */
+export function renderTable(report: FullAuditReport, options: TableOptions): string {
+  const cluster = report.cluster;
+  const header = ['VERDICT', 'WITH-GATE', 'DRIVER', 'VOLUME', 'MODE', 'PODS', 'GLOBAL-MOUNT'];
+  if (cluster !== undefined) header.push('CLUSTER');
+  if (options.wide) header.push('REASON');
+  const rows: string[][] = [];
   for (const v of report.volumes) {
-    const pods = v.pods.length === 0 ? '<none>' : v.pods.map((p) => `${p.uid}${p.dataSource === 'global-fallback' ? '(fallback)' : ''}`).join(',');
+    const pods =
+      v.pods.length === 0 ? '<none>' : v.pods.map((p) => `${podName(cluster, p.uid)}${p.dataSource === 'global-fallback' ? '(fallback)' : ''}`).join(',');
     const global = v.global === null ? '<none>' : v.global.mounted ? 'mounted' : 'not-mounted';
-    rows.push([v.verdict, v.verdictWithGate, v.driver, v.volumeHandle ?? v.specName, v.mode, pods, global]);
+    const row = [v.verdict, v.verdictWithGate, v.driver, v.volumeHandle ?? v.specName, v.mode, pods, global];
+    if (cluster !== undefined) row.push(clusterCell(cluster, v));
+    if (options.wide) {
+      const reasons = [...v.reasons, ...(cluster?.findings.filter((f) => f.uniqueName === v.uniqueName && f.kind !== 'pod-gone').map((f) => f.reason) ?? [])];
+      row.push(reasons.map(escapeText).join('; '));
+    }
+    rows.push(row.map((c, i) => (options.wide && i === row.length - 1 ? c : escapeCell(c))));
   }
-  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
-  const lines = rows.map((r, rowIndex) =>
+  const all = options.noHeaders ? rows : [header, ...rows];
+  const widths = header.map((_, i) => Math.max(0, ...all.map((r) => (r[i] ?? '').length)));
+  const lines = all.map((r, rowIndex) =>
     r
       .map((cell, i) => {
         const padded = i === r.length - 1 ? cell : cell.padEnd(widths[i] ?? 0);
-        if (color && rowIndex > 0 && i === 0) return `${COLORS[cell as Verdict]}${padded}${RESET}`;
+        const isData = options.noHeaders || rowIndex > 0;
+        if (options.color && isData && i === 0) return `${COLORS[cell as Verdict]}${padded}${RESET}`;
         return padded;
       })
       .join('   ')
       .trimEnd(),
   );
+  if (options.noHeaders) return lines.length === 0 ? '' : `${lines.join('\n')}\n`;
   if (report.volumes.length === 0) lines.push('No CSI volumes found.');
   if (report.failed.length > 0) {
     lines.push('', 'FAILED RECONSTRUCTION');
-    for (const f of report.failed) lines.push(`  pod ${f.podUID} volume ${f.specName}: ${f.error}`);
+    for (const f of report.failed) lines.push(`  pod ${escapeText(podName(cluster, f.podUID))} volume ${escapeText(f.specName)}: ${escapeText(f.error)}`);
   }
   if (report.skipped.length > 0) {
     lines.push('', 'SKIPPED');
-    for (const s of report.skipped) lines.push(`  ${s.reason}: ${s.path}: ${s.detail}`);
+    for (const s of report.skipped) lines.push(`  ${s.reason}: ${escapeText(s.path)}: ${escapeText(s.detail)}`);
+  }
+  if (cluster !== undefined && cluster.findings.length > 0) {
+    lines.push('', `CLUSTER FINDINGS (node ${escapeText(cluster.nodeName)}, from ${escapeText(cluster.source)})`);
+    for (const f of cluster.findings) lines.push(`  ${f.kind}: ${escapeText(findingSubject(f))}: ${escapeText(f.reason)}`);
   }
   const s = report.summary;
   const gate = Object.entries(report.featureGates)
     .map(([k, v]) => `${k}=${v}`)
     .join(',');
-  lines.push(
-    '',
-    `${s.volumes} volumes: ${s.tracked} tracked, ${s.recovered} recovered, ${s.orphaned} orphaned; ${s.failed} failed, ${s.skipped} skipped (feature gates: ${gate})`,
-  );
+  let summary = `${s.volumes} volumes: ${s.tracked} tracked, ${s.recovered} recovered, ${s.orphaned} orphaned; ${s.failed} failed, ${s.skipped} skipped (feature gates: ${gate})`;
+  if (cluster !== undefined) {
+    const n = (k: ClusterFinding['kind']): number => cluster.findings.filter((f) => f.kind === k).length;
+    summary += `; cluster: ${n('at-risk')} at-risk, ${n('attached-elsewhere')} attached-elsewhere, ${n('pod-gone')} pod-gone`;
+  }
+  lines.push('', summary);
   return `${lines.join('\n')}\n`;
+}
+
+function findingSubject(f: ClusterFinding): string {
+  if (f.kind === 'pod-gone') return `pod ${f.podUID ?? '?'}`;
+  return f.uniqueName ?? '?';
+}
+
+/**
+ * `-o summary`: one line, for node-problem-detector's custom plugin (it shows the first line of
+ * the output as the condition's message): "OK: …" or "PROBLEM: …" naming the first volumes.
+ */
+export function renderSummary(report: FullAuditReport): string {
+  const orphaned = report.volumes.filter((v) => v.verdict === 'orphaned');
+  const findings = report.cluster?.findings ?? [];
+  const parts: string[] = [];
+  if (orphaned.length > 0) {
+    const names = orphaned.slice(0, 3).map((v) => `${v.driver}^${v.volumeHandle ?? v.specName}`);
+    parts.push(`${orphaned.length} orphaned (${names.join(', ')}${orphaned.length > 3 ? ', …' : ''})`);
+  }
+  if (report.failed.length > 0) parts.push(`${report.failed.length} pod volume dir(s) fail reconstruction`);
+  for (const k of CLUSTER_FINDING_KINDS) {
+    const n = findings.filter((f) => f.kind === k).length;
+    if (n > 0) parts.push(`${n} ${k}`);
+  }
+  const line =
+    parts.length === 0
+      ? `OK: ${report.summary.volumes} CSI volume(s), none orphaned${report.cluster !== undefined ? ', no cluster finding' : ''}`
+      : `PROBLEM: ${parts.join(', ')}`;
+  return `${escapeText(line)}\n`;
 }

@@ -3,9 +3,30 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import type { Logger } from '../host/logger.js';
 import { createKlogLogger, preciseWallClockMs, type LoggingFormat } from '../logging/klog.js';
 
+/** klog's -v: a non-negative integer; `-v=4` (commander hands over "=4") is accepted as klog accepts it. */
 export function parseVerbosity(value: string): number {
-  if (!/^\d+$/.test(value)) throw new InvalidArgumentError('must be a non-negative integer');
-  return Number(value);
+  const v = value.startsWith('=') ? value.slice(1) : value;
+  if (!/^\d+$/.test(v)) throw new InvalidArgumentError('must be a non-negative integer');
+  return Number(v);
+}
+
+/**
+ * Makes every command of the tree report all its missing required flags in one message
+ * (commander stops at the first). Commander calls `missingMandatoryOptionValue` for the first
+ * missing one it finds; the override names them all.
+ */
+export function reportAllMissingRequired(root: Command): void {
+  const visit = (cmd: Command): void => {
+    const patched = cmd as Command & { missingMandatoryOptionValue(option: Option): void };
+    patched.missingMandatoryOptionValue = function (this: Command): void {
+      const missing = this.options.filter((o) => o.mandatory && this.getOptionValue(o.attributeName()) === undefined).map((o) => `'${o.flags}'`);
+      const message =
+        missing.length === 1 ? `error: required option ${missing.join('')} not specified` : `error: required options ${missing.join(', ')} not specified`;
+      this.error(message, { code: 'commander.missingMandatoryOptionValue' });
+    };
+    for (const sub of cmd.commands) visit(sub);
+  };
+  visit(root);
 }
 
 /** Collects repeated `--feature-gates` flags (later values win per gate). */
@@ -29,4 +50,15 @@ export function stderrLogger(flags: { readonly v: number; readonly loggingFormat
     nowMs: preciseWallClockMs,
     pid: process.pid,
   });
+}
+
+/** An "Examples:" block for --help, kubectl style: a comment line, then the command(s), indented. */
+export function examples(items: readonly (readonly [string, string])[]): string {
+  const lines = ['', 'Examples:'];
+  for (const [what, command] of items) {
+    lines.push(`  # ${what}`);
+    for (const l of command.split('\n')) lines.push(`  ${l}`);
+    lines.push('');
+  }
+  return lines.join('\n');
 }

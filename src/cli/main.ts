@@ -8,10 +8,13 @@
  * driver's imports cost more start-up time than the audit's whole walk of a small node).
  */
 import { Command, CommanderError } from 'commander';
+import { addOwnedElsewhereExamples } from './commandExamples.js';
+import { examples, reportAllMissingRequired } from './flags.js';
+import { nodevolVersion } from './versionCommand.js';
 
 export const EXIT_USAGE = 2;
 
-type CommandFactory = (setExitCode: (code: number) => void) => Command;
+type CommandFactory = (setExitCode: (code: number) => void, program: Command) => Command;
 
 interface CommandEntry {
   readonly name: string;
@@ -39,9 +42,27 @@ const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./mockDriverCommand.js')).mockDriverCommand,
   },
   {
+    name: 'recover',
+    summary: 'Unstage the volumes the audit calls orphaned, through their driver (dry run unless --yes).',
+    load: async () => (await import('./recoverCommand.js')).recoverCommand,
+  },
+  {
     name: 'timeline',
     summary: 'Draw trace files (nodevol agent --trace) as a timeline: HTML report or text.',
     load: async () => (await import('./timelineCommand.js')).timelineCommand,
+  },
+  {
+    name: 'version',
+    summary: 'Print the nodevol version.',
+    load: async () => (await import('./versionCommand.js')).versionCommand,
+  },
+  {
+    name: 'completion',
+    summary: 'Print a bash or zsh completion script.',
+    load: async () => {
+      const { completionCommand } = await import('./completionCommand.js');
+      return (_setExitCode, program) => completionCommand(() => program);
+    },
   },
 ];
 
@@ -61,18 +82,28 @@ export async function buildProgram(setExitCode: (code: number) => void, argv: re
       'A kubelet-compatible CSI volume manager with KEP-6058 global mount reconstruction.\n' +
         'Finds (and, as an agent, recovers) CSI volumes kubelet loses track of after a restart or reboot.',
     )
-    .version('0.1.0')
+    .version(nodevolVersion())
     .showHelpAfterError()
     .exitOverride();
   const wanted = requestedCommand(argv);
+  // Completion describes every flag of every command: it is the one command that loads them all.
+  const loadAll = wanted === 'completion';
   for (const entry of COMMANDS) {
-    const cmd = entry.name === wanted ? (await entry.load())(setExitCode) : new Command(entry.name).description(entry.summary);
+    const cmd =
+      entry.name === wanted || loadAll ? (await entry.load())(setExitCode, program) : new Command(entry.name).description(entry.summary);
     program.addCommand(cmd.summary(entry.summary));
   }
   program.addHelpText(
     'after',
-    '\nExit codes: 0 ok; 1 the audit found orphaned volumes or failed reconstructions; 2 could not run.\nSee README.md for every flag, output field and metric.',
+    '\nExit codes: 0 ok; 1 the audit found orphaned volumes or failed reconstructions; 2 could not run.\nSee README.md for every flag, output field and metric.\n' +
+      examples([
+        ['What will kubelet lose on this node?', 'nodevol audit'],
+        ['What would recover do? (dry run)', 'nodevol recover --cluster-state cluster.json'],
+        ['Help on one command', 'nodevol audit --help'],
+      ]),
   );
+  addOwnedElsewhereExamples(program);
+  reportAllMissingRequired(program);
   return program;
 }
 

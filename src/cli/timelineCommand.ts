@@ -9,6 +9,7 @@ import type { TraceEvent, TraceRun } from '../timeline/events.js';
 import { renderTimelineHtml } from '../timeline/html.js';
 import { renderSideBySide } from '../timeline/terminal.js';
 import { parseTraceFile } from '../timeline/traceFile.js';
+import { examples } from './flags.js';
 import { writeFileSync } from 'node:fs';
 
 /** Largest trace file read. */
@@ -32,11 +33,12 @@ export function timelineCommand(setExitCode: (code: number) => void): Command {
     .addOption(new Option('-o, --output <format>', 'what to print without --html').choices(['text', 'json']).default('text'))
     .addHelpText(
       'after',
-      '\nExamples:\n' +
-        '  nodevol agent --trace /var/log/nodevol-trace.jsonl ...   # on the node\n' +
-        '  nodevol timeline /var/log/nodevol-trace.jsonl --html trace.html\n' +
-        '  nodevol timeline before.jsonl after.jsonl                 # two runs side by side in the terminal\n' +
-        '\nExit codes: 0 drawn; 2 a file could not be read or is not a trace (the message names file, line and field).\n',
+      '\nExit codes: 0 drawn; 2 a file could not be read or is not a trace (the message names file, line and field).\n' +
+        examples([
+          ['On the node: record what the agent does', 'nodevol agent --trace /var/log/nodevol-trace.jsonl ...'],
+          ['Draw it as a self-contained HTML report', 'nodevol timeline /var/log/nodevol-trace.jsonl --html trace.html'],
+          ['Two runs side by side in the terminal', 'nodevol timeline before.jsonl after.jsonl'],
+        ]),
     )
     .action((files: string[], flags: TimelineFlags) => {
       setExitCode(timeline(files, flags));

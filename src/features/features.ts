@@ -90,6 +90,8 @@ export class FeatureGate {
   static parse(flagValues: readonly string[]): { gate: FeatureGate; warnings: string[] } {
     const values = new Map<FeatureName, boolean>();
     const warnings: string[] = [];
+    // The last value given under each spelling, to catch an old and a new name that disagree.
+    const bySpelling = new Map<string, boolean>();
     for (const flagValue of flagValues) {
       for (const rawPair of flagValue.split(',')) {
         const pair = rawPair.trim();
@@ -104,12 +106,22 @@ export class FeatureGate {
         if (value === undefined) {
           throw new FeatureGateError(`invalid value of ${key}=${rawValue}, err: strconv.ParseBool: parsing ${JSON.stringify(rawValue)}: invalid syntax`);
         }
+        bySpelling.set(key, value);
         if (spec.aliasOf !== undefined) {
           warnings.push(`feature gate ${key} is deprecated, use ${spec.aliasOf} instead`);
           values.set(spec.aliasOf, value);
         } else {
           values.set(key as FeatureName, value);
         }
+      }
+    }
+    for (const [key, value] of bySpelling) {
+      const target = KNOWN_FEATURES[key]?.aliasOf;
+      const targetValue = target === undefined ? undefined : bySpelling.get(target);
+      if (target !== undefined && targetValue !== undefined && targetValue !== value) {
+        throw new FeatureGateError(
+          `${key}=${value} contradicts ${target}=${targetValue}: ${key} is the deprecated name of ${target}; give one of them, or both with the same value`,
+        );
       }
     }
     return { gate: new FeatureGate(values), warnings };

@@ -177,12 +177,12 @@ describe('nodevol audit as a process', () => {
     assert.match(lines[0]!, /VolumeReconstructionFallback is deprecated/);
   });
 
-  it('-o yaml exits 2', async () => {
+  it('an unknown -o format exits 2 naming it', async () => {
     await story1();
-    const r = audit('-o', 'yaml');
+    const r = audit('-o', 'xml');
     assert.equal(r.status, 2);
     assert.equal(r.stdout, '');
-    assert.match(r.stderr, /yaml/);
+    assert.match(r.stderr, /xml/);
   });
 
   it('a missing root dir exits 2 naming it', async () => {

@@ -49,4 +49,25 @@ describe('feature gates', () => {
       assert.throws(() => FeatureGate.parse([flag]), (e: unknown) => e instanceof FeatureGateError && err.test(e.message));
     });
   }
+
+  // Issue 11: a contradictory old/new pair used to turn the gate off silently (the later one won).
+  for (const flags of [
+    ['CSIGlobalMountReconstruction=true,VolumeReconstructionFallback=false'],
+    ['VolumeReconstructionFallback=false', 'CSIGlobalMountReconstruction=true'],
+    ['VolumeReconstructionFallback=true', 'CSIGlobalMountReconstruction=false'],
+  ]) {
+    it(`rejects the old and the new gate name with different values: ${JSON.stringify(flags)}`, () => {
+      assert.throws(() => FeatureGate.parse(flags), (err: unknown) => {
+        assert.ok(err instanceof FeatureGateError);
+        assert.match(err.message, /VolumeReconstructionFallback=(true|false) contradicts CSIGlobalMountReconstruction=(true|false)/);
+        return true;
+      });
+    });
+  }
+
+  it('accepts the old and the new gate name with the same value (one warning, the value applied)', () => {
+    const { gate, warnings } = FeatureGate.parse(['VolumeReconstructionFallback=true,CSIGlobalMountReconstruction=true']);
+    assert.equal(gate.enabled(CSIGlobalMountReconstruction), true);
+    assert.equal(warnings.length, 1);
+  });
 });

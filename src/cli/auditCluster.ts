@@ -1,0 +1,90 @@
+/**
+ * Where `nodevol audit` and `nodevol recover` get the cluster's view from:
+ * `--cluster-state FILE` (kubectl's List JSON), `--kubeconfig FILE`, or, with neither, the
+ * in-cluster service account when one is mounted. `--node-name` defaults to $NODE_NAME, then
+ * the host name. The API client is loaded only on this path (a dynamic import).
+ */
+import { existsSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { Command, Option } from 'commander';
+import { clusterStateFor, MAX_CLUSTER_STATE_BYTES, parseClusterList, type ClusterState } from '../audit/clusterState.js';
+import { NodeFileSystem } from '../adapters/node/nodeFs.js';
+import { errorMessage } from '../host/fs.js';
+
+export interface ClusterFlags {
+  readonly clusterState?: string;
+  readonly kubeconfig?: string;
+  readonly nodeName?: string;
+}
+
+export function addClusterOptions(cmd: Command): Command {
+  return cmd
+    .option('--cluster-state <file>', 'the cluster\'s view: the JSON of `kubectl get nodes,pods,pv,pvc,volumeattachments,csidrivers -A -o json`')
+    .option('--kubeconfig <file>', 'read the cluster\'s view from the API server with this kubeconfig (default: in-cluster when a service account is mounted)')
+    .addOption(new Option('--node-name <name>', 'this node\'s name in the cluster (default: $NODE_NAME, then the host name)'));
+}
+
+/** The service account token client-node's in-cluster config reads. */
+const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+
+export function inCluster(): boolean {
+  return (process.env['KUBERNETES_SERVICE_HOST'] ?? '') !== '' && existsSync(SERVICE_ACCOUNT_TOKEN);
+}
+
+export function resolveNodeName(flags: ClusterFlags): string {
+  return flags.nodeName ?? (process.env['NODE_NAME'] !== undefined && process.env['NODE_NAME'] !== '' ? process.env['NODE_NAME'] : os.hostname());
+}
+
+export type ClusterSourceKind = 'file' | 'kubeconfig' | 'in-cluster' | 'none';
+
+export function clusterSourceKind(flags: ClusterFlags): ClusterSourceKind {
+  if (flags.clusterState !== undefined) return 'file';
+  if (flags.kubeconfig !== undefined) return 'kubeconfig';
+  return inCluster() ? 'in-cluster' : 'none';
+}
+
+/** A failure to read the cluster's view: the command prints it as one line and exits 2. */
+export class ClusterSourceError extends Error {
+  override readonly name = 'ClusterSourceError';
+}
+
+/**
+ * The cluster's view for this node, or undefined when no source is configured. Throws a
+ * {@link ClusterSourceError} (one line) for anything else.
+ */
+export async function loadClusterState(flags: ClusterFlags): Promise<ClusterState | undefined> {
+  const kind = clusterSourceKind(flags);
+  if (flags.clusterState !== undefined && flags.kubeconfig !== undefined) {
+    throw new ClusterSourceError('--cluster-state and --kubeconfig are exclusive: give one source of the cluster\'s view');
+  }
+  const nodeName = resolveNodeName(flags);
+  switch (kind) {
+    case 'none':
+      return undefined;
+    case 'file': {
+      const file = path.resolve(flags.clusterState ?? '');
+      let text: string;
+      try {
+        const bytes = await new NodeFileSystem().readFile(file, MAX_CLUSTER_STATE_BYTES);
+        text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+      } catch (err) {
+        throw new ClusterSourceError(`--cluster-state ${file}: ${errorMessage(err)}`);
+      }
+      try {
+        return clusterStateFor(parseClusterList(text, file), nodeName, file);
+      } catch (err) {
+        throw new ClusterSourceError(`--cluster-state ${errorMessage(err)}`);
+      }
+    }
+    case 'kubeconfig':
+    case 'in-cluster': {
+      const { readClusterStateFromApi } = await import('../adapters/node/clusterApi.js');
+      try {
+        return await readClusterStateFromApi({ nodeName, ...(flags.kubeconfig !== undefined ? { kubeconfig: path.resolve(flags.kubeconfig) } : {}) });
+      } catch (err) {
+        throw new ClusterSourceError(`cluster API: ${errorMessage(err)}`);
+      }
+    }
+  }
+}

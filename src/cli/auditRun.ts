@@ -1,0 +1,156 @@
+/**
+ * One run of the audit for the commands that need it (audit, its long-running mode, recover):
+ * flags to report, plus the cluster's view and findings when a source is configured.
+ */
+import * as path from 'node:path';
+import { runAudit, unreadSources } from '../audit/audit.js';
+import { clusterAudit, type ClusterAudit } from '../audit/clusterFindings.js';
+import type { ClusterState } from '../audit/clusterState.js';
+import { EXIT_PROBLEM, EXIT_UNKNOWN, exitCodeFor, type AuditReport } from '../audit/report.js';
+import { realClock } from '../adapters/node/clock.js';
+import { mountInfoFileSource } from '../adapters/node/mountInfoFile.js';
+import { SyncReadFileSystem } from '../adapters/node/syncReadFs.js';
+import { FeatureGate, FeatureGateError } from '../features/features.js';
+import { errorCode, errorMessage } from '../host/fs.js';
+import type { Logger } from '../host/logger.js';
+import { KubeletLayout } from '../layout/layout.js';
+import type { LoggingFormat } from '../logging/klog.js';
+import { escapeMountPath, parseMountInfo } from '../mount/mountInfo.js';
+import { MountTableSnapshot } from '../mount/mountRefs.js';
+import { rebaseMountPoints } from '../mount/rebase.js';
+import { readMountInfoText } from '../mount/mountTable.js';
+import { loadClusterState, type ClusterFlags } from './auditCluster.js';
+
+/** The flags every command that runs the audit shares (audit, recover). */
+export interface AuditRunFlags extends ClusterFlags {
+  rootDir: string;
+  mountinfo: string;
+  /** The kubelet root dir as the mount table names it, when --root-dir is a copy or mounted elsewhere. */
+  mountinfoRootDir?: string;
+  featureGates: string[];
+  v: number;
+  loggingFormat: LoggingFormat;
+}
+
+/** One audit run: the report, and the cluster's view and findings when a source is configured. */
+export interface AuditRun {
+  readonly report: AuditReport;
+  readonly state?: ClusterState;
+  readonly cluster?: ClusterAudit;
+  readonly realRootDir: string;
+  readonly features: FeatureGate;
+  /** The top-level dirs (pods/, the CSI plugin dir) the walk could not read: the report says nothing of them. */
+  readonly unread: readonly string[];
+}
+
+/** Runs the audit; a string is the one-line reason it could not run (exit 2). */
+export async function collectAudit(flags: AuditRunFlags, logger: Logger, command: string): Promise<AuditRun | string> {
+  let features: FeatureGate;
+  try {
+    const parsed = FeatureGate.parse(flags.featureGates);
+    features = parsed.gate;
+    for (const w of parsed.warnings) logger.warning(w);
+  } catch (err) {
+    if (err instanceof FeatureGateError) return `nodevol ${command}: invalid --feature-gates: ${err.message}`;
+    throw err;
+  }
+
+  // Synchronous reads: the walk's speed is the system calls' (README, Speed).
+  const fs = new SyncReadFileSystem();
+  const rootDir = path.resolve(flags.rootDir);
+  let realRootDir: string;
+  try {
+    const st = await fs.stat(rootDir);
+    if (st.type !== 'directory') throw new Error('not a directory');
+    realRootDir = await fs.realpath(rootDir);
+  } catch (err) {
+    return errorCode(err) === 'ENOENT'
+      ? `nodevol ${command}: --root-dir ${rootDir} does not exist: pass this node's kubelet root dir with --root-dir, ` +
+          'or look at the example node: nodevol audit --root-dir examples/node/kubelet --mountinfo examples/node/mountinfo --mountinfo-root-dir /var/lib/kubelet'
+      : `nodevol ${command}: --root-dir ${rootDir}: ${errorMessage(err)}`;
+  }
+
+  let mountTable: MountTableSnapshot;
+  try {
+    const text = await readMountInfoText(mountInfoFileSource(flags.mountinfo));
+    const parsed = parseMountInfo(text, { strict: false, source: flags.mountinfo });
+    mountTable = new MountTableSnapshot(
+      flags.mountinfoRootDir === undefined ? parsed : rebaseMountPoints(parsed, path.posix.resolve(flags.mountinfoRootDir), realRootDir),
+    );
+  } catch (err) {
+    return `nodevol ${command}: --mountinfo ${flags.mountinfo}: ${errorMessage(err)}`;
+  }
+  for (const p of mountTable.problems) {
+    logger.warning('Mount table line could not be parsed; kubelet would fail every mount-reference look-up', {
+      file: flags.mountinfo,
+      line: p.line,
+      error: p.error,
+    });
+  }
+
+  // The cluster's view first: an API error must stop the run before any verdict is printed.
+  let state: ClusterState | undefined;
+  try {
+    state = await loadClusterState(flags);
+  } catch (err) {
+    return `nodevol ${command}: ${errorMessage(err)}`;
+  }
+
+  const layout = new KubeletLayout(realRootDir);
+  const report = await runAudit({
+    fs,
+    // Paths in the mount table are real paths: walk the root dir by its real path so that they match.
+    layout,
+    realRootDir,
+    displayRootDir: rootDir,
+    mountTableSource: flags.mountinfo,
+    features,
+    logger,
+    clock: realClock,
+    mountTable,
+    nowMs: Date.now(),
+  });
+  if (report.volumes.length > 0 && !namesPathUnder(mountTable, realRootDir)) {
+    logger.warning('The mount table names no mount under the root dir: every volume reads as not mounted. If --root-dir is a copy of a node or is mounted elsewhere, pass --mountinfo-root-dir with the path the mount table uses', {
+      rootDir: realRootDir,
+      mountinfo: flags.mountinfo,
+    });
+  }
+  const unread = unreadSources(report, layout);
+  const cluster = state === undefined ? undefined : clusterAudit(report, state);
+  return { report, realRootDir, features, unread, ...(state !== undefined ? { state } : {}), ...(cluster !== undefined ? { cluster } : {}) };
+}
+
+/**
+ * What to say on stderr about the dirs the walk could not read: nothing when both were read; with
+ * one, which partial result the verdicts rest on; with neither, that nothing was audited.
+ */
+export function unreadMessage(run: AuditRun, command: string): string | undefined {
+  const layout = new KubeletLayout(run.realRootDir);
+  if (run.unread.length >= 2) {
+    return `nodevol ${command}: could read neither ${run.unread[0] ?? ''} nor ${run.unread[1] ?? ''}: nothing was audited, the result says nothing about this node`;
+  }
+  const only = run.unread[0];
+  if (only === undefined) return undefined;
+  const trusted =
+    only === layout.podsDir()
+      ? `the global mounts under ${layout.csiPluginDir()} only (pod volumes unknown)`
+      : `the pod volumes under ${layout.podsDir()} only (global mounts unknown)`;
+  return `nodevol ${command}: partial result: could not read ${only}; the verdicts rest on ${trusted}`;
+}
+
+/** Whether some mount point of the table lies below `dir` (compared as the kernel escapes paths). */
+function namesPathUnder(table: MountTableSnapshot, dir: string): boolean {
+  const prefix = `${escapeMountPath(dir)}/`;
+  return table.entries.some((e) => e.mountPoint.startsWith(prefix));
+}
+
+/** The audit's exit code: the node's findings, then the cluster's. */
+export function auditExitCode(run: AuditRun): number {
+  // Neither source read: no verdict can be trusted, whatever the (empty) report says.
+  if (run.unread.length >= 2) return EXIT_UNKNOWN;
+  const code = exitCodeFor(run.report);
+  if (code !== 0) return code;
+  return (run.cluster?.findings.length ?? 0) > 0 ? EXIT_PROBLEM : code;
+}
+

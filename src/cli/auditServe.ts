@@ -1,0 +1,91 @@
+/**
+ * `nodevol audit --interval D`: the audit as a long-running process (the DaemonSet's mode). It
+ * audits every D and serves the last run's findings on /metrics as Prometheus gauges, so no
+ * textfile collector is needed; /healthz says whether the last run completed within 2 × D.
+ *
+ * After a run that could not complete (unreadable root dir or mount table, cluster API error)
+ * /metrics serves `nodevol_audit_last_run_success 0` and no verdict at all: a stale or partial
+ * verdict would be a wrong one. SIGTERM and SIGINT stop it.
+ */
+import { Registry } from 'prom-client';
+import { parseBindAddress, startHttpServer } from '../agent/httpServer.js';
+import { errorMessage } from '../host/fs.js';
+import type { Logger } from '../host/logger.js';
+import { EXIT_UNKNOWN } from '../audit/report.js';
+import { auditExitCode, collectAudit, type AuditRunFlags } from './auditRun.js';
+import { fullReport, renderProm, renderPromFailure } from './auditOutput.js';
+import { parseDuration } from './duration.js';
+
+/** A registry whose exposition is the text of the last audit run. */
+class LastRunRegistry extends Registry {
+  text = '';
+  override metrics(): Promise<string> {
+    return Promise.resolve(this.text);
+  }
+}
+
+export async function serveAudit(flags: AuditRunFlags, interval: string, bindAddress: string, logger: Logger): Promise<number> {
+  let intervalMs: number;
+  let bind;
+  try {
+    intervalMs = parseDuration(interval);
+    if (intervalMs < 1000) throw new Error('must be at least 1s');
+    bind = parseBindAddress(bindAddress);
+  } catch (err) {
+    process.stderr.write(`nodevol audit: ${errorMessage(err)}\n`);
+    return EXIT_UNKNOWN;
+  }
+  const registry = new LastRunRegistry();
+  registry.text = await renderPromFailure(Date.now());
+  let lastCompletedMs = 0;
+  let http;
+  try {
+    http = await startHttpServer(bind, registry, {
+      health: () => {
+        if (lastCompletedMs === 0) return { healthy: false, reason: 'no audit has completed yet' };
+        const sinceMs = Date.now() - lastCompletedMs;
+        return sinceMs <= 2 * intervalMs
+          ? { healthy: true }
+          : { healthy: false, reason: `no audit has completed for ${sinceMs} ms (interval ${intervalMs} ms)` };
+      },
+      ready: () => lastCompletedMs > 0,
+    });
+  } catch (err) {
+    process.stderr.write(`nodevol audit: --metrics-bind-address ${bindAddress}: ${errorMessage(err)}\n`);
+    return EXIT_UNKNOWN;
+  }
+  logger.info('Audit serving metrics', { address: `${bind.host}:${http.port}`, interval });
+
+  let stop: () => void = () => undefined;
+  const stopped = new Promise<void>((resolve) => {
+    stop = resolve;
+  });
+  const onSignal = (): void => stop();
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
+  try {
+    for (;;) {
+      const run = await collectAudit(flags, logger, 'audit');
+      if (typeof run === 'string') {
+        logger.error(new Error(run), 'Audit could not run; serving no verdict');
+        registry.text = await renderPromFailure(Date.now());
+      } else {
+        registry.text = await renderProm(fullReport(run.report, run.cluster));
+        lastCompletedMs = Date.now();
+        logger.info('Audit finished', { exitCode: auditExitCode(run), volumes: run.report.summary.volumes, orphaned: run.report.summary.orphaned, findings: run.cluster?.findings.length ?? 0 });
+      }
+      let timer: NodeJS.Timeout | undefined;
+      const tick = new Promise<'tick'>((resolve) => {
+        timer = setTimeout(() => resolve('tick'), intervalMs);
+      });
+      const why = await Promise.race([tick, stopped.then(() => 'stop' as const)]);
+      clearTimeout(timer);
+      if (why === 'stop') break;
+    }
+  } finally {
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+    await http.close();
+  }
+  return 0;
+}

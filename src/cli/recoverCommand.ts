@@ -1,0 +1,210 @@
+/**
+ * `nodevol recover`: wiring of src/audit/recover.ts to the real node. Runs the audit (the same
+ * flags), requires the cluster's view, plans, and with `--yes` acts through each driver's own
+ * socket. Dry run by default. Exit codes: 0 every orphaned volume recovered (or planned, or
+ * none), 1 some refused or failed, 2 could not run.
+ */
+import { appendFileSync, closeSync, openSync } from 'node:fs';
+import * as path from 'node:path';
+import { Command, Option } from 'commander';
+import { realClock } from '../adapters/node/clock.js';
+import { LIVE_MOUNTINFO, mountInfoFileSource } from '../adapters/node/mountInfoFile.js';
+import { NodeFileSystem } from '../adapters/node/nodeFs.js';
+import { executeRecovery, planRecovery, type RecoverJournalEntry } from '../audit/recover.js';
+import { EXIT_OK, EXIT_PROBLEM, EXIT_UNKNOWN } from '../audit/report.js';
+import type { GrpcCsiClient } from '../csi/grpc/client.js';
+import { unixEndpoint, unixSocketPath } from '../csi/grpc/endpoint.js';
+import { noCsiDrivers } from '../csi/types.js';
+import { unreachableCluster } from '../host/cluster.js';
+import { errorMessage } from '../host/fs.js';
+import { DEFAULT_ROOT_DIR, KubeletLayout } from '../layout/layout.js';
+import { MountTableSnapshot } from '../mount/mountRefs.js';
+import { readMountInfoText } from '../mount/mountTable.js';
+import { ReadOnlyMounter } from '../mount/readOnlyMounter.js';
+import type { VolumeHost } from '../volume/volumeHost.js';
+import { addClusterOptions } from './auditCluster.js';
+import { collectAudit, type AuditRunFlags } from './auditRun.js';
+import { addLoggingOptions, collect, examples, stderrLogger } from './flags.js';
+import { escapeText } from './terminal.js';
+
+interface RecoverFlags extends AuditRunFlags {
+  yes: boolean;
+  csiEndpoint: string[];
+  journal?: string;
+  output: 'text' | 'json';
+  timeout: string;
+}
+
+export function recoverCommand(setExitCode: (code: number) => void): Command {
+  const cmd = new Command('recover')
+    .description(
+      'For the volumes the audit calls orphaned, do what KEP-6058\'s gate would: NodeUnpublishVolume for any\n' +
+        'target left, NodeUnstageVolume through the driver\'s own socket, then remove the global vol_data.json\n' +
+        'and directories, each only after success. Dry run unless --yes. Needs the cluster\'s view.',
+    )
+    .option('--yes', 'act (default: print the plan and change nothing)', false)
+    .option('--root-dir <dir>', 'kubelet root directory', DEFAULT_ROOT_DIR)
+    .option('--mountinfo <file>', 'the live mount table of the node\'s mount namespace', LIVE_MOUNTINFO)
+    .option('--feature-gates <gates>', 'feature gates the audit evaluates kubelet with (a volume the gate recovers is not orphaned)', collect, [])
+    .option('--csi-endpoint <driver=unix:///abs/csi.sock>', 'a driver\'s socket; repeatable (default <root-dir>/plugins/<driver>/csi.sock)', collect, [])
+    .option('--journal <file>', 'append the JSON-lines journal of every action to this file (created 0600)')
+    .addOption(new Option('-o, --output <format>', 'text: the plan and the outcome; json: the journal lines').choices(['text', 'json']).default('text'))
+    .option('--timeout <duration>', 'deadline of each CSI call', '2m');
+  addClusterOptions(cmd);
+  addLoggingOptions(cmd);
+  cmd.addHelpText(
+    'after',
+    '\nRefuses a volume that a pod on this node wants (per the cluster), that is in node.status.volumesInUse,\n' +
+      'whose driver socket is missing, that is raw block, or whose paths leave the root dir.\n' +
+      '\nExit codes:\n  0  every orphaned volume recovered (dry run: planned), or nothing to do\n  1  some volume refused or failed\n  2  could not run (bad flags, unreadable root dir or mount table, no cluster view, cluster API error)\n' +
+      examples([
+        ['Print the plan (changes nothing)', 'nodevol recover --cluster-state cluster.json --node-name node-1'],
+        ['Act, keeping a journal', 'nodevol recover --cluster-state cluster.json --node-name node-1 --yes --journal /var/log/nodevol-recover.jsonl'],
+        ['In a pod with a service account, a driver socket elsewhere', 'nodevol recover --yes --csi-endpoint ebs.csi.aws.com=unix:///var/lib/kubelet/plugins/ebs.csi.aws.com/csi.sock'],
+      ]),
+  );
+  cmd.action(async (flags: RecoverFlags) => {
+    setExitCode(await recover(flags));
+  });
+  return cmd;
+}
+
+function parseEndpoints(values: readonly string[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const v of values) {
+    const eq = v.indexOf('=');
+    if (eq <= 0) throw new Error(`--csi-endpoint ${JSON.stringify(v)}: want DRIVER=unix:///abs/csi.sock`);
+    const endpoint = v.slice(eq + 1);
+    unixSocketPath(endpoint);
+    out.set(v.slice(0, eq), endpoint);
+  }
+  return out;
+}
+
+async function recover(flags: RecoverFlags): Promise<number> {
+  const fail = (msg: string): number => {
+    process.stderr.write(`${msg}\n`);
+    return EXIT_UNKNOWN;
+  };
+  const logger = stderrLogger(flags);
+  let endpoints: Map<string, string>;
+  let timeoutMs: number;
+  try {
+    endpoints = parseEndpoints(flags.csiEndpoint);
+    const { parseDuration } = await import('./duration.js');
+    timeoutMs = parseDuration(flags.timeout);
+  } catch (err) {
+    return fail(`nodevol recover: ${errorMessage(err)}`);
+  }
+  let journalFd: number | undefined;
+  if (flags.journal !== undefined) {
+    try {
+      journalFd = openSync(path.resolve(flags.journal), 'a', 0o600);
+    } catch (err) {
+      return fail(`nodevol recover: --journal ${flags.journal}: ${errorMessage(err)}`);
+    }
+  }
+  try {
+    const run = await collectAudit(flags, logger, 'recover');
+    if (typeof run === 'string') return fail(run);
+    if (run.state === undefined) {
+      return fail('nodevol recover: the cluster\'s view is required (--cluster-state FILE, --kubeconfig FILE, or run in a pod with a service account): without it no volume can be proven unwanted');
+    }
+    const fs = new NodeFileSystem();
+    const layout = new KubeletLayout(run.realRootDir);
+    const loadTable = async (): Promise<MountTableSnapshot> =>
+      MountTableSnapshot.parse(await readMountInfoText(mountInfoFileSource(flags.mountinfo)), { strict: true, source: flags.mountinfo });
+    let table: MountTableSnapshot | Error;
+    try {
+      table = await loadTable();
+    } catch (err) {
+      table = err instanceof Error ? err : new Error(String(err));
+    }
+    const endpointFor = (driver: string): { endpoint: string; socketPath: string } => {
+      const given = endpoints.get(driver);
+      const endpoint = given ?? unixEndpoint(layout.driverSocketPath(driver));
+      return { endpoint, socketPath: unixSocketPath(endpoint) };
+    };
+    const plan = await planRecovery({ report: run.report, state: run.state, fs, layout, mountTable: table, endpointFor });
+
+    const host: VolumeHost = {
+      layout,
+      realRootDir: run.realRootDir,
+      fs,
+      features: run.features,
+      logger,
+      clock: realClock,
+      // Reads a fresh table for every check; recover itself never mounts or unmounts: the driver does.
+      mounter: new ReadOnlyMounter(fs, loadTable),
+      csiDrivers: noCsiDrivers,
+      cluster: unreachableCluster,
+      nodeName: run.state.nodeName,
+    };
+    // Loaded only here: --help and the other commands never load gRPC.
+    const { GrpcCsiClient: Client } = await import('../csi/grpc/client.js');
+    const clients = new Map<string, GrpcCsiClient>();
+    const lines: string[] = [];
+    const journal = (e: RecoverJournalEntry): void => {
+      const line = JSON.stringify(e);
+      if (journalFd !== undefined) appendFileSync(journalFd, `${line}\n`);
+      if (flags.output === 'json') process.stdout.write(`${line}\n`);
+      else lines.push(escapeText(describeEntry(e, flags.yes)));
+    };
+    let result;
+    try {
+      result = await executeRecovery({
+        plan,
+        host,
+        act: flags.yes,
+        journal,
+        nowIso: () => new Date().toISOString(),
+        clientFor: (endpoint) => {
+          let c = clients.get(endpoint);
+          if (c === undefined) {
+            c = new Client(endpoint, { timeoutMs });
+            clients.set(endpoint, c);
+          }
+          return c;
+        },
+      });
+    } finally {
+      for (const c of clients.values()) c.close();
+    }
+    if (flags.output === 'text') {
+      const out: string[] = [];
+      if (plan.volumes.length === 0 && plan.refusals.length === 0) out.push('Nothing to recover: the audit finds no orphaned volume.');
+      out.push(...lines);
+      const n = plan.volumes.length;
+      if (!flags.yes && n > 0) out.push('', `Dry run: ${n} volume(s) planned, nothing changed. Run again with --yes to act.`);
+      if (flags.yes && (n > 0 || result.refused.length > 0)) {
+        out.push('', `${result.recovered.length} recovered, ${result.failed.length} failed, ${result.refused.length} refused.`);
+      }
+      process.stdout.write(`${out.join('\n')}\n`);
+    }
+    return result.failed.length > 0 || result.refused.length > 0 ? EXIT_PROBLEM : EXIT_OK;
+  } finally {
+    if (journalFd !== undefined) closeSync(journalFd);
+  }
+}
+
+function describeEntry(e: RecoverJournalEntry, act: boolean): string {
+  const subject = e.volume;
+  switch (e.action) {
+    case 'refuse':
+      return `refused ${subject}: ${e.reason ?? ''}`;
+    case 'NodeUnpublishVolume':
+    case 'NodeUnstageVolume': {
+      const pathField = e.action === 'NodeUnpublishVolume' ? 'target_path' : 'staging_target_path';
+      const call = `${e.action} volume_id=${e.volumeId ?? ''} ${pathField}=${e.path ?? ''}${e.endpoint !== undefined ? ` via ${e.endpoint}` : ''}`;
+      if (e.outcome === 'planned') return `${subject}: would call ${call}`;
+      if (e.outcome === 'skipped') return `${subject}: skipped ${call}: ${e.reason ?? ''}`;
+      return `${subject}: ${call}: ${e.outcome === 'ok' ? 'OK' : `FAILED: ${e.error ?? ''}`}`;
+    }
+    case 'rmdir':
+    case 'unlink': {
+      const verb = e.action === 'rmdir' ? 'remove directory' : 'remove file';
+      if (e.outcome === 'planned') return `${subject}: would ${verb} ${e.path ?? ''}${act ? '' : ' (once the call above succeeded)'}`;
+      return `${subject}: ${verb} ${e.path ?? ''}: ${e.outcome === 'ok' ? 'OK' : `FAILED: ${e.error ?? ''}`}`;
+    }
+  }
+}

@@ -1,0 +1,299 @@
+// `nodevol audit` against the cluster as a process: from a `--cluster-state` file (kubectl's
+// List JSON) and from an API server through @kubernetes/client-node (an in-test HTTP server on
+// 127.0.0.1 answering real Kubernetes JSON), with -o table|wide|json|yaml and --no-headers.
+// API errors are one line and exit 2, never a verdict.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import * as path from 'node:path';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import { parse as parseYaml } from 'yaml';
+import { claim, csiDriver, list, node, persistentVolume, pod, typedList, volumeAttachment, type KubeObject } from '../../src/testing/clusterObjects.js';
+import { NodeFixture } from '../../src/testing/nodeFixture.js';
+
+const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..', '..');
+const BIN = path.join(REPO_ROOT, 'bin', 'nodevol.js');
+const DRIVER = 'ebs.csi.example.com';
+const NAME = (handle: string): string => `kubernetes.io/csi/${DRIVER}^${handle}`;
+
+interface Run {
+  readonly status: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs the CLI without blocking this process (the API server under test lives here). */
+function nodevol(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
+  const base: NodeJS.ProcessEnv = { ...process.env, ...env };
+  delete base['KUBERNETES_SERVICE_HOST'];
+  if (env['NODE_NAME'] === undefined) delete base['NODE_NAME'];
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { env: base, timeout: 60_000 }, (err, stdout, stderr) => {
+      const code = err === null ? 0 : typeof err.code === 'number' ? err.code : -1;
+      resolve({ status: code, stdout, stderr });
+    });
+  });
+}
+
+/** The cluster of story 1 after the kubelet restart: attached to node-1, no longer in volumesInUse; pod app on node-1 uses vol-2. */
+function story1Cluster(): KubeObject[] {
+  return [
+    node('node-1', { volumesAttached: [NAME('vol-1'), NAME('vol-2')], volumesInUse: [NAME('vol-2')] }),
+    pod('app', { nodeName: 'node-1', claims: ['data-2'], uid: 'uid-app' }),
+    persistentVolume('pv-1', DRIVER, 'vol-1'),
+    persistentVolume('pv-2', DRIVER, 'vol-2', { namespace: 'default', name: 'data-2' }),
+    claim('data-2', 'pv-2'),
+    volumeAttachment(DRIVER, 'vol-1', 'pv-1', 'node-1'),
+    volumeAttachment(DRIVER, 'vol-2', 'pv-2', 'node-1'),
+    csiDriver(DRIVER),
+  ];
+}
+
+interface Recorded {
+  readonly method: string;
+  readonly path: string;
+  readonly query: Record<string, string>;
+  readonly authorization: string | undefined;
+}
+
+/** A fake API server: answers the read-only requests the audit makes from `objects`, records them. */
+async function apiServer(objects: readonly KubeObject[], fail?: (req: IncomingMessage) => { code: number; reason: string; message: string } | undefined): Promise<{ server: Server; url: string; requests: Recorded[] }> {
+  const requests: Recorded[] = [];
+  const of = (kind: string): KubeObject[] => objects.filter((o) => o.kind === kind);
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    requests.push({ method: req.method ?? '', path: url.pathname, query: Object.fromEntries(url.searchParams), authorization: req.headers.authorization });
+    const send = (code: number, body: unknown): void => {
+      res.writeHead(code, { 'Content-Type': 'application/json' }).end(JSON.stringify(body));
+    };
+    const status = (code: number, reason: string, message: string): void =>
+      send(code, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code });
+    const failure = fail?.(req);
+    if (failure !== undefined) return status(failure.code, failure.reason, failure.message);
+    if (req.method !== 'GET') return status(405, 'MethodNotAllowed', 'read-only test server');
+    const p = url.pathname;
+    let m: RegExpExecArray | null;
+    if ((m = /^\/api\/v1\/nodes\/([^/]+)$/.exec(p))) {
+      const n = of('Node').find((o) => o.metadata['name'] === m![1]);
+      return n === undefined ? status(404, 'NotFound', `nodes "${m[1]}" not found`) : send(200, n);
+    }
+    if (p === '/api/v1/pods') {
+      const sel = url.searchParams.get('fieldSelector') ?? '';
+      const nodeName = /^spec\.nodeName=(.*)$/.exec(sel)?.[1];
+      const pods = of('Pod').filter((o) => nodeName === undefined || (o['spec'] as { nodeName?: string }).nodeName === nodeName);
+      return send(200, typedList('PodList', 'v1', pods));
+    }
+    if (p === '/api/v1/persistentvolumes') return send(200, typedList('PersistentVolumeList', 'v1', of('PersistentVolume')));
+    if ((m = /^\/api\/v1\/namespaces\/([^/]+)\/persistentvolumeclaims\/([^/]+)$/.exec(p))) {
+      const c = of('PersistentVolumeClaim').find((o) => o.metadata['namespace'] === m![1] && o.metadata['name'] === m![2]);
+      return c === undefined ? status(404, 'NotFound', `persistentvolumeclaims "${m[2]}" not found`) : send(200, c);
+    }
+    if (p === '/apis/storage.k8s.io/v1/volumeattachments') return send(200, typedList('VolumeAttachmentList', 'storage.k8s.io/v1', of('VolumeAttachment')));
+    if (p === '/apis/storage.k8s.io/v1/csidrivers') return send(200, typedList('CSIDriverList', 'storage.k8s.io/v1', of('CSIDriver')));
+    return status(404, 'NotFound', `the server could not find the requested resource (${p})`);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { server, url: `http://127.0.0.1:${port}`, requests };
+}
+
+async function writeKubeconfig(file: string, server: string): Promise<void> {
+  await writeFile(
+    file,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      'clusters:',
+      `- name: test\n  cluster:\n    server: ${server}\n    insecure-skip-tls-verify: true`,
+      'users:',
+      '- name: audit\n  user:\n    token: test-token',
+      'contexts:',
+      '- name: test\n  context:\n    cluster: test\n    user: audit',
+      'current-context: test',
+      '',
+    ].join('\n'),
+  );
+}
+
+interface JsonReport {
+  readonly volumes: { readonly uniqueName: string; readonly verdict: string; readonly pods: { uid: string }[] }[];
+  readonly cluster?: {
+    readonly nodeName: string;
+    readonly source: string;
+    readonly findings: { kind: string; uniqueName?: string; reason: string }[];
+    readonly pods: Record<string, { namespace: string; name: string }>;
+    readonly wantedBy: Record<string, { namespace: string; name: string }[]>;
+  };
+}
+
+describe('nodevol audit against the cluster (process)', () => {
+  let fx: NodeFixture;
+  let mountinfo: string;
+  let clusterFile: string;
+  let server: Server | undefined;
+  beforeEach(async () => {
+    fx = await NodeFixture.create();
+    // vol-1: story 1 (staged, no pod dir). vol-2: tracked, published to pod app.
+    await fx.stage({ driver: DRIVER, handle: 'vol-1', specVolID: 'pv-1' });
+    const gm2 = await fx.stage({ driver: DRIVER, handle: 'vol-2', specVolID: 'pv-2' });
+    await fx.podVolume({ uid: 'uid-app', specName: 'pv-2', driver: DRIVER, handle: 'vol-2', boundFrom: gm2 });
+    mountinfo = await fx.writeMountInfo();
+    clusterFile = path.join(fx.base, 'cluster.json');
+    await writeFile(clusterFile, JSON.stringify(list(story1Cluster())));
+  });
+  afterEach(async () => {
+    server?.close();
+    server = undefined;
+    await fx.cleanup();
+  });
+  const audit = (...extra: string[]): Promise<Run> => nodevol(['audit', '--root-dir', fx.root, '--mountinfo', mountinfo, ...extra]);
+
+  it('--cluster-state: story 1 is at-risk (exit 1); -o json has the cluster section with the reason', async () => {
+    const r = await audit('--cluster-state', clusterFile, '--node-name', 'node-1', '-o', 'json');
+    assert.equal(r.status, 1, r.stderr);
+    const report = JSON.parse(r.stdout) as JsonReport;
+    assert.equal(report.cluster?.nodeName, 'node-1');
+    assert.equal(report.cluster.source, clusterFile);
+    assert.deepEqual(report.cluster.findings.map((f) => [f.kind, f.uniqueName]), [['at-risk', NAME('vol-1')]]);
+    assert.match(report.cluster.findings[0]!.reason, /absent from node\.status\.volumesInUse: the attach\/detach controller may detach it now/);
+    assert.deepEqual(report.cluster.pods['uid-app'], { namespace: 'default', name: 'app' });
+    assert.deepEqual(report.cluster.wantedBy[NAME('vol-2')], [{ uid: 'uid-app', namespace: 'default', name: 'app' }]);
+  });
+
+  it('-o table names pods namespace/name and adds a CLUSTER column; -o wide adds the REASON column', async () => {
+    const t = await audit('--cluster-state', clusterFile, '--node-name', 'node-1');
+    assert.equal(t.status, 1, t.stderr);
+    const [header, ...rows] = t.stdout.split('\n');
+    assert.match(header!, /^VERDICT +WITH-GATE +DRIVER +VOLUME +MODE +PODS +GLOBAL-MOUNT +CLUSTER$/);
+    assert.match(rows[0]!, /^orphaned +recovered +ebs\.csi\.example\.com +vol-1 +Filesystem +<none> +mounted +at-risk$/);
+    assert.match(rows[1]!, /^tracked +tracked +ebs\.csi\.example\.com +vol-2 +Filesystem +default\/app +mounted +in-use$/);
+    assert.match(t.stdout, /\nCLUSTER FINDINGS \(node node-1, from .*cluster\.json\)\n {2}at-risk: kubernetes\.io\/csi\/ebs\.csi\.example\.com\^vol-1: staged at /);
+    assert.match(t.stdout, /; cluster: 1 at-risk, 0 attached-elsewhere, 0 pod-gone\n$/);
+
+    const w = await audit('--cluster-state', clusterFile, '--node-name', 'node-1', '-o', 'wide');
+    const [wHeader, wRow] = w.stdout.split('\n');
+    assert.match(wHeader!, / +CLUSTER +REASON$/);
+    assert.match(wRow!, /at-risk +staged at .* but no pod directory names it: kubelet never reconstructs it.*; staged at .* absent from node\.status\.volumesInUse/);
+  });
+
+  it('--no-headers prints the rows only; -o yaml is the JSON report as YAML', async () => {
+    const n = await audit('--cluster-state', clusterFile, '--node-name', 'node-1', '--no-headers');
+    const lines = n.stdout.trimEnd().split('\n');
+    assert.equal(lines.length, 2, n.stdout);
+    assert.match(lines[0]!, /^orphaned /);
+    const j = await audit('--cluster-state', clusterFile, '--node-name', 'node-1', '-o', 'json');
+    const y = await audit('--cluster-state', clusterFile, '--node-name', 'node-1', '-o', 'yaml');
+    assert.equal(y.status, 1);
+    const fromYaml = parseYaml(y.stdout) as Record<string, unknown>;
+    const fromJson = JSON.parse(j.stdout) as Record<string, unknown>;
+    delete fromYaml['timestamp'];
+    delete fromJson['timestamp'];
+    assert.deepEqual(fromYaml, fromJson);
+  });
+
+  it('--node-name defaults to $NODE_NAME', async () => {
+    const r = await nodevol(['audit', '--root-dir', fx.root, '--mountinfo', mountinfo, '--cluster-state', clusterFile, '-o', 'json'], { NODE_NAME: 'node-1' });
+    assert.equal(r.status, 1, r.stderr);
+    assert.equal((JSON.parse(r.stdout) as JsonReport).cluster?.nodeName, 'node-1');
+  });
+
+  it('a cluster state that does not parse, or lacks the node, is one line and exit 2 with nothing on stdout', async () => {
+    await writeFile(path.join(fx.base, 'bad.json'), JSON.stringify(list([{ kind: 'Pod', apiVersion: 'v1', metadata: { name: 'p', namespace: 'default' }, spec: {} }])));
+    for (const [file, node_, want] of [
+      [path.join(fx.base, 'bad.json'), 'node-1', /items\[0\]\.metadata\.uid: Required/],
+      [clusterFile, 'node-9', /node "node-9" not found/],
+      [path.join(fx.base, 'missing.json'), 'node-1', /missing\.json: .*ENOENT/],
+    ] as const) {
+      const r = await audit('--cluster-state', file, '--node-name', node_);
+      assert.equal(r.status, 2, r.stderr);
+      assert.equal(r.stdout, '');
+      assert.equal(r.stderr.trimEnd().split('\n').length, 1, r.stderr);
+      assert.match(r.stderr, want);
+    }
+  });
+
+  it('--cluster-state with --kubeconfig is an error (exit 2)', async () => {
+    const r = await audit('--cluster-state', clusterFile, '--kubeconfig', clusterFile, '--node-name', 'node-1');
+    assert.equal(r.status, 2);
+    assert.match(r.stderr, /exclusive/);
+  });
+
+  it('--kubeconfig: the same findings from an API server, read with GET only, pods by field selector', async () => {
+    const api = await apiServer(story1Cluster());
+    server = api.server;
+    const kubeconfig = path.join(fx.base, 'kubeconfig');
+    await writeKubeconfig(kubeconfig, api.url);
+    const r = await audit('--kubeconfig', kubeconfig, '--node-name', 'node-1', '-o', 'json');
+    assert.equal(r.status, 1, r.stderr);
+    const report = JSON.parse(r.stdout) as JsonReport;
+    assert.equal(report.cluster?.source, api.url);
+    assert.deepEqual(report.cluster.findings.map((f) => [f.kind, f.uniqueName]), [['at-risk', NAME('vol-1')]]);
+    assert.deepEqual(report.cluster.pods['uid-app'], { namespace: 'default', name: 'app' });
+    assert.ok(api.requests.every((q) => q.method === 'GET'), JSON.stringify(api.requests));
+    assert.ok(api.requests.every((q) => q.authorization === 'Bearer test-token'));
+    assert.deepEqual(api.requests.map((q) => q.path).sort(), [
+      '/api/v1/namespaces/default/persistentvolumeclaims/data-2',
+      '/api/v1/nodes/node-1',
+      '/api/v1/persistentvolumes',
+      '/api/v1/pods',
+      '/apis/storage.k8s.io/v1/csidrivers',
+      '/apis/storage.k8s.io/v1/volumeattachments',
+    ]);
+    assert.equal(api.requests.find((q) => q.path === '/api/v1/pods')?.query['fieldSelector'], 'spec.nodeName=node-1');
+  });
+
+  it('--kubeconfig: attached-elsewhere from a VolumeAttachment to another node', async () => {
+    const objects = [...story1Cluster().filter((o) => !(o.kind === 'VolumeAttachment' && (o['spec'] as { source: { persistentVolumeName: string } }).source.persistentVolumeName === 'pv-1')), node('node-2'), volumeAttachment(DRIVER, 'vol-1', 'pv-1', 'node-2')];
+    const api = await apiServer(objects);
+    server = api.server;
+    const kubeconfig = path.join(fx.base, 'kubeconfig');
+    await writeKubeconfig(kubeconfig, api.url);
+    const r = await audit('--kubeconfig', kubeconfig, '--node-name', 'node-1', '-o', 'json');
+    const report = JSON.parse(r.stdout) as JsonReport;
+    assert.deepEqual(report.cluster?.findings.map((f) => f.kind).sort(), ['at-risk', 'attached-elsewhere']);
+    assert.equal(r.status, 1);
+  });
+
+  for (const [what, fail, want] of [
+    ['403 on list pods (RBAC)', (req: IncomingMessage) => ((req.url ?? '').startsWith('/api/v1/pods') ? { code: 403, reason: 'Forbidden', message: 'pods is forbidden: User "system:serviceaccount:kube-system:nodevol" cannot list resource "pods" in API group "" at the cluster scope' } : undefined), /HTTP 403: pods is forbidden: User/],
+    ['404 on the node', (req: IncomingMessage) => ((req.url ?? '').startsWith('/api/v1/nodes/') ? { code: 404, reason: 'NotFound', message: 'nodes "node-1" not found' } : undefined), /get node node-1: HTTP 404: nodes "node-1" not found/],
+    ['500 on volumeattachments', (req: IncomingMessage) => ((req.url ?? '').includes('volumeattachments') ? { code: 500, reason: 'InternalError', message: 'etcdserver: request timed out' } : undefined), /list volumeattachments: HTTP 500: etcdserver: request timed out/],
+  ] as const) {
+    it(`an API error (${what}) is one line on stderr and exit 2, never a verdict`, async () => {
+      const api = await apiServer(story1Cluster(), fail);
+      server = api.server;
+      const kubeconfig = path.join(fx.base, 'kubeconfig');
+      await writeKubeconfig(kubeconfig, api.url);
+      for (const output of ['json', 'table']) {
+        const r = await audit('--kubeconfig', kubeconfig, '--node-name', 'node-1', '-o', output);
+        assert.equal(r.status, 2, r.stdout);
+        assert.equal(r.stdout, '');
+        assert.equal(r.stderr.trimEnd().split('\n').length, 1, r.stderr);
+        assert.match(r.stderr, /^nodevol audit: cluster API: http:\/\/127\.0\.0\.1:\d+: /);
+        assert.match(r.stderr, want);
+      }
+    });
+  }
+
+  it('an API server that is not there is one line and exit 2', async () => {
+    const api = await apiServer([]);
+    const url = api.url;
+    await new Promise<void>((resolve) => api.server.close(() => resolve()));
+    const kubeconfig = path.join(fx.base, 'kubeconfig');
+    await writeKubeconfig(kubeconfig, url);
+    const r = await audit('--kubeconfig', kubeconfig, '--node-name', 'node-1');
+    assert.equal(r.status, 2);
+    assert.equal(r.stdout, '');
+    assert.equal(r.stderr.trimEnd().split('\n').length, 1, r.stderr);
+    assert.match(r.stderr, /cluster API: .*get node node-1: .*(ECONNREFUSED|connect)/);
+  });
+
+  it('a kubeconfig that cannot be read is one line and exit 2', async () => {
+    const r = await audit('--kubeconfig', path.join(fx.base, 'nope'), '--node-name', 'node-1');
+    assert.equal(r.status, 2);
+    assert.equal(r.stdout, '');
+    assert.match(r.stderr, /--kubeconfig .*nope: .*ENOENT/);
+  });
+});
