@@ -6,9 +6,13 @@ import { describe, it } from 'node:test';
 import type { UniquePodName, UniqueVolumeName } from '../../../src/layout/names.js';
 import { sha256Hex } from '../../../src/layout/names.js';
 import { markDeviceErrorState } from '../../../src/operationexecutor/operationGenerator.js';
-import { RecordingLogger } from '../../../src/testing/hosts.js';
-import { DRIVER, InMemoryNode, ROOT } from '../../../src/testing/inMemoryNode.js';
+import { gates, RecordingLogger } from '../../../src/testing/hosts.js';
+import { DRIVER, InMemoryNode, NODE, ROOT } from '../../../src/testing/inMemoryNode.js';
+import { CsiPlugin } from '../../../src/volume/csi/csiPlugin.js';
+import { VolumePluginMgr, type GlobalVolume } from '../../../src/volume/plugins.js';
 import { constructPVSourceSpec } from '../../../src/volume/spec.js';
+import type { VolumeHost } from '../../../src/volume/volumeHost.js';
+import { VolumeManager } from '../../../src/volumemanager/volumeManager.js';
 import { createActualStateOfWorld } from '../../../src/volumemanager/cache/actualStateOfWorld.js';
 import type { VolumeToMount } from '../../../src/volumemanager/cache/desiredStateOfWorld.js';
 
@@ -119,5 +123,38 @@ describe('markDeviceErrorState', () => {
     markDeviceErrorState(asw, vtm, '', `${GLOBAL_DIR('vol-1')}/globalmount`, new Error('final'), logger);
     assert.equal(asw.getDeviceMountState(volumeName), 'DeviceMountUncertain');
     assert.deepEqual(first(logger, 'MountVolume.markDeviceErrorState leaving volume uncertain'), { level: 2, severity: 'I' });
+  });
+});
+
+/** A CSI plugin that lists every global mount twice (two listers reporting the same volume). */
+class ListsTwice extends CsiPlugin {
+  override async listGlobalVolumes(): Promise<GlobalVolume[]> {
+    const listed = await super.listGlobalVolumes();
+    return [...listed, ...listed];
+  }
+}
+
+describe('reconstructGlobalVolume: a volume listed again', () => {
+  it('"Global mount is already in actual state, skipping" at V(4); registered and logged once', async () => {
+    const node = await mountedThenCrashed();
+    const driver = node.driver;
+    const host: VolumeHost = {
+      layout: node.layout,
+      realRootDir: ROOT,
+      fs: node.fs,
+      features: gates(true),
+      logger: node.logger,
+      clock: node.clock,
+      mounter: node.mounter,
+      csiDrivers: { client: (n) => (n === driver.name ? driver : undefined) },
+      cluster: node.cluster,
+      nodeName: NODE,
+    };
+    const from = node.logger.lines.length;
+    const vm = new VolumeManager({ host, metrics: node.metrics, plugins: new VolumePluginMgr([new ListsTwice(host)]) });
+    await vm.start();
+    const lines = new RecordingLogger(0, node.logger.lines.slice(from));
+    assert.deepEqual(linesOf(lines, 'Global mount is already in actual state, skipping'), [{ level: 4, severity: 'I' }]);
+    assert.equal(linesOf(lines, 'Global mount with no pod directory is marked uncertain and added into the actual state').length, 1);
   });
 });
