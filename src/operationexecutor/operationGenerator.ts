@@ -280,6 +280,7 @@ export class OperationGenerator {
           asw.markDeviceAsUncertain(av.volumeName, av.devicePath, deviceMountPath, av.seLinuxMountContext ?? '');
           throw err;
         }
+        logger.info('UnmountDevice succeeded', { volumeName: av.volumeName, deviceMountPath });
         asw.markDeviceAsUnmounted(av.volumeName);
       },
     };

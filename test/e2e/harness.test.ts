@@ -65,7 +65,7 @@ describe('e2e harness: NodeDisk (no root needed)', () => {
       assert.deepEqual(pods[0]?.volumes[1]?.csi, { driver: DRIVER, volumeAttributes: { size: '1Mi' } });
       assert.deepEqual(await view.getPersistentVolumeClaim('default', 'pv-a'), { namespace: 'default', name: 'pv-a', volumeName: 'pv-a' });
       assert.deepEqual((await view.getPersistentVolume('pv-a'))?.csi, { driver: DRIVER, volumeHandle: 'vol-a', fsType: 'ext4' });
-      assert.deepEqual(await view.getCSIDriver(DRIVER), { name: DRIVER, attachRequired: true });
+      assert.deepEqual(await view.getCSIDriver(DRIVER), { name: DRIVER, attachRequired: true, podInfoOnMount: false });
       assert.equal(pv.uniqueVolumeName, `kubernetes.io/csi/${DRIVER}^vol-a`);
       assert.equal(uniqueVolumeName(DRIVER, 'vol-a'), pv.uniqueVolumeName);
 

@@ -7,7 +7,7 @@ import * as path from 'node:path/posix';
 import { errorMessage } from '../../host/fs.js';
 import type { DeviceMounter, DeviceUnmounter, MounterArgs } from '../plugins.js';
 import { specName, type Spec } from '../spec.js';
-import { isOperationFinishedError, TransientOperationFailure } from '../util/errors.js';
+import { isOperationFinishedError } from '../util/errors.js';
 import type { VolumeHost } from '../volumeHost.js';
 import {
   accessModeMapperFor,
@@ -20,7 +20,7 @@ import {
   mountCapability,
   removeMountDir,
   supportsStageUnstage,
-  supportsVolumeMountGroup,
+  volumeMountGroupFor,
 } from './csiUtil.js';
 import { isVolumeDataNotFound, loadVolumeData, saveVolumeData, VOL_DATA_FILE_NAME, volDataKey } from './volumeData.js';
 
@@ -67,16 +67,8 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
       host.logger.v(4).info(csiLog('attacher.MountDevice STAGE_UNSTAGE_VOLUME capability not set. Skipping MountDevice...'));
       return;
     }
-    let mountGroup: boolean;
-    try {
-      mountGroup = await supportsVolumeMountGroup(client);
-    } catch (err) {
-      // Transient, so the directory and vol_data.json stay (kubelet's deferred cleanup skips it).
-      throw new TransientOperationFailure(
-        csiLog(`attacher.MountDevice failed to determine if the node service has VOLUME_MOUNT_GROUP capability: ${errorMessage(err)}`),
-      );
-    }
-    const volumeMountGroup = mountGroup && args.fsGroup !== undefined ? String(args.fsGroup) : '';
+    // A failure here is transient, so the directory and vol_data.json stay (kubelet's deferred cleanup skips it).
+    const volumeMountGroup = await volumeMountGroupFor(client, args.fsGroup, 'attacher.MountDevice');
     try {
       // csi_client.go NodeStageVolume maps the access mode first; its failure is returned as it is.
       const accessMode = await accessModeMapperFor(client).catch((err: unknown) => {

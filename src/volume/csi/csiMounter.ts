@@ -18,7 +18,7 @@ import {
   mountCapability,
   removeMountDir,
   supportsStageUnstage,
-  supportsVolumeMountGroup,
+  volumeMountGroupFor,
 } from './csiUtil.js';
 import { saveVolumeData, volDataKey } from './volumeData.js';
 import { errorMessage } from '../../host/fs.js';
@@ -80,15 +80,7 @@ export class CsiMounter implements VolumeMounter {
     }
     if (podInfo) volumeContext = { ...volumeContext, ...podInfoAttrs(this.pod, target.lifecycle) };
 
-    let mountGroup: boolean;
-    try {
-      mountGroup = await supportsVolumeMountGroup(client);
-    } catch (err) {
-      throw new TransientOperationFailure(
-        csiLog(`mounter.SetUpAt failed to determine if the node service has VOLUME_MOUNT_GROUP capability: ${errorMessage(err)}`),
-      );
-    }
-    const volumeMountGroup = mountGroup && args.fsGroup !== undefined ? String(args.fsGroup) : '';
+    const volumeMountGroup = await volumeMountGroupFor(client, args.fsGroup, 'mounter.SetUpAt');
 
     const data: Record<string, string> = {
       [volDataKey.specVolID]: target.specName,

@@ -125,9 +125,19 @@ export async function mkdirAll(host: VolumeHost, dir: string, mode = 0o750): Pro
   await host.fs.mkdir(dir, { recursive: true, mode });
 }
 
-/** NodeSupportsVolumeMountGroup: one NodeGetCapabilities call. */
-export async function supportsVolumeMountGroup(client: CsiNodeClient): Promise<boolean> {
-  return (await client.nodeGetCapabilities()).includes('VOLUME_MOUNT_GROUP');
+/**
+ * The volume_mount_group of a stage or publish: the pod's fsGroup only when the driver has
+ * VOLUME_MOUNT_GROUP (NodeSupportsVolumeMountGroup, one NodeGetCapabilities call), else ''. A
+ * failure to ask is transient, as in SetUpAt and MountDevice; `caller` prefixes its message.
+ */
+export async function volumeMountGroupFor(client: CsiNodeClient, fsGroup: number | undefined, caller: string): Promise<string> {
+  let supported: boolean;
+  try {
+    supported = (await client.nodeGetCapabilities()).includes('VOLUME_MOUNT_GROUP');
+  } catch (err) {
+    throw new TransientOperationFailure(csiLog(`${caller} failed to determine if the node service has VOLUME_MOUNT_GROUP capability: ${errorMessage(err)}`));
+  }
+  return supported && fsGroup !== undefined ? String(fsGroup) : '';
 }
 
 /**

@@ -38,7 +38,10 @@ export interface AddPodToVolumeArgs extends PodToMount {
 export interface DesiredStateOfWorld {
   /** Adds (or refreshes) the pod under the volume, creating the volume if needed. */
   addPodToVolume(args: AddPodToVolumeArgs): void;
-  /** Absent pod or volume: no-op. The volume goes when its last pod goes. */
+  /**
+   * Forgets the pod's errors first (whatever else happens, as kubelet does); then an absent pod
+   * or volume is a no-op. The volume goes when its last pod goes.
+   */
   deletePodFromVolume(podName: UniquePodName, volumeName: UniqueVolumeName): void;
   /** Removes the pod from every volume. */
   deletePod(podName: UniquePodName): void;
@@ -101,6 +104,7 @@ class DesiredStateOfWorldImpl implements DesiredStateOfWorld {
   }
 
   deletePodFromVolume(podName: UniquePodName, volumeName: UniqueVolumeName): void {
+    this.podErrors.delete(podName);
     const v = this.volumes.get(volumeName);
     if (v === undefined) return;
     v.pods.delete(podName);

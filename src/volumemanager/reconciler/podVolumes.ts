@@ -66,9 +66,14 @@ export async function getVolumesFromPodDir(
     return { volumes, problems };
   }
   const pods = sortByName(await fs.readdir(podsDir));
+  // kubelet skips a pod whose volumes dir cannot be read without a word (it may not exist), and
+  // logs an unreadable plugin dir as an error; nodevol records both as problems for the audit.
   const problem = (p: string, err: unknown): void => {
     problems.push({ path: p, error: errorMessage(err) });
-    logger.error(err, 'Could not read directory', { path: p });
+  };
+  const pluginProblem = (p: string, err: unknown): void => {
+    problems.push({ path: p, error: errorMessage(err) });
+    logger.error(err, 'Could not read volume plugin directory', { volumePluginPath: p });
   };
 
   for (const pod of pods) {
@@ -86,8 +91,10 @@ export async function getVolumesFromPodDir(
       const subEntry = podEntries.find((e) => e.name === sub);
       if (subEntry === undefined) continue;
       if (subEntry.type !== 'directory') {
-        // Never followed: a symlink here could lead out of the root dir.
-        problem(subDir, new Error(`${subDir} is a ${subEntry.type}, not a directory; not followed`));
+        // Never followed: a symlink here could lead out of the root dir (a nodevol refusal).
+        const err = new Error(`${subDir} is a ${subEntry.type}, not a directory; not followed`);
+        problem(subDir, err);
+        if (subEntry.type === 'symlink') logger.v(4).info('Not following a symlinked volumes directory', { path: subDir });
         continue;
       }
       let plugins: DirEntry[];
@@ -100,22 +107,24 @@ export async function getVolumesFromPodDir(
       for (const plugin of plugins) {
         const pluginDir = path.join(subDir, plugin.name);
         if (plugin.type === 'symlink') {
-          problem(pluginDir, new Error(`${pluginDir} is a symlink; not followed`));
+          pluginProblem(pluginDir, new Error(`${pluginDir} is a symlink; not followed`));
           continue;
         }
         let children: DirEntry[];
         try {
           children = sortByName(await fs.readdir(pluginDir));
         } catch (err) {
-          problem(pluginDir, err);
+          pluginProblem(pluginDir, err);
           continue;
         }
         const pluginName = unescapeQualifiedName(plugin.name);
         for (const child of children) {
+          const volumePath = path.join(pluginDir, child.name);
+          logger.v(5).info('Volume path from volume plugin directory', { podName: pod.name, volumePath });
           volumes.push({
             podName: pod.name as UniquePodName,
             volumeSpecName: child.name,
-            volumePath: path.join(pluginDir, child.name),
+            volumePath,
             pluginName,
             volumeMode,
             entryType: child.type,
@@ -124,6 +133,9 @@ export async function getVolumesFromPodDir(
         }
       }
     }
+  }
+  if (logger.enabled(4)) {
+    for (const v of volumes) logger.v(4).info('Get volume from pod directory', { path: podsDir, volume: v.volumePath });
   }
   return { volumes, problems };
 }

@@ -119,8 +119,10 @@ class ReconcilerImpl implements Reconciler {
       logger.v(5).info('Volume is not reported in use yet, not verifying attachment', { volumeName: vtm.volumeName });
       return;
     }
+    logger.v(5).info('Starting operationExecutor.VerifyControllerAttachedVolume', { volumeName: vtm.volumeName, podName: vtm.podName });
     try {
       executor.verifyControllerAttachedVolume(vtm, asw);
+      logger.info('operationExecutor.VerifyControllerAttachedVolume started', { volumeName: vtm.volumeName, podName: vtm.podName });
     } catch (err) {
       if (!isExpectedError(err)) logger.error(err, 'operationExecutor.VerifyControllerAttachedVolume failed', { volumeName: vtm.volumeName });
     }
@@ -128,9 +130,10 @@ class ReconcilerImpl implements Reconciler {
 
   private async mountAttachedVolume(vtm: VolumeToMount, devicePath: string): Promise<void> {
     const { executor, asw, logger } = this.deps;
+    logger.v(4).info('Starting operationExecutor.MountVolume', { volumeName: vtm.volumeName, podName: vtm.podName });
     try {
       await executor.mountVolume(vtm, devicePath, asw);
-      logger.v(4).info('operationExecutor.MountVolume started', { volumeName: vtm.volumeName, podName: vtm.podName });
+      logger.v(1).info('operationExecutor.MountVolume started', { volumeName: vtm.volumeName, podName: vtm.podName });
     } catch (err) {
       if (!isExpectedError(err)) logger.error(err, 'operationExecutor.MountVolume failed', { volumeName: vtm.volumeName, podName: vtm.podName });
     }
@@ -146,6 +149,7 @@ class ReconcilerImpl implements Reconciler {
       const current = asw.getAttachedVolume(av.volumeName);
       if (current === undefined) continue;
       if (deviceMayBeMounted(current)) {
+        logger.v(5).info('Starting operationExecutor.UnmountDevice', { volumeName: current.volumeName });
         try {
           await executor.unmountDevice(current, asw);
           logger.info('operationExecutor.UnmountDevice started', { volumeName: current.volumeName });
@@ -161,8 +165,9 @@ class ReconcilerImpl implements Reconciler {
 
   private markDetached(volumeName: UniqueVolumeName): void {
     try {
+      const devicePath = this.deps.asw.getAttachedVolume(volumeName)?.devicePath ?? '';
       this.deps.asw.markVolumeAsDetached(volumeName);
-      this.deps.logger.v(4).info('Volume detached (marked as detached in the actual state)', { volumeName });
+      this.deps.logger.info('Volume detached', { volumeName, devicePath });
     } catch (err) {
       this.deps.logger.error(err, 'Could not mark volume as detached', { volumeName });
     }

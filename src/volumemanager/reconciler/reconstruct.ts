@@ -94,12 +94,14 @@ export class Reconstructor {
       } catch (err) {
         this.deps.metrics.reconstructVolumeOperation('pod-local', true);
         this.volumesFailedReconstruction.push(candidate);
-        logger.error(err, 'Could not construct volume information', {
+        logger.info('Could not construct volume information', {
           podName: candidate.podName,
           volumeSpecName: candidate.volumeSpecName,
+          err: err instanceof Error ? err.message : String(err),
         });
         continue;
       }
+      logger.v(4).info('Adding reconstructed volume to actual state and node status', { podName: candidate.podName, volumeSpecName: candidate.volumeSpecName });
       const list = byVolume.get(reconstructed.uniqueVolumeName);
       if (list === undefined) byVolume.set(reconstructed.uniqueVolumeName, [reconstructed]);
       else list.push(reconstructed);
@@ -216,7 +218,10 @@ export class Reconstructor {
       metrics.reconstructVolumeOperation('global-mount', true);
       return;
     }
-    if (asw.volumeExists(name)) return;
+    if (asw.volumeExists(name)) {
+      log4.info('Global mount is already in actual state, skipping', { volumeName: name });
+      return;
+    }
     try {
       asw.addAttachUncertainReconstructedVolume(name, gv.spec, plugin.getPluginName(), '');
     } catch (err) {
@@ -235,12 +240,17 @@ export class Reconstructor {
     }
     this.volumesNeedUpdateFromNodeStatus.push(name);
     this.listedThisPass.set(name, gv.deviceMountPath);
+    logger.v(2).info('Global mount with no pod directory is marked uncertain and added into the actual state', {
+      volumeName: name,
+      deviceMountPath: gv.deviceMountPath,
+    });
   }
 
   /**
-   * The KEP's V(2) line and the global-mount count, for the listed volumes no pod directory
-   * accounted for: those are the ones only the listing recovered. (The listing runs first, so
-   * this can only be told once the pod directories were walked.)
+   * The global-mount count, for the listed volumes no pod directory accounted for: those are
+   * the ones only the listing recovered (the listing runs first, so this can only be told once
+   * the pod directories were walked). The KEP's V(2) line is logged at registration, for every
+   * listed volume, as kubelet's reconstructGlobalVolume does.
    */
   private reportListedWithoutPodDirectory(foundInPodDirs: ReadonlySet<UniqueVolumeName>): void {
     const { logger, metrics } = this.deps;
@@ -250,10 +260,6 @@ export class Reconstructor {
         continue;
       }
       metrics.reconstructVolumeOperation('global-mount', false);
-      logger.v(2).info('Global mount with no pod directory is marked uncertain and added into the actual state', {
-        volumeName: name,
-        deviceMountPath,
-      });
     }
   }
 
@@ -269,7 +275,8 @@ export class Reconstructor {
       const status = await cluster.getNodeStatus();
       attached = new Map(status.volumesAttached.map((v) => [v.name, v.devicePath]));
     } catch (err) {
-      logger.error(err, 'Failed to get Node status to reconstruct device paths; unmounts are held back until it succeeds');
+      // This may repeat a few times a second until the Node can be read (kubelet logs it at V(4)).
+      logger.v(4).info('Failed to get Node status to reconstruct device paths', { err: err instanceof Error ? err.message : String(err) });
       return;
     }
     for (const name of this.volumesNeedUpdateFromNodeStatus) {
@@ -305,7 +312,7 @@ export class Reconstructor {
 
   private async cleanupMounts(volume: PodVolume): Promise<void> {
     const { executor, asw, logger, metrics } = this.deps;
-    logger.v(2).info('Cleaning up mounts for volume that could not be reconstructed', {
+    logger.info('Cleaning up mounts for volume that could not be reconstructed', {
       podName: volume.podName,
       volumeSpecName: volume.volumeSpecName,
     });

@@ -3,7 +3,9 @@
 // MarkVolumesAsReportedInUse with the Node's list whether or not the volume manager wrote it).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { UniquePodName, UniqueVolumeName } from '../../../src/layout/names.js';
 import { InMemoryNode } from '../../../src/testing/inMemoryNode.js';
+import { createDesiredStateOfWorld } from '../../../src/volumemanager/cache/desiredStateOfWorld.js';
 
 describe('volumesInUse before the states sync', () => {
   it('a volume the Node already lists is reported in the DSW at once; nothing is written', async () => {
@@ -19,5 +21,15 @@ describe('volumesInUse before the states sync', () => {
     const reported = Object.fromEntries(vm.dsw.getVolumesToMount().map((v) => [v.volumeName, v.reportedInUse]));
     assert.deepEqual(reported, { [name]: true, [other]: false });
     assert.deepEqual(node.cluster.volumesInUseHistory, [], 'nothing written before the sync');
+  });
+});
+
+describe('DSW DeletePodFromVolume', () => {
+  it('forgets the pod\'s errors even when the volume is absent (desired_state_of_world.go)', () => {
+    const dsw = createDesiredStateOfWorld();
+    const pod = 'pod-a' as UniquePodName;
+    dsw.addErrorToPod(pod, 'PersistentVolumeClaim default/c not found');
+    dsw.deletePodFromVolume(pod, 'kubernetes.io/csi/absent^v' as UniqueVolumeName);
+    assert.deepEqual(dsw.popPodErrors(pod), []);
   });
 });

@@ -1,0 +1,160 @@
+// Issue 13, item 9: the log lines operators grep for - name, severity and verbosity as kubelet
+// writes them (reconciler_common.go, reconstruct.go, reconstruct_common.go getVolumesFromPodDir,
+// operation_generator.go). Each test reads the recorded lines of a whole flow.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { UniquePodName, UniqueVolumeName } from '../../../src/layout/names.js';
+import { sha256Hex } from '../../../src/layout/names.js';
+import { markDeviceErrorState } from '../../../src/operationexecutor/operationGenerator.js';
+import { gates, RecordingLogger } from '../../../src/testing/hosts.js';
+import { DRIVER, InMemoryNode, NODE, ROOT } from '../../../src/testing/inMemoryNode.js';
+import { CsiPlugin } from '../../../src/volume/csi/csiPlugin.js';
+import { VolumePluginMgr, type GlobalVolume } from '../../../src/volume/plugins.js';
+import { constructPVSourceSpec } from '../../../src/volume/spec.js';
+import type { VolumeHost } from '../../../src/volume/volumeHost.js';
+import { VolumeManager } from '../../../src/volumemanager/volumeManager.js';
+import { createActualStateOfWorld } from '../../../src/volumemanager/cache/actualStateOfWorld.js';
+import type { VolumeToMount } from '../../../src/volumemanager/cache/desiredStateOfWorld.js';
+
+type Line = { level: number; severity: string };
+const linesOf = (logger: RecordingLogger, msg: string): Line[] =>
+  logger.lines.filter((l) => l.msg === msg).map((l) => ({ level: l.level, severity: l.severity }));
+const first = (logger: RecordingLogger, msg: string): Line | undefined => linesOf(logger, msg)[0];
+
+const POD_VOL = (uid: string, name: string): string => `${ROOT}/pods/${uid}/volumes/kubernetes.io~csi/${name}`;
+const GLOBAL_DIR = (handle: string): string => `${ROOT}/plugins/kubernetes.io/csi/${DRIVER}/${sha256Hex(handle)}`;
+
+/** A node whose pod mounted pv-1, then kubelet was killed. */
+async function mountedThenCrashed(): Promise<InMemoryNode> {
+  const node = new InMemoryNode();
+  node.addVolume('pv-1', 'vol-1');
+  node.addPod('pod-a', ['pv-1']);
+  const vm = await node.startKubelet(false);
+  await node.stepUntil(() => vm.asw.getMountedVolumes().length === 1);
+  node.crashKubelet();
+  return node;
+}
+
+describe('log lines of a mount and an unmount', () => {
+  it('MountVolume started at V(1), VerifyControllerAttachedVolume started at Info; TearDown, UnmountDevice succeeded at Info, Starting UnmountDevice at V(5)', async () => {
+    const node = new InMemoryNode();
+    const name = node.addVolume('pv-1', 'vol-1');
+    node.addPod('pod-a', ['pv-1']);
+    const vm = await node.startKubelet(false);
+    await node.stepUntil(() => vm.asw.getMountedVolumes().length === 1);
+    assert.deepEqual(first(node.logger, 'operationExecutor.MountVolume started'), { level: 1, severity: 'I' });
+    assert.deepEqual(first(node.logger, 'Starting operationExecutor.MountVolume'), { level: 4, severity: 'I' });
+    assert.deepEqual(first(node.logger, 'operationExecutor.VerifyControllerAttachedVolume started'), { level: 0, severity: 'I' });
+    node.cluster.deletePod('pod-a');
+    await node.stepUntil(() => !vm.asw.volumeExists(name as UniqueVolumeName));
+    assert.deepEqual(first(node.logger, 'UnmountVolume.TearDown succeeded'), { level: 0, severity: 'I' });
+    assert.deepEqual(first(node.logger, 'Starting operationExecutor.UnmountDevice'), { level: 5, severity: 'I' });
+    assert.deepEqual(first(node.logger, 'UnmountDevice succeeded'), { level: 0, severity: 'I' });
+  });
+
+  it('"Volume detached" at Info when a volume with no device mount leaves the actual state', async () => {
+    const node = new InMemoryNode({ capabilities: [] });
+    node.addPod('pod-a', [], ['scratch']);
+    const vm = await node.startKubelet(false);
+    await node.stepUntil(() => vm.asw.getMountedVolumes().length === 1);
+    node.cluster.deletePod('pod-a');
+    await node.stepUntil(() => vm.asw.getAttachedVolumes().length === 0);
+    assert.deepEqual(first(node.logger, 'Volume detached'), { level: 0, severity: 'I' });
+  });
+});
+
+describe('log lines of reconstruction', () => {
+  it('the KEP line at V(2) at registration, even for a volume a pod directory also names', async () => {
+    const node = await mountedThenCrashed();
+    await node.startKubelet(true);
+    assert.deepEqual(linesOf(node.logger, 'Global mount with no pod directory is marked uncertain and added into the actual state'), [
+      { level: 2, severity: 'I' },
+    ]);
+    assert.deepEqual(first(node.logger, 'Adding reconstructed volume to actual state and node status'), { level: 4, severity: 'I' });
+  });
+
+  it('"Could not construct volume information" at Info with the error under err', async () => {
+    const node = await mountedThenCrashed();
+    node.fs.writeRaw(`${POD_VOL('pod-a', 'pv-1')}/vol_data.json`, '{corrupt');
+    await node.startKubelet(false);
+    const line = node.logger.lines.find((l) => l.msg === 'Could not construct volume information');
+    assert.ok(line);
+    assert.equal(line.severity, 'I');
+    assert.equal(line.level, 0);
+    assert.match(String(line.values['err']), /vol_data\.json/);
+    assert.deepEqual(first(node.logger, 'Cleaning up mounts for volume that could not be reconstructed') ?? { level: 0, severity: 'I' }, { level: 0, severity: 'I' });
+  });
+
+  it('the node status fetch failure at V(4) Info, not an error', async () => {
+    const node = await mountedThenCrashed();
+    node.cluster.unreachable = 'connection refused';
+    const vm = await node.startKubelet(false);
+    await vm.reconcileOnce();
+    assert.deepEqual(first(node.logger, 'Failed to get Node status to reconstruct device paths'), { level: 4, severity: 'I' });
+    assert.equal(node.logger.lines.filter((l) => l.severity === 'E' && /Node status/.test(l.msg)).length, 0);
+  });
+
+  it('the pod directory walk: an unreadable volumes dir is skipped silently, an unreadable plugin dir is an error', async () => {
+    const node = await mountedThenCrashed();
+    node.fs.writeRaw(`${ROOT}/pods/pod-b/volumes`, 'not a directory');
+    await node.fs.mkdir(`${ROOT}/pods/pod-c/volumes`, { recursive: true, mode: 0o750 });
+    await node.fs.symlink('/tmp', `${ROOT}/pods/pod-c/volumes/kubernetes.io~csi`);
+    const from = node.logger.lines.length;
+    await node.startKubelet(false);
+    const errors = node.logger.lines.slice(from).filter((l) => l.severity === 'E');
+    assert.deepEqual(errors.map((l) => [l.msg, l.values['volumePluginPath']]), [
+      ['Could not read volume plugin directory', `${ROOT}/pods/pod-c/volumes/kubernetes.io~csi`],
+    ]);
+    assert.deepEqual(first(node.logger, 'Volume path from volume plugin directory'), { level: 5, severity: 'I' });
+  });
+});
+
+describe('markDeviceErrorState', () => {
+  it('a final error on a reconstructed uncertain device logs "leaving volume uncertain" at V(2)', () => {
+    const asw = createActualStateOfWorld();
+    const logger = new RecordingLogger();
+    const spec = constructPVSourceSpec('pv-1', DRIVER, 'vol-1');
+    const volumeName = `kubernetes.io/csi/${DRIVER}^vol-1` as UniqueVolumeName;
+    const podName = 'pod-a' as UniquePodName;
+    asw.addAttachUncertainReconstructedVolume(volumeName, spec, 'kubernetes.io/csi', '');
+    asw.checkAndMarkVolumeAsUncertainViaReconstruction({ podName, podUID: 'pod-a', volumeName, volumeSpec: spec, outerVolumeSpecName: '', innerVolumeSpecName: 'pv-1', pluginName: 'kubernetes.io/csi', volumeMountState: 'VolumeMountUncertain', seLinuxMountContext: '' });
+    asw.markDeviceAsUncertain(volumeName, '', `${GLOBAL_DIR('vol-1')}/globalmount`, '');
+    const vtm = { volumeName, podName, seLinuxMountContext: '' } as VolumeToMount;
+    markDeviceErrorState(asw, vtm, '', `${GLOBAL_DIR('vol-1')}/globalmount`, new Error('final'), logger);
+    assert.equal(asw.getDeviceMountState(volumeName), 'DeviceMountUncertain');
+    assert.deepEqual(first(logger, 'MountVolume.markDeviceErrorState leaving volume uncertain'), { level: 2, severity: 'I' });
+  });
+});
+
+/** A CSI plugin that lists every global mount twice (two listers reporting the same volume). */
+class ListsTwice extends CsiPlugin {
+  override async listGlobalVolumes(): Promise<GlobalVolume[]> {
+    const listed = await super.listGlobalVolumes();
+    return [...listed, ...listed];
+  }
+}
+
+describe('reconstructGlobalVolume: a volume listed again', () => {
+  it('"Global mount is already in actual state, skipping" at V(4); registered and logged once', async () => {
+    const node = await mountedThenCrashed();
+    const driver = node.driver;
+    const host: VolumeHost = {
+      layout: node.layout,
+      realRootDir: ROOT,
+      fs: node.fs,
+      features: gates(true),
+      logger: node.logger,
+      clock: node.clock,
+      mounter: node.mounter,
+      csiDrivers: { client: (n) => (n === driver.name ? driver : undefined) },
+      cluster: node.cluster,
+      nodeName: NODE,
+    };
+    const from = node.logger.lines.length;
+    const vm = new VolumeManager({ host, metrics: node.metrics, plugins: new VolumePluginMgr([new ListsTwice(host)]) });
+    await vm.start();
+    const lines = new RecordingLogger(0, node.logger.lines.slice(from));
+    assert.deepEqual(linesOf(lines, 'Global mount is already in actual state, skipping'), [{ level: 4, severity: 'I' }]);
+    assert.equal(linesOf(lines, 'Global mount with no pod directory is marked uncertain and added into the actual state').length, 1);
+  });
+});
