@@ -127,6 +127,14 @@ describe('hostile cluster dir: deletions', () => {
     }
   });
 
+  it('a temp file a crash left in the last good store is removed at the next start', async () => {
+    const fs = await freshCluster({ 'a.yaml': pod('a') });
+    assert.deepEqual(await names(view(fs)), ['a']);
+    await fs.writeFile(`${STORE}/.a.yaml.0123456789ab.tmp`, enc.encode('half a cop'));
+    assert.deepEqual(await names(view(fs)), ['a']);
+    assert.deepEqual((await fs.readdir(STORE)).map((e) => e.name), ['a.yaml']);
+  });
+
   it('a dangling symlink is not a deletion: it keeps its last good contents', async () => {
     const fs = await freshCluster({});
     await fs.mkdir('/data', { recursive: true, mode: 0o755 });

@@ -589,7 +589,11 @@ export class ClusterDirView implements ClusterView {
       return;
     }
     try {
-      for (const e of await this.#fs.readdir(store)) if (e.type === 'file' && isManifestName(e.name)) this.#storeNames.add(e.name);
+      for (const e of await this.#fs.readdir(store)) {
+        if (e.type === 'file' && isManifestName(e.name)) this.#storeNames.add(e.name);
+        // A temp file left by a crash in the middle of a copy: never complete, never needed.
+        else if (e.type === 'file' && e.name.startsWith('.') && e.name.endsWith('.tmp')) await this.#fs.unlink(posix.join(store, e.name)).catch(() => undefined);
+      }
     } catch (err) {
       this.#logger.error(err, 'Cannot list the last good manifests; starting without them', { dir: store });
       return;
