@@ -639,7 +639,7 @@ export class ClusterDirView implements ClusterView {
     }
     // Copies of every file read cleanly before the store existed.
     this.#storeTrusted = true;
-    for (const [name, bytes] of this.#pendingCopies) await this.#writeCopy(name, bytes);
+    await mapConcurrently([...this.#pendingCopies], READ_CONCURRENCY, ([name, bytes]) => this.#writeCopy(name, bytes));
     this.#pendingCopies.clear();
   }
 
