@@ -124,6 +124,7 @@ async function runAgent(flags: AgentFlags): Promise<number> {
   }
   const promRegistry = new Registry();
   const metrics = createVolumeManagerMetrics(promRegistry);
+  const cluster = new ClusterDirView({ dir: clusterDir, nodeName: flags.nodeName, fs, logger, watch: true });
   const host: VolumeHost = {
     layout,
     realRootDir,
@@ -133,7 +134,7 @@ async function runAgent(flags: AgentFlags): Promise<number> {
     clock: realClock,
     mounter: new NodeMounter({ fs, logger }),
     csiDrivers: instrumentedRegistry(new DiscoveringDriverRegistry(grpcRegistry, layout, logger), metrics, realClock),
-    cluster: new ClusterDirView({ dir: clusterDir, nodeName: flags.nodeName, fs, logger }),
+    cluster,
     nodeName: flags.nodeName,
   };
   const vm = new VolumeManager({ host, metrics });
@@ -195,5 +196,6 @@ async function runAgent(flags: AgentFlags): Promise<number> {
   if (abandoned) logger.warning('Abandoned in-flight volume operations at shutdown; the next start reconstructs them');
   await http.close();
   grpcRegistry.close();
+  cluster.close();
   return exitCode;
 }

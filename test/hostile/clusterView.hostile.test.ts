@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 
 import { MemFs } from '../../src/adapters/memory/memFs.js';
-import { ClusterDirView, LAST_GOOD_DIR_NAME, type ClusterDirLimits } from '../../src/adapters/node/clusterDir.js';
+import { ClusterDirView, FULL_PASS_INTERVAL_MS, LAST_GOOD_DIR_NAME, type ClusterDirLimits } from '../../src/adapters/node/clusterDir.js';
+import { NodeFileSystem } from '../../src/adapters/node/nodeFs.js';
 import type { FileSystem } from '../../src/host/fs.js';
 import { FaultyFs } from '../../src/testing/faultyFs.js';
 
@@ -126,6 +127,14 @@ describe('hostile cluster dir: deletions', () => {
     }
   });
 
+  it('a temp file a crash left in the last good store is removed at the next start', async () => {
+    const fs = await freshCluster({ 'a.yaml': pod('a') });
+    assert.deepEqual(await names(view(fs)), ['a']);
+    await fs.writeFile(`${STORE}/.a.yaml.0123456789ab.tmp`, enc.encode('half a cop'));
+    assert.deepEqual(await names(view(fs)), ['a']);
+    assert.deepEqual((await fs.readdir(STORE)).map((e) => e.name), ['a.yaml']);
+  });
+
   it('a dangling symlink is not a deletion: it keeps its last good contents', async () => {
     const fs = await freshCluster({});
     await fs.mkdir('/data', { recursive: true, mode: 0o755 });
@@ -155,6 +164,44 @@ describe('cluster dir: costs nothing when nothing changes (issue 10 item 2)', ()
     assert.deepEqual(reads(), [`readFile ${MANIFESTS}/b.yaml`]);
   });
 });
+
+describe('cluster dir with watch: an unchanged dir costs no syscall per manifest (issue 10 item 2)', () => {
+  it('no stat or read while nothing changes; a change is seen at the next pass; a full pass at least every 10 s', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nodevol-watch-'));
+    let now = 0;
+    const fs = new FaultyFs(new NodeFileSystem());
+    const v = new ClusterDirView({ dir, nodeName: 'node-1', fs, watch: true, now: () => now });
+    try {
+      mkdirSync(join(dir, 'manifests'));
+      for (const n of ['a', 'b', 'c']) writeFileSync(join(dir, 'manifests', `${n}.yaml`), pod(n));
+      writeFileSync(join(dir, 'node-status.json'), '{}');
+      assert.deepEqual(await names(v), ['a', 'b', 'c']);
+      fs.calls.length = 0;
+      for (let i = 0; i < 20; i++) await v.listPods();
+      const perManifest = fs.calls.filter((c) => c.includes('/manifests'));
+      assert.deepEqual(perManifest, [], 'no readdir, stat or read of the manifests while nothing changed');
+      writeFileSync(join(dir, 'manifests', 'd.yaml'), pod('d'));
+      await waitUntil(async () => (await names(v)).includes('d'), 'the new manifest to be seen');
+      fs.calls.length = 0;
+      now += FULL_PASS_INTERVAL_MS;
+      await v.listPods();
+      assert.equal(fs.calls.filter((c) => c.startsWith('stat ') && c.includes('/manifests/')).length, 4, 'a full pass stats every manifest');
+      assert.equal(fs.calls.filter((c) => c.startsWith('readFile ') && c.includes('/manifests/')).length, 0, 'and reads none that did not change');
+    } finally {
+      v.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** Polls `cond` until it holds, failing after 5 s (inotify events are asynchronous). */
+async function waitUntil(cond: () => Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!(await cond())) {
+    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
 
 describe('hostile cluster dir on the real filesystem', () => {
   it('a manifest symlinked to a FIFO and a FIFO node-status.json are refused by name, never hang', async () => {

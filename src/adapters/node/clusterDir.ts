@@ -37,6 +37,7 @@
  * writer in another process can still lose an update (there is no file lock).
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { watch, type FSWatcher } from 'node:fs';
 import * as posix from 'node:path/posix';
 import { resolve as resolvePath } from 'node:path';
 
@@ -85,7 +86,18 @@ export interface ClusterDirOptions {
   readonly fs?: FileSystem;
   readonly logger?: Logger;
   readonly limits?: ClusterDirLimits;
+  /**
+   * Watch manifests/ (inotify) and answer from the latest pass while nothing in it changed,
+   * with a full pass at least every {@link FULL_PASS_INTERVAL_MS} (a symlinked manifest's target
+   * changes without an event in manifests/). Off by default; the agent turns it on.
+   */
+  readonly watch?: boolean;
+  /** Wall clock for the full-pass interval; default Date.now. */
+  readonly now?: () => number;
 }
+
+/** With `watch`, the longest a pass is skipped for want of an event. */
+export const FULL_PASS_INTERVAL_MS = 10_000;
 
 interface Snapshot {
   readonly pods: readonly Pod[];
@@ -181,6 +193,20 @@ function isManifestName(name: string): boolean {
   return !name.startsWith('.') && /\.ya?ml$/.test(name);
 }
 
+/** Manifests stat'ed and read at once: the first pass over a large cluster dir is latency-bound. */
+const READ_CONCURRENCY = 32;
+
+/** `fn` over `items` with at most `limit` calls in flight; results in the order of `items`. */
+async function mapConcurrently<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    for (let i = next++; i < items.length; i = next++) out[i] = await fn(items[i] as T);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
 function byName(a: string, c: string): number {
   return a < c ? -1 : a > c ? 1 : 0;
 }
@@ -209,6 +235,14 @@ export class ClusterDirView implements ClusterView {
   readonly #pendingCopies = new Map<string, Uint8Array>();
   /** The files that have a copy in the store. */
   readonly #storeNames = new Set<string>();
+  readonly #watch: boolean;
+  readonly #now: () => number;
+  #watcher: FSWatcher | undefined;
+  /** Something in manifests/ may have changed since the latest pass began. */
+  #dirty = true;
+  #lastFullPassMs = Number.NEGATIVE_INFINITY;
+  /** The latest pass completed (did not reject): its snapshot may be reused. */
+  #reusable = false;
 
   constructor(options: ClusterDirOptions) {
     if (options.nodeName === '') throw new Error('cluster dir: the node name must not be empty');
@@ -217,6 +251,33 @@ export class ClusterDirView implements ClusterView {
     this.#fs = options.fs ?? new NodeFileSystem();
     this.#logger = options.logger ?? discardLogger;
     this.#limits = { ...DEFAULT_CLUSTER_DIR_LIMITS, ...options.limits };
+    this.#watch = options.watch === true;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Stops watching manifests/ (a no-op without `watch`). */
+  close(): void {
+    this.#watcher?.close();
+    this.#watcher = undefined;
+  }
+
+  /** Starts the watch before a pass lists the directory, so no change between them is missed. */
+  #startWatching(): void {
+    if (!this.#watch || this.#watcher !== undefined) return;
+    try {
+      const w = watch(this.manifestsDir, { persistent: false }, () => {
+        this.#dirty = true;
+      });
+      w.on('error', (err: unknown) => {
+        this.#logger.v(2).info('Stopped watching the manifests; every pass reads them', { dir: this.manifestsDir, err: errorMessage(err) });
+        w.close();
+        if (this.#watcher === w) this.#watcher = undefined;
+        this.#dirty = true;
+      });
+      this.#watcher = w;
+    } catch {
+      this.#watcher = undefined; // no such directory yet, or no inotify: full passes
+    }
   }
 
   get manifestsDir(): string {
@@ -356,6 +417,20 @@ export class ClusterDirView implements ClusterView {
   // ---------------------------------------------------------------- manifests
 
   async #read(): Promise<Snapshot> {
+    this.#startWatching();
+    const now = this.#now();
+    if (this.#watcher !== undefined && !this.#dirty && this.#reusable && this.#latest !== undefined && now - this.#lastFullPassMs < FULL_PASS_INTERVAL_MS) {
+      return this.#latest;
+    }
+    this.#dirty = false;
+    this.#reusable = false;
+    this.#lastFullPassMs = now;
+    const snap = await this.#fullPass();
+    this.#reusable = true;
+    return snap;
+  }
+
+  async #fullPass(): Promise<Snapshot> {
     const dir = this.manifestsDir;
     let names: string[];
     try {
@@ -382,13 +457,15 @@ export class ClusterDirView implements ClusterView {
         message: `${dir}: ${names.length} manifest files, more than the limit of ${maxFiles}; files from ${names[maxFiles] ?? ''} on (in name order) are not read and keep their last good contents`,
       });
     }
+    // Stat (and read what changed) with bounded concurrency; merge in name order below.
+    const reads = await mapConcurrently(names.slice(0, maxFiles), READ_CONCURRENCY, (name) => this.#readManifest(name, posix.join(dir, name)));
     for (const [i, name] of names.entries()) {
       const file = posix.join(dir, name);
       if (i >= maxFiles) {
         await this.#useLastGood(b, name, file, `not read: the limit of ${maxFiles} manifest files was reached`, [], uncovered);
         continue;
       }
-      const read = await this.#readManifest(name, file);
+      const read = reads[i];
       if (read === undefined) continue; // removed since the listing: a deletion
       if ('readError' in read.result) {
         await this.#useLastGood(b, name, file, read.result.readError, [], uncovered);
@@ -512,7 +589,11 @@ export class ClusterDirView implements ClusterView {
       return;
     }
     try {
-      for (const e of await this.#fs.readdir(store)) if (e.type === 'file' && isManifestName(e.name)) this.#storeNames.add(e.name);
+      for (const e of await this.#fs.readdir(store)) {
+        if (e.type === 'file' && isManifestName(e.name)) this.#storeNames.add(e.name);
+        // A temp file left by a crash in the middle of a copy: never complete, never needed.
+        else if (e.type === 'file' && e.name.startsWith('.') && e.name.endsWith('.tmp')) await this.#fs.unlink(posix.join(store, e.name)).catch(() => undefined);
+      }
     } catch (err) {
       this.#logger.error(err, 'Cannot list the last good manifests; starting without them', { dir: store });
       return;
@@ -558,7 +639,7 @@ export class ClusterDirView implements ClusterView {
     }
     // Copies of every file read cleanly before the store existed.
     this.#storeTrusted = true;
-    for (const [name, bytes] of this.#pendingCopies) await this.#writeCopy(name, bytes);
+    await mapConcurrently([...this.#pendingCopies], READ_CONCURRENCY, ([name, bytes]) => this.#writeCopy(name, bytes));
     this.#pendingCopies.clear();
   }
 
