@@ -97,18 +97,18 @@ export class NodeFileSystem implements FileSystem {
   }
 }
 
-function tooLarge(path: string, maxBytes: number, size: number): FsError {
+export function tooLarge(path: string, maxBytes: number, size: number): FsError {
   return new FsError('EFBIG', path, 'read', `${path} is larger than the ${maxBytes}-byte limit (${size} bytes or more)`);
 }
 
-function direntType(e: Dirent): FileType {
+export function direntType(e: Dirent): FileType {
   if (e.isDirectory()) return 'directory';
   if (e.isFile()) return 'file';
   if (e.isSymbolicLink()) return 'symlink';
   return 'other';
 }
 
-function toStat(st: Stats): FileStat {
+export function toStat(st: Stats): FileStat {
   const type: FileType = st.isDirectory() ? 'directory' : st.isFile() ? 'file' : st.isSymbolicLink() ? 'symlink' : 'other';
   return { type, size: st.size, mode: st.mode & 0o7777, dev: st.dev };
 }

@@ -11,9 +11,10 @@
  * asked, errno codes kept. Every write method rejects with EROFS: the audit is read-only by
  * construction, and this adapter makes a write impossible rather than merely absent.
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, realpathSync, statSync, type Dirent, type Stats } from 'node:fs';
-import type { DirEntry, FileStat, FileSystem, FileType } from '../../host/fs.js';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, realpathSync, statSync } from 'node:fs';
+import type { DirEntry, FileStat, FileSystem } from '../../host/fs.js';
 import { FsError } from '../../host/fs.js';
+import { direntType, toStat, tooLarge } from './nodeFs.js';
 
 /** Runs a synchronous call and hands its result (or its error) back as a settled promise. */
 function settle<T>(fn: () => T): Promise<T> {
@@ -104,20 +105,4 @@ function readBoundedSync(path: string, maxBytes: number, noFollow: boolean): Uin
   } finally {
     closeSync(fd);
   }
-}
-
-function tooLarge(path: string, maxBytes: number, size: number): FsError {
-  return new FsError('EFBIG', path, 'read', `${path} is larger than the ${maxBytes}-byte limit (${size} bytes or more)`);
-}
-
-function direntType(e: Dirent): FileType {
-  if (e.isDirectory()) return 'directory';
-  if (e.isFile()) return 'file';
-  if (e.isSymbolicLink()) return 'symlink';
-  return 'other';
-}
-
-function toStat(st: Stats): FileStat {
-  const type: FileType = st.isDirectory() ? 'directory' : st.isFile() ? 'file' : st.isSymbolicLink() ? 'symlink' : 'other';
-  return { type, size: st.size, mode: st.mode & 0o7777, dev: st.dev };
 }
