@@ -21,7 +21,6 @@ import { FeatureGate, FeatureGateError } from '../features/features.js';
 import { errorMessage } from '../host/fs.js';
 import { HOUSEKEEPING_PERIOD_MS, OrphanedPodDirsCleaner } from '../kubelet/orphanedPodDirs.js';
 import { KubeletLayout } from '../layout/layout.js';
-import type { UniquePodName } from '../layout/names.js';
 import type { LoggingFormat } from '../logging/klog.js';
 import { createVolumeManagerMetrics } from '../metrics/volumeManagerMetrics.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
@@ -147,7 +146,7 @@ async function runAgent(flags: AgentFlags): Promise<number> {
     logger,
     sourcesReady: () => vm.populator.hasAddedPods(),
     knownPodUIDs: () => [...vm.dsw.getPods(), ...vm.asw.getAllMountedVolumes().map((m) => m.podName)],
-    podHasVolumesInActualState: (uid) => vm.asw.getPossiblyMountedVolumesForPod(uid as UniquePodName).length > 0,
+    podsWithVolumesInActualState: () => new Set(vm.asw.getAllMountedVolumes().map((m) => m.podName)),
   });
   const runtime = new AgentRuntime(vm, logger, {
     nodeStatusUpdatePeriodMs: statusPeriodMs,

@@ -49,8 +49,11 @@ export interface OrphanedPodDirsDeps {
   readonly sourcesReady: () => boolean;
   /** Pod uids the volume manager knows (desired state, actual state). */
   readonly knownPodUIDs: () => Iterable<string>;
-  /** Whether the actual state still has a (possibly) mounted volume of the pod. */
-  readonly podHasVolumesInActualState: (podUID: string) => boolean;
+  /**
+   * The pods that still have a (possibly) mounted volume in the actual state. Asked once per
+   * sweep, so that a sweep stays linear in the number of pod dirs and volumes.
+   */
+  readonly podsWithVolumesInActualState: () => ReadonlySet<string>;
 }
 
 /** One pod dir the sweep found orphaned but left in place, and why. */
@@ -105,13 +108,16 @@ export class OrphanedPodDirsCleaner {
       return none(errorMessage(err));
     }
 
+    const withVolumes = this.deps.podsWithVolumesInActualState();
     let orphans = 0;
     const removed: string[] = [];
     const kept: KeptOrphan[] = [];
     for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
       if (entry.type !== 'directory' || known.has(entry.name)) continue;
       orphans++;
-      const reason = await this.cleanupPodDir(entry.name, table);
+      const reason = withVolumes.has(entry.name)
+        ? 'volumes of the pod are still in the actual state of world'
+        : await this.cleanupPodDir(entry.name, table);
       if (reason === undefined) {
         removed.push(entry.name);
         logger.v(3).info('Orphaned pod found, removing', { podUID: entry.name });
@@ -128,7 +134,6 @@ export class OrphanedPodDirsCleaner {
   private async cleanupPodDir(podUID: string, table: MountTableSnapshot): Promise<string | undefined> {
     const { fs, layout } = this.deps;
     const podDir = layout.podDir(podUID);
-    if (this.deps.podHasVolumesInActualState(podUID)) return 'volumes of the pod are still in the actual state of world';
     const mounts = table.mountsUnder(podDir);
     if (mounts.length > 0) return `the pod dir still holds ${mounts.length} mount(s), e.g. ${mounts[0] ?? ''}`;
     try {

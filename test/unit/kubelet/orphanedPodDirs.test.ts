@@ -3,7 +3,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setupDataDirs } from '../../../src/agent/dataDirs.js';
-import type { UniquePodName } from '../../../src/layout/names.js';
 import { OrphanedPodDirsCleaner } from '../../../src/kubelet/orphanedPodDirs.js';
 import { InMemoryNode, ROOT } from '../../../src/testing/inMemoryNode.js';
 
@@ -17,7 +16,7 @@ function cleaner(node: InMemoryNode, options: { sourcesReady?: () => boolean } =
     logger: node.logger,
     sourcesReady: options.sourcesReady ?? (() => node.vm?.populator.hasAddedPods() ?? true),
     knownPodUIDs: () => (node.vm === undefined ? [] : [...node.vm.dsw.getPods(), ...node.vm.asw.getAllMountedVolumes().map((m) => m.podName)]),
-    podHasVolumesInActualState: (uid) => (node.vm?.asw.getPossiblyMountedVolumesForPod(uid as UniquePodName).length ?? 0) > 0,
+    podsWithVolumesInActualState: () => new Set(node.vm?.asw.getAllMountedVolumes().map((m) => m.podName) ?? []),
   });
 }
 
@@ -111,6 +110,26 @@ describe('cleanupOrphanedPodDirs', () => {
     assert.equal((await cleaner(node, { sourcesReady: () => false }).cleanupOrphanedPodDirs()).skipped, 'pod sources not ready');
     node.cluster.unreachable = 'connection refused';
     assert.equal((await cleaner(node, { sourcesReady: () => true }).cleanupOrphanedPodDirs()).skipped, 'pods not listed');
+    assert.equal(await node.exists(`${POD}/etc-hosts`), true);
+  });
+
+  it('keeps an orphan whose volumes are still in the actual state, even with nothing mounted', async () => {
+    const node = new InMemoryNode();
+    await setupDataDirs(node.fs, node.layout);
+    node.fs.writeRaw(`${POD}/etc-hosts`, 'x');
+    const sweeper = new OrphanedPodDirsCleaner({
+      fs: node.fs,
+      layout: node.layout,
+      realRootDir: ROOT,
+      mounter: node.mounter,
+      cluster: node.cluster,
+      logger: node.logger,
+      sourcesReady: () => true,
+      knownPodUIDs: () => [],
+      podsWithVolumesInActualState: () => new Set(['uid-1']),
+    });
+    const r = await sweeper.cleanupOrphanedPodDirs();
+    assert.deepEqual(r.kept, [{ podUID: 'uid-1', reason: 'volumes of the pod are still in the actual state of world' }]);
     assert.equal(await node.exists(`${POD}/etc-hosts`), true);
   });
 
