@@ -6,6 +6,7 @@
 import { Command, CommanderError } from 'commander';
 import { agentCommand } from './agentCommand.js';
 import { auditCommand } from './auditCommand.js';
+import { exploreCommand } from './exploreCommand.js';
 import { mockDriverCommand } from './mockDriverCommand.js';
 
 export const EXIT_USAGE = 2;
@@ -22,6 +23,7 @@ export function buildProgram(setExitCode: (code: number) => void): Command {
   program.addCommand(auditCommand(setExitCode));
   program.addCommand(agentCommand(setExitCode));
   program.addCommand(mockDriverCommand(setExitCode));
+  program.addCommand(exploreCommand(setExitCode));
   program.addHelpText(
     'after',
     '\nExit codes: 0 ok; 1 the audit found orphaned volumes or failed reconstructions; 2 could not run.\nSee README.md for every flag, output field and metric.',
