@@ -162,7 +162,7 @@ export function renderTable(r: ExploreReport): string {
   const secs = r.durationMs / 1000;
   const lines = [
     `scenario ${r.scenario}  feature gates ${gateString(r.featureGates)}  seed ${r.seed}  crash ${r.crash}  depth ${r.depth}  faults ${r.faults ? 'on' : 'off'}  shard ${r.shard}`,
-    `runs ${r.runs}  crash points ${r.crashPoints}  distinct states ${r.states}  ${secs.toFixed(1)} s  ${(r.runs / Math.max(secs, 0.001)).toFixed(1)} runs/s`,
+    `runs ${r.runs}  crash points ${r.crashPoints}  distinct states ${r.states}  ${secs.toFixed(1)} s (cpu ${(r.cpuMs / 1000).toFixed(1)} s)  ${(r.runs / Math.max(secs, 0.001)).toFixed(1)} runs/s`,
   ];
   if (r.violations.length === 0) {
     lines.push('no invariant violated');

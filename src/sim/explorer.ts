@@ -75,6 +75,8 @@ export interface ExploreReport {
   /** Distinct world states at those crash points. */
   readonly states: number;
   readonly durationMs: number;
+  /** CPU time of this process during the exploration (user + system). */
+  readonly cpuMs: number;
   readonly violations: readonly ViolationReport[];
 }
 
@@ -90,6 +92,7 @@ function kindsOf(crash: ExploreOptions['crash']): CrashKind[] {
 
 export async function explore(o: ExploreOptions): Promise<ExploreReport> {
   const started = performance.now();
+  const cpuStart = process.cpuUsage();
   const findings = new Map<InvariantName, Finding[]>();
   let runs = 0;
   let crashPoints = 0;
@@ -197,6 +200,7 @@ export async function explore(o: ExploreOptions): Promise<ExploreReport> {
     crashPoints,
     states: states.size,
     durationMs: Math.round(performance.now() - started),
+    cpuMs: Math.round((process.cpuUsage(cpuStart).user + process.cpuUsage(cpuStart).system) / 1000),
     violations,
   };
 }

@@ -479,7 +479,9 @@ export class Simulation {
   }
 
   #record(call: PortCallRecord): void {
-    this.#hash.add(`${call.seq}|${call.port}.${call.op}|${call.args}|${call.result}`);
+    // The engine numbers its temporary files with a process-wide counter: normalise it so that a
+    // run's hash does not depend on the runs before it in the same process.
+    this.#hash.add(`${call.seq}|${call.port}.${call.op}|${stableName(call.args)}|${call.result}`);
     this.#current?.calls.push(call);
   }
 
@@ -849,15 +851,17 @@ export class Simulation {
       if (d === undefined) continue;
       if (w.vol.inline) {
         const uid = w.pods[0] ?? '';
-        const published = [...d.volumes()].some(([, st]) => [...st.publishedAt].some((t) => t.includes(`/pods/${uid}/`)));
+        const published = [...d.volumes()].some(([, st]) => [...st.publishedAt].some((t) => t.includes(`/pods/${uid}/`) && this.#mounter.isMounted(t)));
         if (!published) problems.push(`inline volume ${w.vol.name} of pod ${uid} is not published`);
         continue;
       }
       const st = d.volume(w.handle);
       const stages = this.#scenario.drivers.find((x) => x.name === w.driver)?.stageUnstage ?? true;
-      if (stages && st?.stagedAt === undefined) problems.push(`${w.handle} is wanted but not staged`);
+      // The driver's records survive a reboot; the mounts do not: both must be there.
+      if (stages && (st?.stagedAt === undefined || !this.#mounter.isMounted(st.stagedAt))) problems.push(`${w.handle} is wanted but not staged`);
       for (const uid of w.pods) {
-        if (![...(st?.publishedAt ?? [])].some((t) => t.includes(`/pods/${uid}/`) || t.endsWith(`/${uid}`))) problems.push(`${w.handle} is not published for pod ${uid}`);
+        const target = [...(st?.publishedAt ?? [])].find((t) => t.includes(`/pods/${uid}/`) || t.endsWith(`/${uid}`));
+        if (target === undefined || !this.#mounter.isMounted(target)) problems.push(`${w.handle} is not published for pod ${uid}`);
       }
     }
     for (const [name, d] of this.#drivers) {
@@ -1000,8 +1004,8 @@ export class Simulation {
         } catch {
           content = '?';
         }
-        parts.push(`${p}=${fnv1a(content)}`);
-      } else parts.push(p);
+        parts.push(`${stableName(p)}=${fnv1a(content)}`);
+      } else parts.push(stableName(p));
     }
     parts.push(`durable ${this.#fs.commits} ${this.#fs.dirty}`);
     for (const e of this.#mounter.entries()) parts.push(`m ${e.mountPoint} ${e.source}`);
@@ -1012,6 +1016,11 @@ export class Simulation {
     parts.push(`inUse ${this.#cluster.volumesInUse.join(',')}`);
     return fnv1a(parts.join('\n'));
   }
+}
+
+/** Paths with the engine's temp-file counter replaced (`.vol_data.json.tmp-7` -> `.vol_data.json.tmp-N`). */
+function stableName(s: string): string {
+  return s.replace(/\.tmp-\d+/g, '.tmp-N');
 }
 
 function diff(before: readonly string[], after: readonly string[]): { added: string[]; removed: string[] } {
