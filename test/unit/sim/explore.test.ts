@@ -17,7 +17,7 @@ const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..
 function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
   return new Promise((resolve, reject) => {
     execFile(process.execPath, [BIN, ...args], { maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      if (error !== null && typeof error.code !== 'number') reject(error);
+      if (error !== null && typeof error.code !== 'number') reject(new Error(error.message));
       else resolve({ code: error === null ? 0 : Number(error.code), out: stdout, err: stderr });
     });
   });
