@@ -396,7 +396,12 @@ export class Simulation {
         endReason = 'bound';
         break;
       }
-      if (!this.#restarting && this.#sched.now - Math.max(this.#lastChangeMs, this.#lastPerturbationMs) >= STUCK_WINDOW_MS && !this.#sched.hasReady('')) {
+      if (
+        !this.#restarting &&
+        this.#inFlight.size === 0 &&
+        this.#sched.now - Math.max(this.#lastChangeMs, this.#lastPerturbationMs) >= STUCK_WINDOW_MS &&
+        !this.#sched.hasReady('')
+      ) {
         endReason = 'stuck';
         break;
       }
@@ -842,10 +847,11 @@ export class Simulation {
   }
 
   #whyNotConverged(reason: string): string {
-    if (this.#restarting || !this.#life.alive) return 'the engine is restarting';
-    if (this.#inFlight.size > 0) return 'CSI calls are still running at the driver';
-    const wanted = this.#wanted();
     const problems: string[] = [];
+    if (this.#restarting || !this.#life.alive) problems.push('the engine is restarting');
+    if (this.#inFlight.size > 0) problems.push('CSI calls are still running at the driver');
+    if (problems.length > 0 && reason === 'converged') return problems.join('; ');
+    const wanted = this.#wanted();
     for (const w of wanted.values()) {
       const d = this.#drivers.get(w.driver);
       if (d === undefined) continue;
