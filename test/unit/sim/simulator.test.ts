@@ -18,6 +18,14 @@ function seqOf(r: SimResult, op: string, args = ''): number {
   throw new Error(`no ${op} ${args} in the trace`);
 }
 
+/** The seq of the last port call matching. */
+function lastSeqOf(r: SimResult, op: string, args = ''): number {
+  let seq: number | undefined;
+  for (const s of r.trace) for (const c of s.calls) if (c.op === op && c.args.includes(args)) seq = c.seq;
+  if (seq === undefined) throw new Error(`no ${op} ${args} in the trace`);
+  return seq;
+}
+
 describe('simulator: determinism', () => {
   it('the same seed and plan give the same trace hash; another seed gives another interleaving', async () => {
     const scenario = loadBuiltinScenario('kep-story-1');
@@ -129,5 +137,25 @@ describe('simulator: replays of what the explorer found (README "Proving it: the
   it('both gates: a failed CSI operation leaves a metric but no error log line', async () => {
     const r = await simulate({ scenario: loadBuiltinScenario('alpha-gap'), gates: gates(true), seed: 1 });
     assert.deepEqual(names(r), ['converges', 'failure-visible', 'no-unstage-in-use'], 'the alpha gap, and the missing error line');
+  });
+
+  it('gate on, raw block: kubelet killed after the pod device link is removed unstages without NodeUnpublishVolume', async () => {
+    const scenario = loadBuiltinScenario('raw-block');
+    const base = await simulate({ scenario, gates: gates(true), seed: 1, fullTrace: true });
+    const seq = lastSeqOf(base, 'unlink', '/pods/pod-b/volumeDevices/');
+    const r = await simulate({ scenario, gates: gates(true), seed: 1, plan: [{ kind: 'crash', crash: 'restart', at: 'after', seq }] });
+    assert.deepEqual(names(r), ['converges', 'failure-visible', 'no-unstage-in-use']);
+    assert.match(r.violations.find((v) => v.invariant === 'no-unstage-in-use')?.message ?? '', /NodeUnstageVolume blk-1 arrived while the driver has it published/);
+  });
+
+  it('gate on, raw block: a power cut within the journal commit interval after staging loses the volume from volumesInUse', async () => {
+    const scenario = loadBuiltinScenario('raw-block');
+    const base = await simulate({ scenario, gates: gates(true), seed: 1, fullTrace: true });
+    const deleted = base.trace.find((s) => s.event.kind === 'scenario' && s.event.label.includes('deletePod'));
+    assert.ok(deleted);
+    const next = base.trace.find((s) => s.step > deleted.step && s.calls.length > 0)?.calls[0]?.seq;
+    assert.ok(next !== undefined);
+    const r = await simulate({ scenario, gates: gates(true), seed: 1, plan: [{ kind: 'crash', crash: 'reboot', at: 'before', seq: next }] });
+    assert.ok(names(r).includes('in-use-reported'), names(r).join(','));
   });
 });
