@@ -158,4 +158,13 @@ describe('simulator: replays of what the explorer found (README "Proving it: the
     const r = await simulate({ scenario, gates: gates(true), seed: 1, plan: [{ kind: 'crash', crash: 'reboot', at: 'before', seq: next }] });
     assert.ok(names(r).includes('in-use-reported'), names(r).join(','));
   });
+
+  it('both gates, inline volume: kubelet killed between TearDown\'s unlink of vol_data.json and the rmdir leaves an empty pod volume dir', async () => {
+    const scenario = loadBuiltinScenario('inline-volume-orphans');
+    const base = await simulate({ scenario, gates: gates(true), seed: 1, fullTrace: true });
+    const seq = lastSeqOf(base, 'unlink', '/pods/pod-inline/volumes/kubernetes.io~csi/scratch/vol_data.json');
+    const r = await simulate({ scenario, gates: gates(true), seed: 1, plan: [{ kind: 'crash', crash: 'restart', at: 'after', seq }] });
+    const converges = r.violations.find((v) => v.invariant === 'converges');
+    assert.match(converges?.message ?? '', /pod pod-inline is gone but its volume directories are still there$/);
+  });
 });
