@@ -11,7 +11,11 @@ import {
   decideUnpublish,
   decideUnstage,
 } from '../../../src/csi/nodeStateMachine.js';
-import { GrpcStatus } from '../../../src/csi/types.js';
+import { CsiCallError, GrpcStatus } from '../../../src/csi/types.js';
+import { FakeCsiDriver } from '../../../src/csi/fake/fakeCsiDriver.js';
+import { MemFs } from '../../../src/adapters/memory/memFs.js';
+import { MemoryMounter } from '../../../src/adapters/memory/memoryMounter.js';
+import { FakeClock } from '../../../src/testing/fakeClock.js';
 
 const strict = { mode: 'strict' as const, stageUnstage: true };
 const lenient = { mode: 'lenient' as const, stageUnstage: true };
@@ -87,5 +91,42 @@ describe('CSI node state machine', () => {
     copy.recordUnpublished('v', '/t2');
     copy.recordUnstaged('v');
     assert.deepEqual(copy.ids(), [], 'an idle volume is forgotten');
+  });
+});
+
+describe('the in-process fake answers with the shared state machine', () => {
+  async function fake(mode: 'strict' | 'lenient', volumeLocks = false): Promise<FakeCsiDriver> {
+    const fs = MemFs.create();
+    fs.writeRaw('/s/.keep', '');
+    fs.writeRaw('/p/.keep', '');
+    const mounter = new MemoryMounter(fs);
+    const d = new FakeCsiDriver({ name: 'd', fs, mounter, clock: new FakeClock(), mode, volumeLocks });
+    const cap = { mount: { fsType: '', mountFlags: [], volumeMountGroup: '' }, accessMode: { mode: 'SINGLE_NODE_WRITER' as const } };
+    await d.nodeStageVolume({ volumeId: 'v', publishContext: {}, stagingTargetPath: '/s', volumeCapability: cap, secrets: {}, volumeContext: {} });
+    await d.nodePublishVolume({ volumeId: 'v', publishContext: {}, stagingTargetPath: '/s', targetPath: '/p/t', volumeCapability: cap, readonly: false, secrets: {}, volumeContext: {} });
+    return d;
+  }
+
+  it('strict refuses NodeUnstageVolume while published; lenient unstages and keeps the publication on record', async () => {
+    const strictDriver = await fake('strict');
+    await assert.rejects(strictDriver.nodeUnstageVolume({ volumeId: 'v', stagingTargetPath: '/s' }), (e: unknown) => e instanceof CsiCallError && e.code === GrpcStatus.FAILED_PRECONDITION);
+    const lenientDriver = await fake('lenient');
+    await lenientDriver.nodeUnstageVolume({ volumeId: 'v', stagingTargetPath: '/s' });
+    assert.deepEqual(lenientDriver.volume('v'), { publishedAt: new Set(['/p/t']), block: false });
+  });
+
+  it('with volume locks, a call for a volume with a call in flight answers ABORTED; snapshot/restore copy the state', async () => {
+    const d = await fake('strict', true);
+    d.inject({ method: 'NodeUnpublishVolume', hang: true, times: 1 });
+    const first = d.nodeUnpublishVolume({ volumeId: 'v', targetPath: '/p/t' });
+    await assert.rejects(d.nodeUnpublishVolume({ volumeId: 'v', targetPath: '/p/t' }), (e: unknown) => e instanceof CsiCallError && e.code === GrpcStatus.ABORTED);
+    assert.equal(d.isBusy('v'), true);
+    d.releaseHangs();
+    await first;
+    assert.equal(d.isBusy('v'), false);
+    const snap = d.snapshot();
+    assert.deepEqual(snap, { volumes: [{ volumeId: 'v', stagedAt: '/s', publishedAt: [], block: false }] });
+    d.restore({ volumes: [] });
+    assert.equal(d.volume('v'), undefined);
   });
 });
