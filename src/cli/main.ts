@@ -42,6 +42,11 @@ const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./mockDriverCommand.js')).mockDriverCommand,
   },
   {
+    name: 'explore',
+    summary: 'Crash and reboot the real engine at every step of a scenario in the simulator; check the safety invariants.',
+    load: async () => (await import('./exploreCommand.js')).exploreCommand,
+  },
+  {
     name: 'recover',
     summary: 'Unstage the volumes the audit calls orphaned, through their driver (dry run unless --yes).',
     load: async () => (await import('./recoverCommand.js')).recoverCommand,

@@ -18,6 +18,10 @@
  * publish finds its mount gone and mounts again. {@link FakeCsiDriver.reboot} only fails the calls
  * that were hanging (the process that served them is gone).
  *
+ * Decisions (argument checks, idempotency, strict/lenient NodeUnstageVolume, per-volume ABORTED,
+ * faults) come from the shared CSI node state machine (src/csi/nodeStateMachine.ts), the same one
+ * `nodevol mock-driver` uses; this class only performs the mounts.
+ *
  * Time comes from the injected Clock only (injected delays sleep on it).
  */
 import * as posix from 'node:path/posix';
@@ -25,6 +29,21 @@ import * as posix from 'node:path/posix';
 import { errorCode, errorMessage, type FileSystem } from '../../host/fs.js';
 import type { Clock } from '../../host/clock.js';
 import type { MemoryMounter } from '../../adapters/memory/memoryMounter.js';
+import {
+  CsiFaultQueue,
+  CsiNodeState,
+  VolumeLocks,
+  decidePublish,
+  decideStage,
+  decideUnpublish,
+  decideUnstage,
+  type CsiAccessKind,
+  type CsiDecision,
+  type CsiFault,
+  type CsiNodeMode,
+  type NodeRules,
+  type NodeStateSnapshot,
+} from '../nodeStateMachine.js';
 import {
   CsiCallError,
   GrpcStatus,
@@ -47,10 +66,18 @@ export interface FakeCsiDriverOptions {
   readonly mounter: MemoryMounter;
   readonly clock: Clock;
   /**
-   * The code NodeUnstageVolume answers while the volume is still published. Default
+   * The code NodeUnstageVolume answers while the volume is still published (strict mode). Default
    * FAILED_PRECONDITION; csi-driver-host-path answers INTERNAL (field notes §4.3).
    */
   readonly stillPublishedCode?: number;
+  /** strict (default): NodeUnstageVolume refused while published; lenient: accepted. */
+  readonly mode?: CsiNodeMode;
+  /**
+   * Per-volume locks: a call for a volume with a call in flight (held by a delay or hang too)
+   * answers ABORTED, as csi-lib-utils drivers do. Default false for the unit-test harness, whose
+   * scripted stories release hung calls explicitly; the simulator turns it on.
+   */
+  readonly volumeLocks?: boolean;
 }
 
 /** The driver's view of one volume. */
@@ -86,21 +113,8 @@ export interface FakeCsiCall {
   readonly endMs: number;
 }
 
-export interface FakeCsiFault {
-  readonly method: CsiMethod;
-  /** Only calls for this volume (any volume when absent). */
-  readonly volumeId?: string;
-  /** gRPC status to fail with. */
-  readonly code?: number;
-  /** How many matching calls it applies to (default Infinity). */
-  readonly times?: number;
-  /** Sleep this long on the driver's Clock before anything else happens. */
-  readonly delayMs?: number;
-  /** Do not answer until {@link FakeCsiDriver.releaseHangs} (then carry on normally). */
-  readonly hang?: boolean;
-  /** With `code`: perform the real effect first, then fail ("done on the driver, unknown to kubelet"). */
-  readonly afterEffect?: boolean;
-}
+/** A fault (the shared state machine's fault shape). */
+export type FakeCsiFault = CsiFault;
 
 export interface FakeCsiFaultHandle {
   /** Stops the fault from applying to further calls. */
@@ -109,15 +123,12 @@ export interface FakeCsiFaultHandle {
   remaining(): number;
 }
 
-interface ActiveFault {
-  readonly spec: FakeCsiFault;
-  remaining: number;
-}
-
-interface MutableVolume {
-  stagedAt: string | undefined;
-  readonly publishedAt: Set<string>;
-  block: boolean;
+/** What the driver does with one call that arrived, observable by a simulator. */
+export interface FakeCsiCallObserver {
+  /** The call arrived at the driver (after the ABORTED check passed or not). */
+  arrived?(seq: number, method: CsiMethod, volumeId: string, request: FakeCsiRequest): void;
+  /** The call finished at the driver (its effect landed or it failed). */
+  finished?(call: FakeCsiCall): void;
 }
 
 interface Hung {
@@ -142,21 +153,36 @@ function fail(method: CsiMethod, code: number, details: string): CsiCallError {
   return new CsiCallError(method, code, details);
 }
 
+function accessOf(cap: VolumeCapability | undefined): CsiAccessKind | undefined {
+  if (cap === undefined) return undefined;
+  if (cap.mount !== undefined && cap.block !== undefined) return undefined;
+  if (cap.block !== undefined) return 'block';
+  return cap.mount !== undefined ? 'mount' : undefined;
+}
+
+/** Throws the refusal of a decision; returns whether the call repeats a recorded one. */
+function goAhead(method: CsiMethod, d: CsiDecision): boolean {
+  if (!d.ok) throw fail(method, d.code, d.details);
+  return d.repeat;
+}
+
 export class FakeCsiDriver implements CsiNodeClient {
   readonly name: string;
   readonly #capabilities: readonly NodeCapability[];
   readonly #fs: FileSystem;
   readonly #mounter: MemoryMounter;
   readonly #clock: Clock;
-  readonly #stillPublishedCode: number;
-  readonly #volumes = new Map<string, MutableVolume>();
-  readonly #faults: ActiveFault[] = [];
+  readonly #rules: NodeRules;
+  readonly #state = new CsiNodeState();
+  readonly #locks = new VolumeLocks();
+  readonly #useLocks: boolean;
+  readonly #faults = new CsiFaultQueue();
   #hung: Hung[] = [];
   #seq = 0;
-  /** Effects run one at a time (hostpath holds one lock for every call). */
-  #lock: Promise<unknown> = Promise.resolve();
   /** Every finished call, in order of completion. */
   readonly calls: FakeCsiCall[] = [];
+  /** Optional observer (the simulator's trace). */
+  observer: FakeCsiCallObserver | undefined;
 
   constructor(options: FakeCsiDriverOptions) {
     this.name = options.name;
@@ -164,7 +190,16 @@ export class FakeCsiDriver implements CsiNodeClient {
     this.#fs = options.fs;
     this.#mounter = options.mounter;
     this.#clock = options.clock;
-    this.#stillPublishedCode = options.stillPublishedCode ?? GrpcStatus.FAILED_PRECONDITION;
+    this.#useLocks = options.volumeLocks ?? false;
+    this.#rules = {
+      mode: options.mode ?? 'strict',
+      stageUnstage: this.#capabilities.includes('STAGE_UNSTAGE_VOLUME'),
+      stillPublishedCode: options.stillPublishedCode ?? GrpcStatus.FAILED_PRECONDITION,
+    };
+  }
+
+  get mode(): CsiNodeMode {
+    return this.#rules.mode;
   }
 
   // ---------------------------------------------------------------- CsiNodeClient
@@ -193,13 +228,35 @@ export class FakeCsiDriver implements CsiNodeClient {
 
   /** A copy of the driver's state for one volume; undefined when neither staged nor published. */
   volume(volumeId: string): FakeVolumeState | undefined {
-    const v = this.#volumes.get(volumeId);
-    return v === undefined ? undefined : FakeCsiDriver.#copy(v);
+    const v = this.#state.view(volumeId);
+    if (v === undefined) return undefined;
+    const base = { publishedAt: new Set(v.publishedAt), block: this.#state.isBlock(volumeId) };
+    return v.stagedAt === undefined ? base : { stagedAt: v.stagedAt, ...base };
   }
 
   /** Copies of every known volume's state. */
   volumes(): Map<string, FakeVolumeState> {
-    return new Map([...this.#volumes].map(([id, v]) => [id, FakeCsiDriver.#copy(v)]));
+    const out = new Map<string, FakeVolumeState>();
+    for (const id of this.#state.ids()) {
+      const v = this.volume(id);
+      if (v !== undefined) out.set(id, v);
+    }
+    return out;
+  }
+
+  /** The driver's persisted state (what survives a restart of its process). */
+  snapshot(): NodeStateSnapshot {
+    return this.#state.snapshot();
+  }
+
+  /** Replaces the driver's state with a snapshot. */
+  restore(s: NodeStateSnapshot): void {
+    this.#state.restore(s);
+  }
+
+  /** Whether a call for this volume is in flight at the driver. */
+  isBusy(volumeId: string): boolean {
+    return this.#locks.isBusy(volumeId);
   }
 
   callsOf(method: CsiMethod): FakeCsiCall[] {
@@ -215,15 +272,12 @@ export class FakeCsiDriver implements CsiNodeClient {
 
   /** Adds a fault; the first active fault (in order of injection) matching a call applies to it. */
   inject(fault: FakeCsiFault): FakeCsiFaultHandle {
-    const active: ActiveFault = { spec: { ...fault }, remaining: fault.times ?? Infinity };
-    if (active.remaining > 0) this.#faults.push(active);
-    return {
-      remove: () => {
-        const i = this.#faults.indexOf(active);
-        if (i >= 0) this.#faults.splice(i, 1);
-      },
-      remaining: () => (this.#faults.includes(active) ? active.remaining : 0),
-    };
+    return this.#faults.add(fault);
+  }
+
+  /** Removes every fault not yet used up. */
+  clearFaults(): void {
+    this.#faults.clear();
   }
 
   /** Lets every hanging call carry on; returns how many there were. */
@@ -241,23 +295,51 @@ export class FakeCsiDriver implements CsiNodeClient {
 
   /**
    * The driver process restarts with the node. State survives (it lives in this object); calls
-   * that were hanging fail with UNAVAILABLE without their effect. Mounts are the MemoryMounter's.
+   * that were hanging fail with UNAVAILABLE without their effect, and no volume stays busy.
+   * Mounts are the MemoryMounter's.
    */
   reboot(): void {
     const hung = this.#hung;
     this.#hung = [];
     for (const h of hung) h.fail(fail(h.method, GrpcStatus.UNAVAILABLE, 'driver restarted'));
+    this.#locks.clear();
   }
 
   // ---------------------------------------------------------------- call pipeline
 
-  async #call<T>(method: CsiMethod, volumeId: string, request: FakeCsiRequest, effect: () => Promise<T>): Promise<T> {
+  #call<T>(method: CsiMethod, volumeId: string, request: FakeCsiRequest, effect: () => Promise<T>): Promise<T> {
     const seq = ++this.#seq;
     const atMs = this.#clock.nowMs();
     const record = (outcome: FakeCsiOutcome, details: string): void => {
-      this.calls.push({ seq, method, volumeId, request, outcome, details, atMs, endMs: this.#clock.nowMs() });
+      const call: FakeCsiCall = { seq, method, volumeId, request, outcome, details, atMs, endMs: this.#clock.nowMs() };
+      this.calls.push(call);
+      this.observer?.finished?.(call);
     };
-    const fault = this.#take(method, volumeId);
+    this.observer?.arrived?.(seq, method, volumeId, request);
+    const busy = this.#useLocks ? this.#locks.acquire(volumeId) : undefined;
+    if (busy !== undefined) {
+      record('ABORTED', busy.details);
+      return Promise.reject(fail(method, busy.code, busy.details));
+    }
+    const fault = this.#faults.take(method, volumeId);
+    const work = this.#run(method, fault, effect, record).finally(() => {
+      if (this.#useLocks) this.#locks.release(volumeId);
+    });
+    const timeout = fault?.clientTimeoutMs;
+    if (timeout === undefined) return work;
+    // The client gives up; the driver carries on with `work`.
+    work.catch(() => undefined);
+    return this.#clock.sleep(timeout).then(() => {
+      throw fail(method, GrpcStatus.DEADLINE_EXCEEDED, `context deadline exceeded after ${timeout} ms`);
+    });
+  }
+
+  async #run<T>(
+    method: CsiMethod,
+    fault: FakeCsiFault | undefined,
+    effect: () => Promise<T>,
+    record: (outcome: FakeCsiOutcome, details: string) => void,
+  ): Promise<T> {
     try {
       if (fault?.hang === true) {
         await new Promise<void>((resolve, reject) => this.#hung.push({ method, release: resolve, fail: reject }));
@@ -267,7 +349,7 @@ export class FakeCsiDriver implements CsiNodeClient {
       if (code !== undefined && fault?.afterEffect !== true) throw fail(method, code, `injected ${statusName(code)}`);
       let result: T;
       try {
-        result = await this.#exclusive(effect);
+        result = await effect();
       } catch (err) {
         if (code === undefined) throw err;
         throw fail(method, code, `injected ${statusName(code)} after the effect failed: ${errorMessage(err)}`);
@@ -282,111 +364,75 @@ export class FakeCsiDriver implements CsiNodeClient {
     }
   }
 
-  #take(method: CsiMethod, volumeId: string): FakeCsiFault | undefined {
-    const i = this.#faults.findIndex(
-      (f) => f.spec.method === method && (f.spec.volumeId === undefined || f.spec.volumeId === volumeId),
-    );
-    const active = this.#faults[i];
-    if (active === undefined) return undefined;
-    active.remaining -= 1;
-    if (active.remaining <= 0) this.#faults.splice(i, 1);
-    return active.spec;
-  }
-
-  #exclusive<T>(body: () => Promise<T>): Promise<T> {
-    const run = this.#lock.then(body, body);
-    this.#lock = run.catch(() => undefined);
-    return run;
-  }
-
   // ---------------------------------------------------------------- the Node service
 
-  #hasStageUnstage(): boolean {
-    return this.#capabilities.includes('STAGE_UNSTAGE_VOLUME');
+  #unimplementedWithoutStaging(): { code: number; details: string } | undefined {
+    return this.#rules.stageUnstage ? undefined : { code: GrpcStatus.UNIMPLEMENTED, details: `driver ${this.name} has no STAGE_UNSTAGE_VOLUME` };
   }
 
   async #stage(req: NodeStageVolumeRequest): Promise<void> {
     const m: CsiMethod = 'NodeStageVolume';
-    if (req.volumeId === '') throw fail(m, GrpcStatus.INVALID_ARGUMENT, 'volume ID missing in request');
-    if (req.stagingTargetPath === '') throw fail(m, GrpcStatus.INVALID_ARGUMENT, 'staging target path missing in request');
-    const cap = FakeCsiDriver.#capability(m, req.volumeCapability);
-    if (!this.#hasStageUnstage()) throw fail(m, GrpcStatus.UNIMPLEMENTED, `driver ${this.name} has no STAGE_UNSTAGE_VOLUME`);
-    const existing = this.#volumes.get(req.volumeId);
-    if (existing?.stagedAt !== undefined && existing.stagedAt !== req.stagingTargetPath) {
-      throw fail(m, GrpcStatus.FAILED_PRECONDITION, `volume ${req.volumeId} is already staged at ${existing.stagedAt}`);
-    }
-    await this.#requireDirectory(m, req.stagingTargetPath, 'staging target path');
-    const block = cap.block !== undefined;
-    if (existing?.stagedAt === req.stagingTargetPath && (await this.#isMountPoint(req.stagingTargetPath))) return;
-    if (block) await this.#ensureDeviceFile(req.volumeId);
-    await this.#mounter.mount(
-      fakeDevicePath(req.volumeId),
-      req.stagingTargetPath,
-      FakeCsiDriver.#fsType(cap),
-      cap.mount?.mountFlags ?? [],
+    const access = accessOf(req.volumeCapability);
+    const repeat = goAhead(
+      m,
+      decideStage(this.#state.view(req.volumeId), { volumeId: req.volumeId, stagingTargetPath: req.stagingTargetPath, access }, () =>
+        this.#unimplementedWithoutStaging(),
+      ),
     );
-    const vol = this.#volumeFor(req.volumeId);
-    vol.stagedAt = req.stagingTargetPath;
-    vol.block = block;
+    await this.#requireDirectory(m, req.stagingTargetPath, 'staging target path');
+    if (repeat && (await this.#isMountPoint(req.stagingTargetPath))) return;
+    const block = access === 'block';
+    if (block) await this.#ensureDeviceFile(req.volumeId);
+    await this.#mounter.mount(fakeDevicePath(req.volumeId), req.stagingTargetPath, FakeCsiDriver.#fsType(req.volumeCapability), req.volumeCapability.mount?.mountFlags ?? []);
+    this.#state.recordStaged(req.volumeId, req.stagingTargetPath, block);
   }
 
   async #unstage(req: NodeUnstageVolumeRequest): Promise<void> {
     const m: CsiMethod = 'NodeUnstageVolume';
-    if (req.volumeId === '') throw fail(m, GrpcStatus.INVALID_ARGUMENT, 'volume ID missing in request');
-    if (req.stagingTargetPath === '') throw fail(m, GrpcStatus.INVALID_ARGUMENT, 'staging target path missing in request');
-    const vol = this.#volumes.get(req.volumeId);
-    if (vol !== undefined && vol.publishedAt.size > 0) {
-      throw fail(m, this.#stillPublishedCode, `volume ${req.volumeId} is still published at ${[...vol.publishedAt].sort().join(', ')}`);
-    }
-    if (vol?.stagedAt !== req.stagingTargetPath) return;
+    const notStagedThere = goAhead(m, decideUnstage(this.#state.view(req.volumeId), req, this.#rules));
+    if (notStagedThere) return;
     try {
       await this.#mounter.unmount(req.stagingTargetPath);
     } catch (err) {
       const code = errorCode(err);
       if (code !== 'EINVAL' && code !== 'ENOENT') throw err;
     }
-    vol.stagedAt = undefined;
-    this.#forgetIfIdle(req.volumeId);
+    this.#state.recordUnstaged(req.volumeId);
   }
 
   async #publish(req: NodePublishVolumeRequest): Promise<void> {
     const m: CsiMethod = 'NodePublishVolume';
-    if (req.volumeId === '') throw fail(m, GrpcStatus.INVALID_ARGUMENT, 'volume ID missing in request');
-    if (req.targetPath === '') throw fail(m, GrpcStatus.INVALID_ARGUMENT, 'target path missing in request');
-    const cap = FakeCsiDriver.#capability(m, req.volumeCapability);
+    const access = accessOf(req.volumeCapability);
     // Like csi-driver-host-path, an inline ephemeral volume is published without staging: kubelet
     // never stages it and sends no staging path (reference §1.4, §3.3).
     const ephemeral = req.volumeContext['csi.storage.k8s.io/ephemeral'] === 'true';
-    const staged = this.#hasStageUnstage() && !ephemeral;
-    if (staged && req.stagingTargetPath === '') {
-      throw fail(m, GrpcStatus.INVALID_ARGUMENT, 'staging target path missing in request');
-    }
-    const existing = this.#volumes.get(req.volumeId);
-    if (staged && existing?.stagedAt !== req.stagingTargetPath) {
-      throw fail(m, GrpcStatus.FAILED_PRECONDITION, `volume ${req.volumeId} is not staged at ${req.stagingTargetPath}`);
-    }
-    if (existing?.publishedAt.has(req.targetPath) === true && (await this.#isMountPoint(req.targetPath))) return;
-
-    const block = cap.block !== undefined;
+    const repeat = goAhead(
+      m,
+      decidePublish(
+        this.#state.view(req.volumeId),
+        { volumeId: req.volumeId, targetPath: req.targetPath, stagingTargetPath: req.stagingTargetPath, access, ephemeral },
+        this.#rules,
+      ),
+    );
+    if (repeat && (await this.#isMountPoint(req.targetPath))) return;
+    const staged = this.#rules.stageUnstage && !ephemeral;
+    const block = access === 'block';
     await this.#createTarget(m, req.targetPath, block);
-    const options = [...(req.readonly ? ['ro'] : []), ...(cap.mount?.mountFlags ?? [])];
+    const options = [...(req.readonly ? ['ro'] : []), ...(req.volumeCapability.mount?.mountFlags ?? [])];
     if (block) {
       await this.#ensureDeviceFile(req.volumeId);
       await this.#mounter.mount(fakeDevicePath(req.volumeId), req.targetPath, '', ['bind', ...options]);
     } else if (staged) {
       await this.#mounter.mount(req.stagingTargetPath, req.targetPath, '', ['bind', ...options]);
     } else {
-      await this.#mounter.mount(fakeDevicePath(req.volumeId), req.targetPath, FakeCsiDriver.#fsType(cap), options);
+      await this.#mounter.mount(fakeDevicePath(req.volumeId), req.targetPath, FakeCsiDriver.#fsType(req.volumeCapability), options);
     }
-    const vol = this.#volumeFor(req.volumeId);
-    vol.publishedAt.add(req.targetPath);
-    vol.block = block;
+    this.#state.recordPublished(req.volumeId, req.targetPath, block);
   }
 
   async #unpublish(req: NodeUnpublishVolumeRequest): Promise<void> {
     const m: CsiMethod = 'NodeUnpublishVolume';
-    if (req.volumeId === '') throw fail(m, GrpcStatus.INVALID_ARGUMENT, 'volume ID missing in request');
-    if (req.targetPath === '') throw fail(m, GrpcStatus.INVALID_ARGUMENT, 'target path missing in request');
+    goAhead(m, decideUnpublish(this.#state.view(req.volumeId), req));
     if (await this.#isMountPoint(req.targetPath)) await this.#mounter.unmount(req.targetPath);
     try {
       const st = await this.#fs.lstat(req.targetPath);
@@ -395,47 +441,14 @@ export class FakeCsiDriver implements CsiNodeClient {
     } catch (err) {
       if (errorCode(err) !== 'ENOENT') throw err;
     }
-    const vol = this.#volumes.get(req.volumeId);
-    if (vol !== undefined) {
-      vol.publishedAt.delete(req.targetPath);
-      this.#forgetIfIdle(req.volumeId);
-    }
+    this.#state.recordUnpublished(req.volumeId, req.targetPath);
   }
 
   // ---------------------------------------------------------------- helpers
 
-  static #capability(method: CsiMethod, cap: VolumeCapability | undefined): VolumeCapability {
-    if (cap === undefined || (cap.mount === undefined && cap.block === undefined)) {
-      throw fail(method, GrpcStatus.INVALID_ARGUMENT, 'volume capability missing in request');
-    }
-    if (cap.mount !== undefined && cap.block !== undefined) {
-      throw fail(method, GrpcStatus.INVALID_ARGUMENT, 'volume capability has both mount and block access types');
-    }
-    return cap;
-  }
-
   static #fsType(cap: VolumeCapability): string {
     const t = cap.mount?.fsType ?? '';
     return t === '' ? 'ext4' : t;
-  }
-
-  static #copy(v: MutableVolume): FakeVolumeState {
-    const base = { publishedAt: new Set(v.publishedAt), block: v.block };
-    return v.stagedAt === undefined ? base : { stagedAt: v.stagedAt, ...base };
-  }
-
-  #volumeFor(volumeId: string): MutableVolume {
-    let vol = this.#volumes.get(volumeId);
-    if (vol === undefined) {
-      vol = { stagedAt: undefined, publishedAt: new Set(), block: false };
-      this.#volumes.set(volumeId, vol);
-    }
-    return vol;
-  }
-
-  #forgetIfIdle(volumeId: string): void {
-    const vol = this.#volumes.get(volumeId);
-    if (vol !== undefined && vol.stagedAt === undefined && vol.publishedAt.size === 0) this.#volumes.delete(volumeId);
   }
 
   /** Whether `path` is a mount point; false when it cannot be stat'ed. */

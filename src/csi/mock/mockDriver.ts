@@ -22,6 +22,10 @@
  * target). A volume still recorded as published after a reboot keeps NodeUnstageVolume refused,
  * as hostpath does, until NodeUnpublishVolume is called for its targets.
  *
+ * Decisions (argument checks, idempotency, strict/lenient NodeUnstageVolume, per-volume ABORTED)
+ * come from the shared CSI node state machine (src/csi/nodeStateMachine.ts), the same one the
+ * in-process fake uses; this file performs the mounts, the storage and the persistence.
+ *
  * Concurrency: one call at a time per volume id. A call for a volume that has a call in flight
  * (including one a delay or hang fault holds) answers ABORTED at once, as drivers built on
  * csi-lib-utils' VolumeLocks do ("an operation with the given volume ID … already exists"); it
@@ -49,6 +53,17 @@ import type * as wire from '../grpc/messages.js';
 import type { MessageInit } from '../grpc/messages.js';
 import { GrpcStatus, grpcStatusName } from '../types.js';
 import { checkCoPath, checkVolumeId, normalizeAllowedRoots } from './confine.js';
+import {
+  VolumeLocks,
+  decidePublish,
+  decideStage,
+  decideUnpublish,
+  decideUnstage,
+  type CsiDecision,
+  type CsiNodeMode,
+  type CsiRefusal,
+  type NodeRules,
+} from '../nodeStateMachine.js';
 import { describeRule, MockFaultBook, type MockFaultRule, type MockRpcMethod } from './faults.js';
 import { MockJournal, redactSecrets, type JournalError } from './journal.js';
 import { MockStateStore, type MockVolumeKind, type MockVolumeRecord } from './state.js';
@@ -99,6 +114,8 @@ export interface MockDriverOptions {
    * below it (confine.ts). Empty or absent: only "/" and system directories are refused.
    */
   readonly allowedRoots?: readonly string[];
+  /** strict (default): NodeUnstageVolume refused while published, like csi-driver-host-path; lenient: accepted. */
+  readonly mode?: CsiNodeMode;
 }
 
 export interface MockDriver {
@@ -223,6 +240,18 @@ function accessKind(cap: wire.VolumeCapability | null, what = 'volume capability
   return cap.block !== undefined ? 'block' : 'mount';
 }
 
+/** Throws a decision's refusal as a gRPC status; returns whether the call repeats a recorded one. */
+function decided(d: CsiDecision): boolean {
+  if (!d.ok) throw status(d.code, d.details);
+  return d.repeat;
+}
+
+/** The access type a request's capability asks for; undefined when it names none. */
+function accessKindOrUndefined(cap: wire.VolumeCapability | null): MockVolumeKind | undefined {
+  if (cap === null || (cap.mount === undefined && cap.block === undefined)) return undefined;
+  return cap.block !== undefined ? 'block' : 'mount';
+}
+
 function statusError(err: unknown): CsiStatusError {
   if (err instanceof CsiStatusError) return err;
   return internal(errorMessage(err));
@@ -251,7 +280,8 @@ class MockDriverImpl implements MockDriver {
   readonly #volumes = new Map<string, VolumeState>();
   readonly #allowedRoots: readonly string[];
   /** Volume ids with a call in flight. */
-  readonly #busy = new Set<string>();
+  readonly #busy = new VolumeLocks();
+  readonly #rules: NodeRules;
   /** Fires at stop(): fails held calls. */
   readonly #stopping = new AbortController();
   #server: CsiServer | undefined;
@@ -270,6 +300,7 @@ class MockDriverImpl implements MockDriver {
       options.allocateFile ??
       (options.fs === undefined ? sparseFile : (filePath, size) => fs.writeFile(filePath, new Uint8Array(size), { mode: 0o600, fsync: true }));
     this.#store = new MockStateStore(fs, options.stateDir);
+    this.#rules = { mode: options.mode ?? 'strict', stageUnstage: true };
     this.#faults = new MockFaultBook(options.faultsFile, this.#logger);
     this.#journal = new MockJournal(options.journalFile, this.#logger);
   }
@@ -393,12 +424,12 @@ class MockDriverImpl implements MockDriver {
       await complete(null, err);
       throw err;
     }
-    if (volumeId !== '' && this.#busy.has(volumeId)) {
-      const err = status(GrpcStatus.ABORTED, `an operation with the given volume ID ${volumeId} already exists`);
+    const busy = this.#busy.acquire(volumeId);
+    if (busy !== undefined) {
+      const err = status(busy.code, busy.details);
       await complete(null, err);
       throw err;
     }
-    if (volumeId !== '') this.#busy.add(volumeId);
     try {
       await this.#faults.refresh();
       const rule = this.#faults.take(method, volumeId);
@@ -421,7 +452,7 @@ class MockDriverImpl implements MockDriver {
       await complete(response, null);
       return response;
     } finally {
-      if (volumeId !== '') this.#busy.delete(volumeId);
+      this.#busy.release(volumeId);
     }
   }
 
@@ -576,17 +607,16 @@ class MockDriverImpl implements MockDriver {
   // ---------------------------------------------------------------- Node
 
   async #stage(req: wire.NodeStageVolumeRequest): Promise<MessageInit<wire.NodeStageVolumeResponse>> {
-    if (req.volumeId === '') throw invalid('volume ID missing in request');
-    if (req.stagingTargetPath === '') throw invalid('staging target path missing in request');
-    const kind = accessKind(req.volumeCapability);
-    checkVolumeId(req.volumeId);
+    if (req.volumeId !== '') checkVolumeId(req.volumeId);
+    const kind = accessKindOrUndefined(req.volumeCapability);
+    decided(
+      decideStage(this.#volumes.get(req.volumeId), { volumeId: req.volumeId, stagingTargetPath: req.stagingTargetPath, access: kind }, () =>
+        this.#checkVolume(req.volumeId, kind),
+      ),
+    );
     await checkCoPath(this.#fs, req.stagingTargetPath, 'staging target path', this.#allowedRoots);
     const vol = this.#requireVolume(req.volumeId);
-    this.#requireKind(vol, kind);
     const staging = req.stagingTargetPath;
-    if (vol.stagedAt !== undefined && vol.stagedAt !== staging) {
-      throw status(GrpcStatus.FAILED_PRECONDITION, `volume ${vol.id} is already staged at ${vol.stagedAt}`);
-    }
     await this.#requireDirectory(staging, 'staging target path');
     const backing = mockBackingPaths(this.#options.stateDir, vol.id);
     if (kind === 'mount') {
@@ -605,16 +635,12 @@ class MockDriverImpl implements MockDriver {
   }
 
   async #unstage(req: wire.NodeUnstageVolumeRequest): Promise<MessageInit<wire.NodeUnstageVolumeResponse>> {
-    if (req.volumeId === '') throw invalid('volume ID missing in request');
-    if (req.stagingTargetPath === '') throw invalid('staging target path missing in request');
-    checkVolumeId(req.volumeId);
+    if (req.volumeId !== '') checkVolumeId(req.volumeId);
+    const notStagedThere = decided(decideUnstage(this.#volumes.get(req.volumeId), req, this.#rules, () => this.#checkVolume(req.volumeId, undefined)));
     await checkCoPath(this.#fs, req.stagingTargetPath, 'staging target path', this.#allowedRoots);
     const vol = this.#requireVolume(req.volumeId);
-    if (vol.publishedAt.size > 0) {
-      throw status(GrpcStatus.FAILED_PRECONDITION, `volume ${vol.id} is still published at ${[...vol.publishedAt].sort().join(', ')}`);
-    }
     const staging = req.stagingTargetPath;
-    if (vol.stagedAt !== staging) return {};
+    if (notStagedThere) return {};
     if (vol.kind === 'mount') {
       await this.#unmountAll(staging);
     } else {
@@ -630,20 +656,28 @@ class MockDriverImpl implements MockDriver {
   }
 
   async #publish(req: wire.NodePublishVolumeRequest): Promise<MessageInit<wire.NodePublishVolumeResponse>> {
-    if (req.volumeId === '') throw invalid('volume ID missing in request');
-    if (req.targetPath === '') throw invalid('target path missing in request');
-    const kind = accessKind(req.volumeCapability);
-    checkVolumeId(req.volumeId);
-    await checkCoPath(this.#fs, req.targetPath, 'target path', this.#allowedRoots);
-    await checkCoPath(this.#fs, req.stagingTargetPath, 'staging target path', this.#allowedRoots);
+    if (req.volumeId !== '') checkVolumeId(req.volumeId);
+    const kindOrUndefined = accessKindOrUndefined(req.volumeCapability);
+    if (req.targetPath !== '') await checkCoPath(this.#fs, req.targetPath, 'target path', this.#allowedRoots);
+    if (req.stagingTargetPath !== '') await checkCoPath(this.#fs, req.stagingTargetPath, 'staging target path', this.#allowedRoots);
     // An inline ephemeral volume is never staged: kubelet sends no staging path (csi-driver-host-path).
-    if (req.volumeContext[EPHEMERAL_CONTEXT_KEY] === 'true') return this.#publishEphemeral(req, kind);
-    if (req.stagingTargetPath === '') throw invalid('staging target path missing in request');
+    const ephemeral = req.volumeContext[EPHEMERAL_CONTEXT_KEY] === 'true';
+    const question = {
+      volumeId: req.volumeId,
+      targetPath: req.targetPath,
+      stagingTargetPath: req.stagingTargetPath,
+      access: kindOrUndefined,
+      ephemeral,
+    };
+    if (ephemeral) {
+      decided(decidePublish(undefined, question, this.#rules));
+      return this.#publishEphemeral(req, accessKind(req.volumeCapability));
+    }
+    decided(decidePublish(this.#volumes.get(req.volumeId), question, this.#rules, () => this.#checkVolume(req.volumeId, kindOrUndefined)));
+    const kind = accessKind(req.volumeCapability);
     const vol = this.#requireVolume(req.volumeId);
-    this.#requireKind(vol, kind);
     const staging = req.stagingTargetPath;
     const target = req.targetPath;
-    if (vol.stagedAt !== staging) throw status(GrpcStatus.FAILED_PRECONDITION, `volume ${vol.id} is not staged at ${staging}`);
     const source = kind === 'mount' ? staging : mockBlockDevicePath(staging);
     if (!(await this.#isMountPoint(source))) {
       throw status(GrpcStatus.FAILED_PRECONDITION, `volume ${vol.id} is recorded as staged at ${staging} but ${source} is not mounted; stage it again`);
@@ -669,9 +703,8 @@ class MockDriverImpl implements MockDriver {
   }
 
   async #unpublish(req: wire.NodeUnpublishVolumeRequest): Promise<MessageInit<wire.NodeUnpublishVolumeResponse>> {
-    if (req.volumeId === '') throw invalid('volume ID missing in request');
-    if (req.targetPath === '') throw invalid('target path missing in request');
-    checkVolumeId(req.volumeId);
+    if (req.volumeId !== '') checkVolumeId(req.volumeId);
+    decided(decideUnpublish(this.#volumes.get(req.volumeId), req, () => this.#checkVolume(req.volumeId, undefined)));
     await checkCoPath(this.#fs, req.targetPath, 'target path', this.#allowedRoots);
     const vol = this.#requireVolume(req.volumeId);
     const target = req.targetPath;
@@ -757,8 +790,14 @@ class MockDriverImpl implements MockDriver {
     return vol;
   }
 
-  #requireKind(vol: VolumeState, kind: MockVolumeKind): void {
-    if (vol.kind !== kind) throw invalid(`volume ${vol.id} was created for ${vol.kind} access, not ${kind}`);
+  /** The mock's own checks after the arguments: the volume exists (NOT_FOUND) with this access kind. */
+  #checkVolume(volumeId: string, kind: MockVolumeKind | undefined): CsiRefusal | undefined {
+    const vol = this.#volumes.get(volumeId);
+    if (vol === undefined) return { code: GrpcStatus.NOT_FOUND, details: `volume ${volumeId} not found` };
+    if (kind !== undefined && vol.kind !== kind) {
+      return { code: GrpcStatus.INVALID_ARGUMENT, details: `volume ${vol.id} was created for ${vol.kind} access, not ${kind}` };
+    }
+    return undefined;
   }
 
   async #exists(p: string): Promise<boolean> {

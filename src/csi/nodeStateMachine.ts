@@ -1,0 +1,326 @@
+/**
+ * The ONE CSI Node state machine both hand-written drivers share: the in-process fake
+ * (src/csi/fake/fakeCsiDriver.ts, used by unit tests and the simulator) and `nodevol mock-driver`
+ * (src/csi/mock/mockDriver.ts, a real gRPC process). It holds no I/O: each driver asks it for a
+ * decision (refuse with a gRPC code, or go ahead, telling whether the call is a repeat of one
+ * already recorded), performs the mounts through its own ports, then records the outcome here.
+ *
+ * What it decides, in the order the CSI spec's argument checks come (field notes §4.4):
+ *  - NodeStageVolume: volume id, staging path, capability; a volume staged at ANOTHER path is
+ *    FAILED_PRECONDITION; the same path is an idempotent repeat.
+ *  - NodeUnstageVolume: volume id, staging path; while a target is still published, *strict*
+ *    mode refuses (csi-driver-host-path answers this way) and *lenient* mode accepts, so that the
+ *    simulator's invariants, not the driver, catch a wrong order.
+ *  - NodePublishVolume: volume id, target, capability, staging path (when the driver stages and
+ *    the volume is not an inline ephemeral one); a volume not staged at that path is
+ *    FAILED_PRECONDITION.
+ *  - NodeUnpublishVolume: volume id, target.
+ *
+ * Concurrency ({@link VolumeLocks}): one call per volume id at a time; a second call for a busy
+ * volume answers ABORTED at once, as drivers built on csi-lib-utils' VolumeLocks do.
+ *
+ * Faults ({@link CsiFaultQueue}): error with a code N times (before or after the effect), delay,
+ * hang, and "time out at the client but keep running at the driver" (the call answers
+ * DEADLINE_EXCEEDED to its client after `clientTimeoutMs` while the driver finishes its work after
+ * `driverMs`).
+ *
+ * {@link CsiNodeState} is the per-volume record (staged path, published targets, access kind) with
+ * snapshot/restore, so the simulator can copy a driver's state between runs.
+ */
+import { GrpcStatus, type CsiMethod } from './types.js';
+
+export type CsiNodeMode = 'strict' | 'lenient';
+export type CsiAccessKind = 'mount' | 'block';
+
+/** A refusal: the gRPC code and details the driver answers with. */
+export interface CsiRefusal {
+  readonly code: number;
+  readonly details: string;
+}
+
+/** Go ahead; `repeat` when the state already records exactly this (the driver only re-checks its mount). */
+export interface CsiGoAhead {
+  readonly repeat: boolean;
+}
+
+export type CsiDecision = ({ readonly ok: true } & CsiGoAhead) | ({ readonly ok: false } & CsiRefusal);
+
+/** The driver's view of one volume on this node. */
+export interface NodeVolumeView {
+  readonly stagedAt: string | undefined;
+  readonly publishedAt: ReadonlySet<string>;
+}
+
+export interface StageQuestion {
+  readonly volumeId: string;
+  readonly stagingTargetPath: string;
+  /** undefined when the request carries no usable capability. */
+  readonly access: CsiAccessKind | undefined;
+}
+
+export interface UnstageQuestion {
+  readonly volumeId: string;
+  readonly stagingTargetPath: string;
+}
+
+export interface PublishQuestion {
+  readonly volumeId: string;
+  readonly targetPath: string;
+  readonly stagingTargetPath: string;
+  readonly access: CsiAccessKind | undefined;
+  /** Volume context csi.storage.k8s.io/ephemeral=true: never staged. */
+  readonly ephemeral: boolean;
+}
+
+export interface UnpublishQuestion {
+  readonly volumeId: string;
+  readonly targetPath: string;
+}
+
+export interface NodeRules {
+  readonly mode: CsiNodeMode;
+  /** The driver has STAGE_UNSTAGE_VOLUME. */
+  readonly stageUnstage: boolean;
+  /** Code of a strict refusal of NodeUnstageVolume while published (default FAILED_PRECONDITION). */
+  readonly stillPublishedCode?: number;
+}
+
+const refuse = (code: number, details: string): CsiDecision => ({ ok: false, code, details });
+const goAhead = (repeat: boolean): CsiDecision => ({ ok: true, repeat });
+
+/**
+ * Extra checks a driver adds after the argument checks (the mock: NOT_FOUND for an unknown
+ * volume, INVALID_ARGUMENT for the wrong access kind; the fake: UNIMPLEMENTED without staging).
+ */
+export type ExtraCheck = () => CsiRefusal | undefined;
+
+export function decideStage(view: NodeVolumeView | undefined, q: StageQuestion, extra?: ExtraCheck): CsiDecision {
+  if (q.volumeId === '') return refuse(GrpcStatus.INVALID_ARGUMENT, 'volume ID missing in request');
+  if (q.stagingTargetPath === '') return refuse(GrpcStatus.INVALID_ARGUMENT, 'staging target path missing in request');
+  if (q.access === undefined) return refuse(GrpcStatus.INVALID_ARGUMENT, 'volume capability missing in request');
+  const more = extra?.();
+  if (more !== undefined) return { ok: false, ...more };
+  if (view?.stagedAt !== undefined && view.stagedAt !== q.stagingTargetPath) {
+    return refuse(GrpcStatus.FAILED_PRECONDITION, `volume ${q.volumeId} is already staged at ${view.stagedAt}`);
+  }
+  return goAhead(view?.stagedAt === q.stagingTargetPath);
+}
+
+export function decideUnstage(view: NodeVolumeView | undefined, q: UnstageQuestion, rules: NodeRules, extra?: ExtraCheck): CsiDecision {
+  if (q.volumeId === '') return refuse(GrpcStatus.INVALID_ARGUMENT, 'volume ID missing in request');
+  if (q.stagingTargetPath === '') return refuse(GrpcStatus.INVALID_ARGUMENT, 'staging target path missing in request');
+  const more = extra?.();
+  if (more !== undefined) return { ok: false, ...more };
+  if (rules.mode === 'strict' && view !== undefined && view.publishedAt.size > 0) {
+    return refuse(
+      rules.stillPublishedCode ?? GrpcStatus.FAILED_PRECONDITION,
+      `volume ${q.volumeId} is still published at ${[...view.publishedAt].sort().join(', ')}`,
+    );
+  }
+  // Not staged at that path: nothing to do, success (idempotent).
+  return goAhead(view?.stagedAt !== q.stagingTargetPath);
+}
+
+export function decidePublish(view: NodeVolumeView | undefined, q: PublishQuestion, rules: NodeRules, extra?: ExtraCheck): CsiDecision {
+  if (q.volumeId === '') return refuse(GrpcStatus.INVALID_ARGUMENT, 'volume ID missing in request');
+  if (q.targetPath === '') return refuse(GrpcStatus.INVALID_ARGUMENT, 'target path missing in request');
+  if (q.access === undefined) return refuse(GrpcStatus.INVALID_ARGUMENT, 'volume capability missing in request');
+  const staged = rules.stageUnstage && !q.ephemeral;
+  if (staged && q.stagingTargetPath === '') return refuse(GrpcStatus.INVALID_ARGUMENT, 'staging target path missing in request');
+  const more = extra?.();
+  if (more !== undefined) return { ok: false, ...more };
+  if (staged && view?.stagedAt !== q.stagingTargetPath) {
+    return refuse(GrpcStatus.FAILED_PRECONDITION, `volume ${q.volumeId} is not staged at ${q.stagingTargetPath}`);
+  }
+  return goAhead(view?.publishedAt.has(q.targetPath) === true);
+}
+
+export function decideUnpublish(view: NodeVolumeView | undefined, q: UnpublishQuestion, extra?: ExtraCheck): CsiDecision {
+  if (q.volumeId === '') return refuse(GrpcStatus.INVALID_ARGUMENT, 'volume ID missing in request');
+  if (q.targetPath === '') return refuse(GrpcStatus.INVALID_ARGUMENT, 'target path missing in request');
+  const more = extra?.();
+  if (more !== undefined) return { ok: false, ...more };
+  return goAhead(view?.publishedAt.has(q.targetPath) !== true);
+}
+
+/** Per-volume locks: a call for a volume with a call in flight answers ABORTED. */
+export class VolumeLocks {
+  readonly #busy = new Set<string>();
+
+  /** Takes the lock, or returns the ABORTED refusal when the volume is busy. '' (no volume) never locks. */
+  acquire(volumeId: string): CsiRefusal | undefined {
+    if (volumeId === '') return undefined;
+    if (this.#busy.has(volumeId)) {
+      return { code: GrpcStatus.ABORTED, details: `an operation with the given volume ID ${volumeId} already exists` };
+    }
+    this.#busy.add(volumeId);
+    return undefined;
+  }
+
+  release(volumeId: string): void {
+    this.#busy.delete(volumeId);
+  }
+
+  isBusy(volumeId: string): boolean {
+    return this.#busy.has(volumeId);
+  }
+
+  /** The driver process is gone: nothing is in flight any more. */
+  clear(): void {
+    this.#busy.clear();
+  }
+}
+
+/** A persisted copy of a driver's node state (sorted, plain data). */
+export interface NodeStateSnapshot {
+  readonly volumes: readonly {
+    readonly volumeId: string;
+    readonly stagedAt?: string;
+    readonly publishedAt: readonly string[];
+    readonly block: boolean;
+  }[];
+}
+
+interface MutableVolume {
+  stagedAt: string | undefined;
+  readonly publishedAt: Set<string>;
+  block: boolean;
+}
+
+/** The per-volume record of what is staged and published, with snapshot/restore. */
+export class CsiNodeState {
+  readonly #volumes = new Map<string, MutableVolume>();
+
+  view(volumeId: string): NodeVolumeView | undefined {
+    return this.#volumes.get(volumeId);
+  }
+
+  ids(): string[] {
+    return [...this.#volumes.keys()].sort();
+  }
+
+  recordStaged(volumeId: string, stagingTargetPath: string, block: boolean): void {
+    const v = this.#volumeFor(volumeId);
+    v.stagedAt = stagingTargetPath;
+    v.block = block;
+  }
+
+  recordUnstaged(volumeId: string): void {
+    const v = this.#volumes.get(volumeId);
+    if (v === undefined) return;
+    v.stagedAt = undefined;
+    this.#forgetIfIdle(volumeId);
+  }
+
+  recordPublished(volumeId: string, targetPath: string, block: boolean): void {
+    const v = this.#volumeFor(volumeId);
+    v.publishedAt.add(targetPath);
+    v.block = block;
+  }
+
+  recordUnpublished(volumeId: string, targetPath: string): void {
+    const v = this.#volumes.get(volumeId);
+    if (v === undefined) return;
+    v.publishedAt.delete(targetPath);
+    this.#forgetIfIdle(volumeId);
+  }
+
+  isBlock(volumeId: string): boolean {
+    return this.#volumes.get(volumeId)?.block === true;
+  }
+
+  snapshot(): NodeStateSnapshot {
+    return {
+      volumes: this.ids().map((volumeId) => {
+        const v = this.#volumes.get(volumeId);
+        const publishedAt = v === undefined ? [] : [...v.publishedAt].sort();
+        const base = { volumeId, publishedAt, block: v?.block === true };
+        return v?.stagedAt === undefined ? base : { ...base, stagedAt: v.stagedAt };
+      }),
+    };
+  }
+
+  restore(s: NodeStateSnapshot): void {
+    this.#volumes.clear();
+    for (const v of s.volumes) {
+      this.#volumes.set(v.volumeId, { stagedAt: v.stagedAt, publishedAt: new Set(v.publishedAt), block: v.block });
+    }
+  }
+
+  #volumeFor(volumeId: string): MutableVolume {
+    let v = this.#volumes.get(volumeId);
+    if (v === undefined) {
+      v = { stagedAt: undefined, publishedAt: new Set(), block: false };
+      this.#volumes.set(volumeId, v);
+    }
+    return v;
+  }
+
+  #forgetIfIdle(volumeId: string): void {
+    const v = this.#volumes.get(volumeId);
+    if (v !== undefined && v.stagedAt === undefined && v.publishedAt.size === 0) this.#volumes.delete(volumeId);
+  }
+}
+
+/** One injected fault. The first active fault (in order of injection) matching a call applies. */
+export interface CsiFault {
+  readonly method: CsiMethod;
+  /** Only calls for this volume (any volume when absent). */
+  readonly volumeId?: string;
+  /** gRPC status to fail with. */
+  readonly code?: number;
+  /** How many matching calls it applies to (default Infinity). */
+  readonly times?: number;
+  /** Sleep this long on the driver's clock before anything else happens. */
+  readonly delayMs?: number;
+  /** Do not answer until released (then carry on normally). */
+  readonly hang?: boolean;
+  /** With `code`: perform the real effect first, then fail ("done on the driver, unknown to kubelet"). */
+  readonly afterEffect?: boolean;
+  /**
+   * "Times out at the client but keeps running at the driver": the client gets DEADLINE_EXCEEDED
+   * after this many ms while the driver does its work after `delayMs` (which should be longer).
+   */
+  readonly clientTimeoutMs?: number;
+}
+
+interface ActiveFault {
+  readonly spec: CsiFault;
+  remaining: number;
+}
+
+/** Active faults with their remaining counts. */
+export class CsiFaultQueue {
+  readonly #faults: ActiveFault[] = [];
+
+  /** Adds a fault; returns a handle to remove it and read how many calls it still applies to. */
+  add(fault: CsiFault): { remove(): void; remaining(): number } {
+    const active: ActiveFault = { spec: { ...fault }, remaining: fault.times ?? Infinity };
+    if (active.remaining > 0) this.#faults.push(active);
+    return {
+      remove: () => {
+        const i = this.#faults.indexOf(active);
+        if (i >= 0) this.#faults.splice(i, 1);
+      },
+      remaining: () => (this.#faults.includes(active) ? active.remaining : 0),
+    };
+  }
+
+  /** The fault that applies to this call (consuming one of its times), if any. */
+  take(method: CsiMethod, volumeId: string): CsiFault | undefined {
+    const i = this.#faults.findIndex((f) => f.spec.method === method && (f.spec.volumeId === undefined || f.spec.volumeId === volumeId));
+    const active = this.#faults[i];
+    if (active === undefined) return undefined;
+    active.remaining -= 1;
+    if (active.remaining <= 0) this.#faults.splice(i, 1);
+    return active.spec;
+  }
+
+  clear(): void {
+    this.#faults.length = 0;
+  }
+
+  get size(): number {
+    return this.#faults.length;
+  }
+}

@@ -1,0 +1,35 @@
+/**
+ * The safety and liveness invariants the simulator checks after every step. Each has a stable
+ * name used in output, JSON and the README.
+ */
+export const INVARIANTS = {
+  'in-use-reported':
+    'whenever volumesInUse is written, every volume the driver has staged on this node (or whose global mount exists) and that is in volumesAttached is in it (kubernetes#121937)',
+  'no-unstage-in-use':
+    'NodeUnstageVolume never arrives while a running pod wants the volume or while the driver has a target of it published; NodeUnpublishVolume never arrives for a running pod\'s target',
+  'stage-after-unstage':
+    'NodeStageVolume never arrives while a NodeUnstageVolume of the same volume is still running at the driver (kubernetes#121357); NodePublishVolume only after a successful stage',
+  'nothing-removed-early':
+    'a staging dir, a global vol_data.json or a pod volume dir is never removed while the driver still has that volume staged / that target published',
+  converges:
+    'after the last fault or crash and a bounded virtual time, every wanted volume is staged and published, every unwanted one is unpublished and unstaged with its directories gone, and volumesInUse equals the wanted attachable set',
+  'failure-visible': 'every failed CSI call the engine sees leaves an error log line and a metric',
+} as const;
+
+export type InvariantName = keyof typeof INVARIANTS;
+
+export const INVARIANT_NAMES = Object.keys(INVARIANTS) as InvariantName[];
+
+export interface Violation {
+  readonly invariant: InvariantName;
+  /** Scheduler step at which it was seen. */
+  readonly step: number;
+  readonly message: string;
+}
+
+/** Whether removing `removed` removes `kept` or its pod/global vol_data.json sibling. */
+export function removalHits(removed: string, kept: string): boolean {
+  if (removed === kept || kept.startsWith(`${removed}/`)) return true;
+  const parent = kept.slice(0, kept.lastIndexOf('/'));
+  return removed === `${parent}/vol_data.json`;
+}

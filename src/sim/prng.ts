@@ -1,0 +1,59 @@
+/**
+ * The simulator's seeded PRNG (mulberry32): one 32-bit state, so a seed replays a run exactly.
+ * Every choice of the scheduler comes from here; nothing in the simulator reads Math.random.
+ */
+export class Prng {
+  #state: number;
+
+  constructor(seed: number) {
+    this.#state = seed >>> 0;
+  }
+
+  /** A float in [0, 1). */
+  next(): number {
+    this.#state = (this.#state + 0x6d2b79f5) >>> 0;
+    let t = this.#state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  }
+
+  /** An integer in [0, n). */
+  int(n: number): number {
+    return Math.floor(this.next() * n);
+  }
+
+  /** A derived seed (for a sub-stream such as the second crash of depth 2). */
+  fork(): number {
+    return Math.floor(this.next() * 4294967296) >>> 0;
+  }
+}
+
+/** FNV-1a over a string, as 8 hex digits: cheap, stable hashes of traces and world states. */
+export function fnv1a(s: string, h = 0x811c9dc5): string {
+  let x = h >>> 0;
+  for (let i = 0; i < s.length; i++) {
+    x ^= s.charCodeAt(i);
+    x = Math.imul(x, 0x01000193) >>> 0;
+  }
+  return x.toString(16).padStart(8, '0');
+}
+
+/** A running FNV-1a hash fed piece by piece. */
+export class RunningHash {
+  #h = 0x811c9dc5;
+
+  add(s: string): void {
+    let x = this.#h;
+    for (let i = 0; i < s.length; i++) {
+      x ^= s.charCodeAt(i);
+      x = Math.imul(x, 0x01000193) >>> 0;
+    }
+    x ^= 0x0a;
+    this.#h = Math.imul(x, 0x01000193) >>> 0;
+  }
+
+  hex(): string {
+    return this.#h.toString(16).padStart(8, '0');
+  }
+}

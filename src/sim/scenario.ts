@@ -1,0 +1,306 @@
+/**
+ * Simulator scenarios: YAML a storage engineer can read, validated with zod. A file with an
+ * error is refused with ONE line naming the file, the line and the field:
+ *   `scenarios/x.yaml:12: steps[3].fault.method: Invalid enum value ...`
+ *
+ * Format (README "Proving it: the explorer"):
+ *   name, description
+ *   featureGates: { CSIGlobalMountReconstruction: true }        (the CLI's --feature-gates wins)
+ *   drivers: [{ name, attachRequired, podInfoOnMount, stageUnstage, mode: strict|lenient }]
+ *   volumes: [{ name, handle, driver, volumeMode: Filesystem|Block, inline }]   (inline: ephemeral, no PV)
+ *   pods: [{ uid, volumes: [name...], running }]                  (running: false = added later by addPod)
+ *   steps: wait: converged | advance: 30s | addPod: uid | deletePod: uid | restart | reboot |
+ *          fault: { method, volume, code, times, hang, delay, timeoutKeepRunning } | clearFaults |
+ *          deleteFile: { pod, volume }                             (the pod-local vol_data.json)
+ */
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
+import { z } from 'zod';
+
+import { GrpcStatus } from '../csi/types.js';
+
+/** The largest scenario file read. */
+export const MAX_SCENARIO_BYTES = 256 * 1024;
+
+const name = z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a lowercase DNS-style name');
+const csiMethod = z.enum(['NodeStageVolume', 'NodeUnstageVolume', 'NodePublishVolume', 'NodeUnpublishVolume']);
+const codeName = z.enum(Object.keys(GrpcStatus).filter((k) => k !== 'OK') as [string, ...string[]]);
+const duration = z.string().regex(/^\d+(ms|s|m)$/, 'must be a duration such as 500ms, 30s or 2m');
+
+const faultSchema = z
+  .object({
+    method: csiMethod,
+    volume: z.string().min(1).optional(),
+    code: codeName.optional(),
+    times: z.number().int().positive().optional(),
+    hang: z.boolean().optional(),
+    delay: duration.optional(),
+    timeoutKeepRunning: z.boolean().optional(),
+    afterEffect: z.boolean().optional(),
+  })
+  .strict();
+
+const stepSchema = z.union([
+  z.object({ wait: z.literal('converged') }).strict(),
+  z.object({ advance: duration }).strict(),
+  z.object({ addPod: name }).strict(),
+  z.object({ deletePod: name }).strict(),
+  z.object({ restart: z.literal(true).or(z.null()) }).strict(),
+  z.object({ reboot: z.literal(true).or(z.null()) }).strict(),
+  z.object({ fault: faultSchema }).strict(),
+  z.object({ clearFaults: z.literal(true).or(z.null()) }).strict(),
+  z.object({ deleteFile: z.object({ pod: name, volume: name }).strict() }).strict(),
+  z.enum(['restart', 'reboot', 'clearFaults']),
+]);
+
+export const scenarioSchema = z
+  .object({
+    name,
+    description: z.string().optional(),
+    featureGates: z.record(z.boolean()).optional(),
+    drivers: z
+      .array(
+        z
+          .object({
+            name: z.string().min(1),
+            attachRequired: z.boolean().default(true),
+            // As csi-driver-host-path's CSIDriver: the pod keys (and the ephemeral key an inline
+            // volume needs) reach NodePublishVolume.
+            podInfoOnMount: z.boolean().default(true),
+            stageUnstage: z.boolean().default(true),
+            mode: z.enum(['strict', 'lenient']).default('strict'),
+          })
+          .strict(),
+      )
+      .min(1),
+    volumes: z
+      .array(
+        z
+          .object({
+            name,
+            handle: z.string().min(1).optional(),
+            driver: z.string().min(1).optional(),
+            volumeMode: z.enum(['Filesystem', 'Block']).default('Filesystem'),
+            inline: z.boolean().default(false),
+          })
+          .strict(),
+      )
+      .default([]),
+    pods: z
+      .array(z.object({ uid: name, volumes: z.array(name).default([]), running: z.boolean().default(true) }).strict())
+      .default([]),
+    steps: z.array(stepSchema).default([]),
+  })
+  .strict();
+
+export type ScenarioInput = z.input<typeof scenarioSchema>;
+type Parsed = z.output<typeof scenarioSchema>;
+export type ScenarioFault = z.output<typeof faultSchema>;
+
+export type ScenarioStep =
+  | { readonly kind: 'wait' }
+  | { readonly kind: 'advance'; readonly ms: number }
+  | { readonly kind: 'addPod'; readonly uid: string }
+  | { readonly kind: 'deletePod'; readonly uid: string }
+  | { readonly kind: 'restart' }
+  | { readonly kind: 'reboot' }
+  | { readonly kind: 'fault'; readonly fault: ScenarioFault }
+  | { readonly kind: 'clearFaults' }
+  | { readonly kind: 'deleteFile'; readonly pod: string; readonly volume: string };
+
+export interface ScenarioDriver {
+  readonly name: string;
+  readonly attachRequired: boolean;
+  readonly podInfoOnMount: boolean;
+  readonly stageUnstage: boolean;
+  readonly mode: 'strict' | 'lenient';
+}
+
+export interface ScenarioVolume {
+  readonly name: string;
+  readonly handle: string;
+  readonly driver: string;
+  readonly volumeMode: 'Filesystem' | 'Block';
+  readonly inline: boolean;
+}
+
+export interface ScenarioPod {
+  readonly uid: string;
+  readonly volumes: readonly string[];
+  readonly running: boolean;
+}
+
+export interface Scenario {
+  readonly name: string;
+  readonly description: string;
+  /** Where it came from (file path or `builtin:<name>`). */
+  readonly source: string;
+  readonly featureGates: Readonly<Record<string, boolean>>;
+  readonly drivers: readonly ScenarioDriver[];
+  readonly volumes: readonly ScenarioVolume[];
+  readonly pods: readonly ScenarioPod[];
+  readonly steps: readonly ScenarioStep[];
+}
+
+/** A scenario that cannot be used: `message` is one line naming file, line and field. */
+export class ScenarioError extends Error {
+  override readonly name = 'ScenarioError';
+}
+
+export function parseDurationMs(s: string): number {
+  const m = /^(\d+)(ms|s|m)$/.exec(s);
+  if (m === null) throw new ScenarioError(`bad duration ${JSON.stringify(s)}`);
+  const n = Number(m[1]);
+  return m[2] === 'ms' ? n : m[2] === 's' ? n * 1000 : n * 60_000;
+}
+
+function fieldPath(p: readonly (string | number)[]): string {
+  let out = '';
+  for (const k of p) out += typeof k === 'number' ? `[${k}]` : out === '' ? k : `.${k}`;
+  return out === '' ? '(document)' : out;
+}
+
+/** The YAML node at a zod issue path (the deepest that exists). */
+function nodeAt(root: YamlNode | null, p: readonly (string | number)[]): YamlNode | null {
+  let node: YamlNode | null = root;
+  for (const k of p) {
+    if (node === null) return null;
+    if (isMap(node)) {
+      const pair = node.items.find((it) => isPair(it) && isScalar(it.key) && it.key.value === k);
+      if (pair === undefined) return node;
+      node = (pair.value as YamlNode | null) ?? (pair.key as YamlNode);
+    } else if (isSeq(node) && typeof k === 'number') {
+      const item = node.items[k] as YamlNode | undefined;
+      if (item === undefined) return node;
+      node = item;
+    } else return node;
+  }
+  return node;
+}
+
+/** Parses and validates a scenario's text; `file` names it in errors. */
+export function parseScenario(text: string, file: string): Scenario {
+  if (text.length > MAX_SCENARIO_BYTES) throw new ScenarioError(`${file}: larger than ${MAX_SCENARIO_BYTES} bytes`);
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  const yamlError = doc.errors[0];
+  if (yamlError !== undefined) {
+    const line = lineCounter.linePos(yamlError.pos[0]).line;
+    throw new ScenarioError(`${file}:${line}: (yaml): ${yamlError.message.split('\n')[0] ?? ''}`);
+  }
+  const result = scenarioSchema.safeParse(doc.toJS());
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    const p = issue?.path ?? [];
+    const node = nodeAt(doc.contents, p);
+    const line = node?.range === undefined || node.range === null ? 1 : lineCounter.linePos(node.range[0]).line;
+    const msg = issue?.code === 'invalid_union' ? 'not a known step (wait, advance, addPod, deletePod, restart, reboot, fault, clearFaults, deleteFile) or a bad value in it' : (issue?.message ?? 'invalid');
+    throw new ScenarioError(`${file}:${line}: ${fieldPath(p)}: ${msg}`);
+  }
+  return normalize(result.data, file, (p) => {
+    const node = nodeAt(doc.contents, p);
+    return node?.range === undefined || node.range === null ? 1 : lineCounter.linePos(node.range[0]).line;
+  });
+}
+
+function normalize(s: Parsed, file: string, lineOf: (p: (string | number)[]) => number): Scenario {
+  const err = (p: (string | number)[], msg: string): ScenarioError => new ScenarioError(`${file}:${lineOf(p)}: ${fieldPath(p)}: ${msg}`);
+  const driverNames = new Set(s.drivers.map((d) => d.name));
+  const firstDriver = s.drivers[0]?.name ?? '';
+  const volumes: ScenarioVolume[] = s.volumes.map((v, i) => {
+    const driver = v.driver ?? firstDriver;
+    if (!driverNames.has(driver)) throw err(['volumes', i, 'driver'], `unknown driver ${JSON.stringify(driver)}`);
+    if (v.inline && v.volumeMode === 'Block') throw err(['volumes', i, 'volumeMode'], 'an inline ephemeral volume is always Filesystem');
+    return { name: v.name, handle: v.handle ?? v.name, driver, volumeMode: v.volumeMode, inline: v.inline };
+  });
+  const volumeNames = new Set(volumes.map((v) => v.name));
+  const podUids = new Set<string>();
+  s.pods.forEach((p, i) => {
+    if (podUids.has(p.uid)) throw err(['pods', i, 'uid'], `duplicate pod ${p.uid}`);
+    podUids.add(p.uid);
+    p.volumes.forEach((v, j) => {
+      if (!volumeNames.has(v)) throw err(['pods', i, 'volumes', j], `unknown volume ${JSON.stringify(v)}`);
+    });
+  });
+  const steps: ScenarioStep[] = s.steps.map((raw, i): ScenarioStep => {
+    if (typeof raw === 'string') return { kind: raw };
+    if ('wait' in raw) return { kind: 'wait' };
+    if ('advance' in raw) return { kind: 'advance', ms: parseDurationMs(raw.advance) };
+    if ('addPod' in raw || 'deletePod' in raw) {
+      const uid = 'addPod' in raw ? raw.addPod : raw.deletePod;
+      if (!podUids.has(uid)) throw err(['steps', i, 'addPod' in raw ? 'addPod' : 'deletePod'], `unknown pod ${JSON.stringify(uid)}`);
+      return 'addPod' in raw ? { kind: 'addPod', uid } : { kind: 'deletePod', uid };
+    }
+    if ('restart' in raw) return { kind: 'restart' };
+    if ('reboot' in raw) return { kind: 'reboot' };
+    if ('clearFaults' in raw) return { kind: 'clearFaults' };
+    if ('fault' in raw) {
+      const f = raw.fault;
+      if (f.volume !== undefined && !volumes.some((v) => v.handle === f.volume || v.name === f.volume)) {
+        throw err(['steps', i, 'fault', 'volume'], `unknown volume ${JSON.stringify(f.volume)}`);
+      }
+      if (f.code === undefined && f.hang !== true && f.delay === undefined && f.timeoutKeepRunning !== true) {
+        throw err(['steps', i, 'fault'], 'a fault needs code, hang, delay or timeoutKeepRunning');
+      }
+      return { kind: 'fault', fault: f };
+    }
+    const d = raw.deleteFile;
+    if (!podUids.has(d.pod)) throw err(['steps', i, 'deleteFile', 'pod'], `unknown pod ${JSON.stringify(d.pod)}`);
+    if (!volumeNames.has(d.volume)) throw err(['steps', i, 'deleteFile', 'volume'], `unknown volume ${JSON.stringify(d.volume)}`);
+    return { kind: 'deleteFile', pod: d.pod, volume: d.volume };
+  });
+  return {
+    name: s.name,
+    description: s.description ?? '',
+    source: file,
+    featureGates: s.featureGates ?? {},
+    drivers: s.drivers,
+    volumes,
+    pods: s.pods,
+    steps,
+  };
+}
+
+/** Reads a scenario file (bounded). */
+export function loadScenarioFile(file: string): Scenario {
+  let text: string;
+  try {
+    const st = statSync(file);
+    if (!st.isFile()) throw new ScenarioError(`${file}: not a regular file`);
+    if (st.size > MAX_SCENARIO_BYTES) throw new ScenarioError(`${file}: larger than ${MAX_SCENARIO_BYTES} bytes`);
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    if (err instanceof ScenarioError) throw err;
+    throw new ScenarioError(`${file}: cannot read: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  return parseScenario(text, file);
+}
+
+/** The `scenarios/` directory shipped with nodevol (next to package.json). */
+export function builtinScenarioDir(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const candidate = path.join(dir, 'scenarios');
+    if (existsSync(path.join(dir, 'package.json')) && existsSync(candidate)) return candidate;
+    const parent = path.dirname(dir);
+    if (parent === dir) throw new ScenarioError('the built-in scenarios directory was not found');
+    dir = parent;
+  }
+}
+
+/** Names of the built-in scenarios, sorted. */
+export function builtinScenarioNames(): string[] {
+  return readdirSync(builtinScenarioDir())
+    .filter((f) => f.endsWith('.yaml'))
+    .map((f) => f.slice(0, -'.yaml'.length))
+    .sort();
+}
+
+export function loadBuiltinScenario(scenarioName: string): Scenario {
+  const names = builtinScenarioNames();
+  if (!names.includes(scenarioName)) throw new ScenarioError(`unknown scenario ${JSON.stringify(scenarioName)}; built in: ${names.join(', ')}`);
+  return loadScenarioFile(path.join(builtinScenarioDir(), `${scenarioName}.yaml`));
+}

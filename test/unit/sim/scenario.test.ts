@@ -1,0 +1,53 @@
+// Scenario files: validated with zod, one-line errors naming file, line and field; every
+// built-in scenario loads.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { builtinScenarioNames, loadBuiltinScenario, parseScenario, ScenarioError } from '../../../src/sim/scenario.js';
+
+const base = `name: t
+drivers:
+  - name: csi.example.com
+volumes:
+  - name: pv-1
+    handle: vol-1
+pods:
+  - uid: pod-a
+    volumes: [pv-1]
+`;
+
+function errorOf(text: string): string {
+  try {
+    parseScenario(text, 'x.yaml');
+  } catch (err) {
+    assert.ok(err instanceof ScenarioError);
+    return err.message;
+  }
+  throw new Error('no error');
+}
+
+describe('scenario files', () => {
+  it('parses the format: defaults, steps, durations', () => {
+    const s = parseScenario(`${base}steps:\n  - wait: converged\n  - advance: 30s\n  - deletePod: pod-a\n  - reboot\n  - fault: { method: NodeUnstageVolume, volume: vol-1, code: UNAVAILABLE, times: 2 }\n`, 'x.yaml');
+    assert.deepEqual(s.drivers, [{ name: 'csi.example.com', attachRequired: true, podInfoOnMount: true, stageUnstage: true, mode: 'strict' }]);
+    assert.deepEqual(s.steps.map((x) => x.kind), ['wait', 'advance', 'deletePod', 'reboot', 'fault']);
+    assert.deepEqual(s.steps[1], { kind: 'advance', ms: 30_000 });
+  });
+
+  it('an error is one line naming the file, the line and the field', () => {
+    assert.equal(errorOf(`${base}steps:\n  - wait: converged\n  - fault: { method: NodeFrobVolume, code: UNAVAILABLE }\n`).split('\n').length, 1);
+    assert.match(errorOf(`${base}steps:\n  - wait: converged\n  - deletePod: pod-z\n`), /^x\.yaml:12: steps\[1\]\.deletePod: unknown pod "pod-z"$/);
+    assert.match(errorOf(base.replace('handle: vol-1', 'handle: vol-1\n    volumeMode: Blok')), /^x\.yaml:7: volumes\[0\]\.volumeMode: /);
+    assert.match(errorOf(`${base}steps:\n  - jump: high\n`), /^x\.yaml:11: steps\[0\]: not a known step/);
+    assert.match(errorOf('name: [unclosed\n'), /^x\.yaml:\d+: \(yaml\): /);
+    assert.match(errorOf(base.replace('volumes: [pv-1]', 'volumes: [pv-9]')), /^x\.yaml:9: pods\[0\]\.volumes\[0\]: unknown volume "pv-9"$/);
+  });
+
+  it('every built-in scenario loads', () => {
+    const names = builtinScenarioNames();
+    for (const want of ['kep-story-1', 'kep-story-2', 'alpha-gap', 'inline-volume-orphans', 'shared-volume', 'raw-block', 'rewanted-during-unstage']) {
+      assert.ok(names.includes(want), want);
+    }
+    for (const n of names) assert.equal(loadBuiltinScenario(n).name, n);
+    assert.throws(() => loadBuiltinScenario('nope'), /unknown scenario "nope"; built in: /);
+  });
+});

@@ -1,0 +1,169 @@
+// The deterministic simulator: replay by seed, fencing of crashed engine lives, the durability
+// model, the invariants on the KEP stories with the gate off and on, and replays of what the
+// explorer found.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { FeatureGate } from '../../../src/features/features.js';
+import { DurableFs, JOURNAL_COMMIT_INTERVAL_MS } from '../../../src/sim/durableFs.js';
+import { removalHits } from '../../../src/sim/invariants.js';
+import { loadBuiltinScenario } from '../../../src/sim/scenario.js';
+import { formatPlan, parsePlan, simulate, type Perturbation, type SimResult } from '../../../src/sim/simulation.js';
+
+const gates = (on: boolean): FeatureGate => FeatureGate.of({ CSIGlobalMountReconstruction: on });
+const names = (r: SimResult): string[] => [...new Set(r.violations.map((v) => v.invariant))].sort();
+
+/** The seq of the first port call matching `op` (and `args` substring) in a full trace. */
+function seqOf(r: SimResult, op: string, args = ''): number {
+  for (const s of r.trace) for (const c of s.calls) if (c.op === op && c.args.includes(args)) return c.seq;
+  throw new Error(`no ${op} ${args} in the trace`);
+}
+
+/** The seq of the last port call matching. */
+function lastSeqOf(r: SimResult, op: string, args = ''): number {
+  let seq: number | undefined;
+  for (const s of r.trace) for (const c of s.calls) if (c.op === op && c.args.includes(args)) seq = c.seq;
+  if (seq === undefined) throw new Error(`no ${op} ${args} in the trace`);
+  return seq;
+}
+
+describe('simulator: determinism', () => {
+  it('the same seed and plan give the same trace hash; another seed gives another interleaving', async () => {
+    const scenario = loadBuiltinScenario('kep-story-1');
+    const a = await simulate({ scenario, gates: gates(true), seed: 7 });
+    const b = await simulate({ scenario, gates: gates(true), seed: 7 });
+    const c = await simulate({ scenario, gates: gates(true), seed: 8 });
+    assert.equal(a.traceHash, b.traceHash);
+    assert.equal(a.steps, b.steps);
+    assert.notEqual(a.traceHash, c.traceHash);
+    assert.equal(a.endReason, 'converged');
+    assert.deepEqual(a.violations, []);
+  });
+
+  it('plans round-trip through their text form', () => {
+    const text = 'reboot:after:57,restart:before:3,fault:Hang:2';
+    assert.equal(formatPlan(parsePlan(text)), text);
+    assert.throws(() => parsePlan('reboot:sideways:1'), /bad plan item/);
+  });
+});
+
+describe('simulator: fenced crashes', () => {
+  it('after a crash nothing of the old engine life lands or settles, and a new life reconstructs', async () => {
+    const scenario = loadBuiltinScenario('kep-story-1');
+    const base = await simulate({ scenario, gates: gates(true), seed: 1, fullTrace: true });
+    const unstage = seqOf(base, 'NodeUnstageVolume');
+    for (const at of ['before', 'after'] as const) {
+      const r = await simulate({ scenario, gates: gates(true), seed: 1, plan: [{ kind: 'crash', crash: 'restart', at, seq: unstage }], fullTrace: true });
+      const crash = r.trace.find((s) => s.event.kind === 'crash');
+      assert.ok(crash, 'the crash is in the trace');
+      const later = r.trace.filter((s) => s.step > crash.step).flatMap((s) => s.calls);
+      assert.ok(later.length > 0);
+      assert.ok(later.every((c) => c.life >= 2), `old life calls after the crash: ${JSON.stringify(later.filter((c) => c.life < 2))}`);
+      assert.ok(r.trace.some((s) => s.event.kind === 'start' && s.life === 2), 'a new life started');
+      // Crash before: the unstage never reached the driver in life 1.
+      const sentInLife1 = r.trace.some((s) => s.calls.some((c) => c.seq === unstage && c.result === 'sent'));
+      assert.equal(sentInLife1, at === 'after');
+    }
+  });
+});
+
+describe('simulator: durability model (DurableFs)', () => {
+  it('a power cut loses what was not committed; fsync and the periodic journal commit keep it', async () => {
+    let now = 0;
+    const fs = new DurableFs(() => now);
+    await fs.mkdir('/d', { recursive: true, mode: 0o755 });
+    await fs.writeFile('/d/synced', new TextEncoder().encode('a'), { fsync: true });
+    await fs.writeFile('/d/plain', new TextEncoder().encode('b'));
+    await fs.rename('/d/synced', '/d/renamed');
+    assert.equal(fs.powerCut(), true);
+    assert.deepEqual(fs.mem.tree('/'), ['/d/', '/d/synced'], 'the unsynced write and rename are gone');
+    await fs.rename('/d/synced', '/d/renamed');
+    await fs.fsyncDir('/d');
+    await fs.writeFile('/d/later', new Uint8Array(0));
+    now += JOURNAL_COMMIT_INTERVAL_MS;
+    fs.tick(now);
+    assert.equal(fs.powerCut(), false, 'everything committed');
+    assert.deepEqual(fs.mem.tree('/'), ['/d/', '/d/later', '/d/renamed']);
+  });
+});
+
+describe('simulator: invariants on the KEP stories', () => {
+  it('story 1 with kubelet killed between NodeUnpublishVolume and NodeUnstageVolume: gate off loses the volume, gate on does not', async () => {
+    const scenario = loadBuiltinScenario('kep-story-1');
+    const base = await simulate({ scenario, gates: gates(false), seed: 1, fullTrace: true });
+    // (A reboot this close to the pod directory's removal brings the directory back: its rmdir was
+    // not committed to the journal yet, and the restored directory lets both gates clean up.)
+    const reboot = (seq: number): Perturbation[] => [{ kind: 'crash', crash: 'restart', at: 'before', seq }];
+    const off = await simulate({ scenario, gates: gates(false), seed: 1, plan: reboot(seqOf(base, 'NodeUnstageVolume')) });
+    assert.deepEqual(names(off), ['converges', 'in-use-reported']);
+    const baseOn = await simulate({ scenario, gates: gates(true), seed: 1, fullTrace: true });
+    const on = await simulate({ scenario, gates: gates(true), seed: 1, plan: reboot(seqOf(baseOn, 'NodeUnstageVolume')) });
+    assert.deepEqual(names(on), []);
+    assert.equal(on.endReason, 'converged');
+  });
+
+  it('story 2 (pod-local file lost, restart): gate off reports and leaks, gate on cleans up', async () => {
+    const scenario = loadBuiltinScenario('kep-story-2');
+    assert.deepEqual(names(await simulate({ scenario, gates: gates(false), seed: 1 })), ['converges', 'in-use-reported']);
+    assert.deepEqual(names(await simulate({ scenario, gates: gates(true), seed: 1 })), []);
+  });
+
+  it('removal checks cover the path, its ancestors and the sibling vol_data.json', () => {
+    assert.ok(removalHits('/a/b/globalmount', '/a/b/globalmount'));
+    assert.ok(removalHits('/a/b', '/a/b/globalmount'));
+    assert.ok(removalHits('/a/b/vol_data.json', '/a/b/globalmount'));
+    assert.ok(!removalHits('/a/c', '/a/b/globalmount'));
+  });
+});
+
+describe('simulator: replays of what the explorer found (README "Proving it: the explorer")', () => {
+  it('gate on, story 1: a restart right after the staging directory is removed leaks the volume directory with its vol_data.json', async () => {
+    const scenario = loadBuiltinScenario('kep-story-1');
+    const base = await simulate({ scenario, gates: gates(true), seed: 1, fullTrace: true });
+    const seq = seqOf(base, 'rmdir', '/globalmount');
+    const r = await simulate({ scenario, gates: gates(true), seed: 1, plan: [{ kind: 'crash', crash: 'restart', at: 'after', seq }] });
+    assert.deepEqual(names(r), ['converges']);
+    assert.match(r.violations[0]?.message ?? '', /the directory of unwanted volume vol-1 is still there/);
+    assert.doesNotMatch(r.violations[0]?.message ?? '', /staged/, 'the driver has nothing staged: a leak, not a lost volume');
+  });
+
+  it('both gates: a volume wanted again while its NodeUnstageVolume outlives the client deadline is staged during the unstage (kubernetes#121357)', async () => {
+    const scenario = loadBuiltinScenario('rewanted-during-unstage');
+    for (const on of [false, true]) {
+      const r = await simulate({ scenario, gates: gates(on), seed: 1 });
+      assert.ok(names(r).includes('stage-after-unstage'), `gate ${on}: ${names(r).join(',')}`);
+    }
+  });
+
+  it('both gates: a failed CSI operation leaves kubelet\'s error line (finding 3, fixed by the failed-operation log line)', async () => {
+    const r = await simulate({ scenario: loadBuiltinScenario('alpha-gap'), gates: gates(true), seed: 1 });
+    assert.deepEqual(names(r), ['converges', 'no-unstage-in-use'], 'the alpha gap only: every failed operation is now logged');
+  });
+
+  it('gate on, raw block: kubelet killed after the pod device link is removed unstages without NodeUnpublishVolume', async () => {
+    const scenario = loadBuiltinScenario('raw-block');
+    const base = await simulate({ scenario, gates: gates(true), seed: 1, fullTrace: true });
+    const seq = lastSeqOf(base, 'unlink', '/pods/pod-b/volumeDevices/');
+    const r = await simulate({ scenario, gates: gates(true), seed: 1, plan: [{ kind: 'crash', crash: 'restart', at: 'after', seq }] });
+    assert.deepEqual(names(r), ['converges', 'no-unstage-in-use']);
+    assert.match(r.violations.find((v) => v.invariant === 'no-unstage-in-use')?.message ?? '', /NodeUnstageVolume blk-1 arrived while the driver has it published/);
+  });
+
+  it('gate on, raw block: a power cut within the journal commit interval after staging loses the volume from volumesInUse', async () => {
+    const scenario = loadBuiltinScenario('raw-block');
+    const base = await simulate({ scenario, gates: gates(true), seed: 1, fullTrace: true });
+    // The pod is deleted about 2 s after the volume was staged: its first teardown step (the
+    // device link's removal) comes before the journal commit that would keep the staging dir.
+    const seq = lastSeqOf(base, 'unlink', '/pods/pod-b/volumeDevices/');
+    const r = await simulate({ scenario, gates: gates(true), seed: 1, plan: [{ kind: 'crash', crash: 'reboot', at: 'before', seq }] });
+    assert.ok(names(r).includes('in-use-reported'), names(r).join(','));
+  });
+
+  it('both gates, inline volume: kubelet killed between TearDown\'s unlink of vol_data.json and the rmdir leaves an empty pod volume dir', async () => {
+    const scenario = loadBuiltinScenario('inline-volume-orphans');
+    const base = await simulate({ scenario, gates: gates(true), seed: 1, fullTrace: true });
+    const seq = lastSeqOf(base, 'unlink', '/pods/pod-inline/volumes/kubernetes.io~csi/scratch/vol_data.json');
+    const r = await simulate({ scenario, gates: gates(true), seed: 1, plan: [{ kind: 'crash', crash: 'restart', at: 'after', seq }] });
+    const converges = r.violations.find((v) => v.invariant === 'converges');
+    assert.match(converges?.message ?? '', /pod pod-inline is gone but its volume directories are still there$/);
+  });
+});
