@@ -16,7 +16,9 @@ import { DiscoveringDriverRegistry, parseCsiEndpointFlag } from '../agent/driver
 import { setupDataDirs } from '../agent/dataDirs.js';
 import { AgentRuntime } from '../agent/runtime.js';
 import { GrpcCsiDriverRegistry } from '../csi/grpc/client.js';
-import { instrumentedRegistry } from '../csi/instrumented.js';
+import { instrumentedRegistry, observedRegistry } from '../csi/instrumented.js';
+import { createAgentTracer, type AgentTracer } from '../agent/trace.js';
+import { bootId, openTraceFileSink, type TraceFileSink } from '../adapters/node/traceSink.js';
 import { FeatureGate, FeatureGateError } from '../features/features.js';
 import { errorMessage } from '../host/fs.js';
 import { HOUSEKEEPING_PERIOD_MS, OrphanedPodDirsCleaner } from '../kubelet/orphanedPodDirs.js';
@@ -43,6 +45,7 @@ interface AgentFlags {
   metricsBindAddress: string;
   nodeStatusUpdateFrequency: string;
   shutdownGracePeriod: string;
+  trace?: string;
   v: number;
   loggingFormat: LoggingFormat;
 }
@@ -57,7 +60,8 @@ export function agentCommand(setExitCode: (code: number) => void): Command {
     .option('--feature-gates <gates>', 'kubelet feature gates, e.g. CSIGlobalMountReconstruction=true', collect, [])
     .option('--metrics-bind-address <host:port>', 'where /metrics, /healthz and /readyz are served', DEFAULT_METRICS_BIND_ADDRESS)
     .option('--node-status-update-frequency <duration>', 'how often volumesInUse is written to node-status.json', `${NODE_STATUS_UPDATE_PERIOD_MS / 1000}s`)
-    .option('--shutdown-grace-period <duration>', 'how long SIGTERM waits for in-flight operations', '30s');
+    .option('--shutdown-grace-period <duration>', 'how long SIGTERM waits for in-flight operations', '30s')
+    .option('--trace <file>', 'append what the agent does (CSI calls, files, mounts, volumesInUse, errors) as JSON lines, for nodevol timeline');
   addLoggingOptions(cmd);
   cmd.addHelpText(
     'after',
@@ -124,18 +128,45 @@ async function runAgent(flags: AgentFlags): Promise<number> {
   const promRegistry = new Registry();
   const metrics = createVolumeManagerMetrics(promRegistry);
   const cluster = new ClusterDirView({ dir: clusterDir, nodeName: flags.nodeName, fs, logger, watch: true });
+  const mounter = new NodeMounter({ fs, logger });
+  const csiDrivers = instrumentedRegistry(new DiscoveringDriverRegistry(grpcRegistry, layout, logger), metrics, realClock);
+  let trace: { readonly sink: TraceFileSink; readonly tracer: AgentTracer } | undefined;
+  if (flags.trace !== undefined) {
+    let sink: TraceFileSink;
+    try {
+      sink = openTraceFileSink(path.resolve(flags.trace));
+    } catch (err) {
+      grpcRegistry.close();
+      cluster.close();
+      return usage(`--trace ${flags.trace}: ${errorMessage(err)}`);
+    }
+    const tracer = createAgentTracer({ sink: (e) => sink.write(e), nowMs: () => Date.now(), rootDir: realRootDir, mounter });
+    trace = { sink, tracer };
+  }
+  const wallClock = { nowMs: () => Date.now(), sleep: (ms: number) => realClock.sleep(ms) };
   const host: VolumeHost = {
     layout,
     realRootDir,
-    fs,
+    fs: trace === undefined ? fs : trace.tracer.fs(fs),
     features,
-    logger,
+    logger: trace === undefined ? logger : trace.tracer.logger(logger),
     clock: realClock,
-    mounter: new NodeMounter({ fs, logger }),
-    csiDrivers: instrumentedRegistry(new DiscoveringDriverRegistry(grpcRegistry, layout, logger), metrics, realClock),
-    cluster,
+    mounter,
+    csiDrivers: trace === undefined ? csiDrivers : observedRegistry(csiDrivers, wallClock, trace.tracer.observeCsiCall),
+    cluster: trace === undefined ? cluster : trace.tracer.cluster(cluster),
     nodeName: flags.nodeName,
   };
+  if (trace !== undefined) {
+    trace.tracer.started({
+      pid: process.pid,
+      bootId: bootId(),
+      gates: Object.entries(features.snapshot())
+        .map(([k, v]) => `${k}=${String(v)}`)
+        .join(','),
+      previousTail: trace.sink.previousTail,
+    });
+    await trace.tracer.checkMounts();
+  }
   const vm = new VolumeManager({ host, metrics });
   const orphans = new OrphanedPodDirsCleaner({
     fs,
@@ -196,5 +227,9 @@ async function runAgent(flags: AgentFlags): Promise<number> {
   await http.close();
   grpcRegistry.close();
   cluster.close();
+  if (trace !== undefined) {
+    trace.tracer.stopped(signal);
+    trace.sink.close();
+  }
   return exitCode;
 }

@@ -13,8 +13,9 @@ import { explore, type ExploreReport } from '../sim/explorer.js';
 import { INVARIANTS } from '../sim/invariants.js';
 import { builtinScenarioNames, loadBuiltinScenario, loadScenarioFile, ScenarioError, type Scenario } from '../sim/scenario.js';
 import { parsePlan, type Perturbation } from '../sim/simulation.js';
-import { traceHtml } from '../sim/trace.js';
-import { collect } from './flags.js';
+import { simRunToTrace } from '../timeline/fromSim.js';
+import { renderTimelineHtml } from '../timeline/html.js';
+import { collect, examples } from './flags.js';
 
 export const EXPLORE_EXIT_OK = 0;
 export const EXPLORE_EXIT_VIOLATIONS = 1;
@@ -78,7 +79,13 @@ export function exploreCommand(setExitCode: (code: number) => void): Command {
       Object.keys(INVARIANTS)
         .map((n) => `  ${n}`)
         .join('\n') +
-      '\n\nExit codes:\n  0  no invariant violated\n  1  at least one invariant violated\n  2  could not run (bad flags, bad scenario file)\n',
+      '\n\nExit codes:\n  0  no invariant violated\n  1  at least one invariant violated\n  2  could not run (bad flags, bad scenario file)\n' +
+      examples([
+        ['Every crash point of KEP story 1, restart and reboot, with the gate off', 'nodevol explore --scenario kep-story-1 --crash both'],
+        ['The same with the KEP-6058 gate on', 'nodevol explore --scenario kep-story-1 --crash both --feature-gates CSIGlobalMountReconstruction=true'],
+        ['A second crash during every recovery, shard 0 of 4, as JSON', 'nodevol explore --scenario kep-story-1 --depth 2 --shard 0/4 -o json'],
+        ['Your own scenario, its first counterexample as a timeline', 'nodevol explore my-scenario.yaml --html counterexample.html'],
+      ]),
   );
   cmd.action(async (file: string | undefined, flags: ExploreFlags) => {
     setExitCode(await run(file, flags));
@@ -148,7 +155,15 @@ async function run(file: string | undefined, flags: ExploreFlags): Promise<numbe
     try {
       writeFileSync(
         flags.html,
-        first === undefined ? `<!doctype html><title>nodevol explore</title><p>No violation in ${report.runs} runs.</p>\n` : traceHtml(first.trace, `${report.scenario}: ${first.invariant}`),
+        renderTimelineHtml(
+          first === undefined
+            ? { title: `nodevol explore: ${report.scenario}`, subtitle: `No invariant violated in ${report.runs} runs.`, runs: [] }
+            : {
+                title: `nodevol explore: ${report.scenario}: ${first.invariant}`,
+                subtitle: `The minimal counterexample (seed ${first.seed}, plan ${first.plan === '' ? 'none' : first.plan}). Replay it with: ${first.replay}`,
+                runs: [simRunToTrace({ label: effectiveGates, summary: first.message, trace: first.trace.steps, violations: first.trace.violations })],
+              },
+        ),
       );
     } catch (err) {
       return fail(`--html ${flags.html}: ${errorMessage(err)}`);

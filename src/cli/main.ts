@@ -42,6 +42,11 @@ const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./mockDriverCommand.js')).mockDriverCommand,
   },
   {
+    name: 'demo',
+    summary: 'See the bug and the fix: KEP-6058 story 1 in the simulator, gate off and on, side by side (no root).',
+    load: async () => (await import('./demoCommand.js')).demoCommand,
+  },
+  {
     name: 'explore',
     summary: 'Crash and reboot the real engine at every step of a scenario in the simulator; check the safety invariants.',
     load: async () => (await import('./exploreCommand.js')).exploreCommand,

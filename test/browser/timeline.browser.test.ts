@@ -93,3 +93,58 @@ describe('timeline report in headless Chromium', { skip }, () => {
     assert.deepEqual(consoleErrors, []);
   });
 });
+
+describe('nodevol demo report in headless Chromium', { skip }, () => {
+  it('story 1: the gate-off in-use-reported marker sits in the column of the restart after the reboot; the gate-on run has none', async (t) => {
+    if (!('path' in chromium)) return;
+    const { simulate } = await import('../../src/sim/simulation.js');
+    const { loadBuiltinScenario } = await import('../../src/sim/scenario.js');
+    const { FeatureGate } = await import('../../src/features/features.js');
+    const { simRunToTrace } = await import('../../src/timeline/fromSim.js');
+    const scenario = loadBuiltinScenario('kep-story-1-drain-reboot');
+    const runs = [];
+    for (const on of [false, true]) {
+      const r = await simulate({ scenario, gates: FeatureGate.of({ CSIGlobalMountReconstruction: on }), seed: 1, fullTrace: true });
+      runs.push(simRunToTrace({ label: `gate ${on ? 'on' : 'off'}`, trace: r.trace, violations: r.violations }));
+    }
+    const dir = await mkdtemp(path.join(tmpdir(), 'nodevol-demo-browser-'));
+    const file = path.join(dir, 'demo.html');
+    await writeFile(file, renderTimelineHtml({ title: 'demo', runs }));
+    const browser = await launchChromium(chromium.path);
+    try {
+      const page = await browser.newPage();
+      const errors: string[] = [];
+      page.on('console', (m) => {
+        if (m.type() === 'error') errors.push(m.text());
+      });
+      page.on('pageerror', (e) => errors.push(String(e)));
+      const t0 = performance.now();
+      await page.goto(pathToFileURL(file).href, { waitUntil: 'load' });
+      const loadMs = performance.now() - t0;
+      const seen = await page.evaluate(() => {
+        const off = document.querySelector('section.run[data-run="0"]');
+        const on = document.querySelector('section.run[data-run="1"]');
+        const marker = off?.querySelector('.violation[data-violation="in-use-reported"]');
+        const step = marker?.getAttribute('data-step') ?? '';
+        const col = off?.querySelector(`.col[data-step="${step}"]`);
+        const m = marker?.getBoundingClientRect();
+        const c = col?.getBoundingClientRect();
+        return {
+          column: col?.textContent ?? '',
+          inside: m !== undefined && c !== undefined && m.left + m.width / 2 >= c.left && m.left + m.width / 2 <= c.right,
+          onMarkers: on?.querySelectorAll('.violation').length ?? -1,
+          crashes: off?.querySelectorAll('.crash.reboot').length ?? 0,
+        };
+      });
+      await page.screenshot({ path: path.join(dir, 'demo.png'), fullPage: true });
+      t.diagnostic(`screenshot: ${path.join(dir, 'demo.png')}; load ${loadMs.toFixed(0)} ms`);
+      assert.match(seen.column, /kubelet starts again/);
+      assert.equal(seen.inside, true);
+      assert.equal(seen.onMarkers, 0);
+      assert.equal(seen.crashes, 1);
+      assert.deepEqual(errors, []);
+    } finally {
+      await browser.close();
+    }
+  });
+});

@@ -20,7 +20,7 @@ function nodevol(args: readonly string[], input?: string): { status: number | nu
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-const COMMANDS = ['audit', 'agent', 'mock-driver', 'recover', 'timeline', 'version', 'completion'];
+const COMMANDS = ['audit', 'agent', 'mock-driver', 'demo', 'explore', 'recover', 'timeline', 'version', 'completion'];
 
 describe('CLI conventions', () => {
   it('nodevol version prints the package version; -o json for scripts', () => {

@@ -1,0 +1,70 @@
+// `nodevol agent --trace` as a process: each life's start, a clean stop, a kill -9 seen by the next
+// life as a restart, and the file drawn by `nodevol timeline`.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { CliProcess, NODEVOL_BIN } from '../../src/testing/cliProcess.js';
+import { waitFor } from '../../src/testing/e2e/waitFor.js';
+import { parseTraceFile } from '../../src/timeline/traceFile.js';
+
+describe('nodevol agent --trace', () => {
+  let dir: string;
+  let root: string;
+  let cluster: string;
+  let trace: string;
+  const agent = (): CliProcess =>
+    CliProcess.start(['agent', '--root-dir', root, '--node-name', 'node-1', '--cluster-dir', cluster, '--metrics-bind-address', '127.0.0.1:0', '--logging-format', 'json', '--trace', trace]);
+  const lines = (): ReturnType<typeof parseTraceFile> => {
+    let text = '';
+    try {
+      text = readFileSync(trace, 'utf8');
+    } catch {
+      // not written yet
+    }
+    return parseTraceFile(text, trace);
+  };
+
+  before(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'nodevol-agent-trace-'));
+    root = path.join(dir, 'root');
+    cluster = path.join(dir, 'cluster');
+    trace = path.join(dir, 'trace.jsonl');
+    await mkdir(root);
+    await mkdir(path.join(cluster, 'manifests'), { recursive: true });
+    await writeFile(path.join(cluster, 'node-status.json'), '{"volumesAttached":[],"volumesInUse":[]}\n');
+  });
+  after(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('a clean stop writes the stop line; a kill -9 is recorded as a restart by the next life; timeline draws the lives', async () => {
+    const first = agent();
+    await first.logged('Starting nodevol agent');
+    assert.equal((await first.stop()).code, 0);
+    const second = agent();
+    await second.logged('Starting nodevol agent');
+    await waitFor(() => (lines().filter((e) => e.kind === 'step').length === 2 ? true : undefined), { what: 'the second life to start', timeoutMs: 20_000 });
+    second.child.kill('SIGKILL');
+    await waitFor(() => second.exit, { what: 'the killed agent to exit', timeoutMs: 10_000 });
+    const third = agent();
+    await third.logged('Starting nodevol agent');
+    assert.equal((await third.stop()).code, 0);
+
+    const events = lines();
+    assert.deepEqual(
+      events.filter((e) => e.kind === 'step' || e.kind === 'crash' || (e.kind === 'log' && e.message.startsWith('nodevol agent stopped'))).map((e) => e.kind === 'crash' ? `crash ${e.crash}` : e.kind === 'log' ? e.message : 'start'),
+      ['start', 'nodevol agent stopped (SIGTERM)', 'start', 'crash restart', 'start', 'nodevol agent stopped (SIGTERM)'],
+    );
+
+    const html = path.join(dir, 'trace.html');
+    const r = spawnSync(process.execPath, [NODEVOL_BIN, 'timeline', trace, '--html', html], { encoding: 'utf8', timeout: 30_000 });
+    assert.equal(r.status, 0, r.stderr);
+    const page = await readFile(html, 'utf8');
+    assert.equal(page.match(/class="col"/g)?.length, 3, 'one column per agent life');
+    assert.equal(page.match(/class="crash restart"/g)?.length, 1);
+  });
+});
