@@ -35,6 +35,8 @@ export interface AgentTracer {
   fs(inner: FileSystem): FileSystem;
   cluster(inner: ClusterView): ClusterView;
   logger(inner: Logger): Logger;
+  /** Records a settled volume manager operation (OperationExecutor.onOperationComplete). */
+  operation(e: { readonly operationName: string; readonly key: { readonly volumeName: string; readonly podName: string }; readonly error: unknown; readonly durationMs: number }): void;
   /** Records the mount points under the root dir that changed since the last look. */
   checkMounts(): Promise<void>;
   /** The first lines of a life: a crash marker if the previous life was killed, then the start step. */
@@ -147,6 +149,18 @@ export function createAgentTracer(options: {
       },
     }),
     logger: (inner) => tracedLogger(inner, logLine),
+    operation: (e) => {
+      const end = nowMs();
+      emit({
+        kind: 'operation',
+        t: end - e.durationMs,
+        end,
+        name: e.operationName,
+        volumeName: e.key.volumeName,
+        podName: e.key.podName,
+        ...(e.error === undefined ? {} : { error: errorMessage(e.error) }),
+      });
+    },
     checkMounts,
     started: ({ pid, bootId, gates, previousTail }) => {
       const t = nowMs();

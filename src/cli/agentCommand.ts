@@ -168,6 +168,10 @@ async function runAgent(flags: AgentFlags): Promise<number> {
     await trace.tracer.checkMounts();
   }
   const vm = new VolumeManager({ host, metrics });
+  if (trace !== undefined) {
+    const tracer = trace.tracer;
+    vm.executor.onOperationComplete((e) => tracer.operation(e));
+  }
   const orphans = new OrphanedPodDirsCleaner({
     fs,
     layout,

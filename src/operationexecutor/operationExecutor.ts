@@ -12,7 +12,7 @@ import type {
   AttachedVolume,
 } from '../volumemanager/cache/actualStateOfWorld.js';
 import type { VolumeToMount } from '../volumemanager/cache/desiredStateOfWorld.js';
-import { EMPTY_POD_NAME, type NestedPendingOperations, type OperationKey } from './nestedPendingOperations.js';
+import { EMPTY_POD_NAME, type NestedPendingOperations, type OperationCompleteEvent, type OperationKey } from './nestedPendingOperations.js';
 import { OP, type Operation, type OperationGenerator, type UnmountTarget } from './operationGenerator.js';
 import { operationFailurePrefix } from './operationLog.js';
 
@@ -31,6 +31,14 @@ export class OperationExecutor {
   /** Resolves when no operation is running (tests, shutdown). */
   waitForPending(): Promise<void> {
     return this.pending.wait();
+  }
+
+  /**
+   * Calls `listener` once per settled operation (after its entry is deleted or put in backoff):
+   * for traces and timelines. The listener must not throw.
+   */
+  onOperationComplete(listener: (e: OperationCompleteEvent) => void): void {
+    this.pending.onComplete(listener);
   }
 
   verifyControllerAttachedVolume(vtm: VolumeToMount, asw: ActualStateOfWorldAttacherUpdater): void {

@@ -535,6 +535,21 @@ export class Simulation {
     };
     const vm = new VolumeManager({ host, metrics: this.#metrics });
     life.vm = vm;
+    if (this.#opt.fullTrace === true) {
+      vm.executor.onOperationComplete((e) => {
+        // A fenced life's operations never settle after its crash; this is only ever the live one.
+        const cur = this.#current;
+        if (cur === undefined || !life.alive) return;
+        const record = {
+          name: e.operationName,
+          volumeName: e.key.volumeName,
+          podName: e.key.podName,
+          startMs: this.#sched.now - e.durationMs,
+          ...(e.error === undefined ? {} : { error: errorMessage(e.error) }),
+        };
+        (cur.operations ??= []).push(record);
+      });
+    }
     vm.start()
       .catch((err: unknown) => logger.error(err, 'Reconstruction failed'))
       .finally(() => {

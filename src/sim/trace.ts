@@ -9,6 +9,7 @@
  *     calls: PortCallRecord[],            // port calls whose effect landed in this step, with seq
  *     csi?: CsiRecord,                    // a CSI request/response at the driver
  *     fs?: { added[], removed[] },        // files and directories below the root dir
+ *     operations?: OperationRecord[],     // volume manager operations that settled
  *     mounts?: { added[], removed[] },    // mount points
  *     volumesInUse, volumesAttached,      // node status after the step
  *     violations: string[]                // invariant names first seen at this step
@@ -48,6 +49,17 @@ export interface CsiRecord {
   readonly durationMs?: number;
 }
 
+export interface OperationRecord {
+  /** storage_operation_duration_seconds operation_name: volume_mount, unmount_device, ... */
+  readonly name: string;
+  readonly volumeName: string;
+  readonly podName: string;
+  /** Virtual ms when it started. */
+  readonly startMs: number;
+  /** The error's text; undefined when it succeeded. */
+  readonly error?: string;
+}
+
 export interface TraceStep {
   readonly step: number;
   readonly timeMs: number;
@@ -56,6 +68,8 @@ export interface TraceStep {
   readonly calls: PortCallRecord[];
   csi?: CsiRecord;
   fs?: { readonly added: string[]; readonly removed: string[] };
+  /** Volume manager operations that settled in this step. */
+  operations?: OperationRecord[];
   mounts?: { readonly added: string[]; readonly removed: string[] };
   volumesInUse: readonly string[];
   volumesAttached: readonly string[];

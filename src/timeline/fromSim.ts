@@ -69,6 +69,17 @@ export function simRunToTrace(input: SimRunInput): TraceRun {
         return unreachable;
       }
     }
+    for (const op of s.operations ?? []) {
+      events.push({
+        kind: 'operation',
+        t: op.startMs,
+        end: t,
+        name: op.name,
+        volumeName: op.volumeName,
+        podName: op.podName,
+        ...(op.error === undefined ? {} : { error: op.error }),
+      });
+    }
     const lost = s.event.kind === 'crash';
     for (const p of s.fs?.added ?? []) events.push({ kind: 'file', t, action: p.endsWith('/') ? 'mkdir' : 'write', path: trimSlash(p) });
     for (const p of s.fs?.removed ?? []) events.push({ kind: 'file', t, action: lost ? 'lost' : p.endsWith('/') ? 'rmdir' : 'remove', path: trimSlash(p) });

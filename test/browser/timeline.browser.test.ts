@@ -134,6 +134,7 @@ describe('nodevol demo report in headless Chromium', { skip }, () => {
           inside: m !== undefined && c !== undefined && m.left + m.width / 2 >= c.left && m.left + m.width / 2 <= c.right,
           onMarkers: on?.querySelectorAll('.violation').length ?? -1,
           crashes: off?.querySelectorAll('.crash.reboot').length ?? 0,
+          operations: [...(on?.querySelectorAll('.lane[data-lane="operations"] .item') ?? [])].map((e) => e.textContent ?? ''),
         };
       });
       await page.screenshot({ path: path.join(dir, 'demo.png'), fullPage: true });
@@ -142,6 +143,8 @@ describe('nodevol demo report in headless Chromium', { skip }, () => {
       assert.equal(seen.inside, true);
       assert.equal(seen.onMarkers, 0);
       assert.equal(seen.crashes, 1);
+      // The gate-on run's operations lane shows the mount, the teardown and the recovered volume's unstage.
+      for (const op of ['volume_mount', 'volume_unmount', 'unmount_device']) assert.ok(seen.operations.some((l) => l.startsWith(op)), `${op} in ${seen.operations.join(' | ')}`);
       assert.deepEqual(errors, []);
     } finally {
       await browser.close();

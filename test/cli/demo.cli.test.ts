@@ -43,7 +43,7 @@ describe('nodevol demo', () => {
     const out = JSON.parse(r.stdout) as { scenario: string; runs: { label: string; events: { kind: string }[] }[] };
     assert.equal(out.scenario, 'kep-story-1-drain-reboot');
     assert.deepEqual(out.runs.map((x) => x.label), ['CSIGlobalMountReconstruction=false', 'CSIGlobalMountReconstruction=true']);
-    for (const run of out.runs) for (const kind of ['step', 'csi', 'status', 'crash', 'file', 'mount']) assert.ok(run.events.some((e) => e.kind === kind), `${run.label}: no ${kind}`);
+    for (const run of out.runs) for (const kind of ['step', 'operation', 'csi', 'status', 'crash', 'file', 'mount']) assert.ok(run.events.some((e) => e.kind === kind), `${run.label}: no ${kind}`);
   });
 
   it('an unknown scenario exits 2 with one line', () => {
