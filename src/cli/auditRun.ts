@@ -66,7 +66,7 @@ export async function collectAudit(flags: AuditRunFlags, logger: Logger, command
   } catch (err) {
     return errorCode(err) === 'ENOENT'
       ? `nodevol ${command}: --root-dir ${rootDir} does not exist: pass this node's kubelet root dir with --root-dir, ` +
-          'or look at the example node: nodevol audit --root-dir examples/node/kubelet --mountinfo examples/node/mountinfo --mountinfo-root-dir /var/lib/kubelet'
+          'see the bug and the fix with no node: nodevol demo; or audit the example node: nodevol audit --root-dir examples/node/kubelet --mountinfo examples/node/mountinfo --mountinfo-root-dir /var/lib/kubelet'
       : `nodevol ${command}: --root-dir ${rootDir}: ${errorMessage(err)}`;
   }
 

@@ -195,7 +195,7 @@ describe('nodevol audit as a process', () => {
     // One line, pointing at the flag and at something that works without a node.
     const lines = stderrLines(r);
     assert.equal(lines.length, 1, r.stderr);
-    assert.match(lines[0] ?? '', /does not exist: pass this node's kubelet root dir with --root-dir, or look at the example node: nodevol audit --root-dir examples\/node\/kubelet/);
+    assert.match(lines[0] ?? '', /does not exist: pass this node's kubelet root dir with --root-dir, see the bug and the fix with no node: nodevol demo; or audit the example node: nodevol audit --root-dir examples\/node\/kubelet/);
   });
 
   for (const [what, make] of [
