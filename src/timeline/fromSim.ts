@@ -28,6 +28,8 @@ export function simRunToTrace(input: SimRunInput): TraceRun {
   const sent = new Map<number, { t: number; method: string; volumeId: string; request: unknown; index: number }>();
   let inUse = '';
   let attached = '';
+  /** The engine life whose node status was last shown. */
+  let statusLife = 0;
   const stepTime = new Map<number, number>();
   for (const s of input.trace) {
     stepTime.set(s.step, s.timeMs);
@@ -87,8 +89,11 @@ export function simRunToTrace(input: SimRunInput): TraceRun {
     for (const p of s.mounts?.removed ?? []) events.push({ kind: 'mount', t, action: lost ? 'lost' : 'unmount', target: p });
     const nowInUse = s.volumesInUse.join('\n');
     const nowAttached = s.volumesAttached.join('\n');
-    // A 'start' step sits between two engine lives: the node status shown there is no write.
-    if (s.life > 0 && s.event.kind !== 'start' && (nowInUse !== inUse || nowAttached !== attached)) {
+    // A 'start' step sits between two engine lives: the node status shown there is no write. A
+    // new life shows the status it finds, changed or not.
+    const newLife = s.life !== statusLife;
+    if (s.life > 0 && s.event.kind !== 'start' && (newLife || nowInUse !== inUse || nowAttached !== attached)) {
+      statusLife = s.life;
       inUse = nowInUse;
       attached = nowAttached;
       events.push({ kind: 'status', t, volumesInUse: [...s.volumesInUse], volumesAttached: [...s.volumesAttached] });
