@@ -17,7 +17,7 @@ describe('nodevol agent --trace', () => {
   let cluster: string;
   let trace: string;
   const agent = (): CliProcess =>
-    CliProcess.start(['agent', '--root-dir', root, '--node-name', 'node-1', '--cluster-dir', cluster, '--metrics-bind-address', '127.0.0.1:0', '--logging-format', 'json', '--trace', trace]);
+    CliProcess.start(['agent', '--root-dir', root, '--node-name', 'node-1', '--cluster-dir', cluster, '--metrics-bind-address', '127.0.0.1:0', '--logging-format', 'json', '--shutdown-grace-period', '2s', '--trace', trace]);
   const lines = (): ReturnType<typeof parseTraceFile> => {
     let text = '';
     try {
@@ -43,16 +43,17 @@ describe('nodevol agent --trace', () => {
 
   it('a clean stop writes the stop line; a kill -9 is recorded as a restart by the next life; timeline draws the lives', async () => {
     const first = agent();
-    await first.logged('Starting nodevol agent');
-    assert.equal((await first.stop()).code, 0);
+    await first.logged('Starting nodevol agent', 60_000);
+    // Bounded by the grace period (2 s) and the agent's own hard stop 2 s later; the margin is for a loaded CI machine.
+    assert.equal((await first.stop(30_000)).code, 0);
     const second = agent();
-    await second.logged('Starting nodevol agent');
-    await waitFor(() => (lines().filter((e) => e.kind === 'step').length === 2 ? true : undefined), { what: 'the second life to start', timeoutMs: 20_000 });
+    await second.logged('Starting nodevol agent', 60_000);
+    await waitFor(() => (lines().filter((e) => e.kind === 'step').length === 2 ? true : undefined), { what: 'the second life to start', timeoutMs: 60_000 });
     second.child.kill('SIGKILL');
-    await waitFor(() => second.exit, { what: 'the killed agent to exit', timeoutMs: 10_000 });
+    await waitFor(() => second.exit, { what: 'the killed agent to exit', timeoutMs: 30_000 });
     const third = agent();
-    await third.logged('Starting nodevol agent');
-    assert.equal((await third.stop()).code, 0);
+    await third.logged('Starting nodevol agent', 60_000);
+    assert.equal((await third.stop(30_000)).code, 0);
 
     const events = lines();
     assert.deepEqual(
