@@ -2,7 +2,6 @@
  * `nodevol timeline FILE…`: draws trace files (`nodevol agent --trace`) as the timeline report,
  * one run per file, one above the other; without --html, as narrated text side by side.
  */
-import { openSync, readSync, fstatSync, closeSync, constants } from 'node:fs';
 import * as path from 'node:path';
 import { Command, Option } from 'commander';
 import type { TraceEvent, TraceRun } from '../timeline/events.js';
@@ -11,6 +10,7 @@ import { renderSideBySide } from '../timeline/terminal.js';
 import { parseTraceFile } from '../timeline/traceFile.js';
 import { examples } from './flags.js';
 import { writeFileSync } from 'node:fs';
+import { NodeFileSystem } from '../adapters/node/nodeFs.js';
 
 /** Largest trace file read. */
 export const MAX_TRACE_FILE_BYTES = 256 * 1024 * 1024;
@@ -40,16 +40,19 @@ export function timelineCommand(setExitCode: (code: number) => void): Command {
           ['Two runs side by side in the terminal', 'nodevol timeline before.jsonl after.jsonl'],
         ]),
     )
-    .action((files: string[], flags: TimelineFlags) => {
-      setExitCode(timeline(files, flags));
+    .action(async (files: string[], flags: TimelineFlags) => {
+      setExitCode(await timeline(files, flags));
     });
 }
 
-function timeline(files: readonly string[], flags: TimelineFlags): number {
+async function timeline(files: readonly string[], flags: TimelineFlags): Promise<number> {
+  // The FileSystem port's bounded read: non-blocking, regular files only, at most the size limit.
+  const fs = new NodeFileSystem();
   const runs: TraceRun[] = [];
   for (const file of files) {
     try {
-      runs.push({ label: path.basename(file), events: numberSteps(parseTraceFile(readTraceFile(file), file)) });
+      const text = new TextDecoder().decode(await fs.readFile(path.resolve(file), MAX_TRACE_FILE_BYTES));
+      runs.push({ label: path.basename(file), events: numberSteps(parseTraceFile(text, file)) });
     } catch (err) {
       process.stderr.write(`nodevol timeline: ${err instanceof Error ? err.message : String(err)}\n`);
       return EXIT_TIMELINE_USAGE;
@@ -74,24 +77,4 @@ function timeline(files: readonly string[], flags: TimelineFlags): number {
 function numberSteps(events: readonly TraceEvent[]): TraceEvent[] {
   let n = 0;
   return events.map((e) => (e.kind === 'step' ? { ...e, index: n++ } : e));
-}
-
-/** Reads a regular file without blocking on a FIFO, at most MAX_TRACE_FILE_BYTES. */
-function readTraceFile(file: string): string {
-  const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) throw new Error(`${file}: not a regular file`);
-    if (st.size > MAX_TRACE_FILE_BYTES) throw new Error(`${file}: larger than ${MAX_TRACE_FILE_BYTES} bytes`);
-    const buf = Buffer.alloc(st.size);
-    let off = 0;
-    while (off < buf.length) {
-      const n = readSync(fd, buf, off, buf.length - off, off);
-      if (n === 0) break;
-      off += n;
-    }
-    return buf.subarray(0, off).toString('utf8');
-  } finally {
-    closeSync(fd);
-  }
 }
