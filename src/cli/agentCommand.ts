@@ -21,7 +21,7 @@ import { createAgentTracer, type AgentTracer } from '../agent/trace.js';
 import { bootId, openTraceFileSink, type TraceFileSink } from '../adapters/node/traceSink.js';
 import { FeatureGate, FeatureGateError } from '../features/features.js';
 import { errorMessage } from '../host/fs.js';
-import { HOUSEKEEPING_PERIOD_MS, OrphanedPodDirsCleaner } from '../kubelet/orphanedPodDirs.js';
+import { HOUSEKEEPING_PERIOD_MS, orphanedPodDirsCleanerFor } from '../kubelet/orphanedPodDirs.js';
 import { KubeletLayout } from '../layout/layout.js';
 import type { LoggingFormat } from '../logging/klog.js';
 import { createVolumeManagerMetrics } from '../metrics/volumeManagerMetrics.js';
@@ -172,17 +172,7 @@ async function runAgent(flags: AgentFlags): Promise<number> {
     const tracer = trace.tracer;
     vm.executor.onOperationComplete((e) => tracer.operation(e));
   }
-  const orphans = new OrphanedPodDirsCleaner({
-    fs,
-    layout,
-    realRootDir,
-    mounter: host.mounter,
-    cluster: host.cluster,
-    logger,
-    sourcesReady: () => vm.populator.hasAddedPods(),
-    knownPodUIDs: () => [...vm.dsw.getPods(), ...vm.asw.getAllMountedVolumes().map((m) => m.podName)],
-    podsWithVolumesInActualState: () => new Set(vm.asw.getAllMountedVolumes().map((m) => m.podName)),
-  });
+  const orphans = orphanedPodDirsCleanerFor(vm, { fs, layout, realRootDir, mounter: host.mounter, cluster: host.cluster, logger });
   const runtime = new AgentRuntime(vm, logger, {
     nodeStatusUpdatePeriodMs: statusPeriodMs,
     shutdownGraceMs: graceMs,

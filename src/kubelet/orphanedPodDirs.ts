@@ -56,6 +56,30 @@ export interface OrphanedPodDirsDeps {
   readonly podsWithVolumesInActualState: () => ReadonlySet<string>;
 }
 
+/** What the sweep asks of the volume manager (structural, so that this module needs none of it). */
+export interface OrphanSweepVolumeManagerView {
+  readonly populator: { hasAddedPods(): boolean };
+  readonly dsw: { getPods(): Iterable<string> };
+  readonly asw: { getAllMountedVolumes(): ReadonlyArray<{ readonly podName: string }> };
+}
+
+/**
+ * The sweep wired to a volume manager the way kubelet's housekeeping sees it: sources ready once
+ * the populator listed the pods; known pods are those of the desired and actual states. The
+ * agent and the simulator both build their sweep here, so that both run the same housekeeping.
+ */
+export function orphanedPodDirsCleanerFor(
+  vm: OrphanSweepVolumeManagerView,
+  deps: Omit<OrphanedPodDirsDeps, 'sourcesReady' | 'knownPodUIDs' | 'podsWithVolumesInActualState'>,
+): OrphanedPodDirsCleaner {
+  return new OrphanedPodDirsCleaner({
+    ...deps,
+    sourcesReady: () => vm.populator.hasAddedPods(),
+    knownPodUIDs: () => [...vm.dsw.getPods(), ...vm.asw.getAllMountedVolumes().map((m) => m.podName)],
+    podsWithVolumesInActualState: () => new Set(vm.asw.getAllMountedVolumes().map((m) => m.podName)),
+  });
+}
+
 /** One pod dir the sweep found orphaned but left in place, and why. */
 export interface KeptOrphan {
   readonly podUID: string;

@@ -7,7 +7,7 @@
  * The scheduler owns every completion: an engine port call only queues an event; its effect
  * lands on the world, and its promise settles, when the seeded scheduler picks that event. After
  * each event the harness lets microtasks settle (one macrotask turn), so the engine runs until it
- * waits on a port again. Timers (the three agent loops, driver delays, client deadlines, the
+ * waits on a port again. Timers (the agent loops incl. housekeeping, driver delays, client deadlines, the
  * journal commit) are events on the same virtual clock. Same seed + same plan = same trace hash.
  *
  * A crash ends an engine life: every event of that life is dropped (no port call of it settles,
@@ -32,6 +32,7 @@ import type { Clock } from '../host/clock.js';
 import type { ClusterView, Pod } from '../host/cluster.js';
 import { errorCode, errorMessage, type FileSystem } from '../host/fs.js';
 import type { Logger } from '../host/logger.js';
+import { HOUSEKEEPING_PERIOD_MS, orphanedPodDirsCleanerFor } from '../kubelet/orphanedPodDirs.js';
 import { KubeletLayout } from '../layout/layout.js';
 import { sha256Hex } from '../layout/names.js';
 import { RecordingMetrics } from '../metrics/volumeManagerMetrics.js';
@@ -535,6 +536,14 @@ export class Simulation {
     };
     const vm = new VolumeManager({ host, metrics: this.#metrics });
     life.vm = vm;
+    const orphans = orphanedPodDirsCleanerFor(vm, {
+      fs: host.fs,
+      layout: host.layout,
+      realRootDir: host.realRootDir,
+      mounter: host.mounter,
+      cluster: host.cluster,
+      logger,
+    });
     if (this.#opt.fullTrace === true) {
       vm.executor.onOperationComplete((e) => {
         // A fenced life's operations never settle after its crash; this is only ever the live one.
@@ -558,6 +567,10 @@ export class Simulation {
         this.#loop(life, 'reconciler', RECONCILER_LOOP_PERIOD_MS, () => vm.reconcileOnce(), logger);
         this.#loop(life, 'nodeStatus', NODE_STATUS_UPDATE_PERIOD_MS, async () => {
           await vm.syncNodeStatus();
+        }, logger);
+        // kubelet's housekeeping, as the agent runs it (the same sweep, wired the same way).
+        this.#loop(life, 'housekeeping', HOUSEKEEPING_PERIOD_MS, async () => {
+          await orphans.cleanupOrphanedPodDirs();
         }, logger);
       });
     this.#afterStep();

@@ -5,7 +5,7 @@
  */
 import * as path from 'node:path/posix';
 import { isFinalCsiError, type AccessMode, type CsiNodeClient, type VolumeCapability } from '../../csi/types.js';
-import { errorMessage, escapeUndecodable, isNotExist } from '../../host/fs.js';
+import { errorCode, errorMessage, escapeUndecodable, isNotExist } from '../../host/fs.js';
 import type { Spec } from '../spec.js';
 import { TransientOperationFailure, UncertainProgressError } from '../util/errors.js';
 import type { VolumeHost } from '../volumeHost.js';
@@ -108,7 +108,40 @@ export async function removeMountDir(host: VolumeHost, mountPath: string): Promi
   log.info(csiLog('also deleting volume info data file'), { path: dataFile });
   await ignoreNotExist(host.fs.unlink(dataFile), `failed to delete volume data file [${dataFile}]`);
   log.info(csiLog('deleting volume path'), { path: volPath });
-  await ignoreNotExist(host.fs.rmdir(volPath), `failed to delete volume path [${volPath}]`);
+  try {
+    await host.fs.rmdir(volPath);
+  } catch (err) {
+    if (isNotExist(err)) return;
+    // A crash between the atomic write's temp file and its rename leaves that temp file behind:
+    // it is ours by name, so it goes, and the directory with it (kubelet has no temp file).
+    if (errorCode(err) !== 'ENOTEMPTY' || !(await removeVolumeDataTempFiles(host, volPath))) {
+      throw new Error(csiLog(`failed to delete volume path [${volPath}]: ${errorMessage(err)}`));
+    }
+    await ignoreNotExist(host.fs.rmdir(volPath), `failed to delete volume path [${volPath}]`);
+  }
+}
+
+/** `.vol_data.json.tmp-<n>`: the temp file of the atomic vol_data.json write. */
+const VOLUME_DATA_TEMP_FILE = new RegExp(`^\\.${VOL_DATA_FILE_NAME.replace('.', '\\.')}\\.tmp-\\d+$`);
+
+export function isVolumeDataTempFile(name: string): boolean {
+  return VOLUME_DATA_TEMP_FILE.test(name);
+}
+
+/**
+ * Removes the leftover temp files of interrupted vol_data.json writes in `dir`; true when
+ * something was removed. Only regular files with the temp name are touched.
+ */
+async function removeVolumeDataTempFiles(host: VolumeHost, dir: string): Promise<boolean> {
+  let removed = false;
+  for (const entry of await host.fs.readdir(dir)) {
+    if (entry.type !== 'file' || !isVolumeDataTempFile(entry.name)) continue;
+    const p = path.join(dir, entry.name);
+    host.logger.v(4).info(csiLog('deleting the temp file of an interrupted volume data write'), { path: p });
+    await ignoreNotExist(host.fs.unlink(p), `failed to delete temp file [${p}]`);
+    removed = true;
+  }
+  return removed;
 }
 
 async function ignoreNotExist(p: Promise<void>, what: string): Promise<void> {

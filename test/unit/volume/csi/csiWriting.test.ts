@@ -495,6 +495,14 @@ describe('CSI TearDown and removeMountDir (§4.2, §4.4)', () => {
     assert.deepEqual(r.tree(), []);
   });
 
+  it('removeMountDir also removes the temp file an interrupted atomic vol_data.json write left behind (a crash before its rename)', async () => {
+    const r = new Rig({ capabilities: [] });
+    const dmp = await r.mountDevice(pv('pv-1', 'vol-1'));
+    r.fs.writeRaw(`${volDir('vol-1')}/.vol_data.json.tmp-17`, '{"partial');
+    await removeMountDir(r.host, dmp);
+    assert.deepEqual(r.tree(CSI_DIR), [`${CSI_DIR}/${DRIVER}/`]);
+  });
+
   it('removeMountDir fails when the parent holds something else, after removing the dir and the file', async () => {
     const r = new Rig({ capabilities: [] });
     const dmp = await r.mountDevice(pv('pv-1', 'vol-1'));
