@@ -414,6 +414,7 @@ export class Simulation {
       this.#fs.tick(this.#sched.now);
       await this.#runEvent(ev);
     }
+    this.#settleFailureChecks(true);
     if (endReason !== 'converged') {
       this.#violate('converges', this.#whyNotConverged(endReason));
     }
@@ -460,11 +461,7 @@ export class Simulation {
       this.#pendingCrash = undefined;
       this.#crash(kind);
     }
-    for (const check of this.#pendingFailureChecks.splice(0)) {
-      if (check.life !== this.#life.id || !this.#life.alive) continue;
-      const logged = this.#logs.slice(check.logMark).some((l) => l.life === check.life && l.severity === 'E');
-      if (!logged) this.#violate('failure-visible', `${check.method} failed and the engine logged no error line for it`);
-    }
+    this.#settleFailureChecks(false);
     const cur = this.#current;
     if (cur !== undefined && this.#opt.fullTrace === true) {
       cur.volumesInUse = [...this.#cluster.volumesInUse];
@@ -482,6 +479,21 @@ export class Simulation {
         this.#prevMounts = mounts;
       }
     }
+  }
+
+  /**
+   * A failed CSI call is visible once its life logs an error line after it. The operation that
+   * made the call may still clean up (more port calls) before it fails and logs, so a check stays
+   * open while its life runs; it is a violation only if the run ends with its life still running
+   * and nothing logged (a crash before the line is written takes the obligation with it).
+   */
+  #settleFailureChecks(runEnded: boolean): void {
+    this.#pendingFailureChecks = this.#pendingFailureChecks.filter((check) => {
+      if (check.life !== this.#life.id || !this.#life.alive) return false;
+      if (this.#logs.slice(check.logMark).some((l) => l.life === check.life && l.severity === 'E')) return false;
+      if (runEnded) this.#violate('failure-visible', `${check.method} failed and the engine logged no error line for it`);
+      return !runEnded;
+    });
   }
 
   #record(call: PortCallRecord): void {
