@@ -207,7 +207,9 @@ export function renderTable(report: FullAuditReport, options: TableOptions): str
     for (const f of cluster.findings) lines.push(`  ${f.kind}: ${escapeText(findingSubject(f))}: ${escapeText(f.reason)}`);
   }
   const s = report.summary;
+  // The KEP's gate always; nodevol's own gates (which the audit does not use) only when on.
   const gate = Object.entries(report.featureGates)
+    .filter(([k, v]) => v || k === 'CSIGlobalMountReconstruction')
     .map(([k, v]) => `${k}=${v}`)
     .join(',');
   let summary = `${s.volumes} volumes: ${s.tracked} tracked, ${s.recovered} recovered, ${s.orphaned} orphaned; ${s.failed} failed, ${s.skipped} skipped (feature gates: ${gate})`;

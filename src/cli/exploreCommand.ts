@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs';
 
 import { Command, InvalidArgumentError, Option } from 'commander';
 
-import { FeatureGate, FeatureGateError } from '../features/features.js';
+import { CSIGlobalMountReconstruction, FeatureGate, FeatureGateError } from '../features/features.js';
 import { errorMessage } from '../host/fs.js';
 import { explore, type ExploreReport } from '../sim/explorer.js';
 import { INVARIANTS } from '../sim/invariants.js';
@@ -107,6 +107,14 @@ function gateString(values: Readonly<Record<string, boolean>>): string {
     .join(',');
 }
 
+/**
+ * The gates as the output and the replay command name them: KEP-6058's gate always, every other
+ * gate when on or when the scenario sets it (so that the replay cannot pick up another value).
+ */
+function shownGates(values: Readonly<Record<string, boolean>>, scenarioGates: Readonly<Record<string, boolean>>): Record<string, boolean> {
+  return Object.fromEntries(Object.entries(values).filter(([k, v]) => v || k === CSIGlobalMountReconstruction || k in scenarioGates));
+}
+
 async function run(file: string | undefined, flags: ExploreFlags): Promise<number> {
   const fail = (msg: string): number => {
     process.stderr.write(`nodevol explore: ${msg}\n`);
@@ -137,7 +145,7 @@ async function run(file: string | undefined, flags: ExploreFlags): Promise<numbe
     }
   }
   const source = file !== undefined ? file : `--scenario ${scenario.name}`;
-  const effectiveGates = gateString(gates.snapshot());
+  const effectiveGates = gateString(shownGates(gates.snapshot(), scenario.featureGates));
   const report = await explore({
     scenario,
     gates,
@@ -176,7 +184,7 @@ async function run(file: string | undefined, flags: ExploreFlags): Promise<numbe
 export function renderTable(r: ExploreReport): string {
   const secs = r.durationMs / 1000;
   const lines = [
-    `scenario ${r.scenario}  feature gates ${gateString(r.featureGates)}  seed ${r.seed}  crash ${r.crash}  depth ${r.depth}  faults ${r.faults ? 'on' : 'off'}  shard ${r.shard}`,
+    `scenario ${r.scenario}  feature gates ${gateString(shownGates(r.featureGates, {}))}  seed ${r.seed}  crash ${r.crash}  depth ${r.depth}  faults ${r.faults ? 'on' : 'off'}  shard ${r.shard}`,
     `runs ${r.runs}  crash points ${r.crashPoints}  distinct states ${r.states}  ${secs.toFixed(1)} s (cpu ${(r.cpuMs / 1000).toFixed(1)} s)  ${(r.runs / Math.max(secs, 0.001)).toFixed(1)} runs/s`,
   ];
   if (r.violations.length === 0) {

@@ -22,7 +22,34 @@ export const CSIGlobalMountReconstruction = 'CSIGlobalMountReconstruction';
 /** The gate's name before the 2026-09-07 KEP revision; accepted as a deprecated alias. */
 export const VolumeReconstructionFallback = 'VolumeReconstructionFallback';
 
-export type FeatureName = typeof CSIGlobalMountReconstruction;
+// nodevol's gates for the gaps the explorer shows beyond KEP-6058 (README "Gates beyond upstream").
+// Each is default off: upstream behaviour stays the default.
+
+/**
+ * A volume the global listing recovered gets the pod volume directories that could not be
+ * reconstructed and carry its PV name (never an inline volume's) as pod mounts of it, so that each
+ * target is NodeUnpublished before NodeUnstageVolume; an unmount whose pod-local file is lost
+ * builds its unmounter from the volume's spec in the actual state.
+ */
+export const CSIUnpublishBeforeUnstageAfterReconstruction = 'CSIUnpublishBeforeUnstageAfterReconstruction';
+/** The cleanup of a pod volume that failed reconstruction is retried with backoff until it succeeds. */
+export const CSIRetryReconstructionCleanup = 'CSIRetryReconstructionCleanup';
+/** A reconstructed (listed) device whose re-stage fails with a final error keeps its record and state. */
+export const CSIKeepListedVolumeOnStageFailure = 'CSIKeepListedVolumeOnStageFailure';
+
+/**
+ * The global listing also registers a volume directory whose vol_data.json is readable but whose
+ * staging directory is missing (a teardown cut short after the staging dir's rmdir; a block
+ * staging dir lost with a power cut), so that it is unstaged (idempotently) and cleaned.
+ */
+export const CSIListGlobalVolumesWithoutStagingDir = 'CSIListGlobalVolumesWithoutStagingDir';
+
+export type FeatureName =
+  | typeof CSIGlobalMountReconstruction
+  | typeof CSIListGlobalVolumesWithoutStagingDir
+  | typeof CSIUnpublishBeforeUnstageAfterReconstruction
+  | typeof CSIRetryReconstructionCleanup
+  | typeof CSIKeepListedVolumeOnStageFailure;
 
 const KNOWN_FEATURES: Readonly<Record<string, FeatureSpec>> = {
   [CSIGlobalMountReconstruction]: {
@@ -30,6 +57,29 @@ const KNOWN_FEATURES: Readonly<Record<string, FeatureSpec>> = {
     preRelease: 'Alpha',
     description:
       'KEP-6058: reconstruction lists CSI global mounts and falls back to the global vol_data.json when the pod-local one is unreadable.',
+  },
+  [CSIUnpublishBeforeUnstageAfterReconstruction]: {
+    default: false,
+    preRelease: 'Alpha',
+    description:
+      'nodevol: pod volume dirs that failed reconstruction are paired by PV name with a volume the global listing recovered and NodeUnpublished before its NodeUnstageVolume (the KEP-6058 alpha gap).',
+  },
+  [CSIRetryReconstructionCleanup]: {
+    default: false,
+    preRelease: 'Alpha',
+    description: 'nodevol: the cleanup of a pod volume that failed reconstruction is retried with backoff until its TearDown succeeds (upstream tries once).',
+  },
+  [CSIKeepListedVolumeOnStageFailure]: {
+    default: false,
+    preRelease: 'Alpha',
+    description:
+      'nodevol: a reconstructed device whose re-stage fails with a final error stays uncertain with its global vol_data.json, so it is still unstaged when no pod wants it.',
+  },
+  [CSIListGlobalVolumesWithoutStagingDir]: {
+    default: false,
+    preRelease: 'Alpha',
+    description:
+      'nodevol: the KEP-6058 global listing also registers a volume whose global vol_data.json is readable but whose staging directory is missing (interrupted teardown, power cut), so it is unstaged and its directory removed.',
   },
   [VolumeReconstructionFallback]: {
     default: false,

@@ -8,7 +8,8 @@
  */
 import type { ClusterView } from '../host/cluster.js';
 import type { Logger } from '../host/logger.js';
-import type { VolumePluginMgr } from '../volume/plugins.js';
+import type { VolumePluginMgr, VolumeUnmounter } from '../volume/plugins.js';
+import { CSIUnpublishBeforeUnstageAfterReconstruction } from '../features/features.js';
 import { specName, type Spec } from '../volume/spec.js';
 import { isOperationFinishedError, isUncertainProgressError } from '../volume/util/errors.js';
 import { mapBlockVolume, unmapBlockVolume } from '../volume/util/blockMapping.js';
@@ -194,8 +195,21 @@ export class OperationGenerator {
    */
   async generateUnmountVolume(mv: UnmountTarget, asw: ActualStateOfWorldMounterUpdater): Promise<Operation> {
     const plugin = this.deps.plugins.findPluginByName(mv.pluginName);
-    const unmounter = await plugin.newUnmounter(mv.innerVolumeSpecName, mv.podUID);
     const logger = this.deps.logger;
+    let unmounter: VolumeUnmounter;
+    try {
+      unmounter = await plugin.newUnmounter(mv.innerVolumeSpecName, mv.podUID);
+    } catch (err) {
+      // Gate CSIUnpublishBeforeUnstageAfterReconstruction: the pod-local record is gone, but the
+      // actual state holds the volume's spec (a mount of this life, or a pod directory paired with
+      // a listed volume at reconstruction): TearDown from that, rather than never.
+      if (mv.volumeSpec === undefined || plugin.newUnmounterFromSpec === undefined || !this.deps.host.features.enabled(CSIUnpublishBeforeUnstageAfterReconstruction)) throw err;
+      unmounter = plugin.newUnmounterFromSpec(mv.volumeSpec, mv.innerVolumeSpecName, mv.podUID);
+      logger.info('UnmountVolume: the pod volume record is unreadable, tearing down with the spec from the actual state', {
+        ...unmountLogValues(mv),
+        err: err instanceof Error ? err.message : String(err),
+      });
+    }
     return {
       operationName: OP.unmount,
       pluginLabel: pluginLabel(mv.pluginName, mv.volumeSpec),

@@ -70,6 +70,7 @@ export class VolumeManager {
       features: host.features,
       logger: host.logger,
       metrics,
+      mounter: host.mounter,
     });
     this.reconciler = createReconciler({
       asw: this.asw,

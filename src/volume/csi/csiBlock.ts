@@ -4,6 +4,7 @@
  * volumeDevices/publish/<spec>/<podUID>, and their teardown.
  */
 import * as path from 'node:path/posix';
+import { CSIListGlobalVolumesWithoutStagingDir } from '../../features/features.js';
 import { errorMessage, isNotExist } from '../../host/fs.js';
 import { getAttachmentName } from '../../layout/names.js';
 import type { BlockVolumeMapper, BlockVolumeUnmapper, PodRef } from '../plugins.js';
@@ -133,6 +134,18 @@ export class CsiBlockUnmapper implements BlockVolumeUnmapper {
     } catch (err) {
       if (!isNotExist(err)) throw err;
       staged = false;
+    }
+    // Gate CSIListGlobalVolumesWithoutStagingDir: a staging dir lost with a power cut does not
+    // mean the driver unstaged; NodeUnstageVolume is idempotent, so it is sent all the same
+    // (upstream skips it when the staging dir is gone).
+    const unstageAnyway = !staged && host.features.enabled(CSIListGlobalVolumesWithoutStagingDir);
+    if (unstageAnyway && (await supportsStageUnstage(client))) {
+      await assertConfined(host, stagingPath, 'NodeUnstageVolume');
+      try {
+        await client.nodeUnstageVolume({ volumeId: id.volumeHandle, stagingTargetPath: stagingPath });
+      } catch (err) {
+        throw new Error(csiLog(`blockMapper.TearDownDevice failed: ${errorMessage(err)}`));
+      }
     }
     if (staged) {
       if (await supportsStageUnstage(client)) {

@@ -4,9 +4,10 @@
  * the KEP-6058 global listing. The writing side (MountDevice, SetUp, ...) builds on this.
  */
 import * as path from 'node:path/posix';
-import { CSIGlobalMountReconstruction } from '../../features/features.js';
-import { errorMessage } from '../../host/fs.js';
-import { CSI_PLUGIN_NAME, csiVolumeName, escapeQualifiedName, makeEphemeralVolumeHandle } from '../../layout/names.js';
+import { CSIGlobalMountReconstruction, CSIListGlobalVolumesWithoutStagingDir } from '../../features/features.js';
+import { errorMessage, isNotExist } from '../../host/fs.js';
+import { BLOCK_DATA_DIR_NAME, GLOBAL_MOUNT_DIR_NAME } from '../../layout/layout.js';
+import { CSI_PLUGIN_NAME, csiVolumeName, escapeQualifiedName, isSha256Hex, makeEphemeralVolumeHandle } from '../../layout/names.js';
 import { getMountRefs } from '../../mount/mountRefs.js';
 import type {
   AttachableVolumePlugin,
@@ -31,7 +32,7 @@ import { CsiBlockUnmapper, newCsiBlockMapper } from './csiBlock.js';
 import { CsiMounter, CsiUnmounter } from './csiMounter.js';
 import type { VolumeHost } from '../volumeHost.js';
 import { findGlobalMountDataFromPodMount } from './globalMountFallback.js';
-import { listCsiGlobalVolumes, type GlobalVolumeListing } from './globalVolumes.js';
+import { listCsiGlobalVolumes, type GlobalVolumeListing, type SkippedGlobalDir } from './globalVolumes.js';
 import { loadVolumeData, resolvesInsideRoot, VOL_DATA_FILE_NAME, volDataKey, type VolumeData } from './volumeData.js';
 
 export { CsiSpecError };
@@ -176,6 +177,42 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
     });
   }
 
+  /**
+   * The driver and handle from the spec instead of the pod-local file (which is lost): a PV's
+   * CSI source, or an inline volume's driver with the handle kubelet derives from the pod.
+   */
+  newUnmounterFromSpec(spec: Spec, specVolName: string, podUID: string): VolumeUnmounter {
+    let driverName: string;
+    let volumeHandle: string;
+    if (spec.kind === 'persistent') {
+      const src = persistentSource(spec, true);
+      driverName = src.driver;
+      volumeHandle = src.volumeHandle;
+    } else {
+      if (spec.volume.csi === undefined) throw new CsiSpecError(`volume ${JSON.stringify(specName(spec))} has no CSI source`);
+      driverName = spec.volume.csi.driver;
+      volumeHandle = makeEphemeralVolumeHandle(podUID, specName(spec));
+    }
+    return new CsiUnmounter(this.host, { driverName, volumeHandle, specName: specVolName, podUID });
+  }
+
+  /**
+   * The last step of removeMountDir, for a teardown cut short just before it: a volume directory
+   * with nothing in it (no globalmount, no vol_data.json) names no volume and is removed. rmdir
+   * cannot remove anything else; a mount point is left alone.
+   */
+  private async removeEmptyVolumeDir(dir: string): Promise<void> {
+    if (!isSha256Hex(path.basename(dir))) return;
+    try {
+      if ((await this.host.fs.readdir(dir)).length > 0) return;
+      if (!(await this.host.mounter.isLikelyNotMountPoint(dir))) return;
+      await this.host.fs.rmdir(dir);
+      this.host.logger.v(2).info('Removed an empty global volume directory left by an interrupted UnmountDevice', { path: dir });
+    } catch (err) {
+      this.host.logger.v(4).info('Could not remove an empty global volume directory', { path: dir, err: errorMessage(err) });
+    }
+  }
+
   /** Inline volumes never attach; a PV attaches unless its CSIDriver says attachRequired: false. */
   async canAttach(spec: Spec): Promise<boolean> {
     if (spec.kind === 'inline') return false;
@@ -232,12 +269,63 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
 
   async listGlobalVolumes(): Promise<GlobalVolume[]> {
     const listing = await this.listGlobalVolumesDetailed();
-    return listing.volumes.map(({ spec, seLinuxMountContext, deviceMountPath, volumeMode }) => ({
+    const volumes: GlobalVolume[] = listing.volumes.map(({ spec, seLinuxMountContext, deviceMountPath, volumeMode }) => ({
       spec,
       seLinuxMountContext,
       deviceMountPath,
       volumeMode,
     }));
+    if (this.host.features.enabled(CSIListGlobalVolumesWithoutStagingDir)) {
+      for (const skipped of listing.skipped) {
+        const recovered = await this.volumeWithoutStagingDir(skipped);
+        if (recovered !== undefined) volumes.push(recovered);
+      }
+    }
+    return volumes;
+  }
+
+  /**
+   * Gate CSIListGlobalVolumesWithoutStagingDir: a directory skipped only because its staging
+   * directory is missing, whose vol_data.json names a driver, a handle and (block) the spec, and
+   * lies exactly where MountDevice / SetUpDevice would have put it. UnmountDevice then sends an
+   * idempotent NodeUnstageVolume and removes what is left; MountDevice recreates the directory.
+   */
+  private async volumeWithoutStagingDir(skipped: SkippedGlobalDir): Promise<GlobalVolume | undefined> {
+    const { layout } = this.host;
+    if (skipped.reason === 'no-globalmount') {
+      const { driver, volumeHandle } = skipped;
+      if (driver === undefined && volumeHandle === undefined) {
+        await this.removeEmptyVolumeDir(skipped.path);
+        return undefined;
+      }
+      if (driver === undefined || volumeHandle === undefined) return undefined;
+      const deviceMountPath = path.join(skipped.path, GLOBAL_MOUNT_DIR_NAME);
+      if (layout.csiDeviceMountPath(driver, volumeHandle) !== deviceMountPath) return undefined;
+      try {
+        await this.host.fs.lstat(deviceMountPath);
+        return undefined; // there after all (a symlink, or a race): not this rule's case
+      } catch (err) {
+        if (!isNotExist(err)) return undefined;
+      }
+      this.host.logger.v(2).info('Global volume directory without its staging directory is listed so that it is unstaged', { path: skipped.path });
+      return { spec: constructPVSourceSpec(skipped.specVolID ?? volumeHandle, driver, volumeHandle), seLinuxMountContext: '', deviceMountPath, volumeMode: 'Filesystem' };
+    }
+    if (skipped.reason === 'not-staged' && skipped.volumeMode === 'Block') {
+      const dataPath = path.join(skipped.path, BLOCK_DATA_DIR_NAME, VOL_DATA_FILE_NAME);
+      let data: VolumeData;
+      try {
+        data = await loadVolumeData(this.host.fs, dataPath, { rootDir: this.host.realRootDir, rootDirIsReal: true });
+      } catch {
+        return undefined;
+      }
+      const driver = data[volDataKey.driverName] ?? '';
+      const handle = data[volDataKey.volHandle] ?? '';
+      const specVolID = data[volDataKey.specVolID] ?? '';
+      if (driver === '' || handle === '' || specVolID === '' || layout.csiBlockVolumeDir(specVolID) !== skipped.path) return undefined;
+      this.host.logger.v(2).info('Block volume directory without its staging directory is listed so that it is unstaged', { path: skipped.path });
+      return { spec: constructPVSourceSpec(specVolID, driver, handle, 'Block'), seLinuxMountContext: '', deviceMountPath: layout.csiGlobalMapPath(specVolID), volumeMode: 'Block' };
+    }
+    return undefined;
   }
 
   /** The listing with every skipped directory and its reason (what `nodevol audit` reports). */

@@ -7,12 +7,13 @@
  * reported in volumesInUse once the node status confirms it is attached, and unstaged if no pod
  * wants it (KEP-6058 Design Details item 4).
  */
-import { CSIGlobalMountReconstruction, type FeatureGate } from '../../features/features.js';
+import { CSIGlobalMountReconstruction, CSIUnpublishBeforeUnstageAfterReconstruction, type FeatureGate } from '../../features/features.js';
 import type { ClusterView } from '../../host/cluster.js';
 import type { FileSystem } from '../../host/fs.js';
 import type { Logger } from '../../host/logger.js';
 import type { KubeletLayout } from '../../layout/layout.js';
-import { getUniqueVolumeName, type UniqueVolumeName } from '../../layout/names.js';
+import type { Mounter } from '../../mount/mounter.js';
+import { getUniqueVolumeName, type UniquePodName, type UniqueVolumeName } from '../../layout/names.js';
 import type { VolumeManagerMetrics } from '../../metrics/volumeManagerMetrics.js';
 import type { OperationExecutor } from '../../operationexecutor/operationExecutor.js';
 import { isExpectedError } from '../../operationexecutor/nestedPendingOperations.js';
@@ -20,6 +21,7 @@ import { isBlockVolumePlugin, type GlobalVolume, type GlobalVolumeListerPlugin, 
 import type { ActualStateOfWorld } from '../cache/actualStateOfWorld.js';
 import type { DesiredStateOfWorld } from '../cache/desiredStateOfWorld.js';
 import { getVolumesFromPodDir, type PodVolume } from './podVolumes.js';
+import { pairFailedPodVolumesWithListed, pairPublishedBlockTargets, type ListedVolume } from './pairPodVolumes.js';
 import { reconstructVolumeSpec, type ReconstructedSpec } from './reconstructVolume.js';
 
 export interface ReconstructorDeps {
@@ -35,6 +37,8 @@ export interface ReconstructorDeps {
   readonly features: FeatureGate;
   readonly logger: Logger;
   readonly metrics: VolumeManagerMetrics;
+  /** The mount table (gate CSIUnpublishBeforeUnstageAfterReconstruction's pairing checks mount points). */
+  readonly mounter?: Mounter;
 }
 
 /** One reconstructed pod volume plus what updateStates needs. */
@@ -50,6 +54,8 @@ export class Reconstructor {
   private volumesFailedReconstruction: PodVolume[] = [];
   /** Volumes the global listing registered in this pass, with their device mount paths. */
   private listedThisPass = new Map<UniqueVolumeName, string>();
+  /** The same volumes with what pairing needs (gate CSIUnpublishBeforeUnstageAfterReconstruction). */
+  private listedVolumes: ListedVolume[] = [];
 
   constructor(private readonly deps: ReconstructorDeps) {}
 
@@ -70,6 +76,7 @@ export class Reconstructor {
   async reconstructVolumes(): Promise<void> {
     const { features, logger } = this.deps;
     this.listedThisPass = new Map();
+    this.listedVolumes = [];
     if (features.enabled(CSIGlobalMountReconstruction)) await this.reconstructGlobalVolumes();
 
     let candidates: readonly PodVolume[];
@@ -108,6 +115,7 @@ export class Reconstructor {
     }
 
     this.reportListedWithoutPodDirectory(new Set(byVolume.keys()));
+    await this.pairFailedWithListed(byVolume);
     if (byVolume.size > 0) {
       this.updateStates(byVolume);
       // One entry per pod volume, as kubelet assigns them; a volume the listing already queued
@@ -240,10 +248,46 @@ export class Reconstructor {
     }
     this.volumesNeedUpdateFromNodeStatus.push(name);
     this.listedThisPass.set(name, gv.deviceMountPath);
+    this.listedVolumes.push({ volumeName: name, pluginName: plugin.getPluginName(), spec: gv.spec, volumeMode: gv.volumeMode, seLinuxMountContext: gv.seLinuxMountContext });
     logger.v(2).info('Global mount with no pod directory is marked uncertain and added into the actual state', {
       volumeName: name,
       deviceMountPath: gv.deviceMountPath,
     });
+  }
+
+  /**
+   * Gate CSIUnpublishBeforeUnstageAfterReconstruction (with the KEP's gate): the pod volume
+   * directories that failed reconstruction and carry the PV name of a listed volume become
+   * uncertain pod mounts of it, so that the reconciler's UnmountVolume (TearDown, NodeUnpublish)
+   * runs for each before UnmountDevice; they leave upstream's one-shot cleanup list. See
+   * pairPodVolumes.ts for the pairing rule and why a wrong pairing is harmless.
+   */
+  private async pairFailedWithListed(byVolume: ReadonlyMap<UniqueVolumeName, readonly ReconstructedPodVolume[]>): Promise<void> {
+    const { features, asw, logger, mounter } = this.deps;
+    if (!features.enabled(CSIUnpublishBeforeUnstageAfterReconstruction) || !features.enabled(CSIGlobalMountReconstruction)) return;
+    if (mounter === undefined || this.listedVolumes.length === 0) return;
+    const deps = { cluster: this.deps.cluster, mounter, logger, fs: this.deps.fs, layout: this.deps.layout };
+    const { paired, unpaired } = await pairFailedPodVolumesWithListed(deps, this.volumesFailedReconstruction, this.listedVolumes);
+    this.volumesFailedReconstruction = unpaired;
+    const known = (podName: UniquePodName, volumeName: UniqueVolumeName): boolean =>
+      asw.getPossiblyMountedVolumesForPod(podName).some((m) => m.volumeName === volumeName) || paired.some((p) => p.podName === podName && p.listed.volumeName === volumeName);
+    // Block volumes whose pod directory named them were reconstructed before this; updateStates
+    // runs after, so the pod walk's findings count as known too.
+    const fromPodDirs = new Set([...byVolume].flatMap(([name, pods]) => pods.map((p) => `${p.volume.podName}|${name}`)));
+    paired.push(...(await pairPublishedBlockTargets(deps, this.listedVolumes, (p, v) => known(p, v) || fromPodDirs.has(`${p}|${v}`))));
+    for (const { podName, innerVolumeSpecName, listed } of paired) {
+      asw.checkAndMarkVolumeAsUncertainViaReconstruction({
+        podName,
+        podUID: podName,
+        volumeName: listed.volumeName,
+        volumeSpec: listed.spec,
+        outerVolumeSpecName: '',
+        innerVolumeSpecName,
+        pluginName: listed.pluginName,
+        volumeMountState: 'VolumeMountUncertain',
+        seLinuxMountContext: listed.seLinuxMountContext,
+      });
+    }
   }
 
   /**

@@ -6,7 +6,13 @@ import { CSIGlobalMountReconstruction, FeatureGate, FeatureGateError } from '../
 describe('feature gates', () => {
   it('CSIGlobalMountReconstruction is alpha and off by default', () => {
     assert.equal(FeatureGate.defaults().enabled(CSIGlobalMountReconstruction), false);
-    assert.deepEqual(FeatureGate.defaults().snapshot(), { CSIGlobalMountReconstruction: false });
+    assert.deepEqual(FeatureGate.defaults().snapshot(), {
+      CSIGlobalMountReconstruction: false,
+      CSIKeepListedVolumeOnStageFailure: false,
+      CSIListGlobalVolumesWithoutStagingDir: false,
+      CSIRetryReconstructionCleanup: false,
+      CSIUnpublishBeforeUnstageAfterReconstruction: false,
+    });
   });
 
   const accepted: [string[], boolean][] = [
@@ -32,7 +38,7 @@ describe('feature gates', () => {
   it('accepts VolumeReconstructionFallback as a deprecated alias with a warning', () => {
     const { gate, warnings } = FeatureGate.parse(['VolumeReconstructionFallback=true']);
     assert.equal(gate.enabled(CSIGlobalMountReconstruction), true);
-    assert.deepEqual(gate.snapshot(), { CSIGlobalMountReconstruction: true });
+    assert.equal(gate.snapshot()['CSIGlobalMountReconstruction'], true);
     assert.equal(warnings.length, 1);
     assert.match(warnings[0] ?? '', /VolumeReconstructionFallback is deprecated, use CSIGlobalMountReconstruction/);
   });
