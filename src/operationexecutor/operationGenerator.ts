@@ -9,7 +9,7 @@
 import type { ClusterView } from '../host/cluster.js';
 import type { Logger } from '../host/logger.js';
 import type { VolumePluginMgr, VolumeUnmounter } from '../volume/plugins.js';
-import { CSIUnpublishBeforeUnstageAfterReconstruction } from '../features/features.js';
+import { CSIKeepListedVolumeOnStageFailure, CSIUnpublishBeforeUnstageAfterReconstruction } from '../features/features.js';
 import { specName, type Spec } from '../volume/spec.js';
 import { isOperationFinishedError, isUncertainProgressError } from '../volume/util/errors.js';
 import { mapBlockVolume, unmapBlockVolume } from '../volume/util/blockMapping.js';
@@ -120,8 +120,14 @@ export class OperationGenerator {
         if (deviceMountable !== undefined && asw.getDeviceMountState(vtm.volumeName) !== 'DeviceGloballyMounted') {
           const deviceMounter = deviceMountable.newDeviceMounter();
           const deviceMountPath = deviceMounter.getDeviceMountPath(vtm.spec);
+          // Gate CSIKeepListedVolumeOnStageFailure: a device found on disk at reconstruction may
+          // still be staged; a final error must not take its record away (reference §15 Q3).
+          const keep =
+            this.deps.host.features.enabled(CSIKeepListedVolumeOnStageFailure) &&
+            asw.getDeviceMountState(vtm.volumeName) === 'DeviceMountUncertain' &&
+            asw.isVolumeDeviceReconstructed(vtm.volumeName);
           try {
-            await deviceMounter.mountDevice(vtm.spec, devicePath, deviceMountPath, mounterArgs(vtm));
+            await deviceMounter.mountDevice(vtm.spec, devicePath, deviceMountPath, keep ? { ...mounterArgs(vtm), keepStagingOnFinalError: true } : mounterArgs(vtm));
           } catch (err) {
             markDeviceErrorState(asw, vtm, devicePath, deviceMountPath, err, logger);
             throw err;

@@ -8,8 +8,11 @@ import { MemFs } from '../adapters/memory/memFs.js';
 import { MemoryMounter } from '../adapters/memory/memoryMounter.js';
 import { FakeCsiDriver } from '../csi/fake/fakeCsiDriver.js';
 import { instrumentedRegistry } from '../csi/instrumented.js';
-import type { NodeCapability } from '../csi/types.js';
-import type { Pod } from '../host/cluster.js';
+import type { CsiDriverRegistry, NodeCapability } from '../csi/types.js';
+import type { Clock } from '../host/clock.js';
+import type { ClusterView, Pod } from '../host/cluster.js';
+import type { FileSystem } from '../host/fs.js';
+import type { Mounter } from '../mount/mounter.js';
 import type { FeatureGate } from '../features/features.js';
 import { KubeletLayout } from '../layout/layout.js';
 import { RecordingMetrics } from '../metrics/volumeManagerMetrics.js';
@@ -18,6 +21,7 @@ import type { VolumeHost } from '../volume/volumeHost.js';
 import { RECONCILER_LOOP_PERIOD_MS, VolumeManager } from '../volumemanager/volumeManager.js';
 import { FakeClock } from './fakeClock.js';
 import { FakeCluster } from './fakeCluster.js';
+import { Life } from './fence.js';
 import { gates, RecordingLogger } from './hosts.js';
 
 export const ROOT = '/var/lib/kubelet';
@@ -45,6 +49,8 @@ export class InMemoryNode {
   readonly metrics = new RecordingMetrics();
   /** The running volume manager; undefined while kubelet is down. */
   vm: VolumeManager | undefined;
+  /** The fence of the running kubelet's ports. */
+  private life: Life | undefined;
 
   constructor(options: InMemoryNodeOptions = {}) {
     this.fs.writeRaw(`${ROOT}/.keep`, '');
@@ -65,17 +71,22 @@ export class InMemoryNode {
    * CSIGlobalMountReconstruction, or pass a whole FeatureGate.
    */
   async startKubelet(gateOn: boolean | FeatureGate): Promise<VolumeManager> {
+    this.life?.crash();
     const driver = this.driver;
+    const life = new Life();
+    this.life = life;
+    // Every port of this life is fenced: after crashKubelet() nothing of it lands or settles.
+    const clock: Clock = { nowMs: () => this.clock.nowMs(), sleep: (ms) => life.call(() => this.clock.sleep(ms)) as Promise<void> };
     const host: VolumeHost = {
       layout: this.layout,
       realRootDir: ROOT,
-      fs: this.fs,
+      fs: life.fence<FileSystem>(this.fs),
       features: typeof gateOn === 'boolean' ? gates(gateOn) : gateOn,
       logger: this.logger,
-      clock: this.clock,
-      mounter: this.mounter,
-      csiDrivers: instrumentedRegistry({ client: (n) => (n === driver.name ? driver : undefined) }, this.metrics, this.clock),
-      cluster: this.cluster,
+      clock,
+      mounter: life.fence<Mounter>(this.mounter),
+      csiDrivers: instrumentedRegistry(life.fence<CsiDriverRegistry>({ client: (n) => (n === driver.name ? driver : undefined) }), this.metrics, clock),
+      cluster: life.fence<ClusterView>(this.cluster),
       nodeName: NODE,
     };
     const vm = new VolumeManager({ host, metrics: this.metrics });
@@ -84,8 +95,14 @@ export class InMemoryNode {
     return vm;
   }
 
-  /** kill -9 of kubelet: its memory is gone; calls already sent to the driver carry on. */
+  /**
+   * kill -9 of kubelet: its memory is gone, and its life is fenced off - no call it makes lands
+   * and no call it made settles, so its pending operations stop where they are. Calls already at
+   * the driver carry on there (the real world).
+   */
   crashKubelet(): void {
+    this.life?.crash();
+    this.life = undefined;
     this.vm = undefined;
   }
 

@@ -44,6 +44,11 @@ export interface PodRef {
 export interface MounterArgs {
   readonly fsGroup?: number;
   readonly seLinuxLabel?: string;
+  /**
+   * nodevol (gate CSIKeepListedVolumeOnStageFailure): MountDevice keeps the staging directory
+   * and its record after a final error, because the device may still be staged from before.
+   */
+  readonly keepStagingOnFinalError?: boolean;
 }
 
 /** Mounter: SetUp publishes the volume into the pod's volume directory. */

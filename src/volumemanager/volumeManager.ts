@@ -71,6 +71,7 @@ export class VolumeManager {
       logger: host.logger,
       metrics,
       mounter: host.mounter,
+      clock: host.clock,
     });
     this.reconciler = createReconciler({
       asw: this.asw,

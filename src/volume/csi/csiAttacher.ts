@@ -87,7 +87,13 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
           throw classifyCsiError(err, 'attacher.MountDevice failed');
         });
     } catch (err) {
-      if (isOperationFinishedError(err)) await this.cleanupAfterFinalError(deviceMountPath);
+      if (isOperationFinishedError(err)) {
+        if (args.keepStagingOnFinalError === true) {
+          host.logger.v(2).info(csiLog('attacher.MountDevice keeps the staging dir and its volume data after a final error: the device may still be staged'), { deviceMountPath });
+        } else {
+          await this.cleanupAfterFinalError(deviceMountPath);
+        }
+      }
       throw err;
     }
     host.logger.v(4).info(csiLog('attacher.MountDevice successfully requested NodeStageVolume'), { deviceMountPath });

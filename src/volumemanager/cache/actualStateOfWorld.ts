@@ -88,6 +88,11 @@ export interface ActualStateOfWorldMounterUpdater {
   getVolumeMountState(volumeName: UniqueVolumeName, podName: UniquePodName): VolumeMountState;
   isVolumeReconstructed(volumeName: UniqueVolumeName, podName: UniquePodName): boolean;
   isVolumeDeviceReconstructed(volumeName: UniqueVolumeName): boolean;
+  /**
+   * nodevol (gate CSIKeepListedVolumeOnStageFailure): records a device the global listing found
+   * as found during reconstruction, as a pod directory's reconstruction does (reference §15 Q3).
+   */
+  markDeviceFoundDuringReconstruction(volumeName: UniqueVolumeName): void;
   /** Whether a pod other than `podName` has the volume mounted or possibly mounted (ReadWriteOncePod). */
   isVolumeMountedElsewhere(volumeName: UniqueVolumeName, podName: UniquePodName): boolean;
 }
@@ -324,6 +329,10 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
 
   isVolumeDeviceReconstructed(volumeName: UniqueVolumeName): boolean {
     return this.foundDuringReconstruction.has(volumeName);
+  }
+
+  markDeviceFoundDuringReconstruction(volumeName: UniqueVolumeName): void {
+    if (this.volumes.has(volumeName) && !this.foundDuringReconstruction.has(volumeName)) this.foundDuringReconstruction.set(volumeName, new Map());
   }
 
   isVolumeMountedElsewhere(volumeName: UniqueVolumeName, podName: UniquePodName): boolean {

@@ -7,16 +7,23 @@
  * reported in volumesInUse once the node status confirms it is attached, and unstaged if no pod
  * wants it (KEP-6058 Design Details item 4).
  */
-import { CSIGlobalMountReconstruction, CSIUnpublishBeforeUnstageAfterReconstruction, type FeatureGate } from '../../features/features.js';
+import {
+  CSIGlobalMountReconstruction,
+  CSIKeepListedVolumeOnStageFailure,
+  CSIRetryReconstructionCleanup,
+  CSIUnpublishBeforeUnstageAfterReconstruction,
+  type FeatureGate,
+} from '../../features/features.js';
+import type { Clock } from '../../host/clock.js';
 import type { ClusterView } from '../../host/cluster.js';
-import type { FileSystem } from '../../host/fs.js';
+import { isNotExist, type FileSystem } from '../../host/fs.js';
 import type { Logger } from '../../host/logger.js';
 import type { KubeletLayout } from '../../layout/layout.js';
 import type { Mounter } from '../../mount/mounter.js';
 import { getUniqueVolumeName, type UniquePodName, type UniqueVolumeName } from '../../layout/names.js';
 import type { VolumeManagerMetrics } from '../../metrics/volumeManagerMetrics.js';
 import type { OperationExecutor } from '../../operationexecutor/operationExecutor.js';
-import { isExpectedError } from '../../operationexecutor/nestedPendingOperations.js';
+import { BACKOFF_INITIAL_MS, BACKOFF_MAX_MS, isExpectedError } from '../../operationexecutor/nestedPendingOperations.js';
 import { isBlockVolumePlugin, type GlobalVolume, type GlobalVolumeListerPlugin, type VolumePluginMgr } from '../../volume/plugins.js';
 import type { ActualStateOfWorld } from '../cache/actualStateOfWorld.js';
 import type { DesiredStateOfWorld } from '../cache/desiredStateOfWorld.js';
@@ -37,6 +44,8 @@ export interface ReconstructorDeps {
   readonly features: FeatureGate;
   readonly logger: Logger;
   readonly metrics: VolumeManagerMetrics;
+  /** Time for gate CSIRetryReconstructionCleanup's backoff. */
+  readonly clock?: Clock;
   /** The mount table (gate CSIUnpublishBeforeUnstageAfterReconstruction's pairing checks mount points). */
   readonly mounter?: Mounter;
 }
@@ -56,6 +65,8 @@ export class Reconstructor {
   private listedThisPass = new Map<UniqueVolumeName, string>();
   /** The same volumes with what pairing needs (gate CSIUnpublishBeforeUnstageAfterReconstruction). */
   private listedVolumes: ListedVolume[] = [];
+  /** Gate CSIRetryReconstructionCleanup: per candidate volume path, its cleanup backoff. */
+  private readonly cleanupRetries = new Map<string, { backoffMs: number; notBeforeMs: number }>();
 
   constructor(private readonly deps: ReconstructorDeps) {}
 
@@ -246,6 +257,7 @@ export class Reconstructor {
       metrics.reconstructVolumeOperation('global-mount', true);
       return;
     }
+    if (this.deps.features.enabled(CSIKeepListedVolumeOnStageFailure)) asw.markDeviceFoundDuringReconstruction(name);
     this.volumesNeedUpdateFromNodeStatus.push(name);
     this.listedThisPass.set(name, gv.deviceMountPath);
     this.listedVolumes.push({ volumeName: name, pluginName: plugin.getPluginName(), spec: gv.spec, volumeMode: gv.volumeMode, seLinuxMountContext: gv.seLinuxMountContext });
@@ -342,6 +354,10 @@ export class Reconstructor {
    */
   async cleanOrphanVolumes(): Promise<void> {
     if (this.volumesFailedReconstruction.length === 0) return;
+    if (this.deps.features.enabled(CSIRetryReconstructionCleanup) && this.deps.clock !== undefined) {
+      await this.retryOrphanVolumeCleanup(this.deps.clock);
+      return;
+    }
     const { dsw, logger } = this.deps;
     for (const volume of this.volumesFailedReconstruction) {
       if (dsw.volumeExistsWithSpecName(volume.podName, volume.volumeSpecName)) {
@@ -352,6 +368,48 @@ export class Reconstructor {
     }
     this.volumesFailedReconstruction = [];
     logger.v(2).info('Orphan volume cleanup finished');
+  }
+
+  /**
+   * Gate CSIRetryReconstructionCleanup: upstream gives each failed candidate one cleanup; here a
+   * candidate stays until its volume directory is gone (TearDown succeeded), a pod wants it, or it
+   * is no longer a candidate, and its cleanup is started again after a backoff that doubles from
+   * 500 ms to kubelet's 2m2s (a failing TearDown is also backed off by the operation executor).
+   */
+  private async retryOrphanVolumeCleanup(clock: Clock): Promise<void> {
+    const { dsw, executor, fs, logger } = this.deps;
+    const now = clock.nowMs();
+    const left: PodVolume[] = [];
+    for (const volume of this.volumesFailedReconstruction) {
+      if (dsw.volumeExistsWithSpecName(volume.podName, volume.volumeSpecName)) {
+        logger.v(4).info('Volume exists in desired state, skip cleaning up mounts', { podName: volume.podName, volumeSpecName: volume.volumeSpecName });
+        this.cleanupRetries.delete(volume.volumePath);
+        continue;
+      }
+      const key = volume.volumePath;
+      if (executor.isOperationPending(volume.volumeSpecName, volume.podName)) {
+        left.push(volume);
+        continue;
+      }
+      try {
+        await fs.lstat(volume.volumePath);
+      } catch (err) {
+        if (isNotExist(err)) {
+          if (this.cleanupRetries.has(key)) logger.info('Volume that could not be reconstructed is cleaned up', { podName: volume.podName, volumeSpecName: volume.volumeSpecName });
+          this.cleanupRetries.delete(key);
+          continue;
+        }
+      }
+      left.push(volume);
+      const retry = this.cleanupRetries.get(key);
+      if (retry !== undefined && now < retry.notBeforeMs) continue;
+      const backoffMs = retry === undefined ? BACKOFF_INITIAL_MS : Math.min(retry.backoffMs * 2, BACKOFF_MAX_MS);
+      this.cleanupRetries.set(key, { backoffMs, notBeforeMs: now + backoffMs });
+      if (retry !== undefined) logger.info('Retrying the cleanup of a volume that could not be reconstructed', { podName: volume.podName, volumeSpecName: volume.volumeSpecName, backoff: `${backoffMs}ms` });
+      await this.cleanupMounts(volume);
+    }
+    this.volumesFailedReconstruction = left;
+    if (left.length === 0) logger.v(2).info('Orphan volume cleanup finished');
   }
 
   private async cleanupMounts(volume: PodVolume): Promise<void> {
