@@ -43,7 +43,7 @@ describe('InMemoryNode.crashKubelet', () => {
   it('a dead life\'s calls neither run nor settle; a live one\'s do', async () => {
     const life = new Life();
     let ran = 0;
-    const port = life.fence({ op: async () => ++ran, sub: () => ({ op: async () => ++ran }) });
+    const port = life.fence({ op: () => Promise.resolve(++ran), sub: () => ({ op: () => Promise.resolve(++ran) }) });
     assert.equal(await port.op(), 1);
     const inFlight = port.op();
     const client = port.sub();
