@@ -17,6 +17,7 @@ import type { FeatureGate } from '../features/features.js';
 import { KubeletLayout } from '../layout/layout.js';
 import { RecordingMetrics } from '../metrics/volumeManagerMetrics.js';
 import { constructPVSourceSpec, type PersistentVolume, type PersistentVolumeMode } from '../volume/spec.js';
+import type { VolumePluginMgr } from '../volume/plugins.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
 import { RECONCILER_LOOP_PERIOD_MS, VolumeManager } from '../volumemanager/volumeManager.js';
 import { FakeClock } from './fakeClock.js';
@@ -70,7 +71,7 @@ export class InMemoryNode {
    * Starts a fresh kubelet (volume manager) and runs reconstruction: `gateOn` sets
    * CSIGlobalMountReconstruction, or pass a whole FeatureGate.
    */
-  async startKubelet(gateOn: boolean | FeatureGate): Promise<VolumeManager> {
+  async startKubelet(gateOn: boolean | FeatureGate, options: { plugins?: (host: VolumeHost) => VolumePluginMgr } = {}): Promise<VolumeManager> {
     this.life?.crash();
     const driver = this.driver;
     const life = new Life();
@@ -89,7 +90,7 @@ export class InMemoryNode {
       cluster: life.fence<ClusterView>(this.cluster),
       nodeName: NODE,
     };
-    const vm = new VolumeManager({ host, metrics: this.metrics });
+    const vm = new VolumeManager({ host, metrics: this.metrics, ...(options.plugins === undefined ? {} : { plugins: options.plugins(host) }) });
     this.vm = vm;
     await vm.start();
     return vm;

@@ -1,0 +1,208 @@
+// nodevol's gates beyond KEP-6058 (README "Gates beyond upstream"), each with the gate off
+// (upstream's gap, asserted) and on (the fix), in memory with CSIGlobalMountReconstruction on.
+// Assertions read the driver's call log and state, the files, the ASW and the volumesInUse written.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { FeatureGate, type FeatureName } from '../../../src/features/features.js';
+import { sha256Hex, type UniqueVolumeName } from '../../../src/layout/names.js';
+import { DRIVER, InMemoryNode, ROOT } from '../../../src/testing/inMemoryNode.js';
+import { CsiPlugin } from '../../../src/volume/csi/csiPlugin.js';
+import { VolumePluginMgr, type ConstructOptions, type ReconstructedVolume } from '../../../src/volume/plugins.js';
+
+const VOL_DIR = (h: string): string => `${ROOT}/plugins/kubernetes.io/csi/${DRIVER}/${sha256Hex(h)}`;
+const POD_DIR = (uid: string, pv: string): string => `${ROOT}/pods/${uid}/volumes/kubernetes.io~csi/${pv}`;
+const u = (s: string): UniqueVolumeName => s as UniqueVolumeName;
+
+/** KEP-6058's gate on, `gate` off or on. */
+function gates(gate: FeatureName, on: boolean): FeatureGate {
+  return FeatureGate.of({ CSIGlobalMountReconstruction: true, [gate]: on });
+}
+
+function csiCalls(node: InMemoryNode, from = 0): string[] {
+  return node.driver.calls
+    .slice(from)
+    .filter((c) => c.method !== 'NodeGetCapabilities')
+    .map((c) => `${c.method} ${c.outcome}`);
+}
+
+async function mountedPod(node: InMemoryNode, g: FeatureGate): Promise<UniqueVolumeName> {
+  const name = u(node.addVolume('pv-1', 'vol-1'));
+  node.addPod('pod-a', ['pv-1']);
+  await node.startKubelet(g);
+  await node.stepUntil(() => node.kubelet.asw.getMountedVolumes().length === 1);
+  await node.steps(2);
+  return name;
+}
+
+/** The alpha gap's setup: reboot, pod-local file lost, pod deleted. */
+async function alphaGap(on: boolean): Promise<{ node: InMemoryNode; name: UniqueVolumeName; mark: number; inUseAtUnstage: string[][] }> {
+  const g = gates('CSIUnpublishBeforeUnstageAfterReconstruction', on);
+  const node = new InMemoryNode();
+  const name = await mountedPod(node, g);
+  node.reboot();
+  await node.fs.unlink(`${POD_DIR('pod-a', 'pv-1')}/vol_data.json`);
+  node.cluster.deletePod('pod-a');
+  const inUseAtUnstage: string[][] = [];
+  node.driver.observer = {
+    arrived: (_seq, method) => {
+      if (method === 'NodeUnstageVolume') inUseAtUnstage.push([...node.cluster.volumesInUse]);
+    },
+    finished: () => undefined,
+  };
+  const mark = node.driver.calls.length;
+  await node.startKubelet(g);
+  await node.steps(60);
+  return { node, name, mark, inUseAtUnstage };
+}
+
+describe('gate CSIUnpublishBeforeUnstageAfterReconstruction (the KEP-6058 alpha gap)', () => {
+  it('off: NodeUnstageVolume without NodeUnpublishVolume, refused by a strict driver again and again; the volume stays in use', async () => {
+    const { node, name, mark } = await alphaGap(false);
+    const calls = csiCalls(node, mark);
+    assert.ok(calls.length > 1 && calls.every((c) => c === 'NodeUnstageVolume FAILED_PRECONDITION'), JSON.stringify(calls));
+    assert.deepEqual(node.cluster.volumesInUse, [name]);
+    assert.equal(node.driver.volume('vol-1')?.publishedAt.size, 1);
+  });
+
+  it('on: NodeUnpublishVolume of the paired target, then NodeUnstageVolume; directories gone; the volume leaves volumesInUse only afterwards', async () => {
+    const { node, name, mark, inUseAtUnstage } = await alphaGap(true);
+    assert.deepEqual(csiCalls(node, mark), ['NodeUnpublishVolume OK', 'NodeUnstageVolume OK']);
+    const unpublish = node.driver.calls.slice(mark).find((c) => c.method === 'NodeUnpublishVolume');
+    assert.equal(unpublish?.volumeId, 'vol-1');
+    assert.equal((unpublish?.request as { targetPath?: string } | undefined)?.targetPath, `${POD_DIR('pod-a', 'pv-1')}/mount`);
+    assert.equal(node.driver.volume('vol-1'), undefined, 'nothing staged or published at the driver');
+    assert.equal(await node.exists(POD_DIR('pod-a', 'pv-1')), false);
+    assert.equal(await node.exists(VOL_DIR('vol-1')), false);
+    assert.deepEqual(inUseAtUnstage, [[name]], 'still reported in use while NodeUnstageVolume runs');
+    assert.deepEqual(node.cluster.volumesInUse, []);
+  });
+
+  it('on: a directory of a pod that still exists and names an inline volume pv-1 is never paired with the PV', async () => {
+    const g = gates('CSIUnpublishBeforeUnstageAfterReconstruction', true);
+    const node = new InMemoryNode();
+    await mountedPod(node, g);
+    node.reboot();
+    await node.fs.unlink(`${POD_DIR('pod-a', 'pv-1')}/vol_data.json`);
+    node.cluster.deletePod('pod-a');
+    // Same uid, now with an inline ephemeral volume that happens to be called pv-1.
+    node.cluster.addPod({ uid: 'pod-a', namespace: 'default', name: 'pod-pod-a', nodeName: 'node-1', volumes: [{ name: 'pv-1', csi: { driver: DRIVER } }] });
+    const vm = await node.startKubelet(g);
+    assert.equal(vm.reconstructor.failedReconstructions().length, 1, 'left to upstream\'s cleanup');
+    assert.deepEqual(vm.asw.getAllMountedVolumes().map((m) => m.podName), []);
+    assert.ok(node.logger.lines.some((l) => /Not pairing a pod volume directory/.test(l.msg)));
+  });
+});
+
+describe('gate CSIListGlobalVolumesWithoutStagingDir', () => {
+  /** kubelet killed inside removeMountDir, after the rmdir of globalmount (and optionally the unlink of vol_data.json). */
+  async function interruptedUnmountDevice(on: boolean, alsoData: boolean): Promise<InMemoryNode> {
+    const g = gates('CSIListGlobalVolumesWithoutStagingDir', on);
+    const node = new InMemoryNode();
+    await mountedPod(node, g);
+    node.cluster.deletePod('pod-a');
+    await node.stepUntil(() => node.driver.volume('vol-1') === undefined);
+    node.crashKubelet();
+    // What the crash left: re-create the directory as removeMountDir had it at the crash.
+    await node.fs.mkdir(VOL_DIR('vol-1'), { recursive: true, mode: 0o750 });
+    if (!alsoData) node.fs.writeRaw(`${VOL_DIR('vol-1')}/vol_data.json`, '{"driverName":"csi.example.com","specVolID":"pv-1","volumeHandle":"vol-1","volumeLifecycleMode":"Persistent"}\n');
+    await node.startKubelet(g);
+    await node.steps(40);
+    return node;
+  }
+
+  it('off: a volume dir left with its vol_data.json but no globalmount stays forever', async () => {
+    const node = await interruptedUnmountDevice(false, false);
+    assert.equal(await node.exists(`${VOL_DIR('vol-1')}/vol_data.json`), true);
+  });
+
+  it('on: it is listed, NodeUnstageVolume is sent (idempotent) and the directory is removed', async () => {
+    const node = await interruptedUnmountDevice(true, false);
+    assert.equal(await node.exists(VOL_DIR('vol-1')), false);
+    assert.equal(node.driver.calls.filter((c) => c.method === 'NodeUnstageVolume').length, 2, 'the first life\'s and the idempotent one');
+  });
+
+  it('off: an empty volume dir stays; on: it is removed', async () => {
+    assert.equal(await (await interruptedUnmountDevice(false, true)).exists(VOL_DIR('vol-1')), true);
+    assert.equal(await (await interruptedUnmountDevice(true, true)).exists(VOL_DIR('vol-1')), false);
+  });
+});
+
+describe('gate CSIKeepListedVolumeOnStageFailure (reference §15 open question 3)', () => {
+  async function restageFails(on: boolean): Promise<{ node: InMemoryNode; name: UniqueVolumeName; mark: number }> {
+    const g = gates('CSIKeepListedVolumeOnStageFailure', on);
+    const node = new InMemoryNode();
+    const name = await mountedPod(node, g);
+    // A drain unpublished the pod's target, then the node rebooted before the unstage: the pod's
+    // directory is gone, the driver still has the volume staged, and the pod is wanted again.
+    await node.driver.nodeUnpublishVolume({ volumeId: 'vol-1', targetPath: `${POD_DIR('pod-a', 'pv-1')}/mount` });
+    node.reboot();
+    await node.fs.unlink(`${POD_DIR('pod-a', 'pv-1')}/vol_data.json`);
+    await node.fs.rmdir(POD_DIR('pod-a', 'pv-1')).catch(async () => {
+      await node.fs.rmdir(`${POD_DIR('pod-a', 'pv-1')}/mount`);
+      await node.fs.rmdir(POD_DIR('pod-a', 'pv-1'));
+    });
+    node.driver.inject({ method: 'NodeStageVolume', code: 3 /* INVALID_ARGUMENT: final */, times: 1 });
+    const mark = node.driver.calls.length;
+    await node.startKubelet(g);
+    await node.stepUntil(() => node.driver.calls.slice(mark).some((c) => c.method === 'NodeStageVolume'));
+    await node.step();
+    node.cluster.deletePod('pod-a');
+    await node.steps(40);
+    return { node, name, mark };
+  }
+
+  it('off: the record goes with the final error, the volume is dropped without NodeUnstageVolume while the driver has it staged', async () => {
+    const { node, name } = await restageFails(false);
+    assert.equal(node.kubelet.asw.volumeExists(name), false);
+    assert.equal(node.driver.volume('vol-1')?.stagedAt, `${VOL_DIR('vol-1')}/globalmount`);
+  });
+
+  it('on: the record and the uncertain device stay; when the pod goes, NodeUnstageVolume is sent and everything is removed', async () => {
+    const { node, name, mark } = await restageFails(true);
+    assert.deepEqual(csiCalls(node, mark), ['NodeStageVolume INVALID_ARGUMENT', 'NodeUnstageVolume OK']);
+    assert.equal(node.kubelet.asw.volumeExists(name), false);
+    assert.equal(node.driver.volume('vol-1'), undefined);
+    assert.equal(await node.exists(VOL_DIR('vol-1')), false);
+  });
+});
+
+describe('gate CSIRetryReconstructionCleanup (seed: inline volumes orphaned after a restart)', () => {
+  /**
+   * A plugin whose reconstruction fails for pv-1 (as upstream's did for inline volumes before
+   * kubernetes#108997) while its unmounter works, so the candidate goes to cleanupMounts.
+   */
+  class FailingReconstruction extends CsiPlugin {
+    override constructVolumeSpec(volumeName: string, volumePath: string, options?: ConstructOptions): Promise<ReconstructedVolume> {
+      if (volumeName === 'pv-1') return Promise.reject(new Error('reconstruction fails (test)'));
+      return super.constructVolumeSpec(volumeName, volumePath, options);
+    }
+  }
+
+  async function cleanupFailsOnce(on: boolean): Promise<InMemoryNode> {
+    const g = gates('CSIRetryReconstructionCleanup', on);
+    const node = new InMemoryNode();
+    await mountedPod(node, g);
+    node.crashKubelet();
+    node.cluster.deletePod('pod-a');
+    // The first NodeUnpublishVolume after the restart is refused (the driver is still busy).
+    node.driver.inject({ method: 'NodeUnpublishVolume', code: 10 /* ABORTED */, times: 1 });
+    await node.startKubelet(g, { plugins: (host) => new VolumePluginMgr([new FailingReconstruction(host)]) });
+    await node.steps(100);
+    return node;
+  }
+
+  it('off: one cleanup attempt; after its ABORTED the target stays published and the pod dir stays', async () => {
+    const node = await cleanupFailsOnce(false);
+    assert.deepEqual(node.driver.calls.filter((c) => c.method === 'NodeUnpublishVolume').map((c) => c.outcome), ['ABORTED']);
+    assert.equal(node.driver.volume('vol-1')?.publishedAt.size, 1);
+    assert.equal(await node.exists(`${POD_DIR('pod-a', 'pv-1')}/vol_data.json`), true);
+  });
+
+  it('on: retried after a backoff until TearDown succeeds; the target is unpublished and the pod volume dir removed', async () => {
+    const node = await cleanupFailsOnce(true);
+    assert.deepEqual(node.driver.calls.filter((c) => c.method === 'NodeUnpublishVolume').map((c) => c.outcome), ['ABORTED', 'OK']);
+    assert.equal(node.driver.volume('vol-1')?.publishedAt.size ?? 0, 0);
+    assert.equal(await node.exists(POD_DIR('pod-a', 'pv-1')), false);
+    assert.ok(node.logger.lines.some((l) => /Retrying the cleanup of a volume that could not be reconstructed/.test(l.msg)));
+  });
+});
