@@ -44,8 +44,16 @@ export const CSIKeepListedVolumeOnStageFailure = 'CSIKeepListedVolumeOnStageFail
  */
 export const CSIListGlobalVolumesWithoutStagingDir = 'CSIListGlobalVolumesWithoutStagingDir';
 
+/**
+ * A raw block volume's staging dir and publish target are made durable (fsync) before
+ * NodeStageVolume / NodePublishVolume, so that a power cut cannot leave the driver with a staged
+ * or published volume of which nothing is on disk.
+ */
+export const CSIDurableBlockVolumePaths = 'CSIDurableBlockVolumePaths';
+
 export type FeatureName =
   | typeof CSIGlobalMountReconstruction
+  | typeof CSIDurableBlockVolumePaths
   | typeof CSIListGlobalVolumesWithoutStagingDir
   | typeof CSIUnpublishBeforeUnstageAfterReconstruction
   | typeof CSIRetryReconstructionCleanup
@@ -80,6 +88,12 @@ const KNOWN_FEATURES: Readonly<Record<string, FeatureSpec>> = {
     preRelease: 'Alpha',
     description:
       'nodevol: the KEP-6058 global listing also registers a volume whose global vol_data.json is readable but whose staging directory is missing (interrupted teardown, power cut), so it is unstaged and its directory removed.',
+  },
+  [CSIDurableBlockVolumePaths]: {
+    default: false,
+    preRelease: 'Alpha',
+    description:
+      'nodevol: a raw block volume\'s staging dir and publish target are fsynced before NodeStageVolume / NodePublishVolume, so a power cut cannot leave the driver with a volume staged or published of which nothing is on disk.',
   },
   [VolumeReconstructionFallback]: {
     default: false,

@@ -4,7 +4,7 @@
  * volumeDevices/publish/<spec>/<podUID>, and their teardown.
  */
 import * as path from 'node:path/posix';
-import { CSIListGlobalVolumesWithoutStagingDir } from '../../features/features.js';
+import { CSIDurableBlockVolumePaths, CSIListGlobalVolumesWithoutStagingDir } from '../../features/features.js';
 import { errorMessage, isNotExist } from '../../host/fs.js';
 import { getAttachmentName } from '../../layout/names.js';
 import type { BlockVolumeMapper, BlockVolumeUnmapper, PodRef } from '../plugins.js';
@@ -64,6 +64,9 @@ export class CsiBlockMapper implements BlockVolumeMapper {
     if (!(await supportsStageUnstage(client))) return '';
     const stagingPath = host.layout.csiBlockStagingPath(id.specName);
     await mkdirAll(host, stagingPath);
+    // Gate CSIDurableBlockVolumePaths: the staging dir survives a power cut before the driver
+    // stages into it (upstream's plain mkdir may be lost while the driver's state is not).
+    if (host.features.enabled(CSIDurableBlockVolumePaths)) await host.fs.fsyncDir(path.dirname(stagingPath));
     try {
       await client.nodeStageVolume({
         volumeId: id.volumeHandle,
@@ -88,6 +91,7 @@ export class CsiBlockMapper implements BlockVolumeMapper {
     const publishDir = host.layout.csiBlockPublishDir(id.specName);
     await mkdirAll(host, publishDir);
     const publishPath = host.layout.csiBlockPublishPath(id.specName, id.podUID);
+    if (host.features.enabled(CSIDurableBlockVolumePaths)) await createDurableTarget(host, publishPath);
     try {
       await client.nodePublishVolume({
         volumeId: id.volumeHandle,
@@ -160,6 +164,22 @@ export class CsiBlockUnmapper implements BlockVolumeUnmapper {
     }
     await cleanupOrphanDeviceFiles(host, id.specName);
   }
+}
+
+/**
+ * Gate CSIDurableBlockVolumePaths: the publish target (an empty file the driver bind mounts the
+ * device onto; CSI lets the CO create it) exists durably before NodePublishVolume, so that after a
+ * power cut the target is still on disk to be unpublished (gate
+ * CSIUnpublishBeforeUnstageAfterReconstruction pairs it with its volume).
+ */
+async function createDurableTarget(host: VolumeHost, publishPath: string): Promise<void> {
+  try {
+    await host.fs.lstat(publishPath);
+  } catch (err) {
+    if (!isNotExist(err)) throw err;
+    await host.fs.writeFile(publishPath, new Uint8Array(0), { mode: 0o640, fsync: true });
+  }
+  await host.fs.fsyncDir(path.dirname(publishPath));
 }
 
 /**

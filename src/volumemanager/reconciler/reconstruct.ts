@@ -96,6 +96,8 @@ export class Reconstructor {
     } catch (err) {
       logger.error(err, 'Cannot get volumes from disk, skip sync states for volume reconstruction');
       this.reportListedWithoutPodDirectory(new Set());
+      // Listed block volumes' publish targets do not depend on the pod directories.
+      await this.pairFailedWithListed(new Map());
       return;
     }
 
