@@ -7,6 +7,7 @@ describe('feature gates', () => {
   it('CSIGlobalMountReconstruction is alpha and off by default', () => {
     assert.equal(FeatureGate.defaults().enabled(CSIGlobalMountReconstruction), false);
     assert.deepEqual(FeatureGate.defaults().snapshot(), {
+      CSIDurableBlockVolumePaths: false,
       CSIGlobalMountReconstruction: false,
       CSIKeepListedVolumeOnStageFailure: false,
       CSIListGlobalVolumesWithoutStagingDir: false,
