@@ -56,6 +56,8 @@ export interface StatusWrite {
 export interface AgentStart {
   /** CSIGlobalMountReconstruction. */
   readonly gate: boolean;
+  /** Further gates (nodevol's own). */
+  readonly gates?: Readonly<Record<string, boolean>>;
 }
 
 /** A volume created through the driver's CreateVolume and ControllerPublishVolume (attached here). */
@@ -111,7 +113,7 @@ export class TestNode {
    */
   async startAgent(o: AgentStart): Promise<void> {
     const argv = this.disk.agentArgv({
-      featureGates: { [GATE]: o.gate },
+      featureGates: { [GATE]: o.gate, ...o.gates },
       nodeStatusUpdateFrequency: STATUS_PERIOD,
       shutdownGracePeriod: '1s',
       v: 4,
