@@ -3,13 +3,16 @@
 // explorer found.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FeatureGate } from '../../../src/features/features.js';
+import { FeatureGate, type FeatureName } from '../../../src/features/features.js';
 import { DurableFs, JOURNAL_COMMIT_INTERVAL_MS } from '../../../src/sim/durableFs.js';
 import { removalHits } from '../../../src/sim/invariants.js';
-import { loadBuiltinScenario } from '../../../src/sim/scenario.js';
+import { builtinScenarioNames, loadBuiltinScenario } from '../../../src/sim/scenario.js';
 import { formatPlan, parsePlan, simulate, type Perturbation, type SimResult } from '../../../src/sim/simulation.js';
 
 const gates = (on: boolean): FeatureGate => FeatureGate.of({ CSIGlobalMountReconstruction: on });
+/** KEP-6058's gate and the given nodevol gates on. */
+const withGates = (...on: FeatureName[]): FeatureGate => FeatureGate.of(Object.fromEntries([['CSIGlobalMountReconstruction', true], ...on.map((g) => [g, true])]));
+const ALL: FeatureName[] = ['CSIUnpublishBeforeUnstageAfterReconstruction', 'CSIRetryReconstructionCleanup', 'CSIKeepListedVolumeOnStageFailure', 'CSIListGlobalVolumesWithoutStagingDir', 'CSIDurableBlockVolumePaths'];
 const names = (r: SimResult): string[] => [...new Set(r.violations.map((v) => v.invariant))].sort();
 
 /** The seq of the first port call matching `op` (and `args` substring) in a full trace. */
@@ -124,6 +127,9 @@ describe('simulator: replays of what the explorer found (README "Proving it: the
     assert.deepEqual(names(r), ['converges']);
     assert.match(r.violations[0]?.message ?? '', /the directory of unwanted volume vol-1 is still there/);
     assert.doesNotMatch(r.violations[0]?.message ?? '', /staged/, 'the driver has nothing staged: a leak, not a lost volume');
+    // Gate CSIListGlobalVolumesWithoutStagingDir: listed, idempotently unstaged, removed.
+    const fixed = await simulate({ scenario, gates: withGates('CSIListGlobalVolumesWithoutStagingDir'), seed: 1, plan: [{ kind: 'crash', crash: 'restart', at: 'after', seq }] });
+    assert.deepEqual(names(fixed), []);
   });
 
   it('both gates: a volume wanted again while its NodeUnstageVolume outlives the client deadline is staged during the unstage (kubernetes#121357)', async () => {
@@ -140,6 +146,8 @@ describe('simulator: replays of what the explorer found (README "Proving it: the
     // unpublished target's directory while the driver still records it published): every failed
     // operation is now logged.
     assert.deepEqual(names(r), ['converges', 'no-unstage-in-use', 'nothing-removed-early']);
+    const fixed = await simulate({ scenario: loadBuiltinScenario('alpha-gap'), gates: withGates('CSIUnpublishBeforeUnstageAfterReconstruction'), seed: 1 });
+    assert.deepEqual(names(fixed), [], 'gate CSIUnpublishBeforeUnstageAfterReconstruction: unpublished, then unstaged');
   });
 
   it('failure-visible waits for the operation to finish: a final NodeStageVolume error is logged after MountDevice\'s cleanup (a simulator bug, fixed)', async () => {
@@ -156,6 +164,8 @@ describe('simulator: replays of what the explorer found (README "Proving it: the
     const r = await simulate({ scenario, gates: gates(true), seed: 1, plan: [{ kind: 'crash', crash: 'restart', at: 'after', seq }] });
     assert.deepEqual(names(r), ['converges', 'no-unstage-in-use']);
     assert.match(r.violations.find((v) => v.invariant === 'no-unstage-in-use')?.message ?? '', /NodeUnstageVolume blk-1 arrived while the driver has it published/);
+    const fixed = await simulate({ scenario, gates: withGates('CSIUnpublishBeforeUnstageAfterReconstruction'), seed: 1, plan: [{ kind: 'crash', crash: 'restart', at: 'after', seq }] });
+    assert.deepEqual(names(fixed), [], 'gate CSIUnpublishBeforeUnstageAfterReconstruction: the published block target is unpublished first');
   });
 
   it('gate on, raw block: a power cut within the journal commit interval after staging loses the volume from volumesInUse', async () => {
@@ -166,6 +176,15 @@ describe('simulator: replays of what the explorer found (README "Proving it: the
     const seq = lastSeqOf(base, 'unlink', '/pods/pod-b/volumeDevices/');
     const r = await simulate({ scenario, gates: gates(true), seed: 1, plan: [{ kind: 'crash', crash: 'reboot', at: 'before', seq }] });
     assert.ok(names(r).includes('in-use-reported'), names(r).join(','));
+    const fixed = await simulate({ scenario, gates: withGates(...ALL), seed: 1, plan: [{ kind: 'crash', crash: 'reboot', at: 'before', seq }] });
+    assert.deepEqual(names(fixed), [], 'every gate on: the staging dir and the target survive, the volume is listed, unpublished, unstaged');
+  });
+
+  it('every gate on: each built-in scenario\'s fault-free run has no violation but #121357\'s (the full exploration is npm run explore:gates)', async () => {
+    for (const name of builtinScenarioNames()) {
+      const r = await simulate({ scenario: loadBuiltinScenario(name), gates: withGates(...ALL), seed: 1 });
+      assert.deepEqual(names(r), name === 'rewanted-during-unstage' ? ['stage-after-unstage'] : [], name);
+    }
   });
 
   it('both gates, inline volume: kubelet killed between TearDown\'s unlink of vol_data.json and the rmdir: the housekeeping sweep removes the empty pod volume dir (finding 4, fixed in the simulator)', async () => {
