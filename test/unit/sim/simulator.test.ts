@@ -11,7 +11,11 @@ import { formatPlan, parsePlan, simulate, type Perturbation, type SimResult } fr
 
 const gates = (on: boolean): FeatureGate => FeatureGate.of({ CSIGlobalMountReconstruction: on });
 /** KEP-6058's gate and the given nodevol gates on. */
-const withGates = (...on: FeatureName[]): FeatureGate => FeatureGate.of(Object.fromEntries([['CSIGlobalMountReconstruction', true], ...on.map((g) => [g, true])]));
+const withGates = (...on: FeatureName[]): FeatureGate => {
+  const values: Partial<Record<FeatureName, boolean>> = { CSIGlobalMountReconstruction: true };
+  for (const g of on) values[g] = true;
+  return FeatureGate.of(values);
+};
 const ALL: FeatureName[] = ['CSIUnpublishBeforeUnstageAfterReconstruction', 'CSIRetryReconstructionCleanup', 'CSIKeepListedVolumeOnStageFailure', 'CSIListGlobalVolumesWithoutStagingDir', 'CSIDurableBlockVolumePaths'];
 const names = (r: SimResult): string[] => [...new Set(r.violations.map((v) => v.invariant))].sort();
 
