@@ -146,19 +146,8 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
 
   async newMounter(spec: Spec, pod: PodRef): Promise<VolumeMounter> {
     const lifecycle = getVolumeLifecycleMode(spec);
-    const name = specName(spec);
-    let driverName: string;
-    let volumeHandle: string;
-    if (spec.kind === 'persistent') {
-      const src = persistentSource(spec, true);
-      driverName = src.driver;
-      volumeHandle = src.volumeHandle;
-    } else {
-      if (spec.volume.csi === undefined) throw new CsiSpecError(`volume ${JSON.stringify(name)} has no CSI source`);
-      driverName = spec.volume.csi.driver;
-      volumeHandle = makeEphemeralVolumeHandle(pod.uid, name);
-    }
-    return Promise.resolve(new CsiMounter(this.host, { driverName, volumeHandle, specName: name, podUID: pod.uid, lifecycle }, spec, pod));
+    const { driverName, volumeHandle } = driverAndHandle(spec, pod.uid);
+    return Promise.resolve(new CsiMounter(this.host, { driverName, volumeHandle, specName: specName(spec), podUID: pod.uid, lifecycle }, spec, pod));
   }
 
   /**
@@ -182,18 +171,7 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
    * CSI source, or an inline volume's driver with the handle kubelet derives from the pod.
    */
   newUnmounterFromSpec(spec: Spec, specVolName: string, podUID: string): VolumeUnmounter {
-    let driverName: string;
-    let volumeHandle: string;
-    if (spec.kind === 'persistent') {
-      const src = persistentSource(spec, true);
-      driverName = src.driver;
-      volumeHandle = src.volumeHandle;
-    } else {
-      if (spec.volume.csi === undefined) throw new CsiSpecError(`volume ${JSON.stringify(specName(spec))} has no CSI source`);
-      driverName = spec.volume.csi.driver;
-      volumeHandle = makeEphemeralVolumeHandle(podUID, specName(spec));
-    }
-    return new CsiUnmounter(this.host, { driverName, volumeHandle, specName: specVolName, podUID });
+    return new CsiUnmounter(this.host, { ...driverAndHandle(spec, podUID), specName: specVolName, podUID });
   }
 
   /**
@@ -332,6 +310,17 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
   listGlobalVolumesDetailed(): Promise<GlobalVolumeListing> {
     return listCsiGlobalVolumes(this.host);
   }
+}
+
+/** A PV's CSI driver and handle, or an inline volume's driver with the handle derived from the pod. */
+function driverAndHandle(spec: Spec, podUID: string): { driverName: string; volumeHandle: string } {
+  if (spec.kind === 'persistent') {
+    const src = persistentSource(spec, true);
+    return { driverName: src.driver, volumeHandle: src.volumeHandle };
+  }
+  const name = specName(spec);
+  if (spec.volume.csi === undefined) throw new CsiSpecError(`volume ${JSON.stringify(name)} has no CSI source`);
+  return { driverName: spec.volume.csi.driver, volumeHandle: makeEphemeralVolumeHandle(podUID, name) };
 }
 
 /** getVolumeLifecycleMode: inline CSI source ⇒ Ephemeral, else Persistent. */
