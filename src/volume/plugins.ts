@@ -141,7 +141,10 @@ export interface BlockVolumePlugin extends VolumePlugin {
 /** Implemented by plugins that keep a global mount outside any pod directory (KEP-6058). */
 export interface GlobalVolumeListerPlugin extends DeviceMountableVolumePlugin {
   readonly globalVolumeLister: true;
-  /** Only reads. One unreadable directory never hides the others. */
+  /**
+   * Only reads (nodevol's gate CSIListGlobalVolumesWithoutStagingDir lets the CSI plugin also
+   * rmdir an empty volume directory). One unreadable directory never hides the others.
+   */
   listGlobalVolumes(): Promise<GlobalVolume[]>;
 }
 
