@@ -166,6 +166,8 @@ interface SizeResult {
   readonly remountMs: number;
   readonly downMs: number;
   readonly downCpu: PhaseCpu;
+  /** Failed operations (retried with backoff): up + idle, and restart + down. */
+  readonly agentFailures: { readonly first: number; readonly restarted: number };
 }
 
 function podName(i: number): string {
@@ -210,16 +212,26 @@ async function readyzOk(address: string): Promise<boolean> {
   }
 }
 
-/** Sum of storage_operation_duration_seconds_count for successful volume_mount operations. */
-async function mountsDone(address: string): Promise<number> {
+/** Sum of storage_operation_duration_seconds_count over the series whose labels include all of `labels`. */
+async function operationCount(address: string, ...labels: string[]): Promise<number> {
   const res = await fetch(`http://${address}/metrics`, { signal: AbortSignal.timeout(2000) });
   let n = 0;
   for (const line of (await res.text()).split('\n')) {
     if (!line.startsWith('storage_operation_duration_seconds_count{')) continue;
-    if (!line.includes('operation_name="volume_mount"') || !line.includes('status="success"')) continue;
+    if (!labels.every((l) => line.includes(l))) continue;
     n += Number(line.slice(line.lastIndexOf(' ') + 1));
   }
   return n;
+}
+
+/** Successful volume_mount operations. */
+function mountsDone(address: string): Promise<number> {
+  return operationCount(address, 'operation_name="volume_mount"', 'status="success"');
+}
+
+/** Failed operations of any kind. */
+function failedOperations(address: string): Promise<number> {
+  return operationCount(address, 'status="fail-unknown"');
 }
 
 async function startAgent(disk: NodeDisk, logName: string): Promise<{ agent: Proc; address: string; readyMs: number }> {
@@ -324,6 +336,7 @@ async function runSize(n: number, idleS: number): Promise<SizeResult> {
       await sleep(idleS * 1000);
       const idleCpuPct = ((cpuMs(agent.pid) - idle0) / (idleS * 1000)) * 100;
       const mem = memoryMB(agent.pid);
+      const firstFailures = await failedOperations(started.address);
 
       // 5. restart: kill -9, a new agent until ready, then until it has mounted everything again
       // (A profiled agent is stopped with SIGTERM, or its profile would be lost.)
@@ -344,6 +357,7 @@ async function runSize(n: number, idleS: number): Promise<SizeResult> {
       }, progress);
       const downMs = performance.now() - downStart;
       const downCpu = { agentMs: cpuMs(agent.pid) - downBefore.agentMs, driverMs: cpuMs(driver.pid) - downBefore.driverMs };
+      const restartedFailures = await failedOperations(restarted.address);
 
       return {
         n,
@@ -358,6 +372,7 @@ async function runSize(n: number, idleS: number): Promise<SizeResult> {
         remountMs,
         downMs,
         downCpu,
+        agentFailures: { first: firstFailures, restarted: restartedFailures },
       };
     } finally {
       client.close();
@@ -366,7 +381,8 @@ async function runSize(n: number, idleS: number): Promise<SizeResult> {
     if (agent !== undefined) await agent.stop('SIGTERM');
     await driver.stop('SIGTERM');
     if (process.env.BENCH_AGENT_KEEP === undefined) {
-      await disk.cleanup().catch((err: unknown) => process.stderr.write(`agent bench: ${err instanceof Error ? err.message : String(err)}\n`));
+      // Refused while something is still mounted (a phase that failed): the namespace's end unmounts it, and the outer process removes the disk.
+      await disk.cleanup().catch((err: unknown) => process.stderr.write(`agent bench: ${(err instanceof Error ? err.message : String(err)).slice(0, 300)}…\n`));
     } else {
       process.stderr.write(`agent bench: kept ${disk.base}\n`);
     }
@@ -406,6 +422,10 @@ function print(results: readonly SizeResult[]): void {
   }
   console.log('CPU time per phase (who the time goes to):');
   for (const r of results) {
+    if (r.agentFailures.first + r.agentFailures.restarted > 0) {
+      console.log(`  N=${r.n}: failed agent operations (retried after a backoff): ${r.agentFailures.first} up to idle, ${r.agentFailures.restarted} from the restart to the end of down`);
+    }
+    if (r.floor.retries > 0) console.log(`  N=${r.n}: the floor retried ${r.floor.retries} failed call(s) at once; the first error: ${r.floor.firstError ?? ''}`);
     console.log(
       `  N=${r.n}: floor up: driver ${s(r.floorDriverCpuMs.up)}; agent up: agent ${s(r.upCpu.agentMs)}, driver ${s(r.upCpu.driverMs)}; ` +
         `floor down: driver ${s(r.floorDriverCpuMs.down)}; agent down: agent ${s(r.downCpu.agentMs)}, driver ${s(r.downCpu.driverMs)}`,

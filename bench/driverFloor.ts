@@ -11,7 +11,9 @@
  * The request file is JSON ({@link FloorRequest}); the answer is one JSON line on stdout
  * ({@link FloorResult}): the time of each phase, measured inside this process from its first
  * call to its last answer (its start-up is not counted: the agent is already running when the
- * bench starts its clock). Any failed call fails the process (exit 1): a broken setup.
+ * bench starts its clock). A failed call is retried at once (the agent would wait out a backoff),
+ * up to {@link MAX_ATTEMPTS} attempts, and counted; one that still fails fails the process
+ * (exit 1): a broken setup.
  */
 import { mkdir, readFile } from 'node:fs/promises';
 import * as path from 'node:path';
@@ -34,6 +36,28 @@ export interface FloorRequest {
 export interface FloorResult {
   readonly upMs: number;
   readonly downMs: number;
+  /** Calls that failed and were made again. */
+  readonly retries: number;
+  /** The first error a retried call met, if any. */
+  readonly firstError?: string;
+}
+
+export const MAX_ATTEMPTS = 10;
+
+let retries = 0;
+let firstError: string | undefined;
+
+async function call(fn: () => Promise<void>): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await fn();
+      return;
+    } catch (err) {
+      if (attempt >= MAX_ATTEMPTS) throw err;
+      retries++;
+      firstError ??= err instanceof Error ? err.message : String(err);
+    }
+  }
 }
 
 const CAPABILITY: VolumeCapability = {
@@ -43,30 +67,34 @@ const CAPABILITY: VolumeCapability = {
 
 async function up(client: GrpcCsiClient, v: FloorVolume): Promise<void> {
   await mkdir(v.stagingTargetPath, { recursive: true, mode: 0o750 });
-  await client.nodeStageVolume({
-    volumeId: v.volumeId,
-    publishContext: {},
-    stagingTargetPath: v.stagingTargetPath,
-    volumeCapability: CAPABILITY,
-    secrets: {},
-    volumeContext: {},
-  });
+  await call(() =>
+    client.nodeStageVolume({
+      volumeId: v.volumeId,
+      publishContext: {},
+      stagingTargetPath: v.stagingTargetPath,
+      volumeCapability: CAPABILITY,
+      secrets: {},
+      volumeContext: {},
+    }),
+  );
   await mkdir(path.dirname(v.targetPath), { recursive: true, mode: 0o750 });
-  await client.nodePublishVolume({
-    volumeId: v.volumeId,
-    publishContext: {},
-    stagingTargetPath: v.stagingTargetPath,
-    targetPath: v.targetPath,
-    volumeCapability: CAPABILITY,
-    readonly: false,
-    secrets: {},
-    volumeContext: {},
-  });
+  await call(() =>
+    client.nodePublishVolume({
+      volumeId: v.volumeId,
+      publishContext: {},
+      stagingTargetPath: v.stagingTargetPath,
+      targetPath: v.targetPath,
+      volumeCapability: CAPABILITY,
+      readonly: false,
+      secrets: {},
+      volumeContext: {},
+    }),
+  );
 }
 
 async function down(client: GrpcCsiClient, v: FloorVolume): Promise<void> {
-  await client.nodeUnpublishVolume({ volumeId: v.volumeId, targetPath: v.targetPath });
-  await client.nodeUnstageVolume({ volumeId: v.volumeId, stagingTargetPath: v.stagingTargetPath });
+  await call(() => client.nodeUnpublishVolume({ volumeId: v.volumeId, targetPath: v.targetPath }));
+  await call(() => client.nodeUnstageVolume({ volumeId: v.volumeId, stagingTargetPath: v.stagingTargetPath }));
 }
 
 async function timed(fn: () => Promise<unknown>): Promise<number> {
@@ -82,7 +110,7 @@ async function main(requestFile: string): Promise<FloorResult> {
     await client.identity.probe(); // connected before the clock starts, as the agent's client is
     const upMs = await timed(() => Promise.all(req.volumes.map((v) => up(client, v))));
     const downMs = await timed(() => Promise.all(req.volumes.map((v) => down(client, v))));
-    return { upMs, downMs };
+    return { upMs, downMs, retries, ...(firstError === undefined ? {} : { firstError }) };
   } finally {
     client.close();
   }

@@ -165,6 +165,13 @@ export function createActualStateOfWorld(): ActualStateOfWorld {
 
 class ActualStateOfWorldImpl implements ActualStateOfWorld {
   private readonly volumes = new Map<UniqueVolumeName, VolumeRecord>();
+  /**
+   * Index: pod → the volumes holding an entry for it (the same records as `volumes`), so that a
+   * per-pod question costs the pod's volumes, not every volume on the node.
+   */
+  private readonly volumesByPod = new Map<UniquePodName, Map<UniqueVolumeName, VolumeRecord>>();
+  /** `volumes` sorted by name; undefined after a volume was added or removed. */
+  private sorted: VolumeRecord[] | undefined;
   /** volume → pod → podUID, for pods added by reconstruction and not yet mounted for sure. */
   private readonly foundDuringReconstruction = new Map<UniqueVolumeName, Map<UniquePodName, string>>();
 
@@ -185,6 +192,7 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
       existing.devicePath = devicePath;
       return;
     }
+    this.sorted = undefined;
     this.volumes.set(volumeName, {
       volumeName,
       spec,
@@ -209,6 +217,7 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
       throw new AswError(`failed to DeleteVolume ${JSON.stringify(volumeName)}, it still has ${v.mountedPods.size} mountedPods`);
     }
     this.volumes.delete(volumeName);
+    this.sorted = undefined;
     this.foundDuringReconstruction.delete(volumeName);
   }
 
@@ -244,6 +253,7 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
         volumeMountState: opts.volumeMountState,
         seLinuxMountContext: opts.seLinuxMountContext,
       });
+      this.indexPod(opts.podName, v);
     } else {
       existing.volumeMountState = opts.volumeMountState;
     }
@@ -259,7 +269,24 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
       throw new AswError(`no volume with the name ${JSON.stringify(volumeName)} exists in the list of attached volumes`);
     }
     v.mountedPods.delete(podName);
+    this.unindexPod(podName, volumeName);
     this.foundDuringReconstruction.get(volumeName)?.delete(podName);
+  }
+
+  private indexPod(podName: UniquePodName, v: VolumeRecord): void {
+    let byVolume = this.volumesByPod.get(podName);
+    if (byVolume === undefined) {
+      byVolume = new Map();
+      this.volumesByPod.set(podName, byVolume);
+    }
+    byVolume.set(v.volumeName, v);
+  }
+
+  private unindexPod(podName: UniquePodName, volumeName: UniqueVolumeName): void {
+    const byVolume = this.volumesByPod.get(podName);
+    if (byVolume === undefined) return;
+    byVolume.delete(volumeName);
+    if (byVolume.size === 0) this.volumesByPod.delete(podName);
   }
 
   checkAndMarkVolumeAsUncertainViaReconstruction(opts: MarkVolumeOpts): boolean {
@@ -366,7 +393,7 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
 
   /** Matches the pod's volumeSpec.Name(), as kubelet does. */
   volumeExistsWithSpecName(podName: UniquePodName, name: string): boolean {
-    for (const v of this.volumes.values()) {
+    for (const v of this.volumesByPod.get(podName)?.values() ?? []) {
       const pod = v.mountedPods.get(podName);
       if (pod !== undefined && specName(pod.volumeSpec) === name) return true;
     }
@@ -387,11 +414,17 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
   }
 
   getAllMountedVolumes(): MountedVolume[] {
-    return this.mountedWhere((s) => s === 'VolumeMounted' || s === 'VolumeMountUncertain');
+    return this.mountedWhere(isPossiblyMounted);
   }
 
   getPossiblyMountedVolumesForPod(podName: UniquePodName): MountedVolume[] {
-    return this.getAllMountedVolumes().filter((m) => m.podName === podName);
+    const volumes = [...(this.volumesByPod.get(podName)?.values() ?? [])].sort((a, b) => cmp(a.volumeName, b.volumeName));
+    const out: MountedVolume[] = [];
+    for (const v of volumes) {
+      const p = v.mountedPods.get(podName);
+      if (p !== undefined && isPossiblyMounted(p.volumeMountState)) out.push(mountedVolumeOf(v, p));
+    }
+    return out;
   }
 
   getGloballyMountedVolumes(): AttachedVolume[] {
@@ -407,29 +440,41 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
   private mountedWhere(pred: (s: VolumeMountState) => boolean): MountedVolume[] {
     const out: MountedVolume[] = [];
     for (const v of this.sortedVolumes()) {
-      for (const p of [...v.mountedPods.values()].sort((a, b) => cmp(a.podName, b.podName))) {
-        if (!pred(p.volumeMountState)) continue;
-        out.push({
-          podName: p.podName,
-          podUID: p.podUID,
-          volumeName: v.volumeName,
-          innerVolumeSpecName: p.innerVolumeSpecName,
-          outerVolumeSpecName: p.outerVolumeSpecName,
-          pluginName: v.pluginName,
-          volumeSpec: p.volumeSpec,
-          volumeMountState: p.volumeMountState,
-          seLinuxMountContext: p.seLinuxMountContext,
-          deviceMountPath: v.deviceMountPath,
-        });
+      const pods = v.mountedPods.size === 1 ? v.mountedPods.values() : [...v.mountedPods.values()].sort((a, b) => cmp(a.podName, b.podName));
+      for (const p of pods) {
+        if (pred(p.volumeMountState)) out.push(mountedVolumeOf(v, p));
       }
     }
     return out;
   }
 
-  /** Sorted by name so that every pass of the reconciler is deterministic. */
-  private sortedVolumes(): VolumeRecord[] {
-    return [...this.volumes.values()].sort((a, b) => cmp(a.volumeName, b.volumeName));
+  /**
+   * Sorted by name so that every pass of the reconciler is deterministic. The sort is kept until a
+   * volume is added or removed (callers only read the array).
+   */
+  private sortedVolumes(): readonly VolumeRecord[] {
+    this.sorted ??= [...this.volumes.values()].sort((a, b) => cmp(a.volumeName, b.volumeName));
+    return this.sorted;
   }
+}
+
+function isPossiblyMounted(s: VolumeMountState): boolean {
+  return s === 'VolumeMounted' || s === 'VolumeMountUncertain';
+}
+
+function mountedVolumeOf(v: VolumeRecord, p: PodRecord): MountedVolume {
+  return {
+    podName: p.podName,
+    podUID: p.podUID,
+    volumeName: v.volumeName,
+    innerVolumeSpecName: p.innerVolumeSpecName,
+    outerVolumeSpecName: p.outerVolumeSpecName,
+    pluginName: v.pluginName,
+    volumeSpec: p.volumeSpec,
+    volumeMountState: p.volumeMountState,
+    seLinuxMountContext: p.seLinuxMountContext,
+    deviceMountPath: v.deviceMountPath,
+  };
 }
 
 function attachedVolumeOf(v: VolumeRecord): AttachedVolume {
