@@ -25,6 +25,7 @@ import { HOUSEKEEPING_PERIOD_MS, OrphanedPodDirsCleaner } from '../kubelet/orpha
 import { KubeletLayout } from '../layout/layout.js';
 import type { LoggingFormat } from '../logging/klog.js';
 import { createVolumeManagerMetrics } from '../metrics/volumeManagerMetrics.js';
+import { createOrphanPodMetrics } from '../metrics/orphanPodMetrics.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
 import { NODE_STATUS_UPDATE_PERIOD_MS, VolumeManager } from '../volumemanager/volumeManager.js';
 import { parseDuration } from './duration.js';
@@ -182,6 +183,7 @@ async function runAgent(flags: AgentFlags): Promise<number> {
     sourcesReady: () => vm.populator.hasAddedPods(),
     knownPodUIDs: () => [...vm.dsw.getPods(), ...vm.asw.getAllMountedVolumes().map((m) => m.podName)],
     podsWithVolumesInActualState: () => new Set(vm.asw.getAllMountedVolumes().map((m) => m.podName)),
+    metrics: createOrphanPodMetrics(promRegistry),
   });
   const runtime = new AgentRuntime(vm, logger, {
     nodeStatusUpdatePeriodMs: statusPeriodMs,
