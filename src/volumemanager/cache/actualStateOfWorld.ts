@@ -133,6 +133,8 @@ export interface ActualStateOfWorld extends ActualStateOfWorldMounterUpdater, Ac
   getGloballyMountedVolumes(): AttachedVolume[];
   /** Volumes with no pod entries, whatever their device state. */
   getUnmountedVolumes(): AttachedVolume[];
+  /** Grows with every change to the books; the same value means nothing changed (for caches of derived values). */
+  generation(): number;
 }
 
 interface PodRecord {
@@ -172,6 +174,12 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
   private readonly volumesByPod = new Map<UniquePodName, Map<UniqueVolumeName, VolumeRecord>>();
   /** `volumes` sorted by name; undefined after a volume was added or removed. */
   private sorted: VolumeRecord[] | undefined;
+  /** Bumped by every method that may change the books. */
+  private changes = 0;
+
+  generation(): number {
+    return this.changes;
+  }
   /** volume → pod → podUID, for pods added by reconstruction and not yet mounted for sure. */
   private readonly foundDuringReconstruction = new Map<UniqueVolumeName, Map<UniquePodName, string>>();
 
@@ -187,6 +195,7 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
 
   /** A known volume only gets its devicePath overwritten: state, attachability and pods stay. */
   private addVolume(volumeName: UniqueVolumeName, spec: Spec, pluginName: string, devicePath: string, attachability: Attachability): void {
+    this.changes++;
     const existing = this.volumes.get(volumeName);
     if (existing !== undefined) {
       existing.devicePath = devicePath;
@@ -211,6 +220,7 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
   }
 
   deleteVolume(volumeName: UniqueVolumeName): void {
+    this.changes++;
     const v = this.volumes.get(volumeName);
     if (v === undefined) return;
     if (v.mountedPods.size > 0) {
@@ -238,6 +248,7 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
    * foundDuringReconstruction.
    */
   private addPodToVolume(opts: MarkVolumeOpts): void {
+    this.changes++;
     const v = this.volumes.get(opts.volumeName);
     if (v === undefined) {
       throw new AswError(`no volume with the name ${JSON.stringify(opts.volumeName)} exists in the list of attached volumes`);
@@ -264,6 +275,7 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
 
   /** kubelet's DeletePodFromVolume: throws when the volume is absent; an absent pod is a no-op. */
   markVolumeAsUnmounted(podName: UniquePodName, volumeName: UniqueVolumeName): void {
+    this.changes++;
     const v = this.volumes.get(volumeName);
     if (v === undefined) {
       throw new AswError(`no volume with the name ${JSON.stringify(volumeName)} exists in the list of attached volumes`);
@@ -290,6 +302,7 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
   }
 
   checkAndMarkVolumeAsUncertainViaReconstruction(opts: MarkVolumeOpts): boolean {
+    this.changes++;
     const v = this.volumes.get(opts.volumeName);
     if (v === undefined) return false;
     const pod = v.mountedPods.get(opts.podName);
@@ -326,6 +339,7 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
     deviceMountPath: string,
     seLinuxMountContext: string,
   ): void {
+    this.changes++;
     const v = this.volumes.get(volumeName);
     if (v === undefined) {
       throw new AswError(`no volume with the name ${JSON.stringify(volumeName)} exists in the list of attached volumes`);
@@ -362,12 +376,14 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
   }
 
   updateReconstructedDevicePath(volumeName: UniqueVolumeName, devicePath: string): void {
+    this.changes++;
     const v = this.volumes.get(volumeName);
     if (v === undefined || v.deviceMountState !== 'DeviceMountUncertain') return;
     v.devicePath = devicePath;
   }
 
   updateReconstructedVolumeAttachability(volumeName: UniqueVolumeName, attachable: boolean): void {
+    this.changes++;
     const v = this.volumes.get(volumeName);
     if (v === undefined || v.attachability !== 'Uncertain') return;
     v.attachability = attachable ? 'True' : 'False';

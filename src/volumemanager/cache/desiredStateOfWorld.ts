@@ -57,6 +57,8 @@ export interface DesiredStateOfWorld {
   /** Errors met while resolving a pod's volumes (kubelet AddErrorToPod / PopPodErrors). */
   addErrorToPod(podName: UniquePodName, err: string): void;
   popPodErrors(podName: UniquePodName): string[];
+  /** Grows with every change to the volumes, pods or flags; the same value means nothing changed. */
+  generation(): number;
 }
 
 interface VolumeRecord {
@@ -81,8 +83,15 @@ class DesiredStateOfWorldImpl implements DesiredStateOfWorld {
   /** `volumes` sorted by name; undefined after a volume was added or removed. */
   private sorted: VolumeRecord[] | undefined;
   private readonly podErrors = new Map<UniquePodName, string[]>();
+  /** Bumped by every method that may change what getVolumesToMount returns. */
+  private changes = 0;
+
+  generation(): number {
+    return this.changes;
+  }
 
   addPodToVolume(args: AddPodToVolumeArgs): void {
+    this.changes++;
     let v = this.volumes.get(args.volumeName);
     if (v === undefined) {
       v = {
@@ -118,6 +127,7 @@ class DesiredStateOfWorldImpl implements DesiredStateOfWorld {
     this.podErrors.delete(podName);
     const v = this.volumes.get(volumeName);
     if (v === undefined) return;
+    this.changes++;
     v.pods.delete(podName);
     const byVolume = this.volumesByPod.get(podName);
     byVolume?.delete(volumeName);
@@ -136,7 +146,11 @@ class DesiredStateOfWorldImpl implements DesiredStateOfWorld {
 
   markVolumesReportedInUse(reportedVolumes: readonly string[]): void {
     const reported = new Set(reportedVolumes);
-    for (const v of this.volumes.values()) v.reportedInUse = reported.has(v.volumeName);
+    for (const v of this.volumes.values()) {
+      const now = reported.has(v.volumeName);
+      if (v.reportedInUse !== now) this.changes++;
+      v.reportedInUse = now;
+    }
   }
 
   volumeExists(volumeName: UniqueVolumeName): boolean {

@@ -74,6 +74,11 @@ class Populator implements DesiredStateOfWorldPopulator {
    * processed pods too, until a pod sync asks to reprocess them).
    */
   private readonly processed = new Map<UniquePodName, ProcessedPod>();
+  /**
+   * The objects version of the last pass that resolved every pod without an error and removed the
+   * pods that were gone: while the view reports it again, a pass has nothing to do.
+   */
+  private settledVersion: number | undefined;
 
   constructor(private readonly deps: PopulatorDeps) {}
 
@@ -100,6 +105,9 @@ class Populator implements DesiredStateOfWorldPopulator {
       this.lastListError = undefined;
     }
     const version = cluster.objectsVersion?.();
+    if (version !== undefined && version === this.settledVersion) return;
+    this.settledVersion = undefined;
+    let settled = version !== undefined;
     const seen = new Set<UniquePodName>();
     for (const pod of [...pods].sort((a, b) => (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0))) {
       const podName = pod.uid as UniquePodName;
@@ -120,6 +128,7 @@ class Populator implements DesiredStateOfWorldPopulator {
       }
       if (allAdded && version !== undefined) this.processed.set(podName, { pod, version });
       else this.processed.delete(podName);
+      if (!allAdded) settled = false;
     }
     for (const podName of this.volumeErrors.keys()) if (!seen.has(podName)) this.volumeErrors.delete(podName);
     for (const podName of this.processed.keys()) if (!seen.has(podName)) this.processed.delete(podName);
@@ -129,6 +138,7 @@ class Populator implements DesiredStateOfWorldPopulator {
       dsw.deletePod(podName);
     }
     this.added = true;
+    if (settled) this.settledVersion = version;
   }
 
   /** "Error processing volume", rate limited per pod volume and error text (see POPULATOR_ERROR_REPEAT_MS). */

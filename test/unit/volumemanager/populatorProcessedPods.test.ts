@@ -63,18 +63,35 @@ describe('populator: processed pods', () => {
     assert.match(String(errorLines(node)[0]?.values['volumeName']), /vol-pv-1/);
   });
 
-  it('resolves a pod again when its Pod object is replaced, even under the same version', async () => {
+  it('while some pod keeps failing, skips only the resolved pods whose Pod object is unchanged', async () => {
     const { node, claimLookups } = countingNode(true);
     node.addVolume('pv-1', 'h1');
     node.addVolume('pv-2', 'h2');
     node.addPod('uid-1', ['pv-1']);
+    node.addPod('uid-bad', ['missing']); // never resolves: no pass is ever settled
     await node.startKubelet(false);
     await node.steps(3);
-    assert.equal(claimLookups(), 1);
+    assert.equal(claimLookups(), 1 + 3, 'uid-1 once, uid-bad on every pass');
     node.addPod('uid-1', ['pv-1', 'pv-2']); // the same uid, a new object with one more volume
     await node.steps(1);
-    assert.equal(claimLookups(), 3);
+    assert.equal(claimLookups(), 4 + 2 + 1);
     assert.equal(node.kubelet.dsw.getVolumesToMount().length, 2);
+  });
+
+  it('once every pod resolved, a pass under the same version does nothing at all', async () => {
+    const { node, version, claimLookups } = countingNode(true);
+    node.addVolume('pv-1', 'h1');
+    node.addPod('uid-1', ['pv-1']);
+    await node.startKubelet(false);
+    await node.steps(2);
+    const generation = node.kubelet.dsw.generation();
+    await node.steps(5);
+    assert.equal(node.kubelet.dsw.generation(), generation, 'the desired state was not touched');
+    assert.equal(claimLookups(), 1);
+    node.cluster.deletePod('uid-1');
+    version.value++;
+    await node.steps(1);
+    assert.deepEqual(node.kubelet.dsw.getPods(), [], 'a new version: the pod that is gone is removed');
   });
 
   it('keeps resolving a pod whose volume failed, and forgets a pod that is gone', async () => {
