@@ -467,11 +467,21 @@ function idleFromEnv(): number {
 
 async function inside(): Promise<void> {
   const results: SizeResult[] = [];
+  const failures: string[] = [];
   for (const n of sizesFromEnv()) {
     process.stderr.write(`agent bench: N=${n} ...\n`);
-    results.push(await runSize(n, idleFromEnv()));
+    try {
+      const r = await runSize(n, idleFromEnv());
+      results.push(r);
+      process.stderr.write(`agent bench: N=${n}: ${JSON.stringify(r)}\n`);
+    } catch (err) {
+      // A broken setup at one size (e.g. a driver too slow to answer) must not hide the others.
+      failures.push(`N=${n}: ${(err instanceof Error ? err.message : String(err)).slice(0, 600)}`);
+    }
   }
   print(results);
+  for (const f of failures) console.log(`agent bench FAILED at ${f}`);
+  if (failures.length > 0) process.exitCode = 1;
 }
 
 /** Why the bench cannot run here, or undefined when it can. */

@@ -11,14 +11,16 @@
  * The request file is JSON ({@link FloorRequest}); the answer is one JSON line on stdout
  * ({@link FloorResult}): the time of each phase, measured inside this process from its first
  * call to its last answer (its start-up is not counted: the agent is already running when the
- * bench starts its clock). A failed call is retried at once (the agent would wait out a backoff),
- * up to {@link MAX_ATTEMPTS} attempts, and counted; one that still fails fails the process
- * (exit 1): a broken setup.
+ * bench starts its clock). Calls get a 30 min deadline (the agent's is kubelet's 2 min), so that
+ * a slow driver slows the floor down rather than failing it. A failed call is retried (the agent
+ * would wait out a backoff): at once, or after 100 ms when the driver answers ABORTED (the same
+ * volume's earlier call is still running), up to {@link MAX_ATTEMPTS} attempts, and counted; one
+ * that still fails fails the process (exit 1): a broken setup.
  */
 import { mkdir, readFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { GrpcCsiClient } from '../src/csi/grpc/client.js';
-import type { VolumeCapability } from '../src/csi/types.js';
+import { CsiCallError, GrpcStatus, type VolumeCapability } from '../src/csi/types.js';
 
 export interface FloorVolume {
   readonly volumeId: string;
@@ -42,7 +44,9 @@ export interface FloorResult {
   readonly firstError?: string;
 }
 
-export const MAX_ATTEMPTS = 10;
+export const MAX_ATTEMPTS = 100;
+const FLOOR_DEADLINE_MS = 30 * 60 * 1000;
+const ABORTED_PAUSE_MS = 100;
 
 let retries = 0;
 let firstError: string | undefined;
@@ -56,6 +60,7 @@ async function call(fn: () => Promise<void>): Promise<void> {
       if (attempt >= MAX_ATTEMPTS) throw err;
       retries++;
       firstError ??= err instanceof Error ? err.message : String(err);
+      if (err instanceof CsiCallError && err.code === GrpcStatus.ABORTED) await new Promise((resolve) => setTimeout(resolve, ABORTED_PAUSE_MS));
     }
   }
 }
@@ -105,7 +110,7 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
 
 async function main(requestFile: string): Promise<FloorResult> {
   const req = JSON.parse(await readFile(requestFile, 'utf8')) as FloorRequest;
-  const client = new GrpcCsiClient(req.endpoint);
+  const client = new GrpcCsiClient(req.endpoint, { timeoutMs: FLOOR_DEADLINE_MS });
   try {
     await client.identity.probe(); // connected before the clock starts, as the agent's client is
     const upMs = await timed(() => Promise.all(req.volumes.map((v) => up(client, v))));
