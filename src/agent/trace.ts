@@ -132,6 +132,7 @@ export function createAgentTracer(options: {
       getPersistentVolumeClaim: (ns, name) => inner.getPersistentVolumeClaim(ns, name),
       getPersistentVolume: (name) => inner.getPersistentVolume(name),
       getCSIDriver: (name) => inner.getCSIDriver(name),
+      ...(inner.objectsVersion === undefined ? {} : { objectsVersion: () => inner.objectsVersion?.() ?? 0 }),
       getNodeStatus: async (): Promise<NodeStatus> => {
         const status = await inner.getNodeStatus();
         const names = status.volumesAttached.map((v) => v.name).sort();

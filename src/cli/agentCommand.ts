@@ -25,6 +25,7 @@ import { HOUSEKEEPING_PERIOD_MS, orphanedPodDirsCleanerFor } from '../kubelet/or
 import { KubeletLayout } from '../layout/layout.js';
 import type { LoggingFormat } from '../logging/klog.js';
 import { createVolumeManagerMetrics } from '../metrics/volumeManagerMetrics.js';
+import { createOrphanPodMetrics } from '../metrics/orphanPodMetrics.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
 import { NODE_STATUS_UPDATE_PERIOD_MS, VolumeManager } from '../volumemanager/volumeManager.js';
 import { parseDuration } from './duration.js';
@@ -172,7 +173,15 @@ async function runAgent(flags: AgentFlags): Promise<number> {
     const tracer = trace.tracer;
     vm.executor.onOperationComplete((e) => tracer.operation(e));
   }
-  const orphans = orphanedPodDirsCleanerFor(vm, { fs, layout, realRootDir, mounter: host.mounter, cluster: host.cluster, logger });
+  const orphans = orphanedPodDirsCleanerFor(vm, {
+    fs,
+    layout,
+    realRootDir,
+    mounter: host.mounter,
+    cluster: host.cluster,
+    logger,
+    metrics: createOrphanPodMetrics(promRegistry),
+  });
   const runtime = new AgentRuntime(vm, logger, {
     nodeStatusUpdatePeriodMs: statusPeriodMs,
     shutdownGraceMs: graceMs,

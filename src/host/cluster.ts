@@ -65,6 +65,13 @@ export interface ClusterView {
   getNodeStatus(): Promise<NodeStatus>;
   /** Writes node.status.volumesInUse. */
   setVolumesInUse(names: readonly string[]): Promise<void>;
+  /**
+   * Optional, like an informer's resource version: a value that changes whenever listPods or the
+   * claim, volume or CSIDriver getters could answer differently than at the last listPods. The
+   * populator skips re-resolving a pod it resolved under the same value from the same Pod object;
+   * a view without it gets every pod resolved on every pass.
+   */
+  readonly objectsVersion?: () => number;
 }
 
 /** A cluster view that never answers: what the audit and reading-side code get. */

@@ -25,6 +25,7 @@ import * as path from 'node:path/posix';
 import type { ClusterView } from '../host/cluster.js';
 import { errorMessage, isNotExist, type DirEntry, type FileSystem } from '../host/fs.js';
 import type { Logger } from '../host/logger.js';
+import type { OrphanPodMetrics } from '../metrics/orphanPodMetrics.js';
 import { VOLUME_DEVICES_DIR_NAME, VOLUMES_DIR_NAME, type KubeletLayout } from '../layout/layout.js';
 import { escapeQualifiedName, CSI_PLUGIN_NAME } from '../layout/names.js';
 import type { Mounter } from '../mount/mounter.js';
@@ -54,6 +55,8 @@ export interface OrphanedPodDirsDeps {
    * sweep, so that a sweep stays linear in the number of pod dirs and volumes.
    */
   readonly podsWithVolumesInActualState: () => ReadonlySet<string>;
+  /** kubelet_orphan_pod_cleaned_volumes{,_errors}, set after each sweep that ran. */
+  readonly metrics?: OrphanPodMetrics;
 }
 
 /** What the sweep asks of the volume manager (structural, so that this module needs none of it). */
@@ -123,25 +126,42 @@ export class OrphanedPodDirsCleaner {
       return none(`${podsDir} missing or outside the root dir`);
     }
     let entries: DirEntry[];
-    let table: MountTableSnapshot;
     try {
       entries = await fs.readdir(podsDir);
-      table = await this.deps.mounter.readMountTable();
     } catch (err) {
       if (!isNotExist(err)) logger.error(err, 'Could not read the pods dir or the mount table; not cleaning up orphaned pod dirs');
       return none(errorMessage(err));
     }
-
+    const candidates = entries
+      .filter((entry) => entry.type === 'directory' && !known.has(entry.name))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    if (candidates.length === 0) {
+      this.logKept([]);
+      this.deps.metrics?.orphanPodSweep(0, 0);
+      return { orphans: 0, removed: [], kept: [] };
+    }
     const withVolumes = this.deps.podsWithVolumesInActualState();
+    // Read only when some pod dir may be removed: a node with no orphan (the usual case, every
+    // 2 s) never parses its mount table here.
+    let table: MountTableSnapshot | undefined;
+    if (candidates.some((entry) => !withVolumes.has(entry.name))) {
+      try {
+        table = await this.deps.mounter.readMountTable();
+      } catch (err) {
+        logger.error(err, 'Could not read the pods dir or the mount table; not cleaning up orphaned pod dirs');
+        return none(errorMessage(err));
+      }
+    }
+
     let orphans = 0;
     const removed: string[] = [];
     const kept: KeptOrphan[] = [];
-    for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
-      if (entry.type !== 'directory' || known.has(entry.name)) continue;
+    for (const entry of candidates) {
       orphans++;
-      const reason = withVolumes.has(entry.name)
-        ? 'volumes of the pod are still in the actual state of world'
-        : await this.cleanupPodDir(entry.name, table);
+      const reason =
+        withVolumes.has(entry.name) || table === undefined
+          ? 'volumes of the pod are still in the actual state of world'
+          : await this.cleanupPodDir(entry.name, table);
       if (reason === undefined) {
         removed.push(entry.name);
         logger.v(3).info('Orphaned pod found, removing', { podUID: entry.name });
@@ -151,6 +171,7 @@ export class OrphanedPodDirsCleaner {
       }
     }
     this.logKept(kept);
+    this.deps.metrics?.orphanPodSweep(orphans, kept.length);
     return { orphans, removed, kept };
   }
 

@@ -223,6 +223,8 @@ export class ClusterDirView implements ClusterView {
   #writes: Promise<void> = Promise.resolve();
   /** The manifests as of the latest listPods (undefined before the first). */
   #latest: Snapshot | undefined;
+  /** Bumped each time listPods takes a snapshot other than #latest. */
+  #version = 0;
   /** The latest read of each listed manifest file, by file name. */
   readonly #reads = new Map<string, CachedRead>();
   /** The last clean parse of each listed manifest file, by file name (mirrors the store). */
@@ -306,12 +308,18 @@ export class ClusterDirView implements ClusterView {
   async listPods(): Promise<readonly Pod[]> {
     await this.#readNodeStatus();
     const snap = await this.#read();
+    if (snap !== this.#latest) this.#version++;
     this.#latest = snap;
     return snap.pods.filter((p) => p.nodeName === this.nodeName);
   }
 
   // The getters below answer from the snapshot of the latest listPods (an informer cache): the
   // populator lists pods and then resolves their volumes against that same view.
+
+  /** Changes whenever listPods took a new snapshot (the getters answer from the latest). */
+  objectsVersion(): number {
+    return this.#version;
+  }
 
   async getPersistentVolumeClaim(namespace: string, name: string): Promise<PersistentVolumeClaim | undefined> {
     return (await this.#snapshot()).pvcs.get(`${namespace}/${name}`);
@@ -329,6 +337,7 @@ export class ClusterDirView implements ClusterView {
     if (this.#latest !== undefined) return this.#latest;
     await this.#readNodeStatus();
     this.#latest = await this.#read();
+    this.#version++;
     return this.#latest;
   }
 

@@ -193,6 +193,10 @@ export class NodeMounter implements Mounter {
   readonly #fs: FileSystem;
   readonly #mountInfo: MountInfoSource;
   readonly #logger: Logger;
+  /** The read of the mount table in progress, if any. */
+  #reading: Promise<MountTableSnapshot> | undefined;
+  /** The read that starts once #reading settles, shared by every caller that asked meanwhile. */
+  #nextRead: Promise<MountTableSnapshot> | undefined;
 
   constructor(options: NodeMounterOptions = {}) {
     this.#mountCommand = options.mountCommand ?? defaultBinary('/bin/mount', 'mount');
@@ -265,9 +269,35 @@ export class NodeMounter implements Mounter {
     return !table.entries.some((e) => e.mountPoint === escaped);
   }
 
-  /** A fresh snapshot of the mount table, read consistently on kernels < 5.8, parsed strictly. */
+  /**
+   * A fresh snapshot of the mount table, read consistently on kernels < 5.8, parsed strictly:
+   * read after this call was made. Concurrent callers share reads: while one read runs, every
+   * new caller waits for the single read that starts when it ends (a read already running may
+   * have started before their question). A thousand operations asking at once then cost a few
+   * reads of the table, not a thousand; the snapshots are read-only, so sharing one is safe.
+   */
   readMountTable(): Promise<MountTableSnapshot> {
-    return readMountTableSnapshot(this.#mountInfo, { strict: true });
+    if (this.#reading === undefined) return this.#startRead();
+    this.#nextRead ??= this.#reading.then(
+      () => this.#startQueuedRead(),
+      () => this.#startQueuedRead(),
+    );
+    return this.#nextRead;
+  }
+
+  #startQueuedRead(): Promise<MountTableSnapshot> {
+    this.#nextRead = undefined;
+    return this.#startRead();
+  }
+
+  #startRead(): Promise<MountTableSnapshot> {
+    const read = readMountTableSnapshot(this.#mountInfo, { strict: true });
+    this.#reading = read;
+    const done = (): void => {
+      if (this.#reading === read) this.#reading = undefined;
+    };
+    read.then(done, done);
+    return read;
   }
 
   /** kubelet's stat-based IsLikelyNotMountPoint: st_dev of path vs st_dev of its parent. */

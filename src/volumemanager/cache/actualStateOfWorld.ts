@@ -138,6 +138,8 @@ export interface ActualStateOfWorld extends ActualStateOfWorldMounterUpdater, Ac
   getGloballyMountedVolumes(): AttachedVolume[];
   /** Volumes with no pod entries, whatever their device state. */
   getUnmountedVolumes(): AttachedVolume[];
+  /** Grows with every change to the books; the same value means nothing changed (for caches of derived values). */
+  generation(): number;
 }
 
 interface PodRecord {
@@ -170,6 +172,19 @@ export function createActualStateOfWorld(): ActualStateOfWorld {
 
 class ActualStateOfWorldImpl implements ActualStateOfWorld {
   private readonly volumes = new Map<UniqueVolumeName, VolumeRecord>();
+  /**
+   * Index: pod → the volumes holding an entry for it (the same records as `volumes`), so that a
+   * per-pod question costs the pod's volumes, not every volume on the node.
+   */
+  private readonly volumesByPod = new Map<UniquePodName, Map<UniqueVolumeName, VolumeRecord>>();
+  /** `volumes` sorted by name; undefined after a volume was added or removed. */
+  private sorted: VolumeRecord[] | undefined;
+  /** Bumped by every method that may change the books. */
+  private changes = 0;
+
+  generation(): number {
+    return this.changes;
+  }
   /** volume → pod → podUID, for pods added by reconstruction and not yet mounted for sure. */
   private readonly foundDuringReconstruction = new Map<UniqueVolumeName, Map<UniquePodName, string>>();
 
@@ -185,11 +200,13 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
 
   /** A known volume only gets its devicePath overwritten: state, attachability and pods stay. */
   private addVolume(volumeName: UniqueVolumeName, spec: Spec, pluginName: string, devicePath: string, attachability: Attachability): void {
+    this.changes++;
     const existing = this.volumes.get(volumeName);
     if (existing !== undefined) {
       existing.devicePath = devicePath;
       return;
     }
+    this.sorted = undefined;
     this.volumes.set(volumeName, {
       volumeName,
       spec,
@@ -208,12 +225,14 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
   }
 
   deleteVolume(volumeName: UniqueVolumeName): void {
+    this.changes++;
     const v = this.volumes.get(volumeName);
     if (v === undefined) return;
     if (v.mountedPods.size > 0) {
       throw new AswError(`failed to DeleteVolume ${JSON.stringify(volumeName)}, it still has ${v.mountedPods.size} mountedPods`);
     }
     this.volumes.delete(volumeName);
+    this.sorted = undefined;
     this.foundDuringReconstruction.delete(volumeName);
   }
 
@@ -234,6 +253,7 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
    * foundDuringReconstruction.
    */
   private addPodToVolume(opts: MarkVolumeOpts): void {
+    this.changes++;
     const v = this.volumes.get(opts.volumeName);
     if (v === undefined) {
       throw new AswError(`no volume with the name ${JSON.stringify(opts.volumeName)} exists in the list of attached volumes`);
@@ -249,6 +269,7 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
         volumeMountState: opts.volumeMountState,
         seLinuxMountContext: opts.seLinuxMountContext,
       });
+      this.indexPod(opts.podName, v);
     } else {
       existing.volumeMountState = opts.volumeMountState;
     }
@@ -259,15 +280,34 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
 
   /** kubelet's DeletePodFromVolume: throws when the volume is absent; an absent pod is a no-op. */
   markVolumeAsUnmounted(podName: UniquePodName, volumeName: UniqueVolumeName): void {
+    this.changes++;
     const v = this.volumes.get(volumeName);
     if (v === undefined) {
       throw new AswError(`no volume with the name ${JSON.stringify(volumeName)} exists in the list of attached volumes`);
     }
     v.mountedPods.delete(podName);
+    this.unindexPod(podName, volumeName);
     this.foundDuringReconstruction.get(volumeName)?.delete(podName);
   }
 
+  private indexPod(podName: UniquePodName, v: VolumeRecord): void {
+    let byVolume = this.volumesByPod.get(podName);
+    if (byVolume === undefined) {
+      byVolume = new Map();
+      this.volumesByPod.set(podName, byVolume);
+    }
+    byVolume.set(v.volumeName, v);
+  }
+
+  private unindexPod(podName: UniquePodName, volumeName: UniqueVolumeName): void {
+    const byVolume = this.volumesByPod.get(podName);
+    if (byVolume === undefined) return;
+    byVolume.delete(volumeName);
+    if (byVolume.size === 0) this.volumesByPod.delete(podName);
+  }
+
   checkAndMarkVolumeAsUncertainViaReconstruction(opts: MarkVolumeOpts): boolean {
+    this.changes++;
     const v = this.volumes.get(opts.volumeName);
     if (v === undefined) return false;
     const pod = v.mountedPods.get(opts.podName);
@@ -304,6 +344,7 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
     deviceMountPath: string,
     seLinuxMountContext: string,
   ): void {
+    this.changes++;
     const v = this.volumes.get(volumeName);
     if (v === undefined) {
       throw new AswError(`no volume with the name ${JSON.stringify(volumeName)} exists in the list of attached volumes`);
@@ -344,12 +385,14 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
   }
 
   updateReconstructedDevicePath(volumeName: UniqueVolumeName, devicePath: string): void {
+    this.changes++;
     const v = this.volumes.get(volumeName);
     if (v === undefined || v.deviceMountState !== 'DeviceMountUncertain') return;
     v.devicePath = devicePath;
   }
 
   updateReconstructedVolumeAttachability(volumeName: UniqueVolumeName, attachable: boolean): void {
+    this.changes++;
     const v = this.volumes.get(volumeName);
     if (v === undefined || v.attachability !== 'Uncertain') return;
     v.attachability = attachable ? 'True' : 'False';
@@ -375,7 +418,7 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
 
   /** Matches the pod's volumeSpec.Name(), as kubelet does. */
   volumeExistsWithSpecName(podName: UniquePodName, name: string): boolean {
-    for (const v of this.volumes.values()) {
+    for (const v of this.volumesByPod.get(podName)?.values() ?? []) {
       const pod = v.mountedPods.get(podName);
       if (pod !== undefined && specName(pod.volumeSpec) === name) return true;
     }
@@ -396,11 +439,17 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
   }
 
   getAllMountedVolumes(): MountedVolume[] {
-    return this.mountedWhere((s) => s === 'VolumeMounted' || s === 'VolumeMountUncertain');
+    return this.mountedWhere(isPossiblyMounted);
   }
 
   getPossiblyMountedVolumesForPod(podName: UniquePodName): MountedVolume[] {
-    return this.getAllMountedVolumes().filter((m) => m.podName === podName);
+    const volumes = [...(this.volumesByPod.get(podName)?.values() ?? [])].sort((a, b) => cmp(a.volumeName, b.volumeName));
+    const out: MountedVolume[] = [];
+    for (const v of volumes) {
+      const p = v.mountedPods.get(podName);
+      if (p !== undefined && isPossiblyMounted(p.volumeMountState)) out.push(mountedVolumeOf(v, p));
+    }
+    return out;
   }
 
   getGloballyMountedVolumes(): AttachedVolume[] {
@@ -416,29 +465,41 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
   private mountedWhere(pred: (s: VolumeMountState) => boolean): MountedVolume[] {
     const out: MountedVolume[] = [];
     for (const v of this.sortedVolumes()) {
-      for (const p of [...v.mountedPods.values()].sort((a, b) => cmp(a.podName, b.podName))) {
-        if (!pred(p.volumeMountState)) continue;
-        out.push({
-          podName: p.podName,
-          podUID: p.podUID,
-          volumeName: v.volumeName,
-          innerVolumeSpecName: p.innerVolumeSpecName,
-          outerVolumeSpecName: p.outerVolumeSpecName,
-          pluginName: v.pluginName,
-          volumeSpec: p.volumeSpec,
-          volumeMountState: p.volumeMountState,
-          seLinuxMountContext: p.seLinuxMountContext,
-          deviceMountPath: v.deviceMountPath,
-        });
+      const pods = v.mountedPods.size === 1 ? v.mountedPods.values() : [...v.mountedPods.values()].sort((a, b) => cmp(a.podName, b.podName));
+      for (const p of pods) {
+        if (pred(p.volumeMountState)) out.push(mountedVolumeOf(v, p));
       }
     }
     return out;
   }
 
-  /** Sorted by name so that every pass of the reconciler is deterministic. */
-  private sortedVolumes(): VolumeRecord[] {
-    return [...this.volumes.values()].sort((a, b) => cmp(a.volumeName, b.volumeName));
+  /**
+   * Sorted by name so that every pass of the reconciler is deterministic. The sort is kept until a
+   * volume is added or removed (callers only read the array).
+   */
+  private sortedVolumes(): readonly VolumeRecord[] {
+    this.sorted ??= [...this.volumes.values()].sort((a, b) => cmp(a.volumeName, b.volumeName));
+    return this.sorted;
   }
+}
+
+function isPossiblyMounted(s: VolumeMountState): boolean {
+  return s === 'VolumeMounted' || s === 'VolumeMountUncertain';
+}
+
+function mountedVolumeOf(v: VolumeRecord, p: PodRecord): MountedVolume {
+  return {
+    podName: p.podName,
+    podUID: p.podUID,
+    volumeName: v.volumeName,
+    innerVolumeSpecName: p.innerVolumeSpecName,
+    outerVolumeSpecName: p.outerVolumeSpecName,
+    pluginName: v.pluginName,
+    volumeSpec: p.volumeSpec,
+    volumeMountState: p.volumeMountState,
+    seLinuxMountContext: p.seLinuxMountContext,
+    deviceMountPath: v.deviceMountPath,
+  };
 }
 
 function attachedVolumeOf(v: VolumeRecord): AttachedVolume {

@@ -41,6 +41,13 @@ export interface PopulatorDeps {
  */
 export const POPULATOR_ERROR_REPEAT_MS = 60_000;
 
+/** A pod whose every volume was added to the DSW (kubelet's processedPods), and from what. */
+interface ProcessedPod {
+  readonly pod: Pod;
+  /** The cluster view's objectsVersion at that pass. */
+  readonly version: number;
+}
+
 /** The last "Error processing volume" line written for one pod volume. */
 interface LoggedVolumeError {
   readonly msg: string;
@@ -60,6 +67,18 @@ class Populator implements DesiredStateOfWorldPopulator {
   private lastListError: string | undefined;
   /** By pod name, then pod volume name: the last error line written, while the volume keeps failing. */
   private readonly volumeErrors = new Map<UniquePodName, Map<string, LoggedVolumeError>>();
+  /**
+   * Pods resolved without an error, under which objects version. Such a pod is not resolved again
+   * while the Pod object and the version stay the same: every answer would be the same, so the DSW
+   * would be too. This keeps an idle pass from costing every pod's lookups (kubelet skips
+   * processed pods too, until a pod sync asks to reprocess them).
+   */
+  private readonly processed = new Map<UniquePodName, ProcessedPod>();
+  /**
+   * The objects version of the last pass that resolved every pod without an error and removed the
+   * pods that were gone: while the view reports it again, a pass has nothing to do.
+   */
+  private settledVersion: number | undefined;
 
   constructor(private readonly deps: PopulatorDeps) {}
 
@@ -85,28 +104,41 @@ class Populator implements DesiredStateOfWorldPopulator {
       logger.info('API server reachable again: listing pods');
       this.lastListError = undefined;
     }
+    const version = cluster.objectsVersion?.();
+    if (version !== undefined && version === this.settledVersion) return;
+    this.settledVersion = undefined;
+    let settled = version !== undefined;
     const seen = new Set<UniquePodName>();
     for (const pod of [...pods].sort((a, b) => (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0))) {
       const podName = pod.uid as UniquePodName;
       seen.add(podName);
+      const done = this.processed.get(podName);
+      if (done !== undefined && done.pod === pod && done.version === version) continue;
+      let allAdded = true;
       for (const volume of pod.volumes) {
         try {
           await this.addVolume(pod, podName, volume);
           this.volumeErrors.get(podName)?.delete(volume.name);
         } catch (err) {
+          allAdded = false;
           const msg = `error processing volume ${JSON.stringify(volume.name)} for pod ${pod.namespace}/${pod.name}: ${errorMessage(err)}`;
           dsw.addErrorToPod(podName, msg);
           this.logVolumeError(err, pod, podName, volume.name);
         }
       }
+      if (allAdded && version !== undefined) this.processed.set(podName, { pod, version });
+      else this.processed.delete(podName);
+      if (!allAdded) settled = false;
     }
     for (const podName of this.volumeErrors.keys()) if (!seen.has(podName)) this.volumeErrors.delete(podName);
+    for (const podName of this.processed.keys()) if (!seen.has(podName)) this.processed.delete(podName);
     for (const podName of dsw.getPods()) {
       if (seen.has(podName)) continue;
       logger.v(4).info('Removing volumes from the desired state for a pod that is gone', { podUID: podName });
       dsw.deletePod(podName);
     }
     this.added = true;
+    if (settled) this.settledVersion = version;
   }
 
   /** "Error processing volume", rate limited per pod volume and error text (see POPULATOR_ERROR_REPEAT_MS). */

@@ -509,5 +509,29 @@ describe('NestedPendingOperations', () => {
       assert.match(backoff.message, /no retries permitted for another 500 ms/);
       assert.match(alreadyExists.message, /already executing/);
     });
+
+    it('an expected refusal captures no stack frames (it is made on every pass for every busy volume) and keeps its message', async () => {
+      const h = harness();
+      const backoff = await failOnce(h, key(VOL, ''));
+      h.npo.run(key(VOL2, ''), new ManualOperation());
+      const alreadyExists = (() => {
+        try {
+          h.npo.run(key(VOL2, POD_A), new ManualOperation());
+        } catch (err) {
+          return err;
+        }
+        return undefined;
+      })();
+      assert.ok(alreadyExists instanceof AlreadyExistsError);
+      for (const err of [alreadyExists, backoff]) {
+        assert.ok(err instanceof Error);
+        assert.equal(err.stack, `${err.name}: ${err.message}`, 'the stack is the header only');
+      }
+      assert.equal(
+        alreadyExists.message,
+        `failed to create operation "volume_mount" for volume "${VOL2}" pod "${POD_A}": an operation for volume "${VOL2}" is already executing`,
+      );
+      assert.ok(new Error('x').stack?.includes('\n    at '), 'other errors still capture their frames');
+    });
   });
 });

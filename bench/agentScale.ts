@@ -1,0 +1,528 @@
+/**
+ * Agent bench (`npm run bench`, after the audit cases): `nodevol agent` with `nodevol mock-driver`
+ * at N pods x 1 volume (N = 100 and 1,000; BENCH_AGENT_N=100 runs one size), against the driver
+ * floor (bench/driverFloor.ts: a plain gRPC client process making the same NodeStage +
+ * NodePublish, then NodeUnpublish + NodeUnstage calls straight to the same driver, with kubelet's
+ * concurrency). Whole processes, the way a user meets them, in a private mount namespace (root
+ * only; skipped with a line saying why otherwise). For each N, in one run:
+ *   1. the driver starts on a fresh node and provisions N volumes; PVs and PVCs are written;
+ *   2. the floor runs (up, then down); what it left on disk is removed;
+ *   3. the agent starts (CSIDriver attachRequired: false, so nothing waits for an attach/detach
+ *      controller) and is ready; the N pod manifests are renamed into the cluster dir at once;
+ *      "up" ends when the mount table shows N staged and N published volumes;
+ *   4. idle: the agent's CPU time over BENCH_AGENT_IDLE_S (default 10) seconds, and its RSS;
+ *   5. restart: SIGKILL, a new agent, time until /readyz answers 200; then until it has mounted
+ *      the N reconstructed (uncertain) volumes again, as kubelet does;
+ *   6. down: the pod manifests are deleted at once; "down" ends when no mount is left.
+ * The CPU time of the agent and the driver in each phase is printed too, to show which one the
+ * time goes to. A benchmark, not a test: misses are printed, the exit code stays 0; a broken setup
+ * (a process that fails, a phase that never finishes) exits non-zero.
+ *
+ *   node dist/bench/agentScale.js            (outer: checks, enters a mount namespace, cleans up)
+ *   node dist/bench/agentScale.js --inside <base dir>
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rename, rm, unlink, writeFile } from 'node:fs/promises';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { stringify } from 'yaml';
+import { derivedPodUID } from '../src/adapters/node/clusterDir.js';
+import { GrpcCsiClient } from '../src/csi/grpc/client.js';
+import type { VolumeCapability } from '../src/csi/types.js';
+import { NodeDisk } from '../src/testing/e2e/nodeDisk.js';
+import { nodevolArgv } from '../src/testing/e2e/paths.js';
+import type { FloorRequest, FloorResult, FloorVolume } from './driverFloor.js';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const DRIVER = 'bench.csi.nodevol.io';
+const DEFAULT_SIZES = [100, 1000];
+const DEFAULT_IDLE_S = 10;
+const POLL_MS = 20;
+/** Targets (issue 10), checked at the largest N measured. */
+const TARGET = { upRatio: 1.5, downRatio: 1.5, idleCpuPct: 1, rssMB: 150, restartReadyMs: 2000, upScale: 12 } as const;
+const MOUNT_CAP: VolumeCapability = { mount: { fsType: '', mountFlags: [], volumeMountGroup: '' }, accessMode: { mode: 'SINGLE_NODE_WRITER' } };
+
+// ---- process accounting ------------------------------------------------------------------------
+
+const CLK_TCK = ((): number => {
+  const r = spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' });
+  const n = Number(r.stdout?.trim());
+  return Number.isInteger(n) && n > 0 ? n : 100;
+})();
+
+/** User + system CPU time of a process, in ms. */
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces) start after the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+}
+
+/** VmRSS and VmHWM (peak) of a process, in MB. */
+function memoryMB(pid: number): { rss: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+  return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Polls `check` every POLL_MS until it returns true; throws naming `what` after `timeoutMs`. */
+async function until(what: string, timeoutMs: number, check: () => boolean | Promise<boolean>, progress?: () => string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let nextReport = Date.now() + 30_000;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`agent bench: ${what}: not done within ${timeoutMs} ms${progress === undefined ? '' : ` (${progress()})`}`);
+    if (progress !== undefined && Date.now() > nextReport) {
+      process.stderr.write(`  ... waiting for ${what}: ${progress()}\n`);
+      nextReport = Date.now() + 30_000;
+    }
+    await sleep(POLL_MS);
+  }
+}
+
+class Proc {
+  readonly child: ChildProcess;
+  readonly exited: Promise<number | string>;
+  #done = false;
+
+  constructor(
+    readonly name: string,
+    argv: readonly string[],
+    logFile: string,
+  ) {
+    const fd = openSync(logFile, 'a');
+    const [cmd, ...args] = argv;
+    if (cmd === undefined) throw new Error(`${name}: empty argv`);
+    this.child = spawn(cmd, args, { stdio: ['ignore', fd, fd] });
+    closeSync(fd);
+    this.exited = new Promise((resolve) => {
+      this.child.once('exit', (code, signal) => {
+        this.#done = true;
+        resolve(code ?? signal ?? 'unknown');
+      });
+    });
+  }
+
+  get pid(): number {
+    if (this.child.pid === undefined) throw new Error(`${this.name} did not start`);
+    return this.child.pid;
+  }
+
+  get running(): boolean {
+    return !this.#done;
+  }
+
+  async stop(signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 20_000): Promise<number | string> {
+    if (this.running) this.child.kill(signal);
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), timeoutMs);
+    try {
+      return await this.exited;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+// ---- the mount table ---------------------------------------------------------------------------
+
+/** Mount points under the node's staging dirs and pods dir, from this namespace's mount table. */
+function countMounts(disk: NodeDisk): { staged: number; published: number } {
+  const staging = `${disk.layout.csiDriverDir(DRIVER)}/`;
+  const pods = `${disk.layout.podsDir()}/`;
+  let staged = 0;
+  let published = 0;
+  for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) {
+    const mountPoint = line.split(' ')[4];
+    if (mountPoint === undefined) continue;
+    if (mountPoint.startsWith(staging)) staged++;
+    else if (mountPoint.startsWith(pods)) published++;
+  }
+  return { staged, published };
+}
+
+// ---- one size ----------------------------------------------------------------------------------
+
+interface PhaseCpu {
+  readonly agentMs: number;
+  readonly driverMs: number;
+}
+
+interface SizeResult {
+  readonly n: number;
+  readonly floor: FloorResult;
+  readonly floorDriverCpuMs: { up: number; down: number };
+  readonly upMs: number;
+  readonly upCpu: PhaseCpu;
+  readonly idleCpuPct: number;
+  readonly rssMB: number;
+  readonly peakRssMB: number;
+  readonly restartReadyMs: number;
+  readonly remountMs: number;
+  readonly downMs: number;
+  readonly downCpu: PhaseCpu;
+  /** Failed operations (retried with backoff): up + idle, and restart + down. */
+  readonly agentFailures: { readonly first: number; readonly restarted: number };
+}
+
+function podName(i: number): string {
+  return `pod-${String(i).padStart(5, '0')}`;
+}
+
+function pvName(i: number): string {
+  return `pv-${String(i).padStart(5, '0')}`;
+}
+
+function podManifest(disk: NodeDisk, i: number): string {
+  return stringify({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: podName(i), namespace: 'default' },
+    spec: {
+      nodeName: disk.nodeName,
+      containers: [{ name: 'app', image: 'registry.k8s.io/pause:3.10', volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
+      volumes: [{ name: 'data', persistentVolumeClaim: { claimName: pvName(i) } }],
+    },
+  });
+}
+
+async function mapLimit<T>(items: readonly T[], limit: number, fn: (item: T, i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      await fn(items[i] as T, i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
+async function readyzOk(address: string): Promise<boolean> {
+  try {
+    const res = await fetch(`http://${address}/readyz`, { signal: AbortSignal.timeout(1000) });
+    await res.text();
+    return res.status === 200;
+  } catch {
+    return false;
+  }
+}
+
+/** Sum of storage_operation_duration_seconds_count over the series whose labels include all of `labels`. */
+async function operationCount(address: string, ...labels: string[]): Promise<number> {
+  const res = await fetch(`http://${address}/metrics`, { signal: AbortSignal.timeout(2000) });
+  let n = 0;
+  for (const line of (await res.text()).split('\n')) {
+    if (!line.startsWith('storage_operation_duration_seconds_count{')) continue;
+    if (!labels.every((l) => line.includes(l))) continue;
+    n += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return n;
+}
+
+/** Successful volume_mount operations. */
+function mountsDone(address: string): Promise<number> {
+  return operationCount(address, 'operation_name="volume_mount"', 'status="success"');
+}
+
+/** Failed operations of any kind. */
+function failedOperations(address: string): Promise<number> {
+  return operationCount(address, 'status="fail-unknown"');
+}
+
+async function startAgent(disk: NodeDisk, logName: string): Promise<{ agent: Proc; address: string; readyMs: number }> {
+  const t0 = performance.now();
+  const argv = disk.agentArgv({ nodeStatusUpdateFrequency: '10s', shutdownGracePeriod: '5s' });
+  // BENCH_AGENT_PROF=<dir>: a V8 CPU profile of each agent, written when it exits.
+  const profDir = process.env.BENCH_AGENT_PROF;
+  if (profDir !== undefined && profDir !== '') argv.splice(1, 0, '--cpu-prof', '--cpu-prof-dir', path.resolve(profDir));
+  const agent = new Proc('agent', argv, disk.logFile(logName));
+  let address: string | undefined;
+  await until(`the agent (${logName}) to be ready`, 120_000, async () => {
+    if (!agent.running) throw new Error(`agent exited early (${String(await agent.exited)}): ${(await disk.readLog(logName)).slice(-2000)}`);
+    address ??= await disk.agentMetricsAddress(logName);
+    return address !== undefined && (await readyzOk(address));
+  });
+  return { agent, address: address as string, readyMs: performance.now() - t0 };
+}
+
+async function runSize(n: number, idleS: number): Promise<SizeResult> {
+  const disk = await NodeDisk.create({ prefix: `agent-${n}-` });
+  const phaseTimeoutMs = Math.max(120_000, n * 1_500);
+  const endpoint = `unix://${disk.driverSocket(DRIVER)}`;
+  const driver = new Proc(
+    'driver',
+    nodevolArgv('mock-driver', '--endpoint', endpoint, '--node-id', disk.nodeName, '--driver-name', DRIVER, '--state-dir', disk.driverStateDir, '--root-dir', disk.rootDir),
+    disk.logFile('driver'),
+  );
+  let agent: Proc | undefined;
+  try {
+    // 1. the driver, N volumes, their PVs and PVCs
+    await disk.writeCsiDriver({ name: DRIVER, attachRequired: false });
+    const client = new GrpcCsiClient(endpoint, { timeoutMs: 600_000 });
+    try {
+      await until('the mock driver to serve', 30_000, async () => {
+        if (!driver.running) throw new Error(`mock driver exited: ${(await disk.readLog('driver')).slice(-2000)}`);
+        if (!existsSync(disk.driverSocket(DRIVER))) return false;
+        return client.identity.probe().then(
+          () => true,
+          () => false,
+        );
+      });
+      const ids: string[] = new Array<string>(n);
+      await mapLimit(
+        Array.from({ length: n }, (_, i) => i),
+        16,
+        async (i) => {
+          const res = await client.controller.createVolume({ name: pvName(i), volumeCapabilities: [MOUNT_CAP] });
+          if (res.volume === null || res.volume.volumeId === '') throw new Error(`CreateVolume ${pvName(i)}: no volume`);
+          ids[i] = res.volume.volumeId;
+        },
+      );
+      for (let i = 0; i < n; i++) await disk.writePersistentVolume({ name: pvName(i), driver: DRIVER, volumeHandle: ids[i] as string });
+
+      // 2. the floor
+      const volumes: FloorVolume[] = ids.map((volumeId, i) => ({
+        volumeId,
+        stagingTargetPath: disk.layout.csiDeviceMountPath(DRIVER, volumeId),
+        targetPath: disk.layout.csiPodMountPath(derivedPodUID('default', podName(i)), pvName(i)),
+      }));
+      const request: FloorRequest = { endpoint, volumes };
+      const requestFile = path.join(disk.base, 'floor-request.json');
+      await writeFile(requestFile, JSON.stringify(request));
+      const driverCpu0 = cpuMs(driver.pid);
+      const floorRun = spawnSync(process.execPath, [path.join(HERE, 'driverFloor.js'), requestFile], { encoding: 'utf8', maxBuffer: 16 << 20, timeout: phaseTimeoutMs * 2 });
+      if (floorRun.status !== 0) throw new Error(`driver floor exited ${String(floorRun.status ?? floorRun.signal)}: ${floorRun.stderr.slice(-2000)}`);
+      const floor = JSON.parse(floorRun.stdout.trim()) as FloorResult;
+      const floorDriverMs = cpuMs(driver.pid) - driverCpu0;
+      const left = countMounts(disk);
+      if (left.staged + left.published > 0) throw new Error(`the floor left mounts behind: ${JSON.stringify(left)}`);
+      // What the floor created would look like pod directories to reconstruct: start clean.
+      await rm(disk.layout.podsDir(), { recursive: true });
+      await mkdir(disk.layout.podsDir());
+      await rm(disk.layout.csiDriverDir(DRIVER), { recursive: true, force: true });
+      const floorDriverCpuMs = { up: floorDriverMs * (floor.upMs / (floor.upMs + floor.downMs)), down: floorDriverMs * (floor.downMs / (floor.upMs + floor.downMs)) };
+
+      // 3. the agent: ready, then every pod at once
+      const started = await startAgent(disk, 'agent');
+      agent = started.agent;
+      const pendingDir = path.join(disk.base, 'pending');
+      await mkdir(pendingDir);
+      const files: string[] = [];
+      for (let i = 0; i < n; i++) {
+        const file = `pod-default-${podName(i)}.yaml`;
+        await writeFile(path.join(pendingDir, file), podManifest(disk, i));
+        files.push(file);
+      }
+      const cpuBefore = { agentMs: cpuMs(agent.pid), driverMs: cpuMs(driver.pid) };
+      const upStart = performance.now();
+      for (const f of files) await rename(path.join(pendingDir, f), path.join(disk.manifestsDir, f));
+      const progress = (): string => JSON.stringify(countMounts(disk));
+      await until(`${n} volumes staged and published`, phaseTimeoutMs, () => {
+        const m = countMounts(disk);
+        return m.staged === n && m.published === n;
+      }, progress);
+      const upMs = performance.now() - upStart;
+      const upCpu = { agentMs: cpuMs(agent.pid) - cpuBefore.agentMs, driverMs: cpuMs(driver.pid) - cpuBefore.driverMs };
+
+      // 4. idle
+      await until('the agent to record every mount', phaseTimeoutMs, async () => (await mountsDone(started.address)) >= n);
+      await sleep(3_000);
+      const idle0 = cpuMs(agent.pid);
+      await sleep(idleS * 1000);
+      const idleCpuPct = ((cpuMs(agent.pid) - idle0) / (idleS * 1000)) * 100;
+      const mem = memoryMB(agent.pid);
+      const firstFailures = await failedOperations(started.address);
+
+      // 5. restart: kill -9, a new agent until ready, then until it has mounted everything again
+      // (A profiled agent is stopped with SIGTERM, or its profile would be lost.)
+      await agent.stop(process.env.BENCH_AGENT_PROF === undefined ? 'SIGKILL' : 'SIGTERM');
+      const restarted = await startAgent(disk, 'agent-restarted');
+      agent = restarted.agent;
+      const remountStart = performance.now();
+      await until('the restarted agent to mount the reconstructed volumes again', phaseTimeoutMs, async () => (await mountsDone(restarted.address)) >= n);
+      const remountMs = performance.now() - remountStart;
+
+      // 6. down: every pod deleted at once
+      const downBefore = { agentMs: cpuMs(agent.pid), driverMs: cpuMs(driver.pid) };
+      const downStart = performance.now();
+      for (const f of files) await unlink(path.join(disk.manifestsDir, f));
+      await until(`${n} volumes unpublished and unstaged`, phaseTimeoutMs, () => {
+        const m = countMounts(disk);
+        return m.staged === 0 && m.published === 0;
+      }, progress);
+      const downMs = performance.now() - downStart;
+      const downCpu = { agentMs: cpuMs(agent.pid) - downBefore.agentMs, driverMs: cpuMs(driver.pid) - downBefore.driverMs };
+      const restartedFailures = await failedOperations(restarted.address);
+
+      return {
+        n,
+        floor,
+        floorDriverCpuMs,
+        upMs,
+        upCpu,
+        idleCpuPct,
+        rssMB: mem.rss,
+        peakRssMB: mem.peak,
+        restartReadyMs: restarted.readyMs,
+        remountMs,
+        downMs,
+        downCpu,
+        agentFailures: { first: firstFailures, restarted: restartedFailures },
+      };
+    } finally {
+      client.close();
+    }
+  } finally {
+    if (agent !== undefined) await agent.stop('SIGTERM');
+    await driver.stop('SIGTERM');
+    if (process.env.BENCH_AGENT_KEEP === undefined) {
+      // Refused while something is still mounted (a phase that failed): the namespace's end unmounts it, and the outer process removes the disk.
+      await disk.cleanup().catch((err: unknown) => process.stderr.write(`agent bench: ${(err instanceof Error ? err.message : String(err)).slice(0, 300)}…\n`));
+    } else {
+      process.stderr.write(`agent bench: kept ${disk.base}\n`);
+    }
+  }
+}
+
+// ---- printing ----------------------------------------------------------------------------------
+
+const s = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
+const x = (r: number): string => `${r.toFixed(2)}x`;
+const verdict = (ok: boolean): string => (ok ? 'meets' : 'MISSES');
+
+function print(results: readonly SizeResult[]): void {
+  console.log('');
+  console.log('agent + mock driver, N pods x 1 volume (whole processes, private mount namespace; one run per N)');
+  const head = ['N', 'floor up', 'agent up', 'ratio', 'floor down', 'agent down', 'ratio', 'idle CPU', 'RSS', 'peak RSS', 'restart->ready', 'remount'];
+  const widths = [6, 10, 10, 7, 11, 11, 7, 9, 8, 9, 15, 9];
+  const line = (cells: readonly string[]): string => cells.map((c, i) => c.padStart(widths[i] ?? 8)).join(' ');
+  console.log(line(head));
+  for (const r of results) {
+    console.log(
+      line([
+        String(r.n),
+        s(r.floor.upMs),
+        s(r.upMs),
+        x(r.upMs / r.floor.upMs),
+        s(r.floor.downMs),
+        s(r.downMs),
+        x(r.downMs / r.floor.downMs),
+        `${r.idleCpuPct.toFixed(2)} %`,
+        `${r.rssMB.toFixed(0)} MB`,
+        `${r.peakRssMB.toFixed(0)} MB`,
+        s(r.restartReadyMs),
+        s(r.remountMs),
+      ]),
+    );
+  }
+  console.log('CPU time per phase (who the time goes to):');
+  for (const r of results) {
+    if (r.agentFailures.first + r.agentFailures.restarted > 0) {
+      console.log(`  N=${r.n}: failed agent operations (retried after a backoff): ${r.agentFailures.first} up to idle, ${r.agentFailures.restarted} from the restart to the end of down`);
+    }
+    if (r.floor.retries > 0) console.log(`  N=${r.n}: the floor retried ${r.floor.retries} failed call(s) at once; the first error: ${r.floor.firstError ?? ''}`);
+    console.log(
+      `  N=${r.n}: floor up: driver ${s(r.floorDriverCpuMs.up)}; agent up: agent ${s(r.upCpu.agentMs)}, driver ${s(r.upCpu.driverMs)}; ` +
+        `floor down: driver ${s(r.floorDriverCpuMs.down)}; agent down: agent ${s(r.downCpu.agentMs)}, driver ${s(r.downCpu.driverMs)}`,
+    );
+  }
+  const last = results[results.length - 1];
+  if (last === undefined) return;
+  console.log(`targets (at N=${last.n}):`);
+  const target = (label: string, value: string, ok: boolean): void => console.log(`  ${label.padEnd(40)}${value.padStart(12)}   ${verdict(ok)}`);
+  target(`up / floor <= ${TARGET.upRatio}`, x(last.upMs / last.floor.upMs), last.upMs / last.floor.upMs <= TARGET.upRatio);
+  target(`down / floor <= ${TARGET.downRatio}`, x(last.downMs / last.floor.downMs), last.downMs / last.floor.downMs <= TARGET.downRatio);
+  target(`idle agent CPU <= ${TARGET.idleCpuPct} % of a core`, `${last.idleCpuPct.toFixed(2)} %`, last.idleCpuPct <= TARGET.idleCpuPct);
+  target(`agent RSS (idle) <= ${TARGET.rssMB} MB`, `${last.rssMB.toFixed(0)} MB`, last.rssMB <= TARGET.rssMB);
+  target(`restart -> ready <= ${TARGET.restartReadyMs / 1000} s`, s(last.restartReadyMs), last.restartReadyMs <= TARGET.restartReadyMs);
+  const small = results.find((r) => r.n === 100);
+  const big = results.find((r) => r.n === 1000);
+  if (small !== undefined && big !== undefined) {
+    const scale = big.upMs / small.upMs;
+    target(`up(1000) / up(100) <= ${TARGET.upScale}`, x(scale), scale <= TARGET.upScale);
+    const floorScale = big.floor.upMs / small.floor.upMs;
+    console.log(`  (the floor's own up(1000) / up(100): ${x(floorScale)})`);
+  }
+}
+
+// ---- entry points ------------------------------------------------------------------------------
+
+function sizesFromEnv(): number[] {
+  const raw = process.env.BENCH_AGENT_N;
+  if (raw === undefined || raw === '') return DEFAULT_SIZES;
+  const sizes = raw.split(',').map((v) => Number(v.trim()));
+  if (sizes.some((v) => !Number.isInteger(v) || v <= 0)) throw new Error(`BENCH_AGENT_N=${JSON.stringify(raw)}: want positive integers, comma separated`);
+  return sizes;
+}
+
+function idleFromEnv(): number {
+  const v = Number(process.env.BENCH_AGENT_IDLE_S ?? DEFAULT_IDLE_S);
+  return Number.isFinite(v) && v > 0 ? v : DEFAULT_IDLE_S;
+}
+
+async function inside(): Promise<void> {
+  const results: SizeResult[] = [];
+  const failures: string[] = [];
+  for (const n of sizesFromEnv()) {
+    process.stderr.write(`agent bench: N=${n} ...\n`);
+    try {
+      const r = await runSize(n, idleFromEnv());
+      results.push(r);
+      process.stderr.write(`agent bench: N=${n}: ${JSON.stringify(r)}\n`);
+    } catch (err) {
+      // A broken setup at one size (e.g. a driver too slow to answer) must not hide the others.
+      failures.push(`N=${n}: ${(err instanceof Error ? err.message : String(err)).slice(0, 600)}`);
+    }
+  }
+  print(results);
+  for (const f of failures) console.log(`agent bench FAILED at ${f}`);
+  if (failures.length > 0) process.exitCode = 1;
+}
+
+/** Why the bench cannot run here, or undefined when it can. */
+function unavailable(): string | undefined {
+  if (process.platform !== 'linux') return `needs Linux (this is ${process.platform})`;
+  if (process.getuid?.() !== 0) return 'needs root (mount namespaces and bind mounts)';
+  const probe = spawnSync('unshare', ['--mount', '--propagation', 'private', 'true'], { encoding: 'utf8' });
+  if (probe.error !== undefined) return `unshare(1) not available: ${probe.error.message}`;
+  if (probe.status !== 0) return `cannot create a private mount namespace: ${probe.stderr.trim()}`;
+  return undefined;
+}
+
+async function outer(): Promise<void> {
+  const why = unavailable();
+  if (why !== undefined) {
+    console.log(`\nagent + mock driver bench: skipped: ${why}`);
+    return;
+  }
+  sizesFromEnv(); // a bad BENCH_AGENT_N fails here, before anything starts
+  const base = await mkdtemp(path.join(os.tmpdir(), 'nodevol-agent-bench-'));
+  try {
+    // Every mount the driver makes lives and dies with this namespace: the disk is removed after it ended.
+    const r = spawnSync('unshare', ['--mount', '--propagation', 'private', '--fork', '--kill-child', process.execPath, fileURLToPath(import.meta.url), '--inside'], {
+      stdio: 'inherit',
+      env: { ...process.env, TMPDIR: base },
+    });
+    if (r.error !== undefined) throw r.error;
+    if (r.status !== 0) process.exitCode = 1;
+  } finally {
+    if (process.env.BENCH_AGENT_KEEP === undefined) await rm(base, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[2] === '--inside') {
+  inside().catch((err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exitCode = 1;
+  });
+} else {
+  outer().catch((err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exitCode = 1;
+  });
+}

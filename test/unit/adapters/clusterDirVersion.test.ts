@@ -1,0 +1,71 @@
+// ClusterDirView.objectsVersion (what lets the populator skip pods it already resolved): the same
+// value while the manifests do not change, a new one once a manifest changed - and the getters
+// answer from the snapshot that version names.
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { ClusterDirView } from '../../../src/adapters/node/clusterDir.js';
+
+const POD = (name: string, claim: string): string => `apiVersion: v1
+kind: Pod
+metadata: { name: ${name}, namespace: default }
+spec:
+  nodeName: node-1
+  containers: [{ name: app, image: pause }]
+  volumes: [{ name: data, persistentVolumeClaim: { claimName: ${claim} } }]
+`;
+const PVC = (name: string, volume: string): string => `apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: { name: ${name}, namespace: default }
+spec: { volumeName: ${volume} }
+`;
+
+describe('ClusterDirView objectsVersion', () => {
+  it('stays while nothing changes and moves once a manifest changed (watching)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nodevol-clusterdir-version-'));
+    const view = new ClusterDirView({ dir, nodeName: 'node-1', watch: true });
+    try {
+      mkdirSync(join(dir, 'manifests'));
+      writeFileSync(join(dir, 'manifests', 'pod.yaml'), POD('web', 'data'));
+      writeFileSync(join(dir, 'manifests', 'pvc.yaml'), PVC('data', 'pv-1'));
+      writeFileSync(join(dir, 'node-status.json'), JSON.stringify({ volumesAttached: [], volumesInUse: [] }));
+
+      const first = await view.listPods();
+      const v1 = view.objectsVersion();
+      const again = await view.listPods();
+      assert.equal(view.objectsVersion(), v1, 'nothing changed: the same version');
+      assert.equal(again[0], first[0], 'and the same Pod object');
+
+      writeFileSync(join(dir, 'manifests', 'pvc.yaml'), PVC('data', 'pv-2'));
+      const deadline = Date.now() + 5_000;
+      while (view.objectsVersion() === v1) {
+        assert.ok(Date.now() < deadline, 'a changed manifest gives a new version within 5 s');
+        await view.listPods();
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      assert.equal((await view.getPersistentVolumeClaim('default', 'data'))?.volumeName, 'pv-2', 'the new version answers with the new claim');
+    } finally {
+      view.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('moves on every pass when not watching (each pass is a full read)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nodevol-clusterdir-version-'));
+    const view = new ClusterDirView({ dir, nodeName: 'node-1' });
+    try {
+      mkdirSync(join(dir, 'manifests'));
+      writeFileSync(join(dir, 'manifests', 'pod.yaml'), POD('web', 'data'));
+      writeFileSync(join(dir, 'node-status.json'), JSON.stringify({ volumesAttached: [], volumesInUse: [] }));
+      await view.listPods();
+      const v1 = view.objectsVersion();
+      await view.listPods();
+      assert.notEqual(view.objectsVersion(), v1);
+    } finally {
+      view.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
