@@ -25,6 +25,7 @@ import { csiSourceOf, specName } from '../volume/spec.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
 import { getVolumesFromPodDir, type PodVolume } from '../volumemanager/reconciler/podVolumes.js';
 import { reconstructVolumeSpec, type ReconstructedSpec } from '../volumemanager/reconciler/reconstructVolume.js';
+import { stuckSection, type StuckOperationsInput } from './stuckFindings.js';
 import type { AuditFailed, AuditGlobal, AuditPod, AuditReport, AuditSkipped, AuditVolume, Verdict } from './report.js';
 
 export interface AuditInput {
@@ -43,6 +44,8 @@ export interface AuditInput {
   readonly mountTableSource?: string;
   /** The root dir as the user named it (reported as rootDir); default the layout's. */
   readonly displayRootDir?: string;
+  /** The agent's stuck operations status file, when present (see stuckFindings.ts). */
+  readonly stuckOperations?: StuckOperationsInput;
 }
 
 interface VolumeAgg {
@@ -136,6 +139,7 @@ export async function runAudit(input: AuditInput): Promise<AuditReport> {
   skipped.sort((a, b) => cmp(a.path, b.path));
 
   const count = (v: Verdict): number => out.filter((x) => x.verdict === v).length;
+  const stuck = input.stuckOperations === undefined ? undefined : stuckSection(input.stuckOperations, out, failed, input.mountTable);
   return escapeReport({
     rootDir: input.displayRootDir ?? input.layout.rootDir,
     featureGates: input.features.snapshot(),
@@ -149,9 +153,11 @@ export async function runAudit(input: AuditInput): Promise<AuditReport> {
       orphaned: count('orphaned'),
       failed: failed.length,
       skipped: skipped.length,
+      ...(stuck === undefined ? {} : { stuck: stuck.findings.length }),
     },
     mountTableProblems: input.mountTable.problems.map((p) => ({ line: p.line, error: p.error })),
     timestamp: new Date(input.nowMs).toISOString(),
+    ...(stuck === undefined ? {} : { stuckOperations: stuck }),
   });
 }
 

@@ -24,7 +24,11 @@ import { errorMessage } from '../host/fs.js';
 import { HOUSEKEEPING_PERIOD_MS, OrphanedPodDirsCleaner } from '../kubelet/orphanedPodDirs.js';
 import { KubeletLayout } from '../layout/layout.js';
 import type { LoggingFormat } from '../logging/klog.js';
+import { createStuckOperationMetrics } from '../metrics/stuckOperationMetrics.js';
 import { createVolumeManagerMetrics } from '../metrics/volumeManagerMetrics.js';
+import { podVolumeDirsNaming, StuckOperationTracker } from '../operationexecutor/stuckOperations.js';
+import type { UniqueVolumeName } from '../layout/names.js';
+import { specName } from '../volume/spec.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
 import { NODE_STATUS_UPDATE_PERIOD_MS, VolumeManager } from '../volumemanager/volumeManager.js';
 import { parseDuration } from './duration.js';
@@ -172,6 +176,22 @@ async function runAgent(flags: AgentFlags): Promise<number> {
     const tracer = trace.tracer;
     vm.executor.onOperationComplete((e) => tracer.operation(e));
   }
+  // Stuck is visible: a teardown refused for over a minute is warned about once, counted in
+  // volume_manager_stuck_operations and listed in <root-dir>/nodevol/stuck-operations.json for nodevol audit.
+  const stuck = new StuckOperationTracker({
+    clock: realClock,
+    logger,
+    metrics: createStuckOperationMetrics(promRegistry),
+    statusFile: { fs, realRootDir },
+    rootDir: realRootDir,
+    findTargets: (volumeName) => {
+      const attached = vm.asw.getAttachedVolume(volumeName as UniqueVolumeName);
+      const name = attached !== undefined ? specName(attached.volumeSpec) : vm.asw.getAllMountedVolumes().find((m) => m.volumeName === volumeName)?.innerVolumeSpecName;
+      return name === undefined ? Promise.resolve([]) : podVolumeDirsNaming(fs, layout, name);
+    },
+  });
+  await stuck.start();
+  vm.executor.onOperationComplete((e) => stuck.observe(e));
   const orphans = new OrphanedPodDirsCleaner({
     fs,
     layout,
