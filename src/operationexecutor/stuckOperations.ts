@@ -499,7 +499,7 @@ export function parseStuckOperationsFile(text: string, source: string): StuckOpe
       failures,
       lastError: cut(str('lastError'), MAX_STUCK_ERROR_CHARS),
       ...(grpcCode === undefined ? {} : { grpcCode }),
-      targets: targets as string[],
+      targets,
     });
   });
   return { version: STUCK_OPERATIONS_FILE_VERSION, writtenAt, entries };
