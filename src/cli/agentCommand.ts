@@ -39,6 +39,8 @@ export const EXIT_AGENT_FAILED = 1;
 export const EXIT_AGENT_USAGE = 2;
 /** After the shutdown grace period, how long the HTTP server and driver connections get to close. */
 const HARD_STOP_MARGIN_MS = 2_000;
+/** Active resources (process.getActiveResourcesInfo) that hold a libuv thread-pool thread. */
+const THREAD_POOL_REQUESTS: ReadonlySet<string> = new Set(['FSReqCallback', 'FSReqPromise', 'GetAddrInfoReqWrap', 'GetNameInfoReqWrap']);
 
 interface AgentFlags {
   rootDir: string;
@@ -69,7 +71,7 @@ export function agentCommand(setExitCode: (code: number) => void): Command {
   addLoggingOptions(cmd);
   cmd.addHelpText(
     'after',
-    '\nExit codes: 0 stopped by SIGTERM/SIGINT; 1 failed while running; 2 could not start (bad flags, missing dirs, port in use).\n',
+    '\nExit codes: 0 stopped by SIGTERM/SIGINT; 1 failed while running; 2 could not start (bad flags, missing dirs, port in use); killed by SIGKILL (137) when a read stuck in a hung file system outlives the grace period + 2 s.\n',
   );
   cmd.action(async (flags: AgentFlags) => {
     setExitCode(await runAgent(flags));
@@ -243,6 +245,14 @@ async function runAgent(flags: AgentFlags): Promise<number> {
   const exitCode = failure === undefined ? EXIT_AGENT_OK : EXIT_AGENT_FAILED;
   const hardStop = setTimeout(() => {
     logger.error(new Error(`still running ${graceMs + HARD_STOP_MARGIN_MS} ms after ${signal}`), 'nodevol agent did not stop cleanly; exiting');
+    // process.exit() joins libuv's thread pool on the way out: a thread blocked in a hung file
+    // system never returns, and the exit would hang for ever. With such a request still pending,
+    // only a signal ends the process.
+    const stuck = process.getActiveResourcesInfo().filter((r) => THREAD_POOL_REQUESTS.has(r));
+    if (stuck.length > 0) {
+      logger.error(new Error(`${stuck.length} request(s) still pending in the thread pool: ${stuck.join(', ')}`), 'A read is stuck in a hung file system and would hold the exit; exiting by SIGKILL');
+      process.kill(process.pid, 'SIGKILL');
+    }
     process.exit(exitCode);
   }, graceMs + HARD_STOP_MARGIN_MS);
   hardStop.unref();
