@@ -166,6 +166,8 @@ export async function runAudit(input: AuditInput): Promise<AuditReport> {
  * string of the report shows their bytes as `\xNN` instead, so no output drops or mangles them.
  */
 function escapeReport(report: AuditReport): AuditReport {
+  // Almost every report has no such name: one read-only pass finds out, and nothing is rebuilt.
+  if (!hasUndecodable(report)) return report;
   const escape = (v: unknown): unknown => {
     if (typeof v === 'string') return escapeUndecodable(v);
     if (Array.isArray(v)) return v.map(escape);
@@ -174,6 +176,19 @@ function escapeReport(report: AuditReport): AuditReport {
   };
   return escape(report) as AuditReport;
 }
+
+/** Whether some string in `v` carries a byte that is not UTF-8 (see escapeUndecodable). */
+function hasUndecodable(v: unknown): boolean {
+  if (typeof v === 'string') return UNDECODABLE.test(v);
+  if (typeof v !== 'object' || v === null) return false;
+  if (Array.isArray(v)) {
+    for (const x of v) if (hasUndecodable(x)) return true;
+    return false;
+  }
+  for (const k in v) if (hasUndecodable((v as Record<string, unknown>)[k])) return true;
+  return false;
+}
+const UNDECODABLE = /[\uDC80-\uDCFF]/;
 
 /**
  * The two sources every verdict rests on - the pods dir and the CSI plugin dir - that could not

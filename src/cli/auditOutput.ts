@@ -6,7 +6,8 @@
 // prom-client and yaml are loaded only by the formats that need them: `nodevol audit` in its
 // default table format starts without either (README, Speed).
 import type { Gauge, Registry } from 'prom-client';
-import { CLUSTER_FINDING_KINDS, type ClusterAudit, type ClusterFinding } from '../audit/clusterFindings.js';
+import type { ClusterAudit, ClusterFinding } from '../audit/clusterFindings.js';
+import { CLUSTER_FINDING_KINDS } from '../audit/findingKinds.js';
 import type { AuditReport, AuditVolume, SkipReason, Verdict } from '../audit/report.js';
 import { escapeCell, escapeText } from './terminal.js';
 

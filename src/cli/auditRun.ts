@@ -5,7 +5,7 @@
 import * as path from 'node:path';
 import { runAudit, unreadSources } from '../audit/audit.js';
 import { readStuckOperations } from '../audit/stuckFindings.js';
-import { clusterAudit, type ClusterAudit } from '../audit/clusterFindings.js';
+import type { ClusterAudit } from '../audit/clusterFindings.js';
 import type { ClusterState } from '../audit/clusterState.js';
 import { EXIT_PROBLEM, EXIT_UNKNOWN, exitCodeFor, type AuditReport } from '../audit/report.js';
 import { realClock } from '../adapters/node/clock.js';
@@ -125,7 +125,7 @@ export async function collectAudit(flags: AuditRunFlags, logger: Logger, command
     });
   }
   const unread = unreadSources(report, layout);
-  const cluster = state === undefined ? undefined : clusterAudit(report, state);
+  const cluster = state === undefined ? undefined : (await import('../audit/clusterFindings.js')).clusterAudit(report, state);
   return { report, realRootDir, features, unread, ...(state !== undefined ? { state } : {}), ...(cluster !== undefined ? { cluster } : {}) };
 }
 
