@@ -63,7 +63,11 @@ interface VolumeAgg {
   readonly fallbackOnlyWithGate: string[];
 }
 
-export async function runAudit(input: AuditInput): Promise<AuditReport> {
+export async function runAudit(auditInput: AuditInput): Promise<AuditReport> {
+  // Every name the walk meets passes through readdir, realpath or readlink: noting there whether
+  // one carries a byte that is not UTF-8 tells whether the report needs escaping at all.
+  const names = observingNames(auditInput.fs);
+  const input: AuditInput = { ...auditInput, fs: names.fs };
   const gateOn = input.features.enabled(CSIGlobalMountReconstruction);
   const host = makeHost(input, input.features);
   const plugins = new VolumePluginMgr([new CsiPlugin(host)]);
@@ -140,7 +144,12 @@ export async function runAudit(input: AuditInput): Promise<AuditReport> {
 
   const count = (v: Verdict): number => out.filter((x) => x.verdict === v).length;
   const stuck = input.stuckOperations === undefined ? undefined : stuckSection(input.stuckOperations, out, failed, input.mountTable);
-  return escapeReport({
+  const mayNeedEscaping =
+    names.seen() ||
+    UNDECODABLE.test(input.realRootDir) ||
+    UNDECODABLE.test(input.displayRootDir ?? input.layout.rootDir) ||
+    (stuck !== undefined && hasUndecodable(stuck));
+  return escapeReport(mayNeedEscaping, {
     rootDir: input.displayRootDir ?? input.layout.rootDir,
     featureGates: input.features.snapshot(),
     volumes: out,
@@ -165,9 +174,9 @@ export async function runAudit(input: AuditInput): Promise<AuditReport> {
  * Names that are not UTF-8 reach the report as lone surrogates (see escapeUndecodable); every
  * string of the report shows their bytes as `\xNN` instead, so no output drops or mangles them.
  */
-function escapeReport(report: AuditReport): AuditReport {
-  // Almost every report has no such name: one read-only pass finds out, and nothing is rebuilt.
-  if (!hasUndecodable(report)) return report;
+function escapeReport(mayNeedEscaping: boolean, report: AuditReport): AuditReport {
+  // Almost no node has such a name: then nothing is rebuilt.
+  if (!mayNeedEscaping) return report;
   const escape = (v: unknown): unknown => {
     if (typeof v === 'string') return escapeUndecodable(v);
     if (Array.isArray(v)) return v.map(escape);
@@ -175,6 +184,38 @@ function escapeReport(report: AuditReport): AuditReport {
     return v;
   };
   return escape(report) as AuditReport;
+}
+
+/**
+ * `fs`, noting whether a name it returned (readdir, realpath, readlink) carries a byte that is
+ * not UTF-8. Names reach the report only through these (paths are built from them).
+ */
+function observingNames(fs: FileSystem): { readonly fs: FileSystem; seen(): boolean } {
+  let seen = false;
+  const note = (s: string): string => {
+    if (!seen && UNDECODABLE.test(s)) seen = true;
+    return s;
+  };
+  const wrapped: FileSystem = {
+    readdir: async (p) => {
+      const entries = await fs.readdir(p);
+      if (!seen) for (const e of entries) note(e.name);
+      return entries;
+    },
+    realpath: async (p) => note(await fs.realpath(p)),
+    readlink: async (p) => note(await fs.readlink(p)),
+    lstat: (p) => fs.lstat(p),
+    stat: (p) => fs.stat(p),
+    readFile: (p, maxBytes, options) => fs.readFile(p, maxBytes, options),
+    mkdir: (p, options) => fs.mkdir(p, options),
+    writeFile: (p, data, options) => fs.writeFile(p, data, options),
+    rename: (from, to) => fs.rename(from, to),
+    fsyncDir: (p) => fs.fsyncDir(p),
+    rmdir: (p) => fs.rmdir(p),
+    unlink: (p) => fs.unlink(p),
+    symlink: (target, p) => fs.symlink(target, p),
+  };
+  return { fs: wrapped, seen: () => seen };
 }
 
 /** Whether some string in `v` carries a byte that is not UTF-8 (see escapeUndecodable). */

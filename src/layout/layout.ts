@@ -6,7 +6,7 @@
  * finds each path once. No I/O happens here.
  */
 import * as path from 'node:path/posix';
-import { CSI_PLUGIN_NAME, escapeQualifiedName, sha256Hex } from './names.js';
+import { CSI_PLUGIN_NAME, escapeQualifiedName, isSafePathComponent, sha256Hex } from './names.js';
 
 /** kubelet config/defaults.go directory names. */
 export const DEFAULT_ROOT_DIR = '/var/lib/kubelet';
@@ -37,6 +37,7 @@ export class KubeletLayout {
   readonly #podsDir: string;
   readonly #pluginsDir: string;
   readonly #csiPluginDir: string;
+  readonly #csiBlockDir: string;
 
   /** @param rootDir absolute kubelet root dir, e.g. /var/lib/kubelet */
   constructor(readonly rootDir: string) {
@@ -45,6 +46,7 @@ export class KubeletLayout {
     this.#podsDir = path.join(this.rootDir, PODS_DIR_NAME);
     this.#pluginsDir = path.join(this.rootDir, PLUGINS_DIR_NAME);
     this.#csiPluginDir = path.join(this.#pluginsDir, CSI_PLUGIN_NAME);
+    this.#csiBlockDir = path.join(this.#csiPluginDir, VOLUME_DEVICES_DIR_NAME);
   }
 
   // ---- kubelet-wide (kubelet_getters.go) ----
@@ -101,6 +103,8 @@ export class KubeletLayout {
   }
   /** makeDeviceMountPath: the staging target path. */
   csiDeviceMountPath(driverName: string, volumeHandle: string): string {
+    // A driver name that is one plain path component joins as plain text (what path.join gives).
+    if (isSafePathComponent(driverName)) return `${this.#csiPluginDir}/${driverName}/${sha256Hex(volumeHandle)}/${GLOBAL_MOUNT_DIR_NAME}`;
     return path.join(this.#csiPluginDir, driverName, sha256Hex(volumeHandle), GLOBAL_MOUNT_DIR_NAME);
   }
   /** Pre-1.24 staging dir of a PV (§13). */
@@ -119,7 +123,7 @@ export class KubeletLayout {
   // ---- CSI raw block volumes (csi_block.go, csi_util.go) ----
 
   csiBlockDir(): string {
-    return this.volumeDevicePluginDir(CSI_PLUGIN_NAME);
+    return this.#csiBlockDir;
   }
   /** getVolumePluginDir: volumeDevices/<escaped spec> */
   csiBlockVolumeDir(specName: string): string {

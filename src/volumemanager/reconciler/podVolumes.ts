@@ -76,6 +76,7 @@ export async function getVolumesFromPodDir(
     logger.error(err, 'Could not read volume plugin directory', { volumePluginPath: p });
   };
 
+  const v5 = logger.enabled(5);
   for (const pod of pods) {
     if (pod.type !== 'directory') continue;
     const podDir = path.join(podsDir, pod.name);
@@ -120,7 +121,7 @@ export async function getVolumesFromPodDir(
         const pluginName = unescapeQualifiedName(plugin.name);
         for (const child of children) {
           const volumePath = path.join(pluginDir, child.name);
-          logger.v(5).info('Volume path from volume plugin directory', { podName: pod.name, volumePath });
+          if (v5) logger.v(5).info('Volume path from volume plugin directory', { podName: pod.name, volumePath });
           volumes.push({
             podName: pod.name as UniquePodName,
             volumeSpecName: child.name,
