@@ -42,6 +42,8 @@ export const MAX_STUCK_ENTRIES = 1_000;
 export const MAX_STUCK_ERROR_CHARS = 2_048;
 export const MAX_STUCK_TARGETS = 16;
 export const MAX_STUCK_FILE_BYTES = 4 * 1024 * 1024;
+/** A failure that changes no episode's state (only its count) rewrites the file at most this often. */
+export const STUCK_FILE_REFRESH_MS = 10_000;
 /** The status file, relative to the root dir. */
 export const STUCK_OPERATIONS_DIR_NAME = 'nodevol';
 export const STUCK_OPERATIONS_FILE_NAME = 'stuck-operations.json';
@@ -149,6 +151,8 @@ export class StuckOperationTracker {
   #dirty = false;
   /** Whether the status file may exist (written by this life, or maybe by a previous one). */
   #fileMayExist = true;
+  /** Clock time of the last status file write that was asked for by a count update. */
+  #lastRefreshMs = Number.NEGATIVE_INFINITY;
 
   constructor(options: StuckOperationTrackerOptions) {
     this.#o = options;
@@ -239,7 +243,12 @@ export class StuckOperationTracker {
     ep.lastError = errorText;
     ep.grpcCode = grpcCode;
     if (ep.stuck) {
-      changed = true;
+      // Only the count and the error moved: refresh the file now and then, not at every failure
+      // (a thousand stuck volumes fail every few seconds between them).
+      if (now - this.#lastRefreshMs >= STUCK_FILE_REFRESH_MS) {
+        this.#lastRefreshMs = now;
+        changed = true;
+      }
     } else if (now - ep.firstFailureMs >= this.#stuckAfterMs && this.#countStuck() < MAX_STUCK_ENTRIES) {
       ep.stuck = true;
       changed = true;

@@ -132,6 +132,16 @@ describe('StuckOperationTracker', () => {
     await s.tracker.settled();
     assert.equal(warnings(s.logger).length, 1, 'once per stuck episode');
     assert.equal((await statusFile(s.fs))?.entries[0]?.failures, 9);
+    // A count update within 10 s of the last one waits for a later failure: bounded writes.
+    await s.clock.advance(1_000);
+    s.tracker.observe(failure());
+    await s.tracker.settled();
+    assert.equal(s.tracker.stuck()[0]?.failures, 10);
+    assert.equal((await statusFile(s.fs))?.entries[0]?.failures, 9);
+    await s.clock.advance(10_000);
+    s.tracker.observe(failure());
+    await s.tracker.settled();
+    assert.equal((await statusFile(s.fs))?.entries[0]?.failures, 11);
   });
 
   it('a success clears the episode (log line, gauge, file), and the next episode warns again only after another minute', async () => {
