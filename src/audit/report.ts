@@ -92,6 +92,8 @@ export interface AuditStuck {
   lastError: string;
   grpcCode?: string;
   podDirs: AuditStuckPodDir[];
+  /** With the cluster's view: whether node.status.volumesInUse lists it (absent otherwise). */
+  inVolumesInUse?: boolean;
   reason: string;
 }
 

@@ -114,6 +114,21 @@ export function stuckSection(
   return { source: input.source, writtenAt: input.file.writtenAt, findings, stale };
 }
 
+/**
+ * With the cluster's view, each stuck finding says whether node.status.volumesInUse lists it:
+ * the agent keeps a volume it retries in volumesInUse, and one that is not there may be detached
+ * while staged.
+ */
+export function addVolumesInUse(section: AuditStuckSection, volumesInUse: readonly string[]): void {
+  const inUse = new Set(volumesInUse);
+  for (const f of section.findings) {
+    f.inVolumesInUse = inUse.has(f.uniqueName);
+    f.reason += f.inVolumesInUse
+      ? '; node.status.volumesInUse lists it'
+      : '; node.status.volumesInUse does NOT list it: the attach/detach controller may detach it while it is staged';
+  }
+}
+
 function reasonOf(e: StuckOperationsFile['entries'][number], v: AuditVolume, podDirs: AuditStuck['podDirs'], writtenAt: string): string {
   const call = CSI_CALL[e.operation] ?? e.operation;
   const staged = v.global === null ? 'named by pod volume directories' : `staged at ${v.global.deviceMountPath}`;

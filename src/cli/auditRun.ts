@@ -4,7 +4,7 @@
  */
 import * as path from 'node:path';
 import { runAudit, unreadSources } from '../audit/audit.js';
-import { readStuckOperations } from '../audit/stuckFindings.js';
+import { addVolumesInUse, readStuckOperations } from '../audit/stuckFindings.js';
 import type { ClusterAudit } from '../audit/clusterFindings.js';
 import type { ClusterState } from '../audit/clusterState.js';
 import { EXIT_PROBLEM, EXIT_UNKNOWN, exitCodeFor, type AuditReport } from '../audit/report.js';
@@ -126,6 +126,7 @@ export async function collectAudit(flags: AuditRunFlags, logger: Logger, command
   }
   const unread = unreadSources(report, layout);
   const cluster = state === undefined ? undefined : (await import('../audit/clusterFindings.js')).clusterAudit(report, state);
+  if (state !== undefined && report.stuckOperations !== undefined) addVolumesInUse(report.stuckOperations, state.volumesInUse);
   return { report, realRootDir, features, unread, ...(state !== undefined ? { state } : {}), ...(cluster !== undefined ? { cluster } : {}) };
 }
 

@@ -14,6 +14,7 @@ import { readStuckOperations } from '../../../src/audit/stuckFindings.js';
 import { renderJson, renderProm, renderSummary, renderTable } from '../../../src/cli/auditOutput.js';
 import { stuckOperationsPath, type StuckOperation, type StuckOperationsFile } from '../../../src/operationexecutor/stuckOperations.js';
 import { NODEVOL_BIN } from '../../../src/testing/cliProcess.js';
+import { list, node } from '../../../src/testing/clusterObjects.js';
 import { auditInput } from '../../../src/testing/hosts.js';
 import { NodeFixture } from '../../../src/testing/nodeFixture.js';
 
@@ -166,5 +167,17 @@ describe('nodevol audit: stuck volumes from the agent\'s status file', () => {
     const byDefault = run();
     assert.equal(byDefault.status, 1, byDefault.stderr);
     assert.equal((JSON.parse(byDefault.stdout) as { summary: { stuck: number } }).summary.stuck, 1);
+
+    // With the cluster's view: staged, in volumesInUse, driver refuses - each part said.
+    const cluster = path.join(fx.base, 'cluster.json');
+    await writeFile(cluster, JSON.stringify(list([node('node-1', { volumesInUse: [NAME('vol-1')] })])));
+    const withCluster = run('--cluster-state', cluster, '--node-name', 'node-1');
+    const f = (JSON.parse(withCluster.stdout) as { stuckOperations: { findings: { inVolumesInUse: boolean; reason: string }[] } }).stuckOperations.findings[0];
+    assert.equal(f?.inVolumesInUse, true, withCluster.stderr);
+    assert.match(f?.reason ?? '', /; node\.status\.volumesInUse lists it$/);
+    await writeFile(cluster, JSON.stringify(list([node('node-1', { volumesInUse: [] })])));
+    const notInUse = (JSON.parse(run('--cluster-state', cluster, '--node-name', 'node-1').stdout) as { stuckOperations: { findings: { inVolumesInUse: boolean; reason: string }[] } }).stuckOperations.findings[0];
+    assert.equal(notInUse?.inVolumesInUse, false);
+    assert.match(notInUse?.reason ?? '', /does NOT list it: the attach\/detach controller may detach it while it is staged$/);
   });
 });
