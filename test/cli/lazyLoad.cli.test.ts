@@ -61,12 +61,18 @@ describe('lazy loading per command', () => {
     for (const name of ['audit', 'agent', 'mock-driver']) assert.match(r.stdout, new RegExp(`\\n {2}${name} `));
   });
 
-  it('audit runs a whole audit (table and json) without gRPC, prom-client or YAML', async () => {
-    const root = path.join(dir, 'root');
-    const mountinfo = path.join(dir, 'mountinfo');
+  /** An empty node: a root dir with pods/ and a one-line mount table. */
+  async function emptyNode(name: string): Promise<{ root: string; mountinfo: string }> {
+    const root = path.join(dir, name);
+    const mountinfo = path.join(dir, `${name}.mountinfo`);
     await writeFile(mountinfo, '1 0 8:1 / / rw - ext4 /dev/sda1 rw\n');
     const { mkdir } = await import('node:fs/promises');
     await mkdir(path.join(root, 'pods'), { recursive: true });
+    return { root, mountinfo };
+  }
+
+  it('audit runs a whole audit (table and json) without gRPC, prom-client or YAML', async () => {
+    const { root, mountinfo } = await emptyNode('root');
     for (const o of ['table', 'json']) {
       const r = guarded(['audit', '--root-dir', root, '--mountinfo', mountinfo, '-o', o]);
       assert.equal(r.status, 0, r.stderr);
@@ -74,11 +80,7 @@ describe('lazy loading per command', () => {
   });
 
   it('a node-only audit does not load zod (the cluster state schemas load with a cluster source only)', async () => {
-    const root = path.join(dir, 'root-zod');
-    const mountinfo = path.join(dir, 'mountinfo-zod');
-    await writeFile(mountinfo, '1 0 8:1 / / rw - ext4 /dev/sda1 rw\n');
-    const { mkdir } = await import('node:fs/promises');
-    await mkdir(path.join(root, 'pods'), { recursive: true });
+    const { root, mountinfo } = await emptyNode('root-zod');
     const env = { ...process.env, NODEVOL_TEST_NO_ZOD: '1' };
     const r = guarded(['audit', '--root-dir', root, '--mountinfo', mountinfo, '-o', 'json'], env);
     assert.equal(r.status, 0, r.stderr);
