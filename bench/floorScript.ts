@@ -7,10 +7,11 @@
  *
  * The calls: read the mount table; the pods walk (pods/, each pod dir, its volumes/ and
  * volumeDevices/, each plugin dir, each volume's vol_data.json); the CSI plugin tree (each
- * driver dir, each staged volume's vol_data.json) and the block tree (each data/vol_data.json).
+ * driver dir, each staged volume's globalmount lstat and vol_data.json) and the block tree
+ * (each data/vol_data.json).
  * Prints the bytes read, so that nothing can be skipped.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 function floor(root: string, mountinfo: string): number {
@@ -34,10 +35,15 @@ function floor(root: string, mountinfo: string): number {
   for (const driver of readdirSync(csiDir)) {
     const driverDir = join(csiDir, driver);
     if (driverDir === blockDir) continue;
-    for (const vol of readdirSync(driverDir)) bytes += readFileSync(join(driverDir, vol, 'vol_data.json')).length;
+    for (const vol of readdirSync(driverDir)) {
+      // The audit must know that globalmount exists (and is no symlink) before it trusts the data.
+      if (lstatSync(join(driverDir, vol, 'globalmount')).isDirectory()) bytes += 1;
+      bytes += readFileSync(join(driverDir, vol, 'vol_data.json')).length;
+    }
   }
+  const staged = new Set(readdirSync(join(blockDir, 'staging')));
   for (const entry of readdirSync(blockDir)) {
-    if (entry === 'staging' || entry === 'publish') continue;
+    if (entry === 'staging' || entry === 'publish' || !staged.has(entry)) continue;
     bytes += readFileSync(join(blockDir, entry, 'data', 'vol_data.json')).length;
   }
   return bytes;

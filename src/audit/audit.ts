@@ -25,6 +25,7 @@ import { csiSourceOf, specName } from '../volume/spec.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
 import { getVolumesFromPodDir, type PodVolume } from '../volumemanager/reconciler/podVolumes.js';
 import { reconstructVolumeSpec, type ReconstructedSpec } from '../volumemanager/reconciler/reconstructVolume.js';
+import { stuckSection, type StuckOperationsInput } from './stuckFindings.js';
 import type { AuditFailed, AuditGlobal, AuditPod, AuditReport, AuditSkipped, AuditVolume, Verdict } from './report.js';
 
 export interface AuditInput {
@@ -43,6 +44,8 @@ export interface AuditInput {
   readonly mountTableSource?: string;
   /** The root dir as the user named it (reported as rootDir); default the layout's. */
   readonly displayRootDir?: string;
+  /** The agent's stuck operations status file, when present (see stuckFindings.ts). */
+  readonly stuckOperations?: StuckOperationsInput;
 }
 
 interface VolumeAgg {
@@ -60,7 +63,11 @@ interface VolumeAgg {
   readonly fallbackOnlyWithGate: string[];
 }
 
-export async function runAudit(input: AuditInput): Promise<AuditReport> {
+export async function runAudit(auditInput: AuditInput): Promise<AuditReport> {
+  // Every name the walk meets passes through readdir, realpath or readlink: noting there whether
+  // one carries a byte that is not UTF-8 tells whether the report needs escaping at all.
+  const names = observingNames(auditInput.fs);
+  const input: AuditInput = { ...auditInput, fs: names.fs };
   const gateOn = input.features.enabled(CSIGlobalMountReconstruction);
   const host = makeHost(input, input.features);
   const plugins = new VolumePluginMgr([new CsiPlugin(host)]);
@@ -136,7 +143,13 @@ export async function runAudit(input: AuditInput): Promise<AuditReport> {
   skipped.sort((a, b) => cmp(a.path, b.path));
 
   const count = (v: Verdict): number => out.filter((x) => x.verdict === v).length;
-  return escapeReport({
+  const stuck = input.stuckOperations === undefined ? undefined : stuckSection(input.stuckOperations, out, failed, input.mountTable);
+  const mayNeedEscaping =
+    names.seen() ||
+    UNDECODABLE.test(input.realRootDir) ||
+    UNDECODABLE.test(input.displayRootDir ?? input.layout.rootDir) ||
+    (stuck !== undefined && hasUndecodable(stuck));
+  return escapeReport(mayNeedEscaping, {
     rootDir: input.displayRootDir ?? input.layout.rootDir,
     featureGates: input.features.snapshot(),
     volumes: out,
@@ -149,9 +162,11 @@ export async function runAudit(input: AuditInput): Promise<AuditReport> {
       orphaned: count('orphaned'),
       failed: failed.length,
       skipped: skipped.length,
+      ...(stuck === undefined ? {} : { stuck: stuck.findings.length }),
     },
     mountTableProblems: input.mountTable.problems.map((p) => ({ line: p.line, error: p.error })),
     timestamp: new Date(input.nowMs).toISOString(),
+    ...(stuck === undefined ? {} : { stuckOperations: stuck }),
   });
 }
 
@@ -159,7 +174,9 @@ export async function runAudit(input: AuditInput): Promise<AuditReport> {
  * Names that are not UTF-8 reach the report as lone surrogates (see escapeUndecodable); every
  * string of the report shows their bytes as `\xNN` instead, so no output drops or mangles them.
  */
-function escapeReport(report: AuditReport): AuditReport {
+function escapeReport(mayNeedEscaping: boolean, report: AuditReport): AuditReport {
+  // Almost no node has such a name: then nothing is rebuilt.
+  if (!mayNeedEscaping) return report;
   const escape = (v: unknown): unknown => {
     if (typeof v === 'string') return escapeUndecodable(v);
     if (Array.isArray(v)) return v.map(escape);
@@ -168,6 +185,51 @@ function escapeReport(report: AuditReport): AuditReport {
   };
   return escape(report) as AuditReport;
 }
+
+/**
+ * `fs`, noting whether a name it returned (readdir, realpath, readlink) carries a byte that is
+ * not UTF-8. Names reach the report only through these (paths are built from them).
+ */
+function observingNames(fs: FileSystem): { readonly fs: FileSystem; seen(): boolean } {
+  let seen = false;
+  const note = (s: string): string => {
+    if (!seen && UNDECODABLE.test(s)) seen = true;
+    return s;
+  };
+  const wrapped: FileSystem = {
+    readdir: async (p) => {
+      const entries = await fs.readdir(p);
+      if (!seen) for (const e of entries) note(e.name);
+      return entries;
+    },
+    realpath: async (p) => note(await fs.realpath(p)),
+    readlink: async (p) => note(await fs.readlink(p)),
+    lstat: (p) => fs.lstat(p),
+    stat: (p) => fs.stat(p),
+    readFile: (p, maxBytes, options) => fs.readFile(p, maxBytes, options),
+    mkdir: (p, options) => fs.mkdir(p, options),
+    writeFile: (p, data, options) => fs.writeFile(p, data, options),
+    rename: (from, to) => fs.rename(from, to),
+    fsyncDir: (p) => fs.fsyncDir(p),
+    rmdir: (p) => fs.rmdir(p),
+    unlink: (p) => fs.unlink(p),
+    symlink: (target, p) => fs.symlink(target, p),
+  };
+  return { fs: wrapped, seen: () => seen };
+}
+
+/** Whether some string in `v` carries a byte that is not UTF-8 (see escapeUndecodable). */
+function hasUndecodable(v: unknown): boolean {
+  if (typeof v === 'string') return UNDECODABLE.test(v);
+  if (typeof v !== 'object' || v === null) return false;
+  if (Array.isArray(v)) {
+    for (const x of v) if (hasUndecodable(x)) return true;
+    return false;
+  }
+  for (const k in v) if (hasUndecodable((v as Record<string, unknown>)[k])) return true;
+  return false;
+}
+const UNDECODABLE = /[\uDC80-\uDCFF]/;
 
 /**
  * The two sources every verdict rests on - the pods dir and the CSI plugin dir - that could not

@@ -13,8 +13,8 @@
 import type { AuditReport } from './report.js';
 import { wantedVolumes, type ClusterState, type PodRef } from './clusterState.js';
 
-export type ClusterFindingKind = 'at-risk' | 'attached-elsewhere' | 'pod-gone';
-export const CLUSTER_FINDING_KINDS: readonly ClusterFindingKind[] = ['at-risk', 'attached-elsewhere', 'pod-gone'];
+import type { ClusterFindingKind } from './findingKinds.js';
+export { CLUSTER_FINDING_KINDS, type ClusterFindingKind } from './findingKinds.js';
 
 export interface ClusterFinding {
   readonly kind: ClusterFindingKind;

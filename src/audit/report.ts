@@ -64,6 +64,50 @@ export interface AuditSummary {
   orphaned: number;
   failed: number;
   skipped: number;
+  /** Stuck findings; present only when the agent's status file was read (nodevol addition). */
+  stuck?: number;
+}
+
+/** A pod volume directory that names a stuck volume, as the audit sees it now. */
+export interface AuditStuckPodDir {
+  path: string;
+  /** Whether its publish target (`mount/`) is a mount point. */
+  mounted: boolean;
+  /** Whether kubelet reconstructs it (false: it is in `failed`, the agent cannot unpublish it). */
+  reconstructs: boolean;
+}
+
+/** Finding `stuck`: staged here, kept in volumesInUse by the agent, and the driver refuses its teardown. */
+export interface AuditStuck {
+  uniqueName: string;
+  driver: string;
+  /** unmount_device, volume_unmount, unmap_device, unmap_volume. */
+  operation: string;
+  /** The operation's pod ('' for a device operation). */
+  podName: string;
+  firstFailure: string;
+  lastFailure: string;
+  failures: number;
+  /** The driver's last error, as the agent logged it. */
+  lastError: string;
+  grpcCode?: string;
+  podDirs: AuditStuckPodDir[];
+  /** With the cluster's view: whether node.status.volumesInUse lists it (absent otherwise). */
+  inVolumesInUse?: boolean;
+  reason: string;
+}
+
+/** The `stuckOperations` section: present when the agent's status file exists or was given. */
+export interface AuditStuckSection {
+  /** The status file read. */
+  source: string;
+  /** When the agent last wrote it; null when it could not be read. */
+  writtenAt: string | null;
+  findings: AuditStuck[];
+  /** Entries for volumes this audit no longer finds on disk (torn down since, or an old file). */
+  stale: number;
+  /** Why the file could not be used (then no finding is derived from it). */
+  error?: string;
 }
 
 export interface AuditReport {
@@ -77,6 +121,8 @@ export interface AuditReport {
   mountTableProblems: { line: number; error: string }[];
   /** When the audit ran, RFC 3339 (nodevol addition). */
   timestamp: string;
+  /** Stuck teardowns reported by the agent (nodevol addition; only when its status file was read). */
+  stuckOperations?: AuditStuckSection;
 }
 
 /** The audit's exit code: node-problem-detector custom-plugin convention. */
@@ -85,5 +131,5 @@ export const EXIT_PROBLEM = 1;
 export const EXIT_UNKNOWN = 2;
 
 export function exitCodeFor(report: AuditReport): number {
-  return report.summary.orphaned > 0 || report.summary.failed > 0 ? EXIT_PROBLEM : EXIT_OK;
+  return report.summary.orphaned > 0 || report.summary.failed > 0 || (report.summary.stuck ?? 0) > 0 ? EXIT_PROBLEM : EXIT_OK;
 }

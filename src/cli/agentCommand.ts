@@ -24,8 +24,12 @@ import { errorMessage } from '../host/fs.js';
 import { HOUSEKEEPING_PERIOD_MS, orphanedPodDirsCleanerFor } from '../kubelet/orphanedPodDirs.js';
 import { KubeletLayout } from '../layout/layout.js';
 import type { LoggingFormat } from '../logging/klog.js';
+import { createStuckOperationMetrics } from '../metrics/stuckOperationMetrics.js';
 import { createVolumeManagerMetrics } from '../metrics/volumeManagerMetrics.js';
 import { createOrphanPodMetrics } from '../metrics/orphanPodMetrics.js';
+import { podVolumeDirsNaming, StuckOperationTracker } from '../operationexecutor/stuckOperations.js';
+import type { UniqueVolumeName } from '../layout/names.js';
+import { specName } from '../volume/spec.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
 import { NODE_STATUS_UPDATE_PERIOD_MS, VolumeManager } from '../volumemanager/volumeManager.js';
 import { parseDuration } from './duration.js';
@@ -36,6 +40,8 @@ export const EXIT_AGENT_FAILED = 1;
 export const EXIT_AGENT_USAGE = 2;
 /** After the shutdown grace period, how long the HTTP server and driver connections get to close. */
 const HARD_STOP_MARGIN_MS = 2_000;
+/** Active resources (process.getActiveResourcesInfo) that hold a libuv thread-pool thread. */
+const THREAD_POOL_REQUESTS: ReadonlySet<string> = new Set(['FSReqCallback', 'FSReqPromise', 'GetAddrInfoReqWrap', 'GetNameInfoReqWrap']);
 
 interface AgentFlags {
   rootDir: string;
@@ -66,7 +72,7 @@ export function agentCommand(setExitCode: (code: number) => void): Command {
   addLoggingOptions(cmd);
   cmd.addHelpText(
     'after',
-    '\nExit codes: 0 stopped by SIGTERM/SIGINT; 1 failed while running; 2 could not start (bad flags, missing dirs, port in use).\n',
+    '\nExit codes: 0 stopped by SIGTERM/SIGINT; 1 failed while running; 2 could not start (bad flags, missing dirs, port in use); killed by SIGKILL (137) when a read stuck in a hung file system outlives the grace period + 2 s.\n',
   );
   cmd.action(async (flags: AgentFlags) => {
     setExitCode(await runAgent(flags));
@@ -173,6 +179,22 @@ async function runAgent(flags: AgentFlags): Promise<number> {
     const tracer = trace.tracer;
     vm.executor.onOperationComplete((e) => tracer.operation(e));
   }
+  // Stuck is visible: a teardown refused for over a minute is warned about once, counted in
+  // volume_manager_stuck_operations and listed in <root-dir>/nodevol/stuck-operations.json for nodevol audit.
+  const stuck = new StuckOperationTracker({
+    clock: realClock,
+    logger,
+    metrics: createStuckOperationMetrics(promRegistry),
+    statusFile: { fs, realRootDir },
+    rootDir: realRootDir,
+    findTargets: (volumeName) => {
+      const attached = vm.asw.getAttachedVolume(volumeName as UniqueVolumeName);
+      const name = attached !== undefined ? specName(attached.volumeSpec) : vm.asw.getAllMountedVolumes().find((m) => m.volumeName === volumeName)?.innerVolumeSpecName;
+      return name === undefined ? Promise.resolve([]) : podVolumeDirsNaming(fs, layout, name);
+    },
+  });
+  await stuck.start();
+  vm.executor.onOperationComplete((e) => stuck.observe(e));
   const orphans = orphanedPodDirsCleanerFor(vm, {
     fs,
     layout,
@@ -222,6 +244,14 @@ async function runAgent(flags: AgentFlags): Promise<number> {
   const exitCode = failure === undefined ? EXIT_AGENT_OK : EXIT_AGENT_FAILED;
   const hardStop = setTimeout(() => {
     logger.error(new Error(`still running ${graceMs + HARD_STOP_MARGIN_MS} ms after ${signal}`), 'nodevol agent did not stop cleanly; exiting');
+    // process.exit() joins libuv's thread pool on the way out: a thread blocked in a hung file
+    // system never returns, and the exit would hang for ever. With such a request still pending,
+    // only a signal ends the process.
+    const stuck = process.getActiveResourcesInfo().filter((r) => THREAD_POOL_REQUESTS.has(r));
+    if (stuck.length > 0) {
+      logger.error(new Error(`${stuck.length} request(s) still pending in the thread pool: ${stuck.join(', ')}`), 'A read is stuck in a hung file system and would hold the exit; exiting by SIGKILL');
+      process.kill(process.pid, 'SIGKILL');
+    }
     process.exit(exitCode);
   }, graceMs + HARD_STOP_MARGIN_MS);
   hardStop.unref();

@@ -8,7 +8,8 @@ import { existsSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Command, Option } from 'commander';
-import { clusterStateFor, MAX_CLUSTER_STATE_BYTES, parseClusterList, type ClusterState } from '../audit/clusterState.js';
+// The cluster state module (and zod, its schema library) is loaded only when a source is configured.
+import type { ClusterState } from '../audit/clusterState.js';
 import { NodeFileSystem } from '../adapters/node/nodeFs.js';
 import { errorMessage } from '../host/fs.js';
 
@@ -63,6 +64,7 @@ export async function loadClusterState(flags: ClusterFlags): Promise<ClusterStat
     case 'none':
       return undefined;
     case 'file': {
+      const { clusterStateFor, MAX_CLUSTER_STATE_BYTES, parseClusterList } = await import('../audit/clusterState.js');
       const file = path.resolve(flags.clusterState ?? '');
       let text: string;
       try {

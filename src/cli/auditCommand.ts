@@ -43,6 +43,7 @@ export function auditCommand(setExitCode: (code: number) => void): Command {
       'the kubelet root dir as the mount table names it, when --root-dir is a copy or is mounted elsewhere (default: --root-dir)',
     )
     .option('--feature-gates <gates>', 'kubelet feature gates to evaluate with, e.g. CSIGlobalMountReconstruction=true', collect, [])
+    .option('--stuck-operations <file>', 'the agent\'s stuck operations status file (default: <root-dir>/nodevol/stuck-operations.json, read when present)')
     .addOption(new Option('-o, --output <format>', 'output format').choices([...AUDIT_OUTPUT_FORMATS]).default('table'))
     .option('--no-headers', 'table/wide: print the rows only (kubectl --no-headers)')
     .option('--interval <duration>', 'run forever, auditing every <duration> (e.g. 5m) and serving the findings on --metrics-bind-address')
@@ -53,7 +54,7 @@ export function auditCommand(setExitCode: (code: number) => void): Command {
     'after',
     '\nExit codes (node-problem-detector custom plugin convention):\n' +
       '  0  nothing orphaned, no failed reconstruction, no cluster finding\n' +
-      '  1  something is orphaned, fails reconstruction, or is at-risk / attached-elsewhere / pod-gone\n' +
+      '  1  something is orphaned, fails reconstruction, is stuck (the agent\'s status file), or is at-risk / attached-elsewhere / pod-gone\n' +
       '  2  could not run (bad flags, unreadable root dir or mount table, cluster API error), or could read neither the pods dir nor the CSI plugin dir\n' +
       examples([
         ['What will kubelet lose on this node?', 'nodevol audit'],

@@ -6,7 +6,8 @@
 // prom-client and yaml are loaded only by the formats that need them: `nodevol audit` in its
 // default table format starts without either (README, Speed).
 import type { Gauge, Registry } from 'prom-client';
-import { CLUSTER_FINDING_KINDS, type ClusterAudit, type ClusterFinding } from '../audit/clusterFindings.js';
+import type { ClusterAudit, ClusterFinding } from '../audit/clusterFindings.js';
+import { CLUSTER_FINDING_KINDS } from '../audit/findingKinds.js';
 import type { AuditReport, AuditVolume, SkipReason, Verdict } from '../audit/report.js';
 import { escapeCell, escapeText } from './terminal.js';
 
@@ -100,6 +101,17 @@ export async function renderProm(report: FullAuditReport): Promise<string> {
   });
   for (const v of report.volumes) byDriver.inc({ driver: v.driver, verdict: v.verdict });
 
+  if (report.stuckOperations !== undefined) {
+    const stuck = new Gauge({
+      name: 'nodevol_audit_stuck_volumes',
+      help: 'Staged CSI volumes whose teardown the driver keeps refusing, per the agent\'s stuck operations status file, by driver.',
+      labelNames: ['driver'],
+      registers: [registry],
+    });
+    stuck.set({ driver: '' }, 0);
+    for (const f of report.stuckOperations.findings) stuck.inc({ driver: f.driver });
+  }
+
   if (report.cluster !== undefined) {
     const findings = new Gauge({
       name: 'nodevol_audit_cluster_findings',
@@ -174,7 +186,11 @@ export function renderTable(report: FullAuditReport, options: TableOptions): str
     const row = [v.verdict, v.verdictWithGate, v.driver, v.volumeHandle ?? v.specName, v.mode, pods, global];
     if (cluster !== undefined) row.push(clusterCell(cluster, v));
     if (options.wide) {
-      const reasons = [...v.reasons, ...(cluster?.findings.filter((f) => f.uniqueName === v.uniqueName && f.kind !== 'pod-gone').map((f) => f.reason) ?? [])];
+      const reasons = [
+        ...v.reasons,
+        ...(report.stuckOperations?.findings.filter((f) => f.uniqueName === v.uniqueName).map((f) => `stuck: ${f.reason}`) ?? []),
+        ...(cluster?.findings.filter((f) => f.uniqueName === v.uniqueName && f.kind !== 'pod-gone').map((f) => f.reason) ?? []),
+      ];
       row.push(reasons.map(escapeText).join('; '));
     }
     rows.push(row.map((c, i) => (options.wide && i === row.length - 1 ? c : escapeCell(c))));
@@ -202,6 +218,12 @@ export function renderTable(report: FullAuditReport, options: TableOptions): str
     lines.push('', 'SKIPPED');
     for (const s of report.skipped) lines.push(`  ${s.reason}: ${escapeText(s.path)}: ${escapeText(s.detail)}`);
   }
+  const stuck = report.stuckOperations;
+  if (stuck !== undefined && (stuck.findings.length > 0 || stuck.error !== undefined)) {
+    lines.push('', `STUCK (from ${escapeText(stuck.source)}${stuck.writtenAt === null ? '' : `, written ${escapeText(stuck.writtenAt)}`})`);
+    if (stuck.error !== undefined) lines.push(`  unreadable: ${escapeText(stuck.error)}`);
+    for (const f of stuck.findings) lines.push(`  stuck: ${escapeText(f.uniqueName)}: ${escapeText(f.reason)}`);
+  }
   if (cluster !== undefined && cluster.findings.length > 0) {
     lines.push('', `CLUSTER FINDINGS (node ${escapeText(cluster.nodeName)}, from ${escapeText(cluster.source)})`);
     for (const f of cluster.findings) lines.push(`  ${f.kind}: ${escapeText(findingSubject(f))}: ${escapeText(f.reason)}`);
@@ -213,6 +235,7 @@ export function renderTable(report: FullAuditReport, options: TableOptions): str
     .map(([k, v]) => `${k}=${v}`)
     .join(',');
   let summary = `${s.volumes} volumes: ${s.tracked} tracked, ${s.recovered} recovered, ${s.orphaned} orphaned; ${s.failed} failed, ${s.skipped} skipped (feature gates: ${gate})`;
+  if (s.stuck !== undefined) summary += `; ${s.stuck} stuck`;
   if (cluster !== undefined) {
     const n = (k: ClusterFinding['kind']): number => cluster.findings.filter((f) => f.kind === k).length;
     summary += `; cluster: ${n('at-risk')} at-risk, ${n('attached-elsewhere')} attached-elsewhere, ${n('pod-gone')} pod-gone`;
@@ -239,6 +262,11 @@ export function renderSummary(report: FullAuditReport): string {
     parts.push(`${orphaned.length} orphaned (${names.join(', ')}${orphaned.length > 3 ? ', …' : ''})`);
   }
   if (report.failed.length > 0) parts.push(`${report.failed.length} pod volume dir(s) fail reconstruction`);
+  const stuck = report.stuckOperations?.findings ?? [];
+  if (stuck.length > 0) {
+    const names = stuck.slice(0, 2).map((f) => f.uniqueName.replace(/^kubernetes\.io\/csi\//, ''));
+    parts.push(`${stuck.length} stuck (${names.join(', ')}${stuck.length > 2 ? ', …' : ''})`);
+  }
   for (const k of CLUSTER_FINDING_KINDS) {
     const n = findings.filter((f) => f.kind === k).length;
     if (n > 0) parts.push(`${n} ${k}`);

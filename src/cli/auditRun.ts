@@ -4,7 +4,8 @@
  */
 import * as path from 'node:path';
 import { runAudit, unreadSources } from '../audit/audit.js';
-import { clusterAudit, type ClusterAudit } from '../audit/clusterFindings.js';
+import { addVolumesInUse, readStuckOperations } from '../audit/stuckFindings.js';
+import type { ClusterAudit } from '../audit/clusterFindings.js';
 import type { ClusterState } from '../audit/clusterState.js';
 import { EXIT_PROBLEM, EXIT_UNKNOWN, exitCodeFor, type AuditReport } from '../audit/report.js';
 import { realClock } from '../adapters/node/clock.js';
@@ -28,6 +29,8 @@ export interface AuditRunFlags extends ClusterFlags {
   /** The kubelet root dir as the mount table names it, when --root-dir is a copy or mounted elsewhere. */
   mountinfoRootDir?: string;
   featureGates: string[];
+  /** The agent's stuck operations status file (default <root-dir>/nodevol/stuck-operations.json, read when present). */
+  stuckOperations?: string;
   v: number;
   loggingFormat: LoggingFormat;
 }
@@ -97,6 +100,10 @@ export async function collectAudit(flags: AuditRunFlags, logger: Logger, command
   }
 
   const layout = new KubeletLayout(realRootDir);
+  const stuckOperations = await readStuckOperations(fs, realRootDir, flags.stuckOperations === undefined ? undefined : path.resolve(flags.stuckOperations));
+  if (stuckOperations !== undefined && 'error' in stuckOperations) {
+    logger.warning('Cannot read the agent\'s stuck operations status file; no stuck finding is derived from it', { file: stuckOperations.source, error: stuckOperations.error });
+  }
   const report = await runAudit({
     fs,
     // Paths in the mount table are real paths: walk the root dir by its real path so that they match.
@@ -109,6 +116,7 @@ export async function collectAudit(flags: AuditRunFlags, logger: Logger, command
     clock: realClock,
     mountTable,
     nowMs: Date.now(),
+    ...(stuckOperations === undefined ? {} : { stuckOperations }),
   });
   if (report.volumes.length > 0 && !namesPathUnder(mountTable, realRootDir)) {
     logger.warning('The mount table names no mount under the root dir: every volume reads as not mounted. If --root-dir is a copy of a node or is mounted elsewhere, pass --mountinfo-root-dir with the path the mount table uses', {
@@ -117,7 +125,8 @@ export async function collectAudit(flags: AuditRunFlags, logger: Logger, command
     });
   }
   const unread = unreadSources(report, layout);
-  const cluster = state === undefined ? undefined : clusterAudit(report, state);
+  const cluster = state === undefined ? undefined : (await import('../audit/clusterFindings.js')).clusterAudit(report, state);
+  if (state !== undefined && report.stuckOperations !== undefined) addVolumesInUse(report.stuckOperations, state.volumesInUse);
   return { report, realRootDir, features, unread, ...(state !== undefined ? { state } : {}), ...(cluster !== undefined ? { cluster } : {}) };
 }
 

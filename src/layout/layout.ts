@@ -6,7 +6,7 @@
  * finds each path once. No I/O happens here.
  */
 import * as path from 'node:path/posix';
-import { CSI_PLUGIN_NAME, escapeQualifiedName, sha256Hex } from './names.js';
+import { CSI_PLUGIN_NAME, escapeQualifiedName, isSafePathComponent, sha256Hex } from './names.js';
 
 /** kubelet config/defaults.go directory names. */
 export const DEFAULT_ROOT_DIR = '/var/lib/kubelet';
@@ -33,19 +33,29 @@ export const LEGACY_PV_DIR_NAME = 'pv';
 export const VOLUME_DIR_MODE = 0o750;
 
 export class KubeletLayout {
+  /** The fixed directories, joined once (a walk asks for them for every volume). */
+  readonly #podsDir: string;
+  readonly #pluginsDir: string;
+  readonly #csiPluginDir: string;
+  readonly #csiBlockDir: string;
+
   /** @param rootDir absolute kubelet root dir, e.g. /var/lib/kubelet */
   constructor(readonly rootDir: string) {
     if (!path.isAbsolute(rootDir)) throw new Error(`root dir must be an absolute path, got ${JSON.stringify(rootDir)}`);
     this.rootDir = path.normalize(rootDir).replace(/(.)\/$/, '$1');
+    this.#podsDir = path.join(this.rootDir, PODS_DIR_NAME);
+    this.#pluginsDir = path.join(this.rootDir, PLUGINS_DIR_NAME);
+    this.#csiPluginDir = path.join(this.#pluginsDir, CSI_PLUGIN_NAME);
+    this.#csiBlockDir = path.join(this.#csiPluginDir, VOLUME_DEVICES_DIR_NAME);
   }
 
   // ---- kubelet-wide (kubelet_getters.go) ----
 
   podsDir(): string {
-    return path.join(this.rootDir, PODS_DIR_NAME);
+    return this.#podsDir;
   }
   podDir(podUID: string): string {
-    return path.join(this.podsDir(), podUID);
+    return path.join(this.#podsDir, podUID);
   }
   podVolumesDir(podUID: string): string {
     return path.join(this.podDir(podUID), VOLUMES_DIR_NAME);
@@ -61,7 +71,7 @@ export class KubeletLayout {
     return path.join(this.podDir(podUID), VOLUME_SUBPATHS_DIR_NAME);
   }
   pluginsDir(): string {
-    return path.join(this.rootDir, PLUGINS_DIR_NAME);
+    return this.#pluginsDir;
   }
   /** <root>/plugins/<pluginName>: the plugin name is NOT escaped, so kubernetes.io/csi nests. */
   pluginDir(pluginName: string): string {
@@ -82,18 +92,20 @@ export class KubeletLayout {
   // ---- CSI filesystem volumes (csi_attacher.go, csi_mounter.go) ----
 
   csiPluginDir(): string {
-    return this.pluginDir(CSI_PLUGIN_NAME);
+    return this.#csiPluginDir;
   }
   csiDriverDir(driverName: string): string {
-    return path.join(this.csiPluginDir(), driverName);
+    return path.join(this.#csiPluginDir, driverName);
   }
   /** The "volume dir" holding globalmount/ and the global vol_data.json. */
   csiVolumeDir(driverName: string, volumeHandle: string): string {
-    return path.join(this.csiDriverDir(driverName), sha256Hex(volumeHandle));
+    return path.join(this.#csiPluginDir, driverName, sha256Hex(volumeHandle));
   }
   /** makeDeviceMountPath: the staging target path. */
   csiDeviceMountPath(driverName: string, volumeHandle: string): string {
-    return path.join(this.csiVolumeDir(driverName, volumeHandle), GLOBAL_MOUNT_DIR_NAME);
+    // A driver name that is one plain path component joins as plain text (what path.join gives).
+    if (isSafePathComponent(driverName)) return `${this.#csiPluginDir}/${driverName}/${sha256Hex(volumeHandle)}/${GLOBAL_MOUNT_DIR_NAME}`;
+    return path.join(this.#csiPluginDir, driverName, sha256Hex(volumeHandle), GLOBAL_MOUNT_DIR_NAME);
   }
   /** Pre-1.24 staging dir of a PV (§13). */
   csiLegacyDeviceMountPath(pvName: string): string {
@@ -111,7 +123,7 @@ export class KubeletLayout {
   // ---- CSI raw block volumes (csi_block.go, csi_util.go) ----
 
   csiBlockDir(): string {
-    return this.volumeDevicePluginDir(CSI_PLUGIN_NAME);
+    return this.#csiBlockDir;
   }
   /** getVolumePluginDir: volumeDevices/<escaped spec> */
   csiBlockVolumeDir(specName: string): string {

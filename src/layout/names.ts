@@ -21,8 +21,18 @@ export function unescapeQualifiedName(name: string): string {
 
 /** Lowercase hex SHA-256 over the UTF-8 bytes of `s` (the staging directory name of a handle). */
 export function sha256Hex(s: string): string {
-  return createHash('sha256').update(s, 'utf8').digest('hex');
+  // A walk hashes each handle more than once (the pod's reconstruction, the global listing):
+  // remembered, in a bounded map that is emptied rather than grown.
+  let hex = sha256Memo.get(s);
+  if (hex === undefined) {
+    hex = createHash('sha256').update(s, 'utf8').digest('hex');
+    if (sha256Memo.size >= MAX_SHA256_MEMO) sha256Memo.clear();
+    sha256Memo.set(s, hex);
+  }
+  return hex;
 }
+const MAX_SHA256_MEMO = 16_384;
+const sha256Memo = new Map<string, string>();
 
 /** A kubelet UniqueVolumeName, e.g. "kubernetes.io/csi/ebs.csi.example.com^vol-1". */
 export type UniqueVolumeName = string & { readonly __brand: 'UniqueVolumeName' };

@@ -84,7 +84,17 @@ function truncate(s: string, max: number): string {
 const GO_SPACE_RUN = /[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/;
 
 /** Whitespace other than the plain space and the line feed: the rare case, split the slow way. */
-const GO_SPACE_OTHER_THAN_SP_LF = /[\t\v\f\r\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]/;
+const GO_SPACE_OTHER_THAN_SP_LF_CHARS: readonly string[] = [
+  '\t', '\v', '\f', '\r', '\u0085', '\u00a0', '\u1680',
+  ...Array.from({ length: 11 }, (_, i) => String.fromCharCode(0x2000 + i)),
+  '\u2028', '\u2029', '\u202f', '\u205f', '\u3000',
+];
+
+/** Whether `text` holds whitespace other than " " and "\n": one native indexOf scan per character. */
+function hasOtherSpace(text: string): boolean {
+  for (const c of GO_SPACE_OTHER_THAN_SP_LF_CHARS) if (text.includes(c)) return true;
+  return false;
+}
 
 /** strings.Fields: split on runs of whitespace, no empty fields. */
 function splitFields(line: string): string[] {
@@ -102,7 +112,15 @@ function splitFieldsOnSpaces(line: string): string[] {
 
 /** strconv.Atoi on a decimal string (optional sign), limited to safe integers. */
 function parseInteger(s: string): number | undefined {
-  if (!/^[+-]?[0-9]+$/.test(s)) return undefined;
+  const len = s.length;
+  let i = 0;
+  const first = s.charCodeAt(0);
+  if (first === 43 /* + */ || first === 45 /* - */) i = 1;
+  if (i >= len) return undefined;
+  for (; i < len; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 48 || c > 57) return undefined;
+  }
   const n = Number(s);
   return Number.isSafeInteger(n) ? n : undefined;
 }
@@ -133,33 +151,6 @@ export function splitMountOptions(s: string): string[] {
   return out;
 }
 
-/**
- * A well-formed line with single spaces between fields and IDs short enough to be safe integers:
- * ID, parent ID, major:minor, root, mount point, options, optional fields up to the first "-"
- * field, then filesystem type, source, super options and anything after them. A line this does
- * not match goes through {@link parseLine}, which accepts the same lines and explains the rest.
- */
-const WELL_FORMED_LINE = /^([+-]?\d{1,15}) ([+-]?\d{1,15}) ([+-]?\d{1,15}):([+-]?\d{1,15}) (\S+) (\S+) (\S+) ((?:\S+ )*?)- (\S+) (\S+) (\S+)(?: |$)/;
-
-/** The fast path of {@link parseLine} for a line that matches {@link WELL_FORMED_LINE}; same result. */
-function parseWellFormedLine(m: RegExpExecArray, lineNo: number, options: OptionLists): MountInfoEntry {
-  const optional = m[8] ?? '';
-  return {
-    id: Number(m[1]),
-    parentId: Number(m[2]),
-    major: Number(m[3]),
-    minor: Number(m[4]),
-    root: m[5] ?? '',
-    mountPoint: m[6] ?? '',
-    mountOptions: options.of(m[7] ?? ''),
-    optionalFields: optional === '' ? NO_FIELDS : optional.slice(0, -1).split(' '),
-    fsType: m[9] ?? '',
-    source: m[10] ?? '',
-    superOptions: options.of(m[11] ?? ''),
-    line: lineNo,
-  };
-}
-
 const NO_FIELDS: readonly string[] = Object.freeze([]);
 
 /**
@@ -178,13 +169,16 @@ class OptionLists {
   }
 }
 
-/** Parses one non-empty line; returns the reason as a string when the line is malformed. */
-function parseLine(raw: string, lineNo: number, split: (line: string) => string[]): MountInfoEntry | string {
+/**
+ * Parses one non-empty line; returns the reason as a string when the line is malformed. Option
+ * lists come from `options` (shared between entries with the same text).
+ */
+function parseLine(raw: string, lineNo: number, split: (line: string) => string[], options: OptionLists): MountInfoEntry | string {
   const fields = split(raw);
   if (fields.length < 10) {
     return `wrong number of fields (expected at least 10, got ${fields.length})`;
   }
-  const [idText, parentText, majorMinor, root, mountPoint, options] = fields as [
+  const [idText, parentText, majorMinor, root, mountPoint, mountOptions] = fields as [
     string, string, string, string, string, string, ...string[],
   ];
   const id = parseInteger(idText);
@@ -192,20 +186,18 @@ function parseLine(raw: string, lineNo: number, split: (line: string) => string[
   const parentId = parseInteger(parentText);
   if (parentId === undefined) return `parent ID ${JSON.stringify(parentText)} is not an integer`;
 
-  const mm = majorMinor.split(':');
-  if (mm.length !== 2) {
+  const colon = majorMinor.indexOf(':');
+  if (colon < 0 || majorMinor.indexOf(':', colon + 1) >= 0) {
     return `major:minor ${JSON.stringify(majorMinor)} does not have exactly two parts`;
   }
-  const major = parseInteger(mm[0] ?? '');
+  const major = parseInteger(majorMinor.slice(0, colon));
   if (major === undefined) return `major device number in ${JSON.stringify(majorMinor)} is not an integer`;
-  const minor = parseInteger(mm[1] ?? '');
+  const minor = parseInteger(majorMinor.slice(colon + 1));
   if (minor === undefined) return `minor device number in ${JSON.stringify(majorMinor)} is not an integer`;
 
-  const optionalFields: string[] = [];
-  let i = 6;
-  for (; i < fields.length && fields[i] !== '-'; i++) {
-    optionalFields.push(fields[i] ?? '');
-  }
+  let i = fields.indexOf('-', 6);
+  if (i < 0) i = fields.length;
+  const optionalFields = i === 6 ? NO_FIELDS : fields.slice(6, i);
   if (i >= fields.length) {
     return 'no "-" separator before the filesystem type, source and super options';
   }
@@ -220,11 +212,11 @@ function parseLine(raw: string, lineNo: number, split: (line: string) => string[
     minor,
     root,
     mountPoint,
-    mountOptions: splitMountOptions(options),
+    mountOptions: options.of(mountOptions),
     optionalFields,
     fsType: fields[i + 1] ?? '',
     source: fields[i + 2] ?? '',
-    superOptions: splitMountOptions(fields[i + 3] ?? ''),
+    superOptions: options.of(fields[i + 3] ?? ''),
     line: lineNo,
   };
 }
@@ -242,21 +234,16 @@ export function parseMountInfo(text: string, options?: ParseMountInfoOptions): P
   const entries: MountInfoEntry[] = [];
   const problems: MountInfoProblem[] = [];
   const lines = text.split('\n');
-  // One scan of the whole text decides whether every line can be split on plain spaces, and
-  // so whether the one-regex fast path may be tried.
-  const plainSpaces = !GO_SPACE_OTHER_THAN_SP_LF.test(text);
+  // One scan of the whole text decides whether every line can be split with a native split on
+  // plain spaces (the usual case) rather than on runs of any Go whitespace.
+  const plainSpaces = !hasOtherSpace(text);
   const optionLists = new OptionLists();
   const split = plainSpaces ? splitFieldsOnSpaces : splitFields;
   for (let idx = 0; idx < lines.length; idx++) {
     const raw = lines[idx] ?? '';
     if (raw === '') continue;
     const lineNo = idx + 1;
-    const m = plainSpaces ? WELL_FORMED_LINE.exec(raw) : null;
-    if (m !== null) {
-      entries.push(parseWellFormedLine(m, lineNo, optionLists));
-      continue;
-    }
-    const parsed = parseLine(raw, lineNo, split);
+    const parsed = parseLine(raw, lineNo, split, optionLists);
     if (typeof parsed === 'string') {
       if (strict) throw new MountInfoParseError(source, lineNo, raw, parsed);
       problems.push({ line: lineNo, text: raw, error: parsed });

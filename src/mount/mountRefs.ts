@@ -46,6 +46,10 @@ function deviceKey(major: number, minor: number): number {
   return major * 2 ** 32 + minor;
 }
 
+/** mountsUnder answers from per-parent scans for at most this many parents, each holding at most this many mounts. */
+const MAX_UNDER_PARENTS = 16;
+const MAX_UNDER_BUCKET = 512;
+
 /** Bound on the look-up memo of one snapshot (it is cleared, not grown, beyond this). */
 const MAX_REMEMBERED_PATHS = 100_000;
 
@@ -64,15 +68,26 @@ export class MountTableSnapshot {
   readonly problems: readonly MountInfoProblem[];
   /** Cleaned (still escaped) mount point -> the highest index of an entry mounted there. */
   #lastAtMountPoint: Map<string, number> | undefined;
-  /** Device (major, minor) -> root -> entries, in file order. */
-  #byDeviceRoot: Map<number, Map<string, MountInfoEntry[]>> | undefined;
+  /**
+   * Device (major, minor) -> the index of its entry, or of its entries in file order. Most
+   * devices have one entry: a number, not a list (a node has thousands of them).
+   */
+  #byDevice: Map<number, number | number[]> | undefined;
+  /** Cleaned mount points, by entry index (built with the first index that needs them). */
+  #cleaned: string[] | undefined;
+  /** mountsUnder without the sorted list: parent dir -> [cleaned mount point, index] at or below it. */
+  readonly #under = new Map<string, [string, number][]>();
   /**
    * Path -> the highest index of an entry mounted at it or at one of its ancestors (-1: none),
    * for every path a look-up has walked through: later look-ups stop at the first known ancestor.
    */
   #highestAtOrAbove = new Map<string, number>();
-  /** [cleaned mount point, entry index], sorted by mount point then index: prefix range queries. */
-  #sortedMountPoints: [string, number][] | undefined;
+  /**
+   * `<cleaned mount point>\0<entry index, zero-padded>` of every entry, sorted: by mount point,
+   * then index (NUL sorts below every path character). Plain strings, so the sort is the
+   * engine's native string sort rather than a comparator call per comparison.
+   */
+  #sortedMountPoints: string[] | undefined;
 
   static parse(text: string, options?: ParseMountInfoOptions): MountTableSnapshot {
     return new MountTableSnapshot(parseMountInfo(text, options));
@@ -83,43 +98,77 @@ export class MountTableSnapshot {
     this.problems = parsed.problems;
   }
 
+  get #cleanedMountPoints(): string[] {
+    if (this.#cleaned === undefined) this.#cleaned = this.entries.map((e) => cleanPath(e.mountPoint));
+    return this.#cleaned;
+  }
+
   get #mountPoints(): Map<string, number> {
     if (this.#lastAtMountPoint === undefined) {
       const index = new Map<string, number>();
-      const entries = this.entries;
+      const cleaned = this.#cleanedMountPoints;
       // Ascending: a later entry at the same mount point overwrites, so each value is the highest.
-      for (let i = 0; i < entries.length; i++) index.set(cleanPath(entries[i]?.mountPoint ?? ''), i);
+      for (let i = 0; i < cleaned.length; i++) index.set(cleaned[i] ?? '', i);
       this.#lastAtMountPoint = index;
     }
     return this.#lastAtMountPoint;
   }
 
-  get #deviceRoots(): Map<number, Map<string, MountInfoEntry[]>> {
-    if (this.#byDeviceRoot === undefined) {
-      const index = new Map<number, Map<string, MountInfoEntry[]>>();
-      for (const entry of this.entries) {
+  get #devices(): Map<number, number | number[]> {
+    if (this.#byDevice === undefined) {
+      const index = new Map<number, number | number[]>();
+      const entries = this.entries;
+      for (let i = 0; i < entries.length; i++) {
+        const entry = entries[i];
+        if (entry === undefined) continue;
         const dev = deviceKey(entry.major, entry.minor);
-        let byRoot = index.get(dev);
-        if (byRoot === undefined) {
-          byRoot = new Map();
-          index.set(dev, byRoot);
-        }
-        const sameRoot = byRoot.get(entry.root);
-        if (sameRoot === undefined) byRoot.set(entry.root, [entry]);
-        else sameRoot.push(entry);
+        const seen = index.get(dev);
+        if (seen === undefined) index.set(dev, i);
+        else if (typeof seen === 'number') index.set(dev, [seen, i]);
+        else seen.push(i);
       }
-      this.#byDeviceRoot = index;
+      this.#byDevice = index;
     }
-    return this.#byDeviceRoot;
+    return this.#byDevice;
   }
 
-  get #sorted(): [string, number][] {
+  get #sorted(): string[] {
     if (this.#sortedMountPoints === undefined) {
-      const sorted = this.entries.map((entry, index): [string, number] => [cleanPath(entry.mountPoint), index]);
-      sorted.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] - b[1]));
+      const width = String(this.entries.length).length;
+      const sorted = this.#cleanedMountPoints.map((mp, index) => `${mp}\u0000${String(index).padStart(width, '0')}`);
+      sorted.sort();
       this.#sortedMountPoints = sorted;
     }
     return this.#sortedMountPoints;
+  }
+
+  /**
+   * mountsUnder's answer from the entries at or below the parent of `escaped` (one linear scan
+   * per parent, remembered): sibling queries - the staging dirs of a node's block volumes, the
+   * pod dirs under pods/ - share one scan, and no sort is needed. Undefined when that would not
+   * pay (too many distinct parents, or a parent holding too many mounts): the sorted list then.
+   */
+  #underViaParent(escaped: string, prefix: string): number[] | undefined {
+    const parent = parentOf(escaped);
+    let bucket = this.#under.get(parent);
+    if (bucket === undefined) {
+      if (this.#under.size >= MAX_UNDER_PARENTS) return undefined;
+      const parentPrefix = parent === '/' ? '/' : `${parent}/`;
+      const cleaned = this.#cleanedMountPoints;
+      bucket = [];
+      for (let i = 0; i < cleaned.length; i++) {
+        const mp = cleaned[i] ?? '';
+        if (mp === parent || mp.startsWith(parentPrefix)) {
+          bucket.push([mp, i]);
+          if (bucket.length > MAX_UNDER_BUCKET) return undefined;
+        }
+      }
+      this.#under.set(parent, bucket);
+    }
+    const indices: number[] = [];
+    // The bucket is in file order, so the answer is too.
+    for (const [mp, i] of bucket) if (mp === escaped || mp.startsWith(prefix)) indices.push(i);
+    return indices;
   }
 
   /**
@@ -172,8 +221,13 @@ export class MountTableSnapshot {
     if (entry === undefined || rootPath === '') {
       throw new Error(`failed to get root path and major:minor for ${path}`);
     }
-    const sameRoot = this.#deviceRoots.get(deviceKey(entry.major, entry.minor))?.get(rootPath) ?? [];
-    return sameRoot.filter((e) => e.id !== entry.id).map((e) => e.mountPoint);
+    const onDevice = this.#devices.get(deviceKey(entry.major, entry.minor)) ?? [];
+    const out: string[] = [];
+    for (const i of typeof onDevice === 'number' ? [onDevice] : onDevice) {
+      const e = this.entries[i];
+      if (e !== undefined && e.root === rootPath && e.id !== entry.id) out.push(e.mountPoint);
+    }
+    return out;
   }
 
   /**
@@ -191,19 +245,23 @@ export class MountTableSnapshot {
   mountsUnder(path: string): string[] {
     const escaped = escapeMountPath(cleanPath(path));
     const prefix = escaped.endsWith('/') ? escaped : `${escaped}/`;
+    const viaParent = this.#sortedMountPoints === undefined ? this.#underViaParent(escaped, prefix) : undefined;
+    if (viaParent !== undefined) return viaParent.map((i) => unescapeMountPath(this.entries[i]?.mountPoint ?? ''));
     const sorted = this.#sorted;
-    // Binary search for the first mount point >= escaped; every match lies in one run after it.
+    // Binary search for the first key >= escaped; every match lies in one run after it.
     let lo = 0;
     let hi = sorted.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if ((sorted[mid]?.[0] ?? '') < escaped) lo = mid + 1;
+      if ((sorted[mid] ?? '') < escaped) lo = mid + 1;
       else hi = mid;
     }
     const indices: number[] = [];
     for (let i = lo; i < sorted.length; i++) {
-      const [mp, index] = sorted[i] ?? ['', 0];
-      if (mp === escaped || mp.startsWith(prefix)) indices.push(index);
+      const key = sorted[i] ?? '';
+      const nul = key.lastIndexOf('\u0000');
+      const mp = key.slice(0, nul);
+      if (mp === escaped || mp.startsWith(prefix)) indices.push(Number(key.slice(nul + 1)));
       else if (mp > prefix) break;
     }
     return indices.sort((a, b) => a - b).map((i) => unescapeMountPath(this.entries[i]?.mountPoint ?? ''));

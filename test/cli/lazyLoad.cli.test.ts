@@ -1,5 +1,5 @@
 // Each command loads only what it needs: `nodevol audit` and `nodevol --help` run with gRPC,
-// prom-client and the YAML parser made impossible to import.
+// prom-client and the YAML parser made impossible to import; a node-only audit without zod too.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -24,6 +24,7 @@ before(async () => {
     `export async function resolve(specifier, context, next) {
        const r = await next(specifier, context);
        if (${FORBIDDEN.toString()}.test(r.url)) throw new Error('forbidden import: ' + r.url);
+       if (process.env.NODEVOL_TEST_NO_ZOD === '1' && r.url.includes('/node_modules/zod/')) throw new Error('forbidden import: ' + r.url);
        return r;
      }\n`,
   );
@@ -35,8 +36,8 @@ after(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function guarded(args: readonly string[]) {
-  const r = spawnSync(process.execPath, ['--import', guard, BIN, ...args], { encoding: 'utf8', timeout: 60_000 });
+function guarded(args: readonly string[], env: NodeJS.ProcessEnv = process.env) {
+  const r = spawnSync(process.execPath, ['--import', guard, BIN, ...args], { encoding: 'utf8', timeout: 60_000, env });
   if (r.error !== undefined) throw r.error;
   return r;
 }
@@ -60,15 +61,32 @@ describe('lazy loading per command', () => {
     for (const name of ['audit', 'agent', 'mock-driver']) assert.match(r.stdout, new RegExp(`\\n {2}${name} `));
   });
 
-  it('audit runs a whole audit (table and json) without gRPC, prom-client or YAML', async () => {
-    const root = path.join(dir, 'root');
-    const mountinfo = path.join(dir, 'mountinfo');
+  /** An empty node: a root dir with pods/ and a one-line mount table. */
+  async function emptyNode(name: string): Promise<{ root: string; mountinfo: string }> {
+    const root = path.join(dir, name);
+    const mountinfo = path.join(dir, `${name}.mountinfo`);
     await writeFile(mountinfo, '1 0 8:1 / / rw - ext4 /dev/sda1 rw\n');
     const { mkdir } = await import('node:fs/promises');
     await mkdir(path.join(root, 'pods'), { recursive: true });
+    return { root, mountinfo };
+  }
+
+  it('audit runs a whole audit (table and json) without gRPC, prom-client or YAML', async () => {
+    const { root, mountinfo } = await emptyNode('root');
     for (const o of ['table', 'json']) {
       const r = guarded(['audit', '--root-dir', root, '--mountinfo', mountinfo, '-o', o]);
       assert.equal(r.status, 0, r.stderr);
     }
+  });
+
+  it('a node-only audit does not load zod (the cluster state schemas load with a cluster source only)', async () => {
+    const { root, mountinfo } = await emptyNode('root-zod');
+    const env = { ...process.env, NODEVOL_TEST_NO_ZOD: '1' };
+    const r = guarded(['audit', '--root-dir', root, '--mountinfo', mountinfo, '-o', 'json'], env);
+    assert.equal(r.status, 0, r.stderr);
+    const state = path.join(dir, 'cluster.json');
+    await writeFile(state, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [] }));
+    const withCluster = guarded(['audit', '--root-dir', root, '--mountinfo', mountinfo, '--cluster-state', state, '--node-name', 'n'], env);
+    assert.match(withCluster.stderr, /forbidden import: .*zod/, 'the guard sees zod once a cluster source is given');
   });
 });

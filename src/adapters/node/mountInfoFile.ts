@@ -17,7 +17,7 @@ export const MAX_MOUNTINFO_BYTES = 32 * 1024 * 1024;
 /** Bound on its lines: a node with 10,000 pods and several mounts each stays well below. */
 export const MAX_MOUNTINFO_LINES = 200_000;
 
-const NEWLINE = 0x0a;
+const NEWLINE = '\n';
 
 export function mountInfoFileSource(file: string): MountInfoSource {
   const fs = new NodeFileSystem();
@@ -27,13 +27,16 @@ export function mountInfoFileSource(file: string): MountInfoSource {
     kernelRelease: live ? release() : undefined,
     read: async () => {
       const bytes = await fs.readFile(file, MAX_MOUNTINFO_BYTES);
+      // Decoded first (bounded by the byte cap), then the lines counted with the string's own
+      // indexOf, far cheaper per call than Buffer#indexOf; nothing is split before the count.
+      const text = new TextDecoder().decode(bytes);
       let lines = 0;
-      for (let i = bytes.indexOf(NEWLINE); i !== -1; i = bytes.indexOf(NEWLINE, i + 1)) {
+      for (let i = text.indexOf(NEWLINE); i !== -1; i = text.indexOf(NEWLINE, i + 1)) {
         if (++lines > MAX_MOUNTINFO_LINES) {
           throw new Error(`mount table ${file} has more than ${MAX_MOUNTINFO_LINES} lines; refusing to parse it (the limit bounds memory; a real node's is far smaller)`);
         }
       }
-      return new TextDecoder().decode(bytes);
+      return text;
     },
   };
 }

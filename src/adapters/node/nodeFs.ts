@@ -197,7 +197,7 @@ export function tooLarge(path: string, maxBytes: number, size: number): FsError 
   return new FsError('EFBIG', path, 'read', `${path} is larger than the ${maxBytes}-byte limit (${size} bytes or more)`);
 }
 
-export function direntType(e: Dirent<Buffer>): FileType {
+export function direntType(e: Dirent<Buffer> | Dirent): FileType {
   if (e.isDirectory()) return 'directory';
   if (e.isFile()) return 'file';
   if (e.isSymbolicLink()) return 'symlink';

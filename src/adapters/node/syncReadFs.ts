@@ -32,7 +32,16 @@ function readOnly(syscall: string, path: string): Promise<never> {
 
 export class SyncReadFileSystem implements FileSystem {
   readdir(path: string): Promise<DirEntry[]> {
-    return settle(() => readdirSync(fsPath(path), { withFileTypes: true, encoding: 'buffer' }).map((e) => ({ name: decodeFsName(e.name), type: direntType(e) })));
+    return settle(() => {
+      const p = fsPath(path);
+      // Names as strings (no Buffer per name). A name that is not UTF-8 reads as U+FFFD there:
+      // then, and only then, the listing is read again as bytes to carry those bytes exactly.
+      const entries = readdirSync(p, { withFileTypes: true });
+      for (const e of entries) {
+        if (e.name.includes('\uFFFD')) return readdirSync(p, { withFileTypes: true, encoding: 'buffer' }).map((b) => ({ name: decodeFsName(b.name), type: direntType(b) }));
+      }
+      return entries.map((e) => ({ name: e.name, type: direntType(e) }));
+    });
   }
 
   lstat(path: string): Promise<FileStat> {

@@ -3,6 +3,7 @@
  * reconstruction from pod-local, block and global vol_data.json files, device mount paths and
  * the KEP-6058 global listing. The writing side (MountDevice, SetUp, ...) builds on this.
  */
+import { joinName } from '../../layout/joinName.js';
 import * as path from 'node:path/posix';
 import { CSIGlobalMountReconstruction, CSIListGlobalVolumesWithoutStagingDir } from '../../features/features.js';
 import { errorMessage, isNotExist } from '../../host/fs.js';
@@ -105,7 +106,7 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
     caller: 'constructVolumeSpec' | 'newUnmounter',
     walkVerified = false,
   ): Promise<{ data: VolumeData; specVolID: string; dataSource: VolumeDataSource }> {
-    const dataPath = path.join(volumePath, VOL_DATA_FILE_NAME);
+    const dataPath = joinName(volumePath, VOL_DATA_FILE_NAME);
     try {
       // The pod volume directory, or any ancestor, may be a symlink leading out of the root dir.
       const parentsVerified = walkVerified || (await resolvesInsideRoot(this.host.fs, volumePath, this.host.realRootDir));

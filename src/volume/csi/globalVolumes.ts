@@ -17,6 +17,7 @@ import {
   GLOBAL_MOUNT_DIR_NAME,
   LEGACY_PV_DIR_NAME,
 } from '../../layout/layout.js';
+import { joinName } from '../../layout/joinName.js';
 import { escapeQualifiedName, isSafePathComponent, isSha256Hex } from '../../layout/names.js';
 import type { GlobalVolume } from '../plugins.js';
 import { constructPVSourceSpec, type PersistentVolumeMode } from '../spec.js';
@@ -98,7 +99,7 @@ export async function listCsiGlobalVolumes(host: VolumeHost): Promise<GlobalVolu
     throw new GlobalListingError(`failed to read the CSI plugin directory ${pluginDir}: ${errorMessage(err)}`);
   }
   for (const driver of drivers) {
-    const driverDir = path.join(pluginDir, driver.name);
+    const driverDir = joinName(pluginDir, driver.name);
     // The block subtree is a sibling of the driver directories; excluded by full path.
     if (driverDir === blockDir) continue;
     if (driver.type === 'symlink') {
@@ -114,7 +115,7 @@ export async function listCsiGlobalVolumes(host: VolumeHost): Promise<GlobalVolu
       continue;
     }
     for (const child of children) {
-      const volDir = path.join(driverDir, child.name);
+      const volDir = joinName(driverDir, child.name);
       if (child.type === 'symlink') {
         skip({ path: volDir, reason: 'symlink', detail: 'volume directory is a symlink; not followed', volumeMode: 'Filesystem' });
         continue;
@@ -139,12 +140,12 @@ async function describeFilesystemVolume(
   const volumeMode: PersistentVolumeMode = 'Filesystem';
   const dirName = path.basename(volDir);
   const legacy = driverDirName === LEGACY_PV_DIR_NAME && !isSha256Hex(dirName);
-  const globalMount = path.join(volDir, GLOBAL_MOUNT_DIR_NAME);
+  const globalMount = joinName(volDir, GLOBAL_MOUNT_DIR_NAME);
 
   // volDir was reached by readdir without following symlinks, from a plugin dir inside the root.
   // The globalmount check and the data read are independent: issue both at once.
   const [data, globalMountCheck] = await Promise.all([
-    tryLoad(host, path.join(volDir, VOL_DATA_FILE_NAME), parentsVerified),
+    tryLoad(host, joinName(volDir, VOL_DATA_FILE_NAME), parentsVerified),
     host.fs.lstat(globalMount).then(
       (st) => ({ ok: true as const, type: st.type }),
       (err: unknown) => ({ ok: false as const, err }),
@@ -232,7 +233,7 @@ async function listBlockVolumes(
   }
   for (const entry of entries) {
     if (entry.name === BLOCK_STAGING_DIR_NAME || entry.name === BLOCK_PUBLISH_DIR_NAME) continue;
-    const volDir = path.join(blockDir, entry.name);
+    const volDir = joinName(blockDir, entry.name);
     if (entry.type === 'symlink') {
       skip({ path: volDir, reason: 'symlink', detail: 'block volume directory is a symlink; not followed', volumeMode });
       continue;

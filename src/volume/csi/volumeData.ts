@@ -533,11 +533,9 @@ function parseFailure(path: string, detail: string): string {
 
 /** A frozen plain object with `entries` as own enumerable data properties (safe for `__proto__`). */
 function freezeRecord(entries: Map<string, string>): VolumeData {
-  const result: Record<string, string> = {};
-  for (const [key, value] of entries) {
-    Object.defineProperty(result, key, { value, enumerable: true, writable: true, configurable: true });
-  }
-  return Object.freeze(result);
+  // Object.fromEntries defines own data properties (CreateDataProperty, never the __proto__
+  // setter), in one fast step where a defineProperty per key made a slow dictionary object.
+  return Object.freeze(Object.fromEntries(entries));
 }
 
 /** Decode like Go's json.NewDecoder(f).Decode(&map[string]string): leading whitespace ok; ONLY the first JSON value is read and anything after it is ignored (even garbage); empty or whitespace-only -> kind 'empty' ("EOF"); truncated value -> 'syntax' ("unexpected EOF"); invalid JSON -> 'syntax' with position; `null` -> {} (success!); a top-level non-object (array, string, number, bool) -> 'type'; a member value that is a number/bool/object/array -> 'type' naming the field (e.g. field "driverName": expected a string, got number); a member value null -> "" ; duplicate keys -> last wins; invalid UTF-8 bytes -> U+FFFD; lone surrogate escapes -> U+FFFD. Errors name `path` (given for messages) and the field when there is one. */

@@ -4,10 +4,10 @@
  * and volumeDevices/ (Block), every child - file, directory or symlink - is a candidate; nothing
  * checks that a mount exists.
  */
-import * as path from 'node:path/posix';
 import { errorMessage, type DirEntry, type FileSystem, type FileType } from '../../host/fs.js';
 import type { Logger } from '../../host/logger.js';
 import { VOLUME_DEVICES_DIR_NAME, VOLUMES_DIR_NAME, type KubeletLayout } from '../../layout/layout.js';
+import { joinName } from '../../layout/joinName.js';
 import { unescapeQualifiedName, type UniquePodName } from '../../layout/names.js';
 import type { PersistentVolumeMode } from '../../volume/spec.js';
 import { rootEscapeReason } from '../../volume/csi/volumeData.js';
@@ -76,9 +76,10 @@ export async function getVolumesFromPodDir(
     logger.error(err, 'Could not read volume plugin directory', { volumePluginPath: p });
   };
 
+  const v5 = logger.enabled(5);
   for (const pod of pods) {
     if (pod.type !== 'directory') continue;
-    const podDir = path.join(podsDir, pod.name);
+    const podDir = joinName(podsDir, pod.name);
     let podEntries: DirEntry[];
     try {
       podEntries = await fs.readdir(podDir);
@@ -87,7 +88,7 @@ export async function getVolumesFromPodDir(
       continue;
     }
     for (const [sub, volumeMode] of SUBDIRS) {
-      const subDir = path.join(podDir, sub);
+      const subDir = joinName(podDir, sub);
       const subEntry = podEntries.find((e) => e.name === sub);
       if (subEntry === undefined) continue;
       if (subEntry.type !== 'directory') {
@@ -105,7 +106,7 @@ export async function getVolumesFromPodDir(
         continue;
       }
       for (const plugin of plugins) {
-        const pluginDir = path.join(subDir, plugin.name);
+        const pluginDir = joinName(subDir, plugin.name);
         if (plugin.type === 'symlink') {
           pluginProblem(pluginDir, new Error(`${pluginDir} is a symlink; not followed`));
           continue;
@@ -119,8 +120,8 @@ export async function getVolumesFromPodDir(
         }
         const pluginName = unescapeQualifiedName(plugin.name);
         for (const child of children) {
-          const volumePath = path.join(pluginDir, child.name);
-          logger.v(5).info('Volume path from volume plugin directory', { podName: pod.name, volumePath });
+          const volumePath = joinName(pluginDir, child.name);
+          if (v5) logger.v(5).info('Volume path from volume plugin directory', { podName: pod.name, volumePath });
           volumes.push({
             podName: pod.name as UniquePodName,
             volumeSpecName: child.name,

@@ -27,7 +27,6 @@ export class ReconstructionError extends Error {
  * for every failure point of kubelet's reconstructVolume that needs no API server.
  */
 export async function reconstructVolumeSpec(plugins: VolumePluginMgr, volume: PodVolume): Promise<ReconstructedSpec> {
-  const where = `pod ${volume.podName} volume ${JSON.stringify(volume.volumeSpecName)} (${volume.volumePath})`;
   try {
     const plugin = plugins.findPluginByName(volume.pluginName);
     let spec: Spec;
@@ -56,6 +55,8 @@ export async function reconstructVolumeSpec(plugins: VolumePluginMgr, volume: Po
     return { volume, uniqueVolumeName, spec, seLinuxMountContext, dataSource, deviceMountPath };
   } catch (err) {
     if (err instanceof ReconstructionError) throw err;
+    // Built only on failure: a node's walk reconstructs thousands of candidates.
+    const where = `pod ${volume.podName} volume ${JSON.stringify(volume.volumeSpecName)} (${volume.volumePath})`;
     throw new ReconstructionError(`could not construct volume information for ${where}: ${err instanceof Error ? err.message : String(err)}`);
   }
 }
