@@ -1,6 +1,6 @@
 // nodevol mock-driver as a process: --volume / --block-volume provisioning and a clean SIGTERM.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -13,6 +13,21 @@ describe('nodevol mock-driver (process)', () => {
   const dirs: string[] = [];
   after(async () => {
     for (const d of dirs) await rm(d, { recursive: true, force: true });
+  });
+
+  it('--mode accepts strict|lenient only: a bad value exits 2 naming the flag and the choices', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'nodevol-mockcli-'));
+    dirs.push(dir);
+    const r = spawnSync(
+      process.execPath,
+      [BIN, 'mock-driver', '--mode', 'sloppy', '--endpoint', `unix://${dir}/csi.sock`, '--node-id', 'n', '--driver-name', 'mock.csi.nodevol.io', '--state-dir', `${dir}/state`],
+      { encoding: 'utf8', timeout: 30_000 },
+    );
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, /--mode <mode>.*'sloppy' is invalid.*strict, lenient/);
+    const help = spawnSync(process.execPath, [BIN, 'mock-driver', '--help'], { encoding: 'utf8', timeout: 30_000 });
+    assert.match(help.stdout, /--mode <mode>/);
+    assert.match(help.stdout, /choices:\s+"strict",\s+"lenient",\s+default:\s+"strict"/);
   });
 
   it('provisions --volume and --block-volume at start, prints "NAME ID" lines, and exits 0 on SIGTERM', async () => {

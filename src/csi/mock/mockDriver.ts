@@ -42,6 +42,7 @@ import { fileURLToPath } from 'node:url';
 import * as path from 'node:path';
 
 import { FsError, errorCode, errorMessage, type FileSystem } from '../../host/fs.js';
+import type { Clock } from '../../host/clock.js';
 import { discardLogger, type Logger } from '../../host/logger.js';
 import { NodeFileSystem } from '../../adapters/node/nodeFs.js';
 import { NodeMounter } from '../../adapters/node/nodeMounter.js';
@@ -54,6 +55,7 @@ import type { MessageInit } from '../grpc/messages.js';
 import { GrpcStatus, grpcStatusName } from '../types.js';
 import { checkCoPath, checkVolumeId, normalizeAllowedRoots } from './confine.js';
 import {
+  CsiNodeState,
   VolumeLocks,
   decidePublish,
   decideStage,
@@ -63,9 +65,10 @@ import {
   type CsiNodeMode,
   type CsiRefusal,
   type NodeRules,
+  type NodeVolumeView,
 } from '../nodeStateMachine.js';
 import { describeRule, MockFaultBook, type MockFaultRule, type MockRpcMethod } from './faults.js';
-import { MockJournal, redactSecrets, type JournalError } from './journal.js';
+import { MockJournal, redactSecrets, type JournalError, type JournalLine } from './journal.js';
 import { MockStateStore, type MockVolumeKind, type MockVolumeRecord } from './state.js';
 
 /** The exit code of a process an exit fault ends. */
@@ -116,6 +119,13 @@ export interface MockDriverOptions {
   readonly allowedRoots?: readonly string[];
   /** strict (default): NodeUnstageVolume refused while published, like csi-driver-host-path; lenient: accepted. */
   readonly mode?: CsiNodeMode;
+  /**
+   * The clock delay and clientTimeoutMs faults sleep on and call durations are measured with.
+   * Default: the real clock (performance.now, setTimeout). Tests inject a FakeClock.
+   */
+  readonly clock?: Clock;
+  /** Called with every journal line as it is produced (with or without a journal file): tests wait on it. */
+  readonly onJournalLine?: (line: JournalLine) => void;
 }
 
 export interface MockDriver {
@@ -149,6 +159,13 @@ export function mockBackingPaths(stateDir: string, volumeId: string): { readonly
 export function mockBlockDevicePath(stagingTargetPath: string): string {
   return posix.join(stagingTargetPath, 'dev');
 }
+
+/** The real clock: monotonic milliseconds, setTimeout sleeps. */
+const monotonicClock: Clock = {
+  nowMs: () => performance.now(),
+  // Unref'd: a delay held past stop() must not keep the process alive.
+  sleep: (ms) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref()),
+};
 
 let cachedVersion: string | undefined;
 
@@ -187,13 +204,15 @@ export async function startMockDriver(options: MockDriverOptions): Promise<MockD
   return driver;
 }
 
+/**
+ * What the controller side knows of a volume (its storage, its attachments). Where the node
+ * staged and published it lives in the shared {@link CsiNodeState}.
+ */
 interface VolumeState {
   readonly id: string;
   readonly name: string;
   readonly capacity: number;
   readonly kind: MockVolumeKind;
-  stagedAt: string | undefined;
-  readonly publishedAt: Set<string>;
   readonly attachedNodes: Set<string>;
   /** Created by an ephemeral NodePublishVolume; deleted by its last NodeUnpublishVolume. */
   readonly ephemeral: boolean;
@@ -211,27 +230,18 @@ function internal(details: string): CsiStatusError {
   return status(GrpcStatus.INTERNAL, details);
 }
 
-function toRecord(v: VolumeState): MockVolumeRecord {
+function toRecord(v: VolumeState, node: NodeVolumeView | undefined): MockVolumeRecord {
   const base = { id: v.id, name: v.name, capacity: v.capacity, kind: v.kind };
   const rest = {
-    publishedAt: [...v.publishedAt].sort(),
+    publishedAt: node === undefined ? [] : [...node.publishedAt].sort(),
     attachedNodes: [...v.attachedNodes].sort(),
     ...(v.ephemeral ? { ephemeral: true as const } : {}),
   };
-  return v.stagedAt === undefined ? { ...base, ...rest } : { ...base, stagedAt: v.stagedAt, ...rest };
+  return node?.stagedAt === undefined ? { ...base, ...rest } : { ...base, stagedAt: node.stagedAt, ...rest };
 }
 
 function fromRecord(r: MockVolumeRecord): VolumeState {
-  return {
-    id: r.id,
-    name: r.name,
-    capacity: r.capacity,
-    kind: r.kind,
-    stagedAt: r.stagedAt,
-    publishedAt: new Set(r.publishedAt),
-    attachedNodes: new Set(r.attachedNodes),
-    ephemeral: r.ephemeral === true,
-  };
+  return { id: r.id, name: r.name, capacity: r.capacity, kind: r.kind, attachedNodes: new Set(r.attachedNodes), ephemeral: r.ephemeral === true };
 }
 
 /** The access type a request's capability asks for; INVALID_ARGUMENT when it names none. */
@@ -278,12 +288,15 @@ class MockDriverImpl implements MockDriver {
   readonly #faults: MockFaultBook;
   readonly #journal: MockJournal;
   readonly #volumes = new Map<string, VolumeState>();
+  /** Where each volume is staged and published: the shared CSI node state machine's record. */
+  readonly #node = new CsiNodeState();
   readonly #allowedRoots: readonly string[];
   /** Volume ids with a call in flight. */
   readonly #busy = new VolumeLocks();
   readonly #rules: NodeRules;
   /** Fires at stop(): fails held calls. */
   readonly #stopping = new AbortController();
+  readonly #clock: Clock;
   #server: CsiServer | undefined;
   #seq = 0;
   #stopped: Promise<void> | undefined;
@@ -301,8 +314,9 @@ class MockDriverImpl implements MockDriver {
       (options.fs === undefined ? sparseFile : (filePath, size) => fs.writeFile(filePath, new Uint8Array(size), { mode: 0o600, fsync: true }));
     this.#store = new MockStateStore(fs, options.stateDir);
     this.#rules = { mode: options.mode ?? 'strict', stageUnstage: true };
+    this.#clock = options.clock ?? monotonicClock;
     this.#faults = new MockFaultBook(options.faultsFile, this.#logger);
-    this.#journal = new MockJournal(options.journalFile, this.#logger);
+    this.#journal = new MockJournal(options.journalFile, this.#logger, options.onJournalLine);
   }
 
   get endpoint(): string {
@@ -318,18 +332,22 @@ class MockDriverImpl implements MockDriver {
   }
 
   volumes(): MockVolumeRecord[] {
-    return [...this.#volumes.values()].map(toRecord).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    return [...this.#volumes.values()].map((v) => toRecord(v, this.#node.view(v.id))).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
   volume(volumeId: string): MockVolumeRecord | undefined {
     const v = this.#volumes.get(volumeId);
-    return v === undefined ? undefined : toRecord(v);
+    return v === undefined ? undefined : toRecord(v, this.#node.view(volumeId));
   }
 
   async start(): Promise<void> {
     unixSocketPath(this.#options.endpoint);
     await this.#fs.mkdir(posix.join(this.#options.stateDir, 'volumes'), { recursive: true, mode: 0o755 });
-    for (const r of await this.#store.load()) this.#volumes.set(r.id, fromRecord(r));
+    const records = await this.#store.load();
+    for (const r of records) this.#volumes.set(r.id, fromRecord(r));
+    this.#node.restore({
+      volumes: records.filter((r) => r.stagedAt !== undefined || r.publishedAt.length > 0).map((r) => ({ volumeId: r.id, publishedAt: r.publishedAt, block: r.kind === 'block', ...(r.stagedAt === undefined ? {} : { stagedAt: r.stagedAt }) })),
+    });
     await this.#faults.refresh();
     const identity: IdentityHandlers = {
       getPluginInfo: (req) => this.#dispatch('GetPluginInfo', req, '', () => this.#getPluginInfo()),
@@ -392,12 +410,12 @@ class MockDriverImpl implements MockDriver {
 
   async #dispatch<T extends object>(method: MockRpcMethod, request: object, volumeId: string, effect: () => Promise<T>): Promise<T> {
     const seq = ++this.#seq;
-    const started = performance.now();
+    const started = this.#clock.nowMs();
     const log = this.#logger.v(4);
     if (log.enabled(4)) log.info('GRPC call', { seq, method, volumeId, request: redactSecrets(request) });
 
     const complete = async (response: T | null, error: CsiStatusError | null): Promise<void> => {
-      const durationMs = Math.round((performance.now() - started) * 1000) / 1000;
+      const durationMs = Math.round((this.#clock.nowMs() - started) * 1000) / 1000;
       const journalError: JournalError | null =
         error === null ? null : { code: error.code, name: grpcStatusName(error.code), message: error.details };
       await this.#journal.write({
@@ -430,30 +448,45 @@ class MockDriverImpl implements MockDriver {
       await complete(null, err);
       throw err;
     }
+    let rule: MockFaultRule | undefined;
     try {
       await this.#faults.refresh();
-      const rule = this.#faults.take(method, volumeId);
-      if (rule !== undefined) this.#logger.info('Injecting a fault', { seq, method, volumeId, fault: describeRule(rule) });
-      if (rule?.exit === true) {
-        await this.#journal.write({ time: new Date().toISOString(), seq, method, volumeId, phase: 'exit', fault: 'exit' });
-        this.#logger.warning('Exiting on an injected fault', { seq, method, volumeId, exitCode: EXIT_FAULT_CODE });
-        this.#exit(EXIT_FAULT_CODE);
-        // In-process, exit returns: the call stays unanswered, as if the process were gone.
-        await this.#heldUntilStop();
-      }
-      let response: T;
-      try {
-        response = await this.#faulted(seq, method, volumeId, rule, effect);
-      } catch (err) {
-        const error = statusError(err);
-        await complete(null, error);
-        throw error;
-      }
-      await complete(response, null);
-      return response;
-    } finally {
+      rule = this.#faults.take(method, volumeId);
+    } catch (err) {
       this.#busy.release(volumeId);
+      throw err;
     }
+    if (rule !== undefined) this.#logger.info('Injecting a fault', { seq, method, volumeId, fault: describeRule(rule) });
+    const work = (async (): Promise<T> => {
+      try {
+        if (rule?.exit === true) {
+          await this.#journal.write({ time: new Date().toISOString(), seq, method, volumeId, phase: 'exit', fault: 'exit' });
+          this.#logger.warning('Exiting on an injected fault', { seq, method, volumeId, exitCode: EXIT_FAULT_CODE });
+          this.#exit(EXIT_FAULT_CODE);
+          // In-process, exit returns: the call stays unanswered, as if the process were gone.
+          await this.#heldUntilStop();
+        }
+        let response: T;
+        try {
+          response = await this.#faulted(seq, method, volumeId, rule, effect);
+        } catch (err) {
+          const error = statusError(err);
+          await complete(null, error);
+          throw error;
+        }
+        await complete(response, null);
+        return response;
+      } finally {
+        this.#busy.release(volumeId);
+      }
+    })();
+    const clientTimeoutMs = rule?.clientTimeoutMs;
+    if (clientTimeoutMs === undefined) return work;
+    // The client gives up; the driver carries on with `work` (the volume stays busy until it is done).
+    work.catch(() => undefined);
+    await this.#sleep(clientTimeoutMs);
+    await this.#journal.write({ time: new Date().toISOString(), seq, method, volumeId, phase: 'timedOut', fault: 'clientTimeout' });
+    throw status(GrpcStatus.DEADLINE_EXCEEDED, `context deadline exceeded after ${clientTimeoutMs} ms (the driver carries on)`);
   }
 
   /** Applies hang, delay and code of a rule around the effect. */
@@ -463,8 +496,11 @@ class MockDriverImpl implements MockDriver {
       await this.#heldUntilStop();
     }
     if (rule?.delayMs !== undefined && rule.delayMs > 0) {
+      // The sleep starts before the "held" line is produced, so whoever sees the line can move the clock.
+      const sleeping = this.#sleep(rule.delayMs);
+      sleeping.catch(() => undefined);
       await this.#journal.write({ time: new Date().toISOString(), seq, method, volumeId, phase: 'held', fault: 'delay' });
-      await this.#sleep(rule.delayMs);
+      await sleeping;
     }
     const code = rule?.code;
     if (code === undefined) return effect();
@@ -487,26 +523,26 @@ class MockDriverImpl implements MockDriver {
     });
   }
 
-  /** Waits `ms`; rejects with UNAVAILABLE when the driver stops first. */
+  /** Waits `ms` on the driver's clock; rejects with UNAVAILABLE when the driver stops first. */
   #sleep(ms: number): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const signal = this.#stopping.signal;
-      const onAbort = (): void => {
-        clearTimeout(timer);
-        reject(status(GrpcStatus.UNAVAILABLE, 'the mock driver stopped while the call was delayed'));
-      };
-      const timer = setTimeout(() => {
+      const onAbort = (): void => reject(status(GrpcStatus.UNAVAILABLE, 'the mock driver stopped while the call was delayed'));
+      if (signal.aborted) {
+        onAbort();
+        return;
+      }
+      signal.addEventListener('abort', onAbort, { once: true });
+      void this.#clock.sleep(ms).then(() => {
         signal.removeEventListener('abort', onAbort);
         resolve();
-      }, ms);
-      if (signal.aborted) onAbort();
-      else signal.addEventListener('abort', onAbort, { once: true });
+      });
     });
   }
 
   async #persist(): Promise<void> {
     try {
-      await this.#store.save(() => [...this.#volumes.values()].map(toRecord));
+      await this.#store.save(() => [...this.#volumes.values()].map((v) => toRecord(v, this.#node.view(v.id))));
     } catch (err) {
       throw internal(`cannot save ${this.#store.file}: ${errorMessage(err)}`);
     }
@@ -554,7 +590,7 @@ class MockDriverImpl implements MockDriver {
     } catch (err) {
       throw internal(`cannot create the backing storage of volume ${id}: ${errorMessage(err)}`);
     }
-    this.#volumes.set(id, { id, name: req.name, capacity, kind, stagedAt: undefined, publishedAt: new Set(), attachedNodes: new Set(), ephemeral: false });
+    this.#volumes.set(id, { id, name: req.name, capacity, kind, attachedNodes: new Set(), ephemeral: false });
     await this.#persist();
     this.#logger.v(1).info('Created volume', { volumeId: id, name: req.name, kind, capacity });
     return { volume: { volumeId: id, capacityBytes: capacity, volumeContext: {} } };
@@ -565,8 +601,9 @@ class MockDriverImpl implements MockDriver {
     checkVolumeId(req.volumeId);
     const vol = this.#volumes.get(req.volumeId);
     if (vol === undefined) return {};
-    if (vol.stagedAt !== undefined || vol.publishedAt.size > 0) {
-      const where = [...(vol.stagedAt === undefined ? [] : [`staged at ${vol.stagedAt}`]), ...[...vol.publishedAt].sort().map((t) => `published at ${t}`)];
+    const node = this.#node.view(vol.id);
+    if (node !== undefined) {
+      const where = [...(node.stagedAt === undefined ? [] : [`staged at ${node.stagedAt}`]), ...[...node.publishedAt].sort().map((t) => `published at ${t}`)];
       throw status(GrpcStatus.FAILED_PRECONDITION, `volume ${req.volumeId} is still ${where.join(', ')}`);
     }
     const backing = mockBackingPaths(this.#options.stateDir, vol.id);
@@ -610,7 +647,7 @@ class MockDriverImpl implements MockDriver {
     if (req.volumeId !== '') checkVolumeId(req.volumeId);
     const kind = accessKindOrUndefined(req.volumeCapability);
     decided(
-      decideStage(this.#volumes.get(req.volumeId), { volumeId: req.volumeId, stagingTargetPath: req.stagingTargetPath, access: kind }, () =>
+      decideStage(this.#node.view(req.volumeId), { volumeId: req.volumeId, stagingTargetPath: req.stagingTargetPath, access: kind }, () =>
         this.#checkVolume(req.volumeId, kind),
       ),
     );
@@ -621,14 +658,14 @@ class MockDriverImpl implements MockDriver {
     const backing = mockBackingPaths(this.#options.stateDir, vol.id);
     if (kind === 'mount') {
       if (!(await this.#isMountPoint(staging))) await this.#mount(backing.dir, staging, []);
-      else if (vol.stagedAt === undefined) this.#logger.warning('Staging path is already a mount point; taking it as this volume', { volumeId: vol.id, staging });
+      else if (this.#node.view(vol.id)?.stagedAt === undefined) this.#logger.warning('Staging path is already a mount point; taking it as this volume', { volumeId: vol.id, staging });
     } else {
       const device = mockBlockDevicePath(staging);
       await this.#createTarget(device, 'block');
       if (!(await this.#isMountPoint(device))) await this.#mount(backing.file, device, []);
     }
-    if (vol.stagedAt !== staging) {
-      vol.stagedAt = staging;
+    if (this.#node.view(vol.id)?.stagedAt !== staging) {
+      this.#node.recordStaged(vol.id, staging, kind === 'block');
       await this.#persist();
     }
     return {};
@@ -636,7 +673,7 @@ class MockDriverImpl implements MockDriver {
 
   async #unstage(req: wire.NodeUnstageVolumeRequest): Promise<MessageInit<wire.NodeUnstageVolumeResponse>> {
     if (req.volumeId !== '') checkVolumeId(req.volumeId);
-    const notStagedThere = decided(decideUnstage(this.#volumes.get(req.volumeId), req, this.#rules, () => this.#checkVolume(req.volumeId, undefined)));
+    const notStagedThere = decided(decideUnstage(this.#node.view(req.volumeId), req, this.#rules, () => this.#checkVolume(req.volumeId, undefined)));
     await checkCoPath(this.#fs, req.stagingTargetPath, 'staging target path', this.#allowedRoots);
     const vol = this.#requireVolume(req.volumeId);
     const staging = req.stagingTargetPath;
@@ -650,7 +687,7 @@ class MockDriverImpl implements MockDriver {
         throw internal(`cannot remove ${device}: ${errorMessage(err)}`);
       });
     }
-    vol.stagedAt = undefined;
+    this.#node.recordUnstaged(vol.id);
     await this.#persist();
     return {};
   }
@@ -673,7 +710,7 @@ class MockDriverImpl implements MockDriver {
       decided(decidePublish(undefined, question, this.#rules));
       return this.#publishEphemeral(req, accessKind(req.volumeCapability));
     }
-    decided(decidePublish(this.#volumes.get(req.volumeId), question, this.#rules, () => this.#checkVolume(req.volumeId, kindOrUndefined)));
+    decided(decidePublish(this.#node.view(req.volumeId), question, this.#rules, () => this.#checkVolume(req.volumeId, kindOrUndefined)));
     const kind = accessKind(req.volumeCapability);
     const vol = this.#requireVolume(req.volumeId);
     const staging = req.stagingTargetPath;
@@ -683,7 +720,7 @@ class MockDriverImpl implements MockDriver {
       throw status(GrpcStatus.FAILED_PRECONDITION, `volume ${vol.id} is recorded as staged at ${staging} but ${source} is not mounted; stage it again`);
     }
     if (req.volumeCapability?.accessMode?.mode === 'SINGLE_NODE_SINGLE_WRITER') {
-      const other = [...vol.publishedAt].find((t) => t !== target);
+      const other = [...(this.#node.view(vol.id)?.publishedAt ?? [])].find((t) => t !== target);
       if (other !== undefined) {
         throw status(GrpcStatus.FAILED_PRECONDITION, `volume ${vol.id} with SINGLE_NODE_SINGLE_WRITER access is already published at ${other}`);
       }
@@ -692,11 +729,11 @@ class MockDriverImpl implements MockDriver {
       await this.#createTarget(target, kind);
       await this.#mount(source, target, req.readonly ? ['ro'] : []);
       if (req.readonly) await this.#ensureReadOnly(source, target);
-    } else if (!vol.publishedAt.has(target)) {
+    } else if (!this.#isPublishedAt(vol.id, target)) {
       this.#logger.warning('Target path is already a mount point; taking it as this volume', { volumeId: vol.id, target });
     }
-    if (!vol.publishedAt.has(target)) {
-      vol.publishedAt.add(target);
+    if (!this.#isPublishedAt(vol.id, target)) {
+      this.#node.recordPublished(vol.id, target, kind === 'block');
       await this.#persist();
     }
     return {};
@@ -704,12 +741,12 @@ class MockDriverImpl implements MockDriver {
 
   async #unpublish(req: wire.NodeUnpublishVolumeRequest): Promise<MessageInit<wire.NodeUnpublishVolumeResponse>> {
     if (req.volumeId !== '') checkVolumeId(req.volumeId);
-    decided(decideUnpublish(this.#volumes.get(req.volumeId), req, () => this.#checkVolume(req.volumeId, undefined)));
+    decided(decideUnpublish(this.#node.view(req.volumeId), req, () => this.#checkVolume(req.volumeId, undefined)));
     await checkCoPath(this.#fs, req.targetPath, 'target path', this.#allowedRoots);
     const vol = this.#requireVolume(req.volumeId);
     const target = req.targetPath;
     // Only a target this volume was published at is unmounted and removed: any other path is not ours.
-    if (!vol.publishedAt.has(target)) return {};
+    if (!this.#isPublishedAt(vol.id, target)) return {};
     await this.#unmountAll(target);
     try {
       const st = await this.#fs.lstat(target);
@@ -718,11 +755,10 @@ class MockDriverImpl implements MockDriver {
     } catch (err) {
       if (errorCode(err) !== 'ENOENT') throw internal(`cannot remove target path ${target}: ${errorMessage(err)}`);
     }
-    const changed = vol.publishedAt.delete(target);
+    this.#node.recordUnpublished(vol.id, target);
     // Like csi-driver-host-path, the last unpublish of an ephemeral volume deletes it.
-    const deleted = vol.ephemeral && vol.publishedAt.size === 0;
-    if (deleted) await this.#deleteEphemeral(vol);
-    if (changed || deleted) await this.#persist();
+    if (vol.ephemeral && this.#node.view(vol.id) === undefined) await this.#deleteEphemeral(vol);
+    await this.#persist();
     return {};
   }
 
@@ -750,8 +786,6 @@ class MockDriverImpl implements MockDriver {
         name: `ephemeral-${req.volumeId}`,
         capacity: DEFAULT_CAPACITY_BYTES,
         kind: 'mount',
-        stagedAt: undefined,
-        publishedAt: new Set(),
         attachedNodes: new Set(),
         ephemeral: true,
       };
@@ -764,8 +798,8 @@ class MockDriverImpl implements MockDriver {
       await this.#mount(backing.dir, target, req.readonly ? ['ro'] : []);
       if (req.readonly) await this.#ensureReadOnly(backing.dir, target);
     }
-    if (!vol.publishedAt.has(target)) {
-      vol.publishedAt.add(target);
+    if (!this.#isPublishedAt(vol.id, target)) {
+      this.#node.recordPublished(vol.id, target, false);
       await this.#persist();
     }
     return {};
@@ -783,6 +817,10 @@ class MockDriverImpl implements MockDriver {
   }
 
   // ---------------------------------------------------------------- helpers
+
+  #isPublishedAt(volumeId: string, target: string): boolean {
+    return this.#node.view(volumeId)?.publishedAt.has(target) === true;
+  }
 
   #requireVolume(volumeId: string): VolumeState {
     const vol = this.#volumes.get(volumeId);

@@ -38,6 +38,7 @@ import {
   type VolumeCapability,
 } from '../../../src/csi/types.js';
 import { createKlogLogger } from '../../../src/logging/klog.js';
+import { FakeClock } from '../../../src/testing/fakeClock.js';
 import type { Mounter } from '../../../src/mount/mounter.js';
 
 // This file runs from dist/test/unit/csi/: the repo root is four levels up.
@@ -97,15 +98,10 @@ async function rejectsWithCode(p: Promise<unknown>, code: number, detail?: RegEx
   return caught!;
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Polls `cond` every 10 ms until it holds (or fails after `ms`). */
-async function eventually(cond: () => Promise<boolean> | boolean, what: string, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
+/** A journal line someone waits for: resolved by the driver's onJournalLine hook, failed after a bound. */
+interface LineWaiter {
+  readonly match: (line: JournalLine) => boolean;
+  readonly resolve: (line: JournalLine) => void;
 }
 
 /** One node: a MemFs where kubelet made its dirs, a MemoryMounter, a real temp dir for the socket, faults and journal. */
@@ -116,7 +112,36 @@ class Env {
   readonly exits: number[] = [];
   readonly drivers: MockDriver[] = [];
   readonly clients: GrpcCsiClient[] = [];
+  /** Every journal line the drivers produced, in order (from the onJournalLine hook). */
+  readonly lines: JournalLine[] = [];
+  #waiters: LineWaiter[] = [];
   dir = '';
+
+  /**
+   * Resolves with the first journal line (already produced or to come) that matches; fails the
+   * test if none arrives within `boundMs` (a bound, not a timing assertion).
+   */
+  line(match: (line: JournalLine) => boolean, what: string, boundMs = 10_000): Promise<JournalLine> {
+    const seen = this.lines.find(match);
+    if (seen !== undefined) return Promise.resolve(seen);
+    return new Promise<JournalLine>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no journal line for ${what} within ${boundMs} ms`)), boundMs);
+      this.#waiters.push({
+        match,
+        resolve: (l) => {
+          clearTimeout(timer);
+          resolve(l);
+        },
+      });
+    });
+  }
+
+  #onLine(line: JournalLine): void {
+    this.lines.push(line);
+    const ready = this.#waiters.filter((w) => w.match(line));
+    this.#waiters = this.#waiters.filter((w) => !w.match(line));
+    for (const w of ready) w.resolve(line);
+  }
 
   get endpoint(): string {
     return unixEndpoint(path.join(this.dir, 'csi.sock'));
@@ -149,6 +174,7 @@ class Env {
       faultsFile: this.faultsFile,
       exit: (code) => this.exits.push(code),
       shutdownGraceMs: 1000,
+      onJournalLine: (l) => this.#onLine(l),
       ...over,
     });
     this.drivers.push(driver);
@@ -432,6 +458,21 @@ describe('mock driver: lifecycle and idempotency', () => {
     assert.ok((await env.calls()).every((c) => c.error === null), 'no call failed');
   });
 
+  it('mode lenient: NodeUnstageVolume while published is accepted (strict, the default, refuses it); the target stays recorded', async () => {
+    const { client, driver } = await env.start({ mode: 'lenient' });
+    await create(client);
+    const backing = mockBackingPaths(STATE, VOL).dir;
+    await client.nodeStageVolume(stageReq());
+    await client.nodePublishVolume(publishReq());
+    await client.nodeUnstageVolume(unstageReq());
+    assert.equal(driver.volume(VOL)?.stagedAt, undefined);
+    assert.deepEqual(driver.volume(VOL)?.publishedAt, [TARGET], 'the target is still published: the invariants, not the driver, catch it');
+    assert.deepEqual(env.mounts(), [`${TARGET} <- ${backing}`]);
+    await client.nodeUnpublishVolume(unpublishReq());
+    assert.deepEqual(env.mounts(), []);
+    assert.equal(driver.volume(VOL)?.publishedAt.length, 0);
+  });
+
   it('readonly publish mounts ro; SINGLE_NODE_SINGLE_WRITER refuses a second target with FAILED_PRECONDITION', async () => {
     const { client } = await env.start();
     await create(client);
@@ -633,22 +674,46 @@ describe('mock driver: concurrency', () => {
   afterEach(async () => env.cleanup());
 
   it('a call for a volume with a call in flight answers ABORTED; calls for other volumes proceed', async () => {
-    const { client } = await env.start();
+    const clock = new FakeClock();
+    const { client, driver } = await env.start({ clock });
     await create(client);
     await create(client, BLOCK_NAME, BLOCK_CAP);
     await env.faults(`faults:\n  - method: NodeStageVolume\n    volumeId: ${VOL}\n    delayMs: 400\n`);
     const slow = client.nodeStageVolume(stageReq());
-    await eventually(async () => (await env.journal()).some((l) => 'phase' in l && l.phase === 'held'), 'the held line');
+    await env.line((l) => 'phase' in l && l.phase === 'held', 'the held line');
     await rejectsWithCode(client.nodeUnstageVolume(unstageReq()), GrpcStatus.ABORTED, new RegExp(`operation with the given volume ID ${VOL} already exists`));
-    const t0 = Date.now();
+    // The other volume is served while VOL's call is still held (no virtual time has passed).
     await client.nodeStageVolume(blockStage());
-    assert.ok(Date.now() - t0 < 300, 'the other volume did not wait');
+    assert.equal(driver.volume(BVOL)?.stagedAt, BLOCK_STAGING);
+    assert.equal(driver.volume(VOL)?.stagedAt, undefined, 'VOL is still held');
+    assert.equal(clock.pendingSleeps(), 1);
+    await clock.advance(400);
     await slow;
     await client.nodeUnstageVolume(unstageReq());
     const calls = await env.calls();
     assert.deepEqual(calls.slice(-4).map((c) => [c.method, c.volumeId, c.error?.name ?? 'OK']), [
       ['NodeUnstageVolume', VOL, 'ABORTED'], ['NodeStageVolume', BVOL, 'OK'], ['NodeStageVolume', VOL, 'OK'], ['NodeUnstageVolume', VOL, 'OK'],
     ]);
+  });
+
+  it('clientTimeoutMs: the client gets DEADLINE_EXCEEDED while the driver carries on; the volume answers ABORTED until the work is done', async () => {
+    const clock = new FakeClock();
+    const { client, driver } = await env.start({ clock });
+    await create(client);
+    await env.faults('faults:\n  - {method: NodeStageVolume, delayMs: 1000, clientTimeoutMs: 100, times: 1}\n');
+    const first = rejectsWithCode(client.nodeStageVolume(stageReq()), GrpcStatus.DEADLINE_EXCEEDED, /driver carries on/);
+    await env.line((l) => 'phase' in l && l.phase === 'held', 'the held line');
+    await clock.advance(100);
+    await first;
+    assert.equal(driver.volume(VOL)?.stagedAt, undefined, 'not done yet at the driver');
+    await rejectsWithCode(client.nodeStageVolume(stageReq()), GrpcStatus.ABORTED);
+    await clock.advance(900);
+    const done = await env.line((l) => !('phase' in l) && l.method === 'NodeStageVolume' && l.error === null, 'the completed stage');
+    assert.equal(driver.volume(VOL)?.stagedAt, STAGING, 'the driver finished the work the client gave up on');
+    assert.equal((done as JournalCallLine).durationMs, 1000);
+    await client.nodeStageVolume(stageReq());
+    const phases = env.lines.filter((l): l is JournalPhaseLine => 'phase' in l).map((l) => [l.phase, l.fault]);
+    assert.deepEqual(phases, [['held', 'delay'], ['timedOut', 'clientTimeout']]);
   });
 });
 
@@ -678,22 +743,24 @@ describe('mock driver: faults', () => {
   });
 
   it('delay: the call is held (journal "held" line on arrival) and then does its work', async () => {
-    const { client, driver } = await env.start();
+    const clock = new FakeClock();
+    const { client, driver } = await env.start({ clock });
     await create(client);
     await env.faults(JSON.stringify({ faults: [{ method: 'NodeStageVolume', delayMs: 300 }] }));
-    const t0 = Date.now();
     const p = client.nodeStageVolume(stageReq());
-    await eventually(async () => (await env.journal()).some((l) => 'phase' in l && l.method === 'NodeStageVolume'), 'the held line');
+    await env.line((l) => 'phase' in l && l.method === 'NodeStageVolume', 'the held line');
+    await clock.advance(299);
     assert.equal(driver.volume(VOL)?.stagedAt, undefined, 'not staged while held');
+    assert.equal(clock.pendingSleeps(), 1, 'still held at 299 ms');
+    await clock.advance(1);
     await p;
-    assert.ok(Date.now() - t0 >= 290);
     assert.equal(driver.volume(VOL)?.stagedAt, STAGING);
     const lines = await env.journal();
     const held = lines.find((l): l is JournalPhaseLine => 'phase' in l)!;
     const done = lines.find((l): l is JournalCallLine => !('phase' in l) && l.method === 'NodeStageVolume')!;
     assert.deepEqual([held.phase, held.fault, held.volumeId, held.seq], ['held', 'delay', VOL, done.seq]);
     assert.ok(lines.indexOf(held) < lines.indexOf(done));
-    assert.ok(done.durationMs >= 290);
+    assert.equal(done.durationMs, 300, 'measured on the driver clock');
     assert.ok(env.logs.some((l) => l.includes('Injecting a fault') && l.includes('delay=300ms')));
   });
 
