@@ -1,11 +1,13 @@
 // nodevol mock-driver as a process: --volume / --block-volume provisioning and a clean SIGTERM.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
+import { NodeFileSystem } from '../../src/adapters/node/nodeFs.js';
 import { mockVolumeId } from '../../src/csi/mock/mockDriver.js';
+import { readMockState } from '../../src/csi/mock/state.js';
 
 const BIN = path.resolve(import.meta.dirname, '../../../bin/nodevol.js');
 
@@ -58,8 +60,8 @@ describe('nodevol mock-driver (process)', () => {
         });
       });
       assert.deepEqual(out.trim().split('\n'), [`pv-a ${mockVolumeId('pv-a')}`, `pv-b ${mockVolumeId('pv-b')}`]);
-      const state = JSON.parse(await readFile(`${dir}/state/state.json`, 'utf8')) as { volumes: { name: string; kind: string }[] };
-      assert.deepEqual(state.volumes.map((v) => [v.name, v.kind]).sort(), [['pv-a', 'mount'], ['pv-b', 'block']]);
+      const state = await readMockState(new NodeFileSystem(), `${dir}/state`);
+      assert.deepEqual(state.map((v) => [v.name, v.kind]).sort(), [['pv-a', 'mount'], ['pv-b', 'block']]);
       assert.ok((await stat(`${dir}/state/volumes/${mockVolumeId('pv-a')}`)).isDirectory());
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       child.kill('SIGTERM');

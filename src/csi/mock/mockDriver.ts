@@ -10,13 +10,16 @@
  * `<state-dir>/volumes/<id>.img` of the capacity (block access). NodeStageVolume bind-mounts the
  * directory on the staging path, or the file on `<staging>/dev` (a file it creates);
  * NodePublishVolume creates the target (a directory, or a file for block) and bind-mounts the
- * staged path on it, read-only when asked. Every check of "is it mounted" reads the mount table.
+ * staged path on it, read-only when asked. "Is it mounted" asks the kernel about that one path
+ * (mountPoint.ts: its mnt_id against its parent's), never the whole mount table, so a call costs
+ * the same with 10 or 10,000 volumes on the node.
  * An inline ephemeral volume (NodePublishVolume with volume context
  * csi.storage.k8s.io/ephemeral=true, no staging path) is created by its first publish under the
  * id kubelet sends, its backing directory bind-mounted on the target, and deleted by its last
  * unpublish, as in csi-driver-host-path.
  *
- * State (src/csi/mock/state.ts) survives restarts; mounts do not survive a reboot, and the
+ * State (src/csi/mock/state.ts: one durable record file per volume, written before the call
+ * answers) survives restarts; mounts do not survive a reboot, and the
  * driver copes: a NodeStage/NodePublish whose record is there but whose mount is not mounts
  * again; a NodeUnstage/NodeUnpublish whose mount is gone just clears the record (and removes the
  * target). A volume still recorded as published after a reboot keeps NodeUnstageVolume refused,
@@ -29,7 +32,8 @@
  * Concurrency: one call at a time per volume id. A call for a volume that has a call in flight
  * (including one a delay or hang fault holds) answers ABORTED at once, as drivers built on
  * csi-lib-utils' VolumeLocks do ("an operation with the given volume ID … already exists"); it
- * consumes no fault rule and is journaled. Calls for other volumes proceed.
+ * consumes no fault rule and is journaled. Calls for other volumes proceed concurrently (their
+ * mounts, checks and record writes are independent).
  *
  * Faults (faults.ts) apply when a call arrives, after the ABORTED check: exit (the process exits
  * with {@link EXIT_FAULT_CODE}), hang (held until the driver stops, then UNAVAILABLE), delay,
@@ -69,6 +73,7 @@ import {
 } from '../nodeStateMachine.js';
 import { describeRule, MockFaultBook, type MockFaultRule, type MockRpcMethod } from './faults.js';
 import { MockJournal, redactSecrets, type JournalError, type JournalLine } from './journal.js';
+import { isMountPointByMountId, MountIdUnavailableError } from './mountPoint.js';
 import { MockStateStore, type MockVolumeKind, type MockVolumeRecord } from './state.js';
 
 /** The exit code of a process an exit fault ends. */
@@ -87,7 +92,7 @@ export interface MockDriverOptions {
   readonly nodeId: string;
   /** GetPluginInfo's name. */
   readonly driverName: string;
-  /** Absolute directory for state.json and the volumes' backing storage; created when missing. */
+  /** Absolute directory for the volume records (`state/`) and the volumes' backing storage; created when missing. */
   readonly stateDir: string;
   /** YAML/JSON fault rules, re-read when the file changes (always a real file). */
   readonly faultsFile?: string;
@@ -132,8 +137,8 @@ export interface MockDriver {
   /** unix:///abs/path.sock, normalized. */
   readonly endpoint: string;
   readonly socketPath: string;
-  /** `<state-dir>/state.json`. */
-  readonly stateFile: string;
+  /** `<state-dir>/state`: one `<volume-id>.json` record per volume (state.ts). */
+  readonly stateDir: string;
   /** Copies of every volume's record, sorted by id. */
   volumes(): MockVolumeRecord[];
   volume(volumeId: string): MockVolumeRecord | undefined;
@@ -194,7 +199,7 @@ export function packageVersion(): string {
   return cachedVersion;
 }
 
-/** Starts the driver: loads state.json, serves on the endpoint. */
+/** Starts the driver: loads the volume records (migrating a legacy state.json), serves on the endpoint. */
 export async function startMockDriver(options: MockDriverOptions): Promise<MockDriver> {
   if (options.nodeId === '') throw new Error('the mock driver needs a node id');
   if (options.driverName === '') throw new Error('the mock driver needs a driver name');
@@ -297,6 +302,8 @@ class MockDriverImpl implements MockDriver {
   /** Fires at stop(): fails held calls. */
   readonly #stopping = new AbortController();
   readonly #clock: Clock;
+  /** Mount-point checks by mnt_id of the path vs its parent, not by reading the mount table. */
+  #targetedMountCheck: boolean;
   #server: CsiServer | undefined;
   #seq = 0;
   #stopped: Promise<void> | undefined;
@@ -308,6 +315,8 @@ class MockDriverImpl implements MockDriver {
     this.#fs = fs;
     this.#logger = options.logger ?? discardLogger;
     this.#mounter = options.mounter ?? new NodeMounter({ fs, logger: this.#logger });
+    // The real kernel and the real file system: ask about the one path (mountPoint.ts).
+    this.#targetedMountCheck = options.mounter === undefined && options.fs === undefined;
     this.#exit = options.exit ?? ((code) => process.exit(code));
     this.#allocate =
       options.allocateFile ??
@@ -327,8 +336,8 @@ class MockDriverImpl implements MockDriver {
     return this.#requireServer().socketPath;
   }
 
-  get stateFile(): string {
-    return this.#store.file;
+  get stateDir(): string {
+    return this.#store.dir;
   }
 
   volumes(): MockVolumeRecord[] {
@@ -457,6 +466,12 @@ class MockDriverImpl implements MockDriver {
       throw err;
     }
     if (rule !== undefined) this.#logger.info('Injecting a fault', { seq, method, volumeId, fault: describeRule(rule) });
+    let released = false;
+    const release = (): void => {
+      if (released) return;
+      released = true;
+      this.#busy.release(volumeId);
+    };
     const work = (async (): Promise<T> => {
       try {
         if (rule?.exit === true) {
@@ -471,13 +486,16 @@ class MockDriverImpl implements MockDriver {
           response = await this.#faulted(seq, method, volumeId, rule, effect);
         } catch (err) {
           const error = statusError(err);
+          release();
           await complete(null, error);
           throw error;
         }
+        // The work is done (and durable): the volume is free before the journal line says so.
+        release();
         await complete(response, null);
         return response;
       } finally {
-        this.#busy.release(volumeId);
+        release();
       }
     })();
     const clientTimeoutMs = rule?.clientTimeoutMs;
@@ -540,11 +558,15 @@ class MockDriverImpl implements MockDriver {
     });
   }
 
-  async #persist(): Promise<void> {
+  /** Makes one volume's current record (or its absence) durable before the call answers. */
+  async #persist(volumeId: string): Promise<void> {
     try {
-      await this.#store.save(() => [...this.#volumes.values()].map((v) => toRecord(v, this.#node.view(v.id))));
+      await this.#store.save(volumeId, () => {
+        const v = this.#volumes.get(volumeId);
+        return v === undefined ? undefined : toRecord(v, this.#node.view(volumeId));
+      });
     } catch (err) {
-      throw internal(`cannot save ${this.#store.file}: ${errorMessage(err)}`);
+      throw internal(`cannot save the state of volume ${volumeId} in ${this.#store.dir}: ${errorMessage(err)}`);
     }
   }
 
@@ -591,7 +613,7 @@ class MockDriverImpl implements MockDriver {
       throw internal(`cannot create the backing storage of volume ${id}: ${errorMessage(err)}`);
     }
     this.#volumes.set(id, { id, name: req.name, capacity, kind, attachedNodes: new Set(), ephemeral: false });
-    await this.#persist();
+    await this.#persist(id);
     this.#logger.v(1).info('Created volume', { volumeId: id, name: req.name, kind, capacity });
     return { volume: { volumeId: id, capacityBytes: capacity, volumeContext: {} } };
   }
@@ -614,7 +636,7 @@ class MockDriverImpl implements MockDriver {
       throw internal(`cannot remove the backing storage of volume ${vol.id}: ${errorMessage(err)}`);
     }
     this.#volumes.delete(vol.id);
-    await this.#persist();
+    await this.#persist(vol.id);
     this.#logger.v(1).info('Deleted volume', { volumeId: vol.id, name: vol.name });
     return {};
   }
@@ -626,7 +648,7 @@ class MockDriverImpl implements MockDriver {
     const vol = this.#requireVolume(req.volumeId);
     if (!vol.attachedNodes.has(req.nodeId)) {
       vol.attachedNodes.add(req.nodeId);
-      await this.#persist();
+      await this.#persist(vol.id);
     }
     return { publishContext: {} };
   }
@@ -637,7 +659,7 @@ class MockDriverImpl implements MockDriver {
     const before = vol.attachedNodes.size;
     if (req.nodeId === '') vol.attachedNodes.clear();
     else vol.attachedNodes.delete(req.nodeId);
-    if (vol.attachedNodes.size !== before) await this.#persist();
+    if (vol.attachedNodes.size !== before) await this.#persist(vol.id);
     return {};
   }
 
@@ -666,7 +688,7 @@ class MockDriverImpl implements MockDriver {
     }
     if (this.#node.view(vol.id)?.stagedAt !== staging) {
       this.#node.recordStaged(vol.id, staging, kind === 'block');
-      await this.#persist();
+      await this.#persist(vol.id);
     }
     return {};
   }
@@ -688,7 +710,7 @@ class MockDriverImpl implements MockDriver {
       });
     }
     this.#node.recordUnstaged(vol.id);
-    await this.#persist();
+    await this.#persist(vol.id);
     return {};
   }
 
@@ -734,7 +756,7 @@ class MockDriverImpl implements MockDriver {
     }
     if (!this.#isPublishedAt(vol.id, target)) {
       this.#node.recordPublished(vol.id, target, kind === 'block');
-      await this.#persist();
+      await this.#persist(vol.id);
     }
     return {};
   }
@@ -758,7 +780,7 @@ class MockDriverImpl implements MockDriver {
     this.#node.recordUnpublished(vol.id, target);
     // Like csi-driver-host-path, the last unpublish of an ephemeral volume deletes it.
     if (vol.ephemeral && this.#node.view(vol.id) === undefined) await this.#deleteEphemeral(vol);
-    await this.#persist();
+    await this.#persist(vol.id);
     return {};
   }
 
@@ -790,7 +812,7 @@ class MockDriverImpl implements MockDriver {
         ephemeral: true,
       };
       this.#volumes.set(vol.id, vol);
-      await this.#persist();
+      await this.#persist(vol.id);
       this.#logger.v(1).info('Created ephemeral volume', { volumeId: vol.id });
     }
     if (!(await this.#isMountPoint(target))) {
@@ -800,7 +822,7 @@ class MockDriverImpl implements MockDriver {
     }
     if (!this.#isPublishedAt(vol.id, target)) {
       this.#node.recordPublished(vol.id, target, false);
-      await this.#persist();
+      await this.#persist(vol.id);
     }
     return {};
   }
@@ -881,6 +903,15 @@ class MockDriverImpl implements MockDriver {
 
   async #isMountPoint(p: string): Promise<boolean> {
     try {
+      if (this.#targetedMountCheck) {
+        try {
+          return await isMountPointByMountId(p);
+        } catch (err) {
+          if (!(err instanceof MountIdUnavailableError)) throw err;
+          this.#logger.warning('The kernel reports no mnt_id; reading the mount table for every check instead', { path: p });
+          this.#targetedMountCheck = false;
+        }
+      }
       return !(await this.#mounter.isLikelyNotMountPoint(p));
     } catch (err) {
       const code = errorCode(err);

@@ -27,7 +27,7 @@ import {
   type MockDriver,
   type MockDriverOptions,
 } from '../../../src/csi/mock/mockDriver.js';
-import { parseState } from '../../../src/csi/mock/state.js';
+import { readMockState, renderVolumeRecord, volumeRecordPath } from '../../../src/csi/mock/state.js';
 import {
   CsiCallError,
   GrpcStatus,
@@ -215,8 +215,8 @@ class Env {
     await rename(tmp, this.faultsFile);
   }
 
-  async state(): Promise<ReturnType<typeof parseState>> {
-    return parseState(new TextDecoder().decode(await this.fs.readFile(`${STATE}/state.json`, 1 << 20)), 'state.json');
+  async state(): Promise<Awaited<ReturnType<typeof readMockState>>> {
+    return readMockState(this.fs, STATE);
   }
 }
 
@@ -589,7 +589,7 @@ describe('mock driver: state, restart and reboot', () => {
   });
   afterEach(async () => env.cleanup());
 
-  it('state.json is written atomically after every change and reloaded by a new driver instance', async () => {
+  it('each change rewrites only its own volume\'s record, atomically and durably, before the answer; a new driver instance reloads them', async () => {
     const first = await env.start();
     await create(first.client);
     await first.client.nodeStageVolume(stageReq());
@@ -597,8 +597,19 @@ describe('mock driver: state, restart and reboot', () => {
     assert.deepEqual(await env.state(), [
       { id: VOL, name: NAME, capacity: DEFAULT_CAPACITY_BYTES, kind: 'mount', stagedAt: STAGING, publishedAt: [TARGET], attachedNodes: [] },
     ]);
+    const record = volumeRecordPath(STATE, VOL);
+    assert.equal(record, `${STATE}/state/${VOL}.json`);
     const syncs = env.fs.syncLog.filter((l) => l.includes(STATE));
-    assert.deepEqual(syncs.slice(-2), [`fsync ${STATE}/state.json.tmp`, `fsyncDir ${STATE}`]);
+    assert.deepEqual(syncs.slice(-2), [`fsync ${record}.tmp`, `fsyncDir ${STATE}/state`]);
+    // A second volume's calls touch only its own record.
+    const before = env.fs.syncLog.length;
+    await create(first.client, BLOCK_NAME, BLOCK_CAP);
+    await first.client.nodeStageVolume(blockStage());
+    assert.deepEqual(
+      [...new Set(env.fs.syncLog.slice(before).filter((l) => l.startsWith('fsync ') && l.includes('/state/')))],
+      [`fsync ${volumeRecordPath(STATE, BVOL)}.tmp`],
+    );
+    await first.client.nodeUnstageVolume(unstageReq({ volumeId: BVOL, stagingTargetPath: BLOCK_STAGING }));
     assert.deepEqual(env.fs.tree(STATE).filter((p) => p.endsWith('.tmp')), []);
     await first.driver.stop();
     assert.equal(existsSync(first.driver.socketPath), false, 'stop removes the socket');
@@ -610,7 +621,31 @@ describe('mock driver: state, restart and reboot', () => {
     await second.client.nodeUnpublishVolume(unpublishReq());
     await second.client.nodeUnstageVolume(unstageReq());
     assert.deepEqual(env.mounts(), []);
-    assert.equal((await env.state())[0]?.stagedAt, undefined);
+    assert.equal((await env.state()).find((v) => v.id === VOL)?.stagedAt, undefined);
+  });
+
+  it('a legacy state.json is migrated into per-volume records (durably) and removed', async () => {
+    await env.fs.mkdir(STATE, { recursive: true, mode: 0o755 });
+    const v = { id: VOL, name: NAME, capacity: DEFAULT_CAPACITY_BYTES, kind: 'mount' as const, publishedAt: [], attachedNodes: [NODE] };
+    env.fs.writeRaw(`${STATE}/state.json`, JSON.stringify({ version: 1, volumes: [v] }));
+    const { driver, client } = await env.start();
+    assert.deepEqual(driver.volumes(), [v]);
+    assert.equal(await env.fs.lstat(`${STATE}/state.json`).then(() => true, () => false), false, 'state.json removed');
+    assert.deepEqual(await env.state(), [v]);
+    assert.ok(env.fs.syncLog.includes(`fsync ${volumeRecordPath(STATE, VOL)}.tmp`));
+    await client.controller.controllerUnpublishVolume({ volumeId: VOL, nodeId: NODE });
+    await client.controller.deleteVolume({ volumeId: VOL });
+    assert.deepEqual(await env.state(), [], 'a deleted volume\'s record is removed');
+  });
+
+  it('a corrupt volume record stops the start with an error naming the file and the field', async () => {
+    await env.fs.mkdir(`${STATE}/state`, { recursive: true, mode: 0o700 });
+    env.fs.writeRaw(volumeRecordPath(STATE, VOL), '{"version":1,"volume":{"id":"x"}}');
+    await assert.rejects(env.start(), new RegExp(`state/${VOL}\\.json: not a mock driver volume record at volume\\.name`));
+    const other = { id: 'mock-other', name: 'o', capacity: 1, kind: 'mount' as const, publishedAt: [], attachedNodes: [] };
+    env.fs.writeRaw(volumeRecordPath(STATE, VOL), renderVolumeRecord(other));
+    await assert.rejects(env.start(), /holds volume mock-other, not mock-/);
+    assert.equal(existsSync(path.join(env.dir, 'csi.sock')), false);
   });
 
   it('a corrupt state.json stops the start with an error naming it', async () => {
