@@ -196,6 +196,51 @@ export interface ControllerUnpublishVolumeRequest {
 
 export type ControllerUnpublishVolumeResponse = EmptyMessage;
 
+export interface ValidateVolumeCapabilitiesRequest {
+  readonly volumeId: string;
+  readonly volumeContext: WireStringMap;
+  readonly volumeCapabilities: readonly VolumeCapability[];
+  readonly parameters: WireStringMap;
+  readonly secrets: WireStringMap;
+}
+
+export interface ValidateVolumeCapabilitiesConfirmed {
+  readonly volumeContext: WireStringMap;
+  readonly volumeCapabilities: readonly VolumeCapability[];
+  readonly parameters: WireStringMap;
+}
+
+export interface ValidateVolumeCapabilitiesResponse {
+  /** null: not every capability asked about is supported (`message` says why). */
+  readonly confirmed: ValidateVolumeCapabilitiesConfirmed | null;
+  readonly message: string;
+}
+
+export interface ListVolumesRequest {
+  readonly maxEntries: number;
+  readonly startingToken: string;
+}
+
+export interface VolumeCondition {
+  readonly abnormal: boolean;
+  readonly message: string;
+}
+
+export interface ListVolumesVolumeStatus {
+  readonly publishedNodeIds: readonly string[];
+  readonly volumeCondition: VolumeCondition | null;
+}
+
+export interface ListVolumesEntry {
+  readonly volume: Volume | null;
+  readonly status: ListVolumesVolumeStatus | null;
+}
+
+export interface ListVolumesResponse {
+  readonly entries: readonly ListVolumesEntry[];
+  readonly nextToken: string;
+}
+
 export type ControllerGetCapabilitiesRequest = EmptyMessage;
 
 export type ControllerCapabilityName =
@@ -267,6 +312,39 @@ export interface NodeUnpublishVolumeRequest {
 
 export type NodeUnpublishVolumeResponse = EmptyMessage;
 
+export interface NodeGetVolumeStatsRequest {
+  readonly volumeId: string;
+  readonly volumePath: string;
+  readonly stagingTargetPath: string;
+}
+
+export type VolumeUsageUnitName = 'UNKNOWN' | 'BYTES' | 'INODES';
+
+export interface VolumeUsage {
+  readonly available: number;
+  readonly total: number;
+  readonly used: number;
+  readonly unit: WireEnum<VolumeUsageUnitName>;
+}
+
+export interface NodeGetVolumeStatsResponse {
+  readonly usage: readonly VolumeUsage[];
+  readonly volumeCondition: VolumeCondition | null;
+}
+
+export interface NodeExpandVolumeRequest {
+  readonly volumeId: string;
+  readonly volumePath: string;
+  readonly capacityRange: CapacityRange | null;
+  readonly stagingTargetPath: string;
+  readonly volumeCapability: VolumeCapability | null;
+  readonly secrets: WireStringMap;
+}
+
+export interface NodeExpandVolumeResponse {
+  readonly capacityBytes: number;
+}
+
 export type NodeGetCapabilitiesRequest = EmptyMessage;
 
 /** The same names as the engine's NodeCapability (src/csi/types.ts): one list of the spec's values. */
@@ -307,6 +385,8 @@ export interface ControllerRpcs {
   DeleteVolume: [DeleteVolumeRequest, DeleteVolumeResponse];
   ControllerPublishVolume: [ControllerPublishVolumeRequest, ControllerPublishVolumeResponse];
   ControllerUnpublishVolume: [ControllerUnpublishVolumeRequest, ControllerUnpublishVolumeResponse];
+  ValidateVolumeCapabilities: [ValidateVolumeCapabilitiesRequest, ValidateVolumeCapabilitiesResponse];
+  ListVolumes: [ListVolumesRequest, ListVolumesResponse];
   ControllerGetCapabilities: [ControllerGetCapabilitiesRequest, ControllerGetCapabilitiesResponse];
 }
 
@@ -315,6 +395,8 @@ export interface NodeRpcs {
   NodeUnstageVolume: [NodeUnstageVolumeRequest, NodeUnstageVolumeResponse];
   NodePublishVolume: [NodePublishVolumeRequest, NodePublishVolumeResponse];
   NodeUnpublishVolume: [NodeUnpublishVolumeRequest, NodeUnpublishVolumeResponse];
+  NodeGetVolumeStats: [NodeGetVolumeStatsRequest, NodeGetVolumeStatsResponse];
+  NodeExpandVolume: [NodeExpandVolumeRequest, NodeExpandVolumeResponse];
   NodeGetCapabilities: [NodeGetCapabilitiesRequest, NodeGetCapabilitiesResponse];
   NodeGetInfo: [NodeGetInfoRequest, NodeGetInfoResponse];
 }

@@ -76,10 +76,24 @@ import { MockJournal, redactSecrets, type JournalError, type JournalLine } from 
 import { isMountPointByMountId, MountIdUnavailableError } from './mountPoint.js';
 import { MockStateStore, type MockVolumeKind, type MockVolumeRecord } from './state.js';
 
+/** What NodeGetCapabilities reports. */
+export const MOCK_NODE_CAPABILITIES = ['STAGE_UNSTAGE_VOLUME', 'GET_VOLUME_STATS', 'VOLUME_CONDITION', 'EXPAND_VOLUME'] as const satisfies readonly wire.NodeCapabilityName[];
+/** What ControllerGetCapabilities reports. */
+export const MOCK_CONTROLLER_CAPABILITIES = [
+  'CREATE_DELETE_VOLUME',
+  'PUBLISH_UNPUBLISH_VOLUME',
+  'LIST_VOLUMES',
+  'LIST_VOLUMES_PUBLISHED_NODES',
+] as const satisfies readonly wire.ControllerCapabilityName[];
+
 /** The exit code of a process an exit fault ends. */
 export const EXIT_FAULT_CODE = 3;
 /** Capacity of a volume created without a capacity range: 1 MiB. */
 export const DEFAULT_CAPACITY_BYTES = 1024 * 1024;
+/** The largest capacity the mock provisions or expands to: 1 TiB (its storage is a sparse file or a directory). */
+export const MAX_CAPACITY_BYTES = 2 ** 40;
+/** How many directory entries NodeGetVolumeStats looks at to count used bytes. */
+const MAX_USAGE_ENTRIES = 10_000;
 /** How many stacked mounts an unmount loop takes off one path at most. */
 const MAX_STACKED_UNMOUNTS = 8;
 /** The volume context key kubelet sets on the NodePublishVolume of an inline ephemeral volume. */
@@ -115,6 +129,11 @@ export interface MockDriverOptions {
    * when `fs` is not given; otherwise a zero-filled file written through `fs`.
    */
   readonly allocateFile?: (filePath: string, sizeBytes: number) => Promise<void>;
+  /**
+   * Grows an existing block backing file to `sizeBytes` (NodeExpandVolume), keeping its data.
+   * Default: truncate with node:fs when `fs` is not given; otherwise zeros appended through `fs`.
+   */
+  readonly growFile?: (filePath: string, sizeBytes: number) => Promise<void>;
   /** How long stop() lets running calls finish. Default 5000 ms. */
   readonly shutdownGraceMs?: number;
   /**
@@ -216,7 +235,8 @@ export async function startMockDriver(options: MockDriverOptions): Promise<MockD
 interface VolumeState {
   readonly id: string;
   readonly name: string;
-  readonly capacity: number;
+  /** Grows with NodeExpandVolume. */
+  capacity: number;
   readonly kind: MockVolumeKind;
   readonly attachedNodes: Set<string>;
   /** Created by an ephemeral NodePublishVolume; deleted by its last NodeUnpublishVolume. */
@@ -289,6 +309,7 @@ class MockDriverImpl implements MockDriver {
   readonly #logger: Logger;
   readonly #exit: (code: number) => void;
   readonly #allocate: (filePath: string, sizeBytes: number) => Promise<void>;
+  readonly #grow: (filePath: string, sizeBytes: number) => Promise<void>;
   readonly #store: MockStateStore;
   readonly #faults: MockFaultBook;
   readonly #journal: MockJournal;
@@ -321,6 +342,18 @@ class MockDriverImpl implements MockDriver {
     this.#allocate =
       options.allocateFile ??
       (options.fs === undefined ? sparseFile : (filePath, size) => fs.writeFile(filePath, new Uint8Array(size), { mode: 0o600, fsync: true }));
+    this.#grow =
+      options.growFile ??
+      (options.fs === undefined
+        ? async (filePath, size) => {
+            await fsp.truncate(filePath, size);
+          }
+        : async (filePath, size) => {
+            const old = await fs.readFile(filePath, size);
+            const grown = new Uint8Array(size);
+            grown.set(old.subarray(0, Math.min(old.length, size)));
+            await fs.writeFile(filePath, grown, { mode: 0o600, fsync: true });
+          });
     this.#store = new MockStateStore(fs, options.stateDir);
     this.#rules = { mode: options.mode ?? 'strict', stageUnstage: true };
     this.#clock = options.clock ?? monotonicClock;
@@ -361,7 +394,9 @@ class MockDriverImpl implements MockDriver {
     const identity: IdentityHandlers = {
       getPluginInfo: (req) => this.#dispatch('GetPluginInfo', req, '', () => this.#getPluginInfo()),
       getPluginCapabilities: (req) =>
-        this.#dispatch('GetPluginCapabilities', req, '', () => Promise.resolve({ capabilities: [{ service: { type: 'CONTROLLER_SERVICE' } }] })),
+        this.#dispatch('GetPluginCapabilities', req, '', () =>
+          Promise.resolve({ capabilities: [{ service: { type: 'CONTROLLER_SERVICE' } }, { volumeExpansion: { type: 'ONLINE' } }] }),
+        ),
       probe: (req) => this.#dispatch('Probe', req, '', () => Promise.resolve({ ready: { value: true } })),
     };
     const node: NodeHandlers = {
@@ -370,7 +405,10 @@ class MockDriverImpl implements MockDriver {
       nodePublishVolume: (req) => this.#dispatch('NodePublishVolume', req, req.volumeId, () => this.#publish(req)),
       nodeUnpublishVolume: (req) => this.#dispatch('NodeUnpublishVolume', req, req.volumeId, () => this.#unpublish(req)),
       nodeGetCapabilities: (req) =>
-        this.#dispatch('NodeGetCapabilities', req, '', () => Promise.resolve({ capabilities: [{ rpc: { type: 'STAGE_UNSTAGE_VOLUME' } }] })),
+        this.#dispatch('NodeGetCapabilities', req, '', () => Promise.resolve({ capabilities: MOCK_NODE_CAPABILITIES.map((type) => ({ rpc: { type } })) })),
+      // Stats read the volume without changing it: no volume lock (kubelet polls them while it stages and publishes).
+      nodeGetVolumeStats: (req) => this.#dispatch('NodeGetVolumeStats', req, req.volumeId, () => this.#volumeStats(req), { lock: false }),
+      nodeExpandVolume: (req) => this.#dispatch('NodeExpandVolume', req, req.volumeId, () => this.#nodeExpand(req)),
       nodeGetInfo: (req) => this.#dispatch('NodeGetInfo', req, '', () => Promise.resolve({ nodeId: this.#options.nodeId })),
     };
     const controller: ControllerHandlers = {
@@ -380,8 +418,11 @@ class MockDriverImpl implements MockDriver {
       controllerUnpublishVolume: (req) => this.#dispatch('ControllerUnpublishVolume', req, req.volumeId, () => this.#controllerUnpublish(req)),
       controllerGetCapabilities: (req) =>
         this.#dispatch('ControllerGetCapabilities', req, '', () =>
-          Promise.resolve({ capabilities: [{ rpc: { type: 'CREATE_DELETE_VOLUME' } }, { rpc: { type: 'PUBLISH_UNPUBLISH_VOLUME' } }] }),
+          Promise.resolve({ capabilities: MOCK_CONTROLLER_CAPABILITIES.map((type) => ({ rpc: { type } })) }),
         ),
+      validateVolumeCapabilities: (req) =>
+        this.#dispatch('ValidateVolumeCapabilities', req, req.volumeId, () => this.#validateVolumeCapabilities(req), { lock: false }),
+      listVolumes: (req) => this.#dispatch('ListVolumes', req, '', () => this.#listVolumes(req)),
     };
     // The socket is always a real file, whatever `fs` is.
     await fsp.mkdir(posix.dirname(unixSocketPath(this.#options.endpoint)), { recursive: true, mode: 0o755 });
@@ -417,7 +458,14 @@ class MockDriverImpl implements MockDriver {
 
   // ---------------------------------------------------------------- the call pipeline
 
-  async #dispatch<T extends object>(method: MockRpcMethod, request: object, volumeId: string, effect: () => Promise<T>): Promise<T> {
+  async #dispatch<T extends object>(
+    method: MockRpcMethod,
+    request: object,
+    volumeId: string,
+    effect: () => Promise<T>,
+    options: { readonly lock?: boolean } = {},
+  ): Promise<T> {
+    const lockId = options.lock === false ? '' : volumeId;
     const seq = ++this.#seq;
     const started = this.#clock.nowMs();
     const log = this.#logger.v(4);
@@ -451,7 +499,7 @@ class MockDriverImpl implements MockDriver {
       await complete(null, err);
       throw err;
     }
-    const busy = this.#busy.acquire(volumeId);
+    const busy = this.#busy.acquire(lockId);
     if (busy !== undefined) {
       const err = status(busy.code, busy.details);
       await complete(null, err);
@@ -462,7 +510,7 @@ class MockDriverImpl implements MockDriver {
       await this.#faults.refresh();
       rule = this.#faults.take(method, volumeId);
     } catch (err) {
-      this.#busy.release(volumeId);
+      this.#busy.release(lockId);
       throw err;
     }
     if (rule !== undefined) this.#logger.info('Injecting a fault', { seq, method, volumeId, fault: describeRule(rule) });
@@ -470,7 +518,7 @@ class MockDriverImpl implements MockDriver {
     const release = (): void => {
       if (released) return;
       released = true;
-      this.#busy.release(volumeId);
+      this.#busy.release(lockId);
     };
     const work = (async (): Promise<T> => {
       try {
@@ -590,7 +638,9 @@ class MockDriverImpl implements MockDriver {
     if (required < 0 || limit < 0) throw invalid('capacity range must not be negative');
     if (limit > 0 && required > limit) throw status(GrpcStatus.OUT_OF_RANGE, `required bytes ${required} exceed limit bytes ${limit}`);
     const capacity = required > 0 ? required : limit > 0 ? Math.min(limit, DEFAULT_CAPACITY_BYTES) : DEFAULT_CAPACITY_BYTES;
-    if (!Number.isSafeInteger(capacity)) throw status(GrpcStatus.OUT_OF_RANGE, `capacity ${capacity} is too large`);
+    if (!Number.isSafeInteger(capacity) || capacity > MAX_CAPACITY_BYTES) {
+      throw status(GrpcStatus.OUT_OF_RANGE, `capacity ${capacity} exceeds the mock's maximum ${MAX_CAPACITY_BYTES}`);
+    }
 
     const id = mockVolumeId(req.name);
     const existing = this.#volumes.get(id);
@@ -646,6 +696,8 @@ class MockDriverImpl implements MockDriver {
     if (req.nodeId === '') throw invalid('node ID missing in request');
     accessKind(req.volumeCapability);
     const vol = this.#requireVolume(req.volumeId);
+    // The mock serves one node: any other node id is one it does not know.
+    if (req.nodeId !== this.#options.nodeId) throw status(GrpcStatus.NOT_FOUND, `node ${req.nodeId} not found (this driver serves ${this.#options.nodeId})`);
     if (!vol.attachedNodes.has(req.nodeId)) {
       vol.attachedNodes.add(req.nodeId);
       await this.#persist(vol.id);
@@ -655,12 +707,51 @@ class MockDriverImpl implements MockDriver {
 
   async #controllerUnpublish(req: wire.ControllerUnpublishVolumeRequest): Promise<MessageInit<wire.ControllerUnpublishVolumeResponse>> {
     if (req.volumeId === '') throw invalid('volume ID missing in request');
-    const vol = this.#requireVolume(req.volumeId);
+    // A volume that is gone is unpublished from every node: OK, as the spec recommends.
+    const vol = this.#volumes.get(req.volumeId);
+    if (vol === undefined) return {};
     const before = vol.attachedNodes.size;
     if (req.nodeId === '') vol.attachedNodes.clear();
     else vol.attachedNodes.delete(req.nodeId);
     if (vol.attachedNodes.size !== before) await this.#persist(vol.id);
     return {};
+  }
+
+  /**
+   * ValidateVolumeCapabilities: confirmed (echoing what was asked) when every capability has the
+   * volume's access type and a known access mode; otherwise no `confirmed` and a message.
+   */
+  #validateVolumeCapabilities(req: wire.ValidateVolumeCapabilitiesRequest): Promise<MessageInit<wire.ValidateVolumeCapabilitiesResponse>> {
+    if (req.volumeId === '') throw invalid('volume ID missing in request');
+    if (req.volumeCapabilities.length === 0) throw invalid('volume capabilities missing in request');
+    checkVolumeId(req.volumeId);
+    const kinds = req.volumeCapabilities.map((c) => accessKind(c, 'access type of a volume capability'));
+    const vol = this.#requireVolume(req.volumeId);
+    const wrongKind = kinds.find((k) => k !== vol.kind);
+    if (wrongKind !== undefined) return Promise.resolve({ message: `volume ${vol.id} supports ${vol.kind} access, not ${wrongKind}` });
+    const badMode = req.volumeCapabilities.find((c) => c.accessMode === null || c.accessMode.mode === 'UNKNOWN' || typeof c.accessMode.mode === 'number');
+    if (badMode !== undefined) return Promise.resolve({ message: `access mode ${String(badMode.accessMode?.mode ?? 'missing')} is not supported` });
+    return Promise.resolve({
+      confirmed: { volumeContext: req.volumeContext, volumeCapabilities: req.volumeCapabilities, parameters: req.parameters },
+    });
+  }
+
+  /** ListVolumes: pages over the volumes sorted by id; the token is the index of the next entry. */
+  #listVolumes(req: wire.ListVolumesRequest): Promise<MessageInit<wire.ListVolumesResponse>> {
+    if (req.maxEntries < 0) throw invalid(`max_entries must not be negative, got ${req.maxEntries}`);
+    const ids = [...this.#volumes.keys()].sort();
+    let start = 0;
+    if (req.startingToken !== '') {
+      start = /^(0|[1-9][0-9]{0,9})$/.test(req.startingToken) ? Number(req.startingToken) : -1;
+      if (start < 0 || start > ids.length) throw status(GrpcStatus.ABORTED, `invalid starting_token ${JSON.stringify(req.startingToken)}`);
+    }
+    const end = req.maxEntries > 0 ? Math.min(ids.length, start + req.maxEntries) : ids.length;
+    const entries = ids.slice(start, end).flatMap((id) => {
+      const v = this.#volumes.get(id);
+      if (v === undefined) return [];
+      return [{ volume: { volumeId: v.id, capacityBytes: v.capacity, volumeContext: {} }, status: { publishedNodeIds: [...v.attachedNodes].sort() } }];
+    });
+    return Promise.resolve({ entries, nextToken: end < ids.length ? String(end) : '' });
   }
 
   // ---------------------------------------------------------------- Node
@@ -782,6 +873,88 @@ class MockDriverImpl implements MockDriver {
     if (vol.ephemeral && this.#node.view(vol.id) === undefined) await this.#deleteEphemeral(vol);
     await this.#persist(vol.id);
     return {};
+  }
+
+  /** The volume a Node stats/expand call names, and whether `volumePath` is where it is staged or published. */
+  #volumeAt(volumeId: string, volumePath: string): { vol: VolumeState; staged: boolean } {
+    if (volumeId === '') throw invalid('volume ID missing in request');
+    if (volumePath === '') throw invalid('volume path missing in request');
+    checkVolumeId(volumeId);
+    const vol = this.#requireVolume(volumeId);
+    const view = this.#node.view(volumeId);
+    const staged = view?.stagedAt === volumePath;
+    if (!staged && view?.publishedAt.has(volumePath) !== true) {
+      throw status(GrpcStatus.NOT_FOUND, `volume ${volumeId} is neither staged nor published at ${volumePath}`);
+    }
+    return { vol, staged };
+  }
+
+  /**
+   * NodeGetVolumeStats: the volume's nominal capacity in bytes (used: what its backing storage
+   * holds, counted up to a bound), and its condition: abnormal when the path is no longer a mount
+   * point (a reboot took the mount away).
+   */
+  async #volumeStats(req: wire.NodeGetVolumeStatsRequest): Promise<MessageInit<wire.NodeGetVolumeStatsResponse>> {
+    const { vol, staged } = this.#volumeAt(req.volumeId, req.volumePath);
+    await checkCoPath(this.#fs, req.volumePath, 'volume path', this.#allowedRoots);
+    const mountPoint = vol.kind === 'block' && staged ? mockBlockDevicePath(req.volumePath) : req.volumePath;
+    const mounted = await this.#isMountPoint(mountPoint);
+    const volumeCondition = mounted
+      ? { abnormal: false, message: `volume ${vol.id} is mounted at ${mountPoint}` }
+      : { abnormal: true, message: `volume ${vol.id} is recorded at ${req.volumePath} but ${mountPoint} is not mounted; stage or publish it again` };
+    if (vol.kind === 'block') return { usage: [{ unit: 'BYTES', total: vol.capacity }], volumeCondition };
+    const used = Math.min(vol.capacity, await this.#usedBytes(mockBackingPaths(this.#options.stateDir, vol.id).dir));
+    return { usage: [{ unit: 'BYTES', total: vol.capacity, used, available: vol.capacity - used }], volumeCondition };
+  }
+
+  /** Bytes of the regular files under `dir`, looking at no more than MAX_USAGE_ENTRIES entries. */
+  async #usedBytes(dir: string): Promise<number> {
+    let total = 0;
+    let seen = 0;
+    const stack = [dir];
+    for (let d = stack.pop(); d !== undefined && seen < MAX_USAGE_ENTRIES; d = stack.pop()) {
+      let entries;
+      try {
+        entries = await this.#fs.readdir(d);
+      } catch {
+        continue;
+      }
+      for (const e of entries) {
+        if (++seen > MAX_USAGE_ENTRIES) break;
+        const p = posix.join(d, e.name);
+        if (e.type === 'directory') stack.push(p);
+        else if (e.type === 'file') total += await this.#fs.lstat(p).then((st) => st.size, () => 0);
+      }
+    }
+    return total;
+  }
+
+  /**
+   * NodeExpandVolume: the volume grows to the required bytes (never shrinks); a block volume's
+   * backing file grows with it. OUT_OF_RANGE for a range it cannot meet.
+   */
+  async #nodeExpand(req: wire.NodeExpandVolumeRequest): Promise<MessageInit<wire.NodeExpandVolumeResponse>> {
+    const { vol } = this.#volumeAt(req.volumeId, req.volumePath);
+    const kind = accessKindOrUndefined(req.volumeCapability);
+    if (kind !== undefined && kind !== vol.kind) throw invalid(`volume ${vol.id} was created for ${vol.kind} access, not ${kind}`);
+    const required = req.capacityRange?.requiredBytes ?? 0;
+    const limit = req.capacityRange?.limitBytes ?? 0;
+    if (required < 0 || limit < 0) throw invalid('capacity range must not be negative');
+    if (limit > 0 && required > limit) throw status(GrpcStatus.OUT_OF_RANGE, `required bytes ${required} exceed limit bytes ${limit}`);
+    if (limit > 0 && vol.capacity > limit) throw status(GrpcStatus.OUT_OF_RANGE, `volume ${vol.id} already has ${vol.capacity} bytes, more than the limit ${limit}; it cannot shrink`);
+    if (required > MAX_CAPACITY_BYTES) throw status(GrpcStatus.OUT_OF_RANGE, `required bytes ${required} exceed the mock's maximum ${MAX_CAPACITY_BYTES}`);
+    if (required <= vol.capacity) return { capacityBytes: vol.capacity };
+    if (vol.kind === 'block') {
+      try {
+        await this.#grow(mockBackingPaths(this.#options.stateDir, vol.id).file, required);
+      } catch (err) {
+        throw internal(`cannot grow the backing file of volume ${vol.id}: ${errorMessage(err)}`);
+      }
+    }
+    vol.capacity = required;
+    await this.#persist(vol.id);
+    this.#logger.v(1).info('Expanded volume', { volumeId: vol.id, capacity: required });
+    return { capacityBytes: required };
   }
 
   /**

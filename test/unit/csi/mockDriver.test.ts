@@ -244,10 +244,12 @@ describe('mock driver: identity and controller', () => {
     assert.equal(info.name, DRIVER);
     assert.equal(info.vendorVersion, packageVersion());
     assert.match(info.vendorVersion, /^\d+\.\d+\.\d+/);
-    assert.deepEqual((await client.identity.getPluginCapabilities()).capabilities.map((c) => c.service?.type), ['CONTROLLER_SERVICE']);
+    assert.deepEqual((await client.identity.getPluginCapabilities()).capabilities.map((c) => c.service?.type ?? c.volumeExpansion?.type), [
+      'CONTROLLER_SERVICE', 'ONLINE',
+    ]);
     assert.deepEqual((await client.identity.probe()).ready, { value: true });
-    assert.deepEqual(await client.controller.controllerGetCapabilities(), ['CREATE_DELETE_VOLUME', 'PUBLISH_UNPUBLISH_VOLUME']);
-    assert.deepEqual(await client.nodeGetCapabilities(), ['STAGE_UNSTAGE_VOLUME']);
+    assert.deepEqual(await client.controller.controllerGetCapabilities(), ['CREATE_DELETE_VOLUME', 'PUBLISH_UNPUBLISH_VOLUME', 'LIST_VOLUMES', 'LIST_VOLUMES_PUBLISHED_NODES']);
+    assert.deepEqual(await client.nodeGetCapabilities(), ['STAGE_UNSTAGE_VOLUME', 'GET_VOLUME_STATS', 'VOLUME_CONDITION', 'EXPAND_VOLUME']);
     assert.equal((await client.nodeGetInfo()).nodeId, NODE);
   });
 
@@ -289,7 +291,8 @@ describe('mock driver: identity and controller', () => {
     await rejectsWithCode(client.controller.controllerPublishVolume({ ...pub, volumeCapability: NO_CAP }), GrpcStatus.INVALID_ARGUMENT, /capability/);
     await rejectsWithCode(client.controller.controllerPublishVolume(pub), GrpcStatus.NOT_FOUND, /not found/);
     await rejectsWithCode(client.controller.controllerUnpublishVolume({ volumeId: '' }), GrpcStatus.INVALID_ARGUMENT);
-    await rejectsWithCode(client.controller.controllerUnpublishVolume({ volumeId: VOL, nodeId: NODE }), GrpcStatus.NOT_FOUND);
+    // A volume that does not exist is unpublished everywhere: OK (the spec's SHOULD).
+    await client.controller.controllerUnpublishVolume({ volumeId: VOL, nodeId: NODE });
     // Deleting what does not exist is OK (idempotent).
     await client.controller.deleteVolume({ volumeId: VOL });
   });
@@ -299,11 +302,13 @@ describe('mock driver: identity and controller', () => {
     await create(client);
     const pub = { volumeId: VOL, nodeId: NODE, volumeCapability: MOUNT_CAP, readonly: false };
     for (let i = 0; i < 3; i++) assert.deepEqual((await client.controller.controllerPublishVolume(pub)).publishContext, {});
-    await client.controller.controllerPublishVolume({ ...pub, nodeId: 'node-2' });
-    assert.deepEqual(driver.volume(VOL)?.attachedNodes, [NODE, 'node-2']);
-    assert.deepEqual((await env.state())[0]?.attachedNodes, [NODE, 'node-2']);
+    await rejectsWithCode(client.controller.controllerPublishVolume({ ...pub, nodeId: 'node-2' }), GrpcStatus.NOT_FOUND, /node node-2 not found/);
+    assert.deepEqual(driver.volume(VOL)?.attachedNodes, [NODE]);
+    assert.deepEqual((await env.state())[0]?.attachedNodes, [NODE]);
     for (let i = 0; i < 3; i++) await client.controller.controllerUnpublishVolume({ volumeId: VOL, nodeId: NODE });
-    assert.deepEqual(driver.volume(VOL)?.attachedNodes, ['node-2']);
+    assert.deepEqual(driver.volume(VOL)?.attachedNodes, []);
+    await client.controller.controllerPublishVolume(pub);
+    // No node id: unpublished from every node.
     await client.controller.controllerUnpublishVolume({ volumeId: VOL });
     assert.deepEqual(driver.volume(VOL)?.attachedNodes, []);
     env.fs.writeRaw(`${mockBackingPaths(STATE, VOL).dir}/sub/data.txt`, 'payload');
