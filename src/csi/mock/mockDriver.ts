@@ -730,7 +730,7 @@ class MockDriverImpl implements MockDriver {
     const wrongKind = kinds.find((k) => k !== vol.kind);
     if (wrongKind !== undefined) return Promise.resolve({ message: `volume ${vol.id} supports ${vol.kind} access, not ${wrongKind}` });
     const badMode = req.volumeCapabilities.find((c) => c.accessMode === null || c.accessMode.mode === 'UNKNOWN' || typeof c.accessMode.mode === 'number');
-    if (badMode !== undefined) return Promise.resolve({ message: `access mode ${String(badMode.accessMode?.mode ?? 'missing')} is not supported` });
+    if (badMode !== undefined) return Promise.resolve({ message: `access mode ${badMode.accessMode?.mode ?? 'missing'} is not supported` });
     return Promise.resolve({
       confirmed: { volumeContext: req.volumeContext, volumeCapabilities: req.volumeCapabilities, parameters: req.parameters },
     });
