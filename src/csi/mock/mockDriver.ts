@@ -94,6 +94,9 @@ export const DEFAULT_CAPACITY_BYTES = 1024 * 1024;
 export const MAX_CAPACITY_BYTES = 2 ** 40;
 /** How many directory entries NodeGetVolumeStats looks at to count used bytes. */
 const MAX_USAGE_ENTRIES = 10_000;
+/** How many times an unmount that finds its target busy is tried, and the backoff step between tries. */
+const BUSY_UNMOUNT_ATTEMPTS = 5;
+const BUSY_UNMOUNT_BACKOFF_MS = 50;
 /** How many stacked mounts an unmount loop takes off one path at most. */
 const MAX_STACKED_UNMOUNTS = 8;
 /** The volume context key kubelet sets on the NodePublishVolume of an inline ephemeral volume. */
@@ -1118,11 +1121,19 @@ class MockDriverImpl implements MockDriver {
   /** Unmounts `p` until it is no longer a mount point (stacked mounts included). */
   async #unmountAll(p: string): Promise<void> {
     for (let i = 0; i < MAX_STACKED_UNMOUNTS && (await this.#isMountPoint(p)); i++) {
-      try {
-        await this.#mounter.unmount(p);
-      } catch (err) {
-        if (errorCode(err) === 'EINVAL' || errorCode(err) === 'ENOENT') return;
-        throw internal(`cannot unmount ${p}: ${errorMessage(err)}`);
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await this.#mounter.unmount(p);
+          break;
+        } catch (err) {
+          if (errorCode(err) === 'EINVAL' || errorCode(err) === 'ENOENT') return;
+          // The mount-point check opens the path for an instant; a mount(8) forked for another
+          // volume at that instant holds a copy of that descriptor until it execs. That busy is
+          // ours and short: retry a few times before failing.
+          if (errorCode(err) !== 'EBUSY' || attempt >= BUSY_UNMOUNT_ATTEMPTS) throw internal(`cannot unmount ${p}: ${errorMessage(err)}`);
+          this.#logger.v(2).info('Target busy; retrying the unmount', { target: p, attempt });
+          await this.#clock.sleep(BUSY_UNMOUNT_BACKOFF_MS * attempt);
+        }
       }
       this.#logger.v(2).info('Unmounted', { target: p });
     }

@@ -40,6 +40,7 @@ import {
 import { createKlogLogger } from '../../../src/logging/klog.js';
 import { FakeClock } from '../../../src/testing/fakeClock.js';
 import type { Mounter } from '../../../src/mount/mounter.js';
+import { FsError } from '../../../src/host/fs.js';
 
 // This file runs from dist/test/unit/csi/: the repo root is four levels up.
 const BIN = path.resolve(import.meta.dirname, '..', '..', '..', '..', 'bin', 'nodevol.js');
@@ -553,6 +554,58 @@ describe('mock driver: readonly with an old mount(8)', () => {
     await client.nodePublishVolume(publishReq({ readonly: true }));
     await client.nodePublishVolume(publishReq({ targetPath: TARGET2 }));
     assert.deepEqual(old.options, ['bind', 'bind,ro', 'remount,bind,ro', 'bind']);
+  });
+});
+
+/** A mount table whose umount answers EBUSY the first `busy` times (a forked child holding a descriptor). */
+class BusyOnce implements Mounter {
+  unmounts = 0;
+  constructor(private readonly inner: MemoryMounter, private busy: number) {}
+  isLikelyNotMountPoint(p: string): Promise<boolean> {
+    return this.inner.isLikelyNotMountPoint(p);
+  }
+  readMountTable(): ReturnType<Mounter['readMountTable']> {
+    return this.inner.readMountTable();
+  }
+  mount(source: string, target: string, fsType: string, options: readonly string[]): Promise<void> {
+    return this.inner.mount(source, target, fsType, options);
+  }
+  unmount(target: string): Promise<void> {
+    this.unmounts += 1;
+    if (this.busy > 0) {
+      this.busy -= 1;
+      return Promise.reject(new FsError('EBUSY', target, 'umount', `umount: ${target}: target is busy.`));
+    }
+    return this.inner.unmount(target);
+  }
+}
+
+describe('mock driver: a busy unmount', () => {
+  let env: Env;
+  beforeEach(async () => {
+    env = new Env();
+    await env.init();
+  });
+  afterEach(async () => env.cleanup());
+
+  it('EBUSY is retried with a backoff on the driver clock (up to 5 tries), then INTERNAL naming the path', async () => {
+    const sleeps: number[] = [];
+    const clock = { nowMs: () => 0, sleep: (ms: number) => (sleeps.push(ms), Promise.resolve()) };
+    const twice = new BusyOnce(env.mounter, 2);
+    const { client } = await env.start({ mounter: twice, clock });
+    await create(client);
+    await client.nodeStageVolume(stageReq());
+    await client.nodeUnstageVolume(unstageReq());
+    assert.deepEqual([twice.unmounts, sleeps], [3, [50, 100]]);
+    assert.deepEqual(env.mounts(), []);
+
+    await env.drivers.pop()?.stop();
+    sleeps.length = 0;
+    const always = new BusyOnce(env.mounter, 100);
+    const second = await env.start({ mounter: always, clock });
+    await second.client.nodeStageVolume(stageReq());
+    await rejectsWithCode(second.client.nodeUnstageVolume(unstageReq()), GrpcStatus.INTERNAL, new RegExp(`cannot unmount ${STAGING}: .*target is busy`));
+    assert.deepEqual([always.unmounts, sleeps], [5, [50, 100, 150, 200]]);
   });
 });
 
