@@ -7,11 +7,12 @@
  */
 import { realpathSync } from 'node:fs';
 import * as path from 'node:path';
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { unixSocketPath } from '../csi/grpc/endpoint.js';
 import { EXIT_FAULT_CODE, startMockDriver, type MockDriver } from '../csi/mock/mockDriver.js';
 import { errorMessage } from '../host/fs.js';
 import type { LoggingFormat } from '../logging/klog.js';
+import type { CsiNodeMode } from '../csi/nodeStateMachine.js';
 import { addLoggingOptions, collect, stderrLogger } from './flags.js';
 import { GrpcCsiClient } from '../csi/grpc/client.js';
 
@@ -30,6 +31,7 @@ interface MockDriverFlags {
   blockVolume: string[];
   allowedRoot: string[];
   rootDir?: string;
+  mode: CsiNodeMode;
   v: number;
   loggingFormat: LoggingFormat;
 }
@@ -46,7 +48,12 @@ export function mockDriverCommand(setExitCode: (code: number) => void): Command 
     .option('--volume <name>', 'provision a filesystem volume at start (CreateVolume; repeatable, idempotent); its id is printed', collect, [])
     .option('--block-volume <name>', 'provision a raw block volume at start (repeatable, idempotent)', collect, [])
     .option('--root-dir <dir>', 'the kubelet root dir: the default --allowed-root')
-    .option('--allowed-root <dir>', 'staging and target paths must lie below this dir, with no symlink below it (repeatable; default --root-dir)', collect, []);
+    .option('--allowed-root <dir>', 'staging and target paths must lie below this dir, with no symlink below it (repeatable; default --root-dir)', collect, [])
+    .addOption(
+      new Option('--mode <mode>', 'strict: NodeUnstageVolume refused (FAILED_PRECONDITION) while the volume is published, like csi-driver-host-path; lenient: accepted')
+        .choices(['strict', 'lenient'])
+        .default('strict'),
+    );
   addLoggingOptions(cmd);
   cmd.addHelpText(
     'after',
@@ -103,6 +110,7 @@ async function runMockDriver(flags: MockDriverFlags): Promise<number> {
         faultsFile: file(flags.faults),
         allowedRoots: (flags.allowedRoot.length > 0 ? flags.allowedRoot : flags.rootDir !== undefined && flags.rootDir !== '' ? [flags.rootDir] : []).map(realOrResolved),
         journalFile: file(flags.journal),
+        mode: flags.mode,
         logger,
         exit: (code) => process.exit(code),
       });

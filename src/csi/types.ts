@@ -122,7 +122,11 @@ export type CsiRpcMethod =
   | 'DeleteVolume'
   | 'ControllerPublishVolume'
   | 'ControllerUnpublishVolume'
-  | 'ControllerGetCapabilities';
+  | 'ValidateVolumeCapabilities'
+  | 'ListVolumes'
+  | 'ControllerGetCapabilities'
+  | 'NodeGetVolumeStats'
+  | 'NodeExpandVolume';
 
 /**
  * A failed CSI call. `code` is the gRPC status; undefined when the call failed before reaching

@@ -134,6 +134,6 @@ describe('hostile mock driver: socket and faults file', () => {
     const faults = path.join(dir, 'faults.yaml');
     execFileSync('mkfifo', [faults]);
     const client = await start({ faultsFile: faults });
-    assert.deepEqual(await client.nodeGetCapabilities(), ['STAGE_UNSTAGE_VOLUME']);
+    assert.deepEqual(await client.nodeGetCapabilities(), ['STAGE_UNSTAGE_VOLUME', 'GET_VOLUME_STATS', 'VOLUME_CONDITION', 'EXPAND_VOLUME']);
   });
 });

@@ -41,7 +41,7 @@ import {
 import { normalizeEndpoint, unixSocketPath } from './endpoint.js';
 import { csiServices, type UnaryMethod } from './loader.js';
 import type * as wire from './messages.js';
-import type { MessageInit } from './messages.js';
+import type { ControllerRpcs, IdentityRpcs, MessageInit, NodeRpcs } from './messages.js';
 
 /** kubelet's csiTimeout. */
 export const DEFAULT_CSI_TIMEOUT_MS = 2 * 60 * 1000;
@@ -262,6 +262,32 @@ export class GrpcCsiClient implements CsiNodeClient {
 
   nodeGetInfo(): Promise<wire.NodeGetInfoResponse> {
     return this.#unary('NodeGetInfo', csiServices().node.methods.NodeGetInfo, {}, this.#nodeTimeoutMs);
+  }
+
+  // ---------------------------------------------------------------- any RPC, as built by the caller
+
+  /**
+   * Any Identity RPC with the request exactly as given (fields left out are sent as the proto's
+   * defaults): for conformance tests, which must send what a well-behaved CO would not.
+   */
+  identityCall<M extends keyof IdentityRpcs & CsiRpcMethod>(method: M, request: MessageInit<IdentityRpcs[M][0]>): Promise<IdentityRpcs[M][1]> {
+    // UnaryMethods<IdentityRpcs> maps each M to exactly this; TypeScript cannot see it through the generic index.
+    const def = csiServices().identity.methods[method] as unknown as UnaryMethod<IdentityRpcs[M][0], IdentityRpcs[M][1]>;
+    return this.#unary(method, def, request, this.#identityTimeoutMs);
+  }
+
+  /** Any Controller RPC with the request exactly as given. */
+  controllerCall<M extends keyof ControllerRpcs & CsiRpcMethod>(method: M, request: MessageInit<ControllerRpcs[M][0]>): Promise<ControllerRpcs[M][1]> {
+    // UnaryMethods<ControllerRpcs> maps each M to exactly this; TypeScript cannot see it through the generic index.
+    const def = csiServices().controller.methods[method] as unknown as UnaryMethod<ControllerRpcs[M][0], ControllerRpcs[M][1]>;
+    return this.#unary(method, def, request, this.#controllerTimeoutMs);
+  }
+
+  /** Any Node RPC with the request exactly as given. */
+  nodeCall<M extends keyof NodeRpcs & CsiRpcMethod>(method: M, request: MessageInit<NodeRpcs[M][0]>): Promise<NodeRpcs[M][1]> {
+    // UnaryMethods<NodeRpcs> maps each M to exactly this; TypeScript cannot see it through the generic index.
+    const def = csiServices().node.methods[method] as unknown as UnaryMethod<NodeRpcs[M][0], NodeRpcs[M][1]>;
+    return this.#unary(method, def, request, this.#nodeTimeoutMs);
   }
 
   // ---------------------------------------------------------------- lifecycle

@@ -50,6 +50,10 @@ export class UnencodableCapabilityError extends Error {
   override readonly name = 'UnencodableCapabilityError';
 }
 
+
+/** Fails the build when the engine's enums and the proto's drift apart (messages.ts). */
+export const ENGINE_ENUMS_MATCH_PROTO: wire.EngineEnumsMatchProto = true;
+
 // ------------------------------------------------------------------------------ proto3 defaults
 
 /*
@@ -109,13 +113,11 @@ export function toWireVolumeCapability(cap: VolumeCapability): MessageInit<wire.
 export function fromWireVolumeCapability(cap: wire.VolumeCapability | null): VolumeCapability {
   const rawMode = cap?.accessMode?.mode;
   const accessMode = { mode: isAccessMode(rawMode) ? rawMode : 'UNKNOWN' } as const;
-  if (cap?.mount !== undefined) {
-    return {
-      mount: { fsType: cap.mount.fsType, mountFlags: [...cap.mount.mountFlags], volumeMountGroup: cap.mount.volumeMountGroup },
-      accessMode,
-    };
+  const mount = cap?.mount ?? undefined;
+  if (mount !== undefined) {
+    return { mount: { fsType: mount.fsType, mountFlags: [...mount.mountFlags], volumeMountGroup: mount.volumeMountGroup }, accessMode };
   }
-  if (cap?.block !== undefined) return { block: {}, accessMode };
+  if (cap?.block !== undefined && cap.block !== null) return { block: {}, accessMode };
   return { accessMode };
 }
 

@@ -106,8 +106,25 @@ export interface CsiServices {
 
 const RPC_NAMES = {
   Identity: ['GetPluginInfo', 'GetPluginCapabilities', 'Probe'],
-  Controller: ['CreateVolume', 'DeleteVolume', 'ControllerPublishVolume', 'ControllerUnpublishVolume', 'ControllerGetCapabilities'],
-  Node: ['NodeStageVolume', 'NodeUnstageVolume', 'NodePublishVolume', 'NodeUnpublishVolume', 'NodeGetCapabilities', 'NodeGetInfo'],
+  Controller: [
+    'CreateVolume',
+    'DeleteVolume',
+    'ControllerPublishVolume',
+    'ControllerUnpublishVolume',
+    'ValidateVolumeCapabilities',
+    'ListVolumes',
+    'ControllerGetCapabilities',
+  ],
+  Node: [
+    'NodeStageVolume',
+    'NodeUnstageVolume',
+    'NodePublishVolume',
+    'NodeUnpublishVolume',
+    'NodeGetVolumeStats',
+    'NodeExpandVolume',
+    'NodeGetCapabilities',
+    'NodeGetInfo',
+  ],
 } as const satisfies Record<string, readonly string[]>;
 
 function isServiceDefinition(value: unknown): value is protoLoader.ServiceDefinition {

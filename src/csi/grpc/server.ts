@@ -44,6 +44,8 @@ export interface NodeHandlers {
   nodeUnstageVolume: CsiHandler<wire.NodeUnstageVolumeRequest, wire.NodeUnstageVolumeResponse>;
   nodePublishVolume: CsiHandler<wire.NodePublishVolumeRequest, wire.NodePublishVolumeResponse>;
   nodeUnpublishVolume: CsiHandler<wire.NodeUnpublishVolumeRequest, wire.NodeUnpublishVolumeResponse>;
+  nodeGetVolumeStats: CsiHandler<wire.NodeGetVolumeStatsRequest, wire.NodeGetVolumeStatsResponse>;
+  nodeExpandVolume: CsiHandler<wire.NodeExpandVolumeRequest, wire.NodeExpandVolumeResponse>;
   nodeGetCapabilities: CsiHandler<wire.NodeGetCapabilitiesRequest, wire.NodeGetCapabilitiesResponse>;
   nodeGetInfo: CsiHandler<wire.NodeGetInfoRequest, wire.NodeGetInfoResponse>;
 }
@@ -53,6 +55,8 @@ export interface ControllerHandlers {
   deleteVolume: CsiHandler<wire.DeleteVolumeRequest, wire.DeleteVolumeResponse>;
   controllerPublishVolume: CsiHandler<wire.ControllerPublishVolumeRequest, wire.ControllerPublishVolumeResponse>;
   controllerUnpublishVolume: CsiHandler<wire.ControllerUnpublishVolumeRequest, wire.ControllerUnpublishVolumeResponse>;
+  validateVolumeCapabilities: CsiHandler<wire.ValidateVolumeCapabilitiesRequest, wire.ValidateVolumeCapabilitiesResponse>;
+  listVolumes: CsiHandler<wire.ListVolumesRequest, wire.ListVolumesResponse>;
   controllerGetCapabilities: CsiHandler<wire.ControllerGetCapabilitiesRequest, wire.ControllerGetCapabilitiesResponse>;
 }
 
@@ -161,6 +165,8 @@ const NODE_BINDINGS = {
   NodeUnstageVolume: 'nodeUnstageVolume',
   NodePublishVolume: 'nodePublishVolume',
   NodeUnpublishVolume: 'nodeUnpublishVolume',
+  NodeGetVolumeStats: 'nodeGetVolumeStats',
+  NodeExpandVolume: 'nodeExpandVolume',
   NodeGetCapabilities: 'nodeGetCapabilities',
   NodeGetInfo: 'nodeGetInfo',
 } as const satisfies { readonly [M in keyof NodeRpcs]: keyof NodeHandlers };
@@ -170,6 +176,8 @@ const CONTROLLER_BINDINGS = {
   DeleteVolume: 'deleteVolume',
   ControllerPublishVolume: 'controllerPublishVolume',
   ControllerUnpublishVolume: 'controllerUnpublishVolume',
+  ValidateVolumeCapabilities: 'validateVolumeCapabilities',
+  ListVolumes: 'listVolumes',
   ControllerGetCapabilities: 'controllerGetCapabilities',
 } as const satisfies { readonly [M in keyof ControllerRpcs]: keyof ControllerHandlers };
 

@@ -10,6 +10,10 @@
  *       times: 2                     # optional: apply to this many matching calls (default: all)
  *       hang: true                   # optional: never answer (until the driver stops)
  *       exit: true                   # optional: the process exits with code 3 when the call arrives
+ *       clientTimeoutMs: 500         # optional: answer DEADLINE_EXCEEDED after this long while the
+ *                                    #   call carries on at the driver ("timed out at the client,
+ *                                    #   still running at the driver"); the volume stays busy
+ *                                    #   (ABORTED) until the work is done
  *
  * The first rule (in file order) that matches a call's method (and volume id, when the rule has
  * one) and still has `times` left applies to it; `times` counts down per rule. The file is
@@ -37,11 +41,15 @@ export const MOCK_RPC_METHODS = [
   'DeleteVolume',
   'ControllerPublishVolume',
   'ControllerUnpublishVolume',
+  'ValidateVolumeCapabilities',
+  'ListVolumes',
   'ControllerGetCapabilities',
   'NodeStageVolume',
   'NodeUnstageVolume',
   'NodePublishVolume',
   'NodeUnpublishVolume',
+  'NodeGetVolumeStats',
+  'NodeExpandVolume',
   'NodeGetCapabilities',
   'NodeGetInfo',
 ] as const satisfies readonly CsiRpcMethod[];
@@ -58,6 +66,7 @@ export interface MockFaultRule {
   readonly times?: number;
   readonly hang?: boolean;
   readonly exit?: boolean;
+  readonly clientTimeoutMs?: number;
 }
 
 /** Upper bound of delayMs: a day (a longer hold is a hang). */
@@ -77,10 +86,11 @@ const ruleSchema = z
     times: z.number().int().min(1).optional(),
     hang: z.boolean().optional(),
     exit: z.boolean().optional(),
+    clientTimeoutMs: z.number().int().min(0).max(MAX_FAULT_DELAY_MS).optional(),
   })
   .strict()
-  .refine((r) => r.delayMs !== undefined || r.code !== undefined || r.hang === true || r.exit === true, {
-    message: 'a rule needs at least one of delayMs, code, hang: true, exit: true',
+  .refine((r) => r.delayMs !== undefined || r.code !== undefined || r.hang === true || r.exit === true || r.clientTimeoutMs !== undefined, {
+    message: 'a rule needs at least one of delayMs, code, hang: true, exit: true, clientTimeoutMs',
   })
   .refine((r) => r.afterEffect !== true || r.code !== undefined, { message: 'afterEffect needs a code' });
 
@@ -115,6 +125,7 @@ export function parseFaults(text: string, file = 'faults'): MockFaultRule[] {
     if (r.times !== undefined) rule.times = r.times;
     if (r.hang === true) rule.hang = true;
     if (r.exit === true) rule.exit = true;
+    if (r.clientTimeoutMs !== undefined) rule.clientTimeoutMs = r.clientTimeoutMs;
     return rule;
   });
 }
@@ -127,6 +138,7 @@ export function describeRule(rule: MockFaultRule): string {
   if (rule.hang === true) parts.push('hang');
   if (rule.delayMs !== undefined) parts.push(`delay=${rule.delayMs}ms`);
   if (rule.code !== undefined) parts.push(`code=${grpcStatusName(rule.code)}${rule.afterEffect === true ? ' after the effect' : ''}`);
+  if (rule.clientTimeoutMs !== undefined) parts.push(`clientTimeout=${rule.clientTimeoutMs}ms`);
   if (rule.times !== undefined) parts.push(`times=${rule.times}`);
   return parts.join(' ');
 }

@@ -6,7 +6,10 @@
  * Lines:
  *  - a completed call: {time, seq, method, volumeId, request, response, error, durationMs};
  *  - a call a fault holds, when it arrives: {time, seq, method, volumeId, phase: "held", fault: "delay" | "hang"};
- *  - a call an exit fault ends the process on: {time, seq, method, volumeId, phase: "exit", fault: "exit"}.
+ *  - a call an exit fault ends the process on: {time, seq, method, volumeId, phase: "exit", fault: "exit"};
+ *  - a call a clientTimeoutMs fault answered DEADLINE_EXCEEDED while it keeps running at the
+ *    driver: {time, seq, method, volumeId, phase: "timedOut", fault: "clientTimeout"} (its
+ *    completed-call line follows when the work is done).
  * `seq` numbers calls in order of arrival (from 1, per driver start); `time` is ISO-8601 with
  * milliseconds, UTC; `volumeId` is '' for calls about no volume. Every `secrets` map in a request
  * has its values replaced by {@link REDACTED}.
@@ -40,8 +43,8 @@ export interface JournalPhaseLine {
   readonly seq: number;
   readonly method: string;
   readonly volumeId: string;
-  readonly phase: 'held' | 'exit';
-  readonly fault: 'delay' | 'hang' | 'exit';
+  readonly phase: 'held' | 'exit' | 'timedOut';
+  readonly fault: 'delay' | 'hang' | 'exit' | 'clientTimeout';
 }
 
 export type JournalLine = JournalCallLine | JournalPhaseLine;
@@ -67,14 +70,17 @@ export class MockJournal {
   readonly #logger: Logger;
   #chain: Promise<unknown> = Promise.resolve();
   #failed = false;
+  readonly #observer: ((line: JournalLine) => void) | undefined;
 
-  constructor(file: string | undefined, logger: Logger) {
+  constructor(file: string | undefined, logger: Logger, observer?: (line: JournalLine) => void) {
     this.file = file;
     this.#logger = logger;
+    this.#observer = observer;
   }
 
   /** Appends one line; resolves once it is written. Never rejects (a failure is logged once). */
   write(line: JournalLine): Promise<void> {
+    this.#observer?.(line);
     const file = this.file;
     if (file === undefined) return Promise.resolve();
     const text = `${JSON.stringify(line)}\n`;

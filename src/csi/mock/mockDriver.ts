@@ -10,13 +10,16 @@
  * `<state-dir>/volumes/<id>.img` of the capacity (block access). NodeStageVolume bind-mounts the
  * directory on the staging path, or the file on `<staging>/dev` (a file it creates);
  * NodePublishVolume creates the target (a directory, or a file for block) and bind-mounts the
- * staged path on it, read-only when asked. Every check of "is it mounted" reads the mount table.
+ * staged path on it, read-only when asked. "Is it mounted" asks the kernel about that one path
+ * (mountPoint.ts: its mnt_id against its parent's), never the whole mount table, so a call costs
+ * the same with 10 or 10,000 volumes on the node.
  * An inline ephemeral volume (NodePublishVolume with volume context
  * csi.storage.k8s.io/ephemeral=true, no staging path) is created by its first publish under the
  * id kubelet sends, its backing directory bind-mounted on the target, and deleted by its last
  * unpublish, as in csi-driver-host-path.
  *
- * State (src/csi/mock/state.ts) survives restarts; mounts do not survive a reboot, and the
+ * State (src/csi/mock/state.ts: one durable record file per volume, written before the call
+ * answers) survives restarts; mounts do not survive a reboot, and the
  * driver copes: a NodeStage/NodePublish whose record is there but whose mount is not mounts
  * again; a NodeUnstage/NodeUnpublish whose mount is gone just clears the record (and removes the
  * target). A volume still recorded as published after a reboot keeps NodeUnstageVolume refused,
@@ -29,7 +32,8 @@
  * Concurrency: one call at a time per volume id. A call for a volume that has a call in flight
  * (including one a delay or hang fault holds) answers ABORTED at once, as drivers built on
  * csi-lib-utils' VolumeLocks do ("an operation with the given volume ID … already exists"); it
- * consumes no fault rule and is journaled. Calls for other volumes proceed.
+ * consumes no fault rule and is journaled. Calls for other volumes proceed concurrently (their
+ * mounts, checks and record writes are independent).
  *
  * Faults (faults.ts) apply when a call arrives, after the ABORTED check: exit (the process exits
  * with {@link EXIT_FAULT_CODE}), hang (held until the driver stops, then UNAVAILABLE), delay,
@@ -42,6 +46,7 @@ import { fileURLToPath } from 'node:url';
 import * as path from 'node:path';
 
 import { FsError, errorCode, errorMessage, type FileSystem } from '../../host/fs.js';
+import type { Clock } from '../../host/clock.js';
 import { discardLogger, type Logger } from '../../host/logger.js';
 import { NodeFileSystem } from '../../adapters/node/nodeFs.js';
 import { NodeMounter } from '../../adapters/node/nodeMounter.js';
@@ -54,6 +59,7 @@ import type { MessageInit } from '../grpc/messages.js';
 import { GrpcStatus, grpcStatusName } from '../types.js';
 import { checkCoPath, checkVolumeId, normalizeAllowedRoots } from './confine.js';
 import {
+  CsiNodeState,
   VolumeLocks,
   decidePublish,
   decideStage,
@@ -63,15 +69,34 @@ import {
   type CsiNodeMode,
   type CsiRefusal,
   type NodeRules,
+  type NodeVolumeView,
 } from '../nodeStateMachine.js';
 import { describeRule, MockFaultBook, type MockFaultRule, type MockRpcMethod } from './faults.js';
-import { MockJournal, redactSecrets, type JournalError } from './journal.js';
+import { MockJournal, redactSecrets, type JournalError, type JournalLine } from './journal.js';
+import { isMountPointByMountId, MountIdUnavailableError } from './mountPoint.js';
 import { MockStateStore, type MockVolumeKind, type MockVolumeRecord } from './state.js';
+
+/** What NodeGetCapabilities reports. */
+export const MOCK_NODE_CAPABILITIES = ['STAGE_UNSTAGE_VOLUME', 'GET_VOLUME_STATS', 'VOLUME_CONDITION', 'EXPAND_VOLUME'] as const satisfies readonly wire.NodeCapabilityName[];
+/** What ControllerGetCapabilities reports. */
+export const MOCK_CONTROLLER_CAPABILITIES = [
+  'CREATE_DELETE_VOLUME',
+  'PUBLISH_UNPUBLISH_VOLUME',
+  'LIST_VOLUMES',
+  'LIST_VOLUMES_PUBLISHED_NODES',
+] as const satisfies readonly wire.ControllerCapabilityName[];
 
 /** The exit code of a process an exit fault ends. */
 export const EXIT_FAULT_CODE = 3;
 /** Capacity of a volume created without a capacity range: 1 MiB. */
 export const DEFAULT_CAPACITY_BYTES = 1024 * 1024;
+/** The largest capacity the mock provisions or expands to: 1 TiB (its storage is a sparse file or a directory). */
+export const MAX_CAPACITY_BYTES = 2 ** 40;
+/** How many directory entries NodeGetVolumeStats looks at to count used bytes. */
+const MAX_USAGE_ENTRIES = 10_000;
+/** How many times an unmount that finds its target busy is tried, and the backoff step between tries. */
+const BUSY_UNMOUNT_ATTEMPTS = 5;
+const BUSY_UNMOUNT_BACKOFF_MS = 50;
 /** How many stacked mounts an unmount loop takes off one path at most. */
 const MAX_STACKED_UNMOUNTS = 8;
 /** The volume context key kubelet sets on the NodePublishVolume of an inline ephemeral volume. */
@@ -84,7 +109,7 @@ export interface MockDriverOptions {
   readonly nodeId: string;
   /** GetPluginInfo's name. */
   readonly driverName: string;
-  /** Absolute directory for state.json and the volumes' backing storage; created when missing. */
+  /** Absolute directory for the volume records (`state/`) and the volumes' backing storage; created when missing. */
   readonly stateDir: string;
   /** YAML/JSON fault rules, re-read when the file changes (always a real file). */
   readonly faultsFile?: string;
@@ -107,6 +132,11 @@ export interface MockDriverOptions {
    * when `fs` is not given; otherwise a zero-filled file written through `fs`.
    */
   readonly allocateFile?: (filePath: string, sizeBytes: number) => Promise<void>;
+  /**
+   * Grows an existing block backing file to `sizeBytes` (NodeExpandVolume), keeping its data.
+   * Default: truncate with node:fs when `fs` is not given; otherwise zeros appended through `fs`.
+   */
+  readonly growFile?: (filePath: string, sizeBytes: number) => Promise<void>;
   /** How long stop() lets running calls finish. Default 5000 ms. */
   readonly shutdownGraceMs?: number;
   /**
@@ -116,14 +146,21 @@ export interface MockDriverOptions {
   readonly allowedRoots?: readonly string[];
   /** strict (default): NodeUnstageVolume refused while published, like csi-driver-host-path; lenient: accepted. */
   readonly mode?: CsiNodeMode;
+  /**
+   * The clock delay and clientTimeoutMs faults sleep on and call durations are measured with.
+   * Default: the real clock (performance.now, setTimeout). Tests inject a FakeClock.
+   */
+  readonly clock?: Clock;
+  /** Called with every journal line as it is produced (with or without a journal file): tests wait on it. */
+  readonly onJournalLine?: (line: JournalLine) => void;
 }
 
 export interface MockDriver {
   /** unix:///abs/path.sock, normalized. */
   readonly endpoint: string;
   readonly socketPath: string;
-  /** `<state-dir>/state.json`. */
-  readonly stateFile: string;
+  /** `<state-dir>/state`: one `<volume-id>.json` record per volume (state.ts). */
+  readonly stateDir: string;
   /** Copies of every volume's record, sorted by id. */
   volumes(): MockVolumeRecord[];
   volume(volumeId: string): MockVolumeRecord | undefined;
@@ -149,6 +186,13 @@ export function mockBackingPaths(stateDir: string, volumeId: string): { readonly
 export function mockBlockDevicePath(stagingTargetPath: string): string {
   return posix.join(stagingTargetPath, 'dev');
 }
+
+/** The real clock: monotonic milliseconds, setTimeout sleeps. */
+const monotonicClock: Clock = {
+  nowMs: () => performance.now(),
+  // Unref'd: a delay held past stop() must not keep the process alive.
+  sleep: (ms) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref()),
+};
 
 let cachedVersion: string | undefined;
 
@@ -177,7 +221,7 @@ export function packageVersion(): string {
   return cachedVersion;
 }
 
-/** Starts the driver: loads state.json, serves on the endpoint. */
+/** Starts the driver: loads the volume records (migrating a legacy state.json), serves on the endpoint. */
 export async function startMockDriver(options: MockDriverOptions): Promise<MockDriver> {
   if (options.nodeId === '') throw new Error('the mock driver needs a node id');
   if (options.driverName === '') throw new Error('the mock driver needs a driver name');
@@ -187,13 +231,16 @@ export async function startMockDriver(options: MockDriverOptions): Promise<MockD
   return driver;
 }
 
+/**
+ * What the controller side knows of a volume (its storage, its attachments). Where the node
+ * staged and published it lives in the shared {@link CsiNodeState}.
+ */
 interface VolumeState {
   readonly id: string;
   readonly name: string;
-  readonly capacity: number;
+  /** Grows with NodeExpandVolume. */
+  capacity: number;
   readonly kind: MockVolumeKind;
-  stagedAt: string | undefined;
-  readonly publishedAt: Set<string>;
   readonly attachedNodes: Set<string>;
   /** Created by an ephemeral NodePublishVolume; deleted by its last NodeUnpublishVolume. */
   readonly ephemeral: boolean;
@@ -211,27 +258,18 @@ function internal(details: string): CsiStatusError {
   return status(GrpcStatus.INTERNAL, details);
 }
 
-function toRecord(v: VolumeState): MockVolumeRecord {
+function toRecord(v: VolumeState, node: NodeVolumeView | undefined): MockVolumeRecord {
   const base = { id: v.id, name: v.name, capacity: v.capacity, kind: v.kind };
   const rest = {
-    publishedAt: [...v.publishedAt].sort(),
+    publishedAt: node === undefined ? [] : [...node.publishedAt].sort(),
     attachedNodes: [...v.attachedNodes].sort(),
     ...(v.ephemeral ? { ephemeral: true as const } : {}),
   };
-  return v.stagedAt === undefined ? { ...base, ...rest } : { ...base, stagedAt: v.stagedAt, ...rest };
+  return node?.stagedAt === undefined ? { ...base, ...rest } : { ...base, stagedAt: node.stagedAt, ...rest };
 }
 
 function fromRecord(r: MockVolumeRecord): VolumeState {
-  return {
-    id: r.id,
-    name: r.name,
-    capacity: r.capacity,
-    kind: r.kind,
-    stagedAt: r.stagedAt,
-    publishedAt: new Set(r.publishedAt),
-    attachedNodes: new Set(r.attachedNodes),
-    ephemeral: r.ephemeral === true,
-  };
+  return { id: r.id, name: r.name, capacity: r.capacity, kind: r.kind, attachedNodes: new Set(r.attachedNodes), ephemeral: r.ephemeral === true };
 }
 
 /** The access type a request's capability asks for; INVALID_ARGUMENT when it names none. */
@@ -274,16 +312,22 @@ class MockDriverImpl implements MockDriver {
   readonly #logger: Logger;
   readonly #exit: (code: number) => void;
   readonly #allocate: (filePath: string, sizeBytes: number) => Promise<void>;
+  readonly #grow: (filePath: string, sizeBytes: number) => Promise<void>;
   readonly #store: MockStateStore;
   readonly #faults: MockFaultBook;
   readonly #journal: MockJournal;
   readonly #volumes = new Map<string, VolumeState>();
+  /** Where each volume is staged and published: the shared CSI node state machine's record. */
+  readonly #node = new CsiNodeState();
   readonly #allowedRoots: readonly string[];
   /** Volume ids with a call in flight. */
   readonly #busy = new VolumeLocks();
   readonly #rules: NodeRules;
   /** Fires at stop(): fails held calls. */
   readonly #stopping = new AbortController();
+  readonly #clock: Clock;
+  /** Mount-point checks by mnt_id of the path vs its parent, not by reading the mount table. */
+  #targetedMountCheck: boolean;
   #server: CsiServer | undefined;
   #seq = 0;
   #stopped: Promise<void> | undefined;
@@ -295,14 +339,29 @@ class MockDriverImpl implements MockDriver {
     this.#fs = fs;
     this.#logger = options.logger ?? discardLogger;
     this.#mounter = options.mounter ?? new NodeMounter({ fs, logger: this.#logger });
+    // The real kernel and the real file system: ask about the one path (mountPoint.ts).
+    this.#targetedMountCheck = options.mounter === undefined && options.fs === undefined;
     this.#exit = options.exit ?? ((code) => process.exit(code));
     this.#allocate =
       options.allocateFile ??
       (options.fs === undefined ? sparseFile : (filePath, size) => fs.writeFile(filePath, new Uint8Array(size), { mode: 0o600, fsync: true }));
+    this.#grow =
+      options.growFile ??
+      (options.fs === undefined
+        ? async (filePath, size) => {
+            await fsp.truncate(filePath, size);
+          }
+        : async (filePath, size) => {
+            const old = await fs.readFile(filePath, size);
+            const grown = new Uint8Array(size);
+            grown.set(old.subarray(0, Math.min(old.length, size)));
+            await fs.writeFile(filePath, grown, { mode: 0o600, fsync: true });
+          });
     this.#store = new MockStateStore(fs, options.stateDir);
     this.#rules = { mode: options.mode ?? 'strict', stageUnstage: true };
+    this.#clock = options.clock ?? monotonicClock;
     this.#faults = new MockFaultBook(options.faultsFile, this.#logger);
-    this.#journal = new MockJournal(options.journalFile, this.#logger);
+    this.#journal = new MockJournal(options.journalFile, this.#logger, options.onJournalLine);
   }
 
   get endpoint(): string {
@@ -313,28 +372,34 @@ class MockDriverImpl implements MockDriver {
     return this.#requireServer().socketPath;
   }
 
-  get stateFile(): string {
-    return this.#store.file;
+  get stateDir(): string {
+    return this.#store.dir;
   }
 
   volumes(): MockVolumeRecord[] {
-    return [...this.#volumes.values()].map(toRecord).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    return [...this.#volumes.values()].map((v) => toRecord(v, this.#node.view(v.id))).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
   volume(volumeId: string): MockVolumeRecord | undefined {
     const v = this.#volumes.get(volumeId);
-    return v === undefined ? undefined : toRecord(v);
+    return v === undefined ? undefined : toRecord(v, this.#node.view(volumeId));
   }
 
   async start(): Promise<void> {
     unixSocketPath(this.#options.endpoint);
     await this.#fs.mkdir(posix.join(this.#options.stateDir, 'volumes'), { recursive: true, mode: 0o755 });
-    for (const r of await this.#store.load()) this.#volumes.set(r.id, fromRecord(r));
+    const records = await this.#store.load();
+    for (const r of records) this.#volumes.set(r.id, fromRecord(r));
+    this.#node.restore({
+      volumes: records.filter((r) => r.stagedAt !== undefined || r.publishedAt.length > 0).map((r) => ({ volumeId: r.id, publishedAt: r.publishedAt, block: r.kind === 'block', ...(r.stagedAt === undefined ? {} : { stagedAt: r.stagedAt }) })),
+    });
     await this.#faults.refresh();
     const identity: IdentityHandlers = {
       getPluginInfo: (req) => this.#dispatch('GetPluginInfo', req, '', () => this.#getPluginInfo()),
       getPluginCapabilities: (req) =>
-        this.#dispatch('GetPluginCapabilities', req, '', () => Promise.resolve({ capabilities: [{ service: { type: 'CONTROLLER_SERVICE' } }] })),
+        this.#dispatch('GetPluginCapabilities', req, '', () =>
+          Promise.resolve({ capabilities: [{ service: { type: 'CONTROLLER_SERVICE' } }, { volumeExpansion: { type: 'ONLINE' } }] }),
+        ),
       probe: (req) => this.#dispatch('Probe', req, '', () => Promise.resolve({ ready: { value: true } })),
     };
     const node: NodeHandlers = {
@@ -343,7 +408,10 @@ class MockDriverImpl implements MockDriver {
       nodePublishVolume: (req) => this.#dispatch('NodePublishVolume', req, req.volumeId, () => this.#publish(req)),
       nodeUnpublishVolume: (req) => this.#dispatch('NodeUnpublishVolume', req, req.volumeId, () => this.#unpublish(req)),
       nodeGetCapabilities: (req) =>
-        this.#dispatch('NodeGetCapabilities', req, '', () => Promise.resolve({ capabilities: [{ rpc: { type: 'STAGE_UNSTAGE_VOLUME' } }] })),
+        this.#dispatch('NodeGetCapabilities', req, '', () => Promise.resolve({ capabilities: MOCK_NODE_CAPABILITIES.map((type) => ({ rpc: { type } })) })),
+      // Stats read the volume without changing it: no volume lock (kubelet polls them while it stages and publishes).
+      nodeGetVolumeStats: (req) => this.#dispatch('NodeGetVolumeStats', req, req.volumeId, () => this.#volumeStats(req), { lock: false }),
+      nodeExpandVolume: (req) => this.#dispatch('NodeExpandVolume', req, req.volumeId, () => this.#nodeExpand(req)),
       nodeGetInfo: (req) => this.#dispatch('NodeGetInfo', req, '', () => Promise.resolve({ nodeId: this.#options.nodeId })),
     };
     const controller: ControllerHandlers = {
@@ -353,8 +421,11 @@ class MockDriverImpl implements MockDriver {
       controllerUnpublishVolume: (req) => this.#dispatch('ControllerUnpublishVolume', req, req.volumeId, () => this.#controllerUnpublish(req)),
       controllerGetCapabilities: (req) =>
         this.#dispatch('ControllerGetCapabilities', req, '', () =>
-          Promise.resolve({ capabilities: [{ rpc: { type: 'CREATE_DELETE_VOLUME' } }, { rpc: { type: 'PUBLISH_UNPUBLISH_VOLUME' } }] }),
+          Promise.resolve({ capabilities: MOCK_CONTROLLER_CAPABILITIES.map((type) => ({ rpc: { type } })) }),
         ),
+      validateVolumeCapabilities: (req) =>
+        this.#dispatch('ValidateVolumeCapabilities', req, req.volumeId, () => this.#validateVolumeCapabilities(req), { lock: false }),
+      listVolumes: (req) => this.#dispatch('ListVolumes', req, '', () => this.#listVolumes(req)),
     };
     // The socket is always a real file, whatever `fs` is.
     await fsp.mkdir(posix.dirname(unixSocketPath(this.#options.endpoint)), { recursive: true, mode: 0o755 });
@@ -390,14 +461,21 @@ class MockDriverImpl implements MockDriver {
 
   // ---------------------------------------------------------------- the call pipeline
 
-  async #dispatch<T extends object>(method: MockRpcMethod, request: object, volumeId: string, effect: () => Promise<T>): Promise<T> {
+  async #dispatch<T extends object>(
+    method: MockRpcMethod,
+    request: object,
+    volumeId: string,
+    effect: () => Promise<T>,
+    options: { readonly lock?: boolean } = {},
+  ): Promise<T> {
+    const lockId = options.lock === false ? '' : volumeId;
     const seq = ++this.#seq;
-    const started = performance.now();
+    const started = this.#clock.nowMs();
     const log = this.#logger.v(4);
     if (log.enabled(4)) log.info('GRPC call', { seq, method, volumeId, request: redactSecrets(request) });
 
     const complete = async (response: T | null, error: CsiStatusError | null): Promise<void> => {
-      const durationMs = Math.round((performance.now() - started) * 1000) / 1000;
+      const durationMs = Math.round((this.#clock.nowMs() - started) * 1000) / 1000;
       const journalError: JournalError | null =
         error === null ? null : { code: error.code, name: grpcStatusName(error.code), message: error.details };
       await this.#journal.write({
@@ -424,36 +502,60 @@ class MockDriverImpl implements MockDriver {
       await complete(null, err);
       throw err;
     }
-    const busy = this.#busy.acquire(volumeId);
+    const busy = this.#busy.acquire(lockId);
     if (busy !== undefined) {
       const err = status(busy.code, busy.details);
       await complete(null, err);
       throw err;
     }
+    let rule: MockFaultRule | undefined;
     try {
       await this.#faults.refresh();
-      const rule = this.#faults.take(method, volumeId);
-      if (rule !== undefined) this.#logger.info('Injecting a fault', { seq, method, volumeId, fault: describeRule(rule) });
-      if (rule?.exit === true) {
-        await this.#journal.write({ time: new Date().toISOString(), seq, method, volumeId, phase: 'exit', fault: 'exit' });
-        this.#logger.warning('Exiting on an injected fault', { seq, method, volumeId, exitCode: EXIT_FAULT_CODE });
-        this.#exit(EXIT_FAULT_CODE);
-        // In-process, exit returns: the call stays unanswered, as if the process were gone.
-        await this.#heldUntilStop();
-      }
-      let response: T;
-      try {
-        response = await this.#faulted(seq, method, volumeId, rule, effect);
-      } catch (err) {
-        const error = statusError(err);
-        await complete(null, error);
-        throw error;
-      }
-      await complete(response, null);
-      return response;
-    } finally {
-      this.#busy.release(volumeId);
+      rule = this.#faults.take(method, volumeId);
+    } catch (err) {
+      this.#busy.release(lockId);
+      throw err;
     }
+    if (rule !== undefined) this.#logger.info('Injecting a fault', { seq, method, volumeId, fault: describeRule(rule) });
+    let released = false;
+    const release = (): void => {
+      if (released) return;
+      released = true;
+      this.#busy.release(lockId);
+    };
+    const work = (async (): Promise<T> => {
+      try {
+        if (rule?.exit === true) {
+          await this.#journal.write({ time: new Date().toISOString(), seq, method, volumeId, phase: 'exit', fault: 'exit' });
+          this.#logger.warning('Exiting on an injected fault', { seq, method, volumeId, exitCode: EXIT_FAULT_CODE });
+          this.#exit(EXIT_FAULT_CODE);
+          // In-process, exit returns: the call stays unanswered, as if the process were gone.
+          await this.#heldUntilStop();
+        }
+        let response: T;
+        try {
+          response = await this.#faulted(seq, method, volumeId, rule, effect);
+        } catch (err) {
+          const error = statusError(err);
+          release();
+          await complete(null, error);
+          throw error;
+        }
+        // The work is done (and durable): the volume is free before the journal line says so.
+        release();
+        await complete(response, null);
+        return response;
+      } finally {
+        release();
+      }
+    })();
+    const clientTimeoutMs = rule?.clientTimeoutMs;
+    if (clientTimeoutMs === undefined) return work;
+    // The client gives up; the driver carries on with `work` (the volume stays busy until it is done).
+    work.catch(() => undefined);
+    await this.#sleep(clientTimeoutMs);
+    await this.#journal.write({ time: new Date().toISOString(), seq, method, volumeId, phase: 'timedOut', fault: 'clientTimeout' });
+    throw status(GrpcStatus.DEADLINE_EXCEEDED, `context deadline exceeded after ${clientTimeoutMs} ms (the driver carries on)`);
   }
 
   /** Applies hang, delay and code of a rule around the effect. */
@@ -463,8 +565,11 @@ class MockDriverImpl implements MockDriver {
       await this.#heldUntilStop();
     }
     if (rule?.delayMs !== undefined && rule.delayMs > 0) {
+      // The sleep starts before the "held" line is produced, so whoever sees the line can move the clock.
+      const sleeping = this.#sleep(rule.delayMs);
+      sleeping.catch(() => undefined);
       await this.#journal.write({ time: new Date().toISOString(), seq, method, volumeId, phase: 'held', fault: 'delay' });
-      await this.#sleep(rule.delayMs);
+      await sleeping;
     }
     const code = rule?.code;
     if (code === undefined) return effect();
@@ -487,28 +592,32 @@ class MockDriverImpl implements MockDriver {
     });
   }
 
-  /** Waits `ms`; rejects with UNAVAILABLE when the driver stops first. */
+  /** Waits `ms` on the driver's clock; rejects with UNAVAILABLE when the driver stops first. */
   #sleep(ms: number): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const signal = this.#stopping.signal;
-      const onAbort = (): void => {
-        clearTimeout(timer);
-        reject(status(GrpcStatus.UNAVAILABLE, 'the mock driver stopped while the call was delayed'));
-      };
-      const timer = setTimeout(() => {
+      const onAbort = (): void => reject(status(GrpcStatus.UNAVAILABLE, 'the mock driver stopped while the call was delayed'));
+      if (signal.aborted) {
+        onAbort();
+        return;
+      }
+      signal.addEventListener('abort', onAbort, { once: true });
+      void this.#clock.sleep(ms).then(() => {
         signal.removeEventListener('abort', onAbort);
         resolve();
-      }, ms);
-      if (signal.aborted) onAbort();
-      else signal.addEventListener('abort', onAbort, { once: true });
+      });
     });
   }
 
-  async #persist(): Promise<void> {
+  /** Makes one volume's current record (or its absence) durable before the call answers. */
+  async #persist(volumeId: string): Promise<void> {
     try {
-      await this.#store.save(() => [...this.#volumes.values()].map(toRecord));
+      await this.#store.save(volumeId, () => {
+        const v = this.#volumes.get(volumeId);
+        return v === undefined ? undefined : toRecord(v, this.#node.view(volumeId));
+      });
     } catch (err) {
-      throw internal(`cannot save ${this.#store.file}: ${errorMessage(err)}`);
+      throw internal(`cannot save the state of volume ${volumeId} in ${this.#store.dir}: ${errorMessage(err)}`);
     }
   }
 
@@ -532,7 +641,9 @@ class MockDriverImpl implements MockDriver {
     if (required < 0 || limit < 0) throw invalid('capacity range must not be negative');
     if (limit > 0 && required > limit) throw status(GrpcStatus.OUT_OF_RANGE, `required bytes ${required} exceed limit bytes ${limit}`);
     const capacity = required > 0 ? required : limit > 0 ? Math.min(limit, DEFAULT_CAPACITY_BYTES) : DEFAULT_CAPACITY_BYTES;
-    if (!Number.isSafeInteger(capacity)) throw status(GrpcStatus.OUT_OF_RANGE, `capacity ${capacity} is too large`);
+    if (!Number.isSafeInteger(capacity) || capacity > MAX_CAPACITY_BYTES) {
+      throw status(GrpcStatus.OUT_OF_RANGE, `capacity ${capacity} exceeds the mock's maximum ${MAX_CAPACITY_BYTES}`);
+    }
 
     const id = mockVolumeId(req.name);
     const existing = this.#volumes.get(id);
@@ -554,8 +665,8 @@ class MockDriverImpl implements MockDriver {
     } catch (err) {
       throw internal(`cannot create the backing storage of volume ${id}: ${errorMessage(err)}`);
     }
-    this.#volumes.set(id, { id, name: req.name, capacity, kind, stagedAt: undefined, publishedAt: new Set(), attachedNodes: new Set(), ephemeral: false });
-    await this.#persist();
+    this.#volumes.set(id, { id, name: req.name, capacity, kind, attachedNodes: new Set(), ephemeral: false });
+    await this.#persist(id);
     this.#logger.v(1).info('Created volume', { volumeId: id, name: req.name, kind, capacity });
     return { volume: { volumeId: id, capacityBytes: capacity, volumeContext: {} } };
   }
@@ -565,8 +676,9 @@ class MockDriverImpl implements MockDriver {
     checkVolumeId(req.volumeId);
     const vol = this.#volumes.get(req.volumeId);
     if (vol === undefined) return {};
-    if (vol.stagedAt !== undefined || vol.publishedAt.size > 0) {
-      const where = [...(vol.stagedAt === undefined ? [] : [`staged at ${vol.stagedAt}`]), ...[...vol.publishedAt].sort().map((t) => `published at ${t}`)];
+    const node = this.#node.view(vol.id);
+    if (node !== undefined) {
+      const where = [...(node.stagedAt === undefined ? [] : [`staged at ${node.stagedAt}`]), ...[...node.publishedAt].sort().map((t) => `published at ${t}`)];
       throw status(GrpcStatus.FAILED_PRECONDITION, `volume ${req.volumeId} is still ${where.join(', ')}`);
     }
     const backing = mockBackingPaths(this.#options.stateDir, vol.id);
@@ -577,7 +689,7 @@ class MockDriverImpl implements MockDriver {
       throw internal(`cannot remove the backing storage of volume ${vol.id}: ${errorMessage(err)}`);
     }
     this.#volumes.delete(vol.id);
-    await this.#persist();
+    await this.#persist(vol.id);
     this.#logger.v(1).info('Deleted volume', { volumeId: vol.id, name: vol.name });
     return {};
   }
@@ -587,21 +699,62 @@ class MockDriverImpl implements MockDriver {
     if (req.nodeId === '') throw invalid('node ID missing in request');
     accessKind(req.volumeCapability);
     const vol = this.#requireVolume(req.volumeId);
+    // The mock serves one node: any other node id is one it does not know.
+    if (req.nodeId !== this.#options.nodeId) throw status(GrpcStatus.NOT_FOUND, `node ${req.nodeId} not found (this driver serves ${this.#options.nodeId})`);
     if (!vol.attachedNodes.has(req.nodeId)) {
       vol.attachedNodes.add(req.nodeId);
-      await this.#persist();
+      await this.#persist(vol.id);
     }
     return { publishContext: {} };
   }
 
   async #controllerUnpublish(req: wire.ControllerUnpublishVolumeRequest): Promise<MessageInit<wire.ControllerUnpublishVolumeResponse>> {
     if (req.volumeId === '') throw invalid('volume ID missing in request');
-    const vol = this.#requireVolume(req.volumeId);
+    // A volume that is gone is unpublished from every node: OK, as the spec recommends.
+    const vol = this.#volumes.get(req.volumeId);
+    if (vol === undefined) return {};
     const before = vol.attachedNodes.size;
     if (req.nodeId === '') vol.attachedNodes.clear();
     else vol.attachedNodes.delete(req.nodeId);
-    if (vol.attachedNodes.size !== before) await this.#persist();
+    if (vol.attachedNodes.size !== before) await this.#persist(vol.id);
     return {};
+  }
+
+  /**
+   * ValidateVolumeCapabilities: confirmed (echoing what was asked) when every capability has the
+   * volume's access type and a known access mode; otherwise no `confirmed` and a message.
+   */
+  #validateVolumeCapabilities(req: wire.ValidateVolumeCapabilitiesRequest): Promise<MessageInit<wire.ValidateVolumeCapabilitiesResponse>> {
+    if (req.volumeId === '') throw invalid('volume ID missing in request');
+    if (req.volumeCapabilities.length === 0) throw invalid('volume capabilities missing in request');
+    checkVolumeId(req.volumeId);
+    const kinds = req.volumeCapabilities.map((c) => accessKind(c, 'access type of a volume capability'));
+    const vol = this.#requireVolume(req.volumeId);
+    const wrongKind = kinds.find((k) => k !== vol.kind);
+    if (wrongKind !== undefined) return Promise.resolve({ message: `volume ${vol.id} supports ${vol.kind} access, not ${wrongKind}` });
+    const badMode = req.volumeCapabilities.find((c) => c.accessMode === null || c.accessMode.mode === 'UNKNOWN' || typeof c.accessMode.mode === 'number');
+    if (badMode !== undefined) return Promise.resolve({ message: `access mode ${badMode.accessMode?.mode ?? 'missing'} is not supported` });
+    return Promise.resolve({
+      confirmed: { volumeContext: req.volumeContext, volumeCapabilities: req.volumeCapabilities, parameters: req.parameters },
+    });
+  }
+
+  /** ListVolumes: pages over the volumes sorted by id; the token is the index of the next entry. */
+  #listVolumes(req: wire.ListVolumesRequest): Promise<MessageInit<wire.ListVolumesResponse>> {
+    if (req.maxEntries < 0) throw invalid(`max_entries must not be negative, got ${req.maxEntries}`);
+    const ids = [...this.#volumes.keys()].sort();
+    let start = 0;
+    if (req.startingToken !== '') {
+      start = /^(0|[1-9][0-9]{0,9})$/.test(req.startingToken) ? Number(req.startingToken) : -1;
+      if (start < 0 || start > ids.length) throw status(GrpcStatus.ABORTED, `invalid starting_token ${JSON.stringify(req.startingToken)}`);
+    }
+    const end = req.maxEntries > 0 ? Math.min(ids.length, start + req.maxEntries) : ids.length;
+    const entries = ids.slice(start, end).flatMap((id) => {
+      const v = this.#volumes.get(id);
+      if (v === undefined) return [];
+      return [{ volume: { volumeId: v.id, capacityBytes: v.capacity, volumeContext: {} }, status: { publishedNodeIds: [...v.attachedNodes].sort() } }];
+    });
+    return Promise.resolve({ entries, nextToken: end < ids.length ? String(end) : '' });
   }
 
   // ---------------------------------------------------------------- Node
@@ -610,7 +763,7 @@ class MockDriverImpl implements MockDriver {
     if (req.volumeId !== '') checkVolumeId(req.volumeId);
     const kind = accessKindOrUndefined(req.volumeCapability);
     decided(
-      decideStage(this.#volumes.get(req.volumeId), { volumeId: req.volumeId, stagingTargetPath: req.stagingTargetPath, access: kind }, () =>
+      decideStage(this.#node.view(req.volumeId), { volumeId: req.volumeId, stagingTargetPath: req.stagingTargetPath, access: kind }, () =>
         this.#checkVolume(req.volumeId, kind),
       ),
     );
@@ -621,22 +774,22 @@ class MockDriverImpl implements MockDriver {
     const backing = mockBackingPaths(this.#options.stateDir, vol.id);
     if (kind === 'mount') {
       if (!(await this.#isMountPoint(staging))) await this.#mount(backing.dir, staging, []);
-      else if (vol.stagedAt === undefined) this.#logger.warning('Staging path is already a mount point; taking it as this volume', { volumeId: vol.id, staging });
+      else if (this.#node.view(vol.id)?.stagedAt === undefined) this.#logger.warning('Staging path is already a mount point; taking it as this volume', { volumeId: vol.id, staging });
     } else {
       const device = mockBlockDevicePath(staging);
       await this.#createTarget(device, 'block');
       if (!(await this.#isMountPoint(device))) await this.#mount(backing.file, device, []);
     }
-    if (vol.stagedAt !== staging) {
-      vol.stagedAt = staging;
-      await this.#persist();
+    if (this.#node.view(vol.id)?.stagedAt !== staging) {
+      this.#node.recordStaged(vol.id, staging, kind === 'block');
+      await this.#persist(vol.id);
     }
     return {};
   }
 
   async #unstage(req: wire.NodeUnstageVolumeRequest): Promise<MessageInit<wire.NodeUnstageVolumeResponse>> {
     if (req.volumeId !== '') checkVolumeId(req.volumeId);
-    const notStagedThere = decided(decideUnstage(this.#volumes.get(req.volumeId), req, this.#rules, () => this.#checkVolume(req.volumeId, undefined)));
+    const notStagedThere = decided(decideUnstage(this.#node.view(req.volumeId), req, this.#rules, () => this.#checkVolume(req.volumeId, undefined)));
     await checkCoPath(this.#fs, req.stagingTargetPath, 'staging target path', this.#allowedRoots);
     const vol = this.#requireVolume(req.volumeId);
     const staging = req.stagingTargetPath;
@@ -650,8 +803,8 @@ class MockDriverImpl implements MockDriver {
         throw internal(`cannot remove ${device}: ${errorMessage(err)}`);
       });
     }
-    vol.stagedAt = undefined;
-    await this.#persist();
+    this.#node.recordUnstaged(vol.id);
+    await this.#persist(vol.id);
     return {};
   }
 
@@ -673,7 +826,7 @@ class MockDriverImpl implements MockDriver {
       decided(decidePublish(undefined, question, this.#rules));
       return this.#publishEphemeral(req, accessKind(req.volumeCapability));
     }
-    decided(decidePublish(this.#volumes.get(req.volumeId), question, this.#rules, () => this.#checkVolume(req.volumeId, kindOrUndefined)));
+    decided(decidePublish(this.#node.view(req.volumeId), question, this.#rules, () => this.#checkVolume(req.volumeId, kindOrUndefined)));
     const kind = accessKind(req.volumeCapability);
     const vol = this.#requireVolume(req.volumeId);
     const staging = req.stagingTargetPath;
@@ -683,7 +836,7 @@ class MockDriverImpl implements MockDriver {
       throw status(GrpcStatus.FAILED_PRECONDITION, `volume ${vol.id} is recorded as staged at ${staging} but ${source} is not mounted; stage it again`);
     }
     if (req.volumeCapability?.accessMode?.mode === 'SINGLE_NODE_SINGLE_WRITER') {
-      const other = [...vol.publishedAt].find((t) => t !== target);
+      const other = [...(this.#node.view(vol.id)?.publishedAt ?? [])].find((t) => t !== target);
       if (other !== undefined) {
         throw status(GrpcStatus.FAILED_PRECONDITION, `volume ${vol.id} with SINGLE_NODE_SINGLE_WRITER access is already published at ${other}`);
       }
@@ -692,24 +845,24 @@ class MockDriverImpl implements MockDriver {
       await this.#createTarget(target, kind);
       await this.#mount(source, target, req.readonly ? ['ro'] : []);
       if (req.readonly) await this.#ensureReadOnly(source, target);
-    } else if (!vol.publishedAt.has(target)) {
+    } else if (!this.#isPublishedAt(vol.id, target)) {
       this.#logger.warning('Target path is already a mount point; taking it as this volume', { volumeId: vol.id, target });
     }
-    if (!vol.publishedAt.has(target)) {
-      vol.publishedAt.add(target);
-      await this.#persist();
+    if (!this.#isPublishedAt(vol.id, target)) {
+      this.#node.recordPublished(vol.id, target, kind === 'block');
+      await this.#persist(vol.id);
     }
     return {};
   }
 
   async #unpublish(req: wire.NodeUnpublishVolumeRequest): Promise<MessageInit<wire.NodeUnpublishVolumeResponse>> {
     if (req.volumeId !== '') checkVolumeId(req.volumeId);
-    decided(decideUnpublish(this.#volumes.get(req.volumeId), req, () => this.#checkVolume(req.volumeId, undefined)));
+    decided(decideUnpublish(this.#node.view(req.volumeId), req, () => this.#checkVolume(req.volumeId, undefined)));
     await checkCoPath(this.#fs, req.targetPath, 'target path', this.#allowedRoots);
     const vol = this.#requireVolume(req.volumeId);
     const target = req.targetPath;
     // Only a target this volume was published at is unmounted and removed: any other path is not ours.
-    if (!vol.publishedAt.has(target)) return {};
+    if (!this.#isPublishedAt(vol.id, target)) return {};
     await this.#unmountAll(target);
     try {
       const st = await this.#fs.lstat(target);
@@ -718,12 +871,93 @@ class MockDriverImpl implements MockDriver {
     } catch (err) {
       if (errorCode(err) !== 'ENOENT') throw internal(`cannot remove target path ${target}: ${errorMessage(err)}`);
     }
-    const changed = vol.publishedAt.delete(target);
+    this.#node.recordUnpublished(vol.id, target);
     // Like csi-driver-host-path, the last unpublish of an ephemeral volume deletes it.
-    const deleted = vol.ephemeral && vol.publishedAt.size === 0;
-    if (deleted) await this.#deleteEphemeral(vol);
-    if (changed || deleted) await this.#persist();
+    if (vol.ephemeral && this.#node.view(vol.id) === undefined) await this.#deleteEphemeral(vol);
+    await this.#persist(vol.id);
     return {};
+  }
+
+  /** The volume a Node stats/expand call names, and whether `volumePath` is where it is staged or published. */
+  #volumeAt(volumeId: string, volumePath: string): { vol: VolumeState; staged: boolean } {
+    if (volumeId === '') throw invalid('volume ID missing in request');
+    if (volumePath === '') throw invalid('volume path missing in request');
+    checkVolumeId(volumeId);
+    const vol = this.#requireVolume(volumeId);
+    const view = this.#node.view(volumeId);
+    const staged = view?.stagedAt === volumePath;
+    if (!staged && view?.publishedAt.has(volumePath) !== true) {
+      throw status(GrpcStatus.NOT_FOUND, `volume ${volumeId} is neither staged nor published at ${volumePath}`);
+    }
+    return { vol, staged };
+  }
+
+  /**
+   * NodeGetVolumeStats: the volume's nominal capacity in bytes (used: what its backing storage
+   * holds, counted up to a bound), and its condition: abnormal when the path is no longer a mount
+   * point (a reboot took the mount away).
+   */
+  async #volumeStats(req: wire.NodeGetVolumeStatsRequest): Promise<MessageInit<wire.NodeGetVolumeStatsResponse>> {
+    const { vol, staged } = this.#volumeAt(req.volumeId, req.volumePath);
+    await checkCoPath(this.#fs, req.volumePath, 'volume path', this.#allowedRoots);
+    const mountPoint = vol.kind === 'block' && staged ? mockBlockDevicePath(req.volumePath) : req.volumePath;
+    const mounted = await this.#isMountPoint(mountPoint);
+    const volumeCondition = mounted
+      ? { abnormal: false, message: `volume ${vol.id} is mounted at ${mountPoint}` }
+      : { abnormal: true, message: `volume ${vol.id} is recorded at ${req.volumePath} but ${mountPoint} is not mounted; stage or publish it again` };
+    if (vol.kind === 'block') return { usage: [{ unit: 'BYTES', total: vol.capacity }], volumeCondition };
+    const used = Math.min(vol.capacity, await this.#usedBytes(mockBackingPaths(this.#options.stateDir, vol.id).dir));
+    return { usage: [{ unit: 'BYTES', total: vol.capacity, used, available: vol.capacity - used }], volumeCondition };
+  }
+
+  /** Bytes of the regular files under `dir`, looking at no more than MAX_USAGE_ENTRIES entries. */
+  async #usedBytes(dir: string): Promise<number> {
+    let total = 0;
+    let seen = 0;
+    const stack = [dir];
+    for (let d = stack.pop(); d !== undefined && seen < MAX_USAGE_ENTRIES; d = stack.pop()) {
+      let entries;
+      try {
+        entries = await this.#fs.readdir(d);
+      } catch {
+        continue;
+      }
+      for (const e of entries) {
+        if (++seen > MAX_USAGE_ENTRIES) break;
+        const p = posix.join(d, e.name);
+        if (e.type === 'directory') stack.push(p);
+        else if (e.type === 'file') total += await this.#fs.lstat(p).then((st) => st.size, () => 0);
+      }
+    }
+    return total;
+  }
+
+  /**
+   * NodeExpandVolume: the volume grows to the required bytes (never shrinks); a block volume's
+   * backing file grows with it. OUT_OF_RANGE for a range it cannot meet.
+   */
+  async #nodeExpand(req: wire.NodeExpandVolumeRequest): Promise<MessageInit<wire.NodeExpandVolumeResponse>> {
+    const { vol } = this.#volumeAt(req.volumeId, req.volumePath);
+    const kind = accessKindOrUndefined(req.volumeCapability);
+    if (kind !== undefined && kind !== vol.kind) throw invalid(`volume ${vol.id} was created for ${vol.kind} access, not ${kind}`);
+    const required = req.capacityRange?.requiredBytes ?? 0;
+    const limit = req.capacityRange?.limitBytes ?? 0;
+    if (required < 0 || limit < 0) throw invalid('capacity range must not be negative');
+    if (limit > 0 && required > limit) throw status(GrpcStatus.OUT_OF_RANGE, `required bytes ${required} exceed limit bytes ${limit}`);
+    if (limit > 0 && vol.capacity > limit) throw status(GrpcStatus.OUT_OF_RANGE, `volume ${vol.id} already has ${vol.capacity} bytes, more than the limit ${limit}; it cannot shrink`);
+    if (required > MAX_CAPACITY_BYTES) throw status(GrpcStatus.OUT_OF_RANGE, `required bytes ${required} exceed the mock's maximum ${MAX_CAPACITY_BYTES}`);
+    if (required <= vol.capacity) return { capacityBytes: vol.capacity };
+    if (vol.kind === 'block') {
+      try {
+        await this.#grow(mockBackingPaths(this.#options.stateDir, vol.id).file, required);
+      } catch (err) {
+        throw internal(`cannot grow the backing file of volume ${vol.id}: ${errorMessage(err)}`);
+      }
+    }
+    vol.capacity = required;
+    await this.#persist(vol.id);
+    this.#logger.v(1).info('Expanded volume', { volumeId: vol.id, capacity: required });
+    return { capacityBytes: required };
   }
 
   /**
@@ -750,13 +984,11 @@ class MockDriverImpl implements MockDriver {
         name: `ephemeral-${req.volumeId}`,
         capacity: DEFAULT_CAPACITY_BYTES,
         kind: 'mount',
-        stagedAt: undefined,
-        publishedAt: new Set(),
         attachedNodes: new Set(),
         ephemeral: true,
       };
       this.#volumes.set(vol.id, vol);
-      await this.#persist();
+      await this.#persist(vol.id);
       this.#logger.v(1).info('Created ephemeral volume', { volumeId: vol.id });
     }
     if (!(await this.#isMountPoint(target))) {
@@ -764,9 +996,9 @@ class MockDriverImpl implements MockDriver {
       await this.#mount(backing.dir, target, req.readonly ? ['ro'] : []);
       if (req.readonly) await this.#ensureReadOnly(backing.dir, target);
     }
-    if (!vol.publishedAt.has(target)) {
-      vol.publishedAt.add(target);
-      await this.#persist();
+    if (!this.#isPublishedAt(vol.id, target)) {
+      this.#node.recordPublished(vol.id, target, false);
+      await this.#persist(vol.id);
     }
     return {};
   }
@@ -783,6 +1015,10 @@ class MockDriverImpl implements MockDriver {
   }
 
   // ---------------------------------------------------------------- helpers
+
+  #isPublishedAt(volumeId: string, target: string): boolean {
+    return this.#node.view(volumeId)?.publishedAt.has(target) === true;
+  }
 
   #requireVolume(volumeId: string): VolumeState {
     const vol = this.#volumes.get(volumeId);
@@ -843,6 +1079,15 @@ class MockDriverImpl implements MockDriver {
 
   async #isMountPoint(p: string): Promise<boolean> {
     try {
+      if (this.#targetedMountCheck) {
+        try {
+          return await isMountPointByMountId(p);
+        } catch (err) {
+          if (!(err instanceof MountIdUnavailableError)) throw err;
+          this.#logger.warning('The kernel reports no mnt_id; reading the mount table for every check instead', { path: p });
+          this.#targetedMountCheck = false;
+        }
+      }
       return !(await this.#mounter.isLikelyNotMountPoint(p));
     } catch (err) {
       const code = errorCode(err);
@@ -876,11 +1121,19 @@ class MockDriverImpl implements MockDriver {
   /** Unmounts `p` until it is no longer a mount point (stacked mounts included). */
   async #unmountAll(p: string): Promise<void> {
     for (let i = 0; i < MAX_STACKED_UNMOUNTS && (await this.#isMountPoint(p)); i++) {
-      try {
-        await this.#mounter.unmount(p);
-      } catch (err) {
-        if (errorCode(err) === 'EINVAL' || errorCode(err) === 'ENOENT') return;
-        throw internal(`cannot unmount ${p}: ${errorMessage(err)}`);
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await this.#mounter.unmount(p);
+          break;
+        } catch (err) {
+          if (errorCode(err) === 'EINVAL' || errorCode(err) === 'ENOENT') return;
+          // The mount-point check opens the path for an instant; a mount(8) forked for another
+          // volume at that instant holds a copy of that descriptor until it execs. That busy is
+          // ours and short: retry a few times before failing.
+          if (errorCode(err) !== 'EBUSY' || attempt >= BUSY_UNMOUNT_ATTEMPTS) throw internal(`cannot unmount ${p}: ${errorMessage(err)}`);
+          this.#logger.v(2).info('Target busy; retrying the unmount', { target: p, attempt });
+          await this.#clock.sleep(BUSY_UNMOUNT_BACKOFF_MS * attempt);
+        }
       }
       this.#logger.v(2).info('Unmounted', { target: p });
     }

@@ -15,6 +15,8 @@ import { readFile, stat } from 'node:fs/promises';
 
 import { GrpcCsiClient } from '../../csi/grpc/client.js';
 import type { VolumeCapability } from '../../csi/types.js';
+import { readMockState, type MockVolumeRecord } from '../../csi/mock/state.js';
+import { NodeFileSystem } from '../../adapters/node/nodeFs.js';
 import { escapeMountPath, type MountInfoEntry } from '../../mount/mountInfo.js';
 import { NodeDisk, type JournalEntry, type WrittenPersistentVolume } from './nodeDisk.js';
 import { NodeNamespace } from './nodeNamespace.js';
@@ -279,12 +281,10 @@ export class TestNode {
     return (await this.#ns.mounts()).filter((m: MountInfoEntry) => m.mountPoint === prefix || m.mountPoint.startsWith(`${prefix}/`)).map((m) => m.mountPoint);
   }
 
-  /** The driver's state.json record of a volume (undefined when it has none). */
-  async driverVolume(volumeId: string): Promise<{ stagedAt?: string; publishedAt: string[]; ephemeral?: boolean } | undefined> {
-    const file = `${this.disk.driverStateDir}/state.json`;
-    if (!existsSync(file)) return undefined;
-    const state = JSON.parse(await readFile(file, 'utf8')) as { volumes: { id: string; stagedAt?: string; publishedAt: string[]; ephemeral?: boolean }[] };
-    return state.volumes.find((v) => v.id === volumeId);
+  /** The driver's persisted record of a volume (undefined when it has none). */
+  async driverVolume(volumeId: string): Promise<MockVolumeRecord | undefined> {
+    if (!existsSync(this.disk.driverStateDir)) return undefined;
+    return (await readMockState(new NodeFileSystem(), this.disk.driverStateDir)).find((v) => v.id === volumeId);
   }
 
   // ------------------------------------------------------------------ paths

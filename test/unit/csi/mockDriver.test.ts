@@ -27,7 +27,7 @@ import {
   type MockDriver,
   type MockDriverOptions,
 } from '../../../src/csi/mock/mockDriver.js';
-import { parseState } from '../../../src/csi/mock/state.js';
+import { readMockState, renderVolumeRecord, volumeRecordPath } from '../../../src/csi/mock/state.js';
 import {
   CsiCallError,
   GrpcStatus,
@@ -38,7 +38,9 @@ import {
   type VolumeCapability,
 } from '../../../src/csi/types.js';
 import { createKlogLogger } from '../../../src/logging/klog.js';
+import { FakeClock } from '../../../src/testing/fakeClock.js';
 import type { Mounter } from '../../../src/mount/mounter.js';
+import { FsError } from '../../../src/host/fs.js';
 
 // This file runs from dist/test/unit/csi/: the repo root is four levels up.
 const BIN = path.resolve(import.meta.dirname, '..', '..', '..', '..', 'bin', 'nodevol.js');
@@ -97,15 +99,10 @@ async function rejectsWithCode(p: Promise<unknown>, code: number, detail?: RegEx
   return caught!;
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Polls `cond` every 10 ms until it holds (or fails after `ms`). */
-async function eventually(cond: () => Promise<boolean> | boolean, what: string, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
+/** A journal line someone waits for: resolved by the driver's onJournalLine hook, failed after a bound. */
+interface LineWaiter {
+  readonly match: (line: JournalLine) => boolean;
+  readonly resolve: (line: JournalLine) => void;
 }
 
 /** One node: a MemFs where kubelet made its dirs, a MemoryMounter, a real temp dir for the socket, faults and journal. */
@@ -116,7 +113,36 @@ class Env {
   readonly exits: number[] = [];
   readonly drivers: MockDriver[] = [];
   readonly clients: GrpcCsiClient[] = [];
+  /** Every journal line the drivers produced, in order (from the onJournalLine hook). */
+  readonly lines: JournalLine[] = [];
+  #waiters: LineWaiter[] = [];
   dir = '';
+
+  /**
+   * Resolves with the first journal line (already produced or to come) that matches; fails the
+   * test if none arrives within `boundMs` (a bound, not a timing assertion).
+   */
+  line(match: (line: JournalLine) => boolean, what: string, boundMs = 10_000): Promise<JournalLine> {
+    const seen = this.lines.find(match);
+    if (seen !== undefined) return Promise.resolve(seen);
+    return new Promise<JournalLine>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no journal line for ${what} within ${boundMs} ms`)), boundMs);
+      this.#waiters.push({
+        match,
+        resolve: (l) => {
+          clearTimeout(timer);
+          resolve(l);
+        },
+      });
+    });
+  }
+
+  #onLine(line: JournalLine): void {
+    this.lines.push(line);
+    const ready = this.#waiters.filter((w) => w.match(line));
+    this.#waiters = this.#waiters.filter((w) => !w.match(line));
+    for (const w of ready) w.resolve(line);
+  }
 
   get endpoint(): string {
     return unixEndpoint(path.join(this.dir, 'csi.sock'));
@@ -149,6 +175,7 @@ class Env {
       faultsFile: this.faultsFile,
       exit: (code) => this.exits.push(code),
       shutdownGraceMs: 1000,
+      onJournalLine: (l) => this.#onLine(l),
       ...over,
     });
     this.drivers.push(driver);
@@ -189,8 +216,8 @@ class Env {
     await rename(tmp, this.faultsFile);
   }
 
-  async state(): Promise<ReturnType<typeof parseState>> {
-    return parseState(new TextDecoder().decode(await this.fs.readFile(`${STATE}/state.json`, 1 << 20)), 'state.json');
+  async state(): Promise<Awaited<ReturnType<typeof readMockState>>> {
+    return readMockState(this.fs, STATE);
   }
 }
 
@@ -218,10 +245,12 @@ describe('mock driver: identity and controller', () => {
     assert.equal(info.name, DRIVER);
     assert.equal(info.vendorVersion, packageVersion());
     assert.match(info.vendorVersion, /^\d+\.\d+\.\d+/);
-    assert.deepEqual((await client.identity.getPluginCapabilities()).capabilities.map((c) => c.service?.type), ['CONTROLLER_SERVICE']);
+    assert.deepEqual((await client.identity.getPluginCapabilities()).capabilities.map((c) => c.service?.type ?? c.volumeExpansion?.type), [
+      'CONTROLLER_SERVICE', 'ONLINE',
+    ]);
     assert.deepEqual((await client.identity.probe()).ready, { value: true });
-    assert.deepEqual(await client.controller.controllerGetCapabilities(), ['CREATE_DELETE_VOLUME', 'PUBLISH_UNPUBLISH_VOLUME']);
-    assert.deepEqual(await client.nodeGetCapabilities(), ['STAGE_UNSTAGE_VOLUME']);
+    assert.deepEqual(await client.controller.controllerGetCapabilities(), ['CREATE_DELETE_VOLUME', 'PUBLISH_UNPUBLISH_VOLUME', 'LIST_VOLUMES', 'LIST_VOLUMES_PUBLISHED_NODES']);
+    assert.deepEqual(await client.nodeGetCapabilities(), ['STAGE_UNSTAGE_VOLUME', 'GET_VOLUME_STATS', 'VOLUME_CONDITION', 'EXPAND_VOLUME']);
     assert.equal((await client.nodeGetInfo()).nodeId, NODE);
   });
 
@@ -263,7 +292,8 @@ describe('mock driver: identity and controller', () => {
     await rejectsWithCode(client.controller.controllerPublishVolume({ ...pub, volumeCapability: NO_CAP }), GrpcStatus.INVALID_ARGUMENT, /capability/);
     await rejectsWithCode(client.controller.controllerPublishVolume(pub), GrpcStatus.NOT_FOUND, /not found/);
     await rejectsWithCode(client.controller.controllerUnpublishVolume({ volumeId: '' }), GrpcStatus.INVALID_ARGUMENT);
-    await rejectsWithCode(client.controller.controllerUnpublishVolume({ volumeId: VOL, nodeId: NODE }), GrpcStatus.NOT_FOUND);
+    // A volume that does not exist is unpublished everywhere: OK (the spec's SHOULD).
+    await client.controller.controllerUnpublishVolume({ volumeId: VOL, nodeId: NODE });
     // Deleting what does not exist is OK (idempotent).
     await client.controller.deleteVolume({ volumeId: VOL });
   });
@@ -273,11 +303,13 @@ describe('mock driver: identity and controller', () => {
     await create(client);
     const pub = { volumeId: VOL, nodeId: NODE, volumeCapability: MOUNT_CAP, readonly: false };
     for (let i = 0; i < 3; i++) assert.deepEqual((await client.controller.controllerPublishVolume(pub)).publishContext, {});
-    await client.controller.controllerPublishVolume({ ...pub, nodeId: 'node-2' });
-    assert.deepEqual(driver.volume(VOL)?.attachedNodes, [NODE, 'node-2']);
-    assert.deepEqual((await env.state())[0]?.attachedNodes, [NODE, 'node-2']);
+    await rejectsWithCode(client.controller.controllerPublishVolume({ ...pub, nodeId: 'node-2' }), GrpcStatus.NOT_FOUND, /node node-2 not found/);
+    assert.deepEqual(driver.volume(VOL)?.attachedNodes, [NODE]);
+    assert.deepEqual((await env.state())[0]?.attachedNodes, [NODE]);
     for (let i = 0; i < 3; i++) await client.controller.controllerUnpublishVolume({ volumeId: VOL, nodeId: NODE });
-    assert.deepEqual(driver.volume(VOL)?.attachedNodes, ['node-2']);
+    assert.deepEqual(driver.volume(VOL)?.attachedNodes, []);
+    await client.controller.controllerPublishVolume(pub);
+    // No node id: unpublished from every node.
     await client.controller.controllerUnpublishVolume({ volumeId: VOL });
     assert.deepEqual(driver.volume(VOL)?.attachedNodes, []);
     env.fs.writeRaw(`${mockBackingPaths(STATE, VOL).dir}/sub/data.txt`, 'payload');
@@ -432,6 +464,21 @@ describe('mock driver: lifecycle and idempotency', () => {
     assert.ok((await env.calls()).every((c) => c.error === null), 'no call failed');
   });
 
+  it('mode lenient: NodeUnstageVolume while published is accepted (strict, the default, refuses it); the target stays recorded', async () => {
+    const { client, driver } = await env.start({ mode: 'lenient' });
+    await create(client);
+    const backing = mockBackingPaths(STATE, VOL).dir;
+    await client.nodeStageVolume(stageReq());
+    await client.nodePublishVolume(publishReq());
+    await client.nodeUnstageVolume(unstageReq());
+    assert.equal(driver.volume(VOL)?.stagedAt, undefined);
+    assert.deepEqual(driver.volume(VOL)?.publishedAt, [TARGET], 'the target is still published: the invariants, not the driver, catch it');
+    assert.deepEqual(env.mounts(), [`${TARGET} <- ${backing}`]);
+    await client.nodeUnpublishVolume(unpublishReq());
+    assert.deepEqual(env.mounts(), []);
+    assert.equal(driver.volume(VOL)?.publishedAt.length, 0);
+  });
+
   it('readonly publish mounts ro; SINGLE_NODE_SINGLE_WRITER refuses a second target with FAILED_PRECONDITION', async () => {
     const { client } = await env.start();
     await create(client);
@@ -510,6 +557,58 @@ describe('mock driver: readonly with an old mount(8)', () => {
   });
 });
 
+/** A mount table whose umount answers EBUSY the first `busy` times (a forked child holding a descriptor). */
+class BusyOnce implements Mounter {
+  unmounts = 0;
+  constructor(private readonly inner: MemoryMounter, private busy: number) {}
+  isLikelyNotMountPoint(p: string): Promise<boolean> {
+    return this.inner.isLikelyNotMountPoint(p);
+  }
+  readMountTable(): ReturnType<Mounter['readMountTable']> {
+    return this.inner.readMountTable();
+  }
+  mount(source: string, target: string, fsType: string, options: readonly string[]): Promise<void> {
+    return this.inner.mount(source, target, fsType, options);
+  }
+  unmount(target: string): Promise<void> {
+    this.unmounts += 1;
+    if (this.busy > 0) {
+      this.busy -= 1;
+      return Promise.reject(new FsError('EBUSY', target, 'umount', `umount: ${target}: target is busy.`));
+    }
+    return this.inner.unmount(target);
+  }
+}
+
+describe('mock driver: a busy unmount', () => {
+  let env: Env;
+  beforeEach(async () => {
+    env = new Env();
+    await env.init();
+  });
+  afterEach(async () => env.cleanup());
+
+  it('EBUSY is retried with a backoff on the driver clock (up to 5 tries), then INTERNAL naming the path', async () => {
+    const sleeps: number[] = [];
+    const clock = { nowMs: () => 0, sleep: (ms: number) => (sleeps.push(ms), Promise.resolve()) };
+    const twice = new BusyOnce(env.mounter, 2);
+    const { client } = await env.start({ mounter: twice, clock });
+    await create(client);
+    await client.nodeStageVolume(stageReq());
+    await client.nodeUnstageVolume(unstageReq());
+    assert.deepEqual([twice.unmounts, sleeps], [3, [50, 100]]);
+    assert.deepEqual(env.mounts(), []);
+
+    await env.drivers.pop()?.stop();
+    sleeps.length = 0;
+    const always = new BusyOnce(env.mounter, 100);
+    const second = await env.start({ mounter: always, clock });
+    await second.client.nodeStageVolume(stageReq());
+    await rejectsWithCode(second.client.nodeUnstageVolume(unstageReq()), GrpcStatus.INTERNAL, new RegExp(`cannot unmount ${STAGING}: .*target is busy`));
+    assert.deepEqual([always.unmounts, sleeps], [5, [50, 100, 150, 200]]);
+  });
+});
+
 describe('nodevol mock-driver flags (the built CLI)', () => {
   const run = (args: readonly string[]): { status: number | null; stdout: string; stderr: string } => {
     const r = spawnSync(process.execPath, [BIN, 'mock-driver', ...args], { encoding: 'utf8', timeout: 30_000 });
@@ -548,7 +647,7 @@ describe('mock driver: state, restart and reboot', () => {
   });
   afterEach(async () => env.cleanup());
 
-  it('state.json is written atomically after every change and reloaded by a new driver instance', async () => {
+  it('each change rewrites only its own volume\'s record, atomically and durably, before the answer; a new driver instance reloads them', async () => {
     const first = await env.start();
     await create(first.client);
     await first.client.nodeStageVolume(stageReq());
@@ -556,8 +655,19 @@ describe('mock driver: state, restart and reboot', () => {
     assert.deepEqual(await env.state(), [
       { id: VOL, name: NAME, capacity: DEFAULT_CAPACITY_BYTES, kind: 'mount', stagedAt: STAGING, publishedAt: [TARGET], attachedNodes: [] },
     ]);
+    const record = volumeRecordPath(STATE, VOL);
+    assert.equal(record, `${STATE}/state/${VOL}.json`);
     const syncs = env.fs.syncLog.filter((l) => l.includes(STATE));
-    assert.deepEqual(syncs.slice(-2), [`fsync ${STATE}/state.json.tmp`, `fsyncDir ${STATE}`]);
+    assert.deepEqual(syncs.slice(-2), [`fsync ${record}.tmp`, `fsyncDir ${STATE}/state`]);
+    // A second volume's calls touch only its own record.
+    const before = env.fs.syncLog.length;
+    await create(first.client, BLOCK_NAME, BLOCK_CAP);
+    await first.client.nodeStageVolume(blockStage());
+    assert.deepEqual(
+      [...new Set(env.fs.syncLog.slice(before).filter((l) => l.startsWith('fsync ') && l.includes('/state/')))],
+      [`fsync ${volumeRecordPath(STATE, BVOL)}.tmp`],
+    );
+    await first.client.nodeUnstageVolume(unstageReq({ volumeId: BVOL, stagingTargetPath: BLOCK_STAGING }));
     assert.deepEqual(env.fs.tree(STATE).filter((p) => p.endsWith('.tmp')), []);
     await first.driver.stop();
     assert.equal(existsSync(first.driver.socketPath), false, 'stop removes the socket');
@@ -569,7 +679,31 @@ describe('mock driver: state, restart and reboot', () => {
     await second.client.nodeUnpublishVolume(unpublishReq());
     await second.client.nodeUnstageVolume(unstageReq());
     assert.deepEqual(env.mounts(), []);
-    assert.equal((await env.state())[0]?.stagedAt, undefined);
+    assert.equal((await env.state()).find((v) => v.id === VOL)?.stagedAt, undefined);
+  });
+
+  it('a legacy state.json is migrated into per-volume records (durably) and removed', async () => {
+    await env.fs.mkdir(STATE, { recursive: true, mode: 0o755 });
+    const v = { id: VOL, name: NAME, capacity: DEFAULT_CAPACITY_BYTES, kind: 'mount' as const, publishedAt: [], attachedNodes: [NODE] };
+    env.fs.writeRaw(`${STATE}/state.json`, JSON.stringify({ version: 1, volumes: [v] }));
+    const { driver, client } = await env.start();
+    assert.deepEqual(driver.volumes(), [v]);
+    assert.equal(await env.fs.lstat(`${STATE}/state.json`).then(() => true, () => false), false, 'state.json removed');
+    assert.deepEqual(await env.state(), [v]);
+    assert.ok(env.fs.syncLog.includes(`fsync ${volumeRecordPath(STATE, VOL)}.tmp`));
+    await client.controller.controllerUnpublishVolume({ volumeId: VOL, nodeId: NODE });
+    await client.controller.deleteVolume({ volumeId: VOL });
+    assert.deepEqual(await env.state(), [], 'a deleted volume\'s record is removed');
+  });
+
+  it('a corrupt volume record stops the start with an error naming the file and the field', async () => {
+    await env.fs.mkdir(`${STATE}/state`, { recursive: true, mode: 0o700 });
+    env.fs.writeRaw(volumeRecordPath(STATE, VOL), '{"version":1,"volume":{"id":"x"}}');
+    await assert.rejects(env.start(), new RegExp(`state/${VOL}\\.json: not a mock driver volume record at volume\\.name`));
+    const other = { id: 'mock-other', name: 'o', capacity: 1, kind: 'mount' as const, publishedAt: [], attachedNodes: [] };
+    env.fs.writeRaw(volumeRecordPath(STATE, VOL), renderVolumeRecord(other));
+    await assert.rejects(env.start(), /holds volume mock-other, not mock-/);
+    assert.equal(existsSync(path.join(env.dir, 'csi.sock')), false);
   });
 
   it('a corrupt state.json stops the start with an error naming it', async () => {
@@ -633,22 +767,46 @@ describe('mock driver: concurrency', () => {
   afterEach(async () => env.cleanup());
 
   it('a call for a volume with a call in flight answers ABORTED; calls for other volumes proceed', async () => {
-    const { client } = await env.start();
+    const clock = new FakeClock();
+    const { client, driver } = await env.start({ clock });
     await create(client);
     await create(client, BLOCK_NAME, BLOCK_CAP);
     await env.faults(`faults:\n  - method: NodeStageVolume\n    volumeId: ${VOL}\n    delayMs: 400\n`);
     const slow = client.nodeStageVolume(stageReq());
-    await eventually(async () => (await env.journal()).some((l) => 'phase' in l && l.phase === 'held'), 'the held line');
+    await env.line((l) => 'phase' in l && l.phase === 'held', 'the held line');
     await rejectsWithCode(client.nodeUnstageVolume(unstageReq()), GrpcStatus.ABORTED, new RegExp(`operation with the given volume ID ${VOL} already exists`));
-    const t0 = Date.now();
+    // The other volume is served while VOL's call is still held (no virtual time has passed).
     await client.nodeStageVolume(blockStage());
-    assert.ok(Date.now() - t0 < 300, 'the other volume did not wait');
+    assert.equal(driver.volume(BVOL)?.stagedAt, BLOCK_STAGING);
+    assert.equal(driver.volume(VOL)?.stagedAt, undefined, 'VOL is still held');
+    assert.equal(clock.pendingSleeps(), 1);
+    await clock.advance(400);
     await slow;
     await client.nodeUnstageVolume(unstageReq());
     const calls = await env.calls();
     assert.deepEqual(calls.slice(-4).map((c) => [c.method, c.volumeId, c.error?.name ?? 'OK']), [
       ['NodeUnstageVolume', VOL, 'ABORTED'], ['NodeStageVolume', BVOL, 'OK'], ['NodeStageVolume', VOL, 'OK'], ['NodeUnstageVolume', VOL, 'OK'],
     ]);
+  });
+
+  it('clientTimeoutMs: the client gets DEADLINE_EXCEEDED while the driver carries on; the volume answers ABORTED until the work is done', async () => {
+    const clock = new FakeClock();
+    const { client, driver } = await env.start({ clock });
+    await create(client);
+    await env.faults('faults:\n  - {method: NodeStageVolume, delayMs: 1000, clientTimeoutMs: 100, times: 1}\n');
+    const first = rejectsWithCode(client.nodeStageVolume(stageReq()), GrpcStatus.DEADLINE_EXCEEDED, /driver carries on/);
+    await env.line((l) => 'phase' in l && l.phase === 'held', 'the held line');
+    await clock.advance(100);
+    await first;
+    assert.equal(driver.volume(VOL)?.stagedAt, undefined, 'not done yet at the driver');
+    await rejectsWithCode(client.nodeStageVolume(stageReq()), GrpcStatus.ABORTED);
+    await clock.advance(900);
+    const done = await env.line((l) => !('phase' in l) && l.method === 'NodeStageVolume' && l.error === null, 'the completed stage');
+    assert.equal(driver.volume(VOL)?.stagedAt, STAGING, 'the driver finished the work the client gave up on');
+    assert.equal((done as JournalCallLine).durationMs, 1000);
+    await client.nodeStageVolume(stageReq());
+    const phases = env.lines.filter((l): l is JournalPhaseLine => 'phase' in l).map((l) => [l.phase, l.fault]);
+    assert.deepEqual(phases, [['held', 'delay'], ['timedOut', 'clientTimeout']]);
   });
 });
 
@@ -678,22 +836,24 @@ describe('mock driver: faults', () => {
   });
 
   it('delay: the call is held (journal "held" line on arrival) and then does its work', async () => {
-    const { client, driver } = await env.start();
+    const clock = new FakeClock();
+    const { client, driver } = await env.start({ clock });
     await create(client);
     await env.faults(JSON.stringify({ faults: [{ method: 'NodeStageVolume', delayMs: 300 }] }));
-    const t0 = Date.now();
     const p = client.nodeStageVolume(stageReq());
-    await eventually(async () => (await env.journal()).some((l) => 'phase' in l && l.method === 'NodeStageVolume'), 'the held line');
+    await env.line((l) => 'phase' in l && l.method === 'NodeStageVolume', 'the held line');
+    await clock.advance(299);
     assert.equal(driver.volume(VOL)?.stagedAt, undefined, 'not staged while held');
+    assert.equal(clock.pendingSleeps(), 1, 'still held at 299 ms');
+    await clock.advance(1);
     await p;
-    assert.ok(Date.now() - t0 >= 290);
     assert.equal(driver.volume(VOL)?.stagedAt, STAGING);
     const lines = await env.journal();
     const held = lines.find((l): l is JournalPhaseLine => 'phase' in l)!;
     const done = lines.find((l): l is JournalCallLine => !('phase' in l) && l.method === 'NodeStageVolume')!;
     assert.deepEqual([held.phase, held.fault, held.volumeId, held.seq], ['held', 'delay', VOL, done.seq]);
     assert.ok(lines.indexOf(held) < lines.indexOf(done));
-    assert.ok(done.durationMs >= 290);
+    assert.equal(done.durationMs, 300, 'measured on the driver clock');
     assert.ok(env.logs.some((l) => l.includes('Injecting a fault') && l.includes('delay=300ms')));
   });
 

@@ -16,7 +16,8 @@ import { GrpcCsiClient } from '../../../src/csi/grpc/client.js';
 import { unixEndpoint } from '../../../src/csi/grpc/endpoint.js';
 import type { JournalLine } from '../../../src/csi/mock/journal.js';
 import { mockBackingPaths, mockBlockDevicePath, mockVolumeId } from '../../../src/csi/mock/mockDriver.js';
-import { parseState } from '../../../src/csi/mock/state.js';
+import { readMockState } from '../../../src/csi/mock/state.js';
+import { NodeFileSystem } from '../../../src/adapters/node/nodeFs.js';
 import { CsiCallError, GrpcStatus, type VolumeCapability } from '../../../src/csi/types.js';
 import { CliMockDriver } from '../../../src/testing/cliMockDriver.js';
 
@@ -195,7 +196,7 @@ describe('nodevol mock-driver as root, real bind mounts in a private mount names
     assert.match(cli.stderr.join(''), /Shutting down the mock CSI driver/);
   });
 
-  it('restart reloads state.json; an exit fault exits 3 and leaves the socket; the next start clears it', async () => {
+  it('restart reloads the volume records; an exit fault exits 3 and leaves the socket; the next start clears it', async () => {
     let c = await startCli();
     const id = mockVolumeId('pvc-keep');
     await c.client.controller.createVolume({ name: 'pvc-keep', volumeCapabilities: [MOUNT_CAP] });
@@ -210,7 +211,7 @@ describe('nodevol mock-driver as root, real bind mounts in a private mount names
 
     await rm(faults);
     c = await startCli();
-    const vols = parseState(await readFile(path.join(stateDir, 'state.json'), 'utf8'), 'state.json');
+    const vols = await readMockState(new NodeFileSystem(), stateDir);
     assert.deepEqual(vols.map((v) => [v.id, v.attachedNodes]), [[id, [NODE]]]);
     // The reloaded driver knows the volume (an unknown one would answer NOT_FOUND here).
     await c.client.controller.controllerUnpublishVolume({ volumeId: id, nodeId: NODE });

@@ -1,0 +1,31 @@
+// Original file: proto/csi/v1/csi.proto
+
+import type { VolumeCapability as _csi_v1_VolumeCapability, VolumeCapability__Output as _csi_v1_VolumeCapability__Output } from '../../csi/v1/VolumeCapability.js';
+
+export interface NodePublishVolumeRequest {
+  'volumeId'?: (string);
+  'publishContext'?: ({[key: string]: string});
+  /**
+   * Empty unless the node plugin has STAGE_UNSTAGE_VOLUME.
+   */
+  'stagingTargetPath'?: (string);
+  'targetPath'?: (string);
+  'volumeCapability'?: (_csi_v1_VolumeCapability | null);
+  'readonly'?: (boolean);
+  'secrets'?: ({[key: string]: string});
+  'volumeContext'?: ({[key: string]: string});
+}
+
+export interface NodePublishVolumeRequest__Output {
+  'volumeId': (string);
+  'publishContext': ({[key: string]: string});
+  /**
+   * Empty unless the node plugin has STAGE_UNSTAGE_VOLUME.
+   */
+  'stagingTargetPath': (string);
+  'targetPath': (string);
+  'volumeCapability': (_csi_v1_VolumeCapability__Output | null);
+  'readonly': (boolean);
+  'secrets': ({[key: string]: string});
+  'volumeContext': ({[key: string]: string});
+}
