@@ -7,6 +7,11 @@
  * lets the event loop turn (a real setImmediate, allowed here because src/testing is not an
  * engine folder) so that everything the woken code does on microtasks — including new sleeps —
  * happens before time moves on.
+ *
+ * With `autoAdvance`, sleep() itself moves time forward and resolves at once: for code under test
+ * that retries with sleeps (mount-ref retries, recover's waits) and has no harness driving time.
+ *
+ * This is the one fake Clock of the test suite; every test that needs virtual time uses it.
  */
 import type { Clock } from '../host/clock.js';
 
@@ -21,6 +26,8 @@ export interface FakeClockOptions {
   readonly startMs?: number;
   /** Event-loop turns to let pass after each wake-up (default 1). */
   readonly settleTurns?: number;
+  /** sleep(ms) moves time forward by ms and resolves at once; nobody calls advance(). */
+  readonly autoAdvance?: boolean;
 }
 
 function realTurn(): Promise<void> {
@@ -32,12 +39,16 @@ export class FakeClock implements Clock {
   #seq = 0;
   #sleepers: Sleeper[] = [];
   readonly #settleTurns: number;
+  readonly #autoAdvance: boolean;
+  /** Every sleep() call with a positive delay, in order (ms asked for). */
+  readonly sleeps: number[] = [];
   /** advance/runUntilIdle calls run one after the other. */
   #queue: Promise<unknown> = Promise.resolve();
 
   constructor(options: FakeClockOptions = {}) {
     this.#now = options.startMs ?? 0;
     this.#settleTurns = Math.max(1, options.settleTurns ?? 1);
+    this.#autoAdvance = options.autoAdvance ?? false;
   }
 
   nowMs(): number {
@@ -47,6 +58,11 @@ export class FakeClock implements Clock {
   /** Resolves once virtual time reaches now + ms. A zero, negative or NaN delay resolves at once. */
   sleep(ms: number): Promise<void> {
     if (!(ms > 0)) return Promise.resolve();
+    this.sleeps.push(ms);
+    if (this.#autoAdvance) {
+      this.#now += ms;
+      return Promise.resolve();
+    }
     return new Promise<void>((resolve) => {
       this.#sleepers.push({ dueMs: this.#now + ms, seq: this.#seq++, resolve });
     });

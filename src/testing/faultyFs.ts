@@ -1,4 +1,9 @@
-/** Test helper: a FileSystem that delegates to another and fails chosen calls on chosen paths. */
+/**
+ * Test helper: a FileSystem that delegates to another and fails chosen calls on chosen paths.
+ * Like every FileSystem port it never throws synchronously: an injected failure is a rejected
+ * promise carrying an FsError, exactly what the real adapters hand back, so callers' handling
+ * (`ignoreNotExist(fs.unlink(...))`, `.catch(...)`) sees it the same way.
+ */
 import { FsError, type DirEntry, type FileStat, type FileSystem, type WriteFileOptions } from '../host/fs.js';
 
 type Method = keyof FileSystem;
@@ -16,62 +21,51 @@ export class FaultyFs implements FileSystem {
     return this;
   }
 
-  private check(method: Method, path: string): void {
+  /** Records the call, then rejects with the injected fault or runs the inner call. */
+  private call<T>(method: Method, path: string, run: () => Promise<T>): Promise<T> {
     this.calls.push(`${method} ${path}`);
     const f = this.faults.find((x) => (x.method === method || x.method === '*') && x.path === path);
-    if (f !== undefined) throw new FsError(f.code, path, method);
+    if (f !== undefined) return Promise.reject(new FsError(f.code, path, method));
+    return run();
   }
 
   readdir(path: string): Promise<DirEntry[]> {
-    this.check('readdir', path);
-    return this.inner.readdir(path);
+    return this.call('readdir', path, () => this.inner.readdir(path));
   }
   lstat(path: string): Promise<FileStat> {
-    this.check('lstat', path);
-    return this.inner.lstat(path);
+    return this.call('lstat', path, () => this.inner.lstat(path));
   }
   stat(path: string): Promise<FileStat> {
-    this.check('stat', path);
-    return this.inner.stat(path);
+    return this.call('stat', path, () => this.inner.stat(path));
   }
   realpath(path: string): Promise<string> {
-    this.check('realpath', path);
-    return this.inner.realpath(path);
+    return this.call('realpath', path, () => this.inner.realpath(path));
   }
   readFile(path: string, maxBytes: number, options?: { readonly noFollow?: boolean }): Promise<Uint8Array> {
-    this.check('readFile', path);
-    return this.inner.readFile(path, maxBytes, options);
+    return this.call('readFile', path, () => this.inner.readFile(path, maxBytes, options));
   }
   mkdir(path: string, options: { recursive: boolean; mode: number }): Promise<void> {
-    this.check('mkdir', path);
-    return this.inner.mkdir(path, options);
+    return this.call('mkdir', path, () => this.inner.mkdir(path, options));
   }
   writeFile(path: string, data: Uint8Array, options?: WriteFileOptions): Promise<void> {
-    this.check('writeFile', path);
-    return this.inner.writeFile(path, data, options);
+    return this.call('writeFile', path, () => this.inner.writeFile(path, data, options));
   }
   rename(from: string, to: string): Promise<void> {
-    this.check('rename', from);
-    return this.inner.rename(from, to);
+    return this.call('rename', from, () => this.inner.rename(from, to));
   }
   fsyncDir(path: string): Promise<void> {
-    this.check('fsyncDir', path);
-    return this.inner.fsyncDir(path);
+    return this.call('fsyncDir', path, () => this.inner.fsyncDir(path));
   }
   rmdir(path: string): Promise<void> {
-    this.check('rmdir', path);
-    return this.inner.rmdir(path);
+    return this.call('rmdir', path, () => this.inner.rmdir(path));
   }
   unlink(path: string): Promise<void> {
-    this.check('unlink', path);
-    return this.inner.unlink(path);
+    return this.call('unlink', path, () => this.inner.unlink(path));
   }
   symlink(target: string, path: string): Promise<void> {
-    this.check('symlink', path);
-    return this.inner.symlink(target, path);
+    return this.call('symlink', path, () => this.inner.symlink(target, path));
   }
   readlink(path: string): Promise<string> {
-    this.check('readlink', path);
-    return this.inner.readlink(path);
+    return this.call('readlink', path, () => this.inner.readlink(path));
   }
 }

@@ -5,24 +5,13 @@ import { FeatureGate } from '../features/features.js';
 import type { FileSystem } from '../host/fs.js';
 import type { Logger } from '../host/logger.js';
 import { discardLogger } from '../host/logger.js';
-import { MountTableSnapshot, type SleepClock } from '../mount/mountRefs.js';
+import { MountTableSnapshot } from '../mount/mountRefs.js';
 import { ReadOnlyMounter } from '../mount/readOnlyMounter.js';
 import { noCsiDrivers } from '../csi/types.js';
 import { unreachableCluster } from '../host/cluster.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
+import { FakeClock } from './fakeClock.js';
 import type { NodeFixture } from './nodeFixture.js';
-
-/** A clock whose sleep returns at once after advancing virtual time. */
-export class ManualSleepClock implements SleepClock {
-  constructor(private now = 0) {}
-  nowMs(): number {
-    return this.now;
-  }
-  sleep(ms: number): Promise<void> {
-    this.now += ms;
-    return Promise.resolve();
-  }
-}
 
 export function gates(on: boolean): FeatureGate {
   return FeatureGate.of({ CSIGlobalMountReconstruction: on });
@@ -74,7 +63,7 @@ export function volumeHost(fx: NodeFixture, o: HostOptions): VolumeHost {
     fs,
     features: gates(o.gateOn),
     logger: o.logger ?? discardLogger,
-    clock: new ManualSleepClock(),
+    clock: new FakeClock({ autoAdvance: true }),
     mounter: new ReadOnlyMounter(fs, () => Promise.resolve(MountTableSnapshot.parse(text, { strict: true }))),
     csiDrivers: noCsiDrivers,
     cluster: unreachableCluster,
@@ -89,7 +78,7 @@ export function auditInput(fx: NodeFixture, o: HostOptions): AuditInput {
     realRootDir: fx.root,
     features: gates(o.gateOn),
     logger: o.logger ?? discardLogger,
-    clock: new ManualSleepClock(),
+    clock: new FakeClock({ autoAdvance: true }),
     mountTable: MountTableSnapshot.parse(o.mountInfo ?? fx.mountInfo(), { strict: false }),
     nowMs: Date.UTC(2026, 10, 29, 12, 0, 0),
   };

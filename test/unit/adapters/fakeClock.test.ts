@@ -116,4 +116,15 @@ describe('FakeClock', () => {
     assert.equal(clock.nowMs(), 20);
     assert.equal(await settled(s), true);
   });
+
+  it('with autoAdvance each sleep moves time forward by itself and resolves at once; sleeps are logged', async () => {
+    const clock = new FakeClock({ startMs: 5, autoAdvance: true });
+    const sleep = clock.sleep(10);
+    assert.equal(await settled(sleep), true);
+    await clock.sleep(0);
+    await clock.sleep(25);
+    assert.equal(clock.nowMs(), 40);
+    assert.deepEqual(clock.sleeps, [10, 25], 'zero delays are not sleeps');
+    assert.equal(clock.pendingSleeps(), 0);
+  });
 });

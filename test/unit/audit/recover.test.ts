@@ -20,7 +20,8 @@ import { MountTableSnapshot } from '../../../src/mount/mountRefs.js';
 import { ReadOnlyMounter } from '../../../src/mount/readOnlyMounter.js';
 import { claim, list, node, persistentVolume, pod, type KubeObject } from '../../../src/testing/clusterObjects.js';
 import { discardLogger } from '../../../src/host/logger.js';
-import { auditInput, ManualSleepClock } from '../../../src/testing/hosts.js';
+import { FakeClock } from '../../../src/testing/fakeClock.js';
+import { auditInput } from '../../../src/testing/hosts.js';
 import { NodeFixture } from '../../../src/testing/nodeFixture.js';
 import type { VolumeHost } from '../../../src/volume/volumeHost.js';
 
@@ -87,7 +88,7 @@ describe('nodevol recover: plan and execution', () => {
       fs,
       features: FeatureGate.defaults(),
       logger: discardLogger,
-      clock: new ManualSleepClock(),
+      clock: new FakeClock({ autoAdvance: true }),
       mounter: new ReadOnlyMounter(fs, () => Promise.resolve(MountTableSnapshot.parse(fx.mountInfo(), { strict: true }))),
       csiDrivers: noCsiDrivers,
       cluster: unreachableCluster,
