@@ -310,7 +310,7 @@ export function parseManifestFile(file: string, bytes: Uint8Array, maxAliasCount
   const lines = new LineCounter();
   const docs: Document[] = [];
   try {
-    for (const doc of parseAllDocuments(text, { lineCounter: lines, prettyErrors: true, uniqueKeys: true, merge: true })) docs.push(doc);
+    for (const doc of parseAllDocuments(text, { lineCounter: lines, prettyErrors: true, uniqueKeys: true, merge: true, logLevel: 'error' })) docs.push(doc);
   } catch (err) {
     return fileProblem(`YAML does not parse: ${errorMessage(err)}`);
   }

@@ -94,7 +94,7 @@ export class MockFaultsError extends Error {
 export function parseFaults(text: string, file = 'faults'): MockFaultRule[] {
   let raw: unknown;
   try {
-    raw = parseYaml(text);
+    raw = parseYaml(text, { logLevel: 'error' });
   } catch (err) {
     throw new MockFaultsError(`${file}: not YAML or JSON: ${errorMessage(err)}`);
   }
