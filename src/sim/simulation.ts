@@ -40,7 +40,7 @@ import type { MountTableSnapshot } from '../mount/mountRefs.js';
 import { constructPVSourceSpec, type PersistentVolume } from '../volume/spec.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
 import { DSW_POPULATOR_LOOP_PERIOD_MS, NODE_STATUS_UPDATE_PERIOD_MS, RECONCILER_LOOP_PERIOD_MS, VolumeManager } from '../volumemanager/volumeManager.js';
-import { FakeCluster } from '../testing/fakeCluster.js';
+import { FakeCluster } from '../adapters/memory/fakeCluster.js';
 import { DurableFs } from './durableFs.js';
 import { removalHits, type InvariantName, type Violation } from './invariants.js';
 import { fnv1a, Prng, RunningHash } from './prng.js';

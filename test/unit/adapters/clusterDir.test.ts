@@ -7,8 +7,8 @@ import { describe, it } from 'node:test';
 import { MemFs } from '../../../src/adapters/memory/memFs.js';
 import { ClusterDirView, derivedPodUID, formatFieldPath } from '../../../src/adapters/node/clusterDir.js';
 import type { Pod } from '../../../src/host/cluster.js';
-import { FaultyFs } from '../../../src/testing/faultyFs.js';
-import { RecordingLogger } from '../../../src/testing/hosts.js';
+import { FaultyFs } from '../../support/faultyFs.js';
+import { RecordingLogger } from '../../support/hosts.js';
 
 const DIR = '/etc/nodevol/cluster';
 const MANIFESTS = `${DIR}/manifests`;

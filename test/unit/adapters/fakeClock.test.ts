@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { FakeClock } from '../../../src/testing/fakeClock.js';
+import { FakeClock } from '../../support/fakeClock.js';
 
 /** Whether `p` has settled after the event loop turned once. */
 async function settled(p: Promise<unknown>): Promise<boolean> {

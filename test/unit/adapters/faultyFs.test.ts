@@ -9,9 +9,9 @@ import { MemFs } from '../../../src/adapters/memory/memFs.js';
 import { NodeFileSystem } from '../../../src/adapters/node/nodeFs.js';
 import { FsError, type FileSystem } from '../../../src/host/fs.js';
 import { removeMountDir } from '../../../src/volume/csi/csiUtil.js';
-import { FaultyFs } from '../../../src/testing/faultyFs.js';
-import { volumeHost } from '../../../src/testing/hosts.js';
-import { NodeFixture } from '../../../src/testing/nodeFixture.js';
+import { FaultyFs } from '../../support/faultyFs.js';
+import { volumeHost } from '../../support/hosts.js';
+import { NodeFixture } from '../../support/nodeFixture.js';
 
 const P = '/x/y';
 const calls: readonly [keyof FileSystem, (fs: FileSystem) => Promise<unknown>][] = [

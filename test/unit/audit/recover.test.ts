@@ -18,11 +18,11 @@ import { unreachableCluster } from '../../../src/host/cluster.js';
 import { noCsiDrivers } from '../../../src/csi/types.js';
 import { MountTableSnapshot } from '../../../src/mount/mountRefs.js';
 import { ReadOnlyMounter } from '../../../src/mount/readOnlyMounter.js';
-import { claim, list, node, persistentVolume, pod, type KubeObject } from '../../../src/testing/clusterObjects.js';
+import { claim, list, node, persistentVolume, pod, type KubeObject } from '../../support/clusterObjects.js';
 import { discardLogger } from '../../../src/host/logger.js';
-import { FakeClock } from '../../../src/testing/fakeClock.js';
-import { auditInput } from '../../../src/testing/hosts.js';
-import { NodeFixture } from '../../../src/testing/nodeFixture.js';
+import { FakeClock } from '../../support/fakeClock.js';
+import { auditInput } from '../../support/hosts.js';
+import { NodeFixture } from '../../support/nodeFixture.js';
 import type { VolumeHost } from '../../../src/volume/volumeHost.js';
 
 const DRIVER = 'ebs.csi.example.com';

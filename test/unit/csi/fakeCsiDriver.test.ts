@@ -15,7 +15,7 @@ import {
   type VolumeCapability,
 } from '../../../src/csi/types.js';
 import { getMountRefs } from '../../../src/mount/mountRefs.js';
-import { FakeClock } from '../../../src/testing/fakeClock.js';
+import { FakeClock } from '../../support/fakeClock.js';
 
 const DRIVER = 'hostpath.csi.k8s.io';
 const K = '/var/lib/kubelet';

@@ -15,7 +15,7 @@ import { CsiCallError, GrpcStatus } from '../../../src/csi/types.js';
 import { FakeCsiDriver } from '../../../src/csi/fake/fakeCsiDriver.js';
 import { MemFs } from '../../../src/adapters/memory/memFs.js';
 import { MemoryMounter } from '../../../src/adapters/memory/memoryMounter.js';
-import { FakeClock } from '../../../src/testing/fakeClock.js';
+import { FakeClock } from '../../support/fakeClock.js';
 
 const strict = { mode: 'strict' as const, stageUnstage: true };
 const lenient = { mode: 'lenient' as const, stageUnstage: true };

@@ -7,8 +7,8 @@ import { createNestedPendingOperations, isBackoff } from '../../../src/operation
 import { OperationExecutor } from '../../../src/operationexecutor/operationExecutor.js';
 import { OperationGenerator } from '../../../src/operationexecutor/operationGenerator.js';
 import { RecordingMetrics } from '../../../src/metrics/volumeManagerMetrics.js';
-import { gates } from '../../../src/testing/hosts.js';
-import { InMemoryNode } from '../../../src/testing/inMemoryNode.js';
+import { gates } from '../../support/hosts.js';
+import { InMemoryNode } from '../../support/inMemoryNode.js';
 import { VolumePluginMgr, type VolumeMounter, type VolumePlugin, type VolumeUnmounter } from '../../../src/volume/plugins.js';
 import type { Spec } from '../../../src/volume/spec.js';
 import { createActualStateOfWorld } from '../../../src/volumemanager/cache/actualStateOfWorld.js';

@@ -13,8 +13,8 @@ import {
 } from '../../../src/mount/mountRefs.js';
 import { InconsistentReadError } from '../../../src/mount/mountTable.js';
 import { MemFs } from '../../../src/adapters/memory/memFs.js';
-import { FakeClock } from '../../../src/testing/fakeClock.js';
-import { FaultyFs } from '../../../src/testing/faultyFs.js';
+import { FakeClock } from '../../support/fakeClock.js';
+import { FaultyFs } from '../../support/faultyFs.js';
 
 const K = '/var/lib/kubelet';
 const GLOBAL = `${K}/plugins/kubernetes.io/csi/ebs.csi.example.com/4e29aa01861d/globalmount`;

@@ -15,7 +15,7 @@ import {
   type OperationCompleteEvent,
   type OperationKey,
 } from '../../../src/operationexecutor/nestedPendingOperations.js';
-import { FakeClock } from '../../../src/testing/fakeClock.js';
+import { FakeClock } from '../../support/fakeClock.js';
 
 /** An operation the test settles by hand; counts its starts. */
 class ManualOperation implements GeneratedOperation {

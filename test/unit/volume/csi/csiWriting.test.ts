@@ -27,9 +27,9 @@ import { constructInlineSpec, constructPVSourceSpec, type PersistentVolume, type
 import { mapBlockVolume, unmapBlockVolume } from '../../../../src/volume/util/blockMapping.js';
 import { TransientOperationFailure, UncertainProgressError, isOperationFinishedError } from '../../../../src/volume/util/errors.js';
 import type { VolumeHost } from '../../../../src/volume/volumeHost.js';
-import { FakeClock } from '../../../../src/testing/fakeClock.js';
-import { FakeCluster } from '../../../../src/testing/fakeCluster.js';
-import { gates, RecordingLogger } from '../../../../src/testing/hosts.js';
+import { FakeClock } from '../../../support/fakeClock.js';
+import { FakeCluster } from '../../../../src/adapters/memory/fakeCluster.js';
+import { gates, RecordingLogger } from '../../../support/hosts.js';
 
 const ROOT = '/var/lib/kubelet';
 const DRIVER = 'csi.example.com';

@@ -1,6 +1,6 @@
 /**
  * Where the e2e harness finds the built nodevol: everything is resolved from this module's own
- * location (dist/src/testing/e2e/ once compiled), never from the working directory.
+ * location (dist/test/support/e2e/ once compiled), never from the working directory.
  */
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 
-/** The repository root: four levels above dist/src/testing/e2e/. */
+/** The repository root: four levels above dist/test/support/e2e/. */
 export function repoRoot(): string {
   return path.resolve(HERE, '..', '..', '..', '..');
 }

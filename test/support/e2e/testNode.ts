@@ -13,9 +13,9 @@
 import { existsSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 
-import { GrpcCsiClient } from '../../csi/grpc/client.js';
-import type { VolumeCapability } from '../../csi/types.js';
-import { escapeMountPath, type MountInfoEntry } from '../../mount/mountInfo.js';
+import { GrpcCsiClient } from '../../../src/csi/grpc/client.js';
+import type { VolumeCapability } from '../../../src/csi/types.js';
+import { escapeMountPath, type MountInfoEntry } from '../../../src/mount/mountInfo.js';
 import { NodeDisk, type JournalEntry, type WrittenPersistentVolume } from './nodeDisk.js';
 import { NodeNamespace } from './nodeNamespace.js';
 import { waitFor } from './waitFor.js';

@@ -1,15 +1,15 @@
 /** Test helper: VolumeHosts and audit inputs over a NodeFixture, with real files and a fake clock. */
-import { NodeFileSystem } from '../adapters/node/nodeFs.js';
-import type { AuditInput } from '../audit/audit.js';
-import { FeatureGate } from '../features/features.js';
-import type { FileSystem } from '../host/fs.js';
-import type { Logger } from '../host/logger.js';
-import { discardLogger } from '../host/logger.js';
-import { MountTableSnapshot } from '../mount/mountRefs.js';
-import { ReadOnlyMounter } from '../mount/readOnlyMounter.js';
-import { noCsiDrivers } from '../csi/types.js';
-import { unreachableCluster } from '../host/cluster.js';
-import type { VolumeHost } from '../volume/volumeHost.js';
+import { NodeFileSystem } from '../../src/adapters/node/nodeFs.js';
+import type { AuditInput } from '../../src/audit/audit.js';
+import { FeatureGate } from '../../src/features/features.js';
+import type { FileSystem } from '../../src/host/fs.js';
+import type { Logger } from '../../src/host/logger.js';
+import { discardLogger } from '../../src/host/logger.js';
+import { MountTableSnapshot } from '../../src/mount/mountRefs.js';
+import { ReadOnlyMounter } from '../../src/mount/readOnlyMounter.js';
+import { noCsiDrivers } from '../../src/csi/types.js';
+import { unreachableCluster } from '../../src/host/cluster.js';
+import type { VolumeHost } from '../../src/volume/volumeHost.js';
 import { FakeClock } from './fakeClock.js';
 import type { NodeFixture } from './nodeFixture.js';
 

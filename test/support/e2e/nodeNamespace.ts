@@ -21,7 +21,7 @@ import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { createInterface } from 'node:readline';
 
-import { escapeMountPath, parseMountInfo, type MountInfoEntry } from '../../mount/mountInfo.js';
+import { escapeMountPath, parseMountInfo, type MountInfoEntry } from '../../../src/mount/mountInfo.js';
 import { nodeExecPath, supervisorScript } from './paths.js';
 import type { ExitStatus, ProcessInfo, RunResult, SupervisorRequest, SupervisorResponse } from './protocol.js';
 import { describeState, waitFor, WaitTimeoutError, withTimeout } from './waitFor.js';

@@ -4,20 +4,20 @@
  * manager running over it. A kubelet restart drops the volume manager and keeps everything
  * else; a reboot also drops every mount. Tests drive it step by step; nothing sleeps for real.
  */
-import { MemFs } from '../adapters/memory/memFs.js';
-import { MemoryMounter } from '../adapters/memory/memoryMounter.js';
-import { FakeCsiDriver } from '../csi/fake/fakeCsiDriver.js';
-import { instrumentedRegistry } from '../csi/instrumented.js';
-import type { NodeCapability } from '../csi/types.js';
-import type { Pod } from '../host/cluster.js';
-import type { FeatureGate } from '../features/features.js';
-import { KubeletLayout } from '../layout/layout.js';
-import { RecordingMetrics } from '../metrics/volumeManagerMetrics.js';
-import { constructPVSourceSpec, type PersistentVolume, type PersistentVolumeMode } from '../volume/spec.js';
-import type { VolumeHost } from '../volume/volumeHost.js';
-import { RECONCILER_LOOP_PERIOD_MS, VolumeManager } from '../volumemanager/volumeManager.js';
+import { MemFs } from '../../src/adapters/memory/memFs.js';
+import { MemoryMounter } from '../../src/adapters/memory/memoryMounter.js';
+import { FakeCsiDriver } from '../../src/csi/fake/fakeCsiDriver.js';
+import { instrumentedRegistry } from '../../src/csi/instrumented.js';
+import type { NodeCapability } from '../../src/csi/types.js';
+import type { Pod } from '../../src/host/cluster.js';
+import type { FeatureGate } from '../../src/features/features.js';
+import { KubeletLayout } from '../../src/layout/layout.js';
+import { RecordingMetrics } from '../../src/metrics/volumeManagerMetrics.js';
+import { constructPVSourceSpec, type PersistentVolume, type PersistentVolumeMode } from '../../src/volume/spec.js';
+import type { VolumeHost } from '../../src/volume/volumeHost.js';
+import { RECONCILER_LOOP_PERIOD_MS, VolumeManager } from '../../src/volumemanager/volumeManager.js';
 import { FakeClock } from './fakeClock.js';
-import { FakeCluster } from './fakeCluster.js';
+import { FakeCluster } from '../../src/adapters/memory/fakeCluster.js';
 import { gates, RecordingLogger } from './hosts.js';
 
 export const ROOT = '/var/lib/kubelet';

@@ -6,9 +6,9 @@
 import { mkdtemp, mkdir, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { KubeletLayout } from '../layout/layout.js';
-import { getAttachmentName, makeEphemeralVolumeHandle, sha256Hex } from '../layout/names.js';
-import { encodeVolumeData, type VolumeData } from '../volume/csi/volumeData.js';
+import { KubeletLayout } from '../../src/layout/layout.js';
+import { getAttachmentName, makeEphemeralVolumeHandle, sha256Hex } from '../../src/layout/names.js';
+import { encodeVolumeData, type VolumeData } from '../../src/volume/csi/volumeData.js';
 
 export interface MountLine {
   readonly mountPoint: string;

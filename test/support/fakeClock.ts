@@ -4,7 +4,7 @@
  * awaits `sleep()` like it would on the real clock, and never drives this class itself.
  *
  * Sleepers wake in order of (due time, order of the sleep() calls). After each wake-up the clock
- * lets the event loop turn (a real setImmediate, allowed here because src/testing is not an
+ * lets the event loop turn (a real setImmediate, allowed here because test/support is not an
  * engine folder) so that everything the woken code does on microtasks — including new sleeps —
  * happens before time moves on.
  *
@@ -13,7 +13,7 @@
  *
  * This is the one fake Clock of the test suite; every test that needs virtual time uses it.
  */
-import type { Clock } from '../host/clock.js';
+import type { Clock } from '../../src/host/clock.js';
 
 interface Sleeper {
   readonly dueMs: number;

@@ -1,6 +1,6 @@
 /**
  * Test helper, run by test/unit/adapters/nodeMounter.test.ts as
- *   unshare --mount --propagation private node dist/src/testing/bindMountProbe.js <workDir>
+ *   unshare --mount --propagation private node dist/test/support/bindMountProbe.js <workDir>
  * i.e. only ever inside a private mount namespace that dies with it. It uses NodeMounter to
  * bind mount <workDir>/src onto <workDir>/tar get (a name with a space, to exercise the
  * mountinfo escaping), checks the mount-point answers, unmounts, and prints one JSON line.
@@ -10,8 +10,8 @@
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { errorCode, errorMessage } from '../host/fs.js';
-import { NodeMounter } from '../adapters/node/nodeMounter.js';
+import { errorCode, errorMessage } from '../../src/host/fs.js';
+import { NodeMounter } from '../../src/adapters/node/nodeMounter.js';
 
 async function main(): Promise<void> {
   const work = process.argv[2];

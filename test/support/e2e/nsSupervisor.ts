@@ -2,7 +2,7 @@
  * The process that runs a test "node": started by {@link NodeNamespace} as
  *
  *   unshare --mount --propagation private --pid --fork --kill-child=SIGKILL --mount-proc -- \
- *     [perl reaper --] node dist/src/testing/e2e/nsSupervisor.js
+ *     [perl reaper --] node dist/test/support/e2e/nsSupervisor.js
  *
  * i.e. inside a fresh, private mount namespace and PID namespace that die with it. It reads
  * JSON-line commands on stdin and answers JSON lines on stdout (see protocol.ts): it spawns and

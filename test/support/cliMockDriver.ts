@@ -8,9 +8,9 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import { GrpcCsiClient } from '../csi/grpc/client.js';
-import { unixEndpoint } from '../csi/grpc/endpoint.js';
-import { parseMountInfo, unescapeMountPath } from '../mount/mountInfo.js';
+import { GrpcCsiClient } from '../../src/csi/grpc/client.js';
+import { unixEndpoint } from '../../src/csi/grpc/endpoint.js';
+import { parseMountInfo, unescapeMountPath } from '../../src/mount/mountInfo.js';
 
 const BIN = path.resolve(import.meta.dirname, '..', '..', '..', 'bin', 'nodevol.js');
 

@@ -23,10 +23,10 @@ import * as path from 'node:path';
 
 import { stringify } from 'yaml';
 
-import { derivedPodUID, MANIFESTS_DIR_NAME, NODE_STATUS_FILE_NAME } from '../../adapters/node/clusterDir.js';
-import { KubeletLayout } from '../../layout/layout.js';
-import { CSI_PLUGIN_NAME, csiVolumeName, getUniqueVolumeName, getUniqueVolumeNameWithPod } from '../../layout/names.js';
-import { escapeMountPath, parseMountInfo } from '../../mount/mountInfo.js';
+import { derivedPodUID, MANIFESTS_DIR_NAME, NODE_STATUS_FILE_NAME } from '../../../src/adapters/node/clusterDir.js';
+import { KubeletLayout } from '../../../src/layout/layout.js';
+import { CSI_PLUGIN_NAME, csiVolumeName, getUniqueVolumeName, getUniqueVolumeNameWithPod } from '../../../src/layout/names.js';
+import { escapeMountPath, parseMountInfo } from '../../../src/mount/mountInfo.js';
 import { nodevolArgv } from './paths.js';
 import { DEFAULT_WAIT_TIMEOUT_MS, waitFor } from './waitFor.js';
 
