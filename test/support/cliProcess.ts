@@ -1,7 +1,7 @@
 /**
  * The built `nodevol` CLI as a long-running child process for tests: its stderr lines, the
- * address it announced, and a bounded wait for a line. Lives outside test/ so that the test
- * runner does not take it for a test file.
+ * address it announced, and a bounded wait for a line. Not named *.test.ts: npm test runs
+ * only *.test.js files.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as path from 'node:path';

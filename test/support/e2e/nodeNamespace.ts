@@ -14,7 +14,7 @@
  * Every await is bounded and a timeout names what it waited for ({@link WaitTimeoutError}).
  * Root only: check {@link NodeNamespace.available} first.
  *
- * Lives outside test/ so that the test runner does not take it for a test file.
+ * Not named *.test.ts: npm test runs only *.test.js files.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';

@@ -18,7 +18,7 @@
  *
  * When stdin closes, or on SIGTERM/SIGINT/SIGHUP, it SIGKILLs every child and exits.
  *
- * Lives outside test/ so that the test runner does not take it for a test file.
+ * Not named *.test.ts: npm test runs only *.test.js files.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';

@@ -6,7 +6,7 @@
  * Each step checks what it relies on and throws (naming what it saw) when the node is not in the
  * state it leads to, so a test failing here fails with the step that went wrong.
  *
- * Lives outside test/ so that the test runner does not take it for a test file.
+ * Not named *.test.ts: npm test runs only *.test.js files.
  */
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';

@@ -8,7 +8,7 @@
  * wrote, with the time), the files of the disk, the namespace's mount table and node-status.json.
  * Every wait is bounded and names what it waited for.
  *
- * Lives outside test/ so that the test runner does not take it for a test file.
+ * Not named *.test.ts: npm test runs only *.test.js files.
  */
 import { existsSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';

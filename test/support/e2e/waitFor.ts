@@ -4,7 +4,7 @@
  * awaits an event, always with a bound ({@link withTimeout}), and a timeout always says what was
  * awaited and what was last seen.
  *
- * Lives outside test/ so that the test runner does not take it for a test file.
+ * Not named *.test.ts: npm test runs only *.test.js files.
  */
 import { inspect } from 'node:util';
 
