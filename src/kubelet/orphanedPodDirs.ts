@@ -29,7 +29,7 @@ import { VOLUME_DEVICES_DIR_NAME, VOLUMES_DIR_NAME, type KubeletLayout } from '.
 import { escapeQualifiedName, CSI_PLUGIN_NAME } from '../layout/names.js';
 import type { Mounter } from '../mount/mounter.js';
 import type { MountTableSnapshot } from '../mount/mountRefs.js';
-import { resolvesInsideRoot } from '../volume/csi/volumeData.js';
+import { resolvesInsideRoot } from '../layout/confinement.js';
 
 /** kubelet's housekeeping period, which runs the sweep. */
 export const HOUSEKEEPING_PERIOD_MS = 2_000;

@@ -9,7 +9,8 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 
 import { MemFs } from '../../src/adapters/memory/memFs.js';
-import { decodeVolumeData, encodeVolumeData, loadVolumeData, resolvesInsideRoot, VolumeDataError, type VolumeData } from '../../src/volume/csi/volumeData.js';
+import { resolvesInsideRoot } from '../../src/layout/confinement.js';
+import { decodeVolumeData, encodeVolumeData, loadVolumeData, VolumeDataError, type VolumeData } from '../../src/volume/csi/volumeData.js';
 import { bound, runs } from './runs.js';
 
 const utf8 = new TextEncoder();

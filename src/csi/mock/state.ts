@@ -11,7 +11,7 @@ import * as posix from 'node:path/posix';
 
 import { z } from 'zod';
 
-import { errorCode, errorMessage, type FileSystem } from '../../host/fs.js';
+import { errorCode, errorMessage, writeFileAtomic, type FileSystem } from '../../host/fs.js';
 
 export const STATE_FILE = 'state.json';
 export const STATE_VERSION = 1;
@@ -106,12 +106,10 @@ function normalizeRecord(v: MockVolumeRecord): MockVolumeRecord {
 export class MockStateStore {
   readonly file: string;
   readonly #fs: FileSystem;
-  readonly #dir: string;
   #chain: Promise<unknown> = Promise.resolve();
 
   constructor(fs: FileSystem, stateDir: string) {
     this.#fs = fs;
-    this.#dir = stateDir;
     this.file = posix.join(stateDir, STATE_FILE);
   }
 
@@ -138,9 +136,6 @@ export class MockStateStore {
   }
 
   async #write(text: string): Promise<void> {
-    const tmp = `${this.file}.tmp`;
-    await this.#fs.writeFile(tmp, new TextEncoder().encode(text), { mode: 0o600, fsync: true });
-    await this.#fs.rename(tmp, this.file);
-    await this.#fs.fsyncDir(this.#dir);
+    await writeFileAtomic(this.#fs, this.file, new TextEncoder().encode(text), { mode: 0o600 });
   }
 }

@@ -21,7 +21,8 @@ import { escapeQualifiedName, isSafePathComponent, isSha256Hex } from '../../lay
 import type { GlobalVolume } from '../plugins.js';
 import { constructPVSourceSpec, type PersistentVolumeMode } from '../spec.js';
 import type { VolumeHost } from '../volumeHost.js';
-import { loadVolumeData, rootEscapeReason, VOL_DATA_FILE_NAME, volDataKey, type VolumeData } from './volumeData.js';
+import { rootEscapeReason } from '../../layout/confinement.js';
+import { loadVolumeData, VOL_DATA_FILE_NAME, volDataKey, type VolumeData } from './volumeData.js';
 
 /** Why a directory under the CSI plugin dir is not reported as a global volume. */
 export type GlobalDirSkipReason =

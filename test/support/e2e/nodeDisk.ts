@@ -10,13 +10,12 @@
  *   <base>/faults.yaml           the mock driver's fault file
  *   <base>/logs/<name>.log       process logs (NodeNamespace.start({ logDir: disk.logDir }))
  *
- * Every file the agent or the driver reads is replaced atomically (temp file + rename in the
- * same directory, the temp name starting with "." so that the manifests listing ignores it).
+ * Every file the agent or the driver reads is replaced atomically (writeFileAtomic: temp file
+ * `<name>.tmp` + rename in the same directory; the manifests listing reads only *.yaml/*.yml).
  *
- * Lives outside test/ so that the test runner does not take it for a test file.
+ * Not named *.test.ts, so the test runner (npm test lists *.test.js) does not take it for a test.
  */
-import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, realpath, rename, rm, unlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, realpath, rm, unlink } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -24,6 +23,8 @@ import * as path from 'node:path';
 import { stringify } from 'yaml';
 
 import { derivedPodUID, MANIFESTS_DIR_NAME, NODE_STATUS_FILE_NAME } from '../../../src/adapters/node/clusterDir.js';
+import { NodeFileSystem } from '../../../src/adapters/node/nodeFs.js';
+import { writeFileAtomic } from '../../../src/host/fs.js';
 import { KubeletLayout } from '../../../src/layout/layout.js';
 import { CSI_PLUGIN_NAME, csiVolumeName, getUniqueVolumeName, getUniqueVolumeNameWithPod } from '../../../src/layout/names.js';
 import { escapeMountPath, parseMountInfo } from '../../../src/mount/mountInfo.js';
@@ -156,6 +157,7 @@ export interface AgentArgvOptions {
 
 export class NodeDisk {
   readonly layout: KubeletLayout;
+  readonly #fs = new NodeFileSystem();
 
   private constructor(
     /** The temporary directory holding everything (removed by cleanup). */
@@ -420,15 +422,9 @@ export class NodeDisk {
     await rm(this.base, { recursive: true, force: true });
   }
 
+  /** The port's writeFileAtomic (`<file>.tmp`, fsync, rename, fsync of the directory). */
   async #writeAtomic(file: string, content: string): Promise<void> {
-    const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
-    try {
-      await writeFile(tmp, content, { mode: 0o644 });
-      await rename(tmp, file);
-    } catch (err) {
-      await unlink(tmp).catch(() => undefined);
-      throw err;
-    }
+    await writeFileAtomic(this.#fs, file, new TextEncoder().encode(content), { mode: 0o644 });
   }
 }
 
