@@ -15,17 +15,21 @@ function positiveInt(name: string): number | undefined {
   return n;
 }
 
+/** Cases per property asked for (NODEVOL_PROPERTY_RUNS), if any. */
+const ASKED_RUNS = positiveInt('NODEVOL_PROPERTY_RUNS');
+
 /** Cases per property for this run. */
-export const PROPERTY_RUNS = positiveInt('NODEVOL_PROPERTY_RUNS') ?? DEFAULT_RUNS;
+export const PROPERTY_RUNS = ASKED_RUNS ?? DEFAULT_RUNS;
 
 /**
- * fast-check parameters for a property worth `weight` x the run count (a property whose cases
- * are slow, such as ones that build a file tree, takes a fraction).
+ * fast-check parameters. In `npm test` a property whose cases are slow (building a file tree,
+ * 10,000-deep nesting) runs `weight` x the default count; a count asked for with
+ * NODEVOL_PROPERTY_RUNS (`npm run fuzz`) applies to every property in full.
  */
 export function runs<T>(weight = 1): Parameters<T> {
   const seed = positiveInt('NODEVOL_PROPERTY_SEED');
   return {
-    numRuns: Math.max(1, Math.round(PROPERTY_RUNS * weight)),
+    numRuns: ASKED_RUNS ?? Math.max(1, Math.round(DEFAULT_RUNS * weight)),
     ...(seed !== undefined ? { seed } : {}),
     endOnFailure: true,
   };
@@ -36,5 +40,6 @@ export function runs<T>(weight = 1): Parameters<T> {
  * shared), scaled with the run count: 60 s per 1,000 cases, at least 2 minutes.
  */
 export function bound(weight = 1): { timeout: number } {
-  return { timeout: Math.max(120_000, Math.ceil((PROPERTY_RUNS * weight) / 1000) * 60_000) };
+  const cases = ASKED_RUNS ?? DEFAULT_RUNS * weight;
+  return { timeout: Math.max(120_000, Math.ceil(cases / 1000) * 60_000) };
 }
