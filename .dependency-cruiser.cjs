@@ -62,6 +62,11 @@ const ORDER = ['api', 'host', 'adapters', 'csi', 'base', 'volumeCsi', 'volume', 
 
 const EXCEPTIONS = [
   {
+    comment: 'EXCEPTION: the Mounter port (src/host/mounter.ts once layout-move.sh ran) hands out the parsed snapshot class of mount/mountRefs.ts; a MountTable interface in src/host would remove it.',
+    from: { path: '^src/(host|mount)/mounter\\.ts$' },
+    to: { path: '^src/mount/mountRefs\\.ts$' },
+  },
+  {
     comment: 'EXCEPTION (issue 12): host/cluster.ts uses the Pod/PV types of volume/spec.ts; they move to src/api (layout-move.sh).',
     from: { path: '^src/host/cluster\\.ts$' },
     to: { path: '^src/volume/spec\\.ts$' },
