@@ -18,7 +18,7 @@
 import type { ClusterView, NodeStatus } from '../host/cluster.js';
 import { errorMessage, type FileSystem } from '../host/fs.js';
 import type { Logger, LogValues } from '../host/logger.js';
-import type { Mounter } from '../mount/mounter.js';
+import type { Mounter } from '../host/mounter.js';
 import { escapeMountPath } from '../mount/mountInfo.js';
 import type { CsiCallObserver } from '../csi/instrumented.js';
 import type { TraceEvent } from '../timeline/events.js';

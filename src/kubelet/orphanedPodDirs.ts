@@ -27,7 +27,7 @@ import { errorMessage, isNotExist, type DirEntry, type FileSystem } from '../hos
 import type { Logger } from '../host/logger.js';
 import { VOLUME_DEVICES_DIR_NAME, VOLUMES_DIR_NAME, type KubeletLayout } from '../layout/layout.js';
 import { escapeQualifiedName, CSI_PLUGIN_NAME } from '../layout/names.js';
-import type { Mounter } from '../mount/mounter.js';
+import type { Mounter } from '../host/mounter.js';
 import type { MountTableSnapshot } from '../mount/mountRefs.js';
 import { resolvesInsideRoot } from '../layout/confinement.js';
 

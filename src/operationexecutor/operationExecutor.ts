@@ -5,7 +5,7 @@
  */
 import type { Clock } from '../host/clock.js';
 import { getVolumeMode, specName } from '../volume/spec.js';
-import type { VolumeManagerMetrics } from '../metrics/volumeManagerMetrics.js';
+import type { VolumeManagerMetrics } from '../host/metrics.js';
 import type {
   ActualStateOfWorldAttacherUpdater,
   ActualStateOfWorldMounterUpdater,

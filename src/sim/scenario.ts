@@ -20,7 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
 import { z } from 'zod';
 
-import { GrpcStatus } from '../csi/types.js';
+import { GrpcStatus } from '../host/csi.js';
 
 /** The largest scenario file read. */
 export const MAX_SCENARIO_BYTES = 256 * 1024;

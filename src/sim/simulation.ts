@@ -26,7 +26,7 @@ import {
   type CsiMethod,
   type CsiNodeClient,
   type NodeCapability,
-} from '../csi/types.js';
+} from '../host/csi.js';
 import type { FeatureGate } from '../features/features.js';
 import type { Clock } from '../host/clock.js';
 import type { ClusterView, Pod } from '../host/cluster.js';
@@ -34,8 +34,8 @@ import { errorCode, errorMessage, type FileSystem } from '../host/fs.js';
 import type { Logger } from '../host/logger.js';
 import { KubeletLayout } from '../layout/layout.js';
 import { sha256Hex } from '../layout/names.js';
-import { RecordingMetrics } from '../metrics/volumeManagerMetrics.js';
-import type { Mounter } from '../mount/mounter.js';
+import { RecordingMetrics } from '../host/metrics.js';
+import type { Mounter } from '../host/mounter.js';
 import type { MountTableSnapshot } from '../mount/mountRefs.js';
 import { constructPVSourceSpec, type PersistentVolume } from '../volume/spec.js';
 import type { VolumeHost } from '../volume/volumeHost.js';

@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { stringify } from 'yaml';
 
 import { MAX_FAULT_DELAY_MS, MOCK_RPC_METHODS, MockFaultsError, parseFaults, type MockFaultRule } from '../../src/csi/mock/faults.js';
-import { GrpcStatus, type GrpcStatusName } from '../../src/csi/types.js';
+import { GrpcStatus, type GrpcStatusName } from '../../src/host/csi.js';
 import { bound, runs } from './runs.js';
 
 const FILE = '/etc/mock/faults.yaml';

@@ -7,7 +7,7 @@ import type { Logger } from '../../src/host/logger.js';
 import { discardLogger } from '../../src/host/logger.js';
 import { MountTableSnapshot } from '../../src/mount/mountRefs.js';
 import { ReadOnlyMounter } from '../../src/mount/readOnlyMounter.js';
-import { noCsiDrivers } from '../../src/csi/types.js';
+import { noCsiDrivers } from '../../src/host/csi.js';
 import { unreachableCluster } from '../../src/host/cluster.js';
 import type { VolumeHost } from '../../src/volume/volumeHost.js';
 import { FakeClock } from './fakeClock.js';

@@ -15,7 +15,7 @@
  * These "decoded" shapes are what a client receives as a response and what a server handler
  * receives as a request. What a sender builds is the looser {@link MessageInit} of the same type.
  */
-import type { AccessMode as EngineAccessMode, NodeCapability as EngineNodeCapability } from '../types.js';
+import type { AccessMode as EngineAccessMode, NodeCapability as EngineNodeCapability } from '../../host/csi.js';
 
 /** map<string, string> */
 export type WireStringMap = Readonly<Record<string, string>>;
@@ -51,7 +51,7 @@ export interface BoolValue {
 
 // ------------------------------------------------------------------------------ shared types
 
-/** The same names as the engine's AccessMode (src/csi/types.ts): one list of the spec's values. */
+/** The same names as the engine's AccessMode (src/host/csi.ts): one list of the spec's values. */
 export type AccessModeName = EngineAccessMode;
 
 export interface AccessMode {
@@ -269,7 +269,7 @@ export type NodeUnpublishVolumeResponse = EmptyMessage;
 
 export type NodeGetCapabilitiesRequest = EmptyMessage;
 
-/** The same names as the engine's NodeCapability (src/csi/types.ts): one list of the spec's values. */
+/** The same names as the engine's NodeCapability (src/host/csi.ts): one list of the spec's values. */
 export type NodeCapabilityName = EngineNodeCapability;
 
 export interface NodeServiceCapabilityRpc {

@@ -26,7 +26,7 @@ import { z } from 'zod';
 import { NodeFileSystem } from '../../adapters/node/nodeFs.js';
 import { errorCode, errorMessage } from '../../host/fs.js';
 import type { Logger } from '../../host/logger.js';
-import { GrpcStatus, grpcStatusName, type CsiRpcMethod, type GrpcStatusName } from '../types.js';
+import { GrpcStatus, grpcStatusName, type CsiRpcMethod, type GrpcStatusName } from '../../host/csi.js';
 
 /** Every RPC the mock driver serves (what a rule's `method` may name). */
 export const MOCK_RPC_METHODS = [

@@ -4,7 +4,7 @@
  * kubelet's operation error classes, and a guard that keeps every removal under the root dir.
  */
 import * as path from 'node:path/posix';
-import { isFinalCsiError, type AccessMode, type CsiNodeClient, type VolumeCapability } from '../../csi/types.js';
+import { isFinalCsiError, type AccessMode, type CsiNodeClient, type VolumeCapability } from '../../host/csi.js';
 import { errorMessage, escapeUndecodable, isNotExist } from '../../host/fs.js';
 import type { Spec } from '../spec.js';
 import { TransientOperationFailure, UncertainProgressError } from '../util/errors.js';

@@ -9,7 +9,7 @@
  */
 import type { UniquePodName, UniqueVolumeName } from '../../layout/names.js';
 import { specName, type Spec } from '../../volume/spec.js';
-import type { Attachability, DeviceMountState, VolumeMountState } from './states.js';
+import type { Attachability, DeviceMountState, VolumeMountState } from '../../operationexecutor/states.js';
 
 /** What a mount operation tells the ASW about one pod's mount (kubelet MarkVolumeOpts). */
 export interface MarkVolumeOpts {

@@ -13,7 +13,7 @@ import type { FileSystem } from '../../host/fs.js';
 import type { Logger } from '../../host/logger.js';
 import type { KubeletLayout } from '../../layout/layout.js';
 import { getUniqueVolumeName, type UniqueVolumeName } from '../../layout/names.js';
-import type { VolumeManagerMetrics } from '../../metrics/volumeManagerMetrics.js';
+import type { VolumeManagerMetrics } from '../../host/metrics.js';
 import type { OperationExecutor } from '../../operationexecutor/operationExecutor.js';
 import { isExpectedError } from '../../operationexecutor/nestedPendingOperations.js';
 import { isBlockVolumePlugin, type GlobalVolume, type GlobalVolumeListerPlugin, type VolumePluginMgr } from '../../volume/plugins.js';

@@ -14,7 +14,7 @@ import { existsSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 
 import { GrpcCsiClient } from '../../../src/csi/grpc/client.js';
-import type { VolumeCapability } from '../../../src/csi/types.js';
+import type { VolumeCapability } from '../../../src/host/csi.js';
 import { escapeMountPath, type MountInfoEntry } from '../../../src/mount/mountInfo.js';
 import { NodeDisk, type JournalEntry, type WrittenPersistentVolume } from './nodeDisk.js';
 import { NodeNamespace } from './nodeNamespace.js';

@@ -36,9 +36,9 @@ import {
   type NodeUnpublishVolumeRequest,
   type NodeUnstageVolumeRequest,
   type VolumeCapability,
-} from '../../../src/csi/types.js';
+} from '../../../src/host/csi.js';
 import { createKlogLogger } from '../../../src/logging/klog.js';
-import type { Mounter } from '../../../src/mount/mounter.js';
+import type { Mounter } from '../../../src/host/mounter.js';
 
 // This file runs from dist/test/unit/csi/: the repo root is four levels up.
 const BIN = path.resolve(import.meta.dirname, '..', '..', '..', '..', 'bin', 'nodevol.js');

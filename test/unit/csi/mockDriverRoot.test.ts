@@ -17,7 +17,7 @@ import { unixEndpoint } from '../../../src/csi/grpc/endpoint.js';
 import type { JournalLine } from '../../../src/csi/mock/journal.js';
 import { mockBackingPaths, mockBlockDevicePath, mockVolumeId } from '../../../src/csi/mock/mockDriver.js';
 import { parseState } from '../../../src/csi/mock/state.js';
-import { CsiCallError, GrpcStatus, type VolumeCapability } from '../../../src/csi/types.js';
+import { CsiCallError, GrpcStatus, type VolumeCapability } from '../../../src/host/csi.js';
 import { CliMockDriver } from '../../support/cliMockDriver.js';
 
 // This file runs from dist/test/unit/csi/: the repo root is four levels up.

@@ -6,7 +6,7 @@ import type { UniquePodName, UniqueVolumeName } from '../../../src/layout/names.
 import { createNestedPendingOperations, isBackoff } from '../../../src/operationexecutor/nestedPendingOperations.js';
 import { OperationExecutor } from '../../../src/operationexecutor/operationExecutor.js';
 import { OperationGenerator } from '../../../src/operationexecutor/operationGenerator.js';
-import { RecordingMetrics } from '../../../src/metrics/volumeManagerMetrics.js';
+import { RecordingMetrics } from '../../../src/host/metrics.js';
 import { gates } from '../../support/hosts.js';
 import { InMemoryNode } from '../../support/inMemoryNode.js';
 import { VolumePluginMgr, type VolumeMounter, type VolumePlugin, type VolumeUnmounter } from '../../../src/volume/plugins.js';

@@ -10,7 +10,7 @@ import {
   OPERATION_DURATION_BUCKETS_SECONDS,
   RecordingMetrics,
   type VolumeManagerMetrics,
-} from '../../../src/metrics/volumeManagerMetrics.js';
+} from '../../../src/host/metrics.js';
 
 const BUCKET_LE = ['0.1', '0.25', '0.5', '1', '2.5', '5', '10', '15', '25', '50', '120', '300', '600', '+Inf'];
 

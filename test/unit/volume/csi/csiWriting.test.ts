@@ -17,7 +17,7 @@ import {
   type NodeStageVolumeRequest,
   type NodeUnpublishVolumeRequest,
   type NodeUnstageVolumeRequest,
-} from '../../../../src/csi/types.js';
+} from '../../../../src/host/csi.js';
 import { KubeletLayout } from '../../../../src/layout/layout.js';
 import { CsiAttacher } from '../../../../src/volume/csi/csiAttacher.js';
 import { CsiPlugin } from '../../../../src/volume/csi/csiPlugin.js';

@@ -14,7 +14,7 @@ import {
   type AttachedVolume,
   type MarkVolumeOpts,
 } from '../../../../src/volumemanager/cache/actualStateOfWorld.js';
-import type { Attachability, DeviceMountState, VolumeMountState } from '../../../../src/volumemanager/cache/states.js';
+import type { Attachability, DeviceMountState, VolumeMountState } from '../../../../src/operationexecutor/states.js';
 import { constructPVSourceSpec, type Spec } from '../../../../src/volume/spec.js';
 
 const PLUGIN = 'kubernetes.io/csi';

@@ -4,7 +4,7 @@
  * the mount table. The real adapter runs mount/umount with argument arrays and reads
  * /proc/self/mountinfo; the in-memory adapter keeps a table the fake CSI driver writes to.
  */
-import type { MountTableSnapshot } from './mountRefs.js';
+import type { MountTableSnapshot } from '../mount/mountRefs.js';
 
 export interface Mounter {
   /**
