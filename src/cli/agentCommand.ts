@@ -24,7 +24,7 @@ import { errorMessage } from '../host/fs.js';
 import { HOUSEKEEPING_PERIOD_MS, OrphanedPodDirsCleaner } from '../kubelet/orphanedPodDirs.js';
 import { KubeletLayout } from '../layout/layout.js';
 import type { LoggingFormat } from '../logging/klog.js';
-import { createVolumeManagerMetrics } from '../host/metrics.js';
+import { createVolumeManagerMetrics } from '../adapters/prometheus/volumeManagerMetrics.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
 import { NODE_STATUS_UPDATE_PERIOD_MS, VolumeManager } from '../volumemanager/volumeManager.js';
 import { parseDuration } from './duration.js';

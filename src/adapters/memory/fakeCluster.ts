@@ -3,8 +3,9 @@
  * that makes every call fail, as an unreachable API server does, and a record of every
  * volumesInUse written.
  */
-import type { AttachedVolume, ClusterView, CSIDriverInfo, NodeStatus, PersistentVolumeClaim, Pod } from '../../host/cluster.js';
-import type { PersistentVolume } from '../../volume/spec.js';
+import type { AttachedVolume, CSIDriverInfo, NodeStatus, PersistentVolumeClaim, Pod } from '../../api/core.js';
+import type { ClusterView } from '../../host/cluster.js';
+import type { PersistentVolume } from '../../api/core.js';
 
 export class FakeCluster implements ClusterView {
   readonly pods = new Map<string, Pod>();

@@ -41,10 +41,11 @@ import { watch, type FSWatcher } from 'node:fs';
 import * as posix from 'node:path/posix';
 import { resolve as resolvePath } from 'node:path';
 
-import type { AttachedVolume, ClusterView, CSIDriverInfo, NodeStatus, PersistentVolumeClaim, Pod } from '../../host/cluster.js';
+import type { AttachedVolume, CSIDriverInfo, NodeStatus, PersistentVolumeClaim, Pod } from '../../api/core.js';
+import type { ClusterView } from '../../host/cluster.js';
 import { errorCode, errorMessage, writeFileAtomic, type FileStat, type FileSystem } from '../../host/fs.js';
 import { discardLogger, type Logger } from '../../host/logger.js';
-import type { PersistentVolume } from '../../volume/spec.js';
+import type { PersistentVolume } from '../../api/core.js';
 import { formatFieldPath, isRecord, nodeStatusSchema, parseManifestFile, type ManifestProblem, type ParsedFile } from './clusterManifests.js';
 import { SnapshotBuilder, type Snapshot } from './clusterSnapshot.js';
 import { NodeFileSystem } from './nodeFs.js';

@@ -14,9 +14,9 @@
  */
 import { LineCounter, parseAllDocuments, type Document } from 'yaml';
 
-import type { CSIDriverInfo, PersistentVolumeClaim, Pod } from '../../host/cluster.js';
+import type { CSIDriverInfo, PersistentVolumeClaim, Pod } from '../../api/core.js';
 import { errorMessage } from '../../host/fs.js';
-import type { PersistentVolume } from '../../volume/spec.js';
+import type { PersistentVolume } from '../../api/core.js';
 import { isKnownKind, KIND_SCHEMAS, toPod, toPV } from './clusterSchemas.js';
 
 export { derivedPodUID, nodeStatusSchema } from './clusterSchemas.js';

@@ -9,8 +9,8 @@ import { createHash } from 'node:crypto';
 
 import { z } from 'zod';
 
-import type { Pod, PodVolumeSource } from '../../host/cluster.js';
-import type { CSIPersistentVolumeSource, CSIVolumeSource, PersistentVolume } from '../../volume/spec.js';
+import type { Pod, PodVolumeSource } from '../../api/core.js';
+import type { CSIPersistentVolumeSource, CSIVolumeSource, PersistentVolume } from '../../api/core.js';
 
 // The fields nodevol uses; unknown fields are stripped, unknown kinds ignored.
 

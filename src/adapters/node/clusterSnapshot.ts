@@ -3,8 +3,8 @@
  * object of a name (or pod UID) winning, each later one reported as a problem naming its file,
  * document and line. Pure bookkeeping: the view (clusterDir.ts) reads the files.
  */
-import type { CSIDriverInfo, PersistentVolumeClaim, Pod } from '../../host/cluster.js';
-import type { PersistentVolume } from '../../volume/spec.js';
+import type { CSIDriverInfo, PersistentVolumeClaim, Pod } from '../../api/core.js';
+import type { PersistentVolume } from '../../api/core.js';
 import { objectProblem, type ManifestProblem, type ParsedFile } from './clusterManifests.js';
 
 /** What one pass read: the merged objects and every problem met. */

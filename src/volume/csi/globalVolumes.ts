@@ -19,7 +19,8 @@ import {
 } from '../../layout/layout.js';
 import { escapeQualifiedName, isSafePathComponent, isSha256Hex } from '../../layout/names.js';
 import type { GlobalVolume } from '../plugins.js';
-import { constructPVSourceSpec, type PersistentVolumeMode } from '../spec.js';
+import { constructPVSourceSpec } from '../spec.js';
+import { type PersistentVolumeMode } from '../../api/core.js';
 import type { VolumeHost } from '../volumeHost.js';
 import { rootEscapeReason } from '../../layout/confinement.js';
 import { loadVolumeData, VOL_DATA_FILE_NAME, volDataKey, type VolumeData } from './volumeData.js';

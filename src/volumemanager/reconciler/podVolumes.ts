@@ -9,7 +9,7 @@ import { errorMessage, type DirEntry, type FileSystem, type FileType } from '../
 import type { Logger } from '../../host/logger.js';
 import { VOLUME_DEVICES_DIR_NAME, VOLUMES_DIR_NAME, type KubeletLayout } from '../../layout/layout.js';
 import { unescapeQualifiedName, type UniquePodName } from '../../layout/names.js';
-import type { PersistentVolumeMode } from '../../volume/spec.js';
+import type { PersistentVolumeMode } from '../../api/core.js';
 import { rootEscapeReason } from '../../layout/confinement.js';
 
 /** podVolume: one reconstruction candidate. */

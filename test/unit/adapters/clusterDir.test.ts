@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 
 import { MemFs } from '../../../src/adapters/memory/memFs.js';
 import { ClusterDirView, derivedPodUID, formatFieldPath } from '../../../src/adapters/node/clusterDir.js';
-import type { Pod } from '../../../src/host/cluster.js';
+import type { Pod } from '../../../src/api/core.js';
 import { FaultyFs } from '../../support/faultyFs.js';
 import { RecordingLogger } from '../../support/hosts.js';
 

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { GrpcStatus, type NodeCapability, type NodePublishVolumeRequest, type NodeStageVolumeRequest } from '../../../src/host/csi.js';
-import type { Pod } from '../../../src/host/cluster.js';
+import type { Pod } from '../../../src/api/core.js';
 import { gates } from '../../support/hosts.js';
 import { DRIVER, InMemoryNode, NODE, ROOT } from '../../support/inMemoryNode.js';
 import { CsiPlugin } from '../../../src/volume/csi/csiPlugin.js';

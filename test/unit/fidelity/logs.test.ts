@@ -14,7 +14,7 @@ import { constructPVSourceSpec } from '../../../src/volume/spec.js';
 import type { VolumeHost } from '../../../src/volume/volumeHost.js';
 import { VolumeManager } from '../../../src/volumemanager/volumeManager.js';
 import { createActualStateOfWorld } from '../../../src/volumemanager/cache/actualStateOfWorld.js';
-import type { VolumeToMount } from '../../../src/volumemanager/cache/desiredStateOfWorld.js';
+import type { VolumeToMount } from '../../../src/operationexecutor/volumeToMount.js';
 
 type Line = { level: number; severity: string };
 const linesOf = (logger: RecordingLogger, msg: string): Line[] =>

@@ -15,7 +15,7 @@ import { gates } from '../../support/hosts.js';
 import { DRIVER, InMemoryNode, NODE, ROOT } from '../../support/inMemoryNode.js';
 import { CsiPlugin } from '../../../src/volume/csi/csiPlugin.js';
 import { VolumePluginMgr } from '../../../src/volume/plugins.js';
-import type { PersistentVolumeMode } from '../../../src/volume/spec.js';
+import type { PersistentVolumeMode } from '../../../src/api/core.js';
 import type { VolumeHost } from '../../../src/volume/volumeHost.js';
 import { VolumeManager } from '../../../src/volumemanager/volumeManager.js';
 
