@@ -5,6 +5,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 const engineFolders = [
+  'src/api/**',
   'src/layout/**',
   'src/volume/**',
   'src/volumemanager/**',
