@@ -21,19 +21,8 @@ const rawPath = fc
 const option = token.filter((s) => !s.includes(',') && !s.includes('"'));
 const optionalField = token.filter((s) => s !== '-');
 
-interface Line {
-  readonly id: number;
-  readonly parentId: number;
-  readonly major: number;
-  readonly minor: number;
-  readonly root: string;
-  readonly mountPoint: string;
-  readonly mountOptions: readonly string[];
-  readonly optionalFields: readonly string[];
-  readonly fsType: string;
-  readonly source: string;
-  readonly superOptions: readonly string[];
-}
+/** An entry as rendered: every field but the line number. */
+type Line = Omit<MountInfoEntry, 'line'>;
 
 const line: fc.Arbitrary<Line> = fc.record({
   id: fc.nat({ max: 1_000_000 }),
