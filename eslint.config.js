@@ -1,9 +1,11 @@
 // ESLint flat config. The engine folders may not touch the outside world directly:
 // everything there goes through the ports in src/host (filesystem, mount table, clock, ...).
+// The layer rules (who may import whom) are in .dependency-cruiser.cjs, also run by `npm run lint`.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 const engineFolders = [
+  'src/api/**',
   'src/layout/**',
   'src/volume/**',
   'src/volumemanager/**',
@@ -47,6 +49,11 @@ export default tseslint.config(
     ...tseslint.configs.disableTypeChecked,
   },
   {
+    files: ['.dependency-cruiser.cjs'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: { ...tseslint.configs.disableTypeChecked.languageOptions, sourceType: 'commonjs', globals: { module: 'writable' } },
+  },
+  {
     files: engineFolders,
     rules: {
       'no-restricted-imports': ['error', {
@@ -58,6 +65,15 @@ export default tseslint.config(
           { name: 'node:child_process', message: 'engine code runs nothing; use the Mounter port' },
           { name: 'child_process', message: 'engine code runs nothing; use the Mounter port' },
           { name: 'node:net', message: 'engine code opens no sockets' },
+          { name: 'net', message: 'engine code opens no sockets' },
+          { name: 'node:http', message: 'engine code opens no sockets; the agent\'s HTTP server is an adapter' },
+          { name: 'http', message: 'engine code opens no sockets' },
+          { name: 'node:https', message: 'engine code opens no sockets' },
+          { name: 'https', message: 'engine code opens no sockets' },
+          { name: 'node:http2', message: 'engine code opens no sockets' },
+          { name: 'node:dgram', message: 'engine code opens no sockets' },
+          { name: 'node:perf_hooks', message: 'use the Clock port' },
+          { name: 'node:worker_threads', message: 'engine code starts nothing' },
           { name: '@grpc/grpc-js', message: 'engine code talks to drivers through the CSI client port' },
         ],
       }],
@@ -66,6 +82,12 @@ export default tseslint.config(
         { name: 'setInterval', message: 'use the Clock port' },
         { name: 'setImmediate', message: 'use the Clock port' },
         { name: 'process', message: 'engine code does not read process state' },
+        { name: 'performance', message: 'use the Clock port' },
+        { name: 'queueMicrotask', message: 'completions come from the ports; the harness decides when' },
+      ],
+      'no-restricted-syntax': ['error',
+        { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: 'new Date() reads the wall clock: use the Clock port (new Date(epochMs) to format is fine)' },
+        { selector: "CallExpression[callee.name='Date']", message: 'Date() reads the wall clock: use the Clock port' },
       ],
       'no-restricted-properties': ['error',
         { object: 'Date', property: 'now', message: 'use the Clock port' },

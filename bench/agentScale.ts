@@ -30,9 +30,9 @@ import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { derivedPodUID } from '../src/adapters/node/clusterDir.js';
 import { GrpcCsiClient } from '../src/csi/grpc/client.js';
-import type { VolumeCapability } from '../src/csi/types.js';
-import { NodeDisk } from '../src/testing/e2e/nodeDisk.js';
-import { nodevolArgv } from '../src/testing/e2e/paths.js';
+import type { VolumeCapability } from '../src/host/csi.js';
+import { NodeDisk } from '../test/support/e2e/nodeDisk.js';
+import { nodevolArgv } from '../test/support/e2e/paths.js';
 import type { FloorRequest, FloorResult, FloorVolume } from './driverFloor.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));

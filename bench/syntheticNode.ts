@@ -11,7 +11,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path/posix';
 import { POD_MOUNT_DIR_NAME } from '../src/layout/layout.js';
 import { getAttachmentName, sha256Hex } from '../src/layout/names.js';
-import type { NodeFixture } from '../src/testing/nodeFixture.js';
+import type { NodeFixture } from '../test/support/nodeFixture.js';
 import { encodeVolumeData, VOL_DATA_FILE_NAME } from '../src/volume/csi/volumeData.js';
 
 export interface NodeShape {

@@ -15,7 +15,7 @@ import { CSI_PLUGIN_NAME, csiVolumeName, getUniqueVolumeName } from '../layout/n
 import { MountInfoParseError } from '../mount/mountInfo.js';
 import type { MountTableSnapshot } from '../mount/mountRefs.js';
 import { ReadOnlyMounter } from '../mount/readOnlyMounter.js';
-import { noCsiDrivers } from '../csi/types.js';
+import { noCsiDrivers } from '../host/csi.js';
 import { unreachableCluster } from '../host/cluster.js';
 import type { Clock } from '../host/clock.js';
 import { CsiPlugin } from '../volume/csi/csiPlugin.js';

@@ -16,7 +16,7 @@
  * Engine code: it reaches files, the mount table and drivers only through ports.
  */
 import * as path from 'node:path/posix';
-import type { CsiNodeClient } from '../csi/types.js';
+import type { CsiNodeClient } from '../host/csi.js';
 import { errorMessage, type FileSystem } from '../host/fs.js';
 import type { KubeletLayout } from '../layout/layout.js';
 import { getMountRefs, type MountTableSnapshot } from '../mount/mountRefs.js';

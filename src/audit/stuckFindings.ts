@@ -24,7 +24,7 @@ import {
   stuckOperationsPath,
   type StuckOperationsFile,
 } from '../operationexecutor/stuckOperations.js';
-import { rootEscapeReason } from '../volume/csi/volumeData.js';
+import { rootEscapeReason } from '../layout/confinement.js';
 import type { AuditFailed, AuditStuck, AuditStuckSection, AuditVolume } from './report.js';
 
 /** What the audit got from the status file: its contents, or why it could not use it. */

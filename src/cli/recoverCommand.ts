@@ -14,7 +14,7 @@ import { executeRecovery, planRecovery, type RecoverJournalEntry } from '../audi
 import { EXIT_OK, EXIT_PROBLEM, EXIT_UNKNOWN } from '../audit/report.js';
 import type { GrpcCsiClient } from '../csi/grpc/client.js';
 import { unixEndpoint, unixSocketPath } from '../csi/grpc/endpoint.js';
-import { noCsiDrivers } from '../csi/types.js';
+import { noCsiDrivers } from '../host/csi.js';
 import { unreachableCluster } from '../host/cluster.js';
 import { errorMessage } from '../host/fs.js';
 import { DEFAULT_ROOT_DIR, KubeletLayout } from '../layout/layout.js';

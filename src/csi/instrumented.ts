@@ -5,8 +5,8 @@
  * kubelet's csi client does; the agent's trace uses it to record the calls it draws.
  */
 import type { Clock } from '../host/clock.js';
-import type { VolumeManagerMetrics } from '../metrics/volumeManagerMetrics.js';
-import { CsiCallError, grpcStatusName, type CsiDriverRegistry, type CsiMethod, type CsiNodeClient } from './types.js';
+import type { VolumeManagerMetrics } from '../host/metrics.js';
+import { CsiCallError, grpcStatusName, type CsiDriverRegistry, type CsiMethod, type CsiNodeClient } from '../host/csi.js';
 
 /** One finished CSI call, as the caller saw it. */
 export interface ObservedCsiCall {

@@ -27,7 +27,7 @@
  * {@link CsiNodeState} is the per-volume record (staged path, published targets, access kind) with
  * snapshot/restore, so the simulator can copy a driver's state between runs.
  */
-import { GrpcStatus, type CsiMethod } from './types.js';
+import { GrpcStatus, type CsiMethod } from '../host/csi.js';
 
 export type CsiNodeMode = 'strict' | 'lenient';
 export type CsiAccessKind = 'mount' | 'block';

@@ -3,56 +3,7 @@
  * manager uses. Every method may reject (API server unreachable); the engine then unmounts and
  * unstages nothing that depends on the answer.
  */
-import type { CSIVolumeSource, PersistentVolume, PersistentVolumeMode } from '../volume/spec.js';
-
-export interface PodVolumeSource {
-  /** pod.spec.volumes[i].name */
-  readonly name: string;
-  readonly persistentVolumeClaim?: { readonly claimName: string; readonly readOnly?: boolean };
-  readonly csi?: CSIVolumeSource;
-}
-
-export interface Pod {
-  readonly uid: string;
-  readonly namespace: string;
-  readonly name: string;
-  readonly nodeName: string;
-  readonly volumes: readonly PodVolumeSource[];
-  /** Volume names the pod's containers use as raw block devices (volumeDevices). */
-  readonly blockVolumeNames?: readonly string[];
-  /** Pod fsGroup (securityContext.fsGroup), when set. */
-  readonly fsGroup?: number;
-  /** spec.serviceAccountName. */
-  readonly serviceAccountName?: string;
-}
-
-export interface PersistentVolumeClaim {
-  readonly namespace: string;
-  readonly name: string;
-  /** spec.volumeName: the bound PV; empty while unbound. */
-  readonly volumeName: string;
-  readonly volumeMode?: PersistentVolumeMode;
-}
-
-export interface CSIDriverInfo {
-  readonly name: string;
-  /** spec.attachRequired; kubelet treats a missing CSIDriver object as attach required. */
-  readonly attachRequired: boolean;
-  /** spec.podInfoOnMount: pod information goes into NodePublishVolume's volume_context (default false). */
-  readonly podInfoOnMount?: boolean;
-}
-
-export interface AttachedVolume {
-  readonly name: string;
-  readonly devicePath: string;
-}
-
-export interface NodeStatus {
-  readonly volumesAttached: readonly AttachedVolume[];
-  readonly volumesInUse: readonly string[];
-  /** The Node's metadata.labels (kubelet GetNodeLabels); absent when the view does not know them. */
-  readonly labels?: Readonly<Record<string, string>>;
-}
+import type { CSIDriverInfo, NodeStatus, PersistentVolume, PersistentVolumeClaim, Pod } from '../api/core.js';
 
 export interface ClusterView {
   /** Pods bound to this node (spec.nodeName), in no particular order. */

@@ -107,3 +107,68 @@ export function errorMessage(err: unknown): string {
 export function escapeUndecodable(p: string): string {
   return p.replace(/[\uDC80-\uDCFF]/g, (c) => `\\x${(c.charCodeAt(0) - 0xdc00).toString(16).padStart(2, '0')}`);
 }
+
+export interface AtomicWriteOptions {
+  /** Permission bits of the new file (masked by the umask where the adapter has one). */
+  readonly mode: number;
+  /**
+   * Names this writer in the temp file, for a file that several PROCESSES may replace (e.g. a
+   * pid): each then writes its own temp file. Writers inside one process need none: writes to one
+   * path through one FileSystem are serialised here.
+   */
+  readonly writerId?: string;
+}
+
+/** The temp file {@link writeFileAtomic} writes before renaming: `<path>.tmp` or `<path>.<writerId>.tmp`. */
+export function atomicTempPath(path: string, writerId?: string): string {
+  return writerId === undefined ? `${path}.tmp` : `${path}.${writerId}.tmp`;
+}
+
+/** Writes in flight per FileSystem and target path; each waits for the one before it. */
+const atomicWrites = new WeakMap<FileSystem, Map<string, Promise<void>>>();
+
+/**
+ * Replaces the file at `path` atomically and durably, through the port: writes the temp file
+ * {@link atomicTempPath} (same directory, so the rename cannot cross filesystems) with fsync,
+ * renames it over `path`, then fsyncs the directory so that the rename survives a crash. A
+ * reader sees the old bytes or the new ones, never a mix; after a crash, at worst a stale temp
+ * file is left, which the next write of the same path overwrites. On a failure before the
+ * rename the temp file is removed (best effort) and the original error rethrown. The temp name is
+ * deterministic (no clock, no randomness), so simulated runs replay byte for byte. The directory
+ * must exist.
+ */
+export function writeFileAtomic(fs: FileSystem, path: string, data: Uint8Array, options: AtomicWriteOptions): Promise<void> {
+  let inFlight = atomicWrites.get(fs);
+  if (inFlight === undefined) {
+    inFlight = new Map();
+    atomicWrites.set(fs, inFlight);
+  }
+  const writes = inFlight;
+  const previous = writes.get(path) ?? Promise.resolve();
+  const write = previous.then(() => replaceFile(fs, path, data, options), () => replaceFile(fs, path, data, options));
+  const settled = write.then(() => undefined, () => undefined);
+  writes.set(path, settled);
+  void settled.then(() => {
+    if (writes.get(path) === settled) writes.delete(path);
+  });
+  return write;
+}
+
+async function replaceFile(fs: FileSystem, path: string, data: Uint8Array, options: AtomicWriteOptions): Promise<void> {
+  const temp = atomicTempPath(path, options.writerId);
+  try {
+    await fs.writeFile(temp, data, { mode: options.mode, fsync: true });
+    await fs.rename(temp, path);
+  } catch (err) {
+    // The temp file may exist, fully or partly written: remove it, keep the original error.
+    await fs.unlink(temp).catch(() => undefined);
+    throw err;
+  }
+  await fs.fsyncDir(parentDir(path));
+}
+
+/** The directory holding `path` (an absolute POSIX path). */
+function parentDir(path: string): string {
+  const i = path.lastIndexOf('/');
+  return i <= 0 ? '/' : path.slice(0, i);
+}

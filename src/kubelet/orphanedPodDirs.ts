@@ -25,12 +25,12 @@ import * as path from 'node:path/posix';
 import type { ClusterView } from '../host/cluster.js';
 import { errorMessage, isNotExist, type DirEntry, type FileSystem } from '../host/fs.js';
 import type { Logger } from '../host/logger.js';
-import type { OrphanPodMetrics } from '../metrics/orphanPodMetrics.js';
+import type { OrphanPodMetrics } from '../host/metrics.js';
 import { VOLUME_DEVICES_DIR_NAME, VOLUMES_DIR_NAME, type KubeletLayout } from '../layout/layout.js';
 import { escapeQualifiedName, CSI_PLUGIN_NAME } from '../layout/names.js';
-import type { Mounter } from '../mount/mounter.js';
+import type { Mounter } from '../host/mounter.js';
 import type { MountTableSnapshot } from '../mount/mountRefs.js';
-import { resolvesInsideRoot } from '../volume/csi/volumeData.js';
+import { resolvesInsideRoot } from '../layout/confinement.js';
 
 /** kubelet's housekeeping period, which runs the sweep. */
 export const HOUSEKEEPING_PERIOD_MS = 2_000;

@@ -4,7 +4,7 @@
  * never change the node's mounts.
  */
 import type { FileSystem } from '../host/fs.js';
-import type { Mounter } from './mounter.js';
+import type { Mounter } from '../host/mounter.js';
 import type { MountTableSnapshot } from './mountRefs.js';
 
 export class ReadOnlyMounterError extends Error {

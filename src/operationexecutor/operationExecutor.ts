@@ -5,13 +5,9 @@
  */
 import type { Clock } from '../host/clock.js';
 import { getVolumeMode, specName } from '../volume/spec.js';
-import type { VolumeManagerMetrics } from '../metrics/volumeManagerMetrics.js';
-import type {
-  ActualStateOfWorldAttacherUpdater,
-  ActualStateOfWorldMounterUpdater,
-  AttachedVolume,
-} from '../volumemanager/cache/actualStateOfWorld.js';
-import type { VolumeToMount } from '../volumemanager/cache/desiredStateOfWorld.js';
+import type { VolumeManagerMetrics } from '../host/metrics.js';
+import type { ActualStateOfWorldAttacherUpdater, ActualStateOfWorldMounterUpdater, AttachedVolume } from './actualStateOfWorldUpdater.js';
+import type { VolumeToMount } from './volumeToMount.js';
 import { EMPTY_POD_NAME, type NestedPendingOperations, type OperationCompleteEvent, type OperationKey } from './nestedPendingOperations.js';
 import { OP, type Operation, type OperationGenerator, type UnmountTarget } from './operationGenerator.js';
 import { operationFailurePrefix } from './operationLog.js';

@@ -15,14 +15,8 @@ import { isOperationFinishedError, isUncertainProgressError } from '../volume/ut
 import { mapBlockVolume, unmapBlockVolume } from '../volume/util/blockMapping.js';
 import { checkNodeAffinity } from '../volume/util/nodeAffinity.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
-import type {
-  ActualStateOfWorldAttacherUpdater,
-  ActualStateOfWorldMounterUpdater,
-  AttachedVolume,
-  MarkVolumeOpts,
-  MountedVolume,
-} from '../volumemanager/cache/actualStateOfWorld.js';
-import type { VolumeToMount } from '../volumemanager/cache/desiredStateOfWorld.js';
+import type { ActualStateOfWorldAttacherUpdater, ActualStateOfWorldMounterUpdater, AttachedVolume, MarkVolumeOpts, MountedVolume } from './actualStateOfWorldUpdater.js';
+import type { VolumeToMount } from './volumeToMount.js';
 import { hasMountRefs } from '../mount/mountRefs.js';
 import type { GeneratedOperation } from './nestedPendingOperations.js';
 

@@ -23,6 +23,7 @@
  * No timer: time comes from the Clock port at each settled operation. Listener-safe: observe()
  * never throws; its asynchronous work (the target look-up, the file) is awaited by settled().
  */
+import type { StuckOperationMetrics } from '../host/metrics.js';
 import * as posix from 'node:path/posix';
 import type { Clock } from '../host/clock.js';
 import { errorCode, errorMessage, type FileSystem } from '../host/fs.js';
@@ -92,9 +93,7 @@ export interface StuckOperationsFile {
 }
 
 /** The metric port: the number of stuck operations by plugin and operation (replaces every series). */
-export interface StuckOperationMetrics {
-  setStuckOperations(counts: ReadonlyArray<{ readonly pluginName: string; readonly operationName: string; readonly count: number }>): void;
-}
+export type { StuckOperationMetrics } from '../host/metrics.js';
 
 export interface StuckOperationTrackerOptions {
   readonly clock: Clock;

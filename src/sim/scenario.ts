@@ -20,7 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
 import { z } from 'zod';
 
-import { GrpcStatus } from '../csi/types.js';
+import { GrpcStatus } from '../host/csi.js';
 
 /** The largest scenario file read. */
 export const MAX_SCENARIO_BYTES = 256 * 1024;
@@ -185,13 +185,20 @@ function nodeAt(root: YamlNode | null, p: readonly (string | number)[]): YamlNod
 export function parseScenario(text: string, file: string): Scenario {
   if (text.length > MAX_SCENARIO_BYTES) throw new ScenarioError(`${file}: larger than ${MAX_SCENARIO_BYTES} bytes`);
   const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true, logLevel: 'error' });
   const yamlError = doc.errors[0];
   if (yamlError !== undefined) {
     const line = lineCounter.linePos(yamlError.pos[0]).line;
     throw new ScenarioError(`${file}:${line}: (yaml): ${yamlError.message.split('\n')[0] ?? ''}`);
   }
-  const result = scenarioSchema.safeParse(doc.toJS());
+  let value: unknown;
+  try {
+    // Throws on an alias to no anchor and on an alias bomb (more than 100 expansions).
+    value = doc.toJS({ maxAliasCount: 100 });
+  } catch (err) {
+    throw new ScenarioError(`${file}:1: (yaml): ${err instanceof Error ? err.message : String(err)}`);
+  }
+  const result = scenarioSchema.safeParse(value);
   if (!result.success) {
     const issue = result.error.issues[0];
     const p = issue?.path ?? [];

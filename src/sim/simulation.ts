@@ -26,22 +26,24 @@ import {
   type CsiMethod,
   type CsiNodeClient,
   type NodeCapability,
-} from '../csi/types.js';
+} from '../host/csi.js';
 import type { FeatureGate } from '../features/features.js';
 import type { Clock } from '../host/clock.js';
-import type { ClusterView, Pod } from '../host/cluster.js';
+import type { ClusterView } from '../host/cluster.js';
+import type { Pod } from '../api/core.js';
 import { errorCode, errorMessage, type FileSystem } from '../host/fs.js';
 import type { Logger } from '../host/logger.js';
 import { HOUSEKEEPING_PERIOD_MS, orphanedPodDirsCleanerFor } from '../kubelet/orphanedPodDirs.js';
 import { KubeletLayout } from '../layout/layout.js';
 import { sha256Hex } from '../layout/names.js';
-import { RecordingMetrics } from '../metrics/volumeManagerMetrics.js';
-import type { Mounter } from '../mount/mounter.js';
+import { RecordingMetrics } from '../adapters/memory/recordingMetrics.js';
+import type { Mounter } from '../host/mounter.js';
 import type { MountTableSnapshot } from '../mount/mountRefs.js';
-import { constructPVSourceSpec, type PersistentVolume } from '../volume/spec.js';
+import { constructPVSourceSpec } from '../volume/spec.js';
+import { type PersistentVolume } from '../api/core.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
 import { DSW_POPULATOR_LOOP_PERIOD_MS, NODE_STATUS_UPDATE_PERIOD_MS, RECONCILER_LOOP_PERIOD_MS, VolumeManager } from '../volumemanager/volumeManager.js';
-import { FakeCluster } from '../testing/fakeCluster.js';
+import { FakeCluster } from '../adapters/memory/fakeCluster.js';
 import { DurableFs } from './durableFs.js';
 import { removalHits, type InvariantName, type Violation } from './invariants.js';
 import { fnv1a, Prng, RunningHash } from './prng.js';
@@ -1064,7 +1066,7 @@ export class Simulation {
   }
 }
 
-/** Paths with the engine's temp-file counter replaced (`.vol_data.json.tmp-7` -> `.vol_data.json.tmp-N`). */
+/** Paths with a temp-file counter replaced (`x.tmp-7` -> `x.tmp-N`; today's atomic write names its temp file deterministically, so this is a no-op kept for old traces). */
 function stableName(s: string): string {
   return s.replace(/\.tmp-\d+/g, '.tmp-N');
 }

@@ -5,7 +5,8 @@
  * KEP-6058 adds {@link GlobalVolumeListerPlugin}: a plugin that keeps global mounts outside any
  * pod directory lists them, so that the volume manager never learns a plugin's layout.
  */
-import type { PersistentVolumeMode, Spec } from './spec.js';
+import type { PersistentVolumeMode } from '../api/core.js';
+import type { Spec } from './spec.js';
 
 /** Where a reconstructed volume's data came from (nodevol addition; used for metrics labels). */
 export type VolumeDataSource = 'pod-local' | 'global-fallback';

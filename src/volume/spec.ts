@@ -2,56 +2,9 @@
  * volume.Spec: what kubelet knows of a volume, either a PersistentVolume or a pod's inline
  * volume (pkg/volume/plugins.go Spec). Only the fields nodevol uses are modelled.
  */
+import type { CSIVolumeSource, PersistentVolume, PersistentVolumeMode } from '../api/core.js';
 
-export type PersistentVolumeMode = 'Filesystem' | 'Block';
 export type VolumeLifecycleMode = 'Persistent' | 'Ephemeral';
-
-export interface SecretReference {
-  readonly name: string;
-  readonly namespace: string;
-}
-
-/** core/v1 CSIPersistentVolumeSource */
-export interface CSIPersistentVolumeSource {
-  readonly driver: string;
-  readonly volumeHandle: string;
-  readonly readOnly?: boolean;
-  readonly fsType?: string;
-  readonly volumeAttributes?: Readonly<Record<string, string>>;
-  readonly nodeStageSecretRef?: SecretReference;
-  readonly nodePublishSecretRef?: SecretReference;
-}
-
-/** core/v1 NodeSelectorRequirement (label requirements only; matchFields is not modelled). */
-export interface NodeSelectorRequirement {
-  readonly key: string;
-  readonly operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | 'Gt' | 'Lt';
-  readonly values?: readonly string[];
-}
-
-/** core/v1 VolumeNodeAffinity: the PV can be used on a node matching any of the terms. */
-export interface VolumeNodeAffinity {
-  readonly required?: { readonly nodeSelectorTerms: readonly { readonly matchExpressions?: readonly NodeSelectorRequirement[] }[] };
-}
-
-/** The parts of core/v1 PersistentVolume a node uses. */
-export interface PersistentVolume {
-  readonly name: string;
-  readonly csi?: CSIPersistentVolumeSource;
-  readonly volumeMode?: PersistentVolumeMode;
-  readonly accessModes?: readonly string[];
-  readonly mountOptions?: readonly string[];
-  /** spec.nodeAffinity, checked by MountVolume / MapVolume against the node's labels. */
-  readonly nodeAffinity?: VolumeNodeAffinity;
-}
-
-/** core/v1 CSIVolumeSource (inline ephemeral). */
-export interface CSIVolumeSource {
-  readonly driver: string;
-  readonly readOnly?: boolean;
-  readonly fsType?: string;
-  readonly volumeAttributes?: Readonly<Record<string, string>>;
-}
 
 /** The parts of a core/v1 Volume (pod.spec.volumes[i]) a node uses. */
 export interface InlineVolume {

@@ -9,8 +9,8 @@ import { pathToFileURL } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'puppeteer-core';
 import { renderTimelineHtml } from '../../src/timeline/html.js';
-import { findChromium, launchChromium } from '../../src/testing/browser.js';
-import { storyOneRuns } from '../../src/testing/timelineFixture.js';
+import { findChromium, launchChromium } from '../support/browser.js';
+import { storyOneRuns } from '../support/timelineFixture.js';
 
 const chromium = findChromium();
 const skip = 'missing' in chromium ? chromium.missing : false;

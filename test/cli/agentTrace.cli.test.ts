@@ -7,8 +7,8 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { CliProcess, NODEVOL_BIN } from '../../src/testing/cliProcess.js';
-import { waitFor } from '../../src/testing/e2e/waitFor.js';
+import { CliProcess, NODEVOL_BIN } from '../support/cliProcess.js';
+import { waitFor } from '../support/e2e/waitFor.js';
 import { parseTraceFile } from '../../src/timeline/traceFile.js';
 
 describe('nodevol agent --trace', () => {

@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { NodeFixture } from '../../src/testing/nodeFixture.js';
+import { NodeFixture } from '../support/nodeFixture.js';
 
 // This file runs from dist/test/cli/: the repo root is three levels up.
 const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..', '..');

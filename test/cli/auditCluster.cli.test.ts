@@ -10,8 +10,8 @@ import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { parse as parseYaml } from 'yaml';
-import { claim, csiDriver, list, node, persistentVolume, pod, typedList, volumeAttachment, type KubeObject } from '../../src/testing/clusterObjects.js';
-import { NodeFixture } from '../../src/testing/nodeFixture.js';
+import { claim, csiDriver, list, node, persistentVolume, pod, typedList, volumeAttachment, type KubeObject } from '../support/clusterObjects.js';
+import { NodeFixture } from '../support/nodeFixture.js';
 
 const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..', '..');
 const BIN = path.join(REPO_ROOT, 'bin', 'nodevol.js');

@@ -8,10 +8,10 @@ import { readFileSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { claim, list, node, persistentVolume } from '../../src/testing/clusterObjects.js';
-import { CliProcess, NODEVOL_BIN } from '../../src/testing/cliProcess.js';
-import { waitFor } from '../../src/testing/e2e/waitFor.js';
-import { NodeFixture } from '../../src/testing/nodeFixture.js';
+import { claim, list, node, persistentVolume } from '../support/clusterObjects.js';
+import { CliProcess, NODEVOL_BIN } from '../support/cliProcess.js';
+import { waitFor } from '../support/e2e/waitFor.js';
+import { NodeFixture } from '../support/nodeFixture.js';
 
 function nodevol(args: readonly string[], input?: string): { status: number | null; stdout: string; stderr: string } {
   const env = { ...process.env };

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { spawnSync } from 'node:child_process';
-import { NODEVOL_BIN } from '../../src/testing/cliProcess.js';
+import { NODEVOL_BIN } from '../support/cliProcess.js';
 
 function runNodevol(args: readonly string[], options: { cwd?: string } = {}): { status: number | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [NODEVOL_BIN, ...args], { encoding: 'utf8', timeout: 60_000, ...options });

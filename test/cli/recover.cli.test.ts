@@ -8,9 +8,9 @@ import { writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { list, node } from '../../src/testing/clusterObjects.js';
-import { NODEVOL_BIN } from '../../src/testing/cliProcess.js';
-import { NodeFixture } from '../../src/testing/nodeFixture.js';
+import { list, node } from '../support/clusterObjects.js';
+import { NODEVOL_BIN } from '../support/cliProcess.js';
+import { NodeFixture } from '../support/nodeFixture.js';
 
 const DRIVER = 'ebs.csi.example.com';
 

@@ -5,7 +5,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { storyOneRuns } from '../../src/testing/timelineFixture.js';
+import { storyOneRuns } from '../support/timelineFixture.js';
 import { traceLine } from '../../src/timeline/traceFile.js';
 
 const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..', '..');

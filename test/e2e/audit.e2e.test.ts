@@ -5,11 +5,11 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 
-import { killAll } from '../../src/testing/e2e/nodeNamespace.js';
-import { nodevolArgv } from '../../src/testing/e2e/paths.js';
-import { drainAndRebootDuringUnstage, mountedPod } from '../../src/testing/e2e/scenarios.js';
-import { GATE, rootOnlySkip, TestNode } from '../../src/testing/e2e/testNode.js';
-import { waitFor } from '../../src/testing/e2e/waitFor.js';
+import { killAll } from '../support/e2e/nodeNamespace.js';
+import { nodevolArgv } from '../support/e2e/paths.js';
+import { drainAndRebootDuringUnstage, mountedPod } from '../support/e2e/scenarios.js';
+import { GATE, rootOnlySkip, TestNode } from '../support/e2e/testNode.js';
+import { waitFor } from '../support/e2e/waitFor.js';
 
 interface AuditVolume {
   readonly uniqueName: string;

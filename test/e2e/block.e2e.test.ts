@@ -8,9 +8,9 @@ import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 
-import { killAll } from '../../src/testing/e2e/nodeNamespace.js';
-import { drainAndRebootDuringUnstage, mountedPod, restartWithHeldUnstage } from '../../src/testing/e2e/scenarios.js';
-import { rootOnlySkip, TestNode } from '../../src/testing/e2e/testNode.js';
+import { killAll } from '../support/e2e/nodeNamespace.js';
+import { drainAndRebootDuringUnstage, mountedPod, restartWithHeldUnstage } from '../support/e2e/scenarios.js';
+import { rootOnlySkip, TestNode } from '../support/e2e/testNode.js';
 
 const LISTED_LINE = 'Global mount with no pod directory is marked uncertain and added into the actual state';
 const nodes: TestNode[] = [];

@@ -11,10 +11,10 @@ import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 
-import type { JournalEntry } from '../../src/testing/e2e/nodeDisk.js';
-import { killAll } from '../../src/testing/e2e/nodeNamespace.js';
-import { rootOnlySkip, TestNode, type TestVolume } from '../../src/testing/e2e/testNode.js';
-import { waitFor } from '../../src/testing/e2e/waitFor.js';
+import type { JournalEntry } from '../support/e2e/nodeDisk.js';
+import { killAll } from '../support/e2e/nodeNamespace.js';
+import { rootOnlySkip, TestNode, type TestVolume } from '../support/e2e/testNode.js';
+import { waitFor } from '../support/e2e/waitFor.js';
 import { escapeMountPath } from '../../src/mount/mountInfo.js';
 
 type Op = 'NodeStageVolume' | 'NodePublishVolume' | 'NodeUnpublishVolume' | 'NodeUnstageVolume';

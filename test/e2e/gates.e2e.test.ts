@@ -10,10 +10,10 @@ import { unlink } from 'node:fs/promises';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 
-import { killAll } from '../../src/testing/e2e/nodeNamespace.js';
-import { mountedPod, type MountedPod } from '../../src/testing/e2e/scenarios.js';
-import { rootOnlySkip, TestNode } from '../../src/testing/e2e/testNode.js';
-import { waitFor } from '../../src/testing/e2e/waitFor.js';
+import { killAll } from '../support/e2e/nodeNamespace.js';
+import { mountedPod, type MountedPod } from '../support/e2e/scenarios.js';
+import { rootOnlySkip, TestNode } from '../support/e2e/testNode.js';
+import { waitFor } from '../support/e2e/waitFor.js';
 
 const GATE = 'CSIUnpublishBeforeUnstageAfterReconstruction';
 const PAIRED_LINE = 'Pod volume directory that could not be reconstructed is paired by PV name with a listed volume; it is unpublished before the volume is unstaged';

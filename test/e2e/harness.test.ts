@@ -1,4 +1,4 @@
-// The node e2e harness itself (src/testing/e2e): NodeDisk without root; NodeNamespace (a private
+// The node e2e harness itself (test/support/e2e): NodeDisk without root; NodeNamespace (a private
 // mount + PID namespace run by nsSupervisor) as root only, skipped with the reason otherwise.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -13,10 +13,10 @@ import { parse as parseYaml } from 'yaml';
 
 import { ClusterDirView } from '../../src/adapters/node/clusterDir.js';
 import { escapeMountPath } from '../../src/mount/mountInfo.js';
-import { NodeDisk, uniqueVolumeName } from '../../src/testing/e2e/nodeDisk.js';
-import { hostProcessExists, hostProcessRunning, hostProcessStartTime, killAll, NodeNamespace } from '../../src/testing/e2e/nodeNamespace.js';
-import { nodevolArgv, nodevolBin, repoRoot } from '../../src/testing/e2e/paths.js';
-import { waitFor, WaitTimeoutError, withTimeout } from '../../src/testing/e2e/waitFor.js';
+import { NodeDisk, uniqueVolumeName } from '../support/e2e/nodeDisk.js';
+import { hostProcessExists, hostProcessRunning, hostProcessStartTime, killAll, NodeNamespace } from '../support/e2e/nodeNamespace.js';
+import { nodevolArgv, nodevolBin, repoRoot } from '../support/e2e/paths.js';
+import { waitFor, WaitTimeoutError, withTimeout } from '../support/e2e/waitFor.js';
 
 const DRIVER = 'e2e.csi.example.com';
 const availability = NodeNamespace.available();
@@ -307,7 +307,7 @@ describe('e2e harness: NodeNamespace (root only)', { skip: ROOT_ONLY }, () => {
   });
 
   it('nothing outlives the test process: killed (stdin closes) or exiting without stop() (exit hook)', async (t) => {
-    const moduleUrl = pathToFileURL(path.join(repoRoot(), 'dist', 'src', 'testing', 'e2e', 'nodeNamespace.js')).href;
+    const moduleUrl = pathToFileURL(path.join(repoRoot(), 'dist', 'test', 'support', 'e2e', 'nodeNamespace.js')).href;
     const program = (end: string): string =>
       `import { NodeNamespace } from ${JSON.stringify(moduleUrl)};
        const ns = await NodeNamespace.start();

@@ -10,10 +10,10 @@ import { after, describe, it } from 'node:test';
 
 import { makeEphemeralVolumeHandle } from '../../src/layout/names.js';
 import { mockBackingPaths } from '../../src/csi/mock/mockDriver.js';
-import { inlineUniqueVolumeName } from '../../src/testing/e2e/nodeDisk.js';
-import { killAll } from '../../src/testing/e2e/nodeNamespace.js';
-import { E2E_DRIVER, rootOnlySkip, TestNode } from '../../src/testing/e2e/testNode.js';
-import { waitFor } from '../../src/testing/e2e/waitFor.js';
+import { inlineUniqueVolumeName } from '../support/e2e/nodeDisk.js';
+import { killAll } from '../support/e2e/nodeNamespace.js';
+import { E2E_DRIVER, rootOnlySkip, TestNode } from '../support/e2e/testNode.js';
+import { waitFor } from '../support/e2e/waitFor.js';
 
 const nodes: TestNode[] = [];
 

@@ -9,10 +9,10 @@ import { unlink } from 'node:fs/promises';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 
-import { killAll } from '../../src/testing/e2e/nodeNamespace.js';
-import { drainAndRebootDuringUnstage, mountedPod, restartWithHeldUnstage } from '../../src/testing/e2e/scenarios.js';
-import { rootOnlySkip, TestNode } from '../../src/testing/e2e/testNode.js';
-import { waitFor } from '../../src/testing/e2e/waitFor.js';
+import { killAll } from '../support/e2e/nodeNamespace.js';
+import { drainAndRebootDuringUnstage, mountedPod, restartWithHeldUnstage } from '../support/e2e/scenarios.js';
+import { rootOnlySkip, TestNode } from '../support/e2e/testNode.js';
+import { waitFor } from '../support/e2e/waitFor.js';
 
 const LISTED_LINE = 'Global mount with no pod directory is marked uncertain and added into the actual state';
 const SPEC_FALLBACK_LINE = 'plugin.ConstructVolumeSpec recovered vol_data from global mount';

@@ -9,11 +9,11 @@ import { readFile, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 
-import { claim, list, node as nodeObject, persistentVolume, pod, volumeAttachment, type KubeObject } from '../../src/testing/clusterObjects.js';
-import { killAll } from '../../src/testing/e2e/nodeNamespace.js';
-import { nodevolArgv } from '../../src/testing/e2e/paths.js';
-import { drainAndRebootDuringUnstage, mountedPod } from '../../src/testing/e2e/scenarios.js';
-import { E2E_DRIVER, rootOnlySkip, TestNode, type TestVolume } from '../../src/testing/e2e/testNode.js';
+import { claim, list, node as nodeObject, persistentVolume, pod, volumeAttachment, type KubeObject } from '../support/clusterObjects.js';
+import { killAll } from '../support/e2e/nodeNamespace.js';
+import { nodevolArgv } from '../support/e2e/paths.js';
+import { drainAndRebootDuringUnstage, mountedPod } from '../support/e2e/scenarios.js';
+import { E2E_DRIVER, rootOnlySkip, TestNode, type TestVolume } from '../support/e2e/testNode.js';
 
 const nodes: TestNode[] = [];
 

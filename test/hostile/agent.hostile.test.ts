@@ -10,7 +10,7 @@ import { Registry } from 'prom-client';
 
 import { startHttpServer, HTTP_LIMITS } from '../../src/agent/httpServer.js';
 import { AgentRuntime, type RuntimeVolumeManager } from '../../src/agent/runtime.js';
-import { RecordingLogger } from '../../src/testing/hosts.js';
+import { RecordingLogger } from '../support/hosts.js';
 
 const never = (): Promise<never> => new Promise<never>(() => undefined);
 

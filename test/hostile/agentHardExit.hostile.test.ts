@@ -20,8 +20,8 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { CliProcess } from '../../src/testing/cliProcess.js';
-import { waitFor } from '../../src/testing/e2e/waitFor.js';
+import { CliProcess } from '../support/cliProcess.js';
+import { waitFor } from '../support/e2e/waitFor.js';
 
 const GRACE_MS = 1_000;
 const HARD_STOP_MARGIN_MS = 2_000;

@@ -14,7 +14,7 @@ import { MemFs } from '../../src/adapters/memory/memFs.js';
 import { ClusterDirView, FULL_PASS_INTERVAL_MS, LAST_GOOD_DIR_NAME, type ClusterDirLimits } from '../../src/adapters/node/clusterDir.js';
 import { NodeFileSystem } from '../../src/adapters/node/nodeFs.js';
 import type { FileSystem } from '../../src/host/fs.js';
-import { FaultyFs } from '../../src/testing/faultyFs.js';
+import { FaultyFs } from '../support/faultyFs.js';
 
 const DIR = '/srv/cluster';
 const MANIFESTS = `${DIR}/manifests`;

@@ -7,10 +7,10 @@ import { mkdir, rmdir, symlink, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 
-import { killAll } from '../../src/testing/e2e/nodeNamespace.js';
-import { mountedPod } from '../../src/testing/e2e/scenarios.js';
-import { rootOnlySkip, TestNode } from '../../src/testing/e2e/testNode.js';
-import { waitFor } from '../../src/testing/e2e/waitFor.js';
+import { killAll } from '../support/e2e/nodeNamespace.js';
+import { mountedPod } from '../support/e2e/scenarios.js';
+import { rootOnlySkip, TestNode } from '../support/e2e/testNode.js';
+import { waitFor } from '../support/e2e/waitFor.js';
 
 const nodes: TestNode[] = [];
 async function newNode(name: string): Promise<TestNode> {

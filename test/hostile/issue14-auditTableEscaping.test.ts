@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { NodeFixture } from '../../src/testing/nodeFixture.js';
+import { NodeFixture } from '../support/nodeFixture.js';
 
 const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..', '..');
 const BIN = path.join(REPO_ROOT, 'bin', 'nodevol.js');

@@ -9,16 +9,16 @@ import { describe, it } from 'node:test';
 
 import { MemFs } from '../../src/adapters/memory/memFs.js';
 import { MemoryMounter } from '../../src/adapters/memory/memoryMounter.js';
-import type { CsiNodeClient } from '../../src/csi/types.js';
+import type { CsiNodeClient } from '../../src/host/csi.js';
 import { KubeletLayout } from '../../src/layout/layout.js';
 import { CsiAttacher } from '../../src/volume/csi/csiAttacher.js';
 import { CsiPlugin } from '../../src/volume/csi/csiPlugin.js';
 import { CsiPathError } from '../../src/volume/csi/csiUtil.js';
 import { saveVolumeData } from '../../src/volume/csi/volumeData.js';
 import type { VolumeHost } from '../../src/volume/volumeHost.js';
-import { FakeClock } from '../../src/testing/fakeClock.js';
-import { FakeCluster } from '../../src/testing/fakeCluster.js';
-import { gates, RecordingLogger } from '../../src/testing/hosts.js';
+import { FakeClock } from '../support/fakeClock.js';
+import { FakeCluster } from '../../src/adapters/memory/fakeCluster.js';
+import { gates, RecordingLogger } from '../support/hosts.js';
 
 const ROOT = '/var/lib/kubelet';
 const DRIVER = 'csi.example.com';

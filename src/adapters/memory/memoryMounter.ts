@@ -24,7 +24,7 @@ import * as posix from 'node:path/posix';
 import { FsError, type FileSystem } from '../../host/fs.js';
 import { escapeMountPath } from '../../mount/mountInfo.js';
 import { MountTableSnapshot } from '../../mount/mountRefs.js';
-import type { Mounter } from '../../mount/mounter.js';
+import type { Mounter } from '../../host/mounter.js';
 import { MemFs } from './memFs.js';
 
 /** One mount, as /proc/self/mountinfo describes it (paths unescaped). */

@@ -32,20 +32,22 @@
  * node-status.json must be a regular file in DIR: a symlink is refused (reads and writes stay
  * inside the cluster dir), as is a FIFO or device (the FileSystem port refuses non-regular
  * files). A missing, unreadable or invalid file makes every call reject. setVolumesInUse
- * rewrites only volumesInUse, keeping every other field (read-modify-write), atomically: temp
- * file in DIR, fsync, rename, fsync of DIR. Writes from one view are serialised; a concurrent
+ * rewrites only volumesInUse, keeping every other field (read-modify-write), atomically
+ * (writeFileAtomic: `node-status.json.<pid>.tmp` in DIR, fsync, rename, fsync of DIR). Writes from one view are serialised; a concurrent
  * writer in another process can still lose an update (there is no file lock).
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { watch, type FSWatcher } from 'node:fs';
 import * as posix from 'node:path/posix';
 import { resolve as resolvePath } from 'node:path';
 
-import type { AttachedVolume, ClusterView, CSIDriverInfo, NodeStatus, PersistentVolumeClaim, Pod } from '../../host/cluster.js';
-import { errorCode, errorMessage, type FileStat, type FileSystem } from '../../host/fs.js';
+import type { AttachedVolume, CSIDriverInfo, NodeStatus, PersistentVolumeClaim, Pod } from '../../api/core.js';
+import type { ClusterView } from '../../host/cluster.js';
+import { errorCode, errorMessage, writeFileAtomic, type FileStat, type FileSystem } from '../../host/fs.js';
 import { discardLogger, type Logger } from '../../host/logger.js';
-import type { PersistentVolume } from '../../volume/spec.js';
-import { formatFieldPath, isRecord, nodeStatusSchema, objectProblem, parseManifestFile, type ManifestProblem, type ParsedFile } from './clusterManifests.js';
+import type { PersistentVolume } from '../../api/core.js';
+import { formatFieldPath, isRecord, nodeStatusSchema, parseManifestFile, type ManifestProblem, type ParsedFile } from './clusterManifests.js';
+import { SnapshotBuilder, type Snapshot } from './clusterSnapshot.js';
 import { NodeFileSystem } from './nodeFs.js';
 
 export { derivedPodUID, formatFieldPath, type ManifestProblem } from './clusterManifests.js';
@@ -99,14 +101,6 @@ export interface ClusterDirOptions {
 /** With `watch`, the longest a pass is skipped for want of an event. */
 export const FULL_PASS_INTERVAL_MS = 10_000;
 
-interface Snapshot {
-  readonly pods: readonly Pod[];
-  readonly pvcs: ReadonlyMap<string, PersistentVolumeClaim>;
-  readonly pvs: ReadonlyMap<string, PersistentVolume>;
-  readonly drivers: ReadonlyMap<string, CSIDriverInfo>;
-  readonly problems: readonly ManifestProblem[];
-}
-
 /** The latest read of one manifest file. */
 interface CachedRead {
   /** Identity of the file when it was read; undefined when the adapter has none (never reused). */
@@ -124,60 +118,6 @@ interface LastGood {
 }
 
 type NodeStatusRead = { raw: Record<string, unknown>; status: ReturnType<typeof nodeStatusSchema.parse> };
-
-/** Collects the objects of one pass, first one of a name winning. */
-class SnapshotBuilder {
-  readonly pods: Pod[] = [];
-  readonly podKeys = new Set<string>();
-  readonly podUIDs = new Map<string, string>();
-  readonly pvcs = new Map<string, PersistentVolumeClaim>();
-  readonly pvs = new Map<string, PersistentVolume>();
-  readonly drivers = new Map<string, CSIDriverInfo>();
-  readonly problems: ManifestProblem[] = [];
-  documents = 0;
-
-  add(file: string, parsed: ParsedFile): void {
-    this.documents += parsed.documents;
-    for (const o of parsed.objects) {
-      const dup = (message: string, field: 'name' | 'uid', line: number | undefined): void => {
-        this.problems.push(objectProblem(file, o.document, undefined, undefined, o.what, message, ['metadata', field], line));
-      };
-      switch (o.kind) {
-        case 'Pod': {
-          const pod = o.pod;
-          const key = `${pod.namespace}/${pod.name}`;
-          const other = this.podUIDs.get(pod.uid);
-          if (this.podKeys.has(key)) dup(`a Pod ${key} was already read from an earlier file or document`, 'name', o.nameLine);
-          else if (other !== undefined) dup(`metadata.uid ${pod.uid} is already the UID of Pod ${other}`, 'uid', o.uidLine);
-          else {
-            this.podKeys.add(key);
-            this.podUIDs.set(pod.uid, key);
-            this.pods.push(pod);
-          }
-          break;
-        }
-        case 'PersistentVolumeClaim': {
-          const key = `${o.pvc.namespace}/${o.pvc.name}`;
-          if (this.pvcs.has(key)) dup(`a PersistentVolumeClaim ${key} was already read from an earlier file or document`, 'name', o.nameLine);
-          else this.pvcs.set(key, o.pvc);
-          break;
-        }
-        case 'PersistentVolume':
-          if (this.pvs.has(o.pv.name)) dup(`a PersistentVolume ${o.pv.name} was already read from an earlier file or document`, 'name', o.nameLine);
-          else this.pvs.set(o.pv.name, o.pv);
-          break;
-        case 'CSIDriver':
-          if (this.drivers.has(o.driver.name)) dup(`a CSIDriver ${o.driver.name} was already read from an earlier file or document`, 'name', o.nameLine);
-          else this.drivers.set(o.driver.name, o.driver);
-          break;
-      }
-    }
-  }
-
-  build(): Snapshot {
-    return { pods: this.pods, pvcs: this.pvcs, pvs: this.pvs, drivers: this.drivers, problems: this.problems };
-  }
-}
 
 /** A file's identity for change detection: undefined when the adapter gives no inode or times. */
 function identityOf(st: FileStat): string | undefined {
@@ -410,17 +350,12 @@ export class ClusterDirView implements ClusterView {
     this.#nodeStatus = undefined;
   }
 
-  /** Temp file in `dir`, fsync, rename onto `dir/name`, fsync of `dir`. */
+  /**
+   * writeFileAtomic onto `dir/name`; the temp file names this process, since another nodevol
+   * may write the same cluster dir.
+   */
   async #writeAtomically(dir: string, name: string, data: Uint8Array, mode: number): Promise<void> {
-    const tmp = posix.join(dir, `.${name}.${randomBytes(6).toString('hex')}.tmp`);
-    try {
-      await this.#fs.writeFile(tmp, data, { mode, fsync: true });
-      await this.#fs.rename(tmp, posix.join(dir, name));
-    } catch (err) {
-      await this.#fs.unlink(tmp).catch(() => undefined);
-      throw err;
-    }
-    await this.#fs.fsyncDir(dir);
+    await writeFileAtomic(this.#fs, posix.join(dir, name), data, { mode, writerId: String(process.pid) });
   }
 
   // ---------------------------------------------------------------- manifests
@@ -601,7 +536,7 @@ export class ClusterDirView implements ClusterView {
       for (const e of await this.#fs.readdir(store)) {
         if (e.type === 'file' && isManifestName(e.name)) this.#storeNames.add(e.name);
         // A temp file left by a crash in the middle of a copy: never complete, never needed.
-        else if (e.type === 'file' && e.name.startsWith('.') && e.name.endsWith('.tmp')) await this.#fs.unlink(posix.join(store, e.name)).catch(() => undefined);
+        else if (e.type === 'file' && e.name.endsWith('.tmp')) await this.#fs.unlink(posix.join(store, e.name)).catch(() => undefined);
       }
     } catch (err) {
       this.#logger.error(err, 'Cannot list the last good manifests; starting without them', { dir: store });

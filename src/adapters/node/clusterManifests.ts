@@ -1,8 +1,9 @@
 /**
- * The cluster dir's manifests, one file at a time: the schemas of the objects nodevol uses
- * (Pod, PersistentVolumeClaim, PersistentVolume, CSIDriver; unknown kinds and fields ignored)
- * and {@link parseManifestFile}, which turns one file's bytes into its objects and its problems.
- * Pure: no I/O, so a file is parsed once and its result cached by the view (clusterDir.ts).
+ * The cluster dir's manifests, one file at a time: {@link parseManifestFile} reads one file's
+ * YAML documents, checks each object against its schema (clusterSchemas.ts; unknown kinds and
+ * fields ignored) and turns the file into its objects and its problems, each problem naming the
+ * file, document, line and field. Pure: no I/O, so a file is parsed once and its result cached
+ * by the view (clusterDir.ts).
  *
  * Validation follows the API server's rules for the fields nodevol uses, including the name
  * formats (DNS-1123 labels/subdomains, CSI driver names) since names end up in paths under the
@@ -11,14 +12,14 @@
  * {@link derivedPodUID}); note that a pod deleted and re-created under the same name then keeps
  * its UID, unlike on a real cluster.
  */
-import { createHash } from 'node:crypto';
-
 import { LineCounter, parseAllDocuments, type Document } from 'yaml';
-import { z } from 'zod';
 
-import type { CSIDriverInfo, PersistentVolumeClaim, Pod, PodVolumeSource } from '../../host/cluster.js';
+import type { CSIDriverInfo, PersistentVolumeClaim, Pod } from '../../api/core.js';
 import { errorMessage } from '../../host/fs.js';
-import type { CSIPersistentVolumeSource, CSIVolumeSource, PersistentVolume } from '../../volume/spec.js';
+import type { PersistentVolume } from '../../api/core.js';
+import { isKnownKind, KIND_SCHEMAS, toPod, toPV } from './clusterSchemas.js';
+
+export { derivedPodUID, nodeStatusSchema } from './clusterSchemas.js';
 
 /** One skipped file or object. */
 export interface ManifestProblem {
@@ -32,142 +33,6 @@ export interface ManifestProblem {
   readonly field?: string;
   /** Full text: file, document, object, field(s) and what is wrong. */
   readonly message: string;
-}
-
-// ------------------------------------------------------------------------------------------
-// Schemas (the fields nodevol uses; unknown fields are stripped, unknown kinds ignored).
-
-const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-/** Pod UIDs become directory names under <root>/pods: one safe path segment. */
-const POD_UID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
-
-const dnsLabel = z
-  .string()
-  .max(63, 'must be at most 63 characters')
-  .regex(DNS1123_LABEL, 'must be a DNS-1123 label (lowercase letters, digits and "-", starting and ending with a letter or digit)');
-const dnsSubdomain = z
-  .string()
-  .max(253, 'must be at most 253 characters')
-  .regex(DNS1123_SUBDOMAIN, 'must be a DNS-1123 subdomain (lowercase letters, digits, "-" and ".", starting and ending with a letter or digit)');
-/** ValidateCSIDriverName: at most 63 characters, a DNS-1123 subdomain once lowercased. */
-const csiDriverName = z
-  .string()
-  .min(1, 'must not be empty')
-  .max(63, 'must be at most 63 characters')
-  .refine((s) => DNS1123_SUBDOMAIN.test(s.toLowerCase()), 'must be a CSI driver name (letters, digits, "-" and ".", starting and ending with a letter or digit)');
-const podUID = z.string().regex(POD_UID, 'must be letters, digits, ".", "_" and "-" (at most 128, starting with a letter or digit)');
-const stringMap = z.record(z.string());
-const volumeMode = z.enum(['Filesystem', 'Block']);
-const secretRef = z.object({ name: z.string().min(1), namespace: z.string().min(1) });
-
-const csiInline = z.object({
-  driver: csiDriverName,
-  readOnly: z.boolean().optional(),
-  fsType: z.string().optional(),
-  volumeAttributes: stringMap.optional(),
-});
-
-const podVolume = z
-  .object({
-    name: dnsLabel,
-    persistentVolumeClaim: z.object({ claimName: z.string().min(1, 'must not be empty'), readOnly: z.boolean().optional() }).optional(),
-    csi: csiInline.optional(),
-  })
-  .refine((v) => v.persistentVolumeClaim === undefined || v.csi === undefined, {
-    message: 'may not specify both persistentVolumeClaim and csi',
-    path: ['csi'],
-  });
-
-const container = z.object({ volumeDevices: z.array(z.object({ name: z.string().min(1, 'must not be empty') })).optional() });
-
-const podSchema = z.object({
-  apiVersion: z.literal('v1'),
-  kind: z.literal('Pod'),
-  metadata: z.object({ name: dnsSubdomain, namespace: dnsLabel.default('default'), uid: podUID.optional() }),
-  spec: z
-    .object({
-      nodeName: z.string().default(''),
-      volumes: z.array(podVolume).default([]),
-      securityContext: z.object({ fsGroup: z.number().int().min(0).max(2147483647).optional() }).optional(),
-      containers: z.array(container).default([]),
-      initContainers: z.array(container).default([]),
-      ephemeralContainers: z.array(container).default([]),
-    })
-    .superRefine((spec, ctx) => {
-      const seen = new Set<string>();
-      spec.volumes.forEach((v, i) => {
-        if (seen.has(v.name)) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `duplicate volume name ${JSON.stringify(v.name)}`, path: ['volumes', i, 'name'] });
-        seen.add(v.name);
-      });
-    }),
-});
-
-const pvcSchema = z.object({
-  apiVersion: z.literal('v1'),
-  kind: z.literal('PersistentVolumeClaim'),
-  metadata: z.object({ name: dnsSubdomain, namespace: dnsLabel.default('default') }),
-  spec: z.object({ volumeName: z.string().default(''), volumeMode: volumeMode.optional() }).default({}),
-});
-
-const pvSchema = z.object({
-  apiVersion: z.literal('v1'),
-  kind: z.literal('PersistentVolume'),
-  metadata: z.object({ name: dnsSubdomain }),
-  spec: z
-    .object({
-      csi: z
-        .object({
-          driver: csiDriverName,
-          volumeHandle: z.string().min(1, 'must not be empty'),
-          readOnly: z.boolean().optional(),
-          fsType: z.string().optional(),
-          volumeAttributes: stringMap.optional(),
-          nodeStageSecretRef: secretRef.optional(),
-          nodePublishSecretRef: secretRef.optional(),
-        })
-        .optional(),
-      volumeMode: volumeMode.optional(),
-      accessModes: z.array(z.string()).optional(),
-      mountOptions: z.array(z.string()).optional(),
-    })
-    .default({}),
-});
-
-const csiDriverSchema = z.object({
-  apiVersion: z.enum(['storage.k8s.io/v1', 'storage.k8s.io/v1beta1']),
-  kind: z.literal('CSIDriver'),
-  metadata: z.object({ name: csiDriverName }),
-  spec: z.object({ attachRequired: z.boolean().default(true), podInfoOnMount: z.boolean().default(false) }).default({}),
-});
-
-const KIND_SCHEMAS = {
-  Pod: podSchema,
-  PersistentVolumeClaim: pvcSchema,
-  PersistentVolume: pvSchema,
-  CSIDriver: csiDriverSchema,
-} as const;
-type KnownKind = keyof typeof KIND_SCHEMAS;
-
-function isKnownKind(kind: string): kind is KnownKind {
-  return Object.hasOwn(KIND_SCHEMAS, kind);
-}
-
-export const nodeStatusSchema = z.object({
-  volumesAttached: z.array(z.object({ name: z.string().min(1, 'must not be empty'), devicePath: z.string().default('') })).default([]),
-  volumesInUse: z.array(z.string()).default([]),
-});
-
-// ------------------------------------------------------------------------------------------
-
-/**
- * The UID given to a Pod manifest without metadata.uid: the first 32 hex digits of
- * sha256("<namespace>/<name>") in UUID form (8-4-4-4-12, 36 characters). Stable across reads
- * and restarts, distinct per namespace/name.
- */
-export function derivedPodUID(namespace: string, name: string): string {
-  const h = createHash('sha256').update(`${namespace}/${name}`, 'utf8').digest('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
 }
 
 /** A zod issue path as `spec.volumes[0].name` (odd keys quoted: `volumeAttributes["a.b/c"]`). */
@@ -203,61 +68,6 @@ export function lineOf(doc: Document, lines: LineCounter, path: readonly (string
     if (isRecord(node) && Array.isArray(node.range) && typeof node.range[0] === 'number') return lines.linePos(node.range[0]).line;
   }
   return undefined;
-}
-
-function toPod(obj: z.infer<typeof podSchema>): Pod {
-  const { metadata, spec } = obj;
-  const volumes: PodVolumeSource[] = spec.volumes.map((v) => {
-    const pvc = v.persistentVolumeClaim;
-    return {
-      name: v.name,
-      ...(pvc !== undefined ? { persistentVolumeClaim: { claimName: pvc.claimName, ...(pvc.readOnly !== undefined ? { readOnly: pvc.readOnly } : {}) } } : {}),
-      ...(v.csi !== undefined ? { csi: toCsiInline(v.csi) } : {}),
-    };
-  });
-  const blockVolumeNames = [...new Set([...spec.containers, ...spec.initContainers, ...spec.ephemeralContainers].flatMap((c) => (c.volumeDevices ?? []).map((d) => d.name)))];
-  const fsGroup = spec.securityContext?.fsGroup;
-  return {
-    uid: metadata.uid ?? derivedPodUID(metadata.namespace, metadata.name),
-    namespace: metadata.namespace,
-    name: metadata.name,
-    nodeName: spec.nodeName,
-    volumes,
-    ...(blockVolumeNames.length > 0 ? { blockVolumeNames } : {}),
-    ...(fsGroup !== undefined ? { fsGroup } : {}),
-  };
-}
-
-function toCsiInline(c: z.infer<typeof csiInline>): CSIVolumeSource {
-  return {
-    driver: c.driver,
-    ...(c.readOnly !== undefined ? { readOnly: c.readOnly } : {}),
-    ...(c.fsType !== undefined ? { fsType: c.fsType } : {}),
-    ...(c.volumeAttributes !== undefined ? { volumeAttributes: c.volumeAttributes } : {}),
-  };
-}
-
-function toPV(obj: z.infer<typeof pvSchema>): PersistentVolume {
-  const { csi, volumeMode: mode, accessModes, mountOptions } = obj.spec;
-  let source: CSIPersistentVolumeSource | undefined;
-  if (csi !== undefined) {
-    source = {
-      driver: csi.driver,
-      volumeHandle: csi.volumeHandle,
-      ...(csi.readOnly !== undefined ? { readOnly: csi.readOnly } : {}),
-      ...(csi.fsType !== undefined ? { fsType: csi.fsType } : {}),
-      ...(csi.volumeAttributes !== undefined ? { volumeAttributes: csi.volumeAttributes } : {}),
-      ...(csi.nodeStageSecretRef !== undefined ? { nodeStageSecretRef: csi.nodeStageSecretRef } : {}),
-      ...(csi.nodePublishSecretRef !== undefined ? { nodePublishSecretRef: csi.nodePublishSecretRef } : {}),
-    };
-  }
-  return {
-    name: obj.metadata.name,
-    ...(source !== undefined ? { csi: source } : {}),
-    ...(mode !== undefined ? { volumeMode: mode } : {}),
-    ...(accessModes !== undefined ? { accessModes } : {}),
-    ...(mountOptions !== undefined ? { mountOptions } : {}),
-  };
 }
 
 const MAX_ISSUES_IN_MESSAGE = 5;
@@ -310,7 +120,7 @@ export function parseManifestFile(file: string, bytes: Uint8Array, maxAliasCount
   const lines = new LineCounter();
   const docs: Document[] = [];
   try {
-    for (const doc of parseAllDocuments(text, { lineCounter: lines, prettyErrors: true, uniqueKeys: true, merge: true })) docs.push(doc);
+    for (const doc of parseAllDocuments(text, { lineCounter: lines, prettyErrors: true, uniqueKeys: true, merge: true, logLevel: 'error' })) docs.push(doc);
   } catch (err) {
     return fileProblem(`YAML does not parse: ${errorMessage(err)}`);
   }

@@ -20,7 +20,7 @@ import { FsError, errorCode, errorMessage, type FileStat, type FileSystem } from
 import { discardLogger, type Logger } from '../../host/logger.js';
 import { escapeMountPath } from '../../mount/mountInfo.js';
 import { readMountTableSnapshot, type MountTableSnapshot } from '../../mount/mountRefs.js';
-import type { Mounter } from '../../mount/mounter.js';
+import type { Mounter } from '../../host/mounter.js';
 import type { MountInfoSource } from '../../mount/mountTable.js';
 import { LIVE_MOUNTINFO, mountInfoFileSource } from './mountInfoFile.js';
 import { NodeFileSystem } from './nodeFs.js';

@@ -56,7 +56,7 @@ import {
   type NodeUnpublishVolumeRequest,
   type NodeUnstageVolumeRequest,
   type VolumeCapability,
-} from '../types.js';
+} from '../../host/csi.js';
 
 export interface FakeCsiDriverOptions {
   readonly name: string;

@@ -26,7 +26,7 @@ import {
   type NodeUnpublishVolumeRequest,
   type NodeUnstageVolumeRequest,
   type VolumeCapability,
-} from '../types.js';
+} from '../../host/csi.js';
 import {
   nodeCapabilitiesFromWire,
   toWireNodePublishRequest,

@@ -16,7 +16,7 @@ import * as posix from 'node:path/posix';
 
 import { errorCode, errorMessage, type FileSystem } from '../../host/fs.js';
 import { CsiStatusError } from '../grpc/server.js';
-import { GrpcStatus } from '../types.js';
+import { GrpcStatus } from '../../host/csi.js';
 
 /** Directories a staging or target path may never be, nor (for the first group) lie under. */
 const SYSTEM_TREES = ['/bin', '/boot', '/dev', '/etc', '/lib', '/lib32', '/lib64', '/libx32', '/proc', '/sbin', '/sys', '/usr'];

@@ -30,7 +30,7 @@ import { z } from 'zod';
 import { NodeFileSystem } from '../../adapters/node/nodeFs.js';
 import { errorCode, errorMessage } from '../../host/fs.js';
 import type { Logger } from '../../host/logger.js';
-import { GrpcStatus, grpcStatusName, type CsiRpcMethod, type GrpcStatusName } from '../types.js';
+import { GrpcStatus, grpcStatusName, type CsiRpcMethod, type GrpcStatusName } from '../../host/csi.js';
 
 /** Every RPC the mock driver serves (what a rule's `method` may name). */
 export const MOCK_RPC_METHODS = [
@@ -104,7 +104,7 @@ export class MockFaultsError extends Error {
 export function parseFaults(text: string, file = 'faults'): MockFaultRule[] {
   let raw: unknown;
   try {
-    raw = parseYaml(text);
+    raw = parseYaml(text, { logLevel: 'error' });
   } catch (err) {
     throw new MockFaultsError(`${file}: not YAML or JSON: ${errorMessage(err)}`);
   }

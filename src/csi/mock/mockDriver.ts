@@ -51,12 +51,12 @@ import { discardLogger, type Logger } from '../../host/logger.js';
 import { NodeFileSystem } from '../../adapters/node/nodeFs.js';
 import { NodeMounter } from '../../adapters/node/nodeMounter.js';
 import { escapeMountPath } from '../../mount/mountInfo.js';
-import type { Mounter } from '../../mount/mounter.js';
+import type { Mounter } from '../../host/mounter.js';
 import { unixSocketPath } from '../grpc/endpoint.js';
 import { CsiStatusError, startCsiServer, type CsiServer, type ControllerHandlers, type IdentityHandlers, type NodeHandlers } from '../grpc/server.js';
 import type * as wire from '../grpc/messages.js';
 import type { MessageInit } from '../grpc/messages.js';
-import { GrpcStatus, grpcStatusName } from '../types.js';
+import { GrpcStatus, grpcStatusName } from '../../host/csi.js';
 import { checkCoPath, checkVolumeId, normalizeAllowedRoots } from './confine.js';
 import {
   CsiNodeState,

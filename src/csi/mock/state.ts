@@ -17,7 +17,7 @@ import * as posix from 'node:path/posix';
 
 import { z } from 'zod';
 
-import { errorCode, errorMessage, type FileSystem } from '../../host/fs.js';
+import { errorCode, errorMessage, writeFileAtomic, type FileSystem } from '../../host/fs.js';
 
 /** The directory of per-volume records, under the state dir. */
 export const STATE_DIR_NAME = 'state';
@@ -128,11 +128,8 @@ function byId(a: MockVolumeRecord, b: MockVolumeRecord): number {
  * Replaces `file` with `data` atomically and durably: `<file>.tmp` written and fsynced, renamed
  * over `file`, the directory fsynced. The one durable-write step of the mock driver's state.
  */
-export async function writeDurable(fs: FileSystem, file: string, data: Uint8Array): Promise<void> {
-  const tmp = `${file}.tmp`;
-  await fs.writeFile(tmp, data, { mode: 0o600, fsync: true });
-  await fs.rename(tmp, file);
-  await fs.fsyncDir(posix.dirname(file));
+export function writeDurable(fs: FileSystem, file: string, data: Uint8Array): Promise<void> {
+  return writeFileAtomic(fs, file, data, { mode: 0o600 });
 }
 
 /** The file holding one volume's record. */

@@ -34,7 +34,8 @@ import { CsiMounter, CsiUnmounter } from './csiMounter.js';
 import type { VolumeHost } from '../volumeHost.js';
 import { findGlobalMountDataFromPodMount } from './globalMountFallback.js';
 import { listCsiGlobalVolumes, type GlobalVolumeListing, type SkippedGlobalDir } from './globalVolumes.js';
-import { loadVolumeData, resolvesInsideRoot, VOL_DATA_FILE_NAME, volDataKey, type VolumeData } from './volumeData.js';
+import { resolvesInsideRoot } from '../../layout/confinement.js';
+import { loadVolumeData, VOL_DATA_FILE_NAME, volDataKey, type VolumeData } from './volumeData.js';
 
 export { CsiSpecError };
 

@@ -4,8 +4,8 @@
  * kubelet's operation error classes, and a guard that keeps every removal under the root dir.
  */
 import * as path from 'node:path/posix';
-import { isFinalCsiError, type AccessMode, type CsiNodeClient, type VolumeCapability } from '../../csi/types.js';
-import { errorCode, errorMessage, escapeUndecodable, isNotExist } from '../../host/fs.js';
+import { isFinalCsiError, type AccessMode, type CsiNodeClient, type VolumeCapability } from '../../host/csi.js';
+import { atomicTempPath, errorCode, errorMessage, escapeUndecodable, isNotExist } from '../../host/fs.js';
 import type { Spec } from '../spec.js';
 import { TransientOperationFailure, UncertainProgressError } from '../util/errors.js';
 import type { VolumeHost } from '../volumeHost.js';
@@ -121,12 +121,13 @@ export async function removeMountDir(host: VolumeHost, mountPath: string): Promi
   }
 }
 
-/** `.vol_data.json.tmp-<n>`: the temp file of the atomic vol_data.json write. */
-const VOLUME_DATA_TEMP_FILE = new RegExp(`^\\.${VOL_DATA_FILE_NAME.replace('.', '\\.')}\\.tmp-\\d+$`);
+/** `vol_data.json.tmp`: the temp file of the atomic vol_data.json write ({@link atomicTempPath}). */
+const VOLUME_DATA_TEMP_FILE_NAME = path.basename(atomicTempPath(VOL_DATA_FILE_NAME));
 
 export function isVolumeDataTempFile(name: string): boolean {
-  return VOLUME_DATA_TEMP_FILE.test(name);
+  return name === VOLUME_DATA_TEMP_FILE_NAME;
 }
+
 
 /**
  * Removes the leftover temp files of interrupted vol_data.json writes in `dir`; true when

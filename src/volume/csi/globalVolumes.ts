@@ -20,9 +20,11 @@ import {
 import { joinName } from '../../layout/joinName.js';
 import { escapeQualifiedName, isSafePathComponent, isSha256Hex } from '../../layout/names.js';
 import type { GlobalVolume } from '../plugins.js';
-import { constructPVSourceSpec, type PersistentVolumeMode } from '../spec.js';
+import { constructPVSourceSpec } from '../spec.js';
+import { type PersistentVolumeMode } from '../../api/core.js';
 import type { VolumeHost } from '../volumeHost.js';
-import { loadVolumeData, rootEscapeReason, VOL_DATA_FILE_NAME, volDataKey, type VolumeData } from './volumeData.js';
+import { rootEscapeReason } from '../../layout/confinement.js';
+import { loadVolumeData, VOL_DATA_FILE_NAME, volDataKey, type VolumeData } from './volumeData.js';
 
 /** Why a directory under the CSI plugin dir is not reported as a global volume. */
 export type GlobalDirSkipReason =

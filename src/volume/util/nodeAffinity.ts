@@ -3,7 +3,7 @@
  * used only on a node whose labels match at least one of its terms; every requirement of a term
  * must hold. A PV without node affinity fits every node.
  */
-import type { NodeSelectorRequirement, PersistentVolume } from '../spec.js';
+import type { NodeSelectorRequirement, PersistentVolume } from '../../api/core.js';
 
 export function checkNodeAffinity(pv: PersistentVolume, nodeLabels: Readonly<Record<string, string>>): Error | undefined {
   const terms = pv.nodeAffinity?.required?.nodeSelectorTerms;

@@ -6,27 +6,8 @@
  * and hands them in; nothing here does I/O. Getters return copies.
  */
 import type { UniquePodName, UniqueVolumeName } from '../../layout/names.js';
-import type { Pod } from '../../host/cluster.js';
-import { specName, type Spec } from '../../volume/spec.js';
-
-export interface PodToMount {
-  readonly podName: UniquePodName;
-  readonly pod: Pod;
-  readonly spec: Spec;
-  /** pod.spec.volumes[i].name */
-  readonly outerVolumeSpecName: string;
-  readonly seLinuxMountContext: string;
-}
-
-/** One (volume, pod) pair the reconciler must make real (kubelet VolumeToMount). */
-export interface VolumeToMount extends PodToMount {
-  readonly volumeName: UniqueVolumeName;
-  readonly pluginName: string;
-  readonly pluginIsAttachable: boolean;
-  readonly pluginIsDeviceMountable: boolean;
-  /** Set once node.status.volumesInUse has been written with this volume. */
-  readonly reportedInUse: boolean;
-}
+import { specName } from '../../volume/spec.js';
+import type { PodToMount, VolumeToMount } from '../../operationexecutor/volumeToMount.js';
 
 export interface AddPodToVolumeArgs extends PodToMount {
   readonly volumeName: UniqueVolumeName;

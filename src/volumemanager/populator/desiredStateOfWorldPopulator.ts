@@ -7,7 +7,8 @@
  * become true: nothing is unmounted on the strength of an unanswered question.
  */
 import type { Clock } from '../../host/clock.js';
-import type { ClusterView, Pod, PodVolumeSource } from '../../host/cluster.js';
+import type { ClusterView } from '../../host/cluster.js';
+import type { Pod, PodVolumeSource } from '../../api/core.js';
 import { errorMessage } from '../../host/fs.js';
 import type { Logger } from '../../host/logger.js';
 import { getUniqueVolumeName, getUniqueVolumeNameWithPod, type UniquePodName } from '../../layout/names.js';

@@ -9,8 +9,8 @@ import type { Logger } from '../../host/logger.js';
 import { VOLUME_DEVICES_DIR_NAME, VOLUMES_DIR_NAME, type KubeletLayout } from '../../layout/layout.js';
 import { joinName } from '../../layout/joinName.js';
 import { unescapeQualifiedName, type UniquePodName } from '../../layout/names.js';
-import type { PersistentVolumeMode } from '../../volume/spec.js';
-import { rootEscapeReason } from '../../volume/csi/volumeData.js';
+import type { PersistentVolumeMode } from '../../api/core.js';
+import { rootEscapeReason } from '../../layout/confinement.js';
 
 /** podVolume: one reconstruction candidate. */
 export interface PodVolume {

@@ -10,7 +10,8 @@ import type { UniqueVolumeName } from '../../layout/names.js';
 import { isExpectedError } from '../../operationexecutor/nestedPendingOperations.js';
 import type { OperationExecutor } from '../../operationexecutor/operationExecutor.js';
 import { isVolumeNotAttachedError, deviceMayBeMounted, type ActualStateOfWorld } from '../cache/actualStateOfWorld.js';
-import type { DesiredStateOfWorld, VolumeToMount } from '../cache/desiredStateOfWorld.js';
+import type { DesiredStateOfWorld } from '../cache/desiredStateOfWorld.js';
+import type { VolumeToMount } from '../../operationexecutor/volumeToMount.js';
 import type { Reconstructor } from './reconstruct.js';
 
 export interface ReconcilerDeps {

@@ -6,9 +6,9 @@ import { describe, it } from 'node:test';
 
 import { MemFs } from '../../../src/adapters/memory/memFs.js';
 import { ClusterDirView, derivedPodUID, formatFieldPath } from '../../../src/adapters/node/clusterDir.js';
-import type { Pod } from '../../../src/host/cluster.js';
-import { FaultyFs } from '../../../src/testing/faultyFs.js';
-import { RecordingLogger } from '../../../src/testing/hosts.js';
+import type { Pod } from '../../../src/api/core.js';
+import { FaultyFs } from '../../support/faultyFs.js';
+import { RecordingLogger } from '../../support/hosts.js';
 
 const DIR = '/etc/nodevol/cluster';
 const MANIFESTS = `${DIR}/manifests`;
@@ -403,7 +403,7 @@ describe('ClusterDirView node status', () => {
     const writes = fs.calls.filter((c) => /^(writeFile|rename|fsyncDir|unlink) /.test(c));
     assert.equal(writes.length, 3, writes.join('\n'));
     const tmp = writes[0]?.slice('writeFile '.length) ?? '';
-    assert.match(tmp, /^\/etc\/nodevol\/cluster\/\.node-status\.json\.[0-9a-f]+\.tmp$/);
+    assert.equal(tmp, `/etc/nodevol/cluster/node-status.json.${process.pid}.tmp`);
     assert.deepEqual(writes, [`writeFile ${tmp}`, `rename ${tmp}`, `fsyncDir ${DIR}`]);
     assert.deepEqual(mem.syncLog, [`fsync ${tmp}`, `fsyncDir ${DIR}`]);
     assert.deepEqual((await mem.readdir(DIR)).map((e) => e.name).sort(), ['.nodevol-last-good', 'manifests', 'node-status.json'], 'no temp file left');

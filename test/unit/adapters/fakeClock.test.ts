@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { FakeClock } from '../../../src/testing/fakeClock.js';
+import { FakeClock } from '../../support/fakeClock.js';
 
 /** Whether `p` has settled after the event loop turned once. */
 async function settled(p: Promise<unknown>): Promise<boolean> {
@@ -115,5 +115,16 @@ describe('FakeClock', () => {
     await Promise.all([clock.advance(10), clock.advance(10)]);
     assert.equal(clock.nowMs(), 20);
     assert.equal(await settled(s), true);
+  });
+
+  it('with autoAdvance each sleep moves time forward by itself and resolves at once; sleeps are logged', async () => {
+    const clock = new FakeClock({ startMs: 5, autoAdvance: true });
+    const sleep = clock.sleep(10);
+    assert.equal(await settled(sleep), true);
+    await clock.sleep(0);
+    await clock.sleep(25);
+    assert.equal(clock.nowMs(), 40);
+    assert.deepEqual(clock.sleeps, [10, 25], 'zero delays are not sleeps');
+    assert.equal(clock.pendingSleeps(), 0);
   });
 });

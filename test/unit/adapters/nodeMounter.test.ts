@@ -16,7 +16,7 @@ import {
 } from '../../../src/adapters/node/nodeMounter.js';
 import { FsError } from '../../../src/host/fs.js';
 import type { MountInfoSource } from '../../../src/mount/mountTable.js';
-import { RecordingLogger } from '../../../src/testing/hosts.js';
+import { RecordingLogger } from '../../support/hosts.js';
 
 const OK: CommandResult = { exitCode: 0, signal: null, stdout: '', stderr: '', timedOut: false };
 
@@ -257,7 +257,7 @@ describe('NodeMounter.isLikelyNotMountPoint / readMountTable', () => {
 
 describe('NodeMounter against the kernel (root only, private mount namespace)', () => {
   const here = dirname(fileURLToPath(import.meta.url));
-  const probe = resolve(here, '../../../src/testing/bindMountProbe.js');
+  const probe = resolve(here, '../../support/bindMountProbe.js');
 
   function whyNot(): string | undefined {
     if (process.platform !== 'linux') return `needs root and unshare: not Linux (${process.platform})`;

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DATA_DIR_MODE, setupDataDirs } from '../../../src/agent/dataDirs.js';
-import { InMemoryNode, ROOT } from '../../../src/testing/inMemoryNode.js';
+import { InMemoryNode, ROOT } from '../../support/inMemoryNode.js';
 
 describe('setupDataDirs', () => {
   it('creates pods/, plugins/ and plugins_registry/ with mode 0750, after which the first start logs no error', async () => {

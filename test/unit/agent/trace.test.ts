@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { MemFs } from '../../../src/adapters/memory/memFs.js';
 import { MemoryMounter } from '../../../src/adapters/memory/memoryMounter.js';
 import { AGENT_STOPPED_MESSAGE, createAgentTracer } from '../../../src/agent/trace.js';
-import { FakeCluster } from '../../../src/testing/fakeCluster.js';
+import { FakeCluster } from '../../../src/adapters/memory/fakeCluster.js';
 import type { TraceEvent } from '../../../src/timeline/events.js';
 import { traceLine } from '../../../src/timeline/traceFile.js';
 

@@ -4,8 +4,8 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import { runAudit } from '../../../src/audit/audit.js';
 import { exitCodeFor, type AuditReport, type AuditVolume } from '../../../src/audit/report.js';
 import { makeEphemeralVolumeHandle } from '../../../src/layout/names.js';
-import { auditInput } from '../../../src/testing/hosts.js';
-import { NodeFixture } from '../../../src/testing/nodeFixture.js';
+import { auditInput } from '../../support/hosts.js';
+import { NodeFixture } from '../../support/nodeFixture.js';
 
 const DRIVER = 'ebs.csi.example.com';
 const NAME = (handle: string): string => `kubernetes.io/csi/${DRIVER}^${handle}`;

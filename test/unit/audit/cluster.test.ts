@@ -5,9 +5,9 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import { runAudit } from '../../../src/audit/audit.js';
 import { clusterAudit, type ClusterAudit } from '../../../src/audit/clusterFindings.js';
 import { clusterStateFor, ClusterStateError, parseClusterList, wantedVolumes, type ClusterState } from '../../../src/audit/clusterState.js';
-import { claim, csiDriver, list, node, persistentVolume, pod, typedList, volumeAttachment, type KubeObject } from '../../../src/testing/clusterObjects.js';
-import { auditInput } from '../../../src/testing/hosts.js';
-import { NodeFixture } from '../../../src/testing/nodeFixture.js';
+import { claim, csiDriver, list, node, persistentVolume, pod, typedList, volumeAttachment, type KubeObject } from '../../support/clusterObjects.js';
+import { auditInput } from '../../support/hosts.js';
+import { NodeFixture } from '../../support/nodeFixture.js';
 
 const DRIVER = 'ebs.csi.example.com';
 const NAME = (handle: string): string => `kubernetes.io/csi/${DRIVER}^${handle}`;

@@ -12,9 +12,9 @@ import { NodeFileSystem } from '../../../src/adapters/node/nodeFs.js';
 import { runAudit } from '../../../src/audit/audit.js';
 import type { AuditReport, AuditSkipped, AuditVolume, SkipReason } from '../../../src/audit/report.js';
 import { MAX_VOL_DATA_BYTES } from '../../../src/volume/csi/volumeData.js';
-import { FaultyFs } from '../../../src/testing/faultyFs.js';
-import { auditInput, RecordingLogger } from '../../../src/testing/hosts.js';
-import { NodeFixture } from '../../../src/testing/nodeFixture.js';
+import { FaultyFs } from '../../support/faultyFs.js';
+import { auditInput, RecordingLogger } from '../../support/hosts.js';
+import { NodeFixture } from '../../support/nodeFixture.js';
 
 const DRIVER = 'ebs.csi.example.com';
 const NAME = (handle: string, driver = DRIVER): string => `kubernetes.io/csi/${driver}^${handle}`;

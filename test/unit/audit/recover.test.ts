@@ -12,16 +12,17 @@ import { NodeFileSystem } from '../../../src/adapters/node/nodeFs.js';
 import { runAudit } from '../../../src/audit/audit.js';
 import { clusterStateFor, parseClusterList } from '../../../src/audit/clusterState.js';
 import { executeRecovery, planRecovery, type RecoverJournalEntry, type RecoverPlan } from '../../../src/audit/recover.js';
-import { CsiCallError, GrpcStatus, type CsiNodeClient, type NodeCapability } from '../../../src/csi/types.js';
+import { CsiCallError, GrpcStatus, type CsiNodeClient, type NodeCapability } from '../../../src/host/csi.js';
 import { FeatureGate } from '../../../src/features/features.js';
 import { unreachableCluster } from '../../../src/host/cluster.js';
-import { noCsiDrivers } from '../../../src/csi/types.js';
+import { noCsiDrivers } from '../../../src/host/csi.js';
 import { MountTableSnapshot } from '../../../src/mount/mountRefs.js';
 import { ReadOnlyMounter } from '../../../src/mount/readOnlyMounter.js';
-import { claim, list, node, persistentVolume, pod, type KubeObject } from '../../../src/testing/clusterObjects.js';
+import { claim, list, node, persistentVolume, pod, type KubeObject } from '../../support/clusterObjects.js';
 import { discardLogger } from '../../../src/host/logger.js';
-import { auditInput, ManualSleepClock } from '../../../src/testing/hosts.js';
-import { NodeFixture } from '../../../src/testing/nodeFixture.js';
+import { FakeClock } from '../../support/fakeClock.js';
+import { auditInput } from '../../support/hosts.js';
+import { NodeFixture } from '../../support/nodeFixture.js';
 import type { VolumeHost } from '../../../src/volume/volumeHost.js';
 
 const DRIVER = 'ebs.csi.example.com';
@@ -87,7 +88,7 @@ describe('nodevol recover: plan and execution', () => {
       fs,
       features: FeatureGate.defaults(),
       logger: discardLogger,
-      clock: new ManualSleepClock(),
+      clock: new FakeClock({ autoAdvance: true }),
       mounter: new ReadOnlyMounter(fs, () => Promise.resolve(MountTableSnapshot.parse(fx.mountInfo(), { strict: true }))),
       csiDrivers: noCsiDrivers,
       cluster: unreachableCluster,

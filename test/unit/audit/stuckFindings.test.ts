@@ -13,10 +13,10 @@ import { exitCodeFor } from '../../../src/audit/report.js';
 import { readStuckOperations } from '../../../src/audit/stuckFindings.js';
 import { renderJson, renderProm, renderSummary, renderTable } from '../../../src/cli/auditOutput.js';
 import { stuckOperationsPath, type StuckOperation, type StuckOperationsFile } from '../../../src/operationexecutor/stuckOperations.js';
-import { NODEVOL_BIN } from '../../../src/testing/cliProcess.js';
-import { list, node } from '../../../src/testing/clusterObjects.js';
-import { auditInput } from '../../../src/testing/hosts.js';
-import { NodeFixture } from '../../../src/testing/nodeFixture.js';
+import { NODEVOL_BIN } from '../../support/cliProcess.js';
+import { list, node } from '../../support/clusterObjects.js';
+import { auditInput } from '../../support/hosts.js';
+import { NodeFixture } from '../../support/nodeFixture.js';
 
 const DRIVER = 'ebs.csi.example.com';
 const NAME = (handle: string): string => `kubernetes.io/csi/${DRIVER}^${handle}`;

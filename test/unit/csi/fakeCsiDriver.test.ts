@@ -13,9 +13,9 @@ import {
   type NodeUnpublishVolumeRequest,
   type NodeUnstageVolumeRequest,
   type VolumeCapability,
-} from '../../../src/csi/types.js';
+} from '../../../src/host/csi.js';
 import { getMountRefs } from '../../../src/mount/mountRefs.js';
-import { FakeClock } from '../../../src/testing/fakeClock.js';
+import { FakeClock } from '../../support/fakeClock.js';
 
 const DRIVER = 'hostpath.csi.k8s.io';
 const K = '/var/lib/kubelet';

@@ -23,7 +23,7 @@ import {
   isFinalCsiError,
   type NodePublishVolumeRequest,
   type NodeStageVolumeRequest,
-} from '../../../src/csi/types.js';
+} from '../../../src/host/csi.js';
 
 /** The decoded request of each RPC, by method name. */
 type RequestOf = {

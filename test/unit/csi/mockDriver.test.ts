@@ -36,10 +36,10 @@ import {
   type NodeUnpublishVolumeRequest,
   type NodeUnstageVolumeRequest,
   type VolumeCapability,
-} from '../../../src/csi/types.js';
+} from '../../../src/host/csi.js';
 import { createKlogLogger } from '../../../src/logging/klog.js';
-import { FakeClock } from '../../../src/testing/fakeClock.js';
-import type { Mounter } from '../../../src/mount/mounter.js';
+import { FakeClock } from '../../support/fakeClock.js';
+import type { Mounter } from '../../../src/host/mounter.js';
 import { FsError } from '../../../src/host/fs.js';
 
 // This file runs from dist/test/unit/csi/: the repo root is four levels up.

@@ -11,11 +11,11 @@ import {
   decideUnpublish,
   decideUnstage,
 } from '../../../src/csi/nodeStateMachine.js';
-import { CsiCallError, GrpcStatus } from '../../../src/csi/types.js';
+import { CsiCallError, GrpcStatus } from '../../../src/host/csi.js';
 import { FakeCsiDriver } from '../../../src/csi/fake/fakeCsiDriver.js';
 import { MemFs } from '../../../src/adapters/memory/memFs.js';
 import { MemoryMounter } from '../../../src/adapters/memory/memoryMounter.js';
-import { FakeClock } from '../../../src/testing/fakeClock.js';
+import { FakeClock } from '../../support/fakeClock.js';
 
 const strict = { mode: 'strict' as const, stageUnstage: true };
 const lenient = { mode: 'lenient' as const, stageUnstage: true };

@@ -11,8 +11,8 @@ import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
-import { CliProcess, NODEVOL_BIN } from '../../../src/testing/cliProcess.js';
-import { NodeFixture } from '../../../src/testing/nodeFixture.js';
+import { CliProcess, NODEVOL_BIN } from '../../support/cliProcess.js';
+import { NodeFixture } from '../../support/nodeFixture.js';
 
 const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..', '..', '..');
 const DEPLOY = path.join(REPO_ROOT, 'deploy');

@@ -3,10 +3,10 @@
 // NodePublishVolume and the access mode mappers). Each test reads the requests the driver got.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { GrpcStatus, type NodeCapability, type NodePublishVolumeRequest, type NodeStageVolumeRequest } from '../../../src/csi/types.js';
-import type { Pod } from '../../../src/host/cluster.js';
-import { gates } from '../../../src/testing/hosts.js';
-import { DRIVER, InMemoryNode, NODE, ROOT } from '../../../src/testing/inMemoryNode.js';
+import { GrpcStatus, type NodeCapability, type NodePublishVolumeRequest, type NodeStageVolumeRequest } from '../../../src/host/csi.js';
+import type { Pod } from '../../../src/api/core.js';
+import { gates } from '../../support/hosts.js';
+import { DRIVER, InMemoryNode, NODE, ROOT } from '../../support/inMemoryNode.js';
 import { CsiPlugin } from '../../../src/volume/csi/csiPlugin.js';
 import { constructInlineSpec } from '../../../src/volume/spec.js';
 import { TransientOperationFailure } from '../../../src/volume/util/errors.js';

@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { CsiPlugin } from '../../../src/volume/csi/csiPlugin.js';
-import { NodeFixture } from '../../../src/testing/nodeFixture.js';
-import { RecordingLogger, volumeHost } from '../../../src/testing/hosts.js';
-import type { FileContent } from '../../../src/testing/nodeFixture.js';
+import { NodeFixture } from '../../support/nodeFixture.js';
+import { RecordingLogger, volumeHost } from '../../support/hosts.js';
+import type { FileContent } from '../../support/nodeFixture.js';
 
 const DRIVER = 'ebs.csi.example.com';
 

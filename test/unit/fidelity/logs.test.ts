@@ -6,15 +6,15 @@ import { describe, it } from 'node:test';
 import type { UniquePodName, UniqueVolumeName } from '../../../src/layout/names.js';
 import { sha256Hex } from '../../../src/layout/names.js';
 import { markDeviceErrorState } from '../../../src/operationexecutor/operationGenerator.js';
-import { gates, RecordingLogger } from '../../../src/testing/hosts.js';
-import { DRIVER, InMemoryNode, NODE, ROOT } from '../../../src/testing/inMemoryNode.js';
+import { gates, RecordingLogger } from '../../support/hosts.js';
+import { DRIVER, InMemoryNode, NODE, ROOT } from '../../support/inMemoryNode.js';
 import { CsiPlugin } from '../../../src/volume/csi/csiPlugin.js';
 import { VolumePluginMgr, type GlobalVolume } from '../../../src/volume/plugins.js';
 import { constructPVSourceSpec } from '../../../src/volume/spec.js';
 import type { VolumeHost } from '../../../src/volume/volumeHost.js';
 import { VolumeManager } from '../../../src/volumemanager/volumeManager.js';
 import { createActualStateOfWorld } from '../../../src/volumemanager/cache/actualStateOfWorld.js';
-import type { VolumeToMount } from '../../../src/volumemanager/cache/desiredStateOfWorld.js';
+import type { VolumeToMount } from '../../../src/operationexecutor/volumeToMount.js';
 
 type Line = { level: number; severity: string };
 const linesOf = (logger: RecordingLogger, msg: string): Line[] =>

@@ -6,13 +6,13 @@ import type { UniquePodName, UniqueVolumeName } from '../../../src/layout/names.
 import { createNestedPendingOperations, isBackoff } from '../../../src/operationexecutor/nestedPendingOperations.js';
 import { OperationExecutor } from '../../../src/operationexecutor/operationExecutor.js';
 import { OperationGenerator } from '../../../src/operationexecutor/operationGenerator.js';
-import { RecordingMetrics } from '../../../src/metrics/volumeManagerMetrics.js';
-import { gates } from '../../../src/testing/hosts.js';
-import { InMemoryNode } from '../../../src/testing/inMemoryNode.js';
+import { RecordingMetrics } from '../../../src/adapters/memory/recordingMetrics.js';
+import { gates } from '../../support/hosts.js';
+import { InMemoryNode } from '../../support/inMemoryNode.js';
 import { VolumePluginMgr, type VolumeMounter, type VolumePlugin, type VolumeUnmounter } from '../../../src/volume/plugins.js';
 import type { Spec } from '../../../src/volume/spec.js';
 import { createActualStateOfWorld } from '../../../src/volumemanager/cache/actualStateOfWorld.js';
-import type { VolumeToMount } from '../../../src/volumemanager/cache/desiredStateOfWorld.js';
+import type { VolumeToMount } from '../../../src/operationexecutor/volumeToMount.js';
 
 const published = (node: InMemoryNode): string[] =>
   node.driver.callsOf('NodePublishVolume').filter((c) => c.outcome === 'OK').map((c) => (c.request as { targetPath: string }).targetPath);

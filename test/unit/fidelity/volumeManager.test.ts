@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { UniquePodName, UniqueVolumeName } from '../../../src/layout/names.js';
-import { InMemoryNode } from '../../../src/testing/inMemoryNode.js';
+import { InMemoryNode } from '../../support/inMemoryNode.js';
 import { createDesiredStateOfWorld } from '../../../src/volumemanager/cache/desiredStateOfWorld.js';
 
 describe('volumesInUse before the states sync', () => {

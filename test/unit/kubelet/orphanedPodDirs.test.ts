@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setupDataDirs } from '../../../src/agent/dataDirs.js';
 import { OrphanedPodDirsCleaner } from '../../../src/kubelet/orphanedPodDirs.js';
-import { InMemoryNode, ROOT } from '../../../src/testing/inMemoryNode.js';
+import { InMemoryNode, ROOT } from '../../support/inMemoryNode.js';
 
 function cleaner(node: InMemoryNode, options: { sourcesReady?: () => boolean } = {}): OrphanedPodDirsCleaner {
   return new OrphanedPodDirsCleaner({

@@ -7,8 +7,8 @@ import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
 import { setupDataDirs } from '../../../src/agent/dataDirs.js';
 import { OrphanedPodDirsCleaner } from '../../../src/kubelet/orphanedPodDirs.js';
-import { createOrphanPodMetrics, ORPHAN_POD_METRIC_NAMES, type OrphanPodMetrics } from '../../../src/metrics/orphanPodMetrics.js';
-import { InMemoryNode, ROOT } from '../../../src/testing/inMemoryNode.js';
+import { createOrphanPodMetrics, ORPHAN_POD_METRIC_NAMES, type OrphanPodMetrics } from '../../../src/adapters/prometheus/orphanPodMetrics.js';
+import { InMemoryNode, ROOT } from '../../support/inMemoryNode.js';
 
 class RecordingOrphanMetrics implements OrphanPodMetrics {
   readonly sweeps: [number, number][] = [];

@@ -1,15 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { Registry } from 'prom-client';
+import { register, Registry } from 'prom-client';
 
-import {
-  createVolumeManagerMetrics,
-  noopVolumeManagerMetrics,
-  OPERATION_DURATION_BUCKETS_SECONDS,
-  RecordingMetrics,
-  type VolumeManagerMetrics,
-} from '../../../src/metrics/volumeManagerMetrics.js';
+import { createVolumeManagerMetrics, METRIC_NAMES, OPERATION_DURATION_BUCKETS_SECONDS } from '../../../src/adapters/prometheus/volumeManagerMetrics.js';
+import { noopVolumeManagerMetrics, type VolumeManagerMetrics } from '../../../src/host/metrics.js';
+import { RecordingMetrics } from '../../../src/adapters/memory/recordingMetrics.js';
 
 const BUCKET_LE = ['0.1', '0.25', '0.5', '1', '2.5', '5', '10', '15', '25', '50', '120', '300', '600', '+Inf'];
 
@@ -248,12 +244,22 @@ describe('VolumeManagerMetrics (prom-client)', () => {
 });
 
 describe('noopVolumeManagerMetrics and RecordingMetrics', () => {
-  it('the no-op port accepts every call', () => {
-    noopVolumeManagerMetrics.reconstructVolumeOperation('pod-local', true);
-    noopVolumeManagerMetrics.forceCleanedFailedVolumeOperation(true);
-    noopVolumeManagerMetrics.storageOperation('p', 'volume_mount', 'success', 1);
-    noopVolumeManagerMetrics.csiOperation('d', 'NodeStageVolume', 'OK', 1);
-    noopVolumeManagerMetrics.setTotalVolumes([]);
+  it('the no-op port accepts every call, returns nothing and exposes nothing in the default registry', async () => {
+    const before = await register.metrics();
+    const results: unknown[] = [
+      noopVolumeManagerMetrics.reconstructVolumeOperation('pod-local', true),
+      noopVolumeManagerMetrics.forceCleanedFailedVolumeOperation(true),
+      noopVolumeManagerMetrics.storageOperation('p', 'volume_mount', 'success', 1),
+      noopVolumeManagerMetrics.csiOperation('d', 'NodeStageVolume', 'OK', 1),
+      noopVolumeManagerMetrics.setTotalVolumes([{ pluginName: 'p', state: 'actual_state_of_world', count: 3 }]),
+    ];
+    assert.deepEqual(results, [undefined, undefined, undefined, undefined, undefined]);
+    const after = await register.metrics();
+    assert.equal(after, before);
+    for (const name of Object.values(METRIC_NAMES)) assert.equal(after.includes(name), false, `${name} leaked into the default registry`);
+    assert.deepEqual(Object.keys(noopVolumeManagerMetrics).sort(), [
+      'csiOperation', 'forceCleanedFailedVolumeOperation', 'reconstructVolumeOperation', 'setTotalVolumes', 'storageOperation',
+    ]);
   });
 
   it('the recording port records every call in order, with migrated defaulting to false and counts copied', () => {

@@ -10,11 +10,11 @@ import {
   isCorruptedMount,
   MountTableSnapshot,
   readMountTableSnapshot,
-  type SleepClock,
 } from '../../../src/mount/mountRefs.js';
 import { InconsistentReadError } from '../../../src/mount/mountTable.js';
 import { MemFs } from '../../../src/adapters/memory/memFs.js';
-import { FaultyFs } from '../../../src/testing/faultyFs.js';
+import { FakeClock } from '../../support/fakeClock.js';
+import { FaultyFs } from '../../support/faultyFs.js';
 
 const K = '/var/lib/kubelet';
 const GLOBAL = `${K}/plugins/kubernetes.io/csi/ebs.csi.example.com/4e29aa01861d/globalmount`;
@@ -277,23 +277,14 @@ describe('hasMountRefs', () => {
   for (const c of cases) it(c.name, () => assert.equal(hasMountRefs(c.mountPath, c.refs), c.want));
 });
 
-/** A clock whose sleep only advances fake time. */
-class FakeClock implements SleepClock {
-  now = 0;
-  sleeps = 0;
-  nowMs(): number {
-    return this.now;
-  }
-  sleep(ms: number): Promise<void> {
-    this.sleeps++;
-    this.now += ms;
-    return Promise.resolve();
-  }
+/** Virtual time that each sleep() moves forward by itself. */
+function sleepingClock(): FakeClock {
+  return new FakeClock({ autoAdvance: true });
 }
 
 describe('getReliableMountRefs', () => {
   it('returns at once when the first read is consistent', async () => {
-    const clock = new FakeClock();
+    const clock = sleepingClock();
     let loads = 0;
     const refs = await getReliableMountRefs(await fsWithExamplePaths(), () => {
       loads++;
@@ -301,11 +292,11 @@ describe('getReliableMountRefs', () => {
     }, clock, GLOBAL);
     assert.deepEqual(refs, [POD]);
     assert.equal(loads, 1);
-    assert.equal(clock.sleeps, 0);
+    assert.equal(clock.sleeps.length, 0);
   });
 
   it('retries every 10 ms through inconsistent reads until one succeeds', async () => {
-    const clock = new FakeClock();
+    const clock = sleepingClock();
     let loads = 0;
     const refs = await getReliableMountRefs(await fsWithExamplePaths(), () => {
       loads++;
@@ -313,12 +304,12 @@ describe('getReliableMountRefs', () => {
     }, clock, GLOBAL);
     assert.deepEqual(refs, [POD]);
     assert.equal(loads, 4);
-    assert.equal(clock.sleeps, 3);
-    assert.equal(clock.now, 30);
+    assert.equal(clock.sleeps.length, 3);
+    assert.equal(clock.nowMs(), 30);
   });
 
   it('gives up after 60 s of clock time with the last InconsistentReadError', async () => {
-    const clock = new FakeClock();
+    const clock = sleepingClock();
     let loads = 0;
     let last: InconsistentReadError | undefined;
     await assert.rejects(
@@ -329,12 +320,12 @@ describe('getReliableMountRefs', () => {
       }, clock, GLOBAL),
       (err: unknown) => err === last,
     );
-    assert.equal(clock.now, 60_000);
+    assert.equal(clock.nowMs(), 60_000);
     assert.equal(loads, 6001);
   });
 
   it('returns any other error at once', async () => {
-    const clock = new FakeClock();
+    const clock = sleepingClock();
     let loads = 0;
     await assert.rejects(
       getReliableMountRefs(await fsWithExamplePaths(), () => {
@@ -344,7 +335,7 @@ describe('getReliableMountRefs', () => {
       MountInfoParseError,
     );
     assert.equal(loads, 1);
-    assert.equal(clock.sleeps, 0);
+    assert.equal(clock.sleeps.length, 0);
   });
 
   it('does not read the table for a path that does not exist', async () => {
@@ -352,14 +343,14 @@ describe('getReliableMountRefs', () => {
     const refs = await getReliableMountRefs(await PathFs.of(), () => {
       loads++;
       return Promise.resolve(EXAMPLE);
-    }, new FakeClock(), GLOBAL);
+    }, sleepingClock(), GLOBAL);
     assert.deepEqual(refs, []);
     assert.equal(loads, 0);
   });
 
   it('works with readMountTableSnapshot as the loader', async () => {
     const source = { name: '/proc/self/mountinfo', kernelRelease: '5.4.0-150-generic', read: () => Promise.resolve(`${ROOT_LINE}\n${KUBELET_LINE}\n${GLOBAL_LINE}\n${POD_LINE}\n`) };
-    const refs = await getReliableMountRefs(await fsWithExamplePaths(), () => readMountTableSnapshot(source), new FakeClock(), POD);
+    const refs = await getReliableMountRefs(await fsWithExamplePaths(), () => readMountTableSnapshot(source), sleepingClock(), POD);
     assert.deepEqual(refs, [GLOBAL]);
   });
 });

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import type { Clock } from '../../../src/host/clock.js';
 import {
   AlreadyExistsError,
   BACKOFF_INITIAL_MS,
@@ -16,20 +15,7 @@ import {
   type OperationCompleteEvent,
   type OperationKey,
 } from '../../../src/operationexecutor/nestedPendingOperations.js';
-
-/** A clock the test sets by hand. Nothing here sleeps. */
-class FakeClock implements Clock {
-  now = 1_000_000;
-  nowMs(): number {
-    return this.now;
-  }
-  advance(ms: number): void {
-    this.now += ms;
-  }
-  sleep(): Promise<void> {
-    return Promise.reject(new Error('nestedPendingOperations must not sleep'));
-  }
-}
+import { FakeClock } from '../../support/fakeClock.js';
 
 /** An operation the test settles by hand; counts its starts. */
 class ManualOperation implements GeneratedOperation {
@@ -71,7 +57,8 @@ interface Harness {
 }
 
 function harness(): Harness {
-  const clock = new FakeClock();
+  // Nothing in NestedPendingOperations sleeps: time only moves when a test advances it.
+  const clock = new FakeClock({ startMs: 1_000_000 });
   const npo = createNestedPendingOperations(clock);
   const completed: OperationCompleteEvent[] = [];
   npo.onComplete((e) => completed.push(e));
@@ -250,7 +237,7 @@ describe('NestedPendingOperations', () => {
       assert.equal(npo.isOperationPending(VOL, ''), false);
       assert.equal(npo.isOperationSafeToRetry(VOL, ''), false);
 
-      clock.advance(499);
+      await clock.advance(499);
       const late = new ManualOperation();
       assert.throws(
         () => npo.run(key(VOL, ''), late),
@@ -259,13 +246,13 @@ describe('NestedPendingOperations', () => {
       assert.equal(npo.isOperationSafeToRetry(VOL, ''), false);
 
       // At exactly durationBeforeRetry the retry is still refused (kubelet's SafeToRetry uses <=).
-      clock.advance(1);
+      await clock.advance(1);
       assert.throws(
         () => npo.run(key(VOL, ''), new ManualOperation()),
         (err: unknown) => isBackoff(err) && err.retryAfterMs === 0,
       );
       assert.equal(npo.isOperationSafeToRetry(VOL, ''), false);
-      clock.advance(1);
+      await clock.advance(1);
       assert.equal(npo.isOperationSafeToRetry(VOL, ''), true);
       const retry = new ManualOperation();
       npo.run(key(VOL, ''), retry);
@@ -274,6 +261,7 @@ describe('NestedPendingOperations', () => {
       assert.equal(retry.starts, 1);
       retry.succeed();
       await npo.wait();
+      assert.deepEqual(clock.sleeps, [], 'backoff is computed from nowMs(), never waited out with sleep()');
     });
 
     it('consecutive failures double the backoff from 500 ms and cap it at 122000 ms', async () => {
@@ -283,7 +271,7 @@ describe('NestedPendingOperations', () => {
         const refusal = await failOnce(h, key(VOL, ''));
         durations.push(refusal.durationBeforeRetryMs);
         assert.equal(refusal.retryAfterMs, refusal.durationBeforeRetryMs);
-        h.clock.advance(refusal.durationBeforeRetryMs + 1);
+        await h.clock.advance(refusal.durationBeforeRetryMs + 1);
       }
       assert.deepEqual(durations, [
         500, 1000, 2000, 4000, 8000, 16_000, 32_000, 64_000, BACKOFF_MAX_MS, BACKOFF_MAX_MS, BACKOFF_MAX_MS, BACKOFF_MAX_MS,
@@ -296,22 +284,22 @@ describe('NestedPendingOperations', () => {
       const op = new ManualOperation();
       npo.run(key(VOL, ''), op);
       await flush();
-      clock.advance(10_000);
+      await clock.advance(10_000);
       op.fail();
       await npo.wait();
-      clock.advance(500);
+      await clock.advance(500);
       assert.throws(() => npo.run(key(VOL, ''), new ManualOperation()), isBackoff);
-      clock.advance(1);
+      await clock.advance(1);
       assert.equal(npo.isOperationSafeToRetry(VOL, ''), true);
     });
 
     it('a success resets the backoff so the next failure waits 500 ms again', async () => {
       const h = harness();
       const first = await failOnce(h, key(VOL, ''));
-      h.clock.advance(first.durationBeforeRetryMs + 1);
+      await h.clock.advance(first.durationBeforeRetryMs + 1);
       const second = await failOnce(h, key(VOL, ''));
       assert.equal(second.durationBeforeRetryMs, 1000);
-      h.clock.advance(second.durationBeforeRetryMs + 1);
+      await h.clock.advance(second.durationBeforeRetryMs + 1);
 
       const ok = new ManualOperation();
       h.npo.run(key(VOL, ''), ok);
@@ -350,7 +338,7 @@ describe('NestedPendingOperations', () => {
     it('a failed entry with an expired backoff is taken over by a wildcard-matching key and keeps doubling', async () => {
       const h = harness();
       const first = await failOnce(h, key(VOL, ''));
-      h.clock.advance(first.durationBeforeRetryMs + 1);
+      await h.clock.advance(first.durationBeforeRetryMs + 1);
       // (VOL, POD_A) matches the failed (VOL, '') entry through the wildcard and reuses it.
       const second = await failOnce(h, key(VOL, POD_A));
       assert.equal(second.durationBeforeRetryMs, 1000);
@@ -361,11 +349,11 @@ describe('NestedPendingOperations', () => {
     it('an empty-pod operation matching several failed pod entries is held by the oldest one\'s backoff', async () => {
       const h = harness();
       const a1 = await failOnce(h, key(VOL, POD_A));
-      h.clock.advance(a1.durationBeforeRetryMs + 1);
+      await h.clock.advance(a1.durationBeforeRetryMs + 1);
       const a2 = await failOnce(h, key(VOL, POD_A));
       assert.equal(a2.durationBeforeRetryMs, 1000);
       await failOnce(h, key(VOL, POD_B));
-      h.clock.advance(501);
+      await h.clock.advance(501);
       assert.equal(h.npo.isOperationSafeToRetry(VOL, POD_B), true);
       assert.equal(h.npo.isOperationSafeToRetry(VOL, POD_A), false);
       assert.throws(
@@ -396,7 +384,7 @@ describe('NestedPendingOperations', () => {
       const h = harness();
       const first = await failOnce(h, key(VOL, ''));
       assert.equal(first.durationBeforeRetryMs, 500);
-      h.clock.advance(501);
+      await h.clock.advance(501);
       const other = new ManualOperation('unmount_device');
       h.npo.run(key(VOL, ''), other);
       await flush();
@@ -416,7 +404,10 @@ describe('NestedPendingOperations', () => {
   describe('wait() and onComplete', () => {
     it('wait() resolves at once when nothing runs', async () => {
       const { npo } = harness();
-      await npo.wait();
+      let resolved = false;
+      void npo.wait().then(() => (resolved = true));
+      await flush();
+      assert.equal(resolved, true, 'wait() with nothing running must not block');
     });
 
     it('wait() resolves only after every running operation has completed', async () => {
@@ -445,10 +436,10 @@ describe('NestedPendingOperations', () => {
       npo.run(key(VOL, ''), mount);
       npo.run(key(VOL2, POD_A), unmount);
       await flush();
-      clock.advance(250);
+      await clock.advance(250);
       mount.succeed();
       await flush();
-      clock.advance(750);
+      await clock.advance(750);
       const err = new Error('unmount failed');
       unmount.fail(err);
       await npo.wait();

@@ -2,12 +2,12 @@
 // key, "No retries permitted until <time> (durationBeforeRetry <d>)" and the error with its gRPC code.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { GrpcStatus } from '../../../src/csi/types.js';
+import { GrpcStatus } from '../../../src/host/csi.js';
 import { createNestedPendingOperations } from '../../../src/operationexecutor/nestedPendingOperations.js';
 import { goDuration, goTime, grpcCodeOf, noRetriesPermittedMsg } from '../../../src/operationexecutor/operationLog.js';
-import { FakeClock } from '../../../src/testing/fakeClock.js';
-import { RecordingLogger } from '../../../src/testing/hosts.js';
-import { InMemoryNode } from '../../../src/testing/inMemoryNode.js';
+import { FakeClock } from '../../support/fakeClock.js';
+import { RecordingLogger } from '../../support/hosts.js';
+import { InMemoryNode } from '../../support/inMemoryNode.js';
 
 describe('Go-style durations and times in the failure line', () => {
   it('prints durations as time.Duration does', () => {

@@ -17,9 +17,9 @@ import {
   type StuckOperationMetrics,
   type StuckOperationsFile,
 } from '../../../src/operationexecutor/stuckOperations.js';
-import { FakeClock } from '../../../src/testing/fakeClock.js';
-import { RecordingLogger } from '../../../src/testing/hosts.js';
-import { DRIVER, InMemoryNode, ROOT } from '../../../src/testing/inMemoryNode.js';
+import { FakeClock } from '../../support/fakeClock.js';
+import { RecordingLogger } from '../../support/hosts.js';
+import { DRIVER, InMemoryNode, ROOT } from '../../support/inMemoryNode.js';
 
 const VOLUME = 'kubernetes.io/csi/csi.example.com^vol-1';
 const REFUSAL = new Error('kubernetes.io/csi: attacher.UnmountDevice failed: rpc error: code = FailedPrecondition desc = volume vol-1 is still published at /var/lib/kubelet/pods/pod-a/volumes/kubernetes.io~csi/pv-1/mount');

@@ -3,8 +3,8 @@
 // the driver finishes there.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { InMemoryNode, ROOT } from '../../../src/testing/inMemoryNode.js';
-import { Life } from '../../../src/testing/fence.js';
+import { InMemoryNode, ROOT } from '../../support/inMemoryNode.js';
+import { Life } from '../../support/fence.js';
 
 const podVolumeDir = `${ROOT}/pods/pod-a/volumes/kubernetes.io~csi/pv-1`;
 

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { renderTimelineHtml } from '../../../src/timeline/html.js';
 import { layoutTimeline } from '../../../src/timeline/layout.js';
 import { renderSideBySide } from '../../../src/timeline/terminal.js';
-import { storyOneRuns } from '../../../src/testing/timelineFixture.js';
+import { storyOneRuns } from '../../support/timelineFixture.js';
 
 describe('timeline layout', () => {
   it('runs share their step columns, and step N starts at the same x in each', () => {

@@ -11,8 +11,8 @@ import {
   type VolumePlugin,
 } from '../../../src/volume/plugins.js';
 import { constructInlineSpec, constructPVSourceSpec, type Spec } from '../../../src/volume/spec.js';
-import { NodeFixture } from '../../../src/testing/nodeFixture.js';
-import { volumeHost } from '../../../src/testing/hosts.js';
+import { NodeFixture } from '../../support/nodeFixture.js';
+import { volumeHost } from '../../support/hosts.js';
 
 /** A plugin that implements only VolumePlugin (like NFS: no global mount to list). */
 const plainPlugin: VolumePlugin = {

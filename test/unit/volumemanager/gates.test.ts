@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FeatureGate, type FeatureName } from '../../../src/features/features.js';
 import { sha256Hex, type UniqueVolumeName } from '../../../src/layout/names.js';
-import { DRIVER, InMemoryNode, ROOT } from '../../../src/testing/inMemoryNode.js';
+import { DRIVER, InMemoryNode, ROOT } from '../../support/inMemoryNode.js';
 import { CsiPlugin } from '../../../src/volume/csi/csiPlugin.js';
 import { VolumePluginMgr, type ConstructOptions, type ReconstructedVolume } from '../../../src/volume/plugins.js';
 

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { sha256Hex, type UniqueVolumeName } from '../../../src/layout/names.js';
-import { DRIVER, InMemoryNode, ROOT } from '../../../src/testing/inMemoryNode.js';
+import { DRIVER, InMemoryNode, ROOT } from '../../support/inMemoryNode.js';
 
 const VOL_DIR = (h: string): string => `${ROOT}/plugins/kubernetes.io/csi/${DRIVER}/${sha256Hex(h)}`;
 const POD_DIR = (uid: string, pv: string): string => `${ROOT}/pods/${uid}/volumes/kubernetes.io~csi/${pv}`;

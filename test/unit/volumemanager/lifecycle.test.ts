@@ -1,7 +1,7 @@
 // The volume manager end to end in memory: mount, unmount, two pods, inline volumes, raw block.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { InMemoryNode, ROOT } from '../../../src/testing/inMemoryNode.js';
+import { InMemoryNode, ROOT } from '../../support/inMemoryNode.js';
 import { sha256Hex } from '../../../src/layout/names.js';
 
 const G = (h: string): string => `${ROOT}/plugins/kubernetes.io/csi/csi.example.com/${sha256Hex(h)}/globalmount`;

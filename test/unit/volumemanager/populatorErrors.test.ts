@@ -1,7 +1,7 @@
 // Repeated identical populator errors are rate-limited; a change or a recovery is logged at once.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { InMemoryNode } from '../../../src/testing/inMemoryNode.js';
+import { InMemoryNode } from '../../support/inMemoryNode.js';
 import { POPULATOR_ERROR_REPEAT_MS } from '../../../src/volumemanager/populator/desiredStateOfWorldPopulator.js';
 
 function errorLines(node: InMemoryNode) {

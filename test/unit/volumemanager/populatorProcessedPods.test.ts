@@ -5,7 +5,7 @@
 // resolved on every pass, as before.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { InMemoryNode } from '../../../src/testing/inMemoryNode.js';
+import { InMemoryNode } from '../../support/inMemoryNode.js';
 
 /** A node whose cluster view reports `version.value` and counts the claim look-ups. */
 function countingNode(withVersion: boolean): { node: InMemoryNode; version: { value: number }; claimLookups: () => number } {

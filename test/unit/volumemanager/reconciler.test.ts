@@ -7,9 +7,9 @@
 // node; time moves only through the FakeClock (node.step).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { GrpcStatus } from '../../../src/csi/types.js';
+import { GrpcStatus } from '../../../src/host/csi.js';
 import { sha256Hex, type UniquePodName, type UniqueVolumeName } from '../../../src/layout/names.js';
-import { DRIVER, InMemoryNode, ROOT } from '../../../src/testing/inMemoryNode.js';
+import { DRIVER, InMemoryNode, ROOT } from '../../support/inMemoryNode.js';
 
 const CSI_DIR = `${ROOT}/plugins/kubernetes.io/csi`;
 const VOL_DIR = (handle: string): string => `${CSI_DIR}/${DRIVER}/${sha256Hex(handle)}`;

@@ -7,15 +7,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { instrumentedRegistry } from '../../../src/csi/instrumented.js';
-import { GrpcStatus, type CsiMethod } from '../../../src/csi/types.js';
+import { GrpcStatus, type CsiMethod } from '../../../src/host/csi.js';
 import type { FileSystem } from '../../../src/host/fs.js';
 import { makeEphemeralVolumeHandle, sha256Hex, type UniquePodName, type UniqueVolumeName } from '../../../src/layout/names.js';
-import { FaultyFs } from '../../../src/testing/faultyFs.js';
-import { gates } from '../../../src/testing/hosts.js';
-import { DRIVER, InMemoryNode, NODE, ROOT } from '../../../src/testing/inMemoryNode.js';
+import { FaultyFs } from '../../support/faultyFs.js';
+import { gates } from '../../support/hosts.js';
+import { DRIVER, InMemoryNode, NODE, ROOT } from '../../support/inMemoryNode.js';
 import { CsiPlugin } from '../../../src/volume/csi/csiPlugin.js';
 import { VolumePluginMgr } from '../../../src/volume/plugins.js';
-import type { PersistentVolumeMode } from '../../../src/volume/spec.js';
+import type { PersistentVolumeMode } from '../../../src/api/core.js';
 import type { VolumeHost } from '../../../src/volume/volumeHost.js';
 import { VolumeManager } from '../../../src/volumemanager/volumeManager.js';
 

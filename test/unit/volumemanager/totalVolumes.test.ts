@@ -2,7 +2,7 @@
 // (issue 10 item 3: an idle pass at 1,000 volumes must not recount them), and then counts right.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { InMemoryNode } from '../../../src/testing/inMemoryNode.js';
+import { InMemoryNode } from '../../support/inMemoryNode.js';
 
 describe('volume_manager_total_volumes', () => {
   it('is recounted after a change, not on idle passes', async () => {

@@ -5,8 +5,8 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import { sha256Hex } from '../../../../src/layout/names.js';
 import { CsiPlugin } from '../../../../src/volume/csi/csiPlugin.js';
 import { constructInlineSpec, constructPVSourceSpec, specName, type Spec } from '../../../../src/volume/spec.js';
-import { NodeFixture } from '../../../../src/testing/nodeFixture.js';
-import { RecordingLogger, volumeHost } from '../../../../src/testing/hosts.js';
+import { NodeFixture } from '../../../support/nodeFixture.js';
+import { RecordingLogger, volumeHost } from '../../../support/hosts.js';
 
 const DRIVER = 'ebs.csi.example.com';
 

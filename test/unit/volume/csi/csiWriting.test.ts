@@ -17,19 +17,20 @@ import {
   type NodeStageVolumeRequest,
   type NodeUnpublishVolumeRequest,
   type NodeUnstageVolumeRequest,
-} from '../../../../src/csi/types.js';
+} from '../../../../src/host/csi.js';
 import { KubeletLayout } from '../../../../src/layout/layout.js';
 import { CsiAttacher } from '../../../../src/volume/csi/csiAttacher.js';
 import { CsiPlugin } from '../../../../src/volume/csi/csiPlugin.js';
 import { CsiPathError, removeMountDir } from '../../../../src/volume/csi/csiUtil.js';
 import type { PodRef } from '../../../../src/volume/plugins.js';
-import { constructInlineSpec, constructPVSourceSpec, type PersistentVolume, type Spec } from '../../../../src/volume/spec.js';
+import { constructInlineSpec, constructPVSourceSpec, type Spec } from '../../../../src/volume/spec.js';
+import { type PersistentVolume } from '../../../../src/api/core.js';
 import { mapBlockVolume, unmapBlockVolume } from '../../../../src/volume/util/blockMapping.js';
 import { TransientOperationFailure, UncertainProgressError, isOperationFinishedError } from '../../../../src/volume/util/errors.js';
 import type { VolumeHost } from '../../../../src/volume/volumeHost.js';
-import { FakeClock } from '../../../../src/testing/fakeClock.js';
-import { FakeCluster } from '../../../../src/testing/fakeCluster.js';
-import { gates, RecordingLogger } from '../../../../src/testing/hosts.js';
+import { FakeClock } from '../../../support/fakeClock.js';
+import { FakeCluster } from '../../../../src/adapters/memory/fakeCluster.js';
+import { gates, RecordingLogger } from '../../../support/hosts.js';
 
 const ROOT = '/var/lib/kubelet';
 const DRIVER = 'csi.example.com';
@@ -498,7 +499,7 @@ describe('CSI TearDown and removeMountDir (§4.2, §4.4)', () => {
   it('removeMountDir also removes the temp file an interrupted atomic vol_data.json write left behind (a crash before its rename)', async () => {
     const r = new Rig({ capabilities: [] });
     const dmp = await r.mountDevice(pv('pv-1', 'vol-1'));
-    r.fs.writeRaw(`${volDir('vol-1')}/.vol_data.json.tmp-17`, '{"partial');
+    r.fs.writeRaw(`${volDir('vol-1')}/vol_data.json.tmp`, '{"partial');
     await removeMountDir(r.host, dmp);
     assert.deepEqual(r.tree(CSI_DIR), [`${CSI_DIR}/${DRIVER}/`]);
   });

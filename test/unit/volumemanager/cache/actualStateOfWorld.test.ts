@@ -4,17 +4,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { UniquePodName, UniqueVolumeName } from '../../../../src/layout/names.js';
-import {
-  AswError,
-  createActualStateOfWorld,
-  deviceMayBeMounted,
-  isVolumeNotAttachedError,
-  VolumeNotAttachedError,
-  type ActualStateOfWorld,
-  type AttachedVolume,
-  type MarkVolumeOpts,
-} from '../../../../src/volumemanager/cache/actualStateOfWorld.js';
-import type { Attachability, DeviceMountState, VolumeMountState } from '../../../../src/volumemanager/cache/states.js';
+import { AswError, createActualStateOfWorld, deviceMayBeMounted, isVolumeNotAttachedError, VolumeNotAttachedError, type ActualStateOfWorld } from '../../../../src/volumemanager/cache/actualStateOfWorld.js';
+import { type AttachedVolume, type MarkVolumeOpts } from '../../../../src/operationexecutor/actualStateOfWorldUpdater.js';
+import type { Attachability, DeviceMountState, VolumeMountState } from '../../../../src/operationexecutor/states.js';
 import { constructPVSourceSpec, type Spec } from '../../../../src/volume/spec.js';
 
 const PLUGIN = 'kubernetes.io/csi';

@@ -3,7 +3,7 @@
 // bounded per-pod error list.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Pod } from '../../../../src/host/cluster.js';
+import type { Pod } from '../../../../src/api/core.js';
 import type { UniquePodName, UniqueVolumeName } from '../../../../src/layout/names.js';
 import {
   createDesiredStateOfWorld,

@@ -4,10 +4,11 @@
 // a pod or a volume, checked after each step against the full listings and a plain model.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Pod } from '../../../../src/host/cluster.js';
+import type { Pod } from '../../../../src/api/core.js';
 import type { UniquePodName, UniqueVolumeName } from '../../../../src/layout/names.js';
 import { Prng } from '../../../../src/sim/prng.js';
-import { createActualStateOfWorld, type ActualStateOfWorld, type MarkVolumeOpts } from '../../../../src/volumemanager/cache/actualStateOfWorld.js';
+import { createActualStateOfWorld, type ActualStateOfWorld } from '../../../../src/volumemanager/cache/actualStateOfWorld.js';
+import { type MarkVolumeOpts } from '../../../../src/operationexecutor/actualStateOfWorldUpdater.js';
 import { createDesiredStateOfWorld, type DesiredStateOfWorld } from '../../../../src/volumemanager/cache/desiredStateOfWorld.js';
 import { constructPVSourceSpec, specName, type Spec } from '../../../../src/volume/spec.js';
 

@@ -1,0 +1,142 @@
+// The layer rules of nodevol, checked by `npm run lint` (dependency-cruiser). The README's
+// "Layout" picture is drawn from this file: change both together.
+//
+// Each layer may import itself and the layers listed in its `may` (an ALLOW-list: an import not
+// allowed by some rule below fails the lint). Bottom to top:
+//
+//   api        Kubernetes object types (Pod, PV, PVC)
+//   host       the ports: FileSystem, Clock, Logger, ClusterView, Mounter/MountTable, CSI client,
+//              VolumeManagerMetrics
+//   base       layout (kubelet's root dir, names, confinement), features (gates), logging (klog),
+//              mount (mountinfo, mount refs), timeline/events + traceFile (trace format)
+//   csi        CSI contracts beside the engine: types, the instrumented client, the node state machine
+//   volume     plugin framework, specs, volume/util
+//   volumeCsi  the CSI volume plugin
+//   opexec     operationexecutor
+//              (owns the ASW updater interfaces, VolumeToMount and the mount states it writes)
+//   volumemanager  cache < populator, reconciler < volumeManager.ts (see the forbidden rules)
+//   node       kubelet/ (node housekeeping), audit/, agent/
+//   adapters   beside the engine: adapters/node, adapters/memory, adapters/prometheus, csi/grpc,
+//              csi/fake, csi/mock
+//   sim        sim/, timeline/ (the simulator and its reports)
+//   cli        the nodevol command: may import everything
+//
+// Exceptions that the current layout still needs are listed under EXCEPTIONS, each with the
+// change that removes it.
+'use strict';
+
+const L = {
+  api: '^src/api/',
+  host: '^src/host/',
+  base: '^src/(layout|features|logging|mount)/|^src/timeline/(events|traceFile)\\.ts$',
+  csi: '^src/csi/[^/]+\\.ts$',
+  volume: '^src/volume/(?!csi/)',
+  volumeCsi: '^src/volume/csi/',
+  opexec: '^src/operationexecutor/',
+  volumemanager: '^src/volumemanager/',
+  node: '^src/(kubelet|audit|agent)/',
+  adapters: '^src/(adapters/|csi/(grpc|fake|mock)/)',
+  sim: '^src/(sim|timeline)/',
+  cli: '^src/cli/',
+};
+
+/** Which layers each layer may import (besides itself). */
+const MAY = {
+  api: [],
+  host: ['api'],
+  base: ['host', 'api'],
+  csi: ['base', 'host', 'api'],
+  volume: ['csi', 'base', 'host', 'api'],
+  volumeCsi: ['volume', 'csi', 'base', 'host', 'api'],
+  opexec: ['volumeCsi', 'volume', 'csi', 'base', 'host', 'api'],
+  volumemanager: ['opexec', 'volumeCsi', 'volume', 'csi', 'base', 'host', 'api'],
+  // agent/ is a composition root for the real node: it also wires the gRPC adapter.
+  node: ['volumemanager', 'opexec', 'volumeCsi', 'volume', 'csi', 'base', 'host', 'api'],
+  adapters: ['csi', 'base', 'host', 'api'],
+  // The simulator runs the agent's loops, housekeeping (kubelet/orphanedPodDirs) included.
+  sim: ['adapters', 'node', 'volumemanager', 'opexec', 'volumeCsi', 'volume', 'csi', 'base', 'host', 'api'],
+  cli: ['sim', 'adapters', 'node', 'volumemanager', 'opexec', 'volumeCsi', 'volume', 'csi', 'base', 'host', 'api'],
+};
+
+const anyOf = (names) => names.map((n) => `(?:${L[n]})`).join('|');
+
+/** The layer of a path, for rules below (first match wins: csi/grpc is an adapter, not csi). */
+const ORDER = ['api', 'host', 'adapters', 'csi', 'base', 'volumeCsi', 'volume', 'opexec', 'volumemanager', 'node', 'sim', 'cli'];
+
+const EXCEPTIONS = [
+  {
+    comment: 'EXCEPTION: the Mounter port hands out the parsed snapshot class of mount/mountRefs.ts; a MountTable interface in src/host would remove it.',
+    from: { path: '^src/(host|mount)/mounter\\.ts$' },
+    to: { path: '^src/mount/mountRefs\\.ts$' },
+  },
+  {
+    comment: 'EXCEPTION: the API server adapter reuses the object schemas of audit/clusterState.ts; they belong in src/api.',
+    from: { path: '^src/adapters/node/clusterApi\\.ts$' },
+    to: { path: '^src/audit/clusterState\\.ts$' },
+  },
+  {
+    comment: 'EXCEPTION: volume/util/blockMapping.ts uses assertConfined of volume/csi/csiUtil.ts; it belongs in layout/confinement.ts.',
+    from: { path: '^src/volume/util/blockMapping\\.ts$' },
+    to: { path: '^src/volume/csi/csiUtil\\.ts$' },
+  },
+];
+
+/** Node built-ins the engine may never import (it talks to the world through the ports). */
+const WORLD = '^(node:)?(fs|fs/promises|child_process|net|http|https|http2|dgram|tls|worker_threads|cluster)$';
+const ENGINE = anyOf(['api', 'host', 'csi', 'volume', 'volumeCsi', 'opexec', 'volumemanager']) + '|^src/(layout|features|mount|kubelet|audit)/';
+
+module.exports = {
+  forbidden: [
+    { name: 'no-circular', severity: 'error', comment: 'No import cycles.', from: {}, to: { circular: true } },
+    {
+      name: 'engine-uses-ports',
+      severity: 'error',
+      comment: 'Engine code reads and changes the world only through the ports in src/host (lint also bans the globals).',
+      from: { path: ENGINE },
+      to: { dependencyTypes: ['core'], path: WORLD },
+    },
+    {
+      name: 'engine-no-grpc',
+      severity: 'error',
+      comment: 'Engine code talks to drivers through the CSI client port, never gRPC.',
+      from: { path: ENGINE },
+      to: { path: '@grpc/' },
+    },
+    {
+      name: 'volumemanager-cache-is-bottom',
+      severity: 'error',
+      comment: 'The caches only keep books: they import nothing else of the volume manager.',
+      from: { path: '^src/volumemanager/cache/' },
+      to: { path: '^src/volumemanager/(?!cache/)' },
+    },
+    {
+      name: 'volumemanager-parts-independent',
+      severity: 'error',
+      comment: 'populator and reconciler do not import each other or volumeManager.ts, which wires them.',
+      from: { path: '^src/volumemanager/(populator|reconciler)/' },
+      to: { path: '^src/volumemanager/(populator/|reconciler/|volumeManager\\.ts$)', pathNot: '^src/volumemanager/$1/' },
+    },
+  ],
+  allowedSeverity: 'error',
+  allowed: [
+    { comment: 'npm packages and node built-ins (the engine is restricted by the forbidden rules)', from: {}, to: { dependencyTypes: ['npm', 'npm-dev', 'npm-optional', 'npm-peer', 'core'] } },
+    ...ORDER.map((layer) => ({
+      comment: `${layer} may import: itself${MAY[layer].length > 0 ? `, ${MAY[layer].join(', ')}` : ''}`,
+      from: { path: L[layer], pathNot: anyOf(ORDER.slice(0, ORDER.indexOf(layer)).filter((l) => l !== layer)) },
+      to: { path: anyOf([layer, ...MAY[layer]]) },
+    })),
+    {
+      comment: 'agent/ is the composition root of the real node: it wires the gRPC CSI client adapter',
+      from: { path: '^src/agent/' },
+      to: { path: anyOf(['adapters']) },
+    },
+    ...EXCEPTIONS,
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { extensions: ['.ts', '.js', '.json'] },
+    reporterOptions: { text: { highlightFocused: true } },
+  },
+};

@@ -1,0 +1,80 @@
+/**
+ * Test helper: an in-memory ClusterView (pods, PVCs, PVs, CSIDrivers, node status) with a switch
+ * that makes every call fail, as an unreachable API server does, and a record of every
+ * volumesInUse written.
+ */
+import type { AttachedVolume, CSIDriverInfo, NodeStatus, PersistentVolumeClaim, Pod } from '../../api/core.js';
+import type { ClusterView } from '../../host/cluster.js';
+import type { PersistentVolume } from '../../api/core.js';
+
+export class FakeCluster implements ClusterView {
+  readonly pods = new Map<string, Pod>();
+  readonly pvcs = new Map<string, PersistentVolumeClaim>();
+  readonly pvs = new Map<string, PersistentVolume>();
+  readonly drivers = new Map<string, CSIDriverInfo>();
+  volumesAttached: AttachedVolume[] = [];
+  volumesInUse: string[] = [];
+  /** The Node's labels (node affinity checks). */
+  nodeLabels: Record<string, string> = {};
+  /** Every volumesInUse list written, in order. */
+  readonly volumesInUseHistory: string[][] = [];
+  /** When set, every call rejects with this message. */
+  unreachable: string | undefined;
+
+  addPod(pod: Pod): this {
+    this.pods.set(pod.uid, pod);
+    return this;
+  }
+  deletePod(uid: string): this {
+    this.pods.delete(uid);
+    return this;
+  }
+  /** A PV with a CSI source, its bound PVC and (optionally) the node's attachment of it. */
+  addPersistentVolume(pv: PersistentVolume, claim: { namespace: string; name: string }, options: { attached?: boolean } = {}): this {
+    this.pvs.set(pv.name, pv);
+    this.pvcs.set(`${claim.namespace}/${claim.name}`, { namespace: claim.namespace, name: claim.name, volumeName: pv.name });
+    if (options.attached ?? true) {
+      const csi = pv.csi;
+      if (csi !== undefined) this.attach(`kubernetes.io/csi/${csi.driver}^${csi.volumeHandle}`);
+    }
+    return this;
+  }
+  attach(volumeName: string, devicePath = ''): this {
+    if (!this.volumesAttached.some((v) => v.name === volumeName)) this.volumesAttached.push({ name: volumeName, devicePath });
+    return this;
+  }
+  detach(volumeName: string): this {
+    this.volumesAttached = this.volumesAttached.filter((v) => v.name !== volumeName);
+    return this;
+  }
+
+  private check(): Promise<void> {
+    return this.unreachable === undefined ? Promise.resolve() : Promise.reject(new Error(this.unreachable));
+  }
+
+  async listPods(): Promise<readonly Pod[]> {
+    await this.check();
+    return [...this.pods.values()];
+  }
+  async getPersistentVolumeClaim(namespace: string, name: string): Promise<PersistentVolumeClaim | undefined> {
+    await this.check();
+    return this.pvcs.get(`${namespace}/${name}`);
+  }
+  async getPersistentVolume(name: string): Promise<PersistentVolume | undefined> {
+    await this.check();
+    return this.pvs.get(name);
+  }
+  async getCSIDriver(name: string): Promise<CSIDriverInfo | undefined> {
+    await this.check();
+    return this.drivers.get(name);
+  }
+  async getNodeStatus(): Promise<NodeStatus> {
+    await this.check();
+    return { volumesAttached: [...this.volumesAttached], volumesInUse: [...this.volumesInUse], labels: { ...this.nodeLabels } };
+  }
+  async setVolumesInUse(names: readonly string[]): Promise<void> {
+    await this.check();
+    this.volumesInUse = [...names];
+    this.volumesInUseHistory.push([...names]);
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * One pass over the cluster dir's manifests merged into one view: files in name order, the first
+ * object of a name (or pod UID) winning, each later one reported as a problem naming its file,
+ * document and line. Pure bookkeeping: the view (clusterDir.ts) reads the files.
+ */
+import type { CSIDriverInfo, PersistentVolumeClaim, Pod } from '../../api/core.js';
+import type { PersistentVolume } from '../../api/core.js';
+import { objectProblem, type ManifestProblem, type ParsedFile } from './clusterManifests.js';
+
+/** What one pass read: the merged objects and every problem met. */
+export interface Snapshot {
+  readonly pods: readonly Pod[];
+  readonly pvcs: ReadonlyMap<string, PersistentVolumeClaim>;
+  readonly pvs: ReadonlyMap<string, PersistentVolume>;
+  readonly drivers: ReadonlyMap<string, CSIDriverInfo>;
+  readonly problems: readonly ManifestProblem[];
+}
+
+/** Collects the objects of one pass, first one of a name winning. */
+export class SnapshotBuilder {
+  readonly pods: Pod[] = [];
+  readonly podKeys = new Set<string>();
+  readonly podUIDs = new Map<string, string>();
+  readonly pvcs = new Map<string, PersistentVolumeClaim>();
+  readonly pvs = new Map<string, PersistentVolume>();
+  readonly drivers = new Map<string, CSIDriverInfo>();
+  readonly problems: ManifestProblem[] = [];
+  documents = 0;
+
+  add(file: string, parsed: ParsedFile): void {
+    this.documents += parsed.documents;
+    for (const o of parsed.objects) {
+      const dup = (message: string, field: 'name' | 'uid', line: number | undefined): void => {
+        this.problems.push(objectProblem(file, o.document, undefined, undefined, o.what, message, ['metadata', field], line));
+      };
+      switch (o.kind) {
+        case 'Pod': {
+          const pod = o.pod;
+          const key = `${pod.namespace}/${pod.name}`;
+          const other = this.podUIDs.get(pod.uid);
+          if (this.podKeys.has(key)) dup(`a Pod ${key} was already read from an earlier file or document`, 'name', o.nameLine);
+          else if (other !== undefined) dup(`metadata.uid ${pod.uid} is already the UID of Pod ${other}`, 'uid', o.uidLine);
+          else {
+            this.podKeys.add(key);
+            this.podUIDs.set(pod.uid, key);
+            this.pods.push(pod);
+          }
+          break;
+        }
+        case 'PersistentVolumeClaim': {
+          const key = `${o.pvc.namespace}/${o.pvc.name}`;
+          if (this.pvcs.has(key)) dup(`a PersistentVolumeClaim ${key} was already read from an earlier file or document`, 'name', o.nameLine);
+          else this.pvcs.set(key, o.pvc);
+          break;
+        }
+        case 'PersistentVolume':
+          if (this.pvs.has(o.pv.name)) dup(`a PersistentVolume ${o.pv.name} was already read from an earlier file or document`, 'name', o.nameLine);
+          else this.pvs.set(o.pv.name, o.pv);
+          break;
+        case 'CSIDriver':
+          if (this.drivers.has(o.driver.name)) dup(`a CSIDriver ${o.driver.name} was already read from an earlier file or document`, 'name', o.nameLine);
+          else this.drivers.set(o.driver.name, o.driver);
+          break;
+      }
+    }
+  }
+
+  build(): Snapshot {
+    return { pods: this.pods, pvcs: this.pvcs, pvs: this.pvs, drivers: this.drivers, problems: this.problems };
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * Kubernetes object types (core/v1 and storage/v1), reduced to the fields a node's volume
+ * manager uses: the vocabulary shared by the ClusterView port (src/host/cluster.ts), the volume
+ * specs (src/volume/spec.ts) and the adapters that read manifests or the API server. Types only:
+ * no behaviour, no imports.
+ */
+
+export type PersistentVolumeMode = 'Filesystem' | 'Block';
+
+export interface SecretReference {
+  readonly name: string;
+  readonly namespace: string;
+}
+
+/** core/v1 CSIPersistentVolumeSource */
+export interface CSIPersistentVolumeSource {
+  readonly driver: string;
+  readonly volumeHandle: string;
+  readonly readOnly?: boolean;
+  readonly fsType?: string;
+  readonly volumeAttributes?: Readonly<Record<string, string>>;
+  readonly nodeStageSecretRef?: SecretReference;
+  readonly nodePublishSecretRef?: SecretReference;
+}
+
+/** core/v1 NodeSelectorRequirement (label requirements only; matchFields is not modelled). */
+export interface NodeSelectorRequirement {
+  readonly key: string;
+  readonly operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | 'Gt' | 'Lt';
+  readonly values?: readonly string[];
+}
+
+/** core/v1 VolumeNodeAffinity: the PV can be used on a node matching any of the terms. */
+export interface VolumeNodeAffinity {
+  readonly required?: { readonly nodeSelectorTerms: readonly { readonly matchExpressions?: readonly NodeSelectorRequirement[] }[] };
+}
+
+/** The parts of core/v1 PersistentVolume a node uses. */
+export interface PersistentVolume {
+  readonly name: string;
+  readonly csi?: CSIPersistentVolumeSource;
+  readonly volumeMode?: PersistentVolumeMode;
+  readonly accessModes?: readonly string[];
+  readonly mountOptions?: readonly string[];
+  /** spec.nodeAffinity, checked by MountVolume / MapVolume against the node's labels. */
+  readonly nodeAffinity?: VolumeNodeAffinity;
+}
+
+/** core/v1 CSIVolumeSource (inline ephemeral). */
+export interface CSIVolumeSource {
+  readonly driver: string;
+  readonly readOnly?: boolean;
+  readonly fsType?: string;
+  readonly volumeAttributes?: Readonly<Record<string, string>>;
+}
+
+export interface PodVolumeSource {
+  /** pod.spec.volumes[i].name */
+  readonly name: string;
+  readonly persistentVolumeClaim?: { readonly claimName: string; readonly readOnly?: boolean };
+  readonly csi?: CSIVolumeSource;
+}
+
+export interface Pod {
+  readonly uid: string;
+  readonly namespace: string;
+  readonly name: string;
+  readonly nodeName: string;
+  readonly volumes: readonly PodVolumeSource[];
+  /** Volume names the pod's containers use as raw block devices (volumeDevices). */
+  readonly blockVolumeNames?: readonly string[];
+  /** Pod fsGroup (securityContext.fsGroup), when set. */
+  readonly fsGroup?: number;
+  /** spec.serviceAccountName. */
+  readonly serviceAccountName?: string;
+}
+
+export interface PersistentVolumeClaim {
+  readonly namespace: string;
+  readonly name: string;
+  /** spec.volumeName: the bound PV; empty while unbound. */
+  readonly volumeName: string;
+  readonly volumeMode?: PersistentVolumeMode;
+}
+
+export interface CSIDriverInfo {
+  readonly name: string;
+  /** spec.attachRequired; kubelet treats a missing CSIDriver object as attach required. */
+  readonly attachRequired: boolean;
+  /** spec.podInfoOnMount: pod information goes into NodePublishVolume's volume_context (default false). */
+  readonly podInfoOnMount?: boolean;
+}
+
+export interface AttachedVolume {
+  readonly name: string;
+  readonly devicePath: string;
+}
+
+export interface NodeStatus {
+  readonly volumesAttached: readonly AttachedVolume[];
+  readonly volumesInUse: readonly string[];
+  /** The Node's metadata.labels (kubelet GetNodeLabels); absent when the view does not know them. */
+  readonly labels?: Readonly<Record<string, string>>;
+}

@@ -1,0 +1,189 @@
+/**
+ * Test harness: a whole node in memory - files (MemFs), the mount table (MemoryMounter), a CSI
+ * driver (FakeCsiDriver), the API server (FakeCluster), time (FakeClock) - and the volume
+ * manager running over it. A kubelet restart drops the volume manager and keeps everything
+ * else; a reboot also drops every mount. Tests drive it step by step; nothing sleeps for real.
+ */
+import { MemFs } from '../../src/adapters/memory/memFs.js';
+import { MemoryMounter } from '../../src/adapters/memory/memoryMounter.js';
+import { FakeCsiDriver } from '../../src/csi/fake/fakeCsiDriver.js';
+import { instrumentedRegistry } from '../../src/csi/instrumented.js';
+import type { CsiDriverRegistry, NodeCapability } from '../../src/host/csi.js';
+import type { Clock } from '../../src/host/clock.js';
+import type { ClusterView } from '../../src/host/cluster.js';
+import type { Pod } from '../../src/api/core.js';
+import type { FileSystem } from '../../src/host/fs.js';
+import type { Mounter } from '../../src/host/mounter.js';
+import type { FeatureGate } from '../../src/features/features.js';
+import { KubeletLayout } from '../../src/layout/layout.js';
+import { RecordingMetrics } from '../../src/adapters/memory/recordingMetrics.js';
+import { constructPVSourceSpec } from '../../src/volume/spec.js';
+import { type PersistentVolume, type PersistentVolumeMode } from '../../src/api/core.js';
+import type { VolumePluginMgr } from '../../src/volume/plugins.js';
+import type { VolumeHost } from '../../src/volume/volumeHost.js';
+import { RECONCILER_LOOP_PERIOD_MS, VolumeManager } from '../../src/volumemanager/volumeManager.js';
+import { FakeClock } from './fakeClock.js';
+import { FakeCluster } from '../../src/adapters/memory/fakeCluster.js';
+import { Life } from './fence.js';
+import { gates, RecordingLogger } from './hosts.js';
+
+export const ROOT = '/var/lib/kubelet';
+export const DRIVER = 'csi.example.com';
+export const NODE = 'node-1';
+
+export interface InMemoryNodeOptions {
+  readonly driverName?: string;
+  readonly capabilities?: NodeCapability[];
+  /** CSIDriver attachRequired (default true: attachable volumes appear in volumesInUse). */
+  readonly attachRequired?: boolean;
+  /** CSIDriver podInfoOnMount (default true, as drivers with inline ephemeral volumes set it). */
+  readonly podInfoOnMount?: boolean;
+}
+
+export class InMemoryNode {
+  readonly fs = MemFs.create();
+  readonly mounter: MemoryMounter;
+  readonly clock = new FakeClock();
+  readonly driver: FakeCsiDriver;
+  readonly cluster = new FakeCluster();
+  readonly layout = new KubeletLayout(ROOT);
+  /** Logs and metrics of every kubelet life of this node. */
+  readonly logger = new RecordingLogger();
+  readonly metrics = new RecordingMetrics();
+  /** The running volume manager; undefined while kubelet is down. */
+  vm: VolumeManager | undefined;
+  /** The fence of the running kubelet's ports. */
+  private life: Life | undefined;
+
+  constructor(options: InMemoryNodeOptions = {}) {
+    this.fs.writeRaw(`${ROOT}/.keep`, '');
+    this.mounter = new MemoryMounter(this.fs);
+    const name = options.driverName ?? DRIVER;
+    this.driver = new FakeCsiDriver({
+      name,
+      fs: this.fs,
+      mounter: this.mounter,
+      clock: this.clock,
+      ...(options.capabilities === undefined ? {} : { capabilities: options.capabilities }),
+    });
+    this.cluster.drivers.set(name, { name, attachRequired: options.attachRequired ?? true, podInfoOnMount: options.podInfoOnMount ?? true });
+  }
+
+  /**
+   * Starts a fresh kubelet (volume manager) and runs reconstruction: `gateOn` sets
+   * CSIGlobalMountReconstruction, or pass a whole FeatureGate.
+   */
+  async startKubelet(gateOn: boolean | FeatureGate, options: { plugins?: (host: VolumeHost) => VolumePluginMgr } = {}): Promise<VolumeManager> {
+    this.life?.crash();
+    const driver = this.driver;
+    const life = new Life();
+    this.life = life;
+    // Every port of this life is fenced: after crashKubelet() nothing of it lands or settles.
+    const clock: Clock = { nowMs: () => this.clock.nowMs(), sleep: (ms) => life.call(() => this.clock.sleep(ms)) as Promise<void> };
+    const host: VolumeHost = {
+      layout: this.layout,
+      realRootDir: ROOT,
+      fs: life.fence<FileSystem>(this.fs),
+      features: typeof gateOn === 'boolean' ? gates(gateOn) : gateOn,
+      logger: this.logger,
+      clock,
+      mounter: life.fence<Mounter>(this.mounter),
+      csiDrivers: instrumentedRegistry(life.fence<CsiDriverRegistry>({ client: (n) => (n === driver.name ? driver : undefined) }), this.metrics, clock),
+      cluster: life.fence<ClusterView>(this.cluster),
+      nodeName: NODE,
+    };
+    const vm = new VolumeManager({ host, metrics: this.metrics, ...(options.plugins === undefined ? {} : { plugins: options.plugins(host) }) });
+    this.vm = vm;
+    await vm.start();
+    return vm;
+  }
+
+  /**
+   * kill -9 of kubelet: its memory is gone, and its life is fenced off - no call it makes lands
+   * and no call it made settles, so its pending operations stop where they are. Calls already at
+   * the driver carry on there (the real world).
+   */
+  crashKubelet(): void {
+    this.life?.crash();
+    this.life = undefined;
+    this.vm = undefined;
+  }
+
+  /** The node reboots: kubelet and every mount are gone; files and the driver's state stay. */
+  reboot(): void {
+    this.crashKubelet();
+    this.driver.reboot();
+    this.mounter.reboot();
+  }
+
+  get kubelet(): VolumeManager {
+    if (this.vm === undefined) throw new Error('kubelet is not running');
+    return this.vm;
+  }
+
+  /**
+   * One kubelet loop iteration: populate, reconcile, node status; then let time pass by one
+   * reconciler period so that started operations (and backoffs) make progress.
+   */
+  async step(periodMs = RECONCILER_LOOP_PERIOD_MS): Promise<void> {
+    const vm = this.kubelet;
+    await vm.populateOnce();
+    await vm.reconcileOnce();
+    await vm.syncNodeStatus();
+    await this.clock.advance(periodMs);
+  }
+
+  /** Steps until `done()` holds, at most `maxSteps` times (throws if it never does). */
+  async stepUntil(done: () => boolean, maxSteps = 200, periodMs = RECONCILER_LOOP_PERIOD_MS): Promise<number> {
+    for (let i = 0; i < maxSteps; i++) {
+      if (done()) return i;
+      await this.step(periodMs);
+    }
+    if (done()) return maxSteps;
+    throw new Error(`condition not reached after ${maxSteps} steps`);
+  }
+
+  /** Runs `n` steps. */
+  async steps(n: number, periodMs = RECONCILER_LOOP_PERIOD_MS): Promise<void> {
+    for (let i = 0; i < n; i++) await this.step(periodMs);
+  }
+
+  /** Adds a PV (CSI), its bound PVC, and marks it attached to this node. Returns the unique name. */
+  addVolume(pvName: string, handle: string, options: { mode?: PersistentVolumeMode; attached?: boolean } = {}): string {
+    const spec = constructPVSourceSpec(pvName, this.driver.name, handle, options.mode ?? 'Filesystem');
+    const pv: PersistentVolume = spec.kind === 'persistent' ? spec.persistentVolume : { name: pvName };
+    this.cluster.addPersistentVolume(pv, { namespace: 'default', name: `claim-${pvName}` }, { attached: options.attached ?? true });
+    return `kubernetes.io/csi/${this.driver.name}^${handle}`;
+  }
+
+  /** Adds a pod using the PVCs of the given PVs (claim-<pv>), and optional inline CSI volumes. */
+  addPod(uid: string, pvNames: readonly string[], inline: readonly string[] = []): Pod {
+    const pod: Pod = {
+      uid,
+      namespace: 'default',
+      name: `pod-${uid}`,
+      nodeName: NODE,
+      volumes: [
+        ...pvNames.map((pv) => ({ name: `vol-${pv}`, persistentVolumeClaim: { claimName: `claim-${pv}` } })),
+        ...inline.map((name) => ({ name, csi: { driver: this.driver.name } })),
+      ],
+    };
+    this.cluster.addPod(pod);
+    return pod;
+  }
+
+  /** Whether a path exists (lstat: a symlink counts, whatever it points to). */
+  async exists(p: string): Promise<boolean> {
+    try {
+      await this.fs.lstat(p);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Paths below the root dir (dirs end in '/'). */
+  tree(): string[] {
+    return this.fs.tree(ROOT).filter((p) => p !== `${ROOT}/.keep`);
+  }
+}

@@ -1,0 +1,77 @@
+// The layer rules of .dependency-cruiser.cjs (run by `npm run lint`) reject what they claim to:
+// a fixture tree with one import per rule is cruised with the project's own configuration.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+
+const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..', '..', '..');
+const CRUISER = path.join(REPO_ROOT, 'node_modules', 'dependency-cruiser', 'bin', 'dependency-cruise.mjs');
+
+/** file -> its source; every import is relative or a node built-in. */
+const FIXTURE: Readonly<Record<string, string>> = {
+  'src/api/core.ts': 'export type Pod = { name: string };\n',
+  'src/host/fs.ts': "import type { Pod } from '../api/core.js';\nexport type P = Pod;\n",
+  'src/host/clock.ts': "import type { Spec } from '../volume/spec.js';\nexport type S = Spec;\n",
+  'src/volume/spec.ts': "import type { P } from '../host/fs.js';\nexport type Spec = P;\n",
+  'src/volume/upward.ts': "import { run } from '../cli/main.js';\nexport const r = run;\n",
+  'src/volume/world.ts': "import { readFileSync } from 'node:fs';\nexport const f = readFileSync;\n",
+  'src/volumemanager/cache/asw.ts': "import { pass } from '../reconciler/reconciler.js';\nexport const p = pass;\n",
+  'src/volumemanager/reconciler/reconciler.ts': "import type { Spec } from '../../volume/spec.js';\nexport const pass = (s?: Spec): Spec | undefined => s;\n",
+  'src/operationexecutor/a.ts': "import { b } from './b.js';\nexport const a = (): number => b();\n",
+  'src/operationexecutor/b.ts': "import { a } from './a.js';\nexport const b = (): number => a();\n",
+  'src/adapters/node/fsAdapter.ts': "import { readFileSync } from 'node:fs';\nimport type { P } from '../../host/fs.js';\nexport const x: [typeof readFileSync, P | undefined] = [readFileSync, undefined];\n",
+  'src/cli/main.ts': "import type { Spec } from '../volume/spec.js';\nimport { x } from '../adapters/node/fsAdapter.js';\nexport const run = (s?: Spec): unknown => [s, x];\n",
+};
+
+interface Violation {
+  readonly from: string;
+  readonly to: string;
+  readonly rule: { readonly name: string };
+}
+
+describe('layer rules (.dependency-cruiser.cjs)', () => {
+  let dir = '';
+  let violations: readonly Violation[] = [];
+
+  before(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'nodevol-layers-'));
+    for (const [file, text] of Object.entries(FIXTURE)) {
+      mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+      writeFileSync(path.join(dir, file), text);
+    }
+    writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', strict: true } }));
+    const run = promisify(execFile);
+    const { stdout } = await run(process.execPath, [CRUISER, 'src', '--config', path.join(REPO_ROOT, '.dependency-cruiser.cjs'), '--output-type', 'json'], { cwd: dir, maxBuffer: 16 * 1024 * 1024 }).catch(
+      // depcruise exits non-zero when it finds violations (this fixture has some): keep its report.
+      (err: unknown) => ({ stdout: typeof err === 'object' && err !== null && 'stdout' in err && typeof err.stdout === 'string' ? err.stdout : '' }),
+    );
+    violations = (JSON.parse(stdout) as { summary: { violations: Violation[] } }).summary.violations;
+  });
+
+  after(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const cases: readonly { name: string; from: string; to: string; rule: string }[] = [
+    { name: 'a lower layer importing a higher one is refused (volume -> cli)', from: 'src/volume/upward.ts', to: 'src/cli/main.ts', rule: 'not-in-allowed' },
+    { name: 'the ports importing the engine is refused (host -> volume)', from: 'src/host/clock.ts', to: 'src/volume/spec.ts', rule: 'not-in-allowed' },
+    { name: 'engine code importing node:fs is refused', from: 'src/volume/world.ts', to: 'fs', rule: 'engine-uses-ports' },
+    { name: "the volume manager's caches importing the reconciler is refused", from: 'src/volumemanager/cache/asw.ts', to: 'src/volumemanager/reconciler/reconciler.ts', rule: 'volumemanager-cache-is-bottom' },
+    { name: 'an import cycle is refused', from: 'src/operationexecutor/a.ts', to: 'src/operationexecutor/b.ts', rule: 'no-circular' },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      const hit = violations.filter((v) => v.from === c.from && v.to.replace(/^node:/, '') === c.to && v.rule.name === c.rule);
+      assert.equal(hit.length, 1, `expected ${c.rule} for ${c.from} -> ${c.to}; got ${JSON.stringify(violations.map((v) => [v.from, v.to, v.rule.name]))}`);
+    });
+  }
+
+  it('downward imports, adapters using node:fs and the cli wiring adapters are allowed', () => {
+    const allowed = ['src/host/fs.ts', 'src/volume/spec.ts', 'src/adapters/node/fsAdapter.ts', 'src/cli/main.ts', 'src/volumemanager/reconciler/reconciler.ts'];
+    assert.deepEqual(violations.filter((v) => allowed.includes(v.from)), []);
+  });
+});
