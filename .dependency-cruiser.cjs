@@ -74,11 +74,6 @@ const EXCEPTIONS = [
     from: { path: '^src/adapters/node/clusterApi\\.ts$' },
     to: { path: '^src/audit/clusterState\\.ts$' },
   },
-  {
-    comment: 'EXCEPTION: volume/util/blockMapping.ts uses assertConfined of volume/csi/csiUtil.ts; it belongs in layout/confinement.ts.',
-    from: { path: '^src/volume/util/blockMapping\\.ts$' },
-    to: { path: '^src/volume/csi/csiUtil\\.ts$' },
-  },
 ];
 
 /** Node built-ins the engine may never import (it talks to the world through the ports). */

@@ -5,10 +5,11 @@
  */
 import * as path from 'node:path/posix';
 import { isFinalCsiError, type AccessMode, type CsiNodeClient, type VolumeCapability } from '../../host/csi.js';
-import { atomicTempPath, errorCode, errorMessage, escapeUndecodable, isNotExist } from '../../host/fs.js';
+import { atomicTempPath, errorCode, errorMessage, isNotExist } from '../../host/fs.js';
 import type { Spec } from '../spec.js';
 import { TransientOperationFailure, UncertainProgressError } from '../util/errors.js';
 import type { VolumeHost } from '../volumeHost.js';
+import { assertPathConfined, assertPathUnderRoot, CsiPathError } from '../util/pathConfinement.js';
 import { VOL_DATA_FILE_NAME } from './volumeData.js';
 
 /** kubelet's log prefix for CSI messages. */
@@ -16,9 +17,7 @@ export function csiLog(msg: string): string {
   return `kubernetes.io/csi: ${msg}`;
 }
 
-export class CsiPathError extends Error {
-  override readonly name = 'CsiPathError';
-}
+export { CsiPathError };
 
 /** The driver's client, or a transient failure: nothing happened yet, the state stays. */
 export function clientFor(host: VolumeHost, driverName: string): CsiNodeClient {
@@ -39,44 +38,14 @@ export function classifyCsiError(err: unknown, what: string): Error {
   return isFinalCsiError(err) ? new Error(msg) : new UncertainProgressError(msg);
 }
 
-/** Refuses any path outside the root dir: nodevol never removes what it did not prove safe. */
+/** Refuses any path outside the root dir (CSI's log prefix on the error). */
 export function assertUnderRoot(host: VolumeHost, p: string): void {
-  const normalized = path.normalize(p);
-  if (normalized !== p || !host.layout.contains(p) || p === host.layout.rootDir) {
-    throw new CsiPathError(csiLog(`refusing to touch ${JSON.stringify(p)}: not a normalized path under the root dir ${host.layout.rootDir}`));
-  }
+  assertPathUnderRoot(host, p, csiLog);
 }
 
-/**
- * Proves that `p` lies inside the root dir with no symlink in any component below it, before it
- * is handed to a driver (NodeUnpublish/NodeUnstage) or to umount: a driver's umount follows a
- * symlink, so a pod volume dir whose `mount` points elsewhere would unmount whatever is there.
- * Components that do not exist end the walk (nothing below them can be a symlink). Throws a
- * CsiPathError naming the symlink, and the caller calls nothing.
- */
-export async function assertConfined(host: VolumeHost, p: string, what: string): Promise<void> {
-  if (/[\uDC80-\uDCFF]/.test(p)) {
-    // CSI paths are protobuf strings: bytes that are not UTF-8 would reach the driver mangled.
-    throw new CsiPathError(csiLog(`refusing to hand ${escapeUndecodable(p)} to ${what}: the path is not valid UTF-8 and cannot be sent over CSI as it is`));
-  }
-  assertUnderRoot(host, p);
-  const root = host.layout.rootDir;
-  let cur = root;
-  for (const part of p.slice(root.length + (root.endsWith('/') ? 0 : 1)).split('/')) {
-    cur = path.join(cur, part);
-    let type: string;
-    try {
-      type = (await host.fs.lstat(cur)).type;
-    } catch (err) {
-      if (isNotExist(err)) return;
-      throw new CsiPathError(csiLog(`refusing to hand ${p} to ${what}: cannot check ${cur}: ${errorMessage(err)}`));
-    }
-    if (type === 'symlink') {
-      throw new CsiPathError(
-        csiLog(`refusing to hand ${p} to ${what}: ${cur} is a symlink (paths given to a driver or to umount must lie inside the root dir ${root} with no symlink component)`),
-      );
-    }
-  }
+/** {@link assertPathConfined} with CSI's log prefix on the error. */
+export function assertConfined(host: VolumeHost, p: string, what: string): Promise<void> {
+  return assertPathConfined(host, p, what, csiLog);
 }
 
 /** isDirMounted: IsLikelyNotMountPoint; a missing path is not mounted. */

@@ -6,7 +6,7 @@
  */
 import * as path from 'node:path/posix';
 import { errorMessage, isNotExist } from '../../host/fs.js';
-import { assertConfined } from '../csi/csiUtil.js';
+import { assertPathConfined } from './pathConfinement.js';
 import type { VolumeHost } from '../volumeHost.js';
 
 export async function mapBlockVolume(
@@ -58,7 +58,7 @@ export async function unmapBlockVolume(
     throw err;
   }
   if (mounted) {
-    await assertConfined(host, bindPath, 'umount');
+    await assertPathConfined(host, bindPath, 'umount');
     await mounter.unmount(bindPath);
   }
   try {

@@ -206,7 +206,7 @@ describe('simulator: replays of what the explorer found (README "Proving it: the
     const scenario = loadBuiltinScenario('inline-volume-orphans');
     for (const on of [false, true]) {
       const base = await simulate({ scenario, gates: gates(on), seed: 1, fullTrace: true });
-      const seq = seqOf(base, 'writeFile+fsync', '/pods/pod-inline/volumes/kubernetes.io~csi/scratch/.vol_data.json.tmp');
+      const seq = seqOf(base, 'writeFile+fsync', '/pods/pod-inline/volumes/kubernetes.io~csi/scratch/vol_data.json.tmp');
       const r = await simulate({ scenario, gates: gates(on), seed: 1, plan: [{ kind: 'crash', crash: 'restart', at: 'after', seq }] });
       assert.deepEqual(names(r), [], `gate ${on}: ${r.violations.map((v) => v.message).join('; ')}`);
     }
