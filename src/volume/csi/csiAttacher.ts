@@ -16,6 +16,7 @@ import {
   assertConfined,
   classifyCsiError,
   clientFor,
+  CsiPathError,
   csiLog,
   makeDeviceMountPath,
   mkdirAll,
@@ -142,8 +143,21 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
     await this.removeUnstageMarker(marker);
   }
 
+  /**
+   * Creates the marker (empty, fsynced, its directory fsynced). One already there as a regular
+   * file (an earlier attempt) is kept; anything else there is refused rather than written through
+   * (a write would follow a symlink out of the root dir).
+   */
   private async writeUnstageMarker(dataDir: string): Promise<void> {
     const marker = path.join(dataDir, UNSTAGE_MARKER_FILE_NAME);
+    let existing: string | undefined;
+    try {
+      existing = (await this.host.fs.lstat(marker)).type;
+    } catch (err) {
+      if (!isNotExist(err)) throw new Error(csiLog(`attacher.UnmountDevice failed to check ${marker}: ${errorMessage(err)}`));
+    }
+    if (existing === 'file') return;
+    if (existing !== undefined) throw new CsiPathError(csiLog(`attacher.UnmountDevice refuses to record the unstage at ${marker}: it is a ${existing}, not a regular file`));
     try {
       await this.host.fs.writeFile(marker, new Uint8Array(), { mode: 0o644, fsync: true });
       await this.host.fs.fsyncDir(dataDir);

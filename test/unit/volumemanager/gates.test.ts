@@ -285,6 +285,20 @@ describe('gate CSIUnstageCompletesBeforeRestage (kubernetes#121357)', () => {
     assert.equal(await r.node.exists(MARKER), false);
   });
 
+  it('on: a symlink where the marker goes is not written through; NodeUnstageVolume is not sent', async () => {
+    const g = gates('CSIUnstageCompletesBeforeRestage', true);
+    const node = new InMemoryNode({ volumeLocks: true });
+    await mountedPod(node, g);
+    node.fs.writeRaw('/etc/precious', 'keep');
+    await node.fs.symlink('/etc/precious', MARKER);
+    const mark = node.driver.calls.length;
+    node.cluster.deletePod('pod-a');
+    await node.steps(20);
+    assert.deepEqual(csiCalls(node, mark), ['NodeUnpublishVolume OK']);
+    assert.equal(new TextDecoder().decode(await node.fs.readFile('/etc/precious', 100)), 'keep');
+    assert.ok(node.driver.volume('vol-1') !== undefined, 'still staged');
+  });
+
   it('on, plain unstage: the marker is gone with the volume dir; no extra call', async () => {
     const g = gates('CSIUnstageCompletesBeforeRestage', true);
     const node = new InMemoryNode({ volumeLocks: true });
