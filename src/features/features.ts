@@ -51,13 +51,22 @@ export const CSIListGlobalVolumesWithoutStagingDir = 'CSIListGlobalVolumesWithou
  */
 export const CSIDurableBlockVolumePaths = 'CSIDurableBlockVolumePaths';
 
+/**
+ * kubernetes#121357: before NodeUnstageVolume the CSI attacher durably marks the volume directory
+ * (`unstage-in-progress`); before NodeStageVolume of a marked volume it sends NodeUnstageVolume
+ * again and stages only once that returns OK, so a stage never overtakes an unstage still running
+ * at the driver (a timed-out one, or one a restart or reboot forgot).
+ */
+export const CSIUnstageCompletesBeforeRestage = 'CSIUnstageCompletesBeforeRestage';
+
 export type FeatureName =
   | typeof CSIGlobalMountReconstruction
   | typeof CSIDurableBlockVolumePaths
   | typeof CSIListGlobalVolumesWithoutStagingDir
   | typeof CSIUnpublishBeforeUnstageAfterReconstruction
   | typeof CSIRetryReconstructionCleanup
-  | typeof CSIKeepListedVolumeOnStageFailure;
+  | typeof CSIKeepListedVolumeOnStageFailure
+  | typeof CSIUnstageCompletesBeforeRestage;
 
 const KNOWN_FEATURES: Readonly<Record<string, FeatureSpec>> = {
   [CSIGlobalMountReconstruction]: {
@@ -94,6 +103,12 @@ const KNOWN_FEATURES: Readonly<Record<string, FeatureSpec>> = {
     preRelease: 'Alpha',
     description:
       'nodevol: a raw block volume\'s staging dir and publish target are fsynced before NodeStageVolume / NodePublishVolume, so a power cut cannot leave the driver with a volume staged or published of which nothing is on disk.',
+  },
+  [CSIUnstageCompletesBeforeRestage]: {
+    default: false,
+    preRelease: 'Alpha',
+    description:
+      'nodevol: NodeUnstageVolume is recorded durably beside the global vol_data.json until it returns OK; a NodeStageVolume of a volume so marked is preceded by a NodeUnstageVolume that must return OK first (kubernetes#121357).',
   },
   [VolumeReconstructionFallback]: {
     default: false,

@@ -284,6 +284,8 @@ export class Simulation {
   /** CSI calls at the driver that have not finished there. */
   readonly #inFlight = new Map<number, InFlight>();
   readonly #running = new Set<string>();
+  /** driver|volumeId|pod uid of every NodePublishVolume that returned OK in this run (all lives). */
+  readonly #setUp = new Set<string>();
   #life: Life = { id: 0, domain: 'life:0', alive: false };
   #seq = 0;
   #csiCount = 0;
@@ -740,6 +742,7 @@ export class Simulation {
             // The answer travels back to the engine as its own event: it may be lost in a crash.
             this.#sched.ready(life.domain, 'csi-reply', `${method} ${volumeId} #${seq} -> ${code}`, () => {
               const rec: CsiRecord = { seq, driver: driver.name, method, volumeId, request: { ...request }, code, durationMs: this.#sched.now - sentMs };
+              if (method === 'NodePublishVolume' && code === 'OK') this.#noteSetUp(driver.name, volumeId, request);
               if (this.#current !== undefined) this.#current.csi = rec;
               this.#record({ seq, life: life.id, port: 'csi', op: method, args: volumeId, result: code });
               if (this.#noteCrashPoint(life, seq, 'after') || !life.alive) return;
@@ -819,7 +822,15 @@ export class Simulation {
     const state = driver.volume(volumeId);
     const req = request as Readonly<Record<string, unknown>>;
     if (method === 'NodeUnstageVolume') {
-      if (wanted !== undefined) this.#violate('no-unstage-in-use', `NodeUnstageVolume ${volumeId} arrived while pod ${wanted.pods.join(',')} wants it`);
+      // The issue's words: "NodeUnstageVolume never arrives while a *running* pod wants the volume
+      // or while the driver has a target of it published". A pod that wants the volume is running
+      // once its SetUp of it succeeded (in any life of this run) or while a target of it is
+      // published; before that (a pod waiting for its volumes, e.g. while MountDevice makes sure
+      // an earlier unstage has ended, kubernetes#121357) an unstage takes nothing from it.
+      const users = (wanted?.pods ?? []).filter(
+        (uid) => this.#setUp.has(`${driverName}|${volumeId}|${uid}`) || [...(state?.publishedAt ?? [])].some((t) => ownsTarget(uid, t)),
+      );
+      if (users.length > 0) this.#violate('no-unstage-in-use', `NodeUnstageVolume ${volumeId} arrived while pod ${users.join(',')} wants it`);
       else if (state !== undefined && state.publishedAt.size > 0) {
         this.#violate('no-unstage-in-use', `NodeUnstageVolume ${volumeId} arrived while the driver has it published at ${[...state.publishedAt].sort().join(', ')}`);
       }
@@ -840,6 +851,12 @@ export class Simulation {
         this.#violate('stage-after-unstage', `NodePublishVolume ${volumeId} arrived without a successful NodeStageVolume at ${staging}`);
       }
     }
+  }
+
+  /** A NodePublishVolume returned OK: its pod's SetUp of the volume succeeded. */
+  #noteSetUp(driver: string, volumeId: string, request: Readonly<Record<string, unknown>>): void {
+    const target = typeof request['targetPath'] === 'string' ? request['targetPath'] : '';
+    for (const p of this.#scenario.pods) if (ownsTarget(p.uid, target)) this.#setUp.add(`${driver}|${volumeId}|${p.uid}`);
   }
 
   #wantedByPod(uid: string, driver: string, volumeId: string): boolean {
@@ -1064,6 +1081,11 @@ export class Simulation {
     parts.push(`inUse ${this.#cluster.volumesInUse.join(',')}`);
     return fnv1a(parts.join('\n'));
   }
+}
+
+/** A pod's target path (filesystem `.../pods/<uid>/...`, block publish file `.../<uid>`). */
+function ownsTarget(uid: string, target: string): boolean {
+  return target.includes(`/pods/${uid}/`) || target.endsWith(`/${uid}`);
 }
 
 /** Paths with a temp-file counter replaced (`x.tmp-7` -> `x.tmp-N`; today's atomic write names its temp file deterministically, so this is a no-op kept for old traces). */

@@ -38,6 +38,8 @@ export interface InMemoryNodeOptions {
   readonly attachRequired?: boolean;
   /** CSIDriver podInfoOnMount (default true, as drivers with inline ephemeral volumes set it). */
   readonly podInfoOnMount?: boolean;
+  /** The driver answers ABORTED to a call for a volume with a call in flight (csi-lib-utils' VolumeLocks). */
+  readonly volumeLocks?: boolean;
 }
 
 export class InMemoryNode {
@@ -65,6 +67,7 @@ export class InMemoryNode {
       mounter: this.mounter,
       clock: this.clock,
       ...(options.capabilities === undefined ? {} : { capabilities: options.capabilities }),
+      ...(options.volumeLocks === undefined ? {} : { volumeLocks: options.volumeLocks }),
     });
     this.cluster.drivers.set(name, { name, attachRequired: options.attachRequired ?? true, podInfoOnMount: options.podInfoOnMount ?? true });
   }

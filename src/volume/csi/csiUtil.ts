@@ -82,7 +82,8 @@ export async function removeMountDir(host: VolumeHost, mountPath: string): Promi
   } catch (err) {
     if (isNotExist(err)) return;
     // A crash between the atomic write's temp file and its rename leaves that temp file behind:
-    // it is ours by name, so it goes, and the directory with it (kubelet has no temp file).
+    // it is ours by name, so it goes, and the directory with it (kubelet has no temp file); so
+    // does an unstage marker left by an UnmountDevice cut short after its NodeUnstageVolume.
     if (errorCode(err) !== 'ENOTEMPTY' || !(await removeVolumeDataTempFiles(host, volPath))) {
       throw new Error(csiLog(`failed to delete volume path [${volPath}]: ${errorMessage(err)}`));
     }
@@ -99,13 +100,20 @@ export function isVolumeDataTempFile(name: string): boolean {
 
 
 /**
+ * CSIUnstageCompletesBeforeRestage: an empty file beside the global vol_data.json, present from
+ * before NodeUnstageVolume is sent until it returned OK (kubelet has no such file).
+ */
+export const UNSTAGE_MARKER_FILE_NAME = 'unstage-in-progress';
+
+/**
  * Removes the leftover temp files of interrupted vol_data.json writes in `dir`; true when
  * something was removed. Only regular files with the temp name are touched.
  */
 async function removeVolumeDataTempFiles(host: VolumeHost, dir: string): Promise<boolean> {
   let removed = false;
   for (const entry of await host.fs.readdir(dir)) {
-    if (entry.type !== 'file' || !isVolumeDataTempFile(entry.name)) continue;
+    // The unstage marker too: removeMountDir runs only once the device is unstaged (or never was).
+    if (entry.type !== 'file' || !(isVolumeDataTempFile(entry.name) || entry.name === UNSTAGE_MARKER_FILE_NAME)) continue;
     const p = path.join(dir, entry.name);
     host.logger.v(4).info(csiLog('deleting the temp file of an interrupted volume data write'), { path: p });
     await ignoreNotExist(host.fs.unlink(p), `failed to delete temp file [${p}]`);

@@ -13,6 +13,7 @@ describe('feature gates', () => {
       CSIListGlobalVolumesWithoutStagingDir: false,
       CSIRetryReconstructionCleanup: false,
       CSIUnpublishBeforeUnstageAfterReconstruction: false,
+      CSIUnstageCompletesBeforeRestage: false,
     });
   });
 

@@ -206,3 +206,108 @@ describe('gate CSIRetryReconstructionCleanup (seed: inline volumes orphaned afte
     assert.ok(node.logger.lines.some((l) => /Retrying the cleanup of a volume that could not be reconstructed/.test(l.msg)));
   });
 });
+
+describe('gate CSIUnstageCompletesBeforeRestage (kubernetes#121357)', () => {
+  const MARKER = `${VOL_DIR('vol-1')}/unstage-in-progress`;
+
+  /**
+   * pod-a's volume is unstaged with a NodeUnstageVolume that times out at kubelet (2 min) and runs
+   * on at the driver (3 min); pod-b wants the volume 5 s later. The driver locks per volume.
+   * `crash`: kubelet is killed while the unstage runs and a new life (pod-b already there) starts.
+   */
+  async function rewanted(on: boolean, crash: boolean) {
+    const g = gates('CSIUnstageCompletesBeforeRestage', on);
+    const node = new InMemoryNode({ volumeLocks: true });
+    await mountedPod(node, g);
+    node.driver.inject({ method: 'NodeUnstageVolume', volumeId: 'vol-1', times: 1, delayMs: 180_000, clientTimeoutMs: 120_000 });
+    const arrivals: string[] = [];
+    let unstagesRunning = 0;
+    let stageWhileUnstaging = 0;
+    let markerWhileUnstaging = false;
+    node.driver.observer = {
+      arrived: (_seq, method) => {
+        arrivals.push(method);
+        if (method === 'NodeStageVolume' && unstagesRunning > 0) stageWhileUnstaging++;
+        if (method === 'NodeUnstageVolume' && !node.driver.isBusy('vol-1')) unstagesRunning++;
+      },
+      finished: (c) => {
+        if (c.method === 'NodeUnstageVolume' && c.outcome !== 'ABORTED') unstagesRunning--;
+      },
+    };
+    const mark = node.driver.calls.length;
+    node.cluster.deletePod('pod-a');
+    await node.stepUntil(() => arrivals.includes('NodeUnstageVolume'));
+    markerWhileUnstaging = await node.exists(MARKER);
+    await node.steps(50);
+    node.addPod('pod-b', ['pv-1']);
+    if (crash) {
+      node.crashKubelet();
+      await node.startKubelet(g);
+    }
+    await node.stepUntil(() => node.kubelet.asw.getMountedVolumes().length === 1 && unstagesRunning === 0, 600, 1000);
+    return { node, mark, arrivals, stageWhileUnstaging, markerWhileUnstaging };
+  }
+
+  it('off: NodeStageVolume reaches the driver while the timed-out NodeUnstageVolume still runs there (refused ABORTED); no marker', async () => {
+    const r = await rewanted(false, false);
+    assert.ok(r.stageWhileUnstaging > 0, JSON.stringify(r.arrivals));
+    assert.equal(r.markerWhileUnstaging, false);
+    assert.ok(csiCalls(r.node, r.mark).includes('NodeStageVolume ABORTED'));
+  });
+
+  it('on: the unstage is marked on disk; NodeUnstageVolume is sent again (ABORTED while the old one runs) and NodeStageVolume only after it returned OK', async () => {
+    const r = await rewanted(true, false);
+    assert.equal(r.markerWhileUnstaging, true, 'marker written before NodeUnstageVolume');
+    assert.equal(r.stageWhileUnstaging, 0, JSON.stringify(r.arrivals));
+    const calls = csiCalls(r.node, r.mark);
+    const firstStage = calls.indexOf('NodeStageVolume OK');
+    assert.ok(firstStage > 0, JSON.stringify(calls));
+    assert.ok(calls.slice(0, firstStage).includes('NodeUnstageVolume ABORTED'), JSON.stringify(calls));
+    assert.equal(calls.slice(0, firstStage).filter((c) => c === 'NodeUnstageVolume OK').length, 2, 'the old unstage and the one that proves it ended');
+    assert.equal(calls.filter((c) => c.startsWith('NodeStageVolume')).length, 1, 'no NodeStageVolume was refused');
+    assert.equal(calls.at(-1), 'NodePublishVolume OK');
+    assert.equal(await r.node.exists(MARKER), false, 'marker removed once NodeUnstageVolume returned OK');
+    assert.equal(await r.node.exists(`${VOL_DIR('vol-1')}/vol_data.json`), true);
+    assert.ok(r.node.logger.lines.some((l) => /found an unfinished NodeUnstageVolume/.test(l.msg)));
+  });
+
+  it('off, kubelet restarted while the unstage runs: the new life stages over it', async () => {
+    const r = await rewanted(false, true);
+    assert.ok(r.stageWhileUnstaging > 0, JSON.stringify(r.arrivals));
+  });
+
+  it('on, kubelet restarted while the unstage runs: the marker on disk makes the new life unstage first', async () => {
+    const r = await rewanted(true, true);
+    assert.equal(r.stageWhileUnstaging, 0, JSON.stringify(r.arrivals));
+    const calls = csiCalls(r.node, r.mark);
+    const firstStage = calls.indexOf('NodeStageVolume OK');
+    assert.ok(firstStage > 0 && calls[firstStage - 1] === 'NodeUnstageVolume OK', JSON.stringify(calls));
+    assert.equal(await r.node.exists(MARKER), false);
+  });
+
+  it('on: a symlink where the marker goes is not written through; NodeUnstageVolume is not sent', async () => {
+    const g = gates('CSIUnstageCompletesBeforeRestage', true);
+    const node = new InMemoryNode({ volumeLocks: true });
+    await mountedPod(node, g);
+    node.fs.writeRaw('/etc/precious', 'keep');
+    await node.fs.symlink('/etc/precious', MARKER);
+    const mark = node.driver.calls.length;
+    node.cluster.deletePod('pod-a');
+    await node.steps(20);
+    assert.deepEqual(csiCalls(node, mark), ['NodeUnpublishVolume OK']);
+    assert.equal(new TextDecoder().decode(await node.fs.readFile('/etc/precious', 100)), 'keep');
+    assert.ok(node.driver.volume('vol-1') !== undefined, 'still staged');
+  });
+
+  it('on, plain unstage: the marker is gone with the volume dir; no extra call', async () => {
+    const g = gates('CSIUnstageCompletesBeforeRestage', true);
+    const node = new InMemoryNode({ volumeLocks: true });
+    await mountedPod(node, g);
+    const mark = node.driver.calls.length;
+    node.cluster.deletePod('pod-a');
+    await node.stepUntil(() => node.driver.volume('vol-1') === undefined);
+    await node.steps(3);
+    assert.deepEqual(csiCalls(node, mark), ['NodeUnpublishVolume OK', 'NodeUnstageVolume OK']);
+    assert.equal(await node.exists(VOL_DIR('vol-1')), false);
+  });
+});
