@@ -85,6 +85,17 @@ export function isNotExist(err: unknown): boolean {
   return errorCode(err) === 'ENOENT';
 }
 
+/** Whether something (of any type, a dangling symlink included) is at `p`; errors other than ENOENT reject. */
+export async function pathExists(fs: FileSystem, p: string): Promise<boolean> {
+  try {
+    await fs.lstat(p);
+    return true;
+  } catch (err) {
+    if (isNotExist(err)) return false;
+    throw err;
+  }
+}
+
 /** The errno name of an error from a FileSystem port (or from node:fs), if any. */
 export function errorCode(err: unknown): string | undefined {
   if (typeof err === 'object' && err !== null && 'code' in err) {

@@ -45,7 +45,7 @@ import * as posix from 'node:path/posix';
 import { fileURLToPath } from 'node:url';
 import * as path from 'node:path';
 
-import { FsError, errorCode, errorMessage, type FileSystem } from '../../host/fs.js';
+import { errorCode, errorMessage, FsError, pathExists, type FileSystem } from '../../host/fs.js';
 import type { Clock } from '../../host/clock.js';
 import { discardLogger, type Logger } from '../../host/logger.js';
 import { NodeFileSystem } from '../../adapters/node/nodeFs.js';
@@ -1036,14 +1036,8 @@ class MockDriverImpl implements MockDriver {
     return undefined;
   }
 
-  async #exists(p: string): Promise<boolean> {
-    try {
-      await this.#fs.lstat(p);
-      return true;
-    } catch (err) {
-      if (errorCode(err) === 'ENOENT') return false;
-      throw err;
-    }
+  #exists(p: string): Promise<boolean> {
+    return pathExists(this.#fs, p);
   }
 
   async #requireDirectory(p: string, what: string): Promise<void> {

@@ -17,7 +17,7 @@ import * as posix from 'node:path/posix';
 
 import { z } from 'zod';
 
-import { errorCode, errorMessage, writeFileAtomic, type FileSystem } from '../../host/fs.js';
+import { errorCode, errorMessage, pathExists, writeFileAtomic, type FileSystem } from '../../host/fs.js';
 
 /** The directory of per-volume records, under the state dir. */
 export const STATE_DIR_NAME = 'state';
@@ -247,13 +247,7 @@ export class MockStateStore {
     await this.#fs.fsyncDir(this.dir);
   }
 
-  async #exists(p: string): Promise<boolean> {
-    try {
-      await this.#fs.lstat(p);
-      return true;
-    } catch (err) {
-      if (errorCode(err) === 'ENOENT') return false;
-      throw err;
-    }
+  #exists(p: string): Promise<boolean> {
+    return pathExists(this.#fs, p);
   }
 }
