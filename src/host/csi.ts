@@ -128,6 +128,30 @@ export type CsiRpcMethod =
   | 'NodeGetVolumeStats'
   | 'NodeExpandVolume';
 
+/** The RPCs of each CSI service that nodevol's client and mock driver speak (proto/csi/v1/csi.proto). */
+export const CSI_RPCS_BY_SERVICE = {
+  Identity: ['GetPluginInfo', 'GetPluginCapabilities', 'Probe'],
+  Controller: [
+    'CreateVolume',
+    'DeleteVolume',
+    'ControllerPublishVolume',
+    'ControllerUnpublishVolume',
+    'ValidateVolumeCapabilities',
+    'ListVolumes',
+    'ControllerGetCapabilities',
+  ],
+  Node: [
+    'NodeStageVolume',
+    'NodeUnstageVolume',
+    'NodePublishVolume',
+    'NodeUnpublishVolume',
+    'NodeGetVolumeStats',
+    'NodeExpandVolume',
+    'NodeGetCapabilities',
+    'NodeGetInfo',
+  ],
+} as const satisfies Record<'Identity' | 'Controller' | 'Node', readonly CsiRpcMethod[]>;
+
 /**
  * A failed CSI call. `code` is the gRPC status; undefined when the call failed before reaching
  * the driver (no connection, bad request built locally).

@@ -21,6 +21,7 @@ import { fileURLToPath } from 'node:url';
 import type * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 
+import { CSI_RPCS_BY_SERVICE } from '../../host/csi.js';
 import type { ControllerRpcs, IdentityRpcs, MessageInit, NodeRpcs } from './messages.js';
 
 /** The proto file, relative to the proto root. */
@@ -104,28 +105,7 @@ export interface CsiServices {
   readonly packageDefinition: protoLoader.PackageDefinition;
 }
 
-const RPC_NAMES = {
-  Identity: ['GetPluginInfo', 'GetPluginCapabilities', 'Probe'],
-  Controller: [
-    'CreateVolume',
-    'DeleteVolume',
-    'ControllerPublishVolume',
-    'ControllerUnpublishVolume',
-    'ValidateVolumeCapabilities',
-    'ListVolumes',
-    'ControllerGetCapabilities',
-  ],
-  Node: [
-    'NodeStageVolume',
-    'NodeUnstageVolume',
-    'NodePublishVolume',
-    'NodeUnpublishVolume',
-    'NodeGetVolumeStats',
-    'NodeExpandVolume',
-    'NodeGetCapabilities',
-    'NodeGetInfo',
-  ],
-} as const satisfies Record<string, readonly string[]>;
+const RPC_NAMES = CSI_RPCS_BY_SERVICE;
 
 function isServiceDefinition(value: unknown): value is protoLoader.ServiceDefinition {
   return typeof value === 'object' && value !== null && !('format' in value);

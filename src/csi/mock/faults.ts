@@ -30,29 +30,10 @@ import { z } from 'zod';
 import { NodeFileSystem } from '../../adapters/node/nodeFs.js';
 import { errorCode, errorMessage } from '../../host/fs.js';
 import type { Logger } from '../../host/logger.js';
-import { GrpcStatus, grpcStatusName, type CsiRpcMethod, type GrpcStatusName } from '../../host/csi.js';
+import { CSI_RPCS_BY_SERVICE, GrpcStatus, grpcStatusName, type GrpcStatusName } from '../../host/csi.js';
 
 /** Every RPC the mock driver serves (what a rule's `method` may name). */
-export const MOCK_RPC_METHODS = [
-  'GetPluginInfo',
-  'GetPluginCapabilities',
-  'Probe',
-  'CreateVolume',
-  'DeleteVolume',
-  'ControllerPublishVolume',
-  'ControllerUnpublishVolume',
-  'ValidateVolumeCapabilities',
-  'ListVolumes',
-  'ControllerGetCapabilities',
-  'NodeStageVolume',
-  'NodeUnstageVolume',
-  'NodePublishVolume',
-  'NodeUnpublishVolume',
-  'NodeGetVolumeStats',
-  'NodeExpandVolume',
-  'NodeGetCapabilities',
-  'NodeGetInfo',
-] as const satisfies readonly CsiRpcMethod[];
+export const MOCK_RPC_METHODS = [...CSI_RPCS_BY_SERVICE.Identity, ...CSI_RPCS_BY_SERVICE.Controller, ...CSI_RPCS_BY_SERVICE.Node] as const;
 
 export type MockRpcMethod = (typeof MOCK_RPC_METHODS)[number];
 
