@@ -13,7 +13,7 @@ import type { Logger } from '../host/logger.js';
 import type { KubeletLayout } from '../layout/layout.js';
 import { CSI_PLUGIN_NAME, csiVolumeName, getUniqueVolumeName } from '../layout/names.js';
 import { MountInfoParseError } from '../mount/mountInfo.js';
-import type { MountTableSnapshot } from '../mount/mountRefs.js';
+import type { MountTable } from '../host/mounter.js';
 import { ReadOnlyMounter } from '../mount/readOnlyMounter.js';
 import { noCsiDrivers } from '../host/csi.js';
 import { unreachableCluster } from '../host/cluster.js';
@@ -37,7 +37,7 @@ export interface AuditInput {
   readonly logger: Logger;
   readonly clock: Clock;
   /** The mount table, parsed leniently: unparseable lines are listed in `problems`. */
-  readonly mountTable: MountTableSnapshot;
+  readonly mountTable: MountTable;
   /** Wall-clock time of the run, epoch ms. */
   readonly nowMs: number;
   /** Where the mount table came from, for error messages. */
@@ -244,7 +244,7 @@ export function unreadSources(report: AuditReport, layout: KubeletLayout): strin
 function makeHost(input: AuditInput, features: FeatureGate): VolumeHost {
   const table = input.mountTable;
   // kubelet parses mountinfo strictly: one bad line fails every look-up.
-  const load = (): Promise<MountTableSnapshot> => {
+  const load = (): Promise<MountTable> => {
     const first = table.problems[0];
     if (first !== undefined) {
       return Promise.reject(new MountInfoParseError('mount table', first.line, first.text, first.error));

@@ -3,98 +3,12 @@
  * `status.volumesInUse` / `volumesAttached`, the pods bound to the node, the claims and PVs they
  * name, every VolumeAttachment and the CSIDriver objects.
  *
- * Two sources build it from the same Kubernetes JSON: a file holding what
- * `kubectl get nodes,pods,pv,pvc,volumeattachments,csidrivers -A -o json` prints (a `List`), and
- * the API server (src/adapters/node/clusterApi.ts), whose objects have the same field names.
- * Both go through the zod schemas below, so a malformed object is one error naming the item and
- * the field, never a guess.
+ * Two sources give the same Kubernetes objects, checked by the schemas of src/api/clusterObjects.ts:
+ * a file holding what `kubectl get nodes,pods,pv,pvc,volumeattachments,csidrivers -A -o json`
+ * prints (a `List`), and the API server (src/adapters/node/clusterApi.ts).
  */
-import { z } from 'zod';
+import { ClusterStateError, type ClusterObjects } from '../api/clusterObjects.js';
 import { CSI_PLUGIN_NAME, csiVolumeName, getUniqueVolumeName } from '../layout/names.js';
-
-/** Largest cluster state file read (a `kubectl get … -A -o json` of a big cluster fits). */
-export const MAX_CLUSTER_STATE_BYTES = 256 * 1024 * 1024;
-
-const meta = z.object({
-  name: z.string(),
-  namespace: z.string().optional(),
-  uid: z.string().optional(),
-  deletionTimestamp: z.unknown().optional(),
-});
-
-const nodeSchema = z.object({
-  kind: z.literal('Node').optional(),
-  metadata: meta,
-  status: z
-    .object({
-      volumesInUse: z.array(z.string()).nullish(),
-      volumesAttached: z.array(z.object({ name: z.string(), devicePath: z.string().optional() })).nullish(),
-    })
-    .nullish(),
-});
-
-const podSchema = z.object({
-  kind: z.literal('Pod').optional(),
-  metadata: meta.extend({ uid: z.string(), namespace: z.string() }),
-  spec: z.object({
-    nodeName: z.string().nullish(),
-    volumes: z
-      .array(
-        z.object({
-          name: z.string(),
-          persistentVolumeClaim: z.object({ claimName: z.string() }).nullish(),
-          csi: z.object({ driver: z.string() }).nullish(),
-          ephemeral: z.unknown().optional(),
-        }),
-      )
-      .nullish(),
-  }),
-  status: z.object({ phase: z.string().nullish() }).nullish(),
-});
-
-const csiPvSource = z.object({ driver: z.string(), volumeHandle: z.string() });
-
-const pvSchema = z.object({
-  kind: z.literal('PersistentVolume').optional(),
-  metadata: meta,
-  spec: z.object({
-    csi: csiPvSource.nullish(),
-    claimRef: z.object({ namespace: z.string().nullish(), name: z.string().nullish() }).nullish(),
-  }),
-});
-
-const pvcSchema = z.object({
-  kind: z.literal('PersistentVolumeClaim').optional(),
-  metadata: meta.extend({ namespace: z.string() }),
-  spec: z.object({ volumeName: z.string().nullish() }).nullish(),
-});
-
-const vaSchema = z.object({
-  kind: z.literal('VolumeAttachment').optional(),
-  metadata: meta,
-  spec: z.object({
-    attacher: z.string(),
-    nodeName: z.string(),
-    source: z.object({
-      persistentVolumeName: z.string().nullish(),
-      inlineVolumeSpec: z.object({ csi: csiPvSource.nullish() }).nullish(),
-    }),
-  }),
-  status: z.object({ attached: z.boolean().nullish() }).nullish(),
-});
-
-const csiDriverSchema = z.object({
-  kind: z.literal('CSIDriver').optional(),
-  metadata: meta,
-  spec: z.object({ attachRequired: z.boolean().nullish() }).nullish(),
-});
-
-export type NodeObject = z.infer<typeof nodeSchema>;
-export type PodObject = z.infer<typeof podSchema>;
-export type PersistentVolumeObject = z.infer<typeof pvSchema>;
-export type PersistentVolumeClaimObject = z.infer<typeof pvcSchema>;
-export type VolumeAttachmentObject = z.infer<typeof vaSchema>;
-export type CSIDriverObject = z.infer<typeof csiDriverSchema>;
 
 /** A pod as the audit needs it. */
 export interface ClusterPod {
@@ -141,95 +55,6 @@ export interface ClusterState {
   readonly volumeAttachments: readonly ClusterVolumeAttachment[];
   /** CSIDriver name → spec.attachRequired (default true, as kubelet). */
   readonly csiDrivers: ReadonlyMap<string, boolean>;
-}
-
-export class ClusterStateError extends Error {
-  override readonly name = 'ClusterStateError';
-}
-
-/** The raw objects of each kind, before they are reduced to a {@link ClusterState}. */
-export interface ClusterObjects {
-  readonly nodes: readonly NodeObject[];
-  readonly pods: readonly PodObject[];
-  readonly persistentVolumes: readonly PersistentVolumeObject[];
-  readonly claims: readonly PersistentVolumeClaimObject[];
-  readonly volumeAttachments: readonly VolumeAttachmentObject[];
-  readonly csiDrivers: readonly CSIDriverObject[];
-}
-
-function fieldPath(base: string, path: readonly (string | number)[]): string {
-  let out = base;
-  for (const p of path) out += typeof p === 'number' ? `[${p}]` : `.${p}`;
-  return out;
-}
-
-/** Validates one object with `schema`; the error names `where` and the field. */
-export function parseObject<T>(schema: z.ZodType<T>, value: unknown, where: string): T {
-  const r = schema.safeParse(value);
-  if (r.success) return r.data;
-  const issue = r.error.issues[0];
-  throw new ClusterStateError(`${fieldPath(where, issue?.path ?? [])}: ${issue?.message ?? 'invalid'}`);
-}
-
-export const schemas = {
-  node: nodeSchema as z.ZodType<NodeObject>,
-  pod: podSchema as z.ZodType<PodObject>,
-  persistentVolume: pvSchema as z.ZodType<PersistentVolumeObject>,
-  claim: pvcSchema as z.ZodType<PersistentVolumeClaimObject>,
-  volumeAttachment: vaSchema as z.ZodType<VolumeAttachmentObject>,
-  csiDriver: csiDriverSchema as z.ZodType<CSIDriverObject>,
-};
-
-const listSchema = z.object({
-  kind: z.string(),
-  items: z.array(z.object({ kind: z.string().optional() }).passthrough()).nullish(),
-});
-
-/**
- * Parses the JSON of `kubectl get nodes,pods,pv,pvc,volumeattachments,csidrivers -A -o json`:
- * a `List` (or any `…List`) whose items carry their `kind`. Kinds other than the six are
- * ignored. `source` names the file in errors.
- */
-export function parseClusterList(text: string, source: string): ClusterObjects {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (err) {
-    throw new ClusterStateError(`${source}: not JSON: ${err instanceof Error ? err.message : String(err)}`);
-  }
-  const list = parseObject(listSchema, json, source);
-  if (list.kind !== 'List' && !list.kind.endsWith('List')) {
-    throw new ClusterStateError(`${source}.kind: want List (kubectl get … -o json), got ${JSON.stringify(list.kind)}`);
-  }
-  const itemKind = list.kind === 'List' ? undefined : list.kind.slice(0, -'List'.length);
-  const out = { nodes: [] as NodeObject[], pods: [] as PodObject[], persistentVolumes: [] as PersistentVolumeObject[], claims: [] as PersistentVolumeClaimObject[], volumeAttachments: [] as VolumeAttachmentObject[], csiDrivers: [] as CSIDriverObject[] };
-  (list.items ?? []).forEach((item, i) => {
-    const where = `${source}: items[${i}]`;
-    switch (item.kind ?? itemKind) {
-      case 'Node':
-        out.nodes.push(parseObject(schemas.node, item, where));
-        break;
-      case 'Pod':
-        out.pods.push(parseObject(schemas.pod, item, where));
-        break;
-      case 'PersistentVolume':
-        out.persistentVolumes.push(parseObject(schemas.persistentVolume, item, where));
-        break;
-      case 'PersistentVolumeClaim':
-        out.claims.push(parseObject(schemas.claim, item, where));
-        break;
-      case 'VolumeAttachment':
-        out.volumeAttachments.push(parseObject(schemas.volumeAttachment, item, where));
-        break;
-      case 'CSIDriver':
-        out.csiDrivers.push(parseObject(schemas.csiDriver, item, where));
-        break;
-      case undefined:
-      default:
-        break;
-    }
-  });
-  return out;
 }
 
 /**

@@ -19,7 +19,8 @@ import * as path from 'node:path/posix';
 import type { CsiNodeClient } from '../host/csi.js';
 import { errorMessage, type FileSystem } from '../host/fs.js';
 import type { KubeletLayout } from '../layout/layout.js';
-import { getMountRefs, type MountTableSnapshot } from '../mount/mountRefs.js';
+import type { MountTable } from '../host/mounter.js';
+import { getMountRefs } from '../mount/mountRefs.js';
 import { isDirMounted, removeMountDir } from '../volume/csi/csiUtil.js';
 import { VOL_DATA_FILE_NAME } from '../volume/csi/volumeData.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
@@ -70,7 +71,7 @@ export interface PlanInput {
   readonly fs: FileSystem;
   readonly layout: KubeletLayout;
   /** The live mount table (strictly parsed), or the reason it could not be read. */
-  readonly mountTable: MountTableSnapshot | Error;
+  readonly mountTable: MountTable | Error;
   /** unix:///abs/csi.sock of a driver: --csi-endpoint, else <root>/plugins/<driver>/csi.sock. */
   readonly endpointFor: (driver: string) => { readonly endpoint: string; readonly socketPath: string };
 }
@@ -111,7 +112,7 @@ export async function planRecovery(input: PlanInput): Promise<RecoverPlan> {
       refuse(`${deviceMountPath} is not a real path inside the root dir ${layout.rootDir} (a symlink in it, or missing)`);
       continue;
     }
-    const table = input.mountTable as MountTableSnapshot;
+    const table = input.mountTable as MountTable;
     let targets: string[] = [];
     if (table.isMountPoint(deviceMountPath)) {
       const refs = await getMountRefs(fs, table, deviceMountPath);

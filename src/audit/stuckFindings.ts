@@ -16,7 +16,7 @@
  */
 import * as posix from 'node:path/posix';
 import { errorCode, errorMessage, type FileSystem } from '../host/fs.js';
-import type { MountTableSnapshot } from '../mount/mountRefs.js';
+import type { MountTable } from '../host/mounter.js';
 import {
   MAX_STUCK_FILE_BYTES,
   parseStuckOperationsFile,
@@ -78,7 +78,7 @@ export function stuckSection(
   input: StuckOperationsInput,
   volumes: readonly AuditVolume[],
   failed: readonly AuditFailed[],
-  mountTable: MountTableSnapshot,
+  mountTable: MountTable,
 ): AuditStuckSection {
   if ('error' in input) return { source: input.source, writtenAt: null, findings: [], stale: 0, error: input.error };
   const byName = new Map(volumes.map((v) => [v.uniqueName, v]));

@@ -64,7 +64,7 @@ export async function loadClusterState(flags: ClusterFlags): Promise<ClusterStat
     case 'none':
       return undefined;
     case 'file': {
-      const { clusterStateFor, MAX_CLUSTER_STATE_BYTES, parseClusterList } = await import('../audit/clusterState.js');
+      const [{ MAX_CLUSTER_STATE_BYTES, parseClusterList }, { clusterStateFor }] = await Promise.all([import('../api/clusterObjects.js'), import('../audit/clusterState.js')]);
       const file = path.resolve(flags.clusterState ?? '');
       let text: string;
       try {
@@ -81,9 +81,10 @@ export async function loadClusterState(flags: ClusterFlags): Promise<ClusterStat
     }
     case 'kubeconfig':
     case 'in-cluster': {
-      const { readClusterStateFromApi } = await import('../adapters/node/clusterApi.js');
+      const [{ readClusterObjectsFromApi }, { clusterStateFor }] = await Promise.all([import('../adapters/node/clusterApi.js'), import('../audit/clusterState.js')]);
       try {
-        return await readClusterStateFromApi({ nodeName, ...(flags.kubeconfig !== undefined ? { kubeconfig: path.resolve(flags.kubeconfig) } : {}) });
+        const { server, objects } = await readClusterObjectsFromApi({ nodeName, ...(flags.kubeconfig !== undefined ? { kubeconfig: path.resolve(flags.kubeconfig) } : {}) });
+        return clusterStateFor(objects, nodeName, server);
       } catch (err) {
         throw new ClusterSourceError(`cluster API: ${errorMessage(err)}`);
       }

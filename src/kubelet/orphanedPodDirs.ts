@@ -29,7 +29,7 @@ import type { OrphanPodMetrics } from '../host/metrics.js';
 import { VOLUME_DEVICES_DIR_NAME, VOLUMES_DIR_NAME, type KubeletLayout } from '../layout/layout.js';
 import { escapeQualifiedName, CSI_PLUGIN_NAME } from '../layout/names.js';
 import type { Mounter } from '../host/mounter.js';
-import type { MountTableSnapshot } from '../mount/mountRefs.js';
+import type { MountTable } from '../host/mounter.js';
 import { resolvesInsideRoot } from '../layout/confinement.js';
 
 /** kubelet's housekeeping period, which runs the sweep. */
@@ -143,7 +143,7 @@ export class OrphanedPodDirsCleaner {
     const withVolumes = this.deps.podsWithVolumesInActualState();
     // Read only when some pod dir may be removed: a node with no orphan (the usual case, every
     // 2 s) never parses its mount table here.
-    let table: MountTableSnapshot | undefined;
+    let table: MountTable | undefined;
     if (candidates.some((entry) => !withVolumes.has(entry.name))) {
       try {
         table = await this.deps.mounter.readMountTable();
@@ -176,7 +176,7 @@ export class OrphanedPodDirsCleaner {
   }
 
   /** Removes one orphaned pod dir; returns why it was kept, or undefined once it is gone. */
-  private async cleanupPodDir(podUID: string, table: MountTableSnapshot): Promise<string | undefined> {
+  private async cleanupPodDir(podUID: string, table: MountTable): Promise<string | undefined> {
     const { fs, layout } = this.deps;
     const podDir = layout.podDir(podUID);
     const mounts = table.mountsUnder(podDir);

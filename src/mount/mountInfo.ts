@@ -11,30 +11,10 @@
  * them is a comparison of escaped text. {@link unescapeMountPath} exists for display only.
  */
 
-export interface MountInfoEntry {
-  readonly id: number;
-  readonly parentId: number;
-  readonly major: number;
-  readonly minor: number;
-  /** Root of the mount inside its filesystem; verbatim, octal escapes (\040 etc.) kept. */
-  readonly root: string;
-  /** Mount point; verbatim, octal escapes kept. */
-  readonly mountPoint: string;
-  readonly mountOptions: readonly string[];
-  readonly optionalFields: readonly string[];
-  readonly fsType: string;
-  readonly source: string;
-  readonly superOptions: readonly string[];
-  /** 1-based line number in the parsed text. */
-  readonly line: number;
-}
+import type { MountInfoEntry, MountInfoProblem } from '../host/mounter.js';
 
-/** A line the parser rejected (only collected when parsing with `strict: false`). */
-export interface MountInfoProblem {
-  readonly line: number;
-  readonly text: string;
-  readonly error: string;
-}
+// The entry and problem types belong to the Mounter port (src/host/mounter.ts); re-exported for the parser's callers.
+export type { MountInfoEntry, MountInfoProblem };
 
 export interface ParsedMountInfo {
   readonly entries: readonly MountInfoEntry[];

@@ -8,7 +8,9 @@
  */
 import * as posix from 'node:path/posix';
 
+import type { Clock } from '../host/clock.js';
 import { errorCode, type FileSystem } from '../host/fs.js';
+import type { MountTable } from '../host/mounter.js';
 import {
   escapeMountPath,
   parseMountInfo,
@@ -57,13 +59,14 @@ const MAX_REMEMBERED_PATHS = 100_000;
 const DELETED_SUFFIX = '\\040(deleted)';
 
 /**
- * One parsed mount table, indexed for path and device lookups. Immutable.
+ * One parsed mount table, indexed for path and device lookups. Immutable. The implementation of
+ * the Mounter port's {@link MountTable}: the engine sees only the interface.
  *
  * Each index is built on the first query that needs it, not at parse time: a caller that asks
  * only isMountPoint never pays for the device index or the sorted list, and a parse whose
  * snapshot is never queried costs the parse alone.
  */
-export class MountTableSnapshot {
+export class MountTableSnapshot implements MountTable {
   readonly entries: readonly MountInfoEntry[];
   readonly problems: readonly MountInfoProblem[];
   /** Cleaned (still escaped) mount point -> the highest index of an entry mounted there. */
@@ -323,7 +326,7 @@ async function resolveRefTarget(fs: FileSystem, path: string): Promise<string | 
  * kubelet GetMountRefs over one snapshot: the other mount points of the filesystem subtree
  * mounted (or bind-mounted) at `path`. Paths are matched verbatim (no unescaping).
  */
-export async function getMountRefs(fs: FileSystem, snapshot: MountTableSnapshot, path: string): Promise<string[]> {
+export async function getMountRefs(fs: FileSystem, snapshot: MountTable, path: string): Promise<string[]> {
   const target = await resolveRefTarget(fs, path);
   if (target === undefined) return [];
   return snapshot.searchMountPoints(target);
@@ -343,12 +346,6 @@ export function hasMountRefs(mountPath: string, refs: readonly string[]): boolea
   return refs.some((ref) => !ref.includes(p));
 }
 
-/** The clock GetReliableMountRefs waits on. */
-export interface SleepClock {
-  nowMs(): number;
-  sleep(ms: number): Promise<void>;
-}
-
 /** GetReliableMountRefs polls every 10 ms ... */
 export const RELIABLE_MOUNT_REFS_INTERVAL_MS = 10;
 /** ... for up to one minute. */
@@ -356,14 +353,15 @@ export const RELIABLE_MOUNT_REFS_TIMEOUT_MS = 60_000;
 
 /**
  * kubelet GetReliableMountRefs: GetMountRefs, retried every 10 ms while reading the table fails
- * with {@link InconsistentReadError}; after 60 s of clock time the last such error is rethrown.
+ * with {@link InconsistentReadError}; after 60 s of the Clock port's time (never a timer of its
+ * own) the last such error is rethrown.
  * Any other error is rethrown at once. Each attempt does what GetMountRefs does, in its order:
  * stat, realpath, then `load()` (read + parse a fresh snapshot) and search.
  */
 export async function getReliableMountRefs(
   fs: FileSystem,
-  load: () => Promise<MountTableSnapshot>,
-  clock: SleepClock,
+  load: () => Promise<MountTable>,
+  clock: Clock,
   path: string,
 ): Promise<string[]> {
   const start = clock.nowMs();

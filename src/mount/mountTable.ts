@@ -6,17 +6,10 @@
  * consecutive reads are identical. On newer kernels one read is enough.
  */
 
-/** Port: where mountinfo text comes from (live /proc/self/mountinfo or a captured file). */
-export interface MountInfoSource {
-  /** File name, used in error messages. */
-  readonly name: string;
-  read(): Promise<string>;
-  /**
-   * The running kernel's release (uname -r) when `read` reads a live kernel file; undefined for
-   * a captured file, which cannot change between reads.
-   */
-  readonly kernelRelease?: string | undefined;
-}
+import type { MountInfoSource } from '../host/mounter.js';
+
+// The source type belongs to the Mounter port (src/host/mounter.ts); re-exported for the readers.
+export type { MountInfoSource };
 
 /** kubelet's maxListTries: how many re-reads a consistent read may take. */
 export const MAX_LIST_TRIES = 10;

@@ -4,8 +4,7 @@
  * never change the node's mounts.
  */
 import type { FileSystem } from '../host/fs.js';
-import type { Mounter } from '../host/mounter.js';
-import type { MountTableSnapshot } from './mountRefs.js';
+import type { Mounter, MountTable } from '../host/mounter.js';
 
 export class ReadOnlyMounterError extends Error {
   override readonly name = 'ReadOnlyMounterError';
@@ -14,7 +13,7 @@ export class ReadOnlyMounterError extends Error {
 export class ReadOnlyMounter implements Mounter {
   constructor(
     private readonly fs: FileSystem,
-    private readonly load: () => Promise<MountTableSnapshot>,
+    private readonly load: () => Promise<MountTable>,
   ) {}
 
   async isLikelyNotMountPoint(path: string): Promise<boolean> {
@@ -30,7 +29,7 @@ export class ReadOnlyMounter implements Mounter {
     return Promise.reject(new ReadOnlyMounterError(`refusing to unmount ${target}: read-only`));
   }
 
-  readMountTable(): Promise<MountTableSnapshot> {
+  readMountTable(): Promise<MountTable> {
     return this.load();
   }
 }

@@ -38,7 +38,7 @@ import { KubeletLayout } from '../layout/layout.js';
 import { sha256Hex } from '../layout/names.js';
 import { RecordingMetrics } from '../adapters/memory/recordingMetrics.js';
 import type { Mounter } from '../host/mounter.js';
-import type { MountTableSnapshot } from '../mount/mountRefs.js';
+import type { MountTable } from '../host/mounter.js';
 import { constructPVSourceSpec } from '../volume/spec.js';
 import { type PersistentVolume } from '../api/core.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
@@ -702,7 +702,7 @@ export class Simulation {
       isLikelyNotMountPoint: (p) => this.#portCall(life, 'mount', 'isLikelyNotMountPoint', p, () => m.isLikelyNotMountPoint(p)),
       mount: (s, t, f, o) => this.#portCall(life, 'mount', 'mount', `${s} ${t}`, () => m.mount(s, t, f, o)),
       unmount: (t) => this.#portCall(life, 'mount', 'unmount', t, () => m.unmount(t)),
-      readMountTable: (): Promise<MountTableSnapshot> => this.#portCall(life, 'mount', 'readMountTable', '', () => m.readMountTable()),
+      readMountTable: (): Promise<MountTable> => this.#portCall(life, 'mount', 'readMountTable', '', () => m.readMountTable()),
     };
   }
 

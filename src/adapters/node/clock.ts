@@ -1,7 +1,7 @@
-/** The real clock for the SleepClock port. */
-import type { SleepClock } from '../../mount/mountRefs.js';
+/** The real clock for the Clock port. */
+import type { Clock } from '../../host/clock.js';
 
-export const realClock: SleepClock = {
+export const realClock: Clock = {
   nowMs: () => Date.now(),
   sleep: (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
 };

@@ -11,8 +11,11 @@
  * The client library is loaded on first use (`await import`), so commands that do not talk to
  * the API server never load it. Any failure is one {@link ClusterApiError} line naming the
  * request and the server's answer; the caller exits 2 rather than give a verdict without it.
+ *
+ * Every object is checked with the schemas of src/api/clusterObjects.ts (the same ones the
+ * `--cluster-state` file goes through); reducing them to one node's view is the audit's job.
  */
-import { clusterStateFor, parseObject, schemas, type ClusterObjects, type ClusterState, type PersistentVolumeClaimObject } from '../../audit/clusterState.js';
+import { parseObject, schemas, type ClusterObjects, type PersistentVolumeClaimObject } from '../../api/clusterObjects.js';
 
 export class ClusterApiError extends Error {
   override readonly name = 'ClusterApiError';
@@ -58,8 +61,17 @@ function describe(what: string, err: unknown): ClusterApiError {
   return new ClusterApiError(`${what}: ${msg.split('\n')[0] ?? msg}`);
 }
 
-/** Reads this node's view from the API server. Rejects with a {@link ClusterApiError}. */
-export async function readClusterStateFromApi(o: ClusterApiOptions): Promise<ClusterState> {
+/** What the API server answered: the checked objects, and the server's URL (for messages). */
+export interface ClusterApiObjects {
+  readonly server: string;
+  readonly objects: ClusterObjects;
+}
+
+/**
+ * Reads the objects this node's view needs from the API server. Rejects with a
+ * {@link ClusterApiError}, or a ClusterStateError for an object that does not match its schema.
+ */
+export async function readClusterObjectsFromApi(o: ClusterApiOptions): Promise<ClusterApiObjects> {
   const k8s = await import('@kubernetes/client-node');
   const kc = new k8s.KubeConfig();
   try {
@@ -116,5 +128,5 @@ export async function readClusterStateFromApi(o: ClusterApiOptions): Promise<Clu
     volumeAttachments: vas.items.map((va, i) => parseObject(schemas.volumeAttachment, va, where('volumeattachments.items', i))),
     csiDrivers: drivers.items.map((d, i) => parseObject(schemas.csiDriver, d, where('csidrivers.items', i))),
   };
-  return clusterStateFor(objects, o.nodeName, server);
+  return { server, objects };
 }
