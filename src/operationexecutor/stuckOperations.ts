@@ -26,7 +26,7 @@
 import type { StuckOperationMetrics } from '../host/metrics.js';
 import * as posix from 'node:path/posix';
 import type { Clock } from '../host/clock.js';
-import { errorCode, errorMessage, type FileSystem } from '../host/fs.js';
+import { errorCode, errorMessage, writeFileAtomic, type FileSystem } from '../host/fs.js';
 import type { Logger } from '../host/logger.js';
 import type { KubeletLayout } from '../layout/layout.js';
 import { CSI_PLUGIN_NAME } from '../layout/names.js';
@@ -404,15 +404,8 @@ export class StuckOperationTracker {
       const body: StuckOperationsFile = { version: STUCK_OPERATIONS_FILE_VERSION, writtenAt: new Date(this.#o.clock.nowMs()).toISOString(), entries };
       const data = new TextEncoder().encode(`${JSON.stringify(body, null, 2)}\n`);
       if (data.length > MAX_STUCK_FILE_BYTES) throw new Error(`status file would be ${data.length} bytes (limit ${MAX_STUCK_FILE_BYTES}); not written`);
-      const tmp = posix.join(dir, `.${STUCK_OPERATIONS_FILE_NAME}.tmp`);
-      try {
-        await target.fs.writeFile(tmp, data, { mode: 0o640, fsync: true });
-        await target.fs.rename(tmp, file);
-      } catch (err) {
-        await target.fs.unlink(tmp).catch(() => undefined);
-        throw err;
-      }
-      await target.fs.fsyncDir(dir);
+      // The one atomic, durable write of the FileSystem port (temp file `stuck-operations.json.tmp`).
+      await writeFileAtomic(target.fs, file, data, { mode: 0o640 });
       this.#fileMayExist = true;
     } catch (err) {
       this.#o.logger.error(err, 'Cannot write the stuck operations status file; nodevol audit will not see them', { file, err: errorMessage(err) });
