@@ -338,13 +338,12 @@ describe('e2e harness: NodeNamespace (root only)', { skip: ROOT_ONLY }, () => {
   it('a timed-out wait throws a clear error, and leaves the process alone', async () => {
     const ns = await NodeNamespace.start({ name: 'timeouts', logDir: disk.logDir });
     await ns.spawn('sleeper', ['sleep', '1000']);
-    const started = performance.now();
     await assert.rejects(ns.wait('sleeper', 300), (err: unknown) => {
       assert.ok(err instanceof WaitTimeoutError, String(err));
       assert.match(err.message, /^timed out after 300 ms waiting for "sleeper" \(pid \d+, \["sleep","1000"\]\) to exit in timeouts; last observed: still running$/);
       return true;
     });
-    assert.ok(performance.now() - started < 3000);
+    // Left alone by the timed-out wait: still running, so only the kill ends it.
     assert.deepEqual(await ns.kill('sleeper', 'SIGKILL', 5000), { exitCode: null, signal: 'SIGKILL' });
     assert.equal(await ns.signal('sleeper', 'SIGTERM'), false, 'no signal to an exited process');
 

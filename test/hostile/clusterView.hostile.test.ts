@@ -14,6 +14,7 @@ import { MemFs } from '../../src/adapters/memory/memFs.js';
 import { ClusterDirView, FULL_PASS_INTERVAL_MS, LAST_GOOD_DIR_NAME, type ClusterDirLimits } from '../../src/adapters/node/clusterDir.js';
 import { NodeFileSystem } from '../../src/adapters/node/nodeFs.js';
 import type { FileSystem } from '../../src/host/fs.js';
+import { waitFor } from '../support/e2e/waitFor.js';
 import { FaultyFs } from '../support/faultyFs.js';
 
 const DIR = '/srv/cluster';
@@ -194,13 +195,9 @@ describe('cluster dir with watch: an unchanged dir costs no syscall per manifest
   });
 });
 
-/** Polls `cond` until it holds, failing after 5 s (inotify events are asynchronous). */
+/** Waits (bounded: 5 s) until `cond` holds: inotify events are asynchronous. */
 async function waitUntil(cond: () => Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (!(await cond())) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await waitFor(cond, { what, timeoutMs: 5_000, intervalMs: 10 });
 }
 
 describe('hostile cluster dir on the real filesystem', () => {

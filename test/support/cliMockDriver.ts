@@ -11,6 +11,7 @@ import * as path from 'node:path';
 import { GrpcCsiClient } from '../../src/csi/grpc/client.js';
 import { unixEndpoint } from '../../src/csi/grpc/endpoint.js';
 import { parseMountInfo, unescapeMountPath } from '../../src/mount/mountInfo.js';
+import { waitFor } from './e2e/waitFor.js';
 
 const BIN = path.resolve(import.meta.dirname, '..', '..', '..', 'bin', 'nodevol.js');
 
@@ -56,23 +57,23 @@ export class CliMockDriver {
   }
 
   async waitServing(socket: string, ms = 15_000): Promise<void> {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      if (!this.running) assert.fail(`mock-driver exited early: ${JSON.stringify(this.#exit)}\n${this.stderr.join('')}`);
-      if (existsSync(socket) && this.childPid() !== undefined) {
+    const state = await waitFor(
+      async () => {
+        if (!this.running) return 'exited';
+        if (!existsSync(socket) || this.childPid() === undefined) return false;
         const c = new GrpcCsiClient(unixEndpoint(socket), { timeoutMs: 2000 });
         try {
           await c.identity.probe();
-          return;
+          return 'serving';
         } catch {
-          // not yet
+          return false; // not yet
         } finally {
           c.close();
         }
-      }
-      if (Date.now() > deadline) assert.fail(`mock-driver did not serve ${socket} within ${ms} ms\n${this.stderr.join('')}`);
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
+      },
+      { what: `mock-driver to serve ${socket}`, timeoutMs: ms, intervalMs: 25, observe: () => this.stderr.join('') },
+    );
+    if (state === 'exited') assert.fail(`mock-driver exited early: ${JSON.stringify(this.#exit)}\n${this.stderr.join('')}`);
   }
 
   /** The mount points of the driver's namespace. */

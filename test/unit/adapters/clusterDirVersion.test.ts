@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { ClusterDirView } from '../../../src/adapters/node/clusterDir.js';
+import { waitFor } from '../../support/e2e/waitFor.js';
 
 const POD = (name: string, claim: string): string => `apiVersion: v1
 kind: Pod
@@ -39,12 +40,13 @@ describe('ClusterDirView objectsVersion', () => {
       assert.equal(again[0], first[0], 'and the same Pod object');
 
       writeFileSync(join(dir, 'manifests', 'pvc.yaml'), PVC('data', 'pv-2'));
-      const deadline = Date.now() + 5_000;
-      while (view.objectsVersion() === v1) {
-        assert.ok(Date.now() < deadline, 'a changed manifest gives a new version within 5 s');
-        await view.listPods();
-        await new Promise((resolve) => setImmediate(resolve));
-      }
+      await waitFor(
+        async () => {
+          await view.listPods();
+          return view.objectsVersion() !== v1;
+        },
+        { what: 'a changed manifest to give a new version', timeoutMs: 5_000, intervalMs: 10 },
+      );
       assert.equal((await view.getPersistentVolumeClaim('default', 'data'))?.volumeName, 'pv-2', 'the new version answers with the new claim');
     } finally {
       view.close();

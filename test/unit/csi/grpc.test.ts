@@ -429,10 +429,8 @@ describe('CSI over gRPC (unix socket)', () => {
     it('a driver that never answers: DEADLINE_EXCEEDED after the client deadline (uncertain)', async () => {
       const quick = newClient(server.endpoint, { timeoutMs: 200 });
       failures.set('NodeStageVolume', 'hang');
-      const started = Date.now();
+      // DEADLINE_EXCEEDED is the client's own deadline firing (the server never answers): no stopwatch needed.
       const err = await rejectsWith(quick.nodeStageVolume(STAGE), GrpcStatus.DEADLINE_EXCEEDED);
-      const elapsed = Date.now() - started;
-      assert.ok(elapsed >= 150 && elapsed < 5000, `took ${elapsed} ms`);
       assert.equal(err.method, 'NodeStageVolume');
       assert.equal(isFinalCsiError(err), false);
       // The server saw the call and learns it was cancelled.

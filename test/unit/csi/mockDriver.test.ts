@@ -589,8 +589,8 @@ describe('mock driver: a busy unmount', () => {
   afterEach(async () => env.cleanup());
 
   it('EBUSY is retried with a backoff on the driver clock (up to 5 tries), then INTERNAL naming the path', async () => {
-    const sleeps: number[] = [];
-    const clock = { nowMs: () => 0, sleep: (ms: number) => (sleeps.push(ms), Promise.resolve()) };
+    const clock = new FakeClock({ autoAdvance: true });
+    const sleeps = clock.sleeps;
     const twice = new BusyOnce(env.mounter, 2);
     const { client } = await env.start({ mounter: twice, clock });
     await create(client);

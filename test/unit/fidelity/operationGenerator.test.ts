@@ -84,7 +84,7 @@ class FailingMounterPlugin implements VolumePlugin {
     return Promise.reject(new Error('mounter cannot be built'));
   }
   newUnmounter(): Promise<VolumeUnmounter> {
-    throw new Error('no unmounter');
+    return Promise.reject(new Error('no unmounter'));
   }
 }
 
