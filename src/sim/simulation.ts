@@ -16,7 +16,7 @@
  * kept, in-flight calls lost, locks cleared) and cuts power under the filesystem (DurableFs).
  */
 import { MemoryMounter } from '../adapters/memory/memoryMounter.js';
-import { FakeCsiDriver, type FakeCsiRequest } from '../csi/fake/fakeCsiDriver.js';
+import { FakeCsiDriver, type FakeCsiFaultHandle, type FakeCsiRequest } from '../csi/fake/fakeCsiDriver.js';
 import { instrumentedRegistry } from '../csi/instrumented.js';
 import {
   CsiCallError,
@@ -741,7 +741,11 @@ export class Simulation {
       return new Promise<T>((resolve, reject) => {
         this.#sched.ready(life.domain, 'csi-send', `${method} ${volumeId} #${seq}`, () => {
           const sentMs = this.#sched.now;
-          if (fault !== undefined && fault.kind === 'fault') this.#injectPlanFault(driver, method, volumeId, fault.fault);
+          // A planned fault applies to this call or to none: the driver takes its faults when a
+          // call arrives (synchronously, inside invoke()); one this call did not take (refused
+          // ABORTED as busy, or an earlier scenario fault matched first) is withdrawn below, so
+          // that it never lands on a later call.
+          const planned = fault !== undefined && fault.kind === 'fault' ? this.#injectPlanFault(driver, method, volumeId, fault.fault) : undefined;
           this.#record({ seq, life: life.id, port: 'csi', op: method, args: volumeId, result: 'sent' });
           if (this.#current !== undefined) this.#current.csi = { seq, driver: driver.name, method, volumeId, request: { ...request } };
           const settle = (code: string, deliver: () => void): void => {
@@ -756,7 +760,9 @@ export class Simulation {
               deliver();
             });
           };
-          invoke().then(
+          const pending = invoke();
+          planned?.remove();
+          pending.then(
             (v) => settle('OK', () => resolve(v)),
             (err: unknown) => {
               const code = err instanceof CsiCallError && err.code !== undefined ? grpcStatusName(err.code) : 'UNKNOWN';
@@ -775,22 +781,18 @@ export class Simulation {
     };
   }
 
-  #injectPlanFault(driver: FakeCsiDriver, method: CsiMethod, volumeId: string, fault: FaultKind): void {
+  #injectPlanFault(driver: FakeCsiDriver, method: CsiMethod, volumeId: string, fault: FaultKind): FakeCsiFaultHandle {
     this.#lastPerturbationMs = this.#sched.now;
     const base = { method, times: 1, ...(volumeId === '' ? {} : { volumeId }) };
     switch (fault) {
       case 'Unavailable':
-        driver.inject({ ...base, code: GrpcStatus.UNAVAILABLE });
-        break;
+        return driver.inject({ ...base, code: GrpcStatus.UNAVAILABLE });
       case 'Aborted':
-        driver.inject({ ...base, code: GrpcStatus.ABORTED });
-        break;
+        return driver.inject({ ...base, code: GrpcStatus.ABORTED });
       case 'DeadlineExceeded':
-        driver.inject({ ...base, code: GrpcStatus.DEADLINE_EXCEEDED, afterEffect: true });
-        break;
+        return driver.inject({ ...base, code: GrpcStatus.DEADLINE_EXCEEDED, afterEffect: true });
       case 'Hang':
-        driver.inject({ ...base, delayMs: HANG_AT_DRIVER_MS, clientTimeoutMs: CSI_CLIENT_TIMEOUT_MS });
-        break;
+        return driver.inject({ ...base, delayMs: HANG_AT_DRIVER_MS, clientTimeoutMs: CSI_CLIENT_TIMEOUT_MS });
     }
   }
 
