@@ -64,7 +64,7 @@ if (matrix) {
   console.log(`|---|${columns.map(() => '---').join('|')}|`);
   for (const scenario of scenarios) {
     const cells: string[] = [];
-    for (const c of columns) cells.push(`${summary(await run(scenario, c.gate, faults))}`);
+    for (const c of columns) cells.push(summary(await run(scenario, c.gate, faults)));
     console.log(`| \`${scenario}\` | ${cells.join(' | ')} |`);
   }
 } else {
