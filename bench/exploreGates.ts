@@ -3,42 +3,43 @@
  * built-in scenario at depth 1, both crash kinds, seed 1,
  *   - with KEP-6058's gate only (upstream with the KEP),
  *   - with every gate on (nodevol),
- * and for each nodevol gate its proof scenario with every gate on but that one: the gate's
- * violation must show there and vanish with the gate on. Prints the table the README carries.
- * Exit 1 when, with every gate on, any scenario reports a violation not listed in
- * KNOWN_UNGATED (each of which the README explains), or when a proof does not hold.
+ * and for each nodevol gate its proof scenario (src/sim/gateProofs.ts) with every gate on but that
+ * one: the gate's violation must show there and vanish with the gate on. Prints the tables the
+ * README carries. Exit 1 when, with every gate on, any scenario reports a violation not listed in
+ * KNOWN_UNGATED (each of which the README explains), when a proof does not hold, or when a gate of
+ * src/features/features.ts has no proof scenario (**NO PROOF**).
+ *
+ * `--matrix [--faults]`: instead, the whole table scenario × gates (KEP-6058 off, on, each gate
+ * "every gate on but this one", every gate on), for the issue's note and the README.
+ * Arguments that are not flags select scenarios (default: every built-in one).
  */
-import { FeatureGate, knownFeatures, CSIGlobalMountReconstruction } from '../src/features/features.js';
+import { FeatureGate, CSIGlobalMountReconstruction } from '../src/features/features.js';
 import { explore, type ExploreReport } from '../src/sim/explorer.js';
+import { GATE_PROOFS, nodevolGates, planProofs } from '../src/sim/gateProofs.js';
 import { builtinScenarioNames, loadBuiltinScenario } from '../src/sim/scenario.js';
-
-/** nodevol gate → the scenario that proves it. */
-const PROOFS: Readonly<Record<string, string>> = {
-  CSIUnpublishBeforeUnstageAfterReconstruction: 'alpha-gap',
-  CSIListGlobalVolumesWithoutStagingDir: 'kep-story-1',
-  CSIKeepListedVolumeOnStageFailure: 'listed-restage-fails',
-  CSIDurableBlockVolumePaths: 'raw-block',
-  CSIUnstageCompletesBeforeRestage: 'rewanted-during-unstage',
-};
 
 /** Violations left with every gate on, on purpose (README "Gates beyond upstream": not gated). None today. */
 const KNOWN_UNGATED: Readonly<Record<string, readonly string[]>> = {};
 
-const nodevolGates = knownFeatures()
-  .filter(([name, spec]) => spec.aliasOf === undefined && name !== CSIGlobalMountReconstruction)
-  .map(([name]) => name);
+const args = process.argv.slice(2);
+const matrix = args.includes('--matrix');
+const faults = args.includes('--faults');
+const named = args.filter((a) => !a.startsWith('--'));
+const builtin = builtinScenarioNames();
+const scenarios = named.length > 0 ? named : builtin;
+const gates = nodevolGates();
 
-function gatesWith(on: readonly string[]): FeatureGate {
-  return FeatureGate.parse([[CSIGlobalMountReconstruction, ...on].map((g) => `${g}=true`).join(',')]).gate;
+function gatesWith(kep: boolean, on: readonly string[]): FeatureGate {
+  return FeatureGate.parse([[`${CSIGlobalMountReconstruction}=${kep}`, ...on.map((g) => `${g}=true`)].join(',')]).gate;
 }
 
-async function run(scenario: string, gates: FeatureGate): Promise<ExploreReport> {
+async function run(scenario: string, gate: FeatureGate, withFaults = false): Promise<ExploreReport> {
   return explore({
     scenario: loadBuiltinScenario(scenario),
-    gates,
+    gates: gate,
     crash: 'both',
     depth: 1,
-    faults: false,
+    faults: withFaults,
     seed: 1,
     runs: 1,
     replayCommand: (seed, plan) => `nodevol explore --scenario ${scenario} --seed ${seed} --plan ${plan}`,
@@ -49,30 +50,52 @@ function summary(r: ExploreReport): string {
   return r.violations.length === 0 ? 'none' : r.violations.map((v) => `${v.invariant}(${v.runs})`).join(', ');
 }
 
+const started = Date.now();
 let failed = false;
-const scenarios = process.argv.length > 2 ? process.argv.slice(2) : builtinScenarioNames();
-console.log('| scenario | KEP-6058 gate only | every gate on |');
-console.log('|---|---|---|');
-for (const scenario of scenarios) {
-  const kep = await run(scenario, gatesWith([]));
-  const all = await run(scenario, gatesWith(nodevolGates));
-  const unexpected = all.violations.filter((v) => !(KNOWN_UNGATED[scenario] ?? []).includes(v.invariant));
-  if (unexpected.length > 0) failed = true;
-  console.log(`| \`${scenario}\` | ${summary(kep)} | ${summary(all)}${unexpected.length > 0 ? ' **UNEXPECTED**' : ''} |`);
-}
-console.log('');
-console.log('| gate | proof scenario | every other gate on, this one off | every gate on |');
-console.log('|---|---|---|---|');
-for (const gate of nodevolGates) {
-  const scenario = PROOFS[gate];
-  if (scenario === undefined || !scenarios.includes(scenario)) {
-    console.log(`| \`${gate}\` | (no explorer scenario) | | |`);
-    continue;
+if (matrix) {
+  const columns: { title: string; gate: FeatureGate }[] = [
+    { title: 'KEP off', gate: gatesWith(false, []) },
+    { title: 'KEP on', gate: gatesWith(true, []) },
+    ...gates.map((g) => ({ title: `all but ${g}`, gate: gatesWith(true, gates.filter((x) => x !== g)) })),
+    { title: 'every gate on', gate: gatesWith(true, gates) },
+  ];
+  console.log(`faults ${faults ? 'on' : 'off'}`);
+  console.log(`| scenario | ${columns.map((c) => c.title).join(' | ')} |`);
+  console.log(`|---|${columns.map(() => '---').join('|')}|`);
+  for (const scenario of scenarios) {
+    const cells: string[] = [];
+    for (const c of columns) cells.push(summary(await run(scenario, c.gate, faults)));
+    console.log(`| \`${scenario}\` | ${cells.join(' | ')} |`);
   }
-  const off = await run(scenario, gatesWith(nodevolGates.filter((g) => g !== gate)));
-  const on = await run(scenario, gatesWith(nodevolGates));
-  const holds = off.violations.length > 0 && on.violations.length === 0;
-  if (!holds) failed = true;
-  console.log(`| \`${gate}\` | \`${scenario}\` | ${summary(off)} | ${summary(on)}${holds ? '' : ' **PROOF FAILS**'} |`);
+} else {
+  console.log('| scenario | KEP-6058 gate only | every gate on |');
+  console.log('|---|---|---|');
+  for (const scenario of scenarios) {
+    const kep = await run(scenario, gatesWith(true, []));
+    const all = await run(scenario, gatesWith(true, gates));
+    const unexpected = all.violations.filter((v) => !(KNOWN_UNGATED[scenario] ?? []).includes(v.invariant));
+    if (unexpected.length > 0) failed = true;
+    console.log(`| \`${scenario}\` | ${summary(kep)} | ${summary(all)}${unexpected.length > 0 ? ' **UNEXPECTED**' : ''} |`);
+  }
+  console.log('');
+  console.log('| gate | proof scenario | every other gate on, this one off | every gate on |');
+  console.log('|---|---|---|---|');
+  for (const p of planProofs(gates, GATE_PROOFS, builtin, scenarios)) {
+    if (p.kind === 'missing') {
+      failed = true;
+      console.log(`| \`${p.gate}\` | **NO PROOF** (${p.why}) | | |`);
+      continue;
+    }
+    if (p.kind === 'not-selected') {
+      console.log(`| \`${p.gate}\` | \`${p.scenario}\` (not selected) | | |`);
+      continue;
+    }
+    const off = await run(p.scenario, gatesWith(true, gates.filter((g) => g !== p.gate)));
+    const on = await run(p.scenario, gatesWith(true, gates));
+    const holds = off.violations.length > 0 && on.violations.length === 0;
+    if (!holds) failed = true;
+    console.log(`| \`${p.gate}\` | \`${p.scenario}\` | ${summary(off)} | ${summary(on)}${holds ? '' : ' **PROOF FAILS**'} |`);
+  }
 }
+console.log(`\n${((Date.now() - started) / 1000).toFixed(0)} s wall, ${(process.cpuUsage().user / 1e6).toFixed(0)} s CPU`);
 process.exitCode = failed ? 1 : 0;

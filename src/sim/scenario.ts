@@ -12,6 +12,7 @@
  *   steps: wait: converged | advance: 30s | addPod: uid | deletePod: uid | restart | reboot |
  *          fault: { method, volume, code, times, hang, delay, timeoutKeepRunning } | clearFaults |
  *          deleteFile: { pod, volume }                             (the pod-local vol_data.json)
+ *          readError: { pod, volume, code: EIO|EACCES, times }    (reads of the pod-local vol_data.json fail)
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
@@ -43,6 +44,18 @@ const faultSchema = z
   })
   .strict();
 
+/** errnos a read of a file can fail with: EIO at the read, EACCES at the open. */
+export const READ_ERROR_CODES = ['EIO', 'EACCES'] as const;
+
+const readErrorSchema = z
+  .object({
+    pod: name,
+    volume: name,
+    code: z.enum(READ_ERROR_CODES).default('EIO'),
+    times: z.number().int().positive().max(1000),
+  })
+  .strict();
+
 const stepSchema = z.union([
   z.object({ wait: z.literal('converged') }).strict(),
   z.object({ advance: duration }).strict(),
@@ -53,8 +66,31 @@ const stepSchema = z.union([
   z.object({ fault: faultSchema }).strict(),
   z.object({ clearFaults: z.literal(true).or(z.null()) }).strict(),
   z.object({ deleteFile: z.object({ pod: name, volume: name }).strict() }).strict(),
+  z.object({ readError: readErrorSchema }).strict(),
   z.enum(['restart', 'reboot', 'clearFaults']),
 ]);
+
+/** Steps with a value to check field by field, by their one key: an error then names the field. */
+const STEP_FIELDS: Readonly<Record<string, z.ZodTypeAny>> = { fault: faultSchema, readError: readErrorSchema };
+const STEP_KEYS = ['wait', 'advance', 'addPod', 'deletePod', 'restart', 'reboot', 'fault', 'clearFaults', 'deleteFile', 'readError'];
+
+/**
+ * A step the union refused: when it is an object whose one key names a step with fields, the
+ * first problem of that step's own schema, with its full path (`steps[2].readError.code`).
+ */
+function stepIssue(value: unknown, at: readonly (string | number)[]): z.ZodIssue | undefined {
+  let step: unknown = value;
+  for (const k of at) step = typeof step === 'object' && step !== null ? (step as Record<string | number, unknown>)[k] : undefined;
+  if (typeof step !== 'object' || step === null || Array.isArray(step)) return undefined;
+  const keys = Object.keys(step);
+  const key = keys[0];
+  if (keys.length !== 1 || key === undefined) return undefined;
+  const schema = STEP_FIELDS[key];
+  if (schema === undefined) return undefined;
+  const r = schema.safeParse((step as Record<string, unknown>)[key]);
+  const issue = r.success ? undefined : r.error.issues[0];
+  return issue === undefined ? undefined : { ...issue, path: [...at, key, ...issue.path] };
+}
 
 export const scenarioSchema = z
   .object({
@@ -109,7 +145,8 @@ export type ScenarioStep =
   | { readonly kind: 'reboot' }
   | { readonly kind: 'fault'; readonly fault: ScenarioFault }
   | { readonly kind: 'clearFaults' }
-  | { readonly kind: 'deleteFile'; readonly pod: string; readonly volume: string };
+  | { readonly kind: 'deleteFile'; readonly pod: string; readonly volume: string }
+  | { readonly kind: 'readError'; readonly pod: string; readonly volume: string; readonly code: (typeof READ_ERROR_CODES)[number]; readonly times: number };
 
 export interface ScenarioDriver {
   readonly name: string;
@@ -200,11 +237,12 @@ export function parseScenario(text: string, file: string): Scenario {
   }
   const result = scenarioSchema.safeParse(value);
   if (!result.success) {
-    const issue = result.error.issues[0];
+    const first = result.error.issues[0];
+    const issue = first?.code === 'invalid_union' ? (stepIssue(value, first.path) ?? first) : first;
     const p = issue?.path ?? [];
     const node = nodeAt(doc.contents, p);
     const line = node?.range === undefined || node.range === null ? 1 : lineCounter.linePos(node.range[0]).line;
-    const msg = issue?.code === 'invalid_union' ? 'not a known step (wait, advance, addPod, deletePod, restart, reboot, fault, clearFaults, deleteFile) or a bad value in it' : (issue?.message ?? 'invalid');
+    const msg = issue?.code === 'invalid_union' ? `not a known step (${STEP_KEYS.join(', ')}) or a bad value in it` : (issue?.message ?? 'invalid');
     throw new ScenarioError(`${file}:${line}: ${fieldPath(p)}: ${msg}`);
   }
   return normalize(result.data, file, (p) => {
@@ -253,6 +291,15 @@ function normalize(s: Parsed, file: string, lineOf: (p: (string | number)[]) => 
         throw err(['steps', i, 'fault'], 'a fault needs code, hang, delay or timeoutKeepRunning');
       }
       return { kind: 'fault', fault: f };
+    }
+    if ('readError' in raw) {
+      const r = raw.readError;
+      if (!podUids.has(r.pod)) throw err(['steps', i, 'readError', 'pod'], `unknown pod ${JSON.stringify(r.pod)}`);
+      if (!volumeNames.has(r.volume)) throw err(['steps', i, 'readError', 'volume'], `unknown volume ${JSON.stringify(r.volume)}`);
+      const pod = s.pods.find((p) => p.uid === r.pod);
+      if (pod !== undefined && !pod.volumes.includes(r.volume)) throw err(['steps', i, 'readError', 'volume'], `pod ${r.pod} has no volume ${JSON.stringify(r.volume)}`);
+      if (volumes.find((v) => v.name === r.volume)?.volumeMode === 'Block') throw err(['steps', i, 'readError', 'volume'], 'a Block volume has no pod-local vol_data.json');
+      return { kind: 'readError', pod: r.pod, volume: r.volume, code: r.code, times: r.times };
     }
     const d = raw.deleteFile;
     if (!podUids.has(d.pod)) throw err(['steps', i, 'deleteFile', 'pod'], `unknown pod ${JSON.stringify(d.pod)}`);

@@ -16,7 +16,7 @@
  * kept, in-flight calls lost, locks cleared) and cuts power under the filesystem (DurableFs).
  */
 import { MemoryMounter } from '../adapters/memory/memoryMounter.js';
-import { FakeCsiDriver, type FakeCsiRequest } from '../csi/fake/fakeCsiDriver.js';
+import { FakeCsiDriver, type FakeCsiFaultHandle, type FakeCsiRequest } from '../csi/fake/fakeCsiDriver.js';
 import { instrumentedRegistry } from '../csi/instrumented.js';
 import {
   CsiCallError,
@@ -31,7 +31,7 @@ import type { FeatureGate } from '../features/features.js';
 import type { Clock } from '../host/clock.js';
 import type { ClusterView } from '../host/cluster.js';
 import type { Pod } from '../api/core.js';
-import { errorCode, errorMessage, type FileSystem } from '../host/fs.js';
+import { errorCode, errorMessage, FsError, type FileSystem } from '../host/fs.js';
 import type { Logger } from '../host/logger.js';
 import { HOUSEKEEPING_PERIOD_MS, orphanedPodDirsCleanerFor } from '../kubelet/orphanedPodDirs.js';
 import { KubeletLayout } from '../layout/layout.js';
@@ -286,6 +286,8 @@ export class Simulation {
   readonly #running = new Set<string>();
   /** driver|volumeId|pod uid of every NodePublishVolume that returned OK in this run (all lives). */
   readonly #setUp = new Set<string>();
+  /** Scenario `readError` steps: path → errno and how many more reads of it fail. */
+  readonly #readErrors = new Map<string, { code: string; left: number }>();
   #life: Life = { id: 0, domain: 'life:0', alive: false };
   #seq = 0;
   #csiCount = 0;
@@ -680,7 +682,11 @@ export class Simulation {
       lstat: (p) => read('lstat', p, () => fs.lstat(p)),
       stat: (p) => read('stat', p, () => fs.stat(p)),
       realpath: (p) => read('realpath', p, () => fs.realpath(p)),
-      readFile: (p, max, o) => read('readFile', p, () => fs.readFile(p, max, o)),
+      readFile: (p, max, o) =>
+        read('readFile', p, () => {
+          const injected = this.#takeReadError(p);
+          return injected === undefined ? fs.readFile(p, max, o) : Promise.reject(injected);
+        }),
       readlink: (p) => read('readlink', p, () => fs.readlink(p)),
       mkdir: (p, o) => write('mkdir', p, () => fs.mkdir(p, o)),
       writeFile: (p, d, o) => write(o?.fsync === true ? 'writeFile+fsync' : 'writeFile', p, () => fs.writeFile(p, d, o)),
@@ -735,7 +741,11 @@ export class Simulation {
       return new Promise<T>((resolve, reject) => {
         this.#sched.ready(life.domain, 'csi-send', `${method} ${volumeId} #${seq}`, () => {
           const sentMs = this.#sched.now;
-          if (fault !== undefined && fault.kind === 'fault') this.#injectPlanFault(driver, method, volumeId, fault.fault);
+          // A planned fault applies to this call or to none: the driver takes its faults when a
+          // call arrives (synchronously, inside invoke()); one this call did not take (refused
+          // ABORTED as busy, or an earlier scenario fault matched first) is withdrawn below, so
+          // that it never lands on a later call.
+          const planned = fault !== undefined && fault.kind === 'fault' ? this.#injectPlanFault(driver, method, volumeId, fault.fault) : undefined;
           this.#record({ seq, life: life.id, port: 'csi', op: method, args: volumeId, result: 'sent' });
           if (this.#current !== undefined) this.#current.csi = { seq, driver: driver.name, method, volumeId, request: { ...request } };
           const settle = (code: string, deliver: () => void): void => {
@@ -750,7 +760,9 @@ export class Simulation {
               deliver();
             });
           };
-          invoke().then(
+          const pending = invoke();
+          planned?.remove();
+          pending.then(
             (v) => settle('OK', () => resolve(v)),
             (err: unknown) => {
               const code = err instanceof CsiCallError && err.code !== undefined ? grpcStatusName(err.code) : 'UNKNOWN';
@@ -769,22 +781,18 @@ export class Simulation {
     };
   }
 
-  #injectPlanFault(driver: FakeCsiDriver, method: CsiMethod, volumeId: string, fault: FaultKind): void {
+  #injectPlanFault(driver: FakeCsiDriver, method: CsiMethod, volumeId: string, fault: FaultKind): FakeCsiFaultHandle {
     this.#lastPerturbationMs = this.#sched.now;
     const base = { method, times: 1, ...(volumeId === '' ? {} : { volumeId }) };
     switch (fault) {
       case 'Unavailable':
-        driver.inject({ ...base, code: GrpcStatus.UNAVAILABLE });
-        break;
+        return driver.inject({ ...base, code: GrpcStatus.UNAVAILABLE });
       case 'Aborted':
-        driver.inject({ ...base, code: GrpcStatus.ABORTED });
-        break;
+        return driver.inject({ ...base, code: GrpcStatus.ABORTED });
       case 'DeadlineExceeded':
-        driver.inject({ ...base, code: GrpcStatus.DEADLINE_EXCEEDED, afterEffect: true });
-        break;
+        return driver.inject({ ...base, code: GrpcStatus.DEADLINE_EXCEEDED, afterEffect: true });
       case 'Hang':
-        driver.inject({ ...base, delayMs: HANG_AT_DRIVER_MS, clientTimeoutMs: CSI_CLIENT_TIMEOUT_MS });
-        break;
+        return driver.inject({ ...base, delayMs: HANG_AT_DRIVER_MS, clientTimeoutMs: CSI_CLIENT_TIMEOUT_MS });
     }
   }
 
@@ -1017,6 +1025,15 @@ export class Simulation {
           for (const d of this.#drivers.values()) d.clearFaults();
           this.#afterStep();
           break;
+        case 'readError': {
+          this.#beginStep('scenario', label);
+          const v = this.#volume(step.volume);
+          this.#readErrors.set(`${SIM_ROOT}/pods/${step.pod}/volumes/kubernetes.io~csi/${v.name}/vol_data.json`, { code: step.code, left: step.times });
+          this.#lastPerturbationMs = this.#sched.now;
+          this.#changed();
+          this.#afterStep();
+          break;
+        }
         case 'deleteFile': {
           this.#beginStep('scenario', label);
           const v = this.#volume(step.volume);
@@ -1028,6 +1045,17 @@ export class Simulation {
       }
       this.#stepIndex++;
     }
+  }
+
+  /** The error a scenario `readError` injects into this read of `p`, consuming one of its times. */
+  #takeReadError(p: string): FsError | undefined {
+    const e = this.#readErrors.get(p);
+    if (e === undefined) return undefined;
+    if (--e.left <= 0) this.#readErrors.delete(p);
+    this.#lastPerturbationMs = this.#sched.now;
+    this.#changed();
+    // EACCES fails the open, EIO the read itself.
+    return new FsError(e.code, p, e.code === 'EACCES' ? 'open' : 'read');
   }
 
   #injectScenarioFault(f: ScenarioFault): void {
@@ -1079,6 +1107,7 @@ export class Simulation {
     }
     for (const f of [...this.#inFlight.values()].map((x) => `${x.driver} ${x.method} ${x.volumeId}`).sort()) parts.push(`in-flight ${f}`);
     parts.push(`inUse ${this.#cluster.volumesInUse.join(',')}`);
+    for (const [p, e] of [...this.#readErrors].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) parts.push(`read-error ${p} ${e.code} ${e.left}`);
     return fnv1a(parts.join('\n'));
   }
 }

@@ -31,6 +31,14 @@ const scenario: fc.Arbitrary<ScenarioInput> = fc
       ...(pods.length > 0 ? [fc.constantFrom(...pods).map((p) => ({ addPod: p })), fc.constantFrom(...pods).map((p) => ({ deletePod: p }))] : []),
       fc.record({ method: fc.constantFrom('NodeStageVolume' as const, 'NodeUnstageVolume' as const, 'NodePublishVolume' as const, 'NodeUnpublishVolume' as const), code: fc.constantFrom('UNAVAILABLE', 'INTERNAL'), times: fc.integer({ min: 1, max: 5 }) }).map((f) => ({ fault: f })),
       ...(pods.length > 0 && volumes.length > 0 ? [fc.tuple(fc.constantFrom(...pods), fc.constantFrom(...volumes)).map(([pod, volume]) => ({ deleteFile: { pod, volume } }))] : []),
+      // A read error on a pod's own volume (pod i has volume i mod n).
+      ...(pods.length > 0 && volumes.length > 0
+        ? [
+            fc
+              .tuple(fc.nat({ max: pods.length - 1 }), fc.constantFrom('EIO' as const, 'EACCES' as const), fc.integer({ min: 1, max: 1000 }))
+              .map(([i, code, times]) => ({ readError: { pod: pods[i] ?? '', volume: volumes[i % volumes.length] ?? '', code, times } })),
+          ]
+        : []),
     );
     return fc.record({
       name: fc.constant(name),
@@ -59,6 +67,10 @@ describe('scenario files: properties', () => {
         assert.deepEqual(s.volumes.map((v) => v.name), (input.volumes ?? []).map((v) => v.name));
         assert.deepEqual(s.pods.map((p) => p.uid), (input.pods ?? []).map((p) => p.uid));
         assert.equal(s.steps.length, (input.steps ?? []).length);
+        (input.steps ?? []).forEach((raw, i) => {
+          if (typeof raw !== 'object' || !('readError' in raw)) return;
+          assert.deepEqual(s.steps[i], { kind: 'readError', ...raw.readError });
+        });
         for (const name of [...s.volumes.map((v) => v.name), ...s.pods.map((p) => p.uid)]) {
           assert.ok(!name.includes('/') && name !== '.' && name !== '..' && name !== '', `${JSON.stringify(name)} is not one path segment`);
         }
@@ -81,6 +93,30 @@ describe('scenario files: properties', () => {
         } catch (err) {
           assertScenarioError(err);
         }
+      }),
+      runs(0.5),
+    );
+  });
+
+  it('a readError step with a bad field is refused naming steps[i].readError and that field', bound(), () => {
+    const bad = fc.oneof(
+      fc.record({ field: fc.constant('code'), value: fc.oneof(fc.constantFrom('ENOENT', 'eio', '', 'EIO '), fc.integer()) }),
+      fc.record({ field: fc.constant('times'), value: fc.oneof(fc.constantFrom(0, -1, 1.5, 1001, '3'), fc.constant(null)) }),
+      fc.record({ field: fc.constant('pod'), value: fc.oneof(hostile, fc.constant('pod-z')) }),
+      fc.record({ field: fc.constant('volume'), value: fc.oneof(hostile, fc.constant('pv-z')) }),
+      fc.record({ field: fc.constant('extra'), value: fc.jsonValue({ maxDepth: 1 }) }),
+    );
+    fc.assert(
+      fc.property(bad, fc.nat({ max: 3 }), ({ field, value }, at) => {
+        const step = { readError: { pod: 'pod-a', volume: 'pv-1', code: 'EIO', times: 2, [field]: value } };
+        const steps = [...Array.from({ length: at }, () => ({ wait: 'converged' })), step];
+        const input = { name: 'x', drivers: [{ name: 'd' }], volumes: [{ name: 'pv-1' }, { name: 'pv-2' }], pods: [{ uid: 'pod-a', volumes: ['pv-1'] }, { uid: 'pod-b', volumes: ['pv-2'] }], steps };
+        assert.throws(() => parseScenario(stringify(input), FILE), (err: unknown) => {
+          assertScenarioError(err);
+          const want = field === 'extra' ? `steps\\[${at}\\]\\.readError: ` : `steps\\[${at}\\]\\.readError\\.${field}: `;
+          assert.match((err as Error).message, new RegExp(`^${FILE.replace(/[.]/g, '\\.')}:\\d+: ${want}`));
+          return true;
+        });
       }),
       runs(0.5),
     );

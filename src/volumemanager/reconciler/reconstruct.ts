@@ -23,7 +23,7 @@ import type { Mounter } from '../../host/mounter.js';
 import { getUniqueVolumeName, type UniquePodName, type UniqueVolumeName } from '../../layout/names.js';
 import type { VolumeManagerMetrics } from '../../host/metrics.js';
 import type { OperationExecutor } from '../../operationexecutor/operationExecutor.js';
-import { BACKOFF_INITIAL_MS, BACKOFF_MAX_MS, isExpectedError } from '../../operationexecutor/nestedPendingOperations.js';
+import { BACKOFF_INITIAL_MS, BACKOFF_MAX_MS, isAlreadyExists, isBackoff, isExpectedError } from '../../operationexecutor/nestedPendingOperations.js';
 import { isBlockVolumePlugin, type GlobalVolume, type GlobalVolumeListerPlugin, type VolumePluginMgr } from '../../volume/plugins.js';
 import type { ActualStateOfWorld } from '../cache/actualStateOfWorld.js';
 import type { DesiredStateOfWorld } from '../cache/desiredStateOfWorld.js';
@@ -405,22 +405,36 @@ export class Reconstructor {
       left.push(volume);
       const retry = this.cleanupRetries.get(key);
       if (retry !== undefined && now < retry.notBeforeMs) continue;
-      const backoffMs = retry === undefined ? BACKOFF_INITIAL_MS : Math.min(retry.backoffMs * 2, BACKOFF_MAX_MS);
+      if (retry !== undefined) logger.info('Retrying the cleanup of a volume that could not be reconstructed', { podName: volume.podName, volumeSpecName: volume.volumeSpecName, backoff: `${retry.backoffMs}ms` });
+      const outcome = await this.cleanupMounts(volume);
+      if (outcome.kind === 'refused') {
+        // The executor refused to start it (its own backoff after a failed TearDown, or one still
+        // running): not an attempt, so the backoff does not grow; try again when the executor's
+        // backoff ends.
+        this.cleanupRetries.set(key, { backoffMs: retry?.backoffMs ?? 0, notBeforeMs: now + outcome.retryInMs });
+        continue;
+      }
+      // A real attempt (a TearDown started, or its unmounter could not be built): the next one
+      // waits, 500 ms doubling to 2m2s, as kubelet's exponential backoff after a failure.
+      const backoffMs = retry === undefined || retry.backoffMs === 0 ? BACKOFF_INITIAL_MS : Math.min(retry.backoffMs * 2, BACKOFF_MAX_MS);
       this.cleanupRetries.set(key, { backoffMs, notBeforeMs: now + backoffMs });
-      if (retry !== undefined) logger.info('Retrying the cleanup of a volume that could not be reconstructed', { podName: volume.podName, volumeSpecName: volume.volumeSpecName, backoff: `${backoffMs}ms` });
-      await this.cleanupMounts(volume);
     }
     this.volumesFailedReconstruction = left;
     if (left.length === 0) logger.v(2).info('Orphan volume cleanup finished');
   }
 
-  private async cleanupMounts(volume: PodVolume): Promise<void> {
+  /**
+   * Starts the cleanup of one candidate. `refused`: the executor did not start it (already running,
+   * or in the backoff of its last failure, which ends in `retryInMs`); otherwise it was attempted.
+   */
+  private async cleanupMounts(volume: PodVolume): Promise<{ kind: 'attempted' } | { kind: 'refused'; retryInMs: number }> {
     const { executor, asw, logger, metrics } = this.deps;
     logger.info('Cleaning up mounts for volume that could not be reconstructed', {
       podName: volume.podName,
       volumeSpecName: volume.volumeSpecName,
     });
     let failed = false;
+    let refusal: { kind: 'refused'; retryInMs: number } | undefined;
     try {
       // A fake name and no spec: the executor takes the filesystem unmount path.
       await executor.unmountVolume(
@@ -440,7 +454,10 @@ export class Reconstructor {
       if (!isExpectedError(err)) {
         logger.error(err, 'Failed to unmount volume that could not be reconstructed', { podName: volume.podName, volumeSpecName: volume.volumeSpecName });
       }
+      if (isBackoff(err)) refusal = { kind: 'refused', retryInMs: err.retryAfterMs + 1 };
+      else if (isAlreadyExists(err)) refusal = { kind: 'refused', retryInMs: 0 };
     }
     metrics.forceCleanedFailedVolumeOperation(failed);
+    return refusal ?? { kind: 'attempted' };
   }
 }

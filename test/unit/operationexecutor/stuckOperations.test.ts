@@ -162,6 +162,24 @@ describe('StuckOperationTracker', () => {
     assert.equal(warnings(s.logger).length, 2);
   });
 
+  it('measures the minute from the end of the first failed call, not its start: a 90 s failing call does not warn at once', async () => {
+    const s = setup();
+    await s.tracker.start();
+    // NodeUnstageVolume ran 90 s (it started 90 s before this event) and failed.
+    s.tracker.observe({ ...failure(), durationMs: 90_000 });
+    await s.tracker.settled();
+    assert.deepEqual(warnings(s.logger), [], 'one failure, however long its call, is not a minute of failures');
+    await s.clock.advance(59_000);
+    s.tracker.observe({ ...failure(), durationMs: 90_000 });
+    await s.tracker.settled();
+    assert.deepEqual(warnings(s.logger), [], '59 s after the end of the first failure');
+    await s.clock.advance(1_000);
+    s.tracker.observe(failure());
+    await s.tracker.settled();
+    assert.equal(warnings(s.logger).length, 1, 'a minute after the end of the first failure');
+    assert.equal(s.tracker.stuck()[0]?.failures, 3);
+  });
+
   it('ignores failures of operations that are not teardowns (a failing mount is not stuck)', async () => {
     const s = setup();
     for (let i = 0; i < 10; i++) {

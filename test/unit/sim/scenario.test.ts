@@ -42,9 +42,29 @@ describe('scenario files', () => {
     assert.match(errorOf(base.replace('volumes: [pv-1]', 'volumes: [pv-9]')), /^x\.yaml:9: pods\[0\]\.volumes\[0\]: unknown volume "pv-9"$/);
   });
 
+  it('readError: a pod\'s vol_data.json fails its next N reads with EIO (default) or EACCES; bad values name the field', () => {
+    const s = parseScenario(`${base}steps:\n  - readError: { pod: pod-a, volume: pv-1, times: 3 }\n  - readError: { pod: pod-a, volume: pv-1, code: EACCES, times: 1 }\n`, 'x.yaml');
+    assert.deepEqual(s.steps, [
+      { kind: 'readError', pod: 'pod-a', volume: 'pv-1', code: 'EIO', times: 3 },
+      { kind: 'readError', pod: 'pod-a', volume: 'pv-1', code: 'EACCES', times: 1 },
+    ]);
+    const step = (v: string): string => errorOf(`${base}steps:\n  - wait: converged\n  - readError: ${v}\n`);
+    assert.match(step('{ pod: pod-a, volume: pv-1, code: ENOENT, times: 1 }'), /^x\.yaml:12: steps\[1\]\.readError\.code: Invalid enum value\. Expected 'EIO' \| 'EACCES', received 'ENOENT'$/);
+    assert.match(step('{ pod: pod-a, volume: pv-1, times: 0 }'), /^x\.yaml:12: steps\[1\]\.readError\.times: /);
+    assert.match(step('{ pod: pod-a, volume: pv-1 }'), /^x\.yaml:12: steps\[1\]\.readError\.times: Required$/);
+    assert.match(step('{ pod: pod-z, volume: pv-1, times: 1 }'), /^x\.yaml:12: steps\[1\]\.readError\.pod: unknown pod "pod-z"$/);
+    assert.match(step('{ pod: pod-a, volume: pv-9, times: 1 }'), /^x\.yaml:12: steps\[1\]\.readError\.volume: unknown volume "pv-9"$/);
+    assert.match(step('{ pod: pod-a, volume: pv-1, times: 1, path: /etc/passwd }'), /^x\.yaml:12: steps\[1\]\.readError: Unrecognized key\(s\) in object: 'path'$/);
+    const twoVolumes = base.replace('pods:', '  - name: pv-2\npods:');
+    assert.match(
+      errorOf(`${twoVolumes}steps:\n  - readError: { pod: pod-a, volume: pv-2, times: 1 }\n`),
+      /^x\.yaml:\d+: steps\[0\]\.readError\.volume: pod pod-a has no volume "pv-2"$/,
+    );
+  });
+
   it('every built-in scenario loads', () => {
     const names = builtinScenarioNames();
-    for (const want of ['kep-story-1', 'kep-story-2', 'alpha-gap', 'inline-volume-orphans', 'shared-volume', 'raw-block', 'rewanted-during-unstage']) {
+    for (const want of ['kep-story-1', 'kep-story-2', 'alpha-gap', 'inline-volume-orphans', 'shared-volume', 'raw-block', 'rewanted-during-unstage', 'reconstruction-cleanup-retry']) {
       assert.ok(names.includes(want), want);
     }
     for (const n of names) assert.equal(loadBuiltinScenario(n).name, n);

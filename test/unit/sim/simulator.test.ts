@@ -231,3 +231,57 @@ describe('simulator: replays of what the explorer found (README "Proving it: the
     }
   });
 });
+
+describe('simulator: scenario read errors and planned faults', () => {
+  /** The CSI calls of a full trace in the order they were sent (index 1 = the run's first), with their answers. */
+  function csiCallsOf(r: SimResult): { method: string; answer: string }[] {
+    const sent: { seq: number; method: string }[] = [];
+    const answers = new Map<number, string>();
+    for (const s of r.trace) {
+      for (const c of s.calls) {
+        if (c.port !== 'csi') continue;
+        if (c.result === 'sent') sent.push({ seq: c.seq, method: c.op });
+        else answers.set(c.seq, c.result);
+      }
+    }
+    return sent.map((c) => ({ method: c.method, answer: answers.get(c.seq) ?? '(none)' }));
+  }
+
+  it('a planned fault applies to its own call or to none: on a call the driver refuses as busy it is withdrawn, not left for a later call', async () => {
+    // The article's NodeUnpublishVolume runs on at the driver past kubelet's deadline; the next ones are refused ABORTED (busy).
+    const scenario = loadBuiltinScenario('inline-volume-orphans');
+    const base = await simulate({ scenario, gates: withGates(...ALL), seed: 1, fullTrace: true });
+    const calls = csiCallsOf(base);
+    const busy = calls.findIndex((c) => c.method === 'NodeUnpublishVolume' && c.answer === 'ABORTED');
+    assert.ok(busy >= 0, JSON.stringify(calls));
+    assert.ok(calls.slice(busy + 1).some((c) => c.method === 'NodeUnpublishVolume'), 'a later NodeUnpublishVolume the fault could leak onto');
+    const r = await simulate({ scenario, gates: withGates(...ALL), seed: 1, plan: [{ kind: 'fault', fault: 'Unavailable', csiCall: busy + 1 }], fullTrace: true });
+    const after = csiCallsOf(r);
+    assert.deepEqual(after.filter((c) => c.answer === 'UNAVAILABLE'), [], 'no call answered with the planned fault');
+    assert.deepEqual(after, calls, 'the run is the fault-free run');
+  });
+
+  it('readError: reads of the pod-local vol_data.json fail with the errno given, the given number of times', async () => {
+    const scenario = loadBuiltinScenario('reconstruction-cleanup-retry');
+    const r = await simulate({ scenario, gates: withGates('CSIRetryReconstructionCleanup'), seed: 1, fullTrace: true });
+    const file = '/var/lib/kubelet/pods/pod-inline/volumes/kubernetes.io~csi/scratch/vol_data.json';
+    const reads = r.trace.flatMap((s) => s.calls).filter((c) => c.op === 'readFile' && c.args === file);
+    const restart = r.trace.findIndex((s) => s.event.kind === 'crash' || /restart/.test(s.event.label));
+    assert.ok(restart >= 0);
+    const failed = reads.filter((c) => c.result === 'EIO');
+    assert.equal(failed.length, 3, JSON.stringify(reads));
+    assert.deepEqual(names(r), []);
+  });
+});
+
+describe('gate CSIRetryReconstructionCleanup: explorer proof scenario reconstruction-cleanup-retry', () => {
+  it('off (every other gate on): the one cleanup fails on the unreadable file, the target stays published (converges); on: retried until it succeeds', async () => {
+    const scenario = loadBuiltinScenario('reconstruction-cleanup-retry');
+    const off = await simulate({ scenario, gates: withGates(...ALL.filter((g) => g !== 'CSIRetryReconstructionCleanup')), seed: 1 });
+    assert.deepEqual(names(off), ['converges']);
+    assert.match(off.violations[0]?.message ?? '', /unwanted but the driver still has it published; pod pod-inline is gone but its volume directories are still there/);
+    const on = await simulate({ scenario, gates: withGates(...ALL), seed: 1 });
+    assert.deepEqual(names(on), []);
+    assert.equal(on.endReason, 'converged');
+  });
+});

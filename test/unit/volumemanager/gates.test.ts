@@ -205,6 +205,22 @@ describe('gate CSIRetryReconstructionCleanup (seed: inline volumes orphaned afte
     assert.equal(await node.exists(POD_DIR('pod-a', 'pv-1')), false);
     assert.ok(node.logger.lines.some((l) => /Retrying the cleanup of a volume that could not be reconstructed/.test(l.msg)));
   });
+
+  it('on, a TearDown that keeps failing: the retries follow kubelet\'s backoff, capped at 2m2s; the executor\'s refusals during its own backoff do not grow it (replay: the gap was 244 s)', async () => {
+    const g = gates('CSIRetryReconstructionCleanup', true);
+    const node = new InMemoryNode();
+    await mountedPod(node, g);
+    node.crashKubelet();
+    node.cluster.deletePod('pod-a');
+    node.driver.inject({ method: 'NodeUnpublishVolume', code: 10 /* ABORTED */ });
+    await node.startKubelet(g, { plugins: (host) => new VolumePluginMgr([new FailingReconstruction(host)]) });
+    await node.steps(20 * 60, 1_000); // 20 virtual minutes, one loop a second
+    const at = node.driver.calls.filter((c) => c.method === 'NodeUnpublishVolume').map((c) => c.atMs);
+    const gaps = at.slice(1).map((t, i) => t - (at[i] ?? t));
+    assert.ok(at.length >= 10, `attempts: ${at.length}`);
+    assert.ok(Math.max(...gaps) <= 122_000 + 2_000, `gaps between attempts (ms): ${gaps.join(', ')}`);
+    assert.ok(gaps.slice(-3).every((gap) => gap >= 122_000), `the backoff reaches its cap: ${gaps.join(', ')}`);
+  });
 });
 
 describe('gate CSIUnstageCompletesBeforeRestage (kubernetes#121357)', () => {
