@@ -27,7 +27,8 @@ export interface RuntimeOptions {
 }
 
 /** What the runtime drives: the volume manager's loop bodies. */
-export type RuntimeVolumeManager = Pick<VolumeManager, 'start' | 'populateOnce' | 'reconcileOnce' | 'syncNodeStatus' | 'waitForOperations'> & {
+export type RuntimeVolumeManager = Pick<VolumeManager, 'start' | 'populateOnce' | 'reconcileOnce' | 'syncNodeStatus' | 'waitForOperations'> &
+  Partial<Pick<VolumeManager, 'skipIdlePasses'>> & {
   readonly reconciler: Pick<VolumeManager['reconciler'], 'statesHaveBeenSynced'>;
 };
 
@@ -82,6 +83,8 @@ export class AgentRuntime {
     this.lastProgress.delete('reconstruction');
     if ((this.phase as RuntimePhase) === 'stopping') return;
     this.phase = 'running';
+    // An idle node costs next to nothing: reconciler passes that could start nothing are skipped.
+    this.vm.skipIdlePasses?.();
     this.loop('desiredStateOfWorldPopulator', DSW_POPULATOR_LOOP_PERIOD_MS, () => this.vm.populateOnce());
     this.loop('reconciler', RECONCILER_LOOP_PERIOD_MS, () => this.vm.reconcileOnce());
     this.loop('nodeStatus', this.options.nodeStatusUpdatePeriodMs, async () => {

@@ -90,6 +90,11 @@ export class VolumeManager {
     return this.reconciler.reconstruct();
   }
 
+  /** The reconciler skips passes that could start nothing (the agent; see Reconciler.skipIdlePasses). */
+  skipIdlePasses(): void {
+    this.reconciler.skipIdlePasses(this.deps.host.clock);
+  }
+
   populateOnce(): Promise<void> {
     return this.populator.populateOnce();
   }

@@ -89,9 +89,10 @@ export interface ClusterDirOptions {
   readonly logger?: Logger;
   readonly limits?: ClusterDirLimits;
   /**
-   * Watch manifests/ (inotify) and answer from the latest pass while nothing in it changed,
-   * with a full pass at least every {@link FULL_PASS_INTERVAL_MS} (a symlinked manifest's target
-   * changes without an event in manifests/). Off by default; the agent turns it on.
+   * Watch manifests/, the cluster dir (node-status.json) and the target of each symlinked
+   * manifest (inotify), and answer from the latest pass while nothing changed, with a full pass
+   * (a stat of every manifest, node-status.json) at least every {@link FULL_PASS_INTERVAL_MS} as a
+   * safety net. Off by default; the agent turns it on.
    */
   readonly watch?: boolean;
   /** Wall clock for the full-pass interval; default Date.now. */
@@ -99,7 +100,10 @@ export interface ClusterDirOptions {
 }
 
 /** With `watch`, the longest a pass is skipped for want of an event. */
-export const FULL_PASS_INTERVAL_MS = 10_000;
+export const FULL_PASS_INTERVAL_MS = 20_000;
+
+/** With `watch`, symlinked manifests whose target is watched too (each takes an inotify watch). */
+export const MAX_WATCHED_SYMLINKS = 1_000;
 
 /** The latest read of one manifest file. */
 interface CachedRead {
@@ -147,6 +151,10 @@ async function mapConcurrently<T, R>(items: readonly T[], limit: number, fn: (it
   return out;
 }
 
+function sameList<T>(a: readonly T[], b: readonly T[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
 function byName(a: string, c: string): number {
   return a < c ? -1 : a > c ? 1 : 0;
 }
@@ -180,8 +188,19 @@ export class ClusterDirView implements ClusterView {
   readonly #watch: boolean;
   readonly #now: () => number;
   #watcher: FSWatcher | undefined;
+  /** Watches the cluster dir itself: node-status.json. */
+  #dirWatcher: FSWatcher | undefined;
+  /** Watches the targets of symlinked manifests, by file name. */
+  readonly #linkWatchers = new Map<string, FSWatcher>();
   /** Something in manifests/ may have changed since the latest pass began. */
   #dirty = true;
+  /** node-status.json may have changed since it was last checked. */
+  #statusDirty = true;
+  #lastStatusCheckMs = Number.NEGATIVE_INFINITY;
+  /** The names and reads of the latest full pass, when it found no problem: an identical pass keeps its snapshot. */
+  #lastPass: { readonly names: readonly string[]; readonly reads: readonly (CachedRead | undefined)[]; readonly snap: Snapshot } | undefined;
+  /** The pods bound to this node in #latest. */
+  #boundPods: { readonly snap: Snapshot; readonly pods: readonly Pod[] } | undefined;
   #lastFullPassMs = Number.NEGATIVE_INFINITY;
   /** The latest pass completed (did not reject): its snapshot may be reused. */
   #reusable = false;
@@ -201,6 +220,68 @@ export class ClusterDirView implements ClusterView {
   close(): void {
     this.#watcher?.close();
     this.#watcher = undefined;
+    this.#dirWatcher?.close();
+    this.#dirWatcher = undefined;
+    for (const w of this.#linkWatchers.values()) w.close();
+    this.#linkWatchers.clear();
+  }
+
+  /**
+   * A watch that calls `onEvent` on any event; on an error it closes, calls `onEvent` and
+   * `onClosed`. Undefined when the path cannot be watched (missing, no inotify).
+   */
+  #watchPath(path: string, onEvent: (file: string | null) => void, onClosed: () => void): FSWatcher | undefined {
+    try {
+      const w = watch(path, { persistent: false }, (_event, file) => onEvent(file));
+      w.on('error', (err: unknown) => {
+        this.#logger.v(2).info('Stopped watching a cluster dir path; reading it at every pass', { path, err: errorMessage(err) });
+        w.close();
+        onEvent(null);
+        onClosed();
+      });
+      return w;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Starts watching the cluster dir itself, for node-status.json. */
+  #startWatchingDir(): void {
+    if (!this.#watch || this.#dirWatcher !== undefined) return;
+    this.#dirWatcher = this.#watchPath(
+      this.dir,
+      (file) => {
+        this.#statusDirty = true;
+        if (file === null || file === MANIFESTS_DIR_NAME) this.#dirty = true; // manifests/ itself replaced
+      },
+      () => {
+        this.#dirWatcher = undefined;
+      },
+    );
+  }
+
+  /** Watches the targets of the symlinked manifests listed (an edit of a target is no event in manifests/). */
+  #watchLinks(links: readonly string[]): void {
+    if (!this.#watch) return;
+    const wanted = new Set(links.slice(0, MAX_WATCHED_SYMLINKS));
+    for (const [name, w] of this.#linkWatchers) {
+      if (wanted.has(name)) continue;
+      w.close();
+      this.#linkWatchers.delete(name);
+    }
+    for (const name of wanted) {
+      if (this.#linkWatchers.has(name)) continue;
+      const w = this.#watchPath(
+        posix.join(this.manifestsDir, name),
+        () => {
+          this.#dirty = true;
+        },
+        () => {
+          if (this.#linkWatchers.get(name) === w) this.#linkWatchers.delete(name);
+        },
+      );
+      if (w !== undefined) this.#linkWatchers.set(name, w);
+    }
   }
 
   /** Starts the watch before a pass lists the directory, so no change between them is missed. */
@@ -250,7 +331,8 @@ export class ClusterDirView implements ClusterView {
     const snap = await this.#read();
     if (snap !== this.#latest) this.#version++;
     this.#latest = snap;
-    return snap.pods.filter((p) => p.nodeName === this.nodeName);
+    if (this.#boundPods?.snap !== snap) this.#boundPods = { snap, pods: snap.pods.filter((p) => p.nodeName === this.nodeName) };
+    return this.#boundPods.pods;
   }
 
   // The getters below answer from the snapshot of the latest listPods (an informer cache): the
@@ -301,6 +383,13 @@ export class ClusterDirView implements ClusterView {
 
   async #readNodeStatus(): Promise<NodeStatusRead> {
     const file = this.nodeStatusFile;
+    this.#startWatchingDir();
+    const now = this.#now();
+    if (this.#dirWatcher !== undefined && !this.#statusDirty && this.#nodeStatus !== undefined && now - this.#lastStatusCheckMs < FULL_PASS_INTERVAL_MS) {
+      return this.#nodeStatus.read;
+    }
+    this.#statusDirty = false;
+    this.#lastStatusCheckMs = now;
     let st: FileStat;
     try {
       st = await this.#fs.lstat(file);
@@ -337,7 +426,10 @@ export class ClusterDirView implements ClusterView {
   }
 
   async #writeVolumesInUse(names: string[]): Promise<void> {
-    const { raw } = await this.#readNodeStatus();
+    this.#statusDirty = true; // re-read (one lstat) before deciding: another writer may have changed it
+    const { raw, status } = await this.#readNodeStatus();
+    // Unchanged: no write (an atomic write costs two fsyncs, every node status period).
+    if (status.volumesInUse.length === names.length && status.volumesInUse.every((n, i) => n === names[i])) return;
     const file = this.nodeStatusFile;
     const mode = (await this.#fs.lstat(file)).mode;
     const updated = { ...raw, volumesInUse: names };
@@ -378,10 +470,9 @@ export class ClusterDirView implements ClusterView {
     const dir = this.manifestsDir;
     let names: string[];
     try {
-      names = (await this.#fs.readdir(dir))
-        .filter((e) => (e.type === 'file' || e.type === 'symlink') && isManifestName(e.name))
-        .map((e) => e.name)
-        .sort(byName);
+      const entries = (await this.#fs.readdir(dir)).filter((e) => (e.type === 'file' || e.type === 'symlink') && isManifestName(e.name));
+      names = entries.map((e) => e.name).sort(byName);
+      this.#watchLinks(entries.filter((e) => e.type === 'symlink').map((e) => e.name));
     } catch (err) {
       throw new Error(`cluster dir: cannot list the manifests in ${dir}: ${errorMessage(err)}`, { cause: err });
     }
@@ -403,6 +494,14 @@ export class ClusterDirView implements ClusterView {
     }
     // Stat (and read what changed) with bounded concurrency; merge in name order below.
     const reads = await mapConcurrently(names.slice(0, maxFiles), READ_CONCURRENCY, (name) => this.#readManifest(name, posix.join(dir, name)));
+    // Nothing changed since a pass without problems (same files, each read from the cache): the
+    // same snapshot, so objectsVersion stays and the populator has nothing to do.
+    const last = this.#lastPass;
+    this.#lastPass = undefined;
+    if (last !== undefined && last.snap === this.#latest && sameList(last.names, names) && sameList(last.reads, reads) && reads.every((r) => r?.unsaved === undefined)) {
+      this.#lastPass = last;
+      return last.snap;
+    }
     for (const [i, name] of names.entries()) {
       const file = posix.join(dir, name);
       if (i >= maxFiles) {
@@ -439,6 +538,7 @@ export class ClusterDirView implements ClusterView {
       );
     }
     if (!this.#storeTrusted) await this.#createStore();
+    if (snap.problems.length === 0 && uncovered.length === 0) this.#lastPass = { names, reads, snap };
     return snap;
   }
 
