@@ -95,6 +95,11 @@ export class VolumeManager {
     this.reconciler.skipIdlePasses(this.deps.host.clock);
   }
 
+  /** Changes whenever the actual or desired state changed (the agent's idle detection). */
+  activity(): string {
+    return `${this.asw.generation()}/${this.dsw.generation()}`;
+  }
+
   populateOnce(): Promise<void> {
     return this.populator.populateOnce();
   }
