@@ -155,22 +155,23 @@ export class OrphanedPodDirsCleaner {
    * The fingerprint to record if this sweep finds no orphan, or 'skip' when nothing changed
    * since the last such sweep (and not too many were skipped in a row).
    */
-  private async quietFingerprint(): Promise<string | undefined | 'skip'> {
-    if (this.deps.knownPodsGeneration === undefined) return undefined;
+  private async quietFingerprint(): Promise<{ skip: true } | { skip: false; fp: string | undefined }> {
+    if (this.deps.knownPodsGeneration === undefined) return { skip: false, fp: undefined };
     const fp = await this.fingerprint();
     if (fp !== undefined && fp === this.quietAt && this.skippedInARow < MAX_QUIET_SWEEPS_SKIPPED) {
       this.skippedInARow++;
-      return 'skip';
+      return { skip: true };
     }
     this.skippedInARow = 0;
     this.quietAt = undefined;
-    return fp;
+    return { skip: false, fp };
   }
 
-  private async sweep(fp: string | undefined | 'skip'): Promise<OrphanSweepResult> {
+  private async sweep(quiet: { skip: true } | { skip: false; fp: string | undefined }): Promise<OrphanSweepResult> {
     const { fs, layout, logger } = this.deps;
     const none = (skipped: string): OrphanSweepResult => ({ skipped, orphans: 0, removed: [], kept: [] });
-    if (fp === 'skip') return none('nothing changed since a sweep that found no orphan');
+    if (quiet.skip) return none('nothing changed since a sweep that found no orphan');
+    const fp = quiet.fp;
 
     const known = new Set<string>();
     try {
