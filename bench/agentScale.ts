@@ -10,10 +10,15 @@
  *   3. the agent starts (CSIDriver attachRequired: false, so nothing waits for an attach/detach
  *      controller) and is ready; the N pod manifests are renamed into the cluster dir at once;
  *      "up" ends when the mount table shows N staged and N published volumes;
- *   4. idle: the agent's CPU time over BENCH_AGENT_IDLE_S (default 10) seconds, and its RSS;
+ *   4. idle: after an 8 s settle, the agent's CPU time over BENCH_AGENT_IDLE_S (default 10)
+ *      seconds, and its RSS;
  *   5. restart: SIGKILL, a new agent, time until /readyz answers 200; then until it has mounted
  *      the N reconstructed (uncertain) volumes again, as kubelet does;
  *   6. down: the pod manifests are deleted at once; "down" ends when no mount is left.
+ * Knobs: BENCH_AGENT_FLOOR=0 skips the floor; BENCH_AGENT_V=<n> runs the agents with -v n;
+ * BENCH_AGENT_HEAP=<dir> writes a heap snapshot of the idle agent there; BENCH_AGENT_BASELINE=<dir>
+ * (a checkout or copy holding bin/nodevol.js and its dist/) also measures that build's agent on
+ * the same mounts, in the same run: restart -> ready, idle CPU and RSS, side by side.
  * The CPU time of the agent and the driver in each phase is printed too, to show which one the
  * time goes to. A benchmark, not a test: misses are printed, the exit code stays 0; a broken setup
  * (a process that fails, a phase that never finishes) exits non-zero.
@@ -40,6 +45,10 @@ const DRIVER = 'bench.csi.nodevol.io';
 const DEFAULT_SIZES = [100, 1000];
 const DEFAULT_IDLE_S = 10;
 const POLL_MS = 20;
+/** Before the idle window: the agent settles (its idle memory compaction runs after 5 s idle). */
+const SETTLE_MS = 8_000;
+/** Metrics scrapes on a loaded machine can be slow. */
+const FETCH_TIMEOUT_MS = 10_000;
 /** Targets (issue 10), checked at the largest N measured. */
 const TARGET = { upRatio: 1.5, downRatio: 1.5, idleCpuPct: 1, rssMB: 150, restartReadyMs: 2000, upScale: 12 } as const;
 const MOUNT_CAP: VolumeCapability = { mount: { fsType: '', mountFlags: [], volumeMountGroup: '' }, accessMode: { mode: 'SINGLE_NODE_WRITER' } };
@@ -168,6 +177,14 @@ interface SizeResult {
   readonly downCpu: PhaseCpu;
   /** Failed operations (retried with backoff): up + idle, and restart + down. */
   readonly agentFailures: { readonly first: number; readonly restarted: number };
+  /** BENCH_AGENT_BASELINE: that build's agent on the same mounts, in the same run. */
+  readonly baseline?: IdleResult | undefined;
+}
+
+interface IdleResult {
+  readonly restartReadyMs: number;
+  readonly idleCpuPct: number;
+  readonly rssMB: number;
 }
 
 function podName(i: number): string {
@@ -204,7 +221,7 @@ async function mapLimit<T>(items: readonly T[], limit: number, fn: (item: T, i: 
 
 async function readyzOk(address: string): Promise<boolean> {
   try {
-    const res = await fetch(`http://${address}/readyz`, { signal: AbortSignal.timeout(1000) });
+    const res = await fetch(`http://${address}/readyz`, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
     await res.text();
     return res.status === 200;
   } catch {
@@ -214,7 +231,7 @@ async function readyzOk(address: string): Promise<boolean> {
 
 /** Sum of storage_operation_duration_seconds_count over the series whose labels include all of `labels`. */
 async function operationCount(address: string, ...labels: string[]): Promise<number> {
-  const res = await fetch(`http://${address}/metrics`, { signal: AbortSignal.timeout(2000) });
+  const res = await fetch(`http://${address}/metrics`, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
   let n = 0;
   for (const line of (await res.text()).split('\n')) {
     if (!line.startsWith('storage_operation_duration_seconds_count{')) continue;
@@ -234,9 +251,13 @@ function failedOperations(address: string): Promise<number> {
   return operationCount(address, 'status="fail-unknown"');
 }
 
-async function startAgent(disk: NodeDisk, logName: string): Promise<{ agent: Proc; address: string; readyMs: number }> {
+async function startAgent(disk: NodeDisk, logName: string, bin?: string): Promise<{ agent: Proc; address: string; readyMs: number }> {
   const t0 = performance.now();
-  const argv = disk.agentArgv({ nodeStatusUpdateFrequency: '10s', shutdownGracePeriod: '5s' });
+  const v = process.env.BENCH_AGENT_V;
+  const argv = disk.agentArgv({ nodeStatusUpdateFrequency: '10s', shutdownGracePeriod: '5s', ...(v !== undefined && v !== '' ? { v: Number(v) } : {}) });
+  if (bin !== undefined) argv[1] = bin;
+  const heapDir = process.env.BENCH_AGENT_HEAP;
+  if (heapDir !== undefined && heapDir !== '') argv.splice(1, 0, '--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${path.resolve(heapDir)}`);
   // BENCH_AGENT_PROF=<dir>: a V8 CPU profile of each agent, written when it exits.
   const profDir = process.env.BENCH_AGENT_PROF;
   if (profDir !== undefined && profDir !== '') argv.splice(1, 0, '--cpu-prof', '--cpu-prof-dir', path.resolve(profDir));
@@ -248,6 +269,25 @@ async function startAgent(disk: NodeDisk, logName: string): Promise<{ agent: Pro
     return address !== undefined && (await readyzOk(address));
   });
   return { agent, address: address as string, readyMs: performance.now() - t0 };
+}
+
+/** After a settle, the agent's CPU over the idle window and its RSS. */
+async function measureIdle(agent: Proc, idleS: number): Promise<{ idleCpuPct: number; rss: number; peak: number }> {
+  await sleep(SETTLE_MS);
+  const idle0 = cpuMs(agent.pid);
+  await sleep(idleS * 1000);
+  const idleCpuPct = ((cpuMs(agent.pid) - idle0) / (idleS * 1000)) * 100;
+  const mem = memoryMB(agent.pid);
+  const heapDir = process.env.BENCH_AGENT_HEAP;
+  if (heapDir !== undefined && heapDir !== '') {
+    agent.child.kill('SIGUSR2');
+    await sleep(15_000); // the snapshot is written synchronously; the agent is busy meanwhile
+  }
+  return { idleCpuPct, ...mem };
+}
+
+function floorEnabled(): boolean {
+  return process.env.BENCH_AGENT_FLOOR !== '0';
 }
 
 async function runSize(n: number, idleS: number): Promise<SizeResult> {
@@ -295,9 +335,9 @@ async function runSize(n: number, idleS: number): Promise<SizeResult> {
       const requestFile = path.join(disk.base, 'floor-request.json');
       await writeFile(requestFile, JSON.stringify(request));
       const driverCpu0 = cpuMs(driver.pid);
-      const floorRun = spawnSync(process.execPath, [path.join(HERE, 'driverFloor.js'), requestFile], { encoding: 'utf8', maxBuffer: 16 << 20, timeout: phaseTimeoutMs * 2 });
-      if (floorRun.status !== 0) throw new Error(`driver floor exited ${String(floorRun.status ?? floorRun.signal)}: ${floorRun.stderr.slice(-2000)}`);
-      const floor = JSON.parse(floorRun.stdout.trim()) as FloorResult;
+      const floorRun = !floorEnabled() ? undefined : spawnSync(process.execPath, [path.join(HERE, 'driverFloor.js'), requestFile], { encoding: 'utf8', maxBuffer: 16 << 20, timeout: phaseTimeoutMs * 2 });
+      if (floorRun !== undefined && floorRun.status !== 0) throw new Error(`driver floor exited ${String(floorRun.status ?? floorRun.signal)}: ${floorRun.stderr.slice(-2000)}`);
+      const floor: FloorResult = floorRun === undefined ? { upMs: Number.NaN, downMs: Number.NaN, retries: 0 } : (JSON.parse(floorRun.stdout.trim()) as FloorResult);
       const floorDriverMs = cpuMs(driver.pid) - driverCpu0;
       const left = countMounts(disk);
       if (left.staged + left.published > 0) throw new Error(`the floor left mounts behind: ${JSON.stringify(left)}`);
@@ -331,12 +371,20 @@ async function runSize(n: number, idleS: number): Promise<SizeResult> {
 
       // 4. idle
       await until('the agent to record every mount', phaseTimeoutMs, async () => (await mountsDone(started.address)) >= n);
-      await sleep(3_000);
-      const idle0 = cpuMs(agent.pid);
-      await sleep(idleS * 1000);
-      const idleCpuPct = ((cpuMs(agent.pid) - idle0) / (idleS * 1000)) * 100;
-      const mem = memoryMB(agent.pid);
+      const { idleCpuPct, ...mem } = await measureIdle(agent, idleS);
       const firstFailures = await failedOperations(started.address);
+
+      // 4b. BENCH_AGENT_BASELINE: the other build, restarted on the same mounts, measured the same way
+      let baseline: IdleResult | undefined;
+      const baselineDir = process.env.BENCH_AGENT_BASELINE;
+      if (baselineDir !== undefined && baselineDir !== '') {
+        await agent.stop('SIGKILL');
+        const other = await startAgent(disk, 'agent-baseline', path.join(path.resolve(baselineDir), 'bin', 'nodevol.js'));
+        agent = other.agent;
+        await until('the baseline agent to mount the reconstructed volumes again', phaseTimeoutMs, async () => (await mountsDone(other.address)) >= n);
+        const idle = await measureIdle(agent, idleS);
+        baseline = { restartReadyMs: other.readyMs, idleCpuPct: idle.idleCpuPct, rssMB: idle.rss };
+      }
 
       // 5. restart: kill -9, a new agent until ready, then until it has mounted everything again
       // (A profiled agent is stopped with SIGTERM, or its profile would be lost.)
@@ -373,6 +421,7 @@ async function runSize(n: number, idleS: number): Promise<SizeResult> {
         downMs,
         downCpu,
         agentFailures: { first: firstFailures, restarted: restartedFailures },
+        baseline,
       };
     } finally {
       client.close();
@@ -418,6 +467,14 @@ function print(results: readonly SizeResult[]): void {
         s(r.restartReadyMs),
         s(r.remountMs),
       ]),
+    );
+  }
+  for (const r of results) {
+    if (r.baseline === undefined) continue;
+    const b = r.baseline;
+    console.log(
+      `  N=${r.n} baseline (${process.env.BENCH_AGENT_BASELINE ?? ''}): restart->ready ${s(b.restartReadyMs)} (this build ${s(r.restartReadyMs)}), ` +
+        `idle CPU ${b.idleCpuPct.toFixed(2)} % (this build ${r.idleCpuPct.toFixed(2)} %), RSS ${b.rssMB.toFixed(0)} MB (this build ${r.rssMB.toFixed(0)} MB)`,
     );
   }
   console.log('CPU time per phase (who the time goes to):');

@@ -4,6 +4,7 @@
  * --node-status-update-frequency - plus a clean stop. Timers live here, never in the engine.
  */
 import type { Logger } from '../host/logger.js';
+import { CHECK_PERIOD_MS, exposeGc, IdleMemoryCompactor } from './idleMemory.js';
 import type { VolumeManager } from '../volumemanager/volumeManager.js';
 import { DSW_POPULATOR_LOOP_PERIOD_MS, RECONCILER_LOOP_PERIOD_MS } from '../volumemanager/volumeManager.js';
 
@@ -22,12 +23,18 @@ export interface RuntimeOptions {
   readonly loopStallThresholdMs?: number;
   /** Wall clock for the stall check; default Date.now. */
   readonly now?: () => number;
+  /**
+   * Compact the heap once the agent goes idle (idleMemory.ts); default true where the volume
+   * manager reports its activity.
+   */
+  readonly compactWhenIdle?: boolean;
   /** kubelet's housekeeping (orphaned pod dir cleanup), run every `periodMs` once running. */
   readonly housekeeping?: { readonly periodMs: number; readonly run: () => Promise<unknown> };
 }
 
 /** What the runtime drives: the volume manager's loop bodies. */
-export type RuntimeVolumeManager = Pick<VolumeManager, 'start' | 'populateOnce' | 'reconcileOnce' | 'syncNodeStatus' | 'waitForOperations'> & {
+export type RuntimeVolumeManager = Pick<VolumeManager, 'start' | 'populateOnce' | 'reconcileOnce' | 'syncNodeStatus' | 'waitForOperations'> &
+  Partial<Pick<VolumeManager, 'skipIdlePasses' | 'activity'>> & {
   readonly reconciler: Pick<VolumeManager['reconciler'], 'statesHaveBeenSynced'>;
 };
 
@@ -82,18 +89,37 @@ export class AgentRuntime {
     this.lastProgress.delete('reconstruction');
     if ((this.phase as RuntimePhase) === 'stopping') return;
     this.phase = 'running';
+    // An idle node costs next to nothing: reconciler passes that could start nothing are skipped.
+    this.vm.skipIdlePasses?.();
     this.loop('desiredStateOfWorldPopulator', DSW_POPULATOR_LOOP_PERIOD_MS, () => this.vm.populateOnce());
     this.loop('reconciler', RECONCILER_LOOP_PERIOD_MS, () => this.vm.reconcileOnce());
     this.loop('nodeStatus', this.options.nodeStatusUpdatePeriodMs, async () => {
       const written = await this.vm.syncNodeStatus();
       if (written !== undefined) this.logger.v(4).info('Updated node status volumesInUse', { volumesInUse: written });
     });
+    this.startIdleMemory();
     const housekeeping = this.options.housekeeping;
     if (housekeeping !== undefined) {
       this.loop('housekeeping', housekeeping.periodMs, async () => {
         await housekeeping.run();
       });
     }
+  }
+
+  /** A timer that compacts the heap once the agent is idle after growing (see idleMemory.ts). */
+  private startIdleMemory(): void {
+    const activity = this.vm.activity?.bind(this.vm);
+    if (this.options.compactWhenIdle === false || activity === undefined) return;
+    const gc = exposeGc();
+    if (gc === undefined) return;
+    const compactor = new IdleMemoryCompactor({ activity, heapUsed: () => process.memoryUsage().heapUsed, gc, nowMs: () => this.now() });
+    const t = setInterval(() => {
+      if (this.phase !== 'running') return;
+      const before = process.memoryUsage().heapUsed;
+      if (compactor.check()) this.logger.v(4).info('Compacted the heap after going idle', { heapUsedBefore: before, heapUsedAfter: process.memoryUsage().heapUsed });
+    }, CHECK_PERIOD_MS);
+    t.unref();
+    this.timers.add(t);
   }
 
   /** Runs `body` every `periodMs` after the previous run finished (wait.Until semantics). */

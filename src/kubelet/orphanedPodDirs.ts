@@ -20,6 +20,13 @@
  * and a pod dir holding any mount is left whole; each directory is checked again with
  * isLikelyNotMountPoint right before it is descended into; symlinks are removed, never followed;
  * a pods dir resolving outside the root dir is never swept.
+ *
+ * An idle node sweeps for next to nothing: after a sweep that found no orphan, the next ones
+ * only stat the pods dir and return while it (its inode, mtime and ctime: an entry added or
+ * removed), the cluster objects version and the generations of the desired and actual states
+ * are all unchanged - nothing that makes a pod dir an orphan changed. Every
+ * {@link MAX_QUIET_SWEEPS_SKIPPED}+1-th sweep runs whatever. Without an objects version, a
+ * generation or a pods dir identity (the in-memory adapters), every sweep runs.
  */
 import * as path from 'node:path/posix';
 import type { ClusterView } from '../host/cluster.js';
@@ -34,6 +41,9 @@ import { resolvesInsideRoot } from '../layout/confinement.js';
 
 /** kubelet's housekeeping period, which runs the sweep. */
 export const HOUSEKEEPING_PERIOD_MS = 2_000;
+
+/** After a sweep that found no orphan, at most this many unchanged sweeps in a row are skipped. */
+export const MAX_QUIET_SWEEPS_SKIPPED = 9;
 
 /** How deep a removal descends before it gives up (a pod dir is a few levels deep). */
 export const MAX_REMOVE_DEPTH = 32;
@@ -57,13 +67,19 @@ export interface OrphanedPodDirsDeps {
   readonly podsWithVolumesInActualState: () => ReadonlySet<string>;
   /** kubelet_orphan_pod_cleaned_volumes{,_errors}, set after each sweep that ran. */
   readonly metrics?: OrphanPodMetrics;
+  /**
+   * Changes whenever the pods the volume manager knows may have changed (the generations of its
+   * states); undefined when it cannot tell. With the pods dir's identity and the cluster's
+   * objects version, lets an unchanged sweep be skipped.
+   */
+  readonly knownPodsGeneration?: () => string | undefined;
 }
 
 /** What the sweep asks of the volume manager (structural, so that this module needs none of it). */
 export interface OrphanSweepVolumeManagerView {
   readonly populator: { hasAddedPods(): boolean };
-  readonly dsw: { getPods(): Iterable<string> };
-  readonly asw: { getAllMountedVolumes(): ReadonlyArray<{ readonly podName: string }> };
+  readonly dsw: { getPods(): Iterable<string>; generation?(): number };
+  readonly asw: { getAllMountedVolumes(): ReadonlyArray<{ readonly podName: string }>; generation?(): number };
 }
 
 /**
@@ -73,10 +89,15 @@ export interface OrphanSweepVolumeManagerView {
  */
 export function orphanedPodDirsCleanerFor(
   vm: OrphanSweepVolumeManagerView,
-  deps: Omit<OrphanedPodDirsDeps, 'sourcesReady' | 'knownPodUIDs' | 'podsWithVolumesInActualState'>,
+  deps: Omit<OrphanedPodDirsDeps, 'sourcesReady' | 'knownPodUIDs' | 'podsWithVolumesInActualState' | 'knownPodsGeneration'>,
 ): OrphanedPodDirsCleaner {
   return new OrphanedPodDirsCleaner({
     ...deps,
+    knownPodsGeneration: () => {
+      const d = vm.dsw.generation?.();
+      const a = vm.asw.generation?.();
+      return d === undefined || a === undefined ? undefined : `${d}/${a}`;
+    },
     sourcesReady: () => vm.populator.hasAddedPods(),
     knownPodUIDs: () => [...vm.dsw.getPods(), ...vm.asw.getAllMountedVolumes().map((m) => m.podName)],
     podsWithVolumesInActualState: () => new Set(vm.asw.getAllMountedVolumes().map((m) => m.podName)),
@@ -103,14 +124,54 @@ export interface OrphanSweepResult {
 export class OrphanedPodDirsCleaner {
   /** The kept pods' reasons of the last sweep, to log a change once rather than every 2 s. */
   private lastKeptSummary = '';
+  /** What the last sweep that found no orphan started from; undefined after any other. */
+  private quietAt: string | undefined;
+  private skippedInARow = 0;
 
   constructor(private readonly deps: OrphanedPodDirsDeps) {}
 
+  /** What makes a pod dir an orphan, in one string; undefined when some part cannot be told. */
+  private async fingerprint(): Promise<string | undefined> {
+    const version = this.deps.cluster.objectsVersion?.();
+    const known = this.deps.knownPodsGeneration?.();
+    if (version === undefined || known === undefined) return undefined;
+    let st;
+    try {
+      st = await this.deps.fs.stat(this.deps.layout.podsDir());
+    } catch {
+      return undefined;
+    }
+    if (st.ino === undefined || st.mtimeMs === undefined || st.ctimeMs === undefined) return undefined;
+    return `${version}/${known}/${st.dev}:${st.ino}:${st.mtimeMs}:${st.ctimeMs}`;
+  }
+
   /** One sweep over `<root>/pods`. Never throws: what fails is reported in the result and logged. */
   async cleanupOrphanedPodDirs(): Promise<OrphanSweepResult> {
+    if (!this.deps.sourcesReady()) return { skipped: 'pod sources not ready', orphans: 0, removed: [], kept: [] };
+    return this.sweep(await this.quietFingerprint());
+  }
+
+  /**
+   * The fingerprint to record if this sweep finds no orphan, or 'skip' when nothing changed
+   * since the last such sweep (and not too many were skipped in a row).
+   */
+  private async quietFingerprint(): Promise<{ skip: true } | { skip: false; fp: string | undefined }> {
+    if (this.deps.knownPodsGeneration === undefined) return { skip: false, fp: undefined };
+    const fp = await this.fingerprint();
+    if (fp !== undefined && fp === this.quietAt && this.skippedInARow < MAX_QUIET_SWEEPS_SKIPPED) {
+      this.skippedInARow++;
+      return { skip: true };
+    }
+    this.skippedInARow = 0;
+    this.quietAt = undefined;
+    return { skip: false, fp };
+  }
+
+  private async sweep(quiet: { skip: true } | { skip: false; fp: string | undefined }): Promise<OrphanSweepResult> {
     const { fs, layout, logger } = this.deps;
     const none = (skipped: string): OrphanSweepResult => ({ skipped, orphans: 0, removed: [], kept: [] });
-    if (!this.deps.sourcesReady()) return none('pod sources not ready');
+    if (quiet.skip) return none('nothing changed since a sweep that found no orphan');
+    const fp = quiet.fp;
 
     const known = new Set<string>();
     try {
@@ -136,6 +197,7 @@ export class OrphanedPodDirsCleaner {
       .filter((entry) => entry.type === 'directory' && !known.has(entry.name))
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     if (candidates.length === 0) {
+      this.quietAt = fp;
       this.logKept([]);
       this.deps.metrics?.orphanPodSweep(0, 0);
       return { orphans: 0, removed: [], kept: [] };

@@ -90,6 +90,16 @@ export class VolumeManager {
     return this.reconciler.reconstruct();
   }
 
+  /** The reconciler skips passes that could start nothing (the agent; see Reconciler.skipIdlePasses). */
+  skipIdlePasses(): void {
+    this.reconciler.skipIdlePasses(this.deps.host.clock);
+  }
+
+  /** Changes whenever the actual or desired state changed (the agent's idle detection). */
+  activity(): string {
+    return `${this.asw.generation()}/${this.dsw.generation()}`;
+  }
+
   populateOnce(): Promise<void> {
     return this.populator.populateOnce();
   }

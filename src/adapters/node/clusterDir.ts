@@ -36,7 +36,6 @@
  * (writeFileAtomic: `node-status.json.<pid>.tmp` in DIR, fsync, rename, fsync of DIR). Writes from one view are serialised; a concurrent
  * writer in another process can still lose an update (there is no file lock).
  */
-import { createHash } from 'node:crypto';
 import { watch, type FSWatcher } from 'node:fs';
 import * as posix from 'node:path/posix';
 import { resolve as resolvePath } from 'node:path';
@@ -47,6 +46,7 @@ import { errorCode, errorMessage, writeFileAtomic, type FileStat, type FileSyste
 import { discardLogger, type Logger } from '../../host/logger.js';
 import type { PersistentVolume } from '../../api/core.js';
 import { formatFieldPath, isRecord, nodeStatusSchema, parseManifestFile, type ManifestProblem, type ParsedFile } from './clusterManifests.js';
+import { isManifestName, LastGoodStore, mapConcurrently, READ_CONCURRENCY } from './clusterLastGood.js';
 import { SnapshotBuilder, type Snapshot } from './clusterSnapshot.js';
 import { NodeFileSystem } from './nodeFs.js';
 
@@ -89,9 +89,10 @@ export interface ClusterDirOptions {
   readonly logger?: Logger;
   readonly limits?: ClusterDirLimits;
   /**
-   * Watch manifests/ (inotify) and answer from the latest pass while nothing in it changed,
-   * with a full pass at least every {@link FULL_PASS_INTERVAL_MS} (a symlinked manifest's target
-   * changes without an event in manifests/). Off by default; the agent turns it on.
+   * Watch manifests/, the cluster dir (node-status.json) and the target of each symlinked
+   * manifest (inotify), and answer from the latest pass while nothing changed, with a full pass
+   * (a stat of every manifest, node-status.json) at least every {@link FULL_PASS_INTERVAL_MS} as a
+   * safety net. Off by default; the agent turns it on.
    */
   readonly watch?: boolean;
   /** Wall clock for the full-pass interval; default Date.now. */
@@ -99,7 +100,10 @@ export interface ClusterDirOptions {
 }
 
 /** With `watch`, the longest a pass is skipped for want of an event. */
-export const FULL_PASS_INTERVAL_MS = 10_000;
+export const FULL_PASS_INTERVAL_MS = 20_000;
+
+/** With `watch`, symlinked manifests whose target is watched too (each takes an inotify watch). */
+export const MAX_WATCHED_SYMLINKS = 1_000;
 
 /** The latest read of one manifest file. */
 interface CachedRead {
@@ -111,12 +115,6 @@ interface CachedRead {
   unsaved?: Uint8Array | undefined;
 }
 
-/** A file's last clean parse, and the hash of the bytes kept in the store. */
-interface LastGood {
-  readonly parsed: ParsedFile;
-  readonly sha256: string;
-}
-
 type NodeStatusRead = { raw: Record<string, unknown>; status: ReturnType<typeof nodeStatusSchema.parse> };
 
 /** A file's identity for change detection: undefined when the adapter gives no inode or times. */
@@ -125,26 +123,8 @@ function identityOf(st: FileStat): string | undefined {
   return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
 }
 
-function sha256(bytes: Uint8Array): string {
-  return createHash('sha256').update(bytes).digest('hex');
-}
-
-function isManifestName(name: string): boolean {
-  return !name.startsWith('.') && /\.ya?ml$/.test(name);
-}
-
-/** Manifests stat'ed and read at once: the first pass over a large cluster dir is latency-bound. */
-const READ_CONCURRENCY = 32;
-
-/** `fn` over `items` with at most `limit` calls in flight; results in the order of `items`. */
-async function mapConcurrently<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    for (let i = next++; i < items.length; i = next++) out[i] = await fn(items[i] as T);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
+function sameList<T>(a: readonly T[], b: readonly T[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
 function byName(a: string, c: string): number {
@@ -167,21 +147,25 @@ export class ClusterDirView implements ClusterView {
   #version = 0;
   /** The latest read of each listed manifest file, by file name. */
   readonly #reads = new Map<string, CachedRead>();
-  /** The last clean parse of each listed manifest file, by file name (mirrors the store). */
-  readonly #lastGood = new Map<string, LastGood>();
-  /** Whether the store was loaded (once, at the first pass) and whether it existed then. */
-  #storeLoaded = false;
-  #storeTrusted = false;
+  /** The last good contents of each listed manifest file (clusterLastGood.ts). */
+  readonly #store: LastGoodStore;
   #nodeStatus: { identity: string; read: NodeStatusRead } | undefined;
-  /** Files read cleanly before the store existed: copied when it is created. */
-  readonly #pendingCopies = new Map<string, Uint8Array>();
-  /** The files that have a copy in the store. */
-  readonly #storeNames = new Set<string>();
   readonly #watch: boolean;
   readonly #now: () => number;
   #watcher: FSWatcher | undefined;
+  /** Watches the cluster dir itself: node-status.json. */
+  #dirWatcher: FSWatcher | undefined;
+  /** Watches the targets of symlinked manifests, by file name. */
+  readonly #linkWatchers = new Map<string, FSWatcher>();
   /** Something in manifests/ may have changed since the latest pass began. */
   #dirty = true;
+  /** node-status.json may have changed since it was last checked. */
+  #statusDirty = true;
+  #lastStatusCheckMs = Number.NEGATIVE_INFINITY;
+  /** The names and reads of the latest full pass, when it found no problem: an identical pass keeps its snapshot. */
+  #lastPass: { readonly names: readonly string[]; readonly reads: readonly (CachedRead | undefined)[]; readonly snap: Snapshot } | undefined;
+  /** The pods bound to this node in #latest. */
+  #boundPods: { readonly snap: Snapshot; readonly pods: readonly Pod[] } | undefined;
   #lastFullPassMs = Number.NEGATIVE_INFINITY;
   /** The latest pass completed (did not reject): its snapshot may be reused. */
   #reusable = false;
@@ -195,12 +179,83 @@ export class ClusterDirView implements ClusterView {
     this.#limits = { ...DEFAULT_CLUSTER_DIR_LIMITS, ...options.limits };
     this.#watch = options.watch === true;
     this.#now = options.now ?? Date.now;
+    this.#store = new LastGoodStore({
+      fs: this.#fs,
+      logger: this.#logger,
+      clusterDir: this.dir,
+      manifestsDir: this.manifestsDir,
+      storeDir: this.lastGoodDir,
+      maxFileBytes: this.#limits.maxFileBytes,
+      maxAliasCount: this.#limits.maxAliasCount,
+    });
   }
 
   /** Stops watching manifests/ (a no-op without `watch`). */
   close(): void {
     this.#watcher?.close();
     this.#watcher = undefined;
+    this.#dirWatcher?.close();
+    this.#dirWatcher = undefined;
+    for (const w of this.#linkWatchers.values()) w.close();
+    this.#linkWatchers.clear();
+  }
+
+  /**
+   * A watch that calls `onEvent` on any event; on an error it closes, calls `onEvent` and
+   * `onClosed`. Undefined when the path cannot be watched (missing, no inotify).
+   */
+  #watchPath(path: string, onEvent: (file: string | null) => void, onClosed: () => void): FSWatcher | undefined {
+    try {
+      const w = watch(path, { persistent: false }, (_event, file) => onEvent(file));
+      w.on('error', (err: unknown) => {
+        this.#logger.v(2).info('Stopped watching a cluster dir path; reading it at every pass', { path, err: errorMessage(err) });
+        w.close();
+        onEvent(null);
+        onClosed();
+      });
+      return w;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Starts watching the cluster dir itself, for node-status.json. */
+  #startWatchingDir(): void {
+    if (!this.#watch || this.#dirWatcher !== undefined) return;
+    this.#dirWatcher = this.#watchPath(
+      this.dir,
+      (file) => {
+        this.#statusDirty = true;
+        if (file === null || file === MANIFESTS_DIR_NAME) this.#dirty = true; // manifests/ itself replaced
+      },
+      () => {
+        this.#dirWatcher = undefined;
+      },
+    );
+  }
+
+  /** Watches the targets of the symlinked manifests listed (an edit of a target is no event in manifests/). */
+  #watchLinks(links: readonly string[]): void {
+    if (!this.#watch) return;
+    const wanted = new Set(links.slice(0, MAX_WATCHED_SYMLINKS));
+    for (const [name, w] of this.#linkWatchers) {
+      if (wanted.has(name)) continue;
+      w.close();
+      this.#linkWatchers.delete(name);
+    }
+    for (const name of wanted) {
+      if (this.#linkWatchers.has(name)) continue;
+      const w = this.#watchPath(
+        posix.join(this.manifestsDir, name),
+        () => {
+          this.#dirty = true;
+        },
+        () => {
+          if (this.#linkWatchers.get(name) === w) this.#linkWatchers.delete(name);
+        },
+      );
+      if (w !== undefined) this.#linkWatchers.set(name, w);
+    }
   }
 
   /** Starts the watch before a pass lists the directory, so no change between them is missed. */
@@ -250,7 +305,8 @@ export class ClusterDirView implements ClusterView {
     const snap = await this.#read();
     if (snap !== this.#latest) this.#version++;
     this.#latest = snap;
-    return snap.pods.filter((p) => p.nodeName === this.nodeName);
+    if (this.#boundPods?.snap !== snap) this.#boundPods = { snap, pods: snap.pods.filter((p) => p.nodeName === this.nodeName) };
+    return this.#boundPods.pods;
   }
 
   // The getters below answer from the snapshot of the latest listPods (an informer cache): the
@@ -301,6 +357,13 @@ export class ClusterDirView implements ClusterView {
 
   async #readNodeStatus(): Promise<NodeStatusRead> {
     const file = this.nodeStatusFile;
+    this.#startWatchingDir();
+    const now = this.#now();
+    if (this.#dirWatcher !== undefined && !this.#statusDirty && this.#nodeStatus !== undefined && now - this.#lastStatusCheckMs < FULL_PASS_INTERVAL_MS) {
+      return this.#nodeStatus.read;
+    }
+    this.#statusDirty = false;
+    this.#lastStatusCheckMs = now;
     let st: FileStat;
     try {
       st = await this.#fs.lstat(file);
@@ -337,7 +400,10 @@ export class ClusterDirView implements ClusterView {
   }
 
   async #writeVolumesInUse(names: string[]): Promise<void> {
-    const { raw } = await this.#readNodeStatus();
+    this.#statusDirty = true; // re-read (one lstat) before deciding: another writer may have changed it
+    const { raw, status } = await this.#readNodeStatus();
+    // Unchanged: no write (an atomic write costs two fsyncs, every node status period).
+    if (status.volumesInUse.length === names.length && status.volumesInUse.every((n, i) => n === names[i])) return;
     const file = this.nodeStatusFile;
     const mode = (await this.#fs.lstat(file)).mode;
     const updated = { ...raw, volumesInUse: names };
@@ -378,18 +444,17 @@ export class ClusterDirView implements ClusterView {
     const dir = this.manifestsDir;
     let names: string[];
     try {
-      names = (await this.#fs.readdir(dir))
-        .filter((e) => (e.type === 'file' || e.type === 'symlink') && isManifestName(e.name))
-        .map((e) => e.name)
-        .sort(byName);
+      const entries = (await this.#fs.readdir(dir)).filter((e) => (e.type === 'file' || e.type === 'symlink') && isManifestName(e.name));
+      names = entries.map((e) => e.name).sort(byName);
+      this.#watchLinks(entries.filter((e) => e.type === 'symlink').map((e) => e.name));
     } catch (err) {
       throw new Error(`cluster dir: cannot list the manifests in ${dir}: ${errorMessage(err)}`, { cause: err });
     }
-    if (!this.#storeLoaded) await this.#loadStore();
+    if (!this.#store.loaded) await this.#store.load();
     // The listing is complete (readdir is all or nothing): what it no longer names is deleted.
     const listed = new Set(names);
     for (const name of [...this.#reads.keys()]) if (!listed.has(name)) this.#reads.delete(name);
-    for (const name of new Set([...this.#lastGood.keys(), ...this.#storeNames])) if (!listed.has(name)) await this.#forget(name);
+    for (const name of this.#store.names()) if (!listed.has(name)) await this.#store.forget(name);
 
     const b = new SnapshotBuilder();
     /** Files neither read cleanly nor covered by a last good copy. */
@@ -403,6 +468,14 @@ export class ClusterDirView implements ClusterView {
     }
     // Stat (and read what changed) with bounded concurrency; merge in name order below.
     const reads = await mapConcurrently(names.slice(0, maxFiles), READ_CONCURRENCY, (name) => this.#readManifest(name, posix.join(dir, name)));
+    // Nothing changed since a pass without problems (same files, each read from the cache): the
+    // same snapshot, so objectsVersion stays and the populator has nothing to do.
+    const last = this.#lastPass;
+    this.#lastPass = undefined;
+    if (last !== undefined && last.snap === this.#latest && sameList(last.names, names) && sameList(last.reads, reads) && reads.every((r) => r?.unsaved === undefined)) {
+      this.#lastPass = last;
+      return last.snap;
+    }
     for (const [i, name] of names.entries()) {
       const file = posix.join(dir, name);
       if (i >= maxFiles) {
@@ -417,7 +490,7 @@ export class ClusterDirView implements ClusterView {
       }
       const parsed = read.result.parsed;
       const clean = parsed.problems.length === 0;
-      const candidate = clean ? parsed : (await this.#lastGoodOf(name))?.parsed;
+      const candidate = clean ? parsed : (await this.#store.of(name))?.parsed;
       if (candidate !== undefined && b.documents + candidate.documents > maxDocuments) {
         await this.#useLastGood(b, name, file, `not read: the limit of ${maxDocuments} YAML documents was reached`, [], uncovered, true);
         continue;
@@ -425,20 +498,21 @@ export class ClusterDirView implements ClusterView {
       if (clean) {
         b.add(file, parsed);
         if (read.unsaved !== undefined) {
-          await this.#remember(name, parsed, read.unsaved);
+          await this.#store.remember(name, parsed, read.unsaved);
           read.unsaved = undefined;
         }
       } else await this.#useLastGood(b, name, file, 'it has problems', parsed.problems, uncovered);
     }
     const snap = b.build();
     this.#report(snap.problems);
-    if (uncovered.length > 0 && !this.#storeTrusted) {
+    if (uncovered.length > 0 && !this.#store.trusted) {
       throw new Error(
         `cluster dir: the view is incomplete and there is no last good copy to stand in (${this.lastGoodDir} did not exist at start): ` +
           `${uncovered.length} manifest file(s) could not be read cleanly, first ${uncovered[0] ?? ''}; nothing is mounted or unmounted until every file reads cleanly once`,
       );
     }
-    if (!this.#storeTrusted) await this.#createStore();
+    if (!this.#store.trusted) await this.#store.create();
+    if (snap.problems.length === 0 && uncovered.length === 0) this.#lastPass = { names, reads, snap };
     return snap;
   }
 
@@ -447,7 +521,7 @@ export class ClusterDirView implements ClusterView {
    * without any, the file is skipped (and listed in `uncovered`).
    */
   async #useLastGood(b: SnapshotBuilder, name: string, file: string, why: string, problems: readonly ManifestProblem[], uncovered: string[], overBudget = false): Promise<void> {
-    const lastGood = await this.#lastGoodOf(name);
+    const lastGood = await this.#store.of(name);
     b.problems.push(...problems);
     if (lastGood !== undefined && !overBudget) {
       b.problems.push({ file, message: `${file}: ${why}; using its last good contents until it is fixed` });
@@ -477,7 +551,7 @@ export class ClusterDirView implements ClusterView {
     } catch (err) {
       if (errorCode(err) === 'ENOENT' && !(await this.#exists(file))) {
         this.#reads.delete(name);
-        await this.#forget(name);
+        await this.#store.forget(name);
         return undefined;
       }
       identity = undefined; // a dangling or looping symlink, EACCES...: read below reports it
@@ -491,7 +565,7 @@ export class ClusterDirView implements ClusterView {
       const code = errorCode(err);
       if (code === 'ENOENT' && !(await this.#exists(file))) {
         this.#reads.delete(name);
-        await this.#forget(name);
+        await this.#store.forget(name);
         return undefined;
       }
       const readError = code === 'EFBIG' ? `refused: larger than the limit of ${this.#limits.maxFileBytes} bytes` : `cannot read: ${errorMessage(err)}`;
@@ -512,117 +586,6 @@ export class ClusterDirView implements ClusterView {
       return true;
     } catch (err) {
       return errorCode(err) !== 'ENOENT';
-    }
-  }
-
-  // ---------------------------------------------------------------- the last good store
-
-  /** Lists the store once, at the first pass; copies are read when a file needs its own. */
-  async #loadStore(): Promise<void> {
-    this.#storeLoaded = true;
-    const store = this.lastGoodDir;
-    let st: FileStat;
-    try {
-      st = await this.#fs.lstat(store);
-    } catch (err) {
-      if (errorCode(err) !== 'ENOENT') this.#logger.error(err, 'Cannot read the last good manifests; starting without them', { dir: store });
-      return;
-    }
-    if (st.type !== 'directory') {
-      this.#logger.error(new Error(`${store} is a ${st.type}, not a directory`), 'Cannot use the last good manifests; starting without them', { dir: store });
-      return;
-    }
-    try {
-      for (const e of await this.#fs.readdir(store)) {
-        if (e.type === 'file' && isManifestName(e.name)) this.#storeNames.add(e.name);
-        // A temp file left by a crash in the middle of a copy: never complete, never needed.
-        else if (e.type === 'file' && e.name.endsWith('.tmp')) await this.#fs.unlink(posix.join(store, e.name)).catch(() => undefined);
-      }
-    } catch (err) {
-      this.#logger.error(err, 'Cannot list the last good manifests; starting without them', { dir: store });
-      return;
-    }
-    this.#storeTrusted = true;
-  }
-
-  /** The last good contents of a file: in memory, else its copy in the store (read once). */
-  async #lastGoodOf(name: string): Promise<LastGood | undefined> {
-    const known = this.#lastGood.get(name);
-    if (known !== undefined || !this.#storeNames.has(name)) return known;
-    const bytes = await this.#readCopy(name);
-    if (bytes === undefined) return undefined;
-    const parsed = parseManifestFile(posix.join(this.manifestsDir, name), bytes, this.#limits.maxAliasCount);
-    if (parsed.problems.length > 0) {
-      this.#logger.error(new Error(parsed.problems[0]?.message ?? 'problems'), 'Ignoring a last good manifest copy that does not read cleanly', { file: posix.join(this.lastGoodDir, name) });
-      return undefined;
-    }
-    const lastGood = { parsed, sha256: sha256(bytes) };
-    this.#lastGood.set(name, lastGood);
-    return lastGood;
-  }
-
-  async #readCopy(name: string): Promise<Uint8Array | undefined> {
-    const copy = posix.join(this.lastGoodDir, name);
-    try {
-      return await this.#fs.readFile(copy, this.#limits.maxFileBytes, { noFollow: true });
-    } catch (err) {
-      this.#logger.error(err, 'Cannot read the last good copy of a manifest', { file: copy });
-      return undefined;
-    }
-  }
-
-  async #createStore(): Promise<void> {
-    try {
-      await this.#fs.mkdir(this.lastGoodDir, { recursive: false, mode: 0o700 });
-      await this.#fs.fsyncDir(this.dir);
-    } catch (err) {
-      if (errorCode(err) !== 'EEXIST') {
-        this.#logger.error(err, 'Cannot create the last good manifests store; a restart will not keep the last good contents', { dir: this.lastGoodDir });
-        return;
-      }
-    }
-    // Copies of every file read cleanly before the store existed.
-    this.#storeTrusted = true;
-    await mapConcurrently([...this.#pendingCopies], READ_CONCURRENCY, ([name, bytes]) => this.#writeCopy(name, bytes));
-    this.#pendingCopies.clear();
-  }
-
-  async #remember(name: string, parsed: ParsedFile, bytes: Uint8Array): Promise<void> {
-    const hash = sha256(bytes);
-    const had = this.#lastGood.get(name);
-    this.#lastGood.set(name, { parsed, sha256: hash });
-    if (had?.sha256 === hash) return;
-    if (!this.#storeTrusted) {
-      this.#pendingCopies.set(name, bytes);
-      return;
-    }
-    if (had === undefined && this.#storeNames.has(name)) {
-      // After a restart: the copy on disk may already be these bytes.
-      const copy = await this.#readCopy(name);
-      if (copy !== undefined && sha256(copy) === hash) return;
-    }
-    await this.#writeCopy(name, bytes);
-  }
-
-  async #writeCopy(name: string, bytes: Uint8Array): Promise<void> {
-    try {
-      await this.#writeAtomically(this.lastGoodDir, name, bytes, 0o600);
-      this.#storeNames.add(name);
-    } catch (err) {
-      this.#logger.error(err, 'Cannot save the last good copy of a manifest; a restart will not keep it', { file: posix.join(this.manifestsDir, name) });
-    }
-  }
-
-  /** A file that is really gone: its last good contents are forgotten, in memory and on disk. */
-  async #forget(name: string): Promise<void> {
-    this.#pendingCopies.delete(name);
-    this.#lastGood.delete(name);
-    if (!this.#storeNames.delete(name)) return;
-    try {
-      await this.#fs.unlink(posix.join(this.lastGoodDir, name));
-      await this.#fs.fsyncDir(this.lastGoodDir);
-    } catch (err) {
-      if (errorCode(err) !== 'ENOENT') this.#logger.error(err, 'Cannot remove the last good copy of a deleted manifest', { file: posix.join(this.lastGoodDir, name) });
     }
   }
 

@@ -5,6 +5,7 @@
  * reconstructed volumes from the node status. The loop that calls reconcileOnce() lives in the
  * runtime (agent) or in the simulator, never here.
  */
+import type { Clock } from '../../host/clock.js';
 import type { Logger } from '../../host/logger.js';
 import type { UniqueVolumeName } from '../../layout/names.js';
 import { isExpectedError } from '../../operationexecutor/nestedPendingOperations.js';
@@ -31,6 +32,59 @@ export interface Reconciler {
   reconcileOnce(): Promise<void>;
   /** True once reconstructed volumes were settled from the node status (kubelet StatesHasBeenSynced). */
   statesHaveBeenSynced(): boolean;
+  /**
+   * From now on a pass returns at once when it could start nothing: nothing it reads changed
+   * since the last pass that ran (see {@link IdlePassGuard}). A pass still runs at least every
+   * {@link IDLE_PASS_MAX_SKIP_MS} of `clock`. Off by default (the simulator runs every pass).
+   */
+  skipIdlePasses(clock: Clock): void;
+}
+
+/** With skipIdlePasses, the longest a reconciler pass is skipped for want of a change. */
+export const IDLE_PASS_MAX_SKIP_MS = 1_000;
+
+/**
+ * Decides whether a reconciler pass could do anything. A pass reads the ASW, the DSW, the
+ * pending operations (a completion frees a key; a failure arms a backoff whose expiry permits a
+ * retry), whether the DSW was populated and the reconstructor's leftovers. While none of them
+ * changed, a pass would start nothing and is skipped; while any operation is in backoff or a
+ * reconstructed volume waits, every pass runs (as kubelet's).
+ */
+class IdlePassGuard {
+  /** What the last pass that ran saw at its start. */
+  #seen = '';
+  #lastRunMs = Number.NEGATIVE_INFINITY;
+  #completions = 0;
+  /** Keys (volume/pod) whose last operation failed: their backoff expiry permits a retry. */
+  readonly #failed = new Set<string>();
+
+  constructor(
+    private readonly clock: Clock,
+    executor: Pick<OperationExecutor, 'onOperationComplete'>,
+  ) {
+    executor.onOperationComplete((e) => {
+      this.#completions++;
+      const key = `${e.key.volumeName}\u0000${e.key.podName}`;
+      if (e.error === undefined) this.#failed.delete(key);
+      else this.#failed.add(key);
+    });
+  }
+
+  /** Whether this pass may be skipped; when not, records what it starts from. */
+  skip(deps: ReconcilerDeps): boolean {
+    const seen = `${deps.asw.generation()}/${deps.dsw.generation()}/${this.#completions}/${deps.populatorHasAddedPods()}`;
+    const now = this.clock.nowMs();
+    const busy = this.#failed.size > 0 || deps.reconstructor.needsUpdateFromNodeStatus() || deps.reconstructor.failedReconstructions().length > 0;
+    if (!busy && seen === this.#seen && now - this.#lastRunMs < IDLE_PASS_MAX_SKIP_MS) return true;
+    this.#seen = seen;
+    this.#lastRunMs = now;
+    return false;
+  }
+
+  /** The pass met an unexpected error: the next one runs whatever changed. */
+  rerun(): void {
+    this.#seen = '';
+  }
 }
 
 export function createReconciler(deps: ReconcilerDeps): Reconciler {
@@ -40,6 +94,7 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
 class ReconcilerImpl implements Reconciler {
   /** Set iff a pass found nothing waiting for the node status (kubelet's timeOfLastSync != 0). */
   private synced = false;
+  private idle: IdlePassGuard | undefined;
 
   constructor(private readonly deps: ReconcilerDeps) {}
 
@@ -65,7 +120,21 @@ class ReconcilerImpl implements Reconciler {
     return true;
   }
 
+  skipIdlePasses(clock: Clock): void {
+    this.idle ??= new IdlePassGuard(clock, this.deps.executor);
+  }
+
   async reconcileOnce(): Promise<void> {
+    if (this.idle?.skip(this.deps) === true) return;
+    try {
+      await this.reconcilePass();
+    } catch (err) {
+      this.idle?.rerun();
+      throw err;
+    }
+  }
+
+  private async reconcilePass(): Promise<void> {
     const ready = this.readyToUnmount();
     if (ready) await this.unmountVolumes();
     await this.mountOrAttachVolumes();

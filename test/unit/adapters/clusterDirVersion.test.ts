@@ -54,7 +54,7 @@ describe('ClusterDirView objectsVersion', () => {
     }
   });
 
-  it('moves on every pass when not watching (each pass is a full read)', async () => {
+  it('stays when not watching and a full pass finds nothing changed; moves once a file changed', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'nodevol-clusterdir-version-'));
     const view = new ClusterDirView({ dir, nodeName: 'node-1' });
     try {
@@ -63,6 +63,9 @@ describe('ClusterDirView objectsVersion', () => {
       writeFileSync(join(dir, 'node-status.json'), JSON.stringify({ volumesAttached: [], volumesInUse: [] }));
       await view.listPods();
       const v1 = view.objectsVersion();
+      await view.listPods();
+      assert.equal(view.objectsVersion(), v1, 'every file read from the cache: the same snapshot');
+      writeFileSync(join(dir, 'manifests', 'pod.yaml'), POD('web', 'other-claim'));
       await view.listPods();
       assert.notEqual(view.objectsVersion(), v1);
     } finally {
