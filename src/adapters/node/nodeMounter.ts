@@ -23,6 +23,7 @@ import { readMountTableSnapshot, type MountTableSnapshot } from '../../mount/mou
 import type { Mounter } from '../../host/mounter.js';
 import type { MountInfoSource } from '../../mount/mountTable.js';
 import { LIVE_MOUNTINFO, mountInfoFileSource } from './mountInfoFile.js';
+import { isMountRootByMountId, liveMountIdProbe, type MountIdProbe } from './mountId.js';
 import { NodeFileSystem } from './nodeFs.js';
 
 /** What a finished (or killed) command left behind. */
@@ -140,6 +141,11 @@ export interface NodeMounterOptions {
   readonly mountInfo?: MountInfoSource;
   /** Where the fall-back to the st_dev comparison is reported. */
   readonly logger?: Logger;
+  /**
+   * Mount ids for the check of a directory (see mountId.ts); false to always read the table.
+   * Default: the live probe, unless `mountInfo` is given (then the table given is the truth).
+   */
+  readonly mountIds?: MountIdProbe | false;
 }
 
 function defaultBinary(absolute: string, name: string): string {
@@ -193,6 +199,8 @@ export class NodeMounter implements Mounter {
   readonly #fs: FileSystem;
   readonly #mountInfo: MountInfoSource;
   readonly #logger: Logger;
+  /** undefined once the kernel was found not to report mount ids (or when not to be used). */
+  #mountIds: MountIdProbe | undefined;
   /** The read of the mount table in progress, if any. */
   #reading: Promise<MountTableSnapshot> | undefined;
   /** The read that starts once #reading settles, shared by every caller that asked meanwhile. */
@@ -208,6 +216,7 @@ export class NodeMounter implements Mounter {
     this.#fs = options.fs ?? new NodeFileSystem();
     this.#mountInfo = options.mountInfo ?? mountInfoFileSource(LIVE_MOUNTINFO);
     this.#logger = options.logger ?? discardLogger;
+    this.#mountIds = options.mountIds === false ? undefined : (options.mountIds ?? (options.mountInfo === undefined ? liveMountIdProbe() : undefined));
   }
 
   /**
@@ -233,13 +242,15 @@ export class NodeMounter implements Mounter {
 
   /**
    * false iff `path` is a mount point. stat(path) first (rejecting with its FsError, e.g.
-   * ENOENT); then some entry of the live mount table must have mountPoint equal to
-   * realpath(path) escaped as the kernel escapes it. That sees bind mounts on the same
-   * filesystem, as kubelet >= 1.30's statx STATX_ATTR_MOUNT_ROOT does. When the table cannot be
-   * read or parsed, falls back to kubelet's pre-1.30 check: a different st_dev than the parent
-   * directory's (which misses same-filesystem bind mounts).
+   * ENOENT). A directory is then checked by mount ids (mountId.ts): its mount differs from its
+   * parent's. Anything else (a file, "/", a kernel without mnt_id in fdinfo, an open that fails)
+   * asks the live mount table: some entry must have mountPoint equal to realpath(path) escaped as
+   * the kernel escapes it. Both see bind mounts on the same filesystem, as kubelet >= 1.30's
+   * statx STATX_ATTR_MOUNT_ROOT does. When the table cannot be read or parsed, falls back to
+   * kubelet's pre-1.30 check: a different st_dev than the parent directory's (which misses
+   * same-filesystem bind mounts).
    *
-   * Known limit: an entry hidden by a later mount over one of its ancestors still counts.
+   * Known limit of the table: an entry hidden by a later mount over one of its ancestors still counts.
    */
   async isLikelyNotMountPoint(path: string): Promise<boolean> {
     let st: FileStat;
@@ -247,6 +258,20 @@ export class NodeMounter implements Mounter {
       st = await this.#fs.stat(path);
     } catch (err) {
       throw toFsError(err, path, 'stat');
+    }
+    const probe = this.#mountIds;
+    if (probe !== undefined && st.type === 'directory') {
+      let root: boolean | 'unknown' | 'failed';
+      try {
+        root = (await isMountRootByMountId(probe, path)) ?? 'unknown';
+      } catch {
+        root = 'failed'; // e.g. removed meanwhile, or a parent without search permission: the table decides
+      }
+      if (typeof root === 'boolean') return !root;
+      if (root === 'unknown' && path.replace(/\/+$/, '') !== '' && this.#mountIds !== undefined) {
+        this.#mountIds = undefined;
+        this.#logger.v(2).info('The kernel does not report mount ids in /proc/self/fdinfo; checking mount points in the mount table', { path });
+      }
     }
     let table: MountTableSnapshot;
     try {
