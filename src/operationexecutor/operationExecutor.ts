@@ -54,6 +54,11 @@ export class OperationExecutor {
     return this.pending.isRunnable(mountKey(vtm), getVolumeMode(vtm.spec) === 'Block' ? OP.map : OP.mount);
   }
 
+  /** Whether {@link verifyControllerAttachedVolume} would start an operation now. */
+  isVerifyControllerAttachedVolumeRunnable(vtm: VolumeToMount): boolean {
+    return this.pending.isRunnable({ volumeName: vtm.volumeName, podName: EMPTY_POD_NAME }, OP.verifyControllerAttachedVolume);
+  }
+
   /** Whether {@link unmountVolume} would start an operation now. */
   isUnmountVolumeRunnable(mv: UnmountTarget): boolean {
     return this.pending.isRunnable({ volumeName: mv.volumeName, podName: mv.podName }, getVolumeMode(mv.volumeSpec) === 'Block' ? OP.unmap : OP.unmount);

@@ -125,6 +125,8 @@ class ReconcilerImpl implements Reconciler {
       logger.v(5).info('Volume is not reported in use yet, not verifying attachment', { volumeName: vtm.volumeName });
       return;
     }
+    // Already verifying, or backing off: kubelet has the operation refused; skip it unbuilt.
+    if (!executor.isVerifyControllerAttachedVolumeRunnable(vtm)) return;
     logger.v(5).info('Starting operationExecutor.VerifyControllerAttachedVolume', { volumeName: vtm.volumeName, podName: vtm.podName });
     try {
       executor.verifyControllerAttachedVolume(vtm, asw);
