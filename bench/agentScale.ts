@@ -214,7 +214,7 @@ async function readyzOk(address: string): Promise<boolean> {
 
 /** Sum of storage_operation_duration_seconds_count over the series whose labels include all of `labels`. */
 async function operationCount(address: string, ...labels: string[]): Promise<number> {
-  const res = await fetch(`http://${address}/metrics`, { signal: AbortSignal.timeout(2000) });
+  const res = await fetch(`http://${address}/metrics`, { signal: AbortSignal.timeout(30_000) });
   let n = 0;
   for (const line of (await res.text()).split('\n')) {
     if (!line.startsWith('storage_operation_duration_seconds_count{')) continue;
