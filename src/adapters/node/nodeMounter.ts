@@ -241,10 +241,10 @@ export class NodeMounter implements Mounter {
   }
 
   /**
-   * false iff `path` is a mount point. stat(path) first (rejecting with its FsError, e.g.
-   * ENOENT). A directory is then checked by mount ids (mountId.ts): its mount differs from its
-   * parent's. Anything else (a file, "/", a kernel without mnt_id in fdinfo, an open that fails)
-   * asks the live mount table: some entry must have mountPoint equal to realpath(path) escaped as
+   * false iff `path` is a mount point; a missing path rejects with an FsError ENOENT. A directory
+   * is checked by mount ids (mountId.ts): its mount differs from its parent's. Anything else (a
+   * file, "/", a kernel without mnt_id in fdinfo, an open refused) is stat'ed (rejecting with its
+   * FsError) and asks the live mount table: some entry must have mountPoint equal to realpath(path) escaped as
    * the kernel escapes it. Both see bind mounts on the same filesystem, as kubelet >= 1.30's
    * statx STATX_ATTR_MOUNT_ROOT does. When the table cannot be read or parsed, falls back to
    * kubelet's pre-1.30 check: a different st_dev than the parent directory's (which misses
@@ -253,25 +253,16 @@ export class NodeMounter implements Mounter {
    * Known limit of the table: an entry hidden by a later mount over one of its ancestors still counts.
    */
   async isLikelyNotMountPoint(path: string): Promise<boolean> {
+    const probe = this.#mountIds;
+    if (probe !== undefined) {
+      const answer = await this.#notMountPointByMountId(probe, path);
+      if (answer !== undefined) return answer;
+    }
     let st: FileStat;
     try {
       st = await this.#fs.stat(path);
     } catch (err) {
       throw toFsError(err, path, 'stat');
-    }
-    const probe = this.#mountIds;
-    if (probe !== undefined && st.type === 'directory') {
-      let root: boolean | 'unknown' | 'failed';
-      try {
-        root = (await isMountRootByMountId(probe, path)) ?? 'unknown';
-      } catch {
-        root = 'failed'; // e.g. removed meanwhile, or a parent without search permission: the table decides
-      }
-      if (typeof root === 'boolean') return !root;
-      if (root === 'unknown' && path.replace(/\/+$/, '') !== '' && this.#mountIds !== undefined) {
-        this.#mountIds = undefined;
-        this.#logger.v(2).info('The kernel does not report mount ids in /proc/self/fdinfo; checking mount points in the mount table', { path });
-      }
     }
     let table: MountTableSnapshot;
     try {
@@ -292,6 +283,27 @@ export class NodeMounter implements Mounter {
     }
     const escaped = escapeMountPath(real);
     return !table.entries.some((e) => e.mountPoint === escaped);
+  }
+
+  /**
+   * The check by mount ids, with no stat first (the opens say what stat would: ENOENT for a
+   * missing path, ENOTDIR for a file). undefined when the table must decide: not a directory,
+   * "/", an open refused for another reason, or a kernel without mnt_id (then never asked again).
+   */
+  async #notMountPointByMountId(probe: MountIdProbe, path: string): Promise<boolean | undefined> {
+    let root: boolean | undefined;
+    try {
+      root = await isMountRootByMountId(probe, path);
+    } catch (err) {
+      if (errorCode(err) === 'ENOENT') throw new FsError('ENOENT', path, 'stat', `ENOENT: no such file or directory, stat '${path}'`);
+      return undefined;
+    }
+    if (root !== undefined) return !root;
+    if (path.replace(/\/+$/, '') !== '' && this.#mountIds !== undefined) {
+      this.#mountIds = undefined;
+      this.#logger.v(2).info('The kernel does not report mount ids in /proc/self/fdinfo; checking mount points in the mount table', { path });
+    }
+    return undefined;
   }
 
   /**

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -300,6 +300,21 @@ describe('mount ids (mountId.ts)', () => {
     assert.equal(await isMountRootByMountId(probe, join(dir, 'plain')), false);
     assert.equal(await probe.mountIdOf(join(dir, 'link')), await probe.mountIdOf(join(dir, 'real')));
     await assert.rejects(probe.mountIdOf(join(dir, 'nope')), (err: unknown) => (err as { code?: string }).code === 'ENOENT');
+  });
+
+  it('the default NodeMounter: a missing path is an FsError ENOENT, a file is answered by the table', async (t) => {
+    if (liveMountIdProbe() === undefined) {
+      t.skip(`no O_PATH mount ids on ${process.platform}/${process.arch}`);
+      return;
+    }
+    const m = new NodeMounter();
+    await rejectsWith(m.isLikelyNotMountPoint(join(dir, 'nope')), 'ENOENT');
+    await rejectsWith(m.isLikelyNotMountPoint(join(dir, 'plain', 'nope')), 'ENOENT');
+    writeFileSync(join(dir, 'file'), 'x');
+    assert.equal(await m.isLikelyNotMountPoint(join(dir, 'file')), true);
+    assert.equal(await m.isLikelyNotMountPoint(join(dir, 'link')), true);
+    assert.equal(await m.isLikelyNotMountPoint('/proc'), false);
+    assert.equal(await m.isLikelyNotMountPoint('/proc/'), false);
   });
 
   it('NodeMounter checks directories by mount id, files and unknown answers by the table', async () => {
