@@ -58,13 +58,13 @@ class KlogLogger implements Logger {
 
   info(msg: string, values?: LogValues): void {
     if (!this.enabled(this.level)) return;
-    this.write('I', msg, undefined, values, callerOf(KlogLogger.prototype.info));
+    this.write('I', msg, undefined, values, callerOf());
   }
   warning(msg: string, values?: LogValues): void {
-    this.write('W', msg, undefined, values, callerOf(KlogLogger.prototype.warning));
+    this.write('W', msg, undefined, values, callerOf());
   }
   error(err: unknown, msg: string, values?: LogValues): void {
-    this.write('E', msg, err === undefined || err === null ? undefined : errText(err), values, callerOf(KlogLogger.prototype.error));
+    this.write('E', msg, err === undefined || err === null ? undefined : errText(err), values, callerOf());
   }
   v(level: number): Logger {
     return new KlogLogger(this.options, level);
@@ -124,19 +124,23 @@ function jsonValue(v: unknown): unknown {
 }
 
 /**
- * "file.js:line" of the code that called `entry` (klog's caller). Only that one frame is captured:
- * a whole stack trace per line, formatted and searched, was most of the cost of a log line.
+ * "file.js:line" of the code that called the logging method (klog's caller). Called directly by
+ * info, warning and error only, so the stack is always [callerOf, the method, the caller]: just
+ * those three frames are captured. A whole stack trace per line, formatted and searched, was most
+ * of the cost of a log line.
  */
-function callerOf(entry: (...args: never[]) => unknown): string {
+function callerOf(): string {
   const holder: { stack?: string } = {};
   const limit = Error.stackTraceLimit;
-  Error.stackTraceLimit = 1;
+  Error.stackTraceLimit = 3;
   try {
-    Error.captureStackTrace(holder, entry);
+    Error.captureStackTrace(holder);
   } finally {
     Error.stackTraceLimit = limit;
   }
-  const frame = holder.stack?.slice(holder.stack.lastIndexOf('\n') + 1) ?? '';
+  const stack = holder.stack ?? '';
+  const frame = stack.slice(stack.lastIndexOf('\n') + 1);
+  if (/\/logging\/klog\.[jt]s:/.test(frame)) return '???:1';
   const m = /([^/\s(]+):(\d+):\d+\)?\s*$/.exec(frame);
   return m === null ? '???:1' : `${m[1] ?? '?'}:${m[2] ?? '0'}`;
 }
