@@ -154,6 +154,12 @@ export interface NestedPendingOperations {
    * work of generating the operation.
    */
   checkRunnable(key: OperationKey, operationName: string): void;
+  /**
+   * True iff {@link checkRunnable} would not throw for this key and operation name right now. It
+   * builds no error: the reconciler asks it for every volume on every pass, and at a thousand busy
+   * volumes the refusals it would otherwise build and catch were most of a pass.
+   */
+  isRunnable(key: OperationKey, operationName: string): boolean;
   /** Whether an operation matching (volumeName, podName), wildcards included, is running. */
   isOperationPending(volumeName: string, podName: string): boolean;
   /** True iff `run()` with this key would start now: nothing matching is pending and no backoff blocks it. */
@@ -288,6 +294,13 @@ class NestedPendingOperationsImpl implements NestedPendingOperations {
     const found = this.find(opKey);
     if (found.kind === 'pending') throw new AlreadyExistsError(opKey, operationName, { ...found.entry.key });
     if (found.kind === 'failed' && found.entry.operationName === operationName) this.throwIfBackingOff(opKey, found.entry.backoff);
+  }
+
+  isRunnable(key: OperationKey, operationName: string): boolean {
+    const found = this.find(key);
+    if (found.kind === 'none') return true;
+    if (found.kind === 'pending') return false;
+    return found.entry.operationName !== operationName || !this.isBackingOff(found.entry.backoff);
   }
 
   /** kubelet's SafeToRetry, negated: refused while `now - lastErrorTime <= durationBeforeRetry`. */

@@ -46,12 +46,35 @@ export class OperationExecutor {
   }
 
   /**
+   * Whether {@link mountVolume} would start an operation now (nothing pending for the volume, no
+   * backoff holding it back), without building anything: the reconciler asks before each volume
+   * so that a pass over a thousand busy volumes costs a map lookup each.
+   */
+  isMountVolumeRunnable(vtm: VolumeToMount): boolean {
+    return this.pending.isRunnable(mountKey(vtm), getVolumeMode(vtm.spec) === 'Block' ? OP.map : OP.mount);
+  }
+
+  /** Whether {@link verifyControllerAttachedVolume} would start an operation now. */
+  isVerifyControllerAttachedVolumeRunnable(vtm: VolumeToMount): boolean {
+    return this.pending.isRunnable({ volumeName: vtm.volumeName, podName: EMPTY_POD_NAME }, OP.verifyControllerAttachedVolume);
+  }
+
+  /** Whether {@link unmountVolume} would start an operation now. */
+  isUnmountVolumeRunnable(mv: UnmountTarget): boolean {
+    return this.pending.isRunnable({ volumeName: mv.volumeName, podName: mv.podName }, getVolumeMode(mv.volumeSpec) === 'Block' ? OP.unmap : OP.unmount);
+  }
+
+  /** Whether {@link unmountDevice} would start an operation now. */
+  isUnmountDeviceRunnable(av: AttachedVolume): boolean {
+    return this.pending.isRunnable({ volumeName: av.volumeName, podName: EMPTY_POD_NAME }, getVolumeMode(av.volumeSpec) === 'Block' ? OP.unmapDevice : OP.unmountDevice);
+  }
+
+  /**
    * Mount (or map) one pod's volume. Attachable or device-mountable volumes are serialised per
    * volume (empty pod); others per pod.
    */
   async mountVolume(vtm: VolumeToMount, devicePath: string, asw: ActualStateOfWorldMounterUpdater): Promise<void> {
-    const podName = vtm.pluginIsAttachable || vtm.pluginIsDeviceMountable ? EMPTY_POD_NAME : vtm.podName;
-    const key = { volumeName: vtm.volumeName, podName };
+    const key = mountKey(vtm);
     this.assertRunnable(key, getVolumeMode(vtm.spec) === 'Block' ? OP.map : OP.mount);
     const op =
       getVolumeMode(vtm.spec) === 'Block'
@@ -120,6 +143,11 @@ export class OperationExecutor {
       },
     });
   }
+}
+
+/** Attachable or device-mountable volumes are serialised per volume (empty pod); others per pod. */
+function mountKey(vtm: VolumeToMount): OperationKey {
+  return { volumeName: vtm.volumeName, podName: vtm.pluginIsAttachable || vtm.pluginIsDeviceMountable ? EMPTY_POD_NAME : vtm.podName };
 }
 
 /** The failure log line's prefix for an operation on one pod's volume. */

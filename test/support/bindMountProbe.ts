@@ -3,7 +3,8 @@
  *   unshare --mount --propagation private node dist/test/support/bindMountProbe.js <workDir>
  * i.e. only ever inside a private mount namespace that dies with it. It uses NodeMounter to
  * bind mount <workDir>/src onto <workDir>/tar get (a name with a space, to exercise the
- * mountinfo escaping), checks the mount-point answers, unmounts, and prints one JSON line.
+ * mountinfo escaping), checks the mount-point answers (by the mount table and by mount ids),
+ * unmounts, and prints one JSON line.
  *
  * It lives outside test/ so that the test runner does not take it for a test file.
  */
@@ -12,6 +13,7 @@ import { join } from 'node:path';
 
 import { errorCode, errorMessage } from '../../src/host/fs.js';
 import { NodeMounter } from '../../src/adapters/node/nodeMounter.js';
+import { isMountRootByMountId, liveMountIdProbe } from '../../src/adapters/node/mountId.js';
 
 async function main(): Promise<void> {
   const work = process.argv[2];
@@ -24,8 +26,13 @@ async function main(): Promise<void> {
   mkdirSync(target, { recursive: true });
   writeFileSync(join(src, 'marker'), 'through the bind mount');
 
-  const mounter = new NodeMounter();
+  const mounter = new NodeMounter({ mountIds: false });
   const tableOnly = (p: string): Promise<boolean> => mounter.isLikelyNotMountPoint(p);
+  // The default mounter checks a directory by mount ids, without the table.
+  const byMountId = new NodeMounter();
+  const probe = liveMountIdProbe();
+  const rootByMountId = (p: string): Promise<boolean | undefined> =>
+    probe === undefined ? Promise.resolve(undefined) : isMountRootByMountId(probe, p);
   // The same mounter, with a mount table that cannot be read: the st_dev fall-back.
   const devOnly = new NodeMounter({
     mountInfo: { name: 'unreadable', read: () => Promise.reject(new Error('unreadable on purpose')) },
@@ -33,14 +40,21 @@ async function main(): Promise<void> {
 
   const out: Record<string, unknown> = {};
   out.beforeNotMountPoint = await tableOnly(target);
+  out.beforeMountIdNotMountPoint = await byMountId.isLikelyNotMountPoint(target);
+  out.beforeRootByMountId = await rootByMountId(target);
   await mounter.mount(src, target, '', ['bind']);
   out.mountedNotMountPoint = await tableOnly(target);
+  out.mountedMountIdNotMountPoint = await byMountId.isLikelyNotMountPoint(target);
+  out.mountedRootByMountId = await rootByMountId(target);
+  out.mountedRootByMountIdSlash = await rootByMountId(`${target}/`);
+  out.insideRootByMountId = await rootByMountId(join(target, '.'));
   out.devFallbackNotMountPoint = await devOnly.isLikelyNotMountPoint(target);
   out.markerThroughTarget = readFileSync(join(target, 'marker'), 'utf8');
   const table = await mounter.readMountTable();
   out.tableHasEscapedTarget = table.entries.some((e) => e.mountPoint === target.replaceAll(' ', '\\040'));
   await mounter.unmount(target);
   out.afterNotMountPoint = await tableOnly(target);
+  out.afterMountIdNotMountPoint = await byMountId.isLikelyNotMountPoint(target);
   try {
     await mounter.unmount(target);
     out.secondUnmount = 'resolved';

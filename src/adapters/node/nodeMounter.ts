@@ -23,6 +23,7 @@ import { readMountTableSnapshot, type MountTableSnapshot } from '../../mount/mou
 import type { Mounter } from '../../host/mounter.js';
 import type { MountInfoSource } from '../../mount/mountTable.js';
 import { LIVE_MOUNTINFO, mountInfoFileSource } from './mountInfoFile.js';
+import { isMountRootByMountId, liveMountIdProbe, type MountIdProbe } from './mountId.js';
 import { NodeFileSystem } from './nodeFs.js';
 
 /** What a finished (or killed) command left behind. */
@@ -140,6 +141,11 @@ export interface NodeMounterOptions {
   readonly mountInfo?: MountInfoSource;
   /** Where the fall-back to the st_dev comparison is reported. */
   readonly logger?: Logger;
+  /**
+   * Mount ids for the check of a directory (see mountId.ts); false to always read the table.
+   * Default: the live probe, unless `mountInfo` is given (then the table given is the truth).
+   */
+  readonly mountIds?: MountIdProbe | false;
 }
 
 function defaultBinary(absolute: string, name: string): string {
@@ -193,6 +199,8 @@ export class NodeMounter implements Mounter {
   readonly #fs: FileSystem;
   readonly #mountInfo: MountInfoSource;
   readonly #logger: Logger;
+  /** undefined once the kernel was found not to report mount ids (or when not to be used). */
+  #mountIds: MountIdProbe | undefined;
   /** The read of the mount table in progress, if any. */
   #reading: Promise<MountTableSnapshot> | undefined;
   /** The read that starts once #reading settles, shared by every caller that asked meanwhile. */
@@ -208,6 +216,7 @@ export class NodeMounter implements Mounter {
     this.#fs = options.fs ?? new NodeFileSystem();
     this.#mountInfo = options.mountInfo ?? mountInfoFileSource(LIVE_MOUNTINFO);
     this.#logger = options.logger ?? discardLogger;
+    this.#mountIds = options.mountIds === false ? undefined : (options.mountIds ?? (options.mountInfo === undefined ? liveMountIdProbe() : undefined));
   }
 
   /**
@@ -232,16 +241,23 @@ export class NodeMounter implements Mounter {
   }
 
   /**
-   * false iff `path` is a mount point. stat(path) first (rejecting with its FsError, e.g.
-   * ENOENT); then some entry of the live mount table must have mountPoint equal to
-   * realpath(path) escaped as the kernel escapes it. That sees bind mounts on the same
-   * filesystem, as kubelet >= 1.30's statx STATX_ATTR_MOUNT_ROOT does. When the table cannot be
-   * read or parsed, falls back to kubelet's pre-1.30 check: a different st_dev than the parent
-   * directory's (which misses same-filesystem bind mounts).
+   * false iff `path` is a mount point; a missing path rejects with an FsError ENOENT. A directory
+   * is checked by mount ids (mountId.ts): its mount differs from its parent's. Anything else (a
+   * file, "/", a kernel without mnt_id in fdinfo, an open refused) is stat'ed (rejecting with its
+   * FsError) and asks the live mount table: some entry must have mountPoint equal to realpath(path) escaped as
+   * the kernel escapes it. Both see bind mounts on the same filesystem, as kubelet >= 1.30's
+   * statx STATX_ATTR_MOUNT_ROOT does. When the table cannot be read or parsed, falls back to
+   * kubelet's pre-1.30 check: a different st_dev than the parent directory's (which misses
+   * same-filesystem bind mounts).
    *
-   * Known limit: an entry hidden by a later mount over one of its ancestors still counts.
+   * Known limit of the table: an entry hidden by a later mount over one of its ancestors still counts.
    */
   async isLikelyNotMountPoint(path: string): Promise<boolean> {
+    const probe = this.#mountIds;
+    if (probe !== undefined) {
+      const answer = await this.#notMountPointByMountId(probe, path);
+      if (answer !== undefined) return answer;
+    }
     let st: FileStat;
     try {
       st = await this.#fs.stat(path);
@@ -267,6 +283,27 @@ export class NodeMounter implements Mounter {
     }
     const escaped = escapeMountPath(real);
     return !table.entries.some((e) => e.mountPoint === escaped);
+  }
+
+  /**
+   * The check by mount ids, with no stat first (the opens say what stat would: ENOENT for a
+   * missing path, ENOTDIR for a file). undefined when the table must decide: not a directory,
+   * "/", an open refused for another reason, or a kernel without mnt_id (then never asked again).
+   */
+  async #notMountPointByMountId(probe: MountIdProbe, path: string): Promise<boolean | undefined> {
+    let root: boolean | undefined;
+    try {
+      root = await isMountRootByMountId(probe, path);
+    } catch (err) {
+      if (errorCode(err) === 'ENOENT') throw new FsError('ENOENT', path, 'stat', `ENOENT: no such file or directory, stat '${path}'`);
+      return undefined;
+    }
+    if (root !== undefined) return !root;
+    if (path.replace(/\/+$/, '') !== '' && this.#mountIds !== undefined) {
+      this.#mountIds = undefined;
+      this.#logger.v(2).info('The kernel does not report mount ids in /proc/self/fdinfo; checking mount points in the mount table', { path });
+    }
+    return undefined;
   }
 
   /**

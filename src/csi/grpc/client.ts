@@ -163,6 +163,10 @@ export class GrpcCsiClient implements CsiNodeClient {
   readonly #identityTimeoutMs: number;
   readonly #controllerTimeoutMs: number;
   #closed = false;
+  /** The NodeGetCapabilities call in flight, if any. */
+  #capabilitiesCall: Promise<readonly NodeCapability[]> | undefined;
+  /** The call that starts once #capabilitiesCall settles, shared by every caller that asked meanwhile. */
+  #nextCapabilitiesCall: Promise<readonly NodeCapability[]> | undefined;
 
   /** Throws {@link InvalidCsiEndpointError} unless `endpoint` is unix:///absolute/path. */
   constructor(endpoint: string, options: GrpcCsiClientOptions = {}) {
@@ -237,9 +241,38 @@ export class GrpcCsiClient implements CsiNodeClient {
 
   // ---------------------------------------------------------------- CsiNodeClient
 
-  async nodeGetCapabilities(): Promise<readonly NodeCapability[]> {
-    const res = await this.#unary('NodeGetCapabilities', csiServices().node.methods.NodeGetCapabilities, {}, this.#nodeTimeoutMs);
-    return nodeCapabilitiesFromWire(res);
+  /**
+   * NodeGetCapabilities. kubelet asks before every stage and publish (up to three times per
+   * operation); at a thousand volumes at once that was a third of the agent's gRPC work and of the
+   * driver's calls. Concurrent callers share calls the way the mount table reads are shared: while
+   * one call is in flight, every new caller waits for the single call that starts when it settles,
+   * so each answer still comes from a call sent after the question was asked (as kubelet's own
+   * call would), an error reaches every caller that shared it, and nothing is kept afterwards.
+   */
+  nodeGetCapabilities(): Promise<readonly NodeCapability[]> {
+    if (this.#capabilitiesCall === undefined) return this.#startCapabilitiesCall();
+    this.#nextCapabilitiesCall ??= this.#capabilitiesCall.then(
+      () => this.#startQueuedCapabilitiesCall(),
+      () => this.#startQueuedCapabilitiesCall(),
+    );
+    return this.#nextCapabilitiesCall;
+  }
+
+  #startQueuedCapabilitiesCall(): Promise<readonly NodeCapability[]> {
+    this.#nextCapabilitiesCall = undefined;
+    return this.#startCapabilitiesCall();
+  }
+
+  #startCapabilitiesCall(): Promise<readonly NodeCapability[]> {
+    const call = this.#unary('NodeGetCapabilities', csiServices().node.methods.NodeGetCapabilities, {}, this.#nodeTimeoutMs).then((res) =>
+      Object.freeze(nodeCapabilitiesFromWire(res)),
+    );
+    this.#capabilitiesCall = call;
+    const done = (): void => {
+      if (this.#capabilitiesCall === call) this.#capabilitiesCall = undefined;
+    };
+    call.then(done, done);
+    return call;
   }
 
   async nodeStageVolume(req: NodeStageVolumeRequest): Promise<void> {

@@ -34,6 +34,15 @@ export async function assertPathConfined(host: VolumeHost, p: string, what: stri
     throw new CsiPathError(log(`refusing to hand ${escapeUndecodable(p)} to ${what}: the path is not valid UTF-8 and cannot be sent over CSI as it is`));
   }
   assertPathUnderRoot(host, p, log);
+  // One realpath instead of an lstat per component: with the root dir a real path (the agent
+  // resolves it at start), a path that is its own real path has no symlink anywhere below it. Any
+  // other answer (a symlink, a missing component, an error, a root that is not real) takes the
+  // walk, which names what it found.
+  try {
+    if ((await host.fs.realpath(p)) === p) return;
+  } catch {
+    // The walk decides.
+  }
   const root = host.layout.rootDir;
   let cur = root;
   for (const part of p.slice(root.length + (root.endsWith('/') ? 0 : 1)).split('/')) {

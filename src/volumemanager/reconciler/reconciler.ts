@@ -151,7 +151,8 @@ class ReconcilerImpl implements Reconciler {
     const { asw, dsw, executor, logger } = this.deps;
     for (const mv of asw.getAllMountedVolumes()) {
       if (dsw.podExistsInVolume(mv.podName, mv.volumeName)) continue;
-      if (executor.isOperationPending(mv.volumeName, mv.podName)) continue;
+      // Busy or backing off: kubelet builds the operation and has it refused; the answer is the same.
+      if (!executor.isUnmountVolumeRunnable(mv)) continue;
       logger.v(5).info('Starting operationExecutor.UnmountVolume', { podName: mv.podName, volumeName: mv.volumeName });
       try {
         await executor.unmountVolume(mv, asw);
@@ -178,6 +179,10 @@ class ReconcilerImpl implements Reconciler {
         continue;
       }
       if (exists) continue;
+      // An operation already pending for the volume, or a backoff: kubelet builds the operation
+      // and has it refused; skipping it before anything is built gives the same answer for almost
+      // nothing, so a pass over a thousand busy volumes stays cheap.
+      if (!this.deps.executor.isMountVolumeRunnable(vtm)) continue;
       await this.mountAttachedVolume(vtm, devicePath);
     }
   }
@@ -189,6 +194,8 @@ class ReconcilerImpl implements Reconciler {
       logger.v(5).info('Volume is not reported in use yet, not verifying attachment', { volumeName: vtm.volumeName });
       return;
     }
+    // Already verifying, or backing off: kubelet has the operation refused; skip it unbuilt.
+    if (!executor.isVerifyControllerAttachedVolumeRunnable(vtm)) return;
     logger.v(5).info('Starting operationExecutor.VerifyControllerAttachedVolume', { volumeName: vtm.volumeName, podName: vtm.podName });
     try {
       executor.verifyControllerAttachedVolume(vtm, asw);
@@ -219,6 +226,7 @@ class ReconcilerImpl implements Reconciler {
       const current = asw.getAttachedVolume(av.volumeName);
       if (current === undefined) continue;
       if (deviceMayBeMounted(current)) {
+        if (!executor.isUnmountDeviceRunnable(current)) continue;
         logger.v(5).info('Starting operationExecutor.UnmountDevice', { volumeName: current.volumeName });
         try {
           await executor.unmountDevice(current, asw);

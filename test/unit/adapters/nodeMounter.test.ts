@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -15,6 +15,7 @@ import {
   type CommandRunner,
 } from '../../../src/adapters/node/nodeMounter.js';
 import { FsError } from '../../../src/host/fs.js';
+import { isMountRootByMountId, liveMountIdProbe, parseMountId, type MountIdProbe } from '../../../src/adapters/node/mountId.js';
 import type { MountInfoSource } from '../../../src/mount/mountTable.js';
 import { withTimeout } from '../../support/e2e/waitFor.js';
 import { RecordingLogger } from '../../support/hosts.js';
@@ -260,6 +261,93 @@ describe('NodeMounter.isLikelyNotMountPoint / readMountTable', () => {
   });
 });
 
+describe('mount ids (mountId.ts)', () => {
+  let dir = '';
+  before(() => {
+    dir = mkdtempSync(join(tmpdir(), 'nodevol-mountid-'));
+    mkdirSync(join(dir, 'plain'));
+    mkdirSync(join(dir, 'real'));
+    symlinkSync(join(dir, 'real'), join(dir, 'link'));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('parseMountId reads the mnt_id field of an fdinfo text, and nothing else', () => {
+    assert.equal(parseMountId('pos:\t0\nflags:\t012100000\nmnt_id:\t27\nino:\t1234\n'), 27);
+    assert.equal(parseMountId('pos:\t0\nflags:\t012100000\n'), undefined, 'a kernel before 3.15');
+    assert.equal(parseMountId('mnt_id:\tx\n'), undefined);
+    assert.equal(parseMountId('not_mnt_id:\t5\n'), undefined);
+  });
+
+  it('isMountRootByMountId: a mount root differs from its parent ("..", not a folded path); "/" cannot tell', async () => {
+    const asked: string[] = [];
+    const ids = new Map([['/a/mnt', 2], ['/a/mnt/..', 1], ['/a/dir', 1], ['/a/dir/..', 1]]);
+    const probe: MountIdProbe = {
+      mountIdOf: (p) => {
+        asked.push(p);
+        return Promise.resolve(ids.get(p));
+      },
+    };
+    assert.equal(await isMountRootByMountId(probe, '/a/mnt'), true);
+    assert.equal(await isMountRootByMountId(probe, '/a/mnt/'), true);
+    assert.equal(await isMountRootByMountId(probe, '/a/dir'), false);
+    assert.equal(await isMountRootByMountId(probe, '/a/unknown'), undefined);
+    assert.equal(await isMountRootByMountId(probe, '/'), undefined);
+    assert.ok(asked.includes('/a/mnt/..'), 'the kernel resolves "..", the path is not normalized');
+  });
+
+  it('the live probe: /proc is a mount root, a plain directory is not, symlinks are followed', async (t) => {
+    const probe = liveMountIdProbe();
+    if (probe === undefined) {
+      t.skip(`no O_PATH mount ids on ${process.platform}/${process.arch}`);
+      return;
+    }
+    assert.equal(await isMountRootByMountId(probe, '/proc'), true);
+    assert.equal(await isMountRootByMountId(probe, join(dir, 'plain')), false);
+    assert.equal(await probe.mountIdOf(join(dir, 'link')), await probe.mountIdOf(join(dir, 'real')));
+    await assert.rejects(probe.mountIdOf(join(dir, 'nope')), (err: unknown) => (err as { code?: string }).code === 'ENOENT');
+  });
+
+  it('the default NodeMounter: a missing path is an FsError ENOENT, a file is answered by the table', async (t) => {
+    if (liveMountIdProbe() === undefined) {
+      t.skip(`no O_PATH mount ids on ${process.platform}/${process.arch}`);
+      return;
+    }
+    const m = new NodeMounter();
+    await rejectsWith(m.isLikelyNotMountPoint(join(dir, 'nope')), 'ENOENT');
+    await rejectsWith(m.isLikelyNotMountPoint(join(dir, 'plain', 'nope')), 'ENOENT');
+    writeFileSync(join(dir, 'file'), 'x');
+    assert.equal(await m.isLikelyNotMountPoint(join(dir, 'file')), true);
+    assert.equal(await m.isLikelyNotMountPoint(join(dir, 'link')), true);
+    assert.equal(await m.isLikelyNotMountPoint('/proc'), false);
+    assert.equal(await m.isLikelyNotMountPoint('/proc/'), false);
+  });
+
+  it('NodeMounter checks directories by mount id, files and unknown answers by the table', async () => {
+    const checked: string[] = [];
+    const logger = new RecordingLogger();
+    let answer: number | undefined = 7;
+    const probe: MountIdProbe = {
+      mountIdOf: (p) => {
+        checked.push(p);
+        return Promise.resolve(p.endsWith('/..') ? 1 : answer);
+      },
+    };
+    // The table says "not mounted"; the probe says the directory is a mount root: the probe wins.
+    const m = new NodeMounter({ mountInfo: tableSource(line(1, '/')), mountIds: probe, run: recorder().run, logger });
+    assert.equal(await m.isLikelyNotMountPoint(join(dir, 'plain')), false);
+    // A kernel without mnt_id: the table answers, now and afterwards, and it is said once.
+    answer = undefined;
+    assert.equal(await m.isLikelyNotMountPoint(join(dir, 'plain')), true);
+    const asked = checked.length;
+    assert.equal(await m.isLikelyNotMountPoint(join(dir, 'plain')), true);
+    assert.equal(checked.length, asked, 'the probe is not asked again');
+    assert.equal(logger.lines.filter((l) => /mount ids/.test(l.msg)).length, 1);
+    // With mountInfo given and no probe, the table given is the truth.
+    const tableOnly = new NodeMounter({ mountInfo: tableSource(line(1, '/')), run: recorder().run });
+    assert.equal(await tableOnly.isLikelyNotMountPoint('/proc'), true);
+  });
+});
+
 describe('NodeMounter against the kernel (root only, private mount namespace)', () => {
   const here = dirname(fileURLToPath(import.meta.url));
   const probe = resolve(here, '../../support/bindMountProbe.js');
@@ -294,6 +382,15 @@ describe('NodeMounter against the kernel (root only, private mount namespace)', 
       assert.equal(out.markerThroughTarget, 'through the bind mount');
       assert.equal(out.tableHasEscapedTarget, true);
       assert.equal(out.afterNotMountPoint, true);
+      if (process.arch === 'x64' || process.arch === 'arm64') {
+        assert.equal(out.beforeRootByMountId, false);
+        assert.equal(out.mountedRootByMountId, true, 'a same-filesystem bind mount has its own mount id');
+        assert.equal(out.mountedRootByMountIdSlash, true);
+        assert.equal(out.insideRootByMountId, true, '"<target>/." is the same directory');
+      }
+      assert.equal(out.beforeMountIdNotMountPoint, true);
+      assert.equal(out.mountedMountIdNotMountPoint, false, 'the default mounter sees the bind mount by mount ids');
+      assert.equal(out.afterMountIdNotMountPoint, true);
       assert.equal(out.secondUnmount, 'EINVAL');
       assert.match(String(out.secondUnmountMessage), /not mounted/);
       // Nothing leaked into this (the outer) mount namespace.

@@ -249,6 +249,27 @@ describe('CSI over gRPC (unix socket)', () => {
       assert.deepEqual(await client.nodeGetCapabilities(), ['STAGE_UNSTAGE_VOLUME', 'VOLUME_MOUNT_GROUP', 'SINGLE_NODE_MULTI_WRITER']);
     });
 
+    it('NodeGetCapabilities: concurrent callers share calls, each answered by a call sent after it asked', async () => {
+      const c = newClient(server.endpoint, { timeoutMs: 10_000 });
+      const count = (): number => calls.filter((x) => x.method === 'NodeGetCapabilities').length;
+      const before = count();
+      const answers = await Promise.all(Array.from({ length: 20 }, () => c.nodeGetCapabilities()));
+      for (const a of answers) assert.deepEqual(a, ['STAGE_UNSTAGE_VOLUME', 'VOLUME_MOUNT_GROUP', 'SINGLE_NODE_MULTI_WRITER']);
+      // The first caller's call, and one more for everyone who asked while it was in flight.
+      assert.equal(count() - before, 2);
+      // Nothing is kept once the calls settled: the next question is a new call.
+      await c.nodeGetCapabilities();
+      assert.equal(count() - before, 3);
+      // A failure reaches every caller that shared the call, and is not kept either.
+      failures.set('NodeGetCapabilities', new CsiStatusError(GrpcStatus.UNAVAILABLE, 'driver restarting'));
+      const first = c.nodeGetCapabilities();
+      const shared = c.nodeGetCapabilities();
+      await rejectsWith(first, GrpcStatus.UNAVAILABLE);
+      assert.deepEqual(await shared, ['STAGE_UNSTAGE_VOLUME', 'VOLUME_MOUNT_GROUP', 'SINGLE_NODE_MULTI_WRITER'], 'asked during the failed call: answered by the next one');
+      const [x, y] = await Promise.all([c.nodeGetCapabilities(), c.nodeGetCapabilities()]);
+      assert.deepEqual(x, y);
+    });
+
     it('NodeStageVolume: every field arrives intact (maps, mount flags, volume_mount_group, access mode)', async () => {
       await client.nodeStageVolume(STAGE);
       const got = lastRequest('NodeStageVolume');

@@ -401,6 +401,40 @@ describe('NestedPendingOperations', () => {
     });
   });
 
+  describe('isRunnable agrees with checkRunnable and run', () => {
+    /** isRunnable(k, name) must be true exactly when checkRunnable(k, name) does not throw. */
+    function agrees(npo: NestedPendingOperations, k: OperationKey, name: string): boolean {
+      let throws = false;
+      try {
+        npo.checkRunnable(k, name);
+      } catch {
+        throws = true;
+      }
+      const runnable = npo.isRunnable(k, name);
+      assert.equal(runnable, !throws, `isRunnable(${JSON.stringify(k)}, ${name})`);
+      return runnable;
+    }
+
+    it('free, pending (exact and wildcard), in backoff (same and other name), expired', async () => {
+      const h = harness();
+      assert.equal(agrees(h.npo, key(VOL, POD_A), 'volume_mount'), true);
+      const op = new ManualOperation();
+      h.npo.run(key(VOL, POD_A), op);
+      await flush();
+      assert.equal(agrees(h.npo, key(VOL, POD_A), 'volume_mount'), false);
+      assert.equal(agrees(h.npo, key(VOL, ''), 'unmount_device'), false, 'the wildcard conflicts with a pending pod');
+      assert.equal(agrees(h.npo, key(VOL, POD_B), 'volume_mount'), true, 'another pod of the same volume may run');
+      op.fail();
+      await h.npo.wait();
+      assert.equal(agrees(h.npo, key(VOL, POD_A), 'volume_mount'), false, 'backoff holds the same operation back');
+      assert.equal(agrees(h.npo, key(VOL, POD_A), 'volume_unmount'), true, 'another operation name resets the backoff');
+      await h.clock.advance(BACKOFF_INITIAL_MS);
+      assert.equal(agrees(h.npo, key(VOL, POD_A), 'volume_mount'), false, 'the boundary itself still refuses');
+      await h.clock.advance(1);
+      assert.equal(agrees(h.npo, key(VOL, POD_A), 'volume_mount'), true);
+    });
+  });
+
   describe('wait() and onComplete', () => {
     it('wait() resolves at once when nothing runs', async () => {
       const { npo } = harness();
