@@ -73,7 +73,7 @@ export function processCase(name: string, args: readonly string[], okCodes: read
       if (r.status === null || !okCodes.includes(r.status)) {
         throw new Error(`bench setup: node ${args.join(' ')} exited ${String(r.status ?? r.signal)}: ${r.stderr.slice(-2000)}`);
       }
-      const cpuUs = Number(String(r.output[3] ?? ''));
+      const cpuUs = Number(r.output[3] ?? '');
       if (!Number.isFinite(cpuUs) || cpuUs <= 0) throw new Error(`bench setup: node ${args.join(' ')} reported no CPU time on fd 3`);
       return { status: r.status, cpuMs: cpuUs / 1000 };
     },
