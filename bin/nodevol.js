@@ -1,5 +1,12 @@
 #!/usr/bin/env node
-// Thin launcher: the CLI is compiled to dist/ by `npm run build` (run by `npm ci` via `prepare`).
-import { main } from '../dist/src/cli/main.js';
+// Thin launcher. `npm run build` (run by `npm ci` via `prepare`) compiles the CLI to dist/src/
+// and bundles it into dist/bundle/cli/ (scripts/bundle.ts: fewer files to load at start-up,
+// README "Speed"). The bundle is used when it is there; without it (a tsc-only build), or with
+// NODEVOL_BUNDLE=0, the compiled modules in dist/src/ run instead: the same code either way.
+import { existsSync } from 'node:fs';
+
+const bundle = new URL('../dist/bundle/cli/main.js', import.meta.url);
+const useBundle = process.env.NODEVOL_BUNDLE !== '0' && existsSync(bundle);
+const { main } = await import(useBundle ? bundle.href : '../dist/src/cli/main.js');
 
 process.exitCode = await main(process.argv.slice(2));

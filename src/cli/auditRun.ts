@@ -75,7 +75,7 @@ export async function collectAudit(flags: AuditRunFlags, logger: Logger, command
 
   let mountTable: MountTableSnapshot;
   try {
-    const text = await readMountInfoText(mountInfoFileSource(flags.mountinfo));
+    const text = await readMountInfoText(mountInfoFileSource(flags.mountinfo, fs));
     const parsed = parseMountInfo(text, { strict: false, source: flags.mountinfo });
     mountTable = new MountTableSnapshot(
       flags.mountinfoRootDir === undefined ? parsed : rebaseMountPoints(parsed, path.posix.resolve(flags.mountinfoRootDir), realRootDir),

@@ -8,6 +8,7 @@
  * opens non-blocking and reads only regular files), and the read is bounded in time.
  */
 import { release } from 'node:os';
+import type { FileSystem } from '../../host/fs.js';
 import type { MountInfoSource } from '../../mount/mountTable.js';
 import { NodeFileSystem } from './nodeFs.js';
 
@@ -19,8 +20,8 @@ export const MAX_MOUNTINFO_LINES = 200_000;
 
 const NEWLINE = '\n';
 
-export function mountInfoFileSource(file: string): MountInfoSource {
-  const fs = new NodeFileSystem();
+/** `fs`: how the file is read (the audit passes its synchronous reader); same bounds either way. */
+export function mountInfoFileSource(file: string, fs: FileSystem = new NodeFileSystem()): MountInfoSource {
   const live = file === LIVE_MOUNTINFO || file === '/proc/mounts' || file.startsWith('/proc/');
   return {
     name: file,

@@ -53,7 +53,9 @@ export class SyncReadFileSystem implements FileSystem {
   }
 
   realpath(path: string): Promise<string> {
-    return settle(() => decodeFsName(realpathSync(fsPath(path), { encoding: 'buffer' })));
+    // The native realpath(3), as NodeFileSystem's fs.promises.realpath: one call, where
+    // realpathSync's JavaScript walk lstats every component (~15x slower).
+    return settle(() => decodeFsName(realpathSync.native(fsPath(path), { encoding: 'buffer' })));
   }
 
   readlink(path: string): Promise<string> {

@@ -18,7 +18,7 @@ import { decodeVolumeData } from './volumeDataDecoder.js';
 import { encodeVolumeData } from './volumeDataEncoder.js';
 import { VolumeDataError, type VolumeData } from './volumeDataError.js';
 
-export { decodeVolumeData } from './volumeDataDecoder.js';
+export { decodeVolumeData, decodeVolumeDataGo } from './volumeDataDecoder.js';
 export { encodeVolumeData } from './volumeDataEncoder.js';
 export { isVolumeDataNotFound, VolumeDataError, type VolumeData, type VolumeDataErrorKind } from './volumeDataError.js';
 

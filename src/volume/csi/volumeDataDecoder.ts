@@ -377,8 +377,51 @@ function freezeRecord(entries: Map<string, string>): VolumeData {
   return Object.freeze(Object.fromEntries(entries));
 }
 
-/** Decode like Go's json.NewDecoder(f).Decode(&map[string]string): leading whitespace ok; ONLY the first JSON value is read and anything after it is ignored (even garbage); empty or whitespace-only -> kind 'empty' ("EOF"); truncated value -> 'syntax' ("unexpected EOF"); invalid JSON -> 'syntax' with position; `null` -> {} (success!); a top-level non-object (array, string, number, bool) -> 'type'; a member value that is a number/bool/object/array -> 'type' naming the field (e.g. field "driverName": expected a string, got number); a member value null -> "" ; duplicate keys -> last wins; invalid UTF-8 bytes -> U+FFFD; lone surrogate escapes -> U+FFFD. Errors name `path` (given for messages) and the field when there is one. */
+/**
+ * Decodes a vol_data.json exactly as {@link decodeVolumeDataGo} does (same result, same error),
+ * faster for what kubelet writes: when the bytes are plain (all ASCII, no backslash escape),
+ * V8's JSON.parse reads them and the result is checked against Go's rules for the map; anything
+ * else (escapes, non-ASCII bytes, trailing bytes, an error of any kind, a non-string member) goes
+ * to the Go-compatible decoder, which then makes the result or the error.
+ *
+ * Why the two agree on plain input: with ASCII only there is no UTF-8 repair to differ on, and
+ * with no backslash no lone surrogate escape; JSON.parse and Go's scanner accept the same grammar
+ * (RFC 8259: same whitespace, numbers, literals; control bytes refused in strings), and a success
+ * of JSON.parse means the whole text is the one value, so Go's "first value only" reads the same
+ * value. Duplicate keys: the last value wins at the first key's position in both (JSON.parse's
+ * object and the decoder's Map then Object.fromEntries). Both define "__proto__" as an own key.
+ * A property test (test/property) checks the two decoders agree on arbitrary bytes.
+ */
 export function decodeVolumeData(bytes: Uint8Array, path: string): VolumeData {
+  return decodePlain(bytes) ?? decodeVolumeDataGo(bytes, path);
+}
+
+/** The fast path: the decoded record, or undefined when the Go-compatible decoder must decide. */
+function decodePlain(bytes: Uint8Array): VolumeData | undefined {
+  for (let i = 0; i < bytes.length; i++) {
+    const c = bytes[i] ?? 0;
+    if (c >= 0x80 || c === 0x5c) return undefined;
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(asciiDecoder.decode(bytes));
+  } catch {
+    return undefined;
+  }
+  if (value === null) return Object.freeze({});
+  if (typeof value !== 'object' || Array.isArray(value)) return undefined;
+  const record = value as Record<string, unknown>;
+  for (const key in record) {
+    const member = record[key];
+    if (typeof member === 'string') continue;
+    if (member !== null) return undefined;
+    record[key] = '';
+  }
+  return Object.freeze(record as VolumeData);
+}
+
+/** Decode like Go's json.NewDecoder(f).Decode(&map[string]string): leading whitespace ok; ONLY the first JSON value is read and anything after it is ignored (even garbage); empty or whitespace-only -> kind 'empty' ("EOF"); truncated value -> 'syntax' ("unexpected EOF"); invalid JSON -> 'syntax' with position; `null` -> {} (success!); a top-level non-object (array, string, number, bool) -> 'type'; a member value that is a number/bool/object/array -> 'type' naming the field (e.g. field "driverName": expected a string, got number); a member value null -> "" ; duplicate keys -> last wins; invalid UTF-8 bytes -> U+FFFD; lone surrogate escapes -> U+FFFD. Errors name `path` (given for messages) and the field when there is one. */
+export function decodeVolumeDataGo(bytes: Uint8Array, path: string): VolumeData {
   const reader = new FirstValueReader(bytes);
   reader.skipSpace();
   if (reader.atEnd()) {
