@@ -5,6 +5,16 @@
 // NODEVOL_BUNDLE=0, the compiled modules in dist/src/ run instead: the same code either way.
 import { existsSync } from 'node:fs';
 
+// A reader that goes away (`nodevol explore --help | head -3`) ends the output, not the process
+// in a stack trace: the process ends at once with status 141, as a Go program (kubectl, kubelet)
+// killed by SIGPIPE does in a shell. Any other write error stays fatal.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err) => {
+    if (err.code === 'EPIPE') process.exit(141);
+    throw err;
+  });
+}
+
 const bundle = new URL('../dist/bundle/cli/main.js', import.meta.url);
 const useBundle = process.env.NODEVOL_BUNDLE !== '0' && existsSync(bundle);
 const { main } = await import(useBundle ? bundle.href : '../dist/src/cli/main.js');

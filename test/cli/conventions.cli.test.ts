@@ -3,7 +3,7 @@
 // name conflict, and the long-running audit (--interval) serving metrics and no verdict after a
 // run that could not complete.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import * as path from 'node:path';
@@ -46,6 +46,18 @@ describe('CLI conventions', () => {
     const section = r.stdout.slice(r.stdout.indexOf('\nCommands:\n'), r.stdout.indexOf('\n\n', r.stdout.indexOf('\nCommands:\n') + 1));
     const listed = [...section.matchAll(/^ {2}([a-z-]+)(?: \[options\]| <shell>| \S+)?\s{2,}/gm)].map((m) => m[1]).filter((c) => c !== 'help');
     assert.deepEqual([...listed].sort(), [...COMMANDS].sort(), r.stdout);
+  });
+
+  it('a reader that goes away ends the process with status 141 and no stack trace (EPIPE)', async () => {
+    // The read end of stdout is closed before the child has even started node, so its first
+    // write meets EPIPE.
+    const child = spawn(process.execPath, [NODEVOL_BIN, 'explore', '--help'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const status = await new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    assert.equal(status, 141, stderr);
+    assert.doesNotMatch(stderr, /EPIPE|Error/);
   });
 
   it('all missing required flags are named in one message (exit 2)', () => {
