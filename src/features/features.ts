@@ -34,7 +34,10 @@ export const VolumeReconstructionFallback = 'VolumeReconstructionFallback';
 export const CSIUnpublishBeforeUnstageAfterReconstruction = 'CSIUnpublishBeforeUnstageAfterReconstruction';
 /** The cleanup of a pod volume that failed reconstruction is retried with backoff until it succeeds. */
 export const CSIRetryReconstructionCleanup = 'CSIRetryReconstructionCleanup';
-/** A reconstructed (listed) device whose re-stage fails with a final error keeps its record and state. */
+/**
+ * A reconstructed (listed) device whose re-stage fails with a final error keeps its record and
+ * state; a reconstructed pod mount whose re-SetUp fails keeps its pod volume dir and vol_data.json.
+ */
 export const CSIKeepListedVolumeOnStageFailure = 'CSIKeepListedVolumeOnStageFailure';
 
 /**
@@ -90,7 +93,7 @@ const KNOWN_FEATURES: Readonly<Record<string, FeatureSpec>> = {
     default: false,
     preRelease: 'Alpha',
     description:
-      'nodevol: a reconstructed device whose re-stage fails with a final error stays uncertain with its global vol_data.json, so it is still unstaged when no pod wants it.',
+      'nodevol: a reconstructed device whose re-stage fails with a final error stays uncertain with its global vol_data.json, so it is still unstaged when no pod wants it; a reconstructed pod mount whose re-SetUp fails keeps its pod-local vol_data.json, so it is still unpublished.',
   },
   [CSIListGlobalVolumesWithoutStagingDir]: {
     default: false,

@@ -128,8 +128,15 @@ export class OperationGenerator {
           }
           asw.markDeviceAsMounted(vtm.volumeName, devicePath, deviceMountPath, vtm.seLinuxMountContext);
         }
+        // Gate CSIKeepListedVolumeOnStageFailure: a pod mount found at reconstruction may still be
+        // published at the driver after a reboot; an error of its re-SetUp must not take the
+        // pod-local record away (the mount stays uncertain, TearDown needs the record).
+        const keepTarget =
+          this.deps.host.features.enabled(CSIKeepListedVolumeOnStageFailure) &&
+          asw.getVolumeMountState(vtm.volumeName, vtm.podName) === 'VolumeMountUncertain' &&
+          asw.isVolumeReconstructed(vtm.volumeName, vtm.podName);
         try {
-          await mounter.setUp(mounterArgs(vtm));
+          await mounter.setUp(keepTarget ? { ...mounterArgs(vtm), keepTargetOnFinalError: true } : mounterArgs(vtm));
         } catch (err) {
           markVolumeErrorState(asw, opts, err, logger);
           throw err;

@@ -756,6 +756,9 @@ export class Simulation {
               if (this.#current !== undefined) this.#current.csi = rec;
               this.#record({ seq, life: life.id, port: 'csi', op: method, args: volumeId, result: code });
               if (this.#noteCrashPoint(life, seq, 'after') || !life.alive) return;
+              // The engine's backoff for a planned fault starts when its answer arrives (a hang's
+              // at the client deadline, two minutes after it was sent): so does the stuck window.
+              if (planned !== undefined) this.#lastPerturbationMs = this.#sched.now;
               if (code !== 'OK' && method !== 'NodeGetCapabilities') this.#pendingFailureChecks.push({ life: life.id, logMark: this.#logs.length, method });
               deliver();
             });

@@ -50,6 +50,12 @@ export interface MounterArgs {
    * and its record after a final error, because the device may still be staged from before.
    */
   readonly keepStagingOnFinalError?: boolean;
+  /**
+   * nodevol (gate CSIKeepListedVolumeOnStageFailure): SetUp keeps the pod volume directory and
+   * its vol_data.json after an error, because a mount found at reconstruction may still be
+   * published at the driver (a reboot removed the bind mount, not the driver's record of it).
+   */
+  readonly keepTargetOnFinalError?: boolean;
 }
 
 /** Mounter: SetUp publishes the volume into the pod's volume directory. */

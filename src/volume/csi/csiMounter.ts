@@ -95,10 +95,14 @@ export class CsiMounter implements VolumeMounter {
       await saveVolumeData(host.fs, volDir, data);
     } catch (err) {
       const msg = csiLog(`mounter.SetUpAt failed to save volume info data: ${errorMessage(err)}`);
-      try {
-        await removeMountDir(host, dir);
-      } catch (cleanupErr) {
-        host.logger.error(cleanupErr, csiLog('mounter.SetUpAt failed to remove mount dir after error'), { dir });
+      if (args.keepTargetOnFinalError === true) {
+        this.logKeep(dir);
+      } else {
+        try {
+          await removeMountDir(host, dir);
+        } catch (cleanupErr) {
+          host.logger.error(cleanupErr, csiLog('mounter.SetUpAt failed to remove mount dir after error'), { dir });
+        }
       }
       throw new TransientOperationFailure(msg);
     }
@@ -124,7 +128,11 @@ export class CsiMounter implements VolumeMounter {
           throw classifyCsiError(err, 'mounter.SetupAt failed');
         });
     } catch (err) {
-      if (!isUncertainProgressError(err)) {
+      if (!isUncertainProgressError(err) && args.keepTargetOnFinalError === true) {
+        // Gate CSIKeepListedVolumeOnStageFailure: the driver may still have the target
+        // published from before a reboot; its record is what TearDown unpublishes it with.
+        this.logKeep(dir);
+      } else if (!isUncertainProgressError(err)) {
         // A final error: nothing is published there, clean up what SetUp created.
         try {
           await removeMountDir(host, dir);
@@ -135,6 +143,10 @@ export class CsiMounter implements VolumeMounter {
       throw err;
     }
     host.logger.v(4).info(csiLog('mounter.SetUp successfully requested NodePublish'), { dir, pod: `${this.pod.namespace}/${this.pod.name}` });
+  }
+
+  private logKeep(dir: string): void {
+    this.host.logger.v(2).info(csiLog('mounter.SetUpAt keeps the pod volume dir and its volume data after an error: the target may still be published'), { dir });
   }
 }
 

@@ -184,6 +184,40 @@ describe('simulator: replays of what the explorer found (README "Proving it: the
     assert.deepEqual(names(fixed), [], 'every gate on: the staging dir and the target survive, the volume is listed, unpublished, unstaged');
   });
 
+  it('every gate on, --faults: the re-SetUp of a pod volume paired at reconstruction fails with a final error before NodePublishVolume; its pod-local vol_data.json stays while the driver has the target published (gate CSIKeepListedVolumeOnStageFailure)', async () => {
+    // Replay of the explorer's `listed-restage-fails --faults` finding (plan fault:Unavailable:19):
+    // after the reboot the driver still records pod-a's target as published; the 19th CSI call is
+    // NodePublishVolume's SINGLE_NODE_MULTI_WRITER check, and its UNAVAILABLE is a final error.
+    const scenario = loadBuiltinScenario('listed-restage-fails');
+    const plan = parsePlan('fault:Unavailable:19');
+    const file = '/var/lib/kubelet/pods/pod-a/volumes/kubernetes.io~csi/pv-1/vol_data.json';
+    const on = await simulate({ scenario, gates: withGates(...ALL), seed: 1, plan, fullTrace: true });
+    const calls = on.trace.flatMap((s) => s.calls);
+    const faulted = calls.findIndex((c) => c.port === 'csi' && c.result === 'UNAVAILABLE');
+    assert.ok(faulted >= 0, 'the planned fault lands');
+    assert.equal(calls[faulted]?.op, 'NodeGetCapabilities');
+    const nextPublish = calls.findIndex((c, i) => i > faulted && c.op === 'NodePublishVolume');
+    assert.ok(nextPublish > faulted, 'SetUp is retried');
+    assert.deepEqual(calls.slice(faulted, nextPublish).filter((c) => c.op === 'unlink' && c.args === file), [], 'the record is not removed');
+    assert.deepEqual(names(on), []);
+    assert.equal(on.endReason, 'converged');
+    // Upstream's cleanup (the gate off, every other gate on) removes it.
+    const off = await simulate({ scenario, gates: withGates(...ALL.filter((g) => g !== 'CSIKeepListedVolumeOnStageFailure')), seed: 1, plan });
+    assert.ok(off.violations.some((v) => v.invariant === 'nothing-removed-early' && v.message.startsWith(`${file} removed while`)), JSON.stringify(off.violations));
+  });
+
+  it('a hang fault: the stuck window counts from the hung call\'s answer, when kubelet\'s backoff starts, not from when it was sent (a simulator bug, fixed)', async () => {
+    // rewanted-during-unstage --faults, plan fault:Hang:26: a NodeGetCapabilities hangs to the
+    // client deadline (2 min), then the operation waits its 2m2s backoff: 4 minutes without a
+    // change after the call was sent, which ended the run as stuck after 3.
+    const scenario = loadBuiltinScenario('rewanted-during-unstage');
+    const r = await simulate({ scenario, gates: withGates(...ALL), seed: 1, plan: parsePlan('fault:Hang:26'), fullTrace: true });
+    const calls = r.trace.flatMap((s) => s.calls);
+    assert.ok(calls.some((c) => c.op === 'NodeGetCapabilities' && c.result === 'DEADLINE_EXCEEDED'), 'the planned hang lands');
+    assert.deepEqual(names(r), []);
+    assert.equal(r.endReason, 'converged');
+  });
+
   it('every gate on: each built-in scenario\'s fault-free run has no violation (the full exploration is npm run explore:gates)', async () => {
     for (const name of builtinScenarioNames()) {
       const r = await simulate({ scenario: loadBuiltinScenario(name), gates: withGates(...ALL), seed: 1 });

@@ -164,6 +164,45 @@ describe('gate CSIKeepListedVolumeOnStageFailure (reference §15 open question 3
     assert.equal(node.driver.volume('vol-1'), undefined);
     assert.equal(await node.exists(VOL_DIR('vol-1')), false);
   });
+
+  /**
+   * The same gap one step later (the explorer's `listed-restage-fails --faults` finding): after a
+   * reboot the pod's mount is reconstructed as uncertain while the driver still records its
+   * target as published; the re-SetUp fails with a final error before the pod goes away.
+   */
+  async function republishFails(on: boolean): Promise<{ node: InMemoryNode; name: UniqueVolumeName; mark: number; keptAfterFailure: boolean }> {
+    const g = gates('CSIKeepListedVolumeOnStageFailure', on);
+    const node = new InMemoryNode();
+    const name = await mountedPod(node, g);
+    node.reboot();
+    node.driver.inject({ method: 'NodePublishVolume', code: 3 /* INVALID_ARGUMENT: final */, times: 1 });
+    const mark = node.driver.calls.length;
+    await node.startKubelet(g);
+    await node.stepUntil(() => node.driver.calls.slice(mark).some((c) => c.method === 'NodePublishVolume'));
+    await node.step();
+    const keptAfterFailure = await node.exists(`${POD_DIR('pod-a', 'pv-1')}/vol_data.json`);
+    node.cluster.deletePod('pod-a');
+    await node.steps(40);
+    return { node, name, mark, keptAfterFailure };
+  }
+
+  it('off: a reconstructed pod mount whose re-SetUp fails with a final error loses its vol_data.json; when the pod goes it is never unpublished or unstaged', async () => {
+    const { node, name, mark, keptAfterFailure } = await republishFails(false);
+    assert.equal(keptAfterFailure, false);
+    assert.deepEqual(csiCalls(node, mark), ['NodeStageVolume OK', 'NodePublishVolume INVALID_ARGUMENT']);
+    assert.equal(node.kubelet.asw.volumeExists(name), true);
+    assert.deepEqual([...(node.driver.volume('vol-1')?.publishedAt ?? [])], [`${POD_DIR('pod-a', 'pv-1')}/mount`]);
+  });
+
+  it('on: the pod volume dir and its vol_data.json stay; when the pod goes, NodeUnpublishVolume then NodeUnstageVolume, everything removed', async () => {
+    const { node, name, mark, keptAfterFailure } = await republishFails(true);
+    assert.equal(keptAfterFailure, true);
+    assert.deepEqual(csiCalls(node, mark), ['NodeStageVolume OK', 'NodePublishVolume INVALID_ARGUMENT', 'NodeUnpublishVolume OK', 'NodeUnstageVolume OK']);
+    assert.equal(node.kubelet.asw.volumeExists(name), false);
+    assert.equal(node.driver.volume('vol-1'), undefined);
+    assert.equal(await node.exists(POD_DIR('pod-a', 'pv-1')), false);
+    assert.equal(await node.exists(VOL_DIR('vol-1')), false);
+  });
 });
 
 describe('gate CSIRetryReconstructionCleanup (seed: inline volumes orphaned after a restart)', () => {
