@@ -58,4 +58,13 @@ describe('simulator: a planned hang perturbs the engine when its answer arrives 
     assert.ok(stage.sentMs < hung.answeredMs + STUCK_WINDOW_MS, `staged at ${stage.sentMs} ms, hang answered at ${hung.answeredMs} ms`);
     assert.ok(calls.some((c) => c.index > stage.index && c.method === 'NodePublishVolume' && c.answer === 'OK'), 'pod-b published');
   });
+
+  it('every gate on: the other hangs the explorer reported the same way (calls 28, 31, 32) converge too', async () => {
+    const scenario = loadBuiltinScenario('rewanted-during-unstage');
+    for (const csiCall of [28, 31, 32]) {
+      const r = await simulate({ scenario, gates: everyGate(), seed: 1, plan: [{ kind: 'fault', fault: 'Hang', csiCall }] });
+      assert.deepEqual(r.violations.map((v) => v.invariant), [], `fault:Hang:${csiCall}`);
+      assert.equal(r.endReason, 'converged', `fault:Hang:${csiCall}`);
+    }
+  });
 });
