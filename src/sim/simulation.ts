@@ -61,7 +61,9 @@ export const LIVENESS_BOUND_MS = 30 * 60_000;
 /**
  * A run ends as not converging earlier when nothing in the world changed for this long: longer
  * than kubelet's longest operation backoff (2m2s) plus a node status period, so an engine that
- * changes nothing for this long with all its loops running will not change anything later.
+ * changes nothing for this long with all its loops running will not change anything later. It
+ * counts from the last change or perturbation; a planned fault perturbs when its answer reaches
+ * the engine (a hang: at the client deadline), since the operation's backoff starts there.
  */
 export const STUCK_WINDOW_MS = 3 * 60_000;
 /** Converged must hold, with no change in the world, this long before a run ends early. */
@@ -755,15 +757,17 @@ export class Simulation {
               if (method === 'NodePublishVolume' && code === 'OK') this.#noteSetUp(driver.name, volumeId, request);
               if (this.#current !== undefined) this.#current.csi = rec;
               this.#record({ seq, life: life.id, port: 'csi', op: method, args: volumeId, result: code });
+              // A planned fault reaches the engine with this answer, not when the call arrived: a
+              // hang answers DEADLINE_EXCEEDED only after kubelet's 2-minute client deadline, and
+              // the operation's backoff (up to 2m2s) starts then. The stuck window counts from here.
+              if (tookPlanned) this.#lastPerturbationMs = this.#sched.now;
               if (this.#noteCrashPoint(life, seq, 'after') || !life.alive) return;
-              // The engine's backoff for a planned fault starts when its answer arrives (a hang's
-              // at the client deadline, two minutes after it was sent): so does the stuck window.
-              if (planned !== undefined) this.#lastPerturbationMs = this.#sched.now;
               if (code !== 'OK' && method !== 'NodeGetCapabilities') this.#pendingFailureChecks.push({ life: life.id, logMark: this.#logs.length, method });
               deliver();
             });
           };
           const pending = invoke();
+          const tookPlanned = planned !== undefined && planned.remaining() === 0;
           planned?.remove();
           pending.then(
             (v) => settle('OK', () => resolve(v)),
