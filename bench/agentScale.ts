@@ -16,6 +16,7 @@
  *      the N reconstructed (uncertain) volumes again, as kubelet does;
  *   6. down: the pod manifests are deleted at once; "down" ends when no mount is left.
  * Knobs: BENCH_AGENT_FLOOR=0 skips the floor; BENCH_AGENT_V=<n> runs the agents with -v n;
+ * BENCH_AGENT_RESTARTS=<k> measures k restarts (alternating with the baseline's) and reports medians;
  * BENCH_AGENT_HEAP=<dir> writes a heap snapshot of the idle agent there; BENCH_AGENT_BASELINE=<dir>
  * (a checkout or copy holding bin/nodevol.js and its dist/) also measures that build's agent on
  * the same mounts, in the same run: restart -> ready, idle CPU and RSS, side by side.
@@ -286,6 +287,21 @@ async function measureIdle(agent: Proc, idleS: number): Promise<{ idleCpuPct: nu
   return { idleCpuPct, ...mem };
 }
 
+/** BENCH_AGENT_RESTARTS: how many restarts are measured (default 1). */
+function restartRounds(): number {
+  const raw = process.env.BENCH_AGENT_RESTARTS;
+  if (raw === undefined || raw === '') return 1;
+  const k = Number(raw);
+  if (!Number.isInteger(k) || k < 1) throw new Error(`BENCH_AGENT_RESTARTS=${JSON.stringify(raw)}: want a positive integer`);
+  return k;
+}
+
+function median(xs: readonly number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
 function floorEnabled(): boolean {
   return process.env.BENCH_AGENT_FLOOR !== '0';
 }
@@ -395,6 +411,30 @@ async function runSize(n: number, idleS: number): Promise<SizeResult> {
       await until('the restarted agent to mount the reconstructed volumes again', phaseTimeoutMs, async () => (await mountsDone(restarted.address)) >= n);
       const remountMs = performance.now() - remountStart;
 
+      // 5b. BENCH_AGENT_RESTARTS=<k>: k-1 more restarts (kill -9, a new agent until ready, then
+      // until it has mounted everything again), alternating with the baseline's when there is one;
+      // restart -> ready is reported as the median of the samples of each build.
+      const restarts = [restarted.readyMs];
+      let address = restarted.address;
+      const baselineRestarts = baseline === undefined ? [] : [baseline.restartReadyMs];
+      for (let round = 1; round < restartRounds(); round++) {
+        const builds: { bin?: string; samples: number[] }[] = [];
+        if (baseline !== undefined && baselineDir !== undefined) builds.push({ bin: path.join(path.resolve(baselineDir), 'bin', 'nodevol.js'), samples: baselineRestarts });
+        builds.push({ samples: restarts });
+        for (const b of builds) {
+          await agent.stop('SIGKILL');
+          const next = await startAgent(disk, `agent-restart-${round}${b.bin === undefined ? '' : '-baseline'}`, b.bin);
+          agent = next.agent;
+          address = next.address;
+          b.samples.push(next.readyMs);
+          await until('the restarted agent to mount the reconstructed volumes again', phaseTimeoutMs, async () => (await mountsDone(next.address)) >= n);
+        }
+      }
+      if (restarts.length > 1) {
+        const list = (xs: readonly number[]): string => xs.map((v) => s(v)).join(', ');
+        process.stderr.write(`agent bench: N=${n} restart->ready samples: this build ${list(restarts)}${baselineRestarts.length > 0 ? `; baseline ${list(baselineRestarts)}` : ''}\n`);
+      }
+
       // 6. down: every pod deleted at once
       const downBefore = { agentMs: cpuMs(agent.pid), driverMs: cpuMs(driver.pid) };
       const downStart = performance.now();
@@ -405,7 +445,7 @@ async function runSize(n: number, idleS: number): Promise<SizeResult> {
       }, progress);
       const downMs = performance.now() - downStart;
       const downCpu = { agentMs: cpuMs(agent.pid) - downBefore.agentMs, driverMs: cpuMs(driver.pid) - downBefore.driverMs };
-      const restartedFailures = await failedOperations(restarted.address);
+      const restartedFailures = await failedOperations(address);
 
       return {
         n,
@@ -416,12 +456,12 @@ async function runSize(n: number, idleS: number): Promise<SizeResult> {
         idleCpuPct,
         rssMB: mem.rss,
         peakRssMB: mem.peak,
-        restartReadyMs: restarted.readyMs,
+        restartReadyMs: median(restarts),
         remountMs,
         downMs,
         downCpu,
         agentFailures: { first: firstFailures, restarted: restartedFailures },
-        baseline,
+        baseline: baseline === undefined ? undefined : { ...baseline, restartReadyMs: median(baselineRestarts) },
       };
     } finally {
       client.close();
@@ -558,6 +598,7 @@ async function outer(): Promise<void> {
     return;
   }
   sizesFromEnv(); // a bad BENCH_AGENT_N fails here, before anything starts
+  restartRounds(); // and a bad BENCH_AGENT_RESTARTS
   const base = await mkdtemp(path.join(os.tmpdir(), 'nodevol-agent-bench-'));
   try {
     // Every mount the driver makes lives and dies with this namespace: the disk is removed after it ended.

@@ -112,11 +112,21 @@ export class AgentRuntime {
     if (this.options.compactWhenIdle === false || activity === undefined) return;
     const gc = exposeGc();
     if (gc === undefined) return;
-    const compactor = new IdleMemoryCompactor({ activity, heapUsed: () => process.memoryUsage().heapUsed, gc, nowMs: () => this.now() });
+    const compactor = new IdleMemoryCompactor({ activity, heapTotal: () => process.memoryUsage().heapTotal, gc, nowMs: () => this.now() });
     const t = setInterval(() => {
       if (this.phase !== 'running') return;
-      const before = process.memoryUsage().heapUsed;
-      if (compactor.check()) this.logger.v(4).info('Compacted the heap after going idle', { heapUsedBefore: before, heapUsedAfter: process.memoryUsage().heapUsed });
+      const before = process.memoryUsage();
+      if (compactor.check()) {
+        const after = process.memoryUsage();
+        this.logger.v(4).info('Compacted the heap after going idle', {
+          heapUsedBefore: before.heapUsed,
+          heapUsedAfter: after.heapUsed,
+          heapTotalBefore: before.heapTotal,
+          heapTotalAfter: after.heapTotal,
+          rssBefore: before.rss,
+          rssAfter: after.rss,
+        });
+      }
     }, CHECK_PERIOD_MS);
     t.unref();
     this.timers.add(t);

@@ -15,6 +15,7 @@ import { startHttpServer, DEFAULT_METRICS_BIND_ADDRESS, parseBindAddress } from 
 import { DiscoveringDriverRegistry, parseCsiEndpointFlag } from '../agent/driverDiscovery.js';
 import { setupDataDirs } from '../agent/dataDirs.js';
 import { AgentRuntime } from '../agent/runtime.js';
+import { limitYoungGeneration } from '../agent/idleMemory.js';
 import { GrpcCsiDriverRegistry } from '../csi/grpc/client.js';
 import { instrumentedRegistry, observedRegistry } from '../csi/instrumented.js';
 import { createAgentTracer, type AgentTracer } from '../agent/trace.js';
@@ -81,6 +82,8 @@ export function agentCommand(setExitCode: (code: number) => void): Command {
 }
 
 async function runAgent(flags: AgentFlags): Promise<number> {
+  // A long-running process: its young generation stays small (agent/idleMemory.ts).
+  limitYoungGeneration();
   const logger = stderrLogger(flags);
   const usage = (msg: string): number => {
     process.stderr.write(`nodevol agent: ${msg}\n`);

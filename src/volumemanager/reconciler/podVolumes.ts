@@ -11,6 +11,7 @@ import { joinName } from '../../layout/joinName.js';
 import { unescapeQualifiedName, type UniquePodName } from '../../layout/names.js';
 import type { PersistentVolumeMode } from '../../api/core.js';
 import { rootEscapeReason } from '../../layout/confinement.js';
+import { mapConcurrently, RECONSTRUCTION_CONCURRENCY } from './concurrently.js';
 
 /** podVolume: one reconstruction candidate. */
 export interface PodVolume {
@@ -65,73 +66,25 @@ export async function getVolumesFromPodDir(
     logger.error(err, 'Could not read directory', { path: podsDir });
     return { volumes, problems };
   }
-  const pods = sortByName(await fs.readdir(podsDir));
+  const pods = sortByName(await fs.readdir(podsDir)).filter((p) => p.type === 'directory');
   // kubelet skips a pod whose volumes dir cannot be read without a word (it may not exist), and
   // logs an unreadable plugin dir as an error; nodevol records both as problems for the audit.
-  const problem = (p: string, err: unknown): void => {
-    problems.push({ path: p, error: errorMessage(err) });
-  };
-  const pluginProblem = (p: string, err: unknown): void => {
-    problems.push({ path: p, error: errorMessage(err) });
-    logger.error(err, 'Could not read volume plugin directory', { volumePluginPath: p });
-  };
-
+  // The pod directories are read concurrently; what each found is recorded (and logged) in name
+  // order, as a walk one directory at a time would.
   const v5 = logger.enabled(5);
-  for (const pod of pods) {
-    if (pod.type !== 'directory') continue;
-    const podDir = joinName(podsDir, pod.name);
-    let podEntries: DirEntry[];
-    try {
-      podEntries = await fs.readdir(podDir);
-    } catch (err) {
-      problem(podDir, err);
-      continue;
-    }
-    for (const [sub, volumeMode] of SUBDIRS) {
-      const subDir = joinName(podDir, sub);
-      const subEntry = podEntries.find((e) => e.name === sub);
-      if (subEntry === undefined) continue;
-      if (subEntry.type !== 'directory') {
-        // Never followed: a symlink here could lead out of the root dir (a nodevol refusal).
-        const err = new Error(`${subDir} is a ${subEntry.type}, not a directory; not followed`);
-        problem(subDir, err);
-        if (subEntry.type === 'symlink') logger.v(4).info('Not following a symlinked volumes directory', { path: subDir });
-        continue;
-      }
-      let plugins: DirEntry[];
-      try {
-        plugins = sortByName(await fs.readdir(subDir)).filter((p) => p.type === 'directory' || p.type === 'symlink');
-      } catch (err) {
-        problem(subDir, err);
-        continue;
-      }
-      for (const plugin of plugins) {
-        const pluginDir = joinName(subDir, plugin.name);
-        if (plugin.type === 'symlink') {
-          pluginProblem(pluginDir, new Error(`${pluginDir} is a symlink; not followed`));
-          continue;
-        }
-        let children: DirEntry[];
-        try {
-          children = sortByName(await fs.readdir(pluginDir));
-        } catch (err) {
-          pluginProblem(pluginDir, err);
-          continue;
-        }
-        const pluginName = unescapeQualifiedName(plugin.name);
-        for (const child of children) {
-          const volumePath = joinName(pluginDir, child.name);
-          if (v5) logger.v(5).info('Volume path from volume plugin directory', { podName: pod.name, volumePath });
-          volumes.push({
-            podName: pod.name as UniquePodName,
-            volumeSpecName: child.name,
-            volumePath,
-            pluginName,
-            volumeMode,
-            entryType: child.type,
-            parentsVerified: realRootDir !== undefined && child.type === 'directory',
-          });
-        }
+  const walks = await mapConcurrently(pods, RECONSTRUCTION_CONCURRENCY, (pod) => walkPodDir(fs, joinName(podsDir, pod.name), pod.name as UniquePodName, realRootDir !== undefined));
+  for (const walk of walks) {
+    for (const e of walk.events) {
+      if (e.kind === 'volume') {
+        if (v5) logger.v(5).info('Volume path from volume plugin directory', { podName: e.volume.podName, volumePath: e.volume.volumePath });
+        volumes.push(e.volume);
+      } else if (e.kind === 'problem') {
+        problems.push({ path: e.path, error: errorMessage(e.err) });
+      } else if (e.kind === 'pluginProblem') {
+        problems.push({ path: e.path, error: errorMessage(e.err) });
+        logger.error(e.err, 'Could not read volume plugin directory', { volumePluginPath: e.path });
+      } else {
+        logger.v(4).info('Not following a symlinked volumes directory', { path: e.path });
       }
     }
   }
@@ -139,6 +92,72 @@ export async function getVolumesFromPodDir(
     for (const v of volumes) logger.v(4).info('Get volume from pod directory', { path: podsDir, volume: v.volumePath });
   }
   return { volumes, problems };
+}
+
+/** What the walk of one pod directory found, in the order a sequential walk meets it. */
+type WalkEvent =
+  | { readonly kind: 'volume'; readonly volume: PodVolume }
+  | { readonly kind: 'problem'; readonly path: string; readonly err: unknown }
+  | { readonly kind: 'pluginProblem'; readonly path: string; readonly err: unknown }
+  | { readonly kind: 'symlinkedVolumesDir'; readonly path: string };
+
+async function walkPodDir(fs: FileSystem, podDir: string, podName: UniquePodName, confined: boolean): Promise<{ events: WalkEvent[] }> {
+  const events: WalkEvent[] = [];
+  let podEntries: DirEntry[];
+  try {
+    podEntries = await fs.readdir(podDir);
+  } catch (err) {
+    events.push({ kind: 'problem', path: podDir, err });
+    return { events };
+  }
+  for (const [sub, volumeMode] of SUBDIRS) {
+    const subDir = joinName(podDir, sub);
+    const subEntry = podEntries.find((e) => e.name === sub);
+    if (subEntry === undefined) continue;
+    if (subEntry.type !== 'directory') {
+      // Never followed: a symlink here could lead out of the root dir (a nodevol refusal).
+      events.push({ kind: 'problem', path: subDir, err: new Error(`${subDir} is a ${subEntry.type}, not a directory; not followed`) });
+      if (subEntry.type === 'symlink') events.push({ kind: 'symlinkedVolumesDir', path: subDir });
+      continue;
+    }
+    let plugins: DirEntry[];
+    try {
+      plugins = sortByName(await fs.readdir(subDir)).filter((p) => p.type === 'directory' || p.type === 'symlink');
+    } catch (err) {
+      events.push({ kind: 'problem', path: subDir, err });
+      continue;
+    }
+    for (const plugin of plugins) {
+      const pluginDir = joinName(subDir, plugin.name);
+      if (plugin.type === 'symlink') {
+        events.push({ kind: 'pluginProblem', path: pluginDir, err: new Error(`${pluginDir} is a symlink; not followed`) });
+        continue;
+      }
+      let children: DirEntry[];
+      try {
+        children = sortByName(await fs.readdir(pluginDir));
+      } catch (err) {
+        events.push({ kind: 'pluginProblem', path: pluginDir, err });
+        continue;
+      }
+      const pluginName = unescapeQualifiedName(plugin.name);
+      for (const child of children) {
+        events.push({
+          kind: 'volume',
+          volume: {
+            podName,
+            volumeSpecName: child.name,
+            volumePath: joinName(pluginDir, child.name),
+            pluginName,
+            volumeMode,
+            entryType: child.type,
+            parentsVerified: confined && child.type === 'directory',
+          },
+        });
+      }
+    }
+  }
+  return { events };
 }
 
 function sortByName(entries: DirEntry[]): DirEntry[] {

@@ -30,6 +30,7 @@ import type { DesiredStateOfWorld } from '../cache/desiredStateOfWorld.js';
 import { getVolumesFromPodDir, type PodVolume } from './podVolumes.js';
 import { pairFailedPodVolumesWithListed, pairPublishedBlockTargets, type ListedVolume } from './pairPodVolumes.js';
 import { reconstructVolumeSpec, type ReconstructedSpec } from './reconstructVolume.js';
+import { mapConcurrently, RECONSTRUCTION_CONCURRENCY } from './concurrently.js';
 
 export interface ReconstructorDeps {
   readonly fs: FileSystem;
@@ -102,14 +103,27 @@ export class Reconstructor {
     }
 
     const byVolume = new Map<UniqueVolumeName, ReconstructedPodVolume[]>();
-    for (const candidate of candidates) {
-      if (this.deps.asw.volumeExistsWithSpecName(candidate.podName, candidate.volumeSpecName)) {
+    // Each candidate is read on its own (its pod volume dir, vol_data.json): they are read
+    // concurrently, and what each gave is recorded in the candidates' order, as one at a time.
+    const inAsw = candidates.map((c) => this.deps.asw.volumeExistsWithSpecName(c.podName, c.volumeSpecName));
+    const outcomes = await mapConcurrently(candidates, RECONSTRUCTION_CONCURRENCY, (candidate, i) =>
+      inAsw[i] === true
+        ? Promise.resolve(undefined)
+        : this.reconstructVolume(candidate).then(
+            (volume) => ({ volume }),
+            (err: unknown) => ({ err }),
+          ),
+    );
+    for (const [i, candidate] of candidates.entries()) {
+      const outcome = outcomes[i];
+      if (outcome === undefined) {
         logger.v(4).info('Volume exists in actual state, skip cleaning up mounts', { podName: candidate.podName, volumeSpecName: candidate.volumeSpecName });
         continue;
       }
       let reconstructed: ReconstructedPodVolume;
       try {
-        reconstructed = await this.reconstructVolume(candidate);
+        if ('err' in outcome) throw outcome.err;
+        reconstructed = outcome.volume;
         this.deps.metrics.reconstructVolumeOperation(reconstructed.dataSource === 'global-fallback' ? 'global-mount' : 'pod-local', false);
       } catch (err) {
         this.deps.metrics.reconstructVolumeOperation('pod-local', true);
