@@ -46,7 +46,7 @@ describe('nodevol mock-driver (process)', () => {
       child.stdout.on('data', (b: Buffer) => (out += b.toString()));
       // Bounded wait for both lines (the driver answers its own CreateVolume over the socket).
       await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no provisioning output after 10 s; got ${JSON.stringify(out)}`)), 10_000);
+        const timer = setTimeout(() => reject(new Error(`no provisioning output after 60 s; got ${JSON.stringify(out)}`)), 60_000);
         const check = (): void => {
           if (out.split('\n').filter((l) => l !== '').length >= 2) {
             clearTimeout(timer);
