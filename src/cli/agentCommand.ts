@@ -223,6 +223,12 @@ async function runAgent(flags: AgentFlags): Promise<number> {
     grpcRegistry.close();
     return usage(`--metrics-bind-address ${flags.metricsBindAddress}: ${errorMessage(err)}`);
   }
+  // Listening before the start line is written: whoever reads it may send SIGTERM at once, and
+  // without a listener that signal would end the process uncleanly.
+  const stopped = new Promise<string>((resolve) => {
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+    process.once('SIGINT', () => resolve('SIGINT'));
+  });
   logger.info('Starting nodevol agent', {
     rootDir: realRootDir,
     nodeName: flags.nodeName,
@@ -231,10 +237,6 @@ async function runAgent(flags: AgentFlags): Promise<number> {
     metricsAddress: `${bind.host}:${http.port}`,
   });
 
-  const stopped = new Promise<string>((resolve) => {
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-    process.once('SIGINT', () => resolve('SIGINT'));
-  });
   let failure: unknown;
   const started = runtime.start().catch((err: unknown) => {
     failure = err;
