@@ -42,11 +42,12 @@ import { resolve as resolvePath } from 'node:path';
 
 import type { AttachedVolume, CSIDriverInfo, NodeStatus, PersistentVolumeClaim, Pod } from '../../api/core.js';
 import type { ClusterView } from '../../host/cluster.js';
+import { mapConcurrently } from '../../host/concurrency.js';
 import { errorCode, errorMessage, writeFileAtomic, type FileStat, type FileSystem } from '../../host/fs.js';
 import { discardLogger, type Logger } from '../../host/logger.js';
 import type { PersistentVolume } from '../../api/core.js';
 import { formatFieldPath, isRecord, nodeStatusSchema, parseManifestFile, type ManifestProblem, type ParsedFile } from './clusterManifests.js';
-import { isManifestName, LastGoodStore, mapConcurrently, READ_CONCURRENCY } from './clusterLastGood.js';
+import { isManifestName, LastGoodStore, READ_CONCURRENCY } from './clusterLastGood.js';
 import { SnapshotBuilder, type Snapshot } from './clusterSnapshot.js';
 import { NodeFileSystem } from './nodeFs.js';
 

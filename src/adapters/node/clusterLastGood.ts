@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto';
 import * as posix from 'node:path/posix';
 
 import { errorCode, writeFileAtomic, type FileStat, type FileSystem } from '../../host/fs.js';
+import { mapConcurrently } from '../../host/concurrency.js';
 import type { Logger } from '../../host/logger.js';
 import { parseManifestFile, type ParsedFile } from './clusterManifests.js';
 
@@ -43,17 +44,6 @@ export function isManifestName(name: string): boolean {
 
 /** Manifests stat'ed and read at once: the first pass over a large cluster dir is latency-bound. */
 export const READ_CONCURRENCY = 32;
-
-/** `fn` over `items` with at most `limit` calls in flight; results in the order of `items`. */
-export async function mapConcurrently<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    for (let i = next++; i < items.length; i = next++) out[i] = await fn(items[i] as T);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
-}
 
 export class LastGoodStore {
   readonly #o: LastGoodStoreOptions;

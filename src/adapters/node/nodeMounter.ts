@@ -17,6 +17,7 @@ import { existsSync } from 'node:fs';
 import * as posix from 'node:path/posix';
 
 import { FsError, errorCode, errorMessage, type FileStat, type FileSystem } from '../../host/fs.js';
+import { FreshSharedCall } from '../../host/concurrency.js';
 import { discardLogger, type Logger } from '../../host/logger.js';
 import { escapeMountPath } from '../../mount/mountInfo.js';
 import { readMountTableSnapshot, type MountTableSnapshot } from '../../mount/mountRefs.js';
@@ -201,10 +202,8 @@ export class NodeMounter implements Mounter {
   readonly #logger: Logger;
   /** undefined once the kernel was found not to report mount ids (or when not to be used). */
   #mountIds: MountIdProbe | undefined;
-  /** The read of the mount table in progress, if any. */
-  #reading: Promise<MountTableSnapshot> | undefined;
-  /** The read that starts once #reading settles, shared by every caller that asked meanwhile. */
-  #nextRead: Promise<MountTableSnapshot> | undefined;
+  /** Mount table reads, shared by concurrent callers (each answered by a read started after it asked). */
+  readonly #tableReads = new FreshSharedCall(() => readMountTableSnapshot(this.#mountInfo, { strict: true }));
 
   constructor(options: NodeMounterOptions = {}) {
     this.#mountCommand = options.mountCommand ?? defaultBinary('/bin/mount', 'mount');
@@ -314,27 +313,7 @@ export class NodeMounter implements Mounter {
    * reads of the table, not a thousand; the snapshots are read-only, so sharing one is safe.
    */
   readMountTable(): Promise<MountTableSnapshot> {
-    if (this.#reading === undefined) return this.#startRead();
-    this.#nextRead ??= this.#reading.then(
-      () => this.#startQueuedRead(),
-      () => this.#startQueuedRead(),
-    );
-    return this.#nextRead;
-  }
-
-  #startQueuedRead(): Promise<MountTableSnapshot> {
-    this.#nextRead = undefined;
-    return this.#startRead();
-  }
-
-  #startRead(): Promise<MountTableSnapshot> {
-    const read = readMountTableSnapshot(this.#mountInfo, { strict: true });
-    this.#reading = read;
-    const done = (): void => {
-      if (this.#reading === read) this.#reading = undefined;
-    };
-    read.then(done, done);
-    return read;
+    return this.#tableReads.call();
   }
 
   /** kubelet's stat-based IsLikelyNotMountPoint: st_dev of path vs st_dev of its parent. */

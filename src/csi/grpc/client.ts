@@ -38,6 +38,7 @@ import {
   wireMap,
   wireString,
 } from './convert.js';
+import { FreshSharedCall } from '../../host/concurrency.js';
 import { normalizeEndpoint, unixSocketPath } from './endpoint.js';
 import { csiServices, type UnaryMethod } from './loader.js';
 import type * as wire from './messages.js';
@@ -163,10 +164,12 @@ export class GrpcCsiClient implements CsiNodeClient {
   readonly #identityTimeoutMs: number;
   readonly #controllerTimeoutMs: number;
   #closed = false;
-  /** The NodeGetCapabilities call in flight, if any. */
-  #capabilitiesCall: Promise<readonly NodeCapability[]> | undefined;
-  /** The call that starts once #capabilitiesCall settles, shared by every caller that asked meanwhile. */
-  #nextCapabilitiesCall: Promise<readonly NodeCapability[]> | undefined;
+  /** NodeGetCapabilities calls, shared by concurrent callers (each answered by a call sent after it asked). */
+  readonly #capabilitiesCalls = new FreshSharedCall(() =>
+    this.#unary('NodeGetCapabilities', csiServices().node.methods.NodeGetCapabilities, {}, this.#nodeTimeoutMs).then((res) =>
+      Object.freeze(nodeCapabilitiesFromWire(res)),
+    ),
+  );
 
   /** Throws {@link InvalidCsiEndpointError} unless `endpoint` is unix:///absolute/path. */
   constructor(endpoint: string, options: GrpcCsiClientOptions = {}) {
@@ -250,29 +253,7 @@ export class GrpcCsiClient implements CsiNodeClient {
    * call would), an error reaches every caller that shared it, and nothing is kept afterwards.
    */
   nodeGetCapabilities(): Promise<readonly NodeCapability[]> {
-    if (this.#capabilitiesCall === undefined) return this.#startCapabilitiesCall();
-    this.#nextCapabilitiesCall ??= this.#capabilitiesCall.then(
-      () => this.#startQueuedCapabilitiesCall(),
-      () => this.#startQueuedCapabilitiesCall(),
-    );
-    return this.#nextCapabilitiesCall;
-  }
-
-  #startQueuedCapabilitiesCall(): Promise<readonly NodeCapability[]> {
-    this.#nextCapabilitiesCall = undefined;
-    return this.#startCapabilitiesCall();
-  }
-
-  #startCapabilitiesCall(): Promise<readonly NodeCapability[]> {
-    const call = this.#unary('NodeGetCapabilities', csiServices().node.methods.NodeGetCapabilities, {}, this.#nodeTimeoutMs).then((res) =>
-      Object.freeze(nodeCapabilitiesFromWire(res)),
-    );
-    this.#capabilitiesCall = call;
-    const done = (): void => {
-      if (this.#capabilitiesCall === call) this.#capabilitiesCall = undefined;
-    };
-    call.then(done, done);
-    return call;
+    return this.#capabilitiesCalls.call();
   }
 
   async nodeStageVolume(req: NodeStageVolumeRequest): Promise<void> {

@@ -11,7 +11,14 @@ import { joinName } from '../../layout/joinName.js';
 import { unescapeQualifiedName, type UniquePodName } from '../../layout/names.js';
 import type { PersistentVolumeMode } from '../../api/core.js';
 import { rootEscapeReason } from '../../layout/confinement.js';
-import { mapConcurrently, RECONSTRUCTION_CONCURRENCY } from './concurrently.js';
+import { mapConcurrently } from '../../host/concurrency.js';
+
+/**
+ * How many reconstruction reads run at once (libuv's thread pool has four threads by default).
+ * Reconstruction reads a thousand pod directories and volume data files at start: one awaited
+ * file system call at a time leaves the thread pool idle while readiness waits.
+ */
+export const RECONSTRUCTION_CONCURRENCY = 16;
 
 /** podVolume: one reconstruction candidate. */
 export interface PodVolume {

@@ -14,6 +14,7 @@ import {
   CSIUnpublishBeforeUnstageAfterReconstruction,
   type FeatureGate,
 } from '../../features/features.js';
+import { mapConcurrently } from '../../host/concurrency.js';
 import type { Clock } from '../../host/clock.js';
 import type { ClusterView } from '../../host/cluster.js';
 import { isNotExist, type FileSystem } from '../../host/fs.js';
@@ -27,10 +28,9 @@ import { BACKOFF_INITIAL_MS, BACKOFF_MAX_MS, isAlreadyExists, isBackoff, isExpec
 import { isBlockVolumePlugin, type GlobalVolume, type GlobalVolumeListerPlugin, type VolumePluginMgr } from '../../volume/plugins.js';
 import type { ActualStateOfWorld } from '../cache/actualStateOfWorld.js';
 import type { DesiredStateOfWorld } from '../cache/desiredStateOfWorld.js';
-import { getVolumesFromPodDir, type PodVolume } from './podVolumes.js';
+import { getVolumesFromPodDir, RECONSTRUCTION_CONCURRENCY, type PodVolume } from './podVolumes.js';
 import { pairFailedPodVolumesWithListed, pairPublishedBlockTargets, type ListedVolume } from './pairPodVolumes.js';
 import { reconstructVolumeSpec, type ReconstructedSpec } from './reconstructVolume.js';
-import { mapConcurrently, RECONSTRUCTION_CONCURRENCY } from './concurrently.js';
 
 export interface ReconstructorDeps {
   readonly fs: FileSystem;

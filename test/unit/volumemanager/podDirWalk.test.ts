@@ -7,7 +7,7 @@ import { MemFs } from '../../../src/adapters/memory/memFs.js';
 import type { DirEntry, FileSystem } from '../../../src/host/fs.js';
 import { discardLogger } from '../../../src/host/logger.js';
 import { KubeletLayout } from '../../../src/layout/layout.js';
-import { mapConcurrently } from '../../../src/volumemanager/reconciler/concurrently.js';
+import { mapConcurrently } from '../../../src/host/concurrency.js';
 import { getVolumesFromPodDir } from '../../../src/volumemanager/reconciler/podVolumes.js';
 
 const ROOT = '/var/lib/kubelet';
