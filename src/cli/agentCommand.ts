@@ -11,6 +11,7 @@ import { realClock } from '../adapters/node/clock.js';
 import { ClusterDirView } from '../adapters/node/clusterDir.js';
 import { NodeFileSystem } from '../adapters/node/nodeFs.js';
 import { NodeMounter } from '../adapters/node/nodeMounter.js';
+import { withSyncStat } from '../adapters/node/syncReadFs.js';
 import { startHttpServer, DEFAULT_METRICS_BIND_ADDRESS, parseBindAddress } from '../agent/httpServer.js';
 import { DiscoveringDriverRegistry, parseCsiEndpointFlag } from '../agent/driverDiscovery.js';
 import { setupDataDirs } from '../agent/dataDirs.js';
@@ -137,7 +138,8 @@ async function runAgent(flags: AgentFlags): Promise<number> {
   }
   const promRegistry = new Registry();
   const metrics = createVolumeManagerMetrics(promRegistry);
-  const cluster = new ClusterDirView({ dir: clusterDir, nodeName: flags.nodeName, fs, logger, watch: true });
+  // Its safety-net pass stats every manifest: synchronously, as the thread pool's hand-off costs more (syncReadFs.ts).
+  const cluster = new ClusterDirView({ dir: clusterDir, nodeName: flags.nodeName, fs: withSyncStat(fs), logger, watch: true });
   const mounter = new NodeMounter({ fs, logger });
   const csiDrivers = instrumentedRegistry(new DiscoveringDriverRegistry(grpcRegistry, layout, logger), metrics, realClock);
   let trace: { readonly sink: TraceFileSink; readonly tracer: AgentTracer } | undefined;

@@ -118,3 +118,32 @@ function readBoundedSync(path: string, maxBytes: number, noFollow: boolean): Uin
     closeSync(fd);
   }
 }
+
+/**
+ * `fs` with `stat` and `lstat` made synchronous system calls; everything else is `fs`'s own.
+ *
+ * For the agent's cluster dir: its safety-net pass stats every manifest (1,000 on a full node)
+ * every 20 s. Through the thread pool each stat costs a hand-off and a wake-up of the event loop,
+ * about ten times the system call itself; that pass was the largest part of an idle agent's CPU
+ * (README, Speed). A stat of a file in a local directory does not wait on anything, so blocking
+ * the loop for it costs less than the hand-off. Not for volume paths: a stat of a hung mount
+ * point would block the whole agent, where kubelet blocks only the goroutine that asked.
+ */
+export function withSyncStat(fs: FileSystem): FileSystem {
+  const sync = new SyncReadFileSystem();
+  return {
+    readdir: (p) => fs.readdir(p),
+    lstat: (p) => sync.lstat(p),
+    stat: (p) => sync.stat(p),
+    realpath: (p) => fs.realpath(p),
+    readlink: (p) => fs.readlink(p),
+    readFile: (p, maxBytes, options) => fs.readFile(p, maxBytes, options),
+    mkdir: (p, options) => fs.mkdir(p, options),
+    writeFile: (p, data, options) => fs.writeFile(p, data, options),
+    rename: (from, to) => fs.rename(from, to),
+    fsyncDir: (p) => fs.fsyncDir(p),
+    rmdir: (p) => fs.rmdir(p),
+    unlink: (p) => fs.unlink(p),
+    symlink: (target, p) => fs.symlink(target, p),
+  };
+}

@@ -6,8 +6,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { NodeFileSystem } from '../../../src/adapters/node/nodeFs.js';
-import { SyncReadFileSystem } from '../../../src/adapters/node/syncReadFs.js';
-import { errorCode } from '../../../src/host/fs.js';
+import { SyncReadFileSystem, withSyncStat } from '../../../src/adapters/node/syncReadFs.js';
+import { errorCode, type FileSystem } from '../../../src/host/fs.js';
 
 let dir = '';
 const sync = new SyncReadFileSystem();
@@ -85,5 +85,55 @@ describe('SyncReadFileSystem', () => {
     }
     assert.equal(await code(async.lstat(target)), 'ENOENT');
     assert.equal(await code(async.lstat(path.join(dir, 'd', 'small'))), 'ok');
+  });
+});
+
+describe('withSyncStat (the agent\'s cluster dir)', () => {
+  /** NodeFileSystem, recording which of its methods were called. */
+  function recording(): { fs: FileSystem; calls: string[] } {
+    const calls: string[] = [];
+    const fs = new Proxy(async, {
+      get(target, prop, receiver) {
+        const v: unknown = Reflect.get(target, prop, receiver);
+        if (typeof v !== 'function') return v;
+        return (...args: unknown[]) => {
+          calls.push(String(prop));
+          return (v as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    return { fs, calls };
+  }
+
+  it('answers stat and lstat itself, with NodeFileSystem\'s answers and errno codes, rejecting rather than throwing', async () => {
+    const { fs, calls } = recording();
+    const wrapped = withSyncStat(fs);
+    for (const p of ['d', 'd/small', 'link']) {
+      assert.deepEqual(await wrapped.stat(path.join(dir, p)), await async.stat(path.join(dir, p)));
+      assert.deepEqual(await wrapped.lstat(path.join(dir, p)), await async.lstat(path.join(dir, p)));
+    }
+    const missing = wrapped.stat(path.join(dir, 'missing'));
+    assert.ok(missing instanceof Promise);
+    assert.equal(await code(missing), 'ENOENT');
+    assert.deepEqual(calls, []);
+  });
+
+  it('hands every other call, writes included, to the wrapped file system', async () => {
+    const { fs, calls } = recording();
+    const wrapped = withSyncStat(fs);
+    const target = path.join(dir, 'written');
+    await wrapped.writeFile(target, new TextEncoder().encode('x'));
+    assert.equal(Buffer.from(await wrapped.readFile(target, 10)).toString(), 'x');
+    await wrapped.rename(target, `${target}2`);
+    await wrapped.unlink(`${target}2`);
+    await wrapped.readdir(dir);
+    await wrapped.realpath(path.join(dir, 'link'));
+    await wrapped.readlink(path.join(dir, 'link'));
+    await wrapped.mkdir(path.join(dir, 'm'), { recursive: true, mode: 0o750 });
+    await wrapped.fsyncDir(path.join(dir, 'm'));
+    await wrapped.rmdir(path.join(dir, 'm'));
+    await wrapped.symlink('x', path.join(dir, 's'));
+    await wrapped.unlink(path.join(dir, 's'));
+    assert.deepEqual(calls, ['writeFile', 'readFile', 'rename', 'unlink', 'readdir', 'realpath', 'readlink', 'mkdir', 'fsyncDir', 'rmdir', 'symlink', 'unlink']);
   });
 });
