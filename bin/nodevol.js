@@ -17,6 +17,22 @@ for (const stream of [process.stdout, process.stderr]) {
 
 const bundle = new URL('../dist/bundle/cli/main.js', import.meta.url);
 const useBundle = process.env.NODEVOL_BUNDLE !== '0' && existsSync(bundle);
-const { main } = await import(useBundle ? bundle.href : '../dist/src/cli/main.js');
+const { main, runsOnce } = await import(useBundle ? bundle.href : '../dist/src/cli/main.js');
 
-process.exitCode = await main(process.argv.slice(2));
+const argv = process.argv.slice(2);
+process.exitCode = await main(argv);
+// A one-shot command (help, version, a single audit) has handed all it prints to stdout and
+// stderr by now. End as soon as both have flushed it (a pipe may still hold queued output),
+// sparing the heap's pending work and teardown; long-running commands end when nothing is left
+// to run.
+if (runsOnce(argv)) {
+  let unflushed = 2;
+  // A write error is the stream's 'error' handler's to settle (EPIPE ends with 141, above).
+  const flushed = (err) => {
+    if (err === undefined || err === null) {
+      if (--unflushed === 0) process.exit();
+    }
+  };
+  process.stdout.write('', flushed);
+  process.stderr.write('', flushed);
+}

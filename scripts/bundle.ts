@@ -20,7 +20,7 @@
  *
  *   node dist/scripts/bundle.js
  */
-import { build } from 'esbuild';
+import { build, type Plugin } from 'esbuild';
 import { readFileSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 
@@ -31,6 +31,26 @@ const ENTRY = path.join(ROOT, 'dist', 'src', 'cli', 'main.js');
 
 /** Packages bundled in: commander is on every command's start-up path and has no files of its own to read. */
 const BUNDLED_PACKAGES: ReadonlySet<string> = new Set(['commander']);
+
+/**
+ * commander requires node:child_process as it loads, for subcommands that are separate
+ * executables, which nodevol never declares. Loading it (with net, dgram and the streams) cost
+ * every command ~2 ms of start-up: commander gets a stand-in that loads the real module on its
+ * first use. Nothing else is affected (only commander's own import is redirected).
+ */
+const lazyChildProcessForCommander: Plugin = {
+  name: 'lazy-child-process-for-commander',
+  setup(b) {
+    const commanderDir = `${path.sep}node_modules${path.sep}commander${path.sep}`;
+    b.onResolve({ filter: /^(node:)?child_process$/ }, (args) =>
+      args.importer.includes(commanderDir) ? { path: 'child_process', namespace: 'nodevol-lazy' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'nodevol-lazy' }, () => ({
+      contents: "let real; module.exports = new Proxy({}, { get: (_, key) => (real ??= require('node:child_process'))[key] });",
+      loader: 'js',
+    }));
+  },
+};
 
 function externalPackages(): string[] {
   const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
@@ -61,6 +81,7 @@ async function bundle(): Promise<void> {
     legalComments: 'none',
     logLevel: 'warning',
     metafile: true,
+    plugins: [lazyChildProcessForCommander],
   });
   if (result.errors.length > 0) throw new Error(`bundle: ${result.errors.length} errors`);
   const outputs = Object.entries(result.metafile.outputs).filter(([f]) => f.endsWith('.js'));

@@ -83,6 +83,19 @@ export function requestedCommand(argv: readonly string[]): string | undefined {
 }
 
 /**
+ * Whether the command `argv` runs is done, output written, when {@link main} resolves: the
+ * launcher then ends the process at once rather than wait for V8's pending heap work and its
+ * teardown (about 5 ms of a `nodevol audit` run; README, Speed). True for help, version,
+ * completion and a single audit. A command that serves or keeps running (the agent, the mock
+ * driver, `audit --interval`) ends the usual way, once nothing is left to run.
+ */
+export function runsOnce(argv: readonly string[]): boolean {
+  const command = requestedCommand(argv);
+  if (command === undefined || command === 'version' || command === 'completion') return true;
+  return command === 'audit' && !argv.some((a) => a === '--interval' || a.startsWith('--interval='));
+}
+
+/**
  * The program with every command: the one `argv` names is loaded for real, the others are
  * stand-ins that carry only their name and summary (enough for the top-level help).
  */

@@ -118,6 +118,19 @@ describe('nodevol audit as a process', () => {
     });
   }
 
+  it('-o json larger than a pipe holds arrives whole: the launcher ends the process only after its output is written', async () => {
+    const n = 400;
+    for (let i = 0; i < n; i++) await fx.stage({ driver: DRIVER, handle: `vol-${i}`, specVolID: `pv-${i}` });
+    mountinfo = await fx.writeMountInfo();
+    const r = audit('-o', 'json');
+    assert.equal(r.status, 1, r.stderr);
+    assert.ok(Buffer.byteLength(r.stdout) > 3 * 65_536, `${Buffer.byteLength(r.stdout)} bytes`);
+    assert.ok(r.stdout.endsWith('}\n'));
+    const report = JSON.parse(r.stdout) as { volumes: unknown[]; summary: { orphaned: number } };
+    assert.equal(report.volumes.length, n);
+    assert.equal(report.summary.orphaned, n);
+  });
+
   it('-o prom on story 1 prints the volume gauge by verdict and the last-run timestamp', async () => {
     await story1();
     const before = Date.now() / 1000;

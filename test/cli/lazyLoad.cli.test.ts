@@ -10,7 +10,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { requestedCommand } from '../../src/cli/main.js';
+import { requestedCommand, runsOnce } from '../../src/cli/main.js';
 
 const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..', '..');
 const BIN = path.join(REPO_ROOT, 'bin', 'nodevol.js');
@@ -65,6 +65,15 @@ for (const build of BUILDS) describe(`lazy loading per command (${build})`, () =
     assert.equal(requestedCommand(['--help']), undefined);
     assert.equal(requestedCommand(['audit', '-o', 'json']), 'audit');
     assert.equal(requestedCommand(['help', 'agent']), 'agent');
+  });
+
+  it('only one-shot commands are ended at once by the launcher (runsOnce)', () => {
+    for (const argv of [['--help'], ['--version'], ['version'], ['completion', 'bash'], ['audit', '-o', 'json'], ['help', 'audit']]) {
+      assert.equal(runsOnce(argv), true, argv.join(' '));
+    }
+    for (const argv of [['agent'], ['mock-driver'], ['audit', '--interval', '5m'], ['audit', '--interval=5m'], ['explore'], ['demo'], ['recover'], ['timeline']]) {
+      assert.equal(runsOnce(argv), false, argv.join(' '));
+    }
   });
 
   it('the guard works: the mock driver cannot even show its help without gRPC', () => {

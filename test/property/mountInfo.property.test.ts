@@ -99,6 +99,42 @@ describe('mountinfo parser: properties', () => {
     );
   });
 
+  it('the in-place parse of a common line agrees with the general path, whatever its spacing and number forms', bound(), () => {
+    // Lines close to the common shape: numbers with signs, leading zeros or too many digits,
+    // doubled, leading and trailing spaces, a "-" in odd places, fields missing after it.
+    const number = fc.oneof(
+      { weight: 4, arbitrary: fc.nat({ max: 99_999 }).map(String) },
+      { weight: 2, arbitrary: fc.constantFrom('+7', '-7', '007', '0', '1234567890123456', '99999999999999', '', 'x1', '1:2') },
+    );
+    const sep = fc.constantFrom(' ', ' ', ' ', ' ', '  ');
+    const field = fc.oneof({ weight: 4, arbitrary: token }, { weight: 1, arbitrary: fc.constantFrom('-', '/', 'rw,relatime', 'shared:1') });
+    const roughLine = fc
+      .tuple(
+        fc.tuple(number, number, number, number),
+        fc.array(field, { minLength: 2, maxLength: 4 }),
+        fc.array(field, { maxLength: 3 }),
+        fc.boolean(),
+        fc.array(field, { maxLength: 5 }),
+        fc.array(sep, { minLength: 16, maxLength: 16 }),
+        fc.constantFrom('', '', '', ' ', '  '),
+        fc.constantFrom('', '', ' '),
+      )
+      .map(([[id, parent, major, minor], head, optional, dash, tail, seps, lead, trail]) => {
+        const fields = [id, parent, `${major}:${minor}`, ...head, ...optional, ...(dash ? ['-'] : []), ...tail];
+        return lead + fields.map((f, i) => (i === 0 ? f : `${seps[i % seps.length] ?? ' '}${f}`)).join('') + trail;
+      });
+    fc.assert(
+      fc.property(fc.array(fc.oneof(roughLine, line.map(render)), { minLength: 1, maxLength: 8 }), (lines) => {
+        const text = lines.join('\n');
+        const plain = parseMountInfo(text, { strict: false });
+        const general = parseMountInfo(`${text}\n\v`, { strict: false });
+        assert.deepEqual(plain.entries, general.entries);
+        assert.deepEqual(plain.problems, general.problems.slice(0, -1));
+      }),
+      runs(),
+    );
+  });
+
   it('damaged text: strict parsing throws only MountInfoParseError naming the first bad line; lenient parsing never throws and accounts for every line', bound(), () => {
     fc.assert(
       fc.property(damagedText, (text) => {
