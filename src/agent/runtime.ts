@@ -3,6 +3,7 @@
  * DSW populator and the reconciler every 100 ms and the node status (volumesInUse) every
  * --node-status-update-frequency - plus a clean stop. Timers live here, never in the engine.
  */
+import { getHeapStatistics } from 'node:v8';
 import type { Logger } from '../host/logger.js';
 import { CHECK_PERIOD_MS, exposeGc, IdleMemoryCompactor } from './idleMemory.js';
 import type { VolumeManager } from '../volumemanager/volumeManager.js';
@@ -30,11 +31,37 @@ export interface RuntimeOptions {
   readonly compactWhenIdle?: boolean;
   /** kubelet's housekeeping (orphaned pod dir cleanup), run every `periodMs` once running. */
   readonly housekeeping?: { readonly periodMs: number; readonly run: () => Promise<unknown> };
+  /**
+   * The cluster view's change signal (ClusterView.onChange / signalsEveryChange). With it, an
+   * idle populator sleeps until a change is signalled instead of passing every 100 ms.
+   */
+  readonly clusterChanges?: { readonly subscribe: (listener: () => void) => void; readonly signalsEveryChange: () => boolean };
+  /** The loops' timers; default the global setTimeout/clearTimeout (tests pass a fake one with `now`). */
+  readonly scheduler?: LoopScheduler;
+}
+
+/** Timers for the loops: a handle from `setTimeout` is only ever given back to `clearTimeout`. */
+export interface LoopScheduler {
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+const realScheduler: LoopScheduler = {
+  setTimeout: (callback, ms) => setTimeout(callback, ms),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
+/** The longest an idle populator sleeps without a signalled change (a missed signal costs at most this). */
+export const POPULATOR_IDLE_MAX_SLEEP_MS = 1_000;
+
+/** A running loop: `wake` ends an idle sleep early (no sooner than its period after its last pass). */
+interface LoopHandle {
+  wake(): void;
 }
 
 /** What the runtime drives: the volume manager's loop bodies. */
 export type RuntimeVolumeManager = Pick<VolumeManager, 'start' | 'populateOnce' | 'reconcileOnce' | 'syncNodeStatus' | 'waitForOperations'> &
-  Partial<Pick<VolumeManager, 'skipIdlePasses' | 'activity'>> & {
+  Partial<Pick<VolumeManager, 'skipIdlePasses' | 'activity' | 'populatorIdle' | 'reconcilerIdleForMs' | 'onOperationComplete'>> & {
   readonly reconciler: Pick<VolumeManager['reconciler'], 'statesHaveBeenSynced'>;
 };
 
@@ -44,6 +71,8 @@ export class AgentRuntime {
   /** Current phase; 'running' only after reconstruction finished. */
   private phase: RuntimePhase = 'starting';
   private readonly timers = new Set<NodeJS.Timeout>();
+  /** The loops' pending timers (options.scheduler's handles). */
+  private readonly loopTimers = new Set<unknown>();
   /** Resolves when every loop has finished its current iteration after stop(). */
   private readonly inFlight = new Set<Promise<void>>();
   /** When each loop (and reconstruction) last started waiting for an iteration to complete. */
@@ -91,11 +120,30 @@ export class AgentRuntime {
     this.phase = 'running';
     // An idle node costs next to nothing: reconciler passes that could start nothing are skipped.
     this.vm.skipIdlePasses?.();
-    this.loop('desiredStateOfWorldPopulator', DSW_POPULATOR_LOOP_PERIOD_MS, () => this.vm.populateOnce());
-    this.loop('reconciler', RECONCILER_LOOP_PERIOD_MS, () => this.vm.reconcileOnce());
+    // And an idle node sleeps: a loop with nothing to do waits for a change instead of waking
+    // every 100 ms. It runs again at once on a change (never sooner than its period after its
+    // last pass, as its poll would), and at the latest when its forced pass is due.
+    const changes = this.options.clusterChanges;
+    let reconciler: LoopHandle | undefined;
+    const populator = this.loop(
+      'desiredStateOfWorldPopulator',
+      DSW_POPULATOR_LOOP_PERIOD_MS,
+      async () => {
+        await this.vm.populateOnce();
+        // A pass that did something may have changed what the reconciler reads.
+        if (this.vm.populatorIdle?.() !== true) reconciler?.wake();
+      },
+      () => (changes?.signalsEveryChange() === true && this.vm.populatorIdle?.() === true ? POPULATOR_IDLE_MAX_SLEEP_MS : undefined),
+    );
+    reconciler = this.loop('reconciler', RECONCILER_LOOP_PERIOD_MS, () => this.vm.reconcileOnce(), () => this.vm.reconcilerIdleForMs?.());
+    changes?.subscribe(() => populator.wake());
+    this.vm.onOperationComplete?.(() => reconciler?.wake());
     this.loop('nodeStatus', this.options.nodeStatusUpdatePeriodMs, async () => {
+      const before = this.vm.activity?.();
       const written = await this.vm.syncNodeStatus();
       if (written !== undefined) this.logger.v(4).info('Updated node status volumesInUse', { volumesInUse: written });
+      // Volumes marked reported in use change what the reconciler reads.
+      if (this.vm.activity?.() !== before) reconciler?.wake();
     });
     this.startIdleMemory();
     const housekeeping = this.options.housekeeping;
@@ -112,18 +160,32 @@ export class AgentRuntime {
     if (this.options.compactWhenIdle === false || activity === undefined) return;
     const gc = exposeGc();
     if (gc === undefined) return;
-    const compactor = new IdleMemoryCompactor({ activity, heapTotal: () => process.memoryUsage().heapTotal, gc, nowMs: () => this.now() });
+    // Each look reads V8's own counters only; the process's memory (RSS, read from /proc) is
+    // read just around a compaction, for its log line.
+    let before: NodeJS.MemoryUsage | undefined;
+    const memoryBeforeCompaction = (): NodeJS.MemoryUsage | undefined => before;
+    const compactor = new IdleMemoryCompactor({
+      activity,
+      heapTotal: () => getHeapStatistics().total_heap_size,
+      gc: () => {
+        before ??= process.memoryUsage();
+        gc();
+      },
+      nowMs: () => this.now(),
+    });
     const t = setInterval(() => {
       if (this.phase !== 'running') return;
-      const before = process.memoryUsage();
-      if (compactor.check()) {
+      before = undefined;
+      const compacted = compactor.check();
+      const from = memoryBeforeCompaction();
+      if (compacted && from !== undefined) {
         const after = process.memoryUsage();
         this.logger.v(4).info('Compacted the heap after going idle', {
-          heapUsedBefore: before.heapUsed,
+          heapUsedBefore: from.heapUsed,
           heapUsedAfter: after.heapUsed,
-          heapTotalBefore: before.heapTotal,
+          heapTotalBefore: from.heapTotal,
           heapTotalAfter: after.heapTotal,
-          rssBefore: before.rss,
+          rssBefore: from.rss,
           rssAfter: after.rss,
         });
       }
@@ -132,27 +194,69 @@ export class AgentRuntime {
     this.timers.add(t);
   }
 
-  /** Runs `body` every `periodMs` after the previous run finished (wait.Until semantics). */
-  private loop(name: string, periodMs: number, body: () => Promise<void>): void {
+  /**
+   * Runs `body` every `periodMs` after the previous run finished (wait.Until semantics). With
+   * `idleForMs`: when it gives a time after a run, the loop sleeps that long (at least
+   * `periodMs`) unless woken through the handle, which runs it `periodMs` after the previous run
+   * ended, or at once if that is past.
+   */
+  private loop(name: string, periodMs: number, body: () => Promise<void>, idleForMs?: () => number | undefined): LoopHandle {
+    const scheduler = this.options.scheduler ?? realScheduler;
+    let timer: unknown;
+    /** Set while the loop sleeps idle: when its last run ended (options.now). */
+    let idleSince: number | undefined;
+    /** A wake that came while the body ran: the run that follows is not idle. */
+    let wokenWhileRunning = false;
+    let running = false;
+    const schedule = (ms: number): void => {
+      const t = scheduler.setTimeout(() => {
+        this.loopTimers.delete(t);
+        timer = undefined;
+        idleSince = undefined;
+        tick();
+      }, ms);
+      timer = t;
+      this.loopTimers.add(t);
+    };
     const tick = (): void => {
       if (this.phase !== 'running') return;
       this.lastProgress.set(name, this.now());
+      running = true;
+      wokenWhileRunning = false;
       const run = body()
         .catch((err: unknown) => this.logger.error(err, 'Loop iteration failed', { loop: name }))
         .finally(() => {
+          running = false;
           this.inFlight.delete(run);
           // Waiting for the next tick is progress too: the clock restarts at the next iteration.
           this.lastProgress.set(name, Number.POSITIVE_INFINITY);
           if (this.phase !== 'running') return;
-          const t = setTimeout(() => {
-            this.timers.delete(t);
-            tick();
-          }, periodMs);
-          this.timers.add(t);
+          const idle = wokenWhileRunning ? undefined : idleForMs?.();
+          if (idle === undefined) {
+            schedule(periodMs);
+            return;
+          }
+          idleSince = this.now();
+          schedule(Math.max(periodMs, idle));
         });
       this.inFlight.add(run);
     };
     tick();
+    return {
+      wake: () => {
+        if (running) {
+          wokenWhileRunning = true;
+          return;
+        }
+        if (idleSince === undefined || timer === undefined || this.phase !== 'running') return;
+        scheduler.clearTimeout(timer);
+        this.loopTimers.delete(timer);
+        // Never later than the period after the last run (a clock stepping back changes nothing).
+        const ms = Math.min(periodMs, Math.max(0, idleSince + periodMs - this.now()));
+        idleSince = undefined;
+        schedule(ms);
+      },
+    };
   }
 
   /**
@@ -164,6 +268,9 @@ export class AgentRuntime {
     this.phase = 'stopping';
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
+    const scheduler = this.options.scheduler ?? realScheduler;
+    for (const t of this.loopTimers) scheduler.clearTimeout(t);
+    this.loopTimers.clear();
     let timer: NodeJS.Timeout | undefined;
     const grace = new Promise<'timeout'>((resolve) => {
       timer = setTimeout(() => resolve('timeout'), this.options.shutdownGraceMs);

@@ -213,6 +213,7 @@ async function runAgent(flags: AgentFlags): Promise<number> {
     nodeStatusUpdatePeriodMs: statusPeriodMs,
     shutdownGraceMs: graceMs,
     housekeeping: { periodMs: HOUSEKEEPING_PERIOD_MS, run: () => orphans.cleanupOrphanedPodDirs() },
+    clusterChanges: { subscribe: (listener) => cluster.onChange(listener), signalsEveryChange: () => cluster.signalsEveryChange() },
   });
 
   let http;

@@ -23,6 +23,13 @@ export interface ClusterView {
    * a view without it gets every pod resolved on every pass.
    */
   readonly objectsVersion?: () => number;
+  /**
+   * Optional, for a view that watches its sources: calls `listener` whenever a watched source
+   * changed (listPods may then answer differently). `signalsEveryChange()` tells whether, right
+   * now, every change is signalled that way; while it is false, only asking tells.
+   */
+  readonly onChange?: (listener: () => void) => void;
+  readonly signalsEveryChange?: () => boolean;
 }
 
 /** A cluster view that never answers: what the audit and reading-side code get. */

@@ -95,6 +95,21 @@ export class VolumeManager {
     this.reconciler.skipIdlePasses(this.deps.host.clock);
   }
 
+  /** Whether the last populator pass had nothing to do (see DesiredStateOfWorldPopulator.idle). */
+  populatorIdle(): boolean {
+    return this.populator.idle();
+  }
+
+  /** See Reconciler.idleForMs. */
+  reconcilerIdleForMs(): number | undefined {
+    return this.reconciler.idleForMs();
+  }
+
+  /** Calls `listener` as each operation settles, after its state changes were recorded. */
+  onOperationComplete(listener: () => void): void {
+    this.executor.onOperationComplete(() => listener());
+  }
+
   /** Changes whenever the actual or desired state changed (the agent's idle detection). */
   activity(): string {
     return `${this.asw.generation()}/${this.dsw.generation()}`;

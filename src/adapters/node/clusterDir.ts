@@ -158,6 +158,10 @@ export class ClusterDirView implements ClusterView {
   #dirWatcher: FSWatcher | undefined;
   /** Watches the targets of symlinked manifests, by file name. */
   readonly #linkWatchers = new Map<string, FSWatcher>();
+  /** Whether every symlinked manifest listed by the last pass has its target watched. */
+  #allLinksWatched = true;
+  /** Called on every watch event (see onChange). */
+  readonly #changeListeners: (() => void)[] = [];
   /** Something in manifests/ may have changed since the latest pass began. */
   #dirty = true;
   /** node-status.json may have changed since it was last checked. */
@@ -207,12 +211,16 @@ export class ClusterDirView implements ClusterView {
    */
   #watchPath(path: string, onEvent: (file: string | null) => void, onClosed: () => void): FSWatcher | undefined {
     try {
-      const w = watch(path, { persistent: false }, (_event, file) => onEvent(file));
+      const w = watch(path, { persistent: false }, (_event, file) => {
+        onEvent(file);
+        this.#changed();
+      });
       w.on('error', (err: unknown) => {
         this.#logger.v(2).info('Stopped watching a cluster dir path; reading it at every pass', { path, err: errorMessage(err) });
         w.close();
         onEvent(null);
         onClosed();
+        this.#changed();
       });
       return w;
     } catch {
@@ -239,6 +247,7 @@ export class ClusterDirView implements ClusterView {
   #watchLinks(links: readonly string[]): void {
     if (!this.#watch) return;
     const wanted = new Set(links.slice(0, MAX_WATCHED_SYMLINKS));
+    let all = links.length <= MAX_WATCHED_SYMLINKS;
     for (const [name, w] of this.#linkWatchers) {
       if (wanted.has(name)) continue;
       w.close();
@@ -253,10 +262,30 @@ export class ClusterDirView implements ClusterView {
         },
         () => {
           if (this.#linkWatchers.get(name) === w) this.#linkWatchers.delete(name);
+          this.#allLinksWatched = false; // until the next full pass watches it again
         },
       );
       if (w !== undefined) this.#linkWatchers.set(name, w);
+      else all = false;
     }
+    this.#allLinksWatched = all;
+  }
+
+  /** Calls `listener` on every event of the watches (`watch` only): a source may have changed. */
+  onChange(listener: () => void): void {
+    this.#changeListeners.push(listener);
+  }
+
+  /**
+   * Whether every change is signalled through onChange right now: manifests/, the cluster dir and
+   * every symlinked manifest's target are watched. False before the first pass starts them.
+   */
+  signalsEveryChange(): boolean {
+    return this.#watcher !== undefined && this.#dirWatcher !== undefined && this.#allLinksWatched;
+  }
+
+  #changed(): void {
+    for (const listener of this.#changeListeners) listener();
   }
 
   /** Starts the watch before a pass lists the directory, so no change between them is missed. */
@@ -265,12 +294,14 @@ export class ClusterDirView implements ClusterView {
     try {
       const w = watch(this.manifestsDir, { persistent: false }, () => {
         this.#dirty = true;
+        this.#changed();
       });
       w.on('error', (err: unknown) => {
         this.#logger.v(2).info('Stopped watching the manifests; every pass reads them', { dir: this.manifestsDir, err: errorMessage(err) });
         w.close();
         if (this.#watcher === w) this.#watcher = undefined;
         this.#dirty = true;
+        this.#changed();
       });
       this.#watcher = w;
     } catch {

@@ -21,6 +21,11 @@ export interface DesiredStateOfWorldPopulator {
   populateOnce(): Promise<void>;
   /** True once a pass has listed the pods successfully. */
   hasAddedPods(): boolean;
+  /**
+   * True when the last pass had nothing to do: the cluster objects were those of a pass that
+   * resolved every pod without an error. Until they change, every pass would be the same.
+   */
+  idle(): boolean;
 }
 
 export interface PopulatorDeps {
@@ -80,6 +85,8 @@ class Populator implements DesiredStateOfWorldPopulator {
    * pods that were gone: while the view reports it again, a pass has nothing to do.
    */
   private settledVersion: number | undefined;
+  /** Whether the last pass returned at once for want of a change (see idle()). */
+  private lastPassIdle = false;
 
   constructor(private readonly deps: PopulatorDeps) {}
 
@@ -87,8 +94,13 @@ class Populator implements DesiredStateOfWorldPopulator {
     return this.added;
   }
 
+  idle(): boolean {
+    return this.lastPassIdle;
+  }
+
   async populateOnce(): Promise<void> {
     const { cluster, dsw, logger } = this.deps;
+    this.lastPassIdle = false;
     let pods: readonly Pod[];
     try {
       pods = await cluster.listPods();
@@ -106,7 +118,10 @@ class Populator implements DesiredStateOfWorldPopulator {
       this.lastListError = undefined;
     }
     const version = cluster.objectsVersion?.();
-    if (version !== undefined && version === this.settledVersion) return;
+    if (version !== undefined && version === this.settledVersion) {
+      this.lastPassIdle = true;
+      return;
+    }
     this.settledVersion = undefined;
     let settled = version !== undefined;
     const seen = new Set<UniquePodName>();

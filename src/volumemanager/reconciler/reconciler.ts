@@ -38,6 +38,13 @@ export interface Reconciler {
    * {@link IDLE_PASS_MAX_SKIP_MS} of `clock`. Off by default (the simulator runs every pass).
    */
   skipIdlePasses(clock: Clock): void;
+  /**
+   * With skipIdlePasses: how long from now passes would be skipped if nothing they read changes
+   * (until the pass forced every {@link IDLE_PASS_MAX_SKIP_MS}); undefined when a pass now could
+   * start something, or without skipIdlePasses. A caller may sleep that long unless woken by a
+   * change (a DSW pass, an operation's completion).
+   */
+  idleForMs(): number | undefined;
 }
 
 /** With skipIdlePasses, the longest a reconciler pass is skipped for want of a change. */
@@ -70,15 +77,30 @@ class IdlePassGuard {
     });
   }
 
+  /** Everything a pass reads, as one comparable value. */
+  #signature(deps: ReconcilerDeps): string {
+    return `${deps.asw.generation()}/${deps.dsw.generation()}/${this.#completions}/${deps.populatorHasAddedPods()}`;
+  }
+
+  /** A retry waits on a backoff, or reconstructed volumes wait: every pass runs. */
+  #busy(deps: ReconcilerDeps): boolean {
+    return this.#failed.size > 0 || deps.reconstructor.needsUpdateFromNodeStatus() || deps.reconstructor.failedReconstructions().length > 0;
+  }
+
   /** Whether this pass may be skipped; when not, records what it starts from. */
   skip(deps: ReconcilerDeps): boolean {
-    const seen = `${deps.asw.generation()}/${deps.dsw.generation()}/${this.#completions}/${deps.populatorHasAddedPods()}`;
+    const seen = this.#signature(deps);
     const now = this.clock.nowMs();
-    const busy = this.#failed.size > 0 || deps.reconstructor.needsUpdateFromNodeStatus() || deps.reconstructor.failedReconstructions().length > 0;
-    if (!busy && seen === this.#seen && now - this.#lastRunMs < IDLE_PASS_MAX_SKIP_MS) return true;
+    if (!this.#busy(deps) && seen === this.#seen && now - this.#lastRunMs < IDLE_PASS_MAX_SKIP_MS) return true;
     this.#seen = seen;
     this.#lastRunMs = now;
     return false;
+  }
+
+  /** See Reconciler.idleForMs; changes nothing. */
+  idleForMs(deps: ReconcilerDeps): number | undefined {
+    if (this.#busy(deps) || this.#signature(deps) !== this.#seen) return undefined;
+    return Math.max(0, IDLE_PASS_MAX_SKIP_MS - (this.clock.nowMs() - this.#lastRunMs));
   }
 
   /** The pass met an unexpected error: the next one runs whatever changed. */
@@ -122,6 +144,10 @@ class ReconcilerImpl implements Reconciler {
 
   skipIdlePasses(clock: Clock): void {
     this.idle ??= new IdlePassGuard(clock, this.deps.executor);
+  }
+
+  idleForMs(): number | undefined {
+    return this.idle?.idleForMs(this.deps);
   }
 
   async reconcileOnce(): Promise<void> {

@@ -2,7 +2,7 @@
 // value while the manifests do not change, a new one once a manifest changed - and the getters
 // answer from the snapshot that version names.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -70,6 +70,61 @@ describe('ClusterDirView objectsVersion', () => {
       assert.notEqual(view.objectsVersion(), v1);
     } finally {
       view.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('ClusterDirView change signal (what lets an idle agent sleep)', () => {
+  function clusterDir(): string {
+    const dir = mkdtempSync(join(tmpdir(), 'nodevol-clusterdir-signal-'));
+    mkdirSync(join(dir, 'manifests'));
+    writeFileSync(join(dir, 'manifests', 'pod.yaml'), POD('web', 'data'));
+    writeFileSync(join(dir, 'manifests', 'pvc.yaml'), PVC('data', 'pv-1'));
+    writeFileSync(join(dir, 'node-status.json'), JSON.stringify({ volumesAttached: [], volumesInUse: [] }));
+    return dir;
+  }
+
+  it('signals every change once a pass started its watches: a manifest edited, added or removed, node-status.json rewritten', async () => {
+    const dir = clusterDir();
+    const view = new ClusterDirView({ dir, nodeName: 'node-1', watch: true });
+    let events = 0;
+    view.onChange(() => events++);
+    try {
+      assert.equal(view.signalsEveryChange(), false, 'nothing is watched before the first pass');
+      await view.listPods();
+      assert.equal(view.signalsEveryChange(), true);
+      for (const change of [
+        () => writeFileSync(join(dir, 'manifests', 'pvc.yaml'), PVC('data', 'pv-2')),
+        () => writeFileSync(join(dir, 'manifests', 'other.yaml'), PVC('other', 'pv-3')),
+        () => rmSync(join(dir, 'manifests', 'other.yaml')),
+        () => writeFileSync(join(dir, 'node-status.json'), JSON.stringify({ volumesAttached: [], volumesInUse: ['x'] })),
+      ]) {
+        const before = events;
+        change();
+        await waitFor(() => Promise.resolve(events > before), { what: 'a change signal', timeoutMs: 5_000, intervalMs: 5 });
+      }
+      view.close();
+      assert.equal(view.signalsEveryChange(), false, 'closed: nothing is watched');
+    } finally {
+      view.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('never claims to signal without watch, nor while a symlinked manifest\'s target cannot be watched', async () => {
+    const dir = clusterDir();
+    const plain = new ClusterDirView({ dir, nodeName: 'node-1' });
+    const watching = new ClusterDirView({ dir, nodeName: 'node-1', watch: true });
+    try {
+      await plain.listPods();
+      assert.equal(plain.signalsEveryChange(), false);
+      symlinkSync(join(dir, 'no-such-target.yaml'), join(dir, 'manifests', 'dangling.yaml'));
+      await watching.listPods().catch(() => undefined); // the dangling link is a problem of its own
+      assert.equal(watching.signalsEveryChange(), false);
+    } finally {
+      plain.close();
+      watching.close();
       rmSync(dir, { recursive: true, force: true });
     }
   });

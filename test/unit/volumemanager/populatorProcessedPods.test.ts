@@ -115,6 +115,45 @@ describe('populator: processed pods', () => {
     assert.deepEqual(node.kubelet.dsw.getPods(), ['uid-2']);
   });
 
+  it('idle(): true exactly while a pass finds the objects of a settled pass (what lets the agent sleep)', async () => {
+    const { node, version } = countingNode(true);
+    node.addVolume('pv-1', 'h1');
+    node.addPod('uid-1', ['pv-1']);
+    await node.startKubelet(false);
+    await node.steps(1);
+    assert.equal(node.kubelet.populatorIdle(), false, 'the first pass resolved the pod');
+    await node.steps(1);
+    assert.equal(node.kubelet.populatorIdle(), true);
+    version.value++;
+    await node.steps(1);
+    assert.equal(node.kubelet.populatorIdle(), false, 'a new version: that pass resolved again');
+    await node.steps(1);
+    assert.equal(node.kubelet.populatorIdle(), true);
+    node.addPod('uid-2', ['missing']);
+    version.value++;
+    await node.steps(3);
+    assert.equal(node.kubelet.populatorIdle(), false, 'a pod that keeps failing: never idle');
+  });
+
+  it('idle(): never without objectsVersion, nor after a failed listing', async () => {
+    const { node } = countingNode(false);
+    node.addVolume('pv-1', 'h1');
+    node.addPod('uid-1', ['pv-1']);
+    await node.startKubelet(false);
+    await node.steps(3);
+    assert.equal(node.kubelet.populatorIdle(), false);
+
+    const versioned = countingNode(true);
+    versioned.node.addVolume('pv-1', 'h1');
+    versioned.node.addPod('uid-1', ['pv-1']);
+    await versioned.node.startKubelet(false);
+    await versioned.node.steps(2);
+    assert.equal(versioned.node.kubelet.populatorIdle(), true);
+    Object.assign(versioned.node.cluster, { listPods: () => Promise.reject(new Error('connection refused')) });
+    await versioned.node.steps(1);
+    assert.equal(versioned.node.kubelet.populatorIdle(), false);
+  });
+
   it('without objectsVersion, resolves every pod on every pass', async () => {
     const { node, claimLookups } = countingNode(false);
     node.addVolume('pv-1', 'h1');

@@ -63,6 +63,35 @@ describe('reconciler skipIdlePasses', () => {
     assert.ok(stepsToUnstage <= 4, `unstaged after ${stepsToUnstage} steps`);
   });
 
+  it('idleForMs(): the time to the forced pass while nothing changes; undefined after a change, in backoff, or without the guard', async () => {
+    const node = new InMemoryNode();
+    await mounted(node, { 'pod-a': ['pv-1'] });
+    await node.kubelet.reconcileOnce(); // a pass that runs or is skipped: either way nothing changed
+    const idle = node.kubelet.reconcilerIdleForMs();
+    assert.ok(idle !== undefined && idle >= 0 && idle <= IDLE_PASS_MAX_SKIP_MS, String(idle));
+    await node.clock.advance(300);
+    assert.equal(node.kubelet.reconcilerIdleForMs(), Math.max(0, idle - 300));
+
+    node.addVolume('pv-2', 'vol-2');
+    node.addPod('pod-b', ['pv-2']);
+    await node.kubelet.populateOnce();
+    assert.equal(node.kubelet.reconcilerIdleForMs(), undefined, 'the desired state changed: a pass now could mount');
+
+    node.driver.inject({ method: 'NodeUnpublishVolume', code: GrpcStatus.UNAVAILABLE, times: 1 });
+    node.cluster.deletePod('pod-a');
+    await node.stepUntil(() => node.driver.callsOf('NodeUnpublishVolume').length === 1, 20);
+    await node.step();
+    await node.kubelet.reconcileOnce();
+    assert.equal(node.kubelet.reconcilerIdleForMs(), undefined, 'an operation in backoff: every pass runs');
+
+    const plain = new InMemoryNode();
+    plain.addVolume('pv-1', 'vol-1');
+    plain.addPod('pod-a', ['pv-1']);
+    await plain.startKubelet(true);
+    await plain.steps(5);
+    assert.equal(plain.kubelet.reconcilerIdleForMs(), undefined, 'without skipIdlePasses');
+  });
+
   it('a failed operation is retried as soon as its backoff expires, every pass running meanwhile', async () => {
     const node = new InMemoryNode();
     await mounted(node, { 'pod-a': ['pv-1'] });

@@ -1,0 +1,212 @@
+// The agent's loops on an idle node: a populator or reconciler with nothing to do sleeps until a
+// change is signalled (at most until its forced pass), and a signalled change runs it no later
+// than its 100 ms poll would have. Fake time: a scheduler queue driven by the test.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { AgentRuntime, POPULATOR_IDLE_MAX_SLEEP_MS, type LoopScheduler, type RuntimeVolumeManager } from '../../../src/agent/runtime.js';
+import { DSW_POPULATOR_LOOP_PERIOD_MS, RECONCILER_LOOP_PERIOD_MS } from '../../../src/volumemanager/volumeManager.js';
+import { RecordingLogger } from '../../support/hosts.js';
+
+/** Timers on a fake clock: `advanceTo` runs every callback due by then, in time order, letting promises settle between. */
+class FakeScheduler implements LoopScheduler {
+  now = 0;
+  #seq = 0;
+  readonly #pending = new Map<number, { at: number; seq: number; callback: () => void }>();
+
+  setTimeout(callback: () => void, ms: number): unknown {
+    const id = ++this.#seq;
+    this.#pending.set(id, { at: this.now + ms, seq: id, callback });
+    return id;
+  }
+
+  clearTimeout(handle: unknown): void {
+    this.#pending.delete(handle as number);
+  }
+
+  async advanceTo(t: number): Promise<void> {
+    for (;;) {
+      await settle();
+      let next: [number, { at: number; seq: number; callback: () => void }] | undefined;
+      for (const e of this.#pending) if (e[1].at <= t && (next === undefined || e[1].at < next[1].at || (e[1].at === next[1].at && e[1].seq < next[1].seq))) next = e;
+      if (next === undefined) break;
+      this.#pending.delete(next[0]);
+      this.now = next[1].at;
+      next[1].callback();
+    }
+    this.now = t;
+    await settle();
+  }
+}
+
+/** Lets every promise chain started so far run to completion (the fake bodies never wait on I/O). */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+}
+
+interface FakeVmState {
+  populatorPasses: number[];
+  reconcilerPasses: number[];
+  populatorIdle: boolean;
+  /** What reconcilerIdleForMs answers (undefined: a pass could start something). */
+  reconcilerIdleForMs: number | undefined;
+  /** Runs during the next populator pass (a change arriving while it runs). */
+  duringPopulatorPass?: () => void;
+  /** Whether a node status sync changes the state (volumes marked reported in use). */
+  nodeStatusChangesState?: boolean;
+}
+
+function setUp(options: { signalsEveryChange: boolean; nodeStatusPeriodMs?: number }): {
+  runtime: AgentRuntime;
+  clock: FakeScheduler;
+  state: FakeVmState;
+  clusterChanged: () => void;
+  operationCompleted: () => void;
+} {
+  const clock = new FakeScheduler();
+  const state: FakeVmState = { populatorPasses: [], reconcilerPasses: [], populatorIdle: false, reconcilerIdleForMs: undefined };
+  const clusterListeners: (() => void)[] = [];
+  const operationListeners: (() => void)[] = [];
+  let activity = 0;
+  const vm: RuntimeVolumeManager = {
+    start: () => Promise.resolve(),
+    populateOnce: () => {
+      state.populatorPasses.push(clock.now);
+      const during = state.duringPopulatorPass;
+      state.duringPopulatorPass = undefined;
+      during?.();
+      return Promise.resolve();
+    },
+    reconcileOnce: () => {
+      state.reconcilerPasses.push(clock.now);
+      return Promise.resolve();
+    },
+    syncNodeStatus: () => {
+      if (state.nodeStatusChangesState === true) activity++;
+      return Promise.resolve(undefined);
+    },
+    waitForOperations: () => Promise.resolve(),
+    activity: () => String(activity),
+    populatorIdle: () => state.populatorIdle,
+    reconcilerIdleForMs: () => state.reconcilerIdleForMs,
+    onOperationComplete: (listener) => operationListeners.push(listener),
+    reconciler: { statesHaveBeenSynced: () => true },
+  };
+  const runtime = new AgentRuntime(vm, new RecordingLogger(), {
+    nodeStatusUpdatePeriodMs: options.nodeStatusPeriodMs ?? 3_600_000,
+    shutdownGraceMs: 50,
+    compactWhenIdle: false,
+    now: () => clock.now,
+    scheduler: clock,
+    clusterChanges: { subscribe: (l) => clusterListeners.push(l), signalsEveryChange: () => options.signalsEveryChange },
+  });
+  return {
+    runtime,
+    clock,
+    state,
+    clusterChanged: () => {
+      for (const l of clusterListeners) l();
+    },
+    operationCompleted: () => {
+      for (const l of operationListeners) l();
+    },
+  };
+}
+
+describe('agent loops on an idle node', () => {
+  it('busy: both loops pass every 100 ms, as kubelet polls', async () => {
+    const { runtime, clock, state } = setUp({ signalsEveryChange: true });
+    await runtime.start();
+    await clock.advanceTo(1_000);
+    assert.deepEqual(state.populatorPasses, [0, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1_000]);
+    assert.deepEqual(state.reconcilerPasses, state.populatorPasses);
+    await runtime.stop();
+  });
+
+  it('an idle populator sleeps until a signalled change, at most POPULATOR_IDLE_MAX_SLEEP_MS', async () => {
+    const { runtime, clock, state } = setUp({ signalsEveryChange: true });
+    state.populatorIdle = true;
+    await runtime.start();
+    await clock.advanceTo(2_500);
+    assert.deepEqual(state.populatorPasses, [0, POPULATOR_IDLE_MAX_SLEEP_MS, 2 * POPULATOR_IDLE_MAX_SLEEP_MS]);
+    await runtime.stop();
+  });
+
+  it('a signalled change runs it the period after its last pass, or at once when that is past', async () => {
+    const { runtime, clock, state, clusterChanged } = setUp({ signalsEveryChange: true });
+    state.populatorIdle = true;
+    await runtime.start();
+    await clock.advanceTo(30);
+    clusterChanged(); // 30 ms after the pass at 0: runs at 100, as the poll would have
+    await clock.advanceTo(450);
+    clusterChanged(); // 350 ms after the pass at 100: runs at once
+    await clock.advanceTo(460);
+    assert.deepEqual(state.populatorPasses, [0, DSW_POPULATOR_LOOP_PERIOD_MS, 450]);
+    await runtime.stop();
+  });
+
+  it('a change signalled while a pass runs keeps the next pass on the 100 ms poll', async () => {
+    const { runtime, clock, state, clusterChanged } = setUp({ signalsEveryChange: true });
+    state.populatorIdle = true;
+    await runtime.start();
+    await clock.advanceTo(30);
+    clusterChanged(); // the pass at 100...
+    state.duringPopulatorPass = clusterChanged; // ...meets another change while it runs
+    await clock.advanceTo(250);
+    assert.deepEqual(state.populatorPasses, [0, 100, 200]);
+    await runtime.stop();
+  });
+
+  it('a view that cannot signal every change keeps the populator polling every 100 ms', async () => {
+    const { runtime, clock, state } = setUp({ signalsEveryChange: false });
+    state.populatorIdle = true;
+    await runtime.start();
+    await clock.advanceTo(300);
+    assert.deepEqual(state.populatorPasses, [0, 100, 200, 300]);
+    await runtime.stop();
+  });
+
+  it('an idle reconciler sleeps until its forced pass; an operation completing or a populator pass that did something wakes it', async () => {
+    const { runtime, clock, state, operationCompleted } = setUp({ signalsEveryChange: true });
+    state.populatorIdle = true;
+    state.reconcilerIdleForMs = 1_000;
+    await runtime.start();
+    await clock.advanceTo(1_500);
+    assert.deepEqual(state.reconcilerPasses, [0, 1_000]);
+    operationCompleted(); // 500 ms after the pass at 1,000: at once
+    await clock.advanceTo(1_510);
+    assert.deepEqual(state.reconcilerPasses, [0, 1_000, 1_500]);
+    // The populator's next pass (at 2,000) does something: the reconciler follows the period after its last pass.
+    state.populatorIdle = false;
+    await clock.advanceTo(2_000);
+    state.populatorIdle = true;
+    await clock.advanceTo(2_050);
+    assert.deepEqual(state.reconcilerPasses, [0, 1_000, 1_500, 2_000]);
+    assert.equal(RECONCILER_LOOP_PERIOD_MS, 100);
+    await runtime.stop();
+  });
+
+  it('a node status sync that marks volumes reported in use wakes an idle reconciler; one that changes nothing does not', async () => {
+    const { runtime, clock, state } = setUp({ signalsEveryChange: true, nodeStatusPeriodMs: 300 });
+    state.populatorIdle = true;
+    state.reconcilerIdleForMs = 1_000;
+    await runtime.start();
+    await clock.advanceTo(350);
+    assert.deepEqual(state.reconcilerPasses, [0]);
+    state.nodeStatusChangesState = true; // the sync at 600 marks volumes
+    await clock.advanceTo(650);
+    assert.deepEqual(state.reconcilerPasses, [0, 600]);
+    await runtime.stop();
+  });
+
+  it('stop() cancels an idle sleep: nothing runs afterwards', async () => {
+    const { runtime, clock, state, clusterChanged } = setUp({ signalsEveryChange: true });
+    state.populatorIdle = true;
+    state.reconcilerIdleForMs = 1_000;
+    await runtime.start();
+    await runtime.stop();
+    clusterChanged();
+    await clock.advanceTo(5_000);
+    assert.deepEqual(state.populatorPasses, [0]);
+    assert.deepEqual(state.reconcilerPasses, [0]);
+  });
+});
