@@ -124,26 +124,28 @@ export class AgentRuntime {
     // every 100 ms. It runs again at once on a change (never sooner than its period after its
     // last pass, as its poll would), and at the latest when its forced pass is due.
     const changes = this.options.clusterChanges;
-    let reconciler: LoopHandle | undefined;
+    // The populator's loop starts first (as kubelet's); it wakes the reconciler's, made just after.
+    const handles: { reconciler?: LoopHandle } = {};
     const populator = this.loop(
       'desiredStateOfWorldPopulator',
       DSW_POPULATOR_LOOP_PERIOD_MS,
       async () => {
         await this.vm.populateOnce();
         // A pass that did something may have changed what the reconciler reads.
-        if (this.vm.populatorIdle?.() !== true) reconciler?.wake();
+        if (this.vm.populatorIdle?.() !== true) handles.reconciler?.wake();
       },
       () => (changes?.signalsEveryChange() === true && this.vm.populatorIdle?.() === true ? POPULATOR_IDLE_MAX_SLEEP_MS : undefined),
     );
-    reconciler = this.loop('reconciler', RECONCILER_LOOP_PERIOD_MS, () => this.vm.reconcileOnce(), () => this.vm.reconcilerIdleForMs?.());
+    const reconciler = this.loop('reconciler', RECONCILER_LOOP_PERIOD_MS, () => this.vm.reconcileOnce(), () => this.vm.reconcilerIdleForMs?.());
+    handles.reconciler = reconciler;
     changes?.subscribe(() => populator.wake());
-    this.vm.onOperationComplete?.(() => reconciler?.wake());
+    this.vm.onOperationComplete?.(() => reconciler.wake());
     this.loop('nodeStatus', this.options.nodeStatusUpdatePeriodMs, async () => {
       const before = this.vm.activity?.();
       const written = await this.vm.syncNodeStatus();
       if (written !== undefined) this.logger.v(4).info('Updated node status volumesInUse', { volumesInUse: written });
       // Volumes marked reported in use change what the reconciler reads.
-      if (this.vm.activity?.() !== before) reconciler?.wake();
+      if (this.vm.activity?.() !== before) reconciler.wake();
     });
     this.startIdleMemory();
     const housekeeping = this.options.housekeeping;
