@@ -8,7 +8,7 @@
  * CSI plugin and the FileSystem port's read methods.
  */
 import { CSIGlobalMountReconstruction, FeatureGate } from '../features/features.js';
-import { errorMessage, escapeUndecodable, isNotExist, type FileSystem } from '../host/fs.js';
+import { errorMessage, escapeUndecodable, isNotExist, overrideFileSystem, type FileSystem } from '../host/fs.js';
 import type { Logger } from '../host/logger.js';
 import type { KubeletLayout } from '../layout/layout.js';
 import { CSI_PLUGIN_NAME, csiVolumeName, getUniqueVolumeName } from '../layout/names.js';
@@ -196,7 +196,7 @@ function observingNames(fs: FileSystem): { readonly fs: FileSystem; seen(): bool
     if (!seen && UNDECODABLE.test(s)) seen = true;
     return s;
   };
-  const wrapped: FileSystem = {
+  const wrapped = overrideFileSystem(fs, {
     readdir: async (p) => {
       const entries = await fs.readdir(p);
       if (!seen) for (const e of entries) note(e.name);
@@ -204,17 +204,7 @@ function observingNames(fs: FileSystem): { readonly fs: FileSystem; seen(): bool
     },
     realpath: async (p) => note(await fs.realpath(p)),
     readlink: async (p) => note(await fs.readlink(p)),
-    lstat: (p) => fs.lstat(p),
-    stat: (p) => fs.stat(p),
-    readFile: (p, maxBytes, options) => fs.readFile(p, maxBytes, options),
-    mkdir: (p, options) => fs.mkdir(p, options),
-    writeFile: (p, data, options) => fs.writeFile(p, data, options),
-    rename: (from, to) => fs.rename(from, to),
-    fsyncDir: (p) => fs.fsyncDir(p),
-    rmdir: (p) => fs.rmdir(p),
-    unlink: (p) => fs.unlink(p),
-    symlink: (target, p) => fs.symlink(target, p),
-  };
+  });
   return { fs: wrapped, seen: () => seen };
 }
 

@@ -67,6 +67,25 @@ export interface FileSystem {
   readlink(path: string): Promise<string>;
 }
 
+/** `fs` with some of its methods replaced; every other call goes to `fs` itself. */
+export function overrideFileSystem(fs: FileSystem, overrides: Partial<FileSystem>): FileSystem {
+  return {
+    readdir: overrides.readdir ?? ((p) => fs.readdir(p)),
+    lstat: overrides.lstat ?? ((p) => fs.lstat(p)),
+    stat: overrides.stat ?? ((p) => fs.stat(p)),
+    realpath: overrides.realpath ?? ((p) => fs.realpath(p)),
+    readFile: overrides.readFile ?? ((p, maxBytes, options) => fs.readFile(p, maxBytes, options)),
+    mkdir: overrides.mkdir ?? ((p, options) => fs.mkdir(p, options)),
+    writeFile: overrides.writeFile ?? ((p, data, options) => fs.writeFile(p, data, options)),
+    rename: overrides.rename ?? ((from, to) => fs.rename(from, to)),
+    fsyncDir: overrides.fsyncDir ?? ((p) => fs.fsyncDir(p)),
+    rmdir: overrides.rmdir ?? ((p) => fs.rmdir(p)),
+    unlink: overrides.unlink ?? ((p) => fs.unlink(p)),
+    symlink: overrides.symlink ?? ((target, p) => fs.symlink(target, p)),
+    readlink: overrides.readlink ?? ((p) => fs.readlink(p)),
+  };
+}
+
 /** An error from a FileSystem port, carrying the errno name and the path it concerns. */
 export class FsError extends Error {
   override readonly name = 'FsError';

@@ -14,7 +14,7 @@
  */
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, realpathSync, statSync } from 'node:fs';
 import type { DirEntry, FileStat, FileSystem } from '../../host/fs.js';
-import { FsError } from '../../host/fs.js';
+import { FsError, overrideFileSystem } from '../../host/fs.js';
 import { assertReadable, decodeFsName, direntType, fsPath, toStat, tooLarge } from './nodeFs.js';
 
 /** Runs a synchronous call and hands its result (or its error) back as a settled promise. */
@@ -131,19 +131,5 @@ function readBoundedSync(path: string, maxBytes: number, noFollow: boolean): Uin
  */
 export function withSyncStat(fs: FileSystem): FileSystem {
   const sync = new SyncReadFileSystem();
-  return {
-    readdir: (p) => fs.readdir(p),
-    lstat: (p) => sync.lstat(p),
-    stat: (p) => sync.stat(p),
-    realpath: (p) => fs.realpath(p),
-    readlink: (p) => fs.readlink(p),
-    readFile: (p, maxBytes, options) => fs.readFile(p, maxBytes, options),
-    mkdir: (p, options) => fs.mkdir(p, options),
-    writeFile: (p, data, options) => fs.writeFile(p, data, options),
-    rename: (from, to) => fs.rename(from, to),
-    fsyncDir: (p) => fs.fsyncDir(p),
-    rmdir: (p) => fs.rmdir(p),
-    unlink: (p) => fs.unlink(p),
-    symlink: (target, p) => fs.symlink(target, p),
-  };
+  return overrideFileSystem(fs, { lstat: (p) => sync.lstat(p), stat: (p) => sync.stat(p) });
 }
