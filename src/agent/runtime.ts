@@ -198,9 +198,10 @@ export class AgentRuntime {
 
   /**
    * Runs `body` every `periodMs` after the previous run finished (wait.Until semantics). With
-   * `idleForMs`: when it gives a time after a run, the loop sleeps that long (at least
-   * `periodMs`) unless woken through the handle, which runs it `periodMs` after the previous run
-   * ended, or at once if that is past.
+   * `idleForMs`: when it gives a time after a run, the loop sleeps that long (a forced pass due
+   * sooner than a period runs when due) unless woken through the handle, which runs it `periodMs`
+   * after the previous run ended, or at once if that is past. An idle check that throws is
+   * logged and the loop polls.
    */
   private loop(name: string, periodMs: number, body: () => Promise<void>, idleForMs?: () => number | undefined): LoopHandle {
     const scheduler = this.options.scheduler ?? realScheduler;
@@ -233,13 +234,19 @@ export class AgentRuntime {
           // Waiting for the next tick is progress too: the clock restarts at the next iteration.
           this.lastProgress.set(name, Number.POSITIVE_INFINITY);
           if (this.phase !== 'running') return;
-          const idle = wokenWhileRunning ? undefined : idleForMs?.();
+          let idle: number | undefined;
+          try {
+            idle = wokenWhileRunning ? undefined : idleForMs?.();
+          } catch (err) {
+            this.logger.error(err, 'Loop idle check failed; polling', { loop: name });
+          }
           if (idle === undefined) {
             schedule(periodMs);
             return;
           }
           idleSince = this.now();
-          schedule(Math.max(periodMs, idle));
+          // Due sooner than a period (a forced pass about to fall due): then, not a period later.
+          schedule(idle < periodMs ? Math.max(1, idle) : idle);
         });
       this.inFlight.add(run);
     };

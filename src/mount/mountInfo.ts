@@ -214,6 +214,31 @@ function plainDigits(text: string, from: number, to: number): number {
 }
 
 /**
+ * The next occurrence of `needle` at or after a position that only grows over a parse: no part of
+ * the text is searched twice, so the in-place parse stays linear whatever the input (a line with
+ * no space must not send every later search to the end of the text).
+ */
+class ForwardSearch {
+  /** The last answer: -2 before the first search, -1 when nothing follows the last start. */
+  #found = -2;
+  constructor(
+    private readonly text: string,
+    private readonly needle: string,
+  ) {}
+
+  from(position: number): number {
+    if (this.#found !== -1 && this.#found < position) this.#found = this.text.indexOf(this.needle, position);
+    return this.#found;
+  }
+}
+
+/** The searches one in-place parse shares across its lines. */
+interface InPlaceSearches {
+  readonly space: ForwardSearch;
+  readonly separator: ForwardSearch;
+}
+
+/**
  * The common line, parsed in place: text[start, end) holds one line of fields separated by single
  * spaces, its numbers plain digits, a "-" field after the sixth and at least three fields after
  * it. Only the fields an entry keeps are cut out of the text; nothing else is allocated.
@@ -221,32 +246,39 @@ function plainDigits(text: string, from: number, to: number): number {
  * follows strings.Fields and strconv.Atoi to the letter, decides such a line. Both give the same
  * entry for every line this accepts (property-tested).
  */
-function parseLineInPlace(text: string, start: number, end: number, lineNo: number, options: OptionLists): MountInfoEntry | undefined {
+function parseLineInPlace(text: string, start: number, end: number, lineNo: number, options: OptionLists, find: InPlaceSearches): MountInfoEntry | undefined {
+  const space = find.space;
   // The ends of fields 0..5; each field must be non-empty (no doubled space).
-  const e0 = text.indexOf(' ', start);
+  const e0 = space.from(start);
   if (e0 <= start || e0 >= end) return undefined;
-  const e1 = text.indexOf(' ', e0 + 1);
+  const e1 = space.from(e0 + 1);
   if (e1 <= e0 + 1 || e1 >= end) return undefined;
-  const e2 = text.indexOf(' ', e1 + 1);
+  const e2 = space.from(e1 + 1);
   if (e2 <= e1 + 1 || e2 >= end) return undefined;
-  const e3 = text.indexOf(' ', e2 + 1);
+  const e3 = space.from(e2 + 1);
   if (e3 <= e2 + 1 || e3 >= end) return undefined;
-  const e4 = text.indexOf(' ', e3 + 1);
+  const e4 = space.from(e3 + 1);
   if (e4 <= e3 + 1 || e4 >= end) return undefined;
-  const e5 = text.indexOf(' ', e4 + 1);
+  const e5 = space.from(e4 + 1);
   if (e5 <= e4 + 1 || e5 >= end) return undefined;
 
   const id = plainDigits(text, start, e0);
   const parentId = plainDigits(text, e0 + 1, e1);
-  const colon = text.indexOf(':', e1 + 1);
-  if (id < 0 || parentId < 0 || colon < 0 || colon >= e2) return undefined;
+  let colon = -1;
+  for (let i = e1 + 1; i < e2; i++) {
+    if (text.charCodeAt(i) === 58 /* : */) {
+      colon = i;
+      break;
+    }
+  }
+  if (id < 0 || parentId < 0 || colon < 0) return undefined;
   // A second colon is not a digit: the minor number check refuses it.
   const major = plainDigits(text, e1 + 1, colon);
   const minor = plainDigits(text, colon + 1, e2);
   if (major < 0 || minor < 0) return undefined;
 
   // The first "-" field from the seventh on: " - " starting at the end of the sixth field or later.
-  const sep = text.indexOf(' - ', e5);
+  const sep = find.separator.from(e5);
   if (sep < 0 || sep + 3 >= end) return undefined;
   let optionalFields: readonly string[] = NO_FIELDS;
   if (sep > e5) {
@@ -255,11 +287,11 @@ function parseLineInPlace(text: string, start: number, end: number, lineNo: numb
     optionalFields = list;
   }
   const f0 = sep + 3;
-  const f1 = text.indexOf(' ', f0);
+  const f1 = space.from(f0);
   if (f1 <= f0 || f1 >= end) return undefined;
-  const f2 = text.indexOf(' ', f1 + 1);
+  const f2 = space.from(f1 + 1);
   if (f2 <= f1 + 1 || f2 >= end) return undefined;
-  let f3 = text.indexOf(' ', f2 + 1);
+  let f3 = space.from(f2 + 1);
   if (f3 < 0 || f3 > end) f3 = end;
   if (f3 === f2 + 1) return undefined;
   return {
@@ -295,6 +327,7 @@ export function parseMountInfo(text: string, options?: ParseMountInfoOptions): P
   const plainSpaces = !hasOtherSpace(text);
   const optionLists = new OptionLists();
   const split = plainSpaces ? splitFieldsOnSpaces : splitFields;
+  const searches: InPlaceSearches = { space: new ForwardSearch(text, ' '), separator: new ForwardSearch(text, ' - ') };
   let lineNo = 0;
   for (let start = 0; start <= text.length; ) {
     let end = text.indexOf('\n', start);
@@ -302,7 +335,7 @@ export function parseMountInfo(text: string, options?: ParseMountInfoOptions): P
     lineNo++;
     if (end > start) {
       const parsed =
-        (plainSpaces ? parseLineInPlace(text, start, end, lineNo, optionLists) : undefined) ??
+        (plainSpaces ? parseLineInPlace(text, start, end, lineNo, optionLists, searches) : undefined) ??
         parseLine(text.slice(start, end), lineNo, split, optionLists);
       if (typeof parsed === 'string') {
         const raw = text.slice(start, end);

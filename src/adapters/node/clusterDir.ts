@@ -271,6 +271,21 @@ export class ClusterDirView implements ClusterView {
     this.#allLinksWatched = all;
   }
 
+  /**
+   * An entry of manifests/ changed: a symlink replaced (`ln -sfn`) now points elsewhere, and its
+   * watch still follows the old target. Its watch is dropped, or every link's when the entry is
+   * a hidden one such as a ConfigMap's `..data` (every link may resolve through it); the next
+   * full pass watches the current targets.
+   */
+  #unwatchRetargeted(file: string | null): void {
+    const names = file === null || file.startsWith('.') ? [...this.#linkWatchers.keys()] : this.#linkWatchers.has(file) ? [file] : [];
+    for (const name of names) {
+      this.#linkWatchers.get(name)?.close();
+      this.#linkWatchers.delete(name);
+      this.#allLinksWatched = false;
+    }
+  }
+
   /** Calls `listener` on every event of the watches (`watch` only): a source may have changed. */
   onChange(listener: () => void): void {
     this.#changeListeners.push(listener);
@@ -292,8 +307,9 @@ export class ClusterDirView implements ClusterView {
   #startWatching(): void {
     if (!this.#watch || this.#watcher !== undefined) return;
     try {
-      const w = watch(this.manifestsDir, { persistent: false }, () => {
+      const w = watch(this.manifestsDir, { persistent: false }, (_event, file) => {
         this.#dirty = true;
+        this.#unwatchRetargeted(file);
         this.#changed();
       });
       w.on('error', (err: unknown) => {

@@ -120,16 +120,22 @@ function readBoundedSync(path: string, maxBytes: number, noFollow: boolean): Uin
 }
 
 /**
- * `fs` with `stat` and `lstat` made synchronous system calls; everything else is `fs`'s own.
+ * `fs` whose `lstat`, and `stat` of anything but a symlink, are synchronous system calls;
+ * everything else is `fs`'s own.
  *
  * For the agent's cluster dir: its safety-net pass stats every manifest (1,000 on a full node)
  * every 20 s. Through the thread pool each stat costs a hand-off and a wake-up of the event loop,
  * about ten times the system call itself; that pass was the largest part of an idle agent's CPU
- * (README, Speed). A stat of a file in a local directory does not wait on anything, so blocking
- * the loop for it costs less than the hand-off. Not for volume paths: a stat of a hung mount
- * point would block the whole agent, where kubelet blocks only the goroutine that asked.
+ * (README, Speed). An entry of a local directory is answered at once, so blocking the loop for it
+ * costs less than the hand-off. A symlink's target may sit anywhere, a hung NFS or FUSE mount
+ * included: it is stat'ed through the thread pool, where a hang holds one thread, not the agent.
+ * Never for volume paths, for the same reason.
  */
 export function withSyncStat(fs: FileSystem): FileSystem {
   const sync = new SyncReadFileSystem();
-  return overrideFileSystem(fs, { lstat: (p) => sync.lstat(p), stat: (p) => sync.stat(p) });
+  return overrideFileSystem(fs, {
+    lstat: (p) => sync.lstat(p),
+    // For anything but a symlink, stat and lstat give the same answer.
+    stat: (p) => sync.lstat(p).then((st) => (st.type === 'symlink' ? fs.stat(p) : st)),
+  });
 }

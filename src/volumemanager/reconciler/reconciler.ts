@@ -100,7 +100,8 @@ class IdlePassGuard {
   /** See Reconciler.idleForMs; changes nothing. */
   idleForMs(deps: ReconcilerDeps): number | undefined {
     if (this.#busy(deps) || this.#signature(deps) !== this.#seen) return undefined;
-    return Math.max(0, IDLE_PASS_MAX_SKIP_MS - (this.clock.nowMs() - this.#lastRunMs));
+    // Clamped: a clock stepped back must not stretch the wait beyond one forced-pass period.
+    return Math.min(IDLE_PASS_MAX_SKIP_MS, Math.max(0, IDLE_PASS_MAX_SKIP_MS - (this.clock.nowMs() - this.#lastRunMs)));
   }
 
   /** The pass met an unexpected error: the next one runs whatever changed. */

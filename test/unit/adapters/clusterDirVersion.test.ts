@@ -2,7 +2,7 @@
 // value while the manifests do not change, a new one once a manifest changed - and the getters
 // answer from the snapshot that version names.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -109,6 +109,36 @@ describe('ClusterDirView change signal (what lets an idle agent sleep)', () => {
     } finally {
       view.close();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('follows a symlinked manifest to its new target after it is replaced (ln -sfn): an edit there is signalled', async () => {
+    const dir = clusterDir();
+    const targets = mkdtempSync(join(tmpdir(), 'nodevol-clusterdir-targets-'));
+    const view = new ClusterDirView({ dir, nodeName: 'node-1', watch: true });
+    let events = 0;
+    view.onChange(() => events++);
+    try {
+      writeFileSync(join(targets, 'a.yaml'), PVC('other', 'pv-a'));
+      writeFileSync(join(targets, 'b.yaml'), PVC('other', 'pv-b'));
+      symlinkSync(join(targets, 'a.yaml'), join(dir, 'manifests', 'other.yaml'));
+      await view.listPods();
+      assert.equal(view.signalsEveryChange(), true);
+      // ln -sfn: a new link renamed over the old one.
+      symlinkSync(join(targets, 'b.yaml'), join(dir, 'manifests', '.other.tmp'));
+      renameSync(join(dir, 'manifests', '.other.tmp'), join(dir, 'manifests', 'other.yaml'));
+      await waitFor(async () => {
+        await view.listPods();
+        return (await view.getPersistentVolumeClaim('default', 'other'))?.volumeName === 'pv-b';
+      }, { what: 'the new target read', timeoutMs: 5_000, intervalMs: 10 });
+      assert.equal(view.signalsEveryChange(), true, 'the new target is watched');
+      const before = events;
+      writeFileSync(join(targets, 'b.yaml'), PVC('other', 'pv-c'));
+      await waitFor(() => Promise.resolve(events > before), { what: 'an edit of the new target signalled', timeoutMs: 5_000, intervalMs: 5 });
+    } finally {
+      view.close();
+      rmSync(dir, { recursive: true, force: true });
+      rmSync(targets, { recursive: true, force: true });
     }
   });
 

@@ -105,17 +105,26 @@ describe('withSyncStat (the agent\'s cluster dir)', () => {
     return { fs, calls };
   }
 
-  it('answers stat and lstat itself, with NodeFileSystem\'s answers and errno codes, rejecting rather than throwing', async () => {
+  it('answers lstat, and stat of anything but a symlink, itself: NodeFileSystem\'s answers and errno codes, rejecting rather than throwing', async () => {
     const { fs, calls } = recording();
     const wrapped = withSyncStat(fs);
     for (const p of ['d', 'd/small', 'link']) {
-      assert.deepEqual(await wrapped.stat(path.join(dir, p)), await async.stat(path.join(dir, p)));
       assert.deepEqual(await wrapped.lstat(path.join(dir, p)), await async.lstat(path.join(dir, p)));
+    }
+    for (const p of ['d', 'd/small']) {
+      assert.deepEqual(await wrapped.stat(path.join(dir, p)), await async.stat(path.join(dir, p)));
     }
     const missing = wrapped.stat(path.join(dir, 'missing'));
     assert.ok(missing instanceof Promise);
     assert.equal(await code(missing), 'ENOENT');
     assert.deepEqual(calls, []);
+  });
+
+  it('stats a symlink\'s target through the wrapped file system (a hung target holds a thread-pool thread, not the agent)', async () => {
+    const { fs, calls } = recording();
+    const wrapped = withSyncStat(fs);
+    assert.deepEqual(await wrapped.stat(path.join(dir, 'link')), await async.stat(path.join(dir, 'link')));
+    assert.deepEqual(calls, ['stat']);
   });
 
   it('hands every other call, writes included, to the wrapped file system', async () => {

@@ -53,12 +53,15 @@ interface FakeVmState {
   duringPopulatorPass?: () => void;
   /** Whether a node status sync changes the state (volumes marked reported in use). */
   nodeStatusChangesState?: boolean;
+  /** reconcilerIdleForMs throws. */
+  reconcilerIdleThrows?: boolean;
 }
 
 function setUp(options: { signalsEveryChange: boolean; nodeStatusPeriodMs?: number }): {
   runtime: AgentRuntime;
   clock: FakeScheduler;
   state: FakeVmState;
+  logger: RecordingLogger;
   clusterChanged: () => void;
   operationCompleted: () => void;
 } {
@@ -87,11 +90,15 @@ function setUp(options: { signalsEveryChange: boolean; nodeStatusPeriodMs?: numb
     waitForOperations: () => Promise.resolve(),
     activity: () => String(activity),
     populatorIdle: () => state.populatorIdle,
-    reconcilerIdleForMs: () => state.reconcilerIdleForMs,
+    reconcilerIdleForMs: () => {
+      if (state.reconcilerIdleThrows === true) throw new Error('broken idle check');
+      return state.reconcilerIdleForMs;
+    },
     onOperationComplete: (listener) => operationListeners.push(listener),
     reconciler: { statesHaveBeenSynced: () => true },
   };
-  const runtime = new AgentRuntime(vm, new RecordingLogger(), {
+  const logger = new RecordingLogger();
+  const runtime = new AgentRuntime(vm, logger, {
     nodeStatusUpdatePeriodMs: options.nodeStatusPeriodMs ?? 3_600_000,
     shutdownGraceMs: 50,
     compactWhenIdle: false,
@@ -103,6 +110,7 @@ function setUp(options: { signalsEveryChange: boolean; nodeStatusPeriodMs?: numb
     runtime,
     clock,
     state,
+    logger,
     clusterChanged: () => {
       for (const l of clusterListeners) l();
     },
@@ -195,6 +203,27 @@ describe('agent loops on an idle node', () => {
     state.nodeStatusChangesState = true; // the sync at 600 marks volumes
     await clock.advanceTo(650);
     assert.deepEqual(state.reconcilerPasses, [0, 600]);
+    await runtime.stop();
+  });
+
+  it('a forced pass due sooner than a period runs when it is due, not a period later', async () => {
+    const { runtime, clock, state } = setUp({ signalsEveryChange: true });
+    state.populatorIdle = true;
+    state.reconcilerIdleForMs = 30;
+    await runtime.start();
+    await clock.advanceTo(35);
+    assert.deepEqual(state.reconcilerPasses, [0, 30]);
+    await runtime.stop();
+  });
+
+  it('an idle check that throws is logged and the loop keeps polling', async () => {
+    const { runtime, clock, state, logger } = setUp({ signalsEveryChange: true });
+    state.populatorIdle = true;
+    state.reconcilerIdleThrows = true;
+    await runtime.start();
+    await clock.advanceTo(200);
+    assert.deepEqual(state.reconcilerPasses, [0, 100, 200]);
+    assert.ok(logger.lines.some((l) => l.severity === 'E' && l.msg === 'Loop idle check failed; polling' && l.values['loop'] === 'reconciler'));
     await runtime.stop();
   });
 

@@ -172,6 +172,19 @@ describe('parseMountInfo', () => {
     assert.deepEqual(entries.map((e) => e.line), [3, 5]);
   });
 
+  it('malformed text that defeats every search of the in-place parse still parses in one pass (a hang guard, not a speed test)', { timeout: 60_000 }, () => {
+    // Lines without a space, without a major:minor colon, or without a " - " separator each made
+    // an unbounded search run to the end of the text: 100,000 such lines were quadratic.
+    const good = '36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue';
+    for (const bad of ['x', '1 2 3 / / rw - a b c d e', '1 2 98:0 / / rw shared:1 ext4 /dev/x rw', '1 2 98:0 / / rw -']) {
+      const text = `${`${bad}\n`.repeat(100_000)}${good}\n`;
+      const { entries, problems } = parseMountInfo(text, { strict: false });
+      assert.equal(problems.length, 100_000, bad);
+      assert.deepEqual(entries.map((e) => e.line), [100_001]);
+      assert.equal(entries[0]?.mountPoint, '/mnt2');
+    }
+  });
+
   it('empty text gives no entries and no problems', () => {
     assert.deepEqual(parseMountInfo(''), { entries: [], problems: [] });
   });
