@@ -505,6 +505,8 @@ export class ClusterDirView implements ClusterView {
     for (const name of this.#store.names()) if (!listed.has(name)) await this.#store.forget(name);
 
     const b = new SnapshotBuilder();
+    /** Files read cleanly whose bytes are not yet the last good copy. */
+    const toRemember: [string, CachedRead][] = [];
     /** Files neither read cleanly nor covered by a last good copy. */
     const uncovered: string[] = [];
     const { maxFiles, maxDocuments } = this.#limits;
@@ -545,12 +547,16 @@ export class ClusterDirView implements ClusterView {
       }
       if (clean) {
         b.add(file, parsed);
-        if (read.unsaved !== undefined) {
-          await this.#store.remember(name, parsed, read.unsaved);
-          read.unsaved = undefined;
-        }
+        if (read.unsaved !== undefined) toRemember.push([name, read]);
       } else await this.#useLastGood(b, name, file, 'it has problems', parsed.problems, uncovered);
     }
+    // The new clean files become last good, READ_CONCURRENCY at a time: one by one, each a
+    // durable write (two fsyncs), 1,000 new manifests held the snapshot back ~0.6 s.
+    await mapConcurrently(toRemember, READ_CONCURRENCY, async ([name, read]) => {
+      if (read.unsaved === undefined || !('parsed' in read.result)) return;
+      await this.#store.remember(name, read.result.parsed, read.unsaved);
+      read.unsaved = undefined;
+    });
     const snap = b.build();
     this.#report(snap.problems);
     if (uncovered.length > 0 && !this.#store.trusted) {
