@@ -24,21 +24,19 @@ import * as posix from 'node:path/posix';
 import { FsError, type FileSystem } from '../../host/fs.js';
 import { escapeMountPath } from '../../mount/mountInfo.js';
 import { MountTableSnapshot } from '../../mount/mountRefs.js';
-import type { Mounter } from '../../host/mounter.js';
+import type { Mounter, MountInfoEntry } from '../../host/mounter.js';
 import { MemFs } from './memFs.js';
 
-/** One mount, as /proc/self/mountinfo describes it (paths unescaped). */
-export interface MemoryMountEntry {
-  readonly id: number;
-  readonly parentId: number;
-  readonly major: number;
-  readonly minor: number;
-  /** Root of the mount inside its filesystem. */
+/**
+ * One mount, as /proc/self/mountinfo describes it: the ids, device, type and source of a
+ * {@link MountInfoEntry}, but paths unescaped and the options given to mount() (the table
+ * rendered from these escapes the paths and splits the options as the kernel does).
+ */
+export interface MemoryMountEntry extends Pick<MountInfoEntry, 'id' | 'parentId' | 'major' | 'minor' | 'fsType' | 'source'> {
+  /** Root of the mount inside its filesystem, unescaped. */
   readonly root: string;
-  /** Canonical mount point. */
+  /** Canonical mount point, unescaped. */
   readonly mountPoint: string;
-  readonly fsType: string;
-  readonly source: string;
   /** The options passed to mount(), "bind" included. */
   readonly options: readonly string[];
 }
