@@ -22,6 +22,7 @@ function fakeVm(stuck: 'populator' | 'reconstruction' | 'none'): RuntimeVolumeMa
     syncNodeStatus: () => Promise.resolve(undefined),
     waitForOperations: () => Promise.resolve(),
     reconciler: { statesHaveBeenSynced: () => true },
+    populator: { hasAddedPods: () => true },
   };
 }
 
