@@ -122,3 +122,50 @@ describe('cluster dir view, watching: idle costs nothing, changes are still seen
     }
   });
 });
+
+describe('cluster dir view: one pass at a time', () => {
+  it('listPods called while a pass runs waits for it: the passes never interleave (no watch: each call is a full pass)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nodevol-one-pass-'));
+    mkdirSync(join(dir, 'manifests'));
+    for (const n of ['a', 'b', 'c']) writeFileSync(join(dir, 'manifests', `${n}.yaml`), pod(n));
+    writeFileSync(join(dir, 'node-status.json'), JSON.stringify({ volumesAttached: [], volumesInUse: [] }));
+    const fs = new FaultyFs(new NodeFileSystem());
+    const v = new ClusterDirView({ dir, nodeName: 'node-1', fs, watch: false });
+    try {
+      await v.listPods(); // the first pass creates the last good store
+      fs.calls.length = 0;
+      const [first, second] = await Promise.all([v.listPods(), v.listPods()]);
+      assert.deepEqual(first.map((p) => p.name), ['a', 'b', 'c']);
+      assert.deepEqual(second.map((p) => p.name), ['a', 'b', 'c']);
+      const manifests = join(dir, 'manifests');
+      const pass = fs.calls.filter((c) => c === `readdir ${manifests}` || c.startsWith(`stat ${manifests}/`));
+      // Each pass lists the dir, then stats every file; interleaved passes would list twice first.
+      const one = [`readdir ${manifests}`, ...['a', 'b', 'c'].map((n) => `stat ${manifests}/${n}.yaml`)];
+      assert.deepEqual(pass, [...one, ...one]);
+    } finally {
+      v.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('watching: callers that come during a pass share it; a new file is read and parsed once', async () => {
+    const { dir, fs, v } = setup();
+    try {
+      await waitUntil(async () => {
+        fs.calls.length = 0;
+        await v.listPods();
+        return fs.calls.length === 0;
+      }, 'the events of the first pass to be consumed');
+      writeFileSync(join(dir, 'manifests', 'c.yaml'), pod('c'));
+      const file = join(dir, 'manifests', 'c.yaml');
+      await waitUntil(async () => {
+        const lists = await Promise.all([v.listPods(), v.listPods(), v.listPods()]);
+        return lists.every((pods) => pods.some((p) => p.name === 'c'));
+      }, 'every concurrent caller to see the new pod');
+      assert.equal(fs.calls.filter((c) => c === `readFile ${file}`).length, 1, 'read once, however many callers');
+    } finally {
+      v.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -174,6 +174,10 @@ export class ClusterDirView implements ClusterView {
   #lastFullPassMs = Number.NEGATIVE_INFINITY;
   /** The latest pass completed (did not reject): its snapshot may be reused. */
   #reusable = false;
+  /** The pass in flight, if any: passes run one at a time. */
+  #passing: Promise<Snapshot> | undefined;
+  /** The snapshot of the latest pass that completed (what #latest becomes once its caller takes it). */
+  #passSnap: Snapshot | undefined;
 
   constructor(options: ClusterDirOptions) {
     if (options.nodeName === '') throw new Error('cluster dir: the node name must not be empty');
@@ -475,17 +479,30 @@ export class ClusterDirView implements ClusterView {
   // ---------------------------------------------------------------- manifests
 
   async #read(): Promise<Snapshot> {
+    // One pass at a time (the populator and the orphaned pod dir cleanup both list pods): a
+    // caller arriving during a pass waits for it and then reads as any caller does, so it gets
+    // that pass's snapshot when no change was signalled since it began, else a pass of its own.
+    // Two passes at once would read and parse every changed file twice and race to save the
+    // same last good copies.
+    while (this.#passing !== undefined) await this.#passing.catch(() => undefined);
     this.#startWatching();
     const now = this.#now();
-    if (this.#watcher !== undefined && !this.#dirty && this.#reusable && this.#latest !== undefined && now - this.#lastFullPassMs < FULL_PASS_INTERVAL_MS) {
-      return this.#latest;
+    if (this.#watcher !== undefined && !this.#dirty && this.#reusable && this.#passSnap !== undefined && now - this.#lastFullPassMs < FULL_PASS_INTERVAL_MS) {
+      return this.#passSnap;
     }
     this.#dirty = false;
     this.#reusable = false;
     this.#lastFullPassMs = now;
-    const snap = await this.#fullPass();
-    this.#reusable = true;
-    return snap;
+    const pass = this.#fullPass();
+    this.#passing = pass;
+    try {
+      const snap = await pass;
+      this.#passSnap = snap;
+      this.#reusable = true;
+      return snap;
+    } finally {
+      this.#passing = undefined;
+    }
   }
 
   async #fullPass(): Promise<Snapshot> {
@@ -522,7 +539,7 @@ export class ClusterDirView implements ClusterView {
     // same snapshot, so objectsVersion stays and the populator has nothing to do.
     const last = this.#lastPass;
     this.#lastPass = undefined;
-    if (last !== undefined && last.snap === this.#latest && sameList(last.names, names) && sameList(last.reads, reads) && reads.every((r) => r?.unsaved === undefined)) {
+    if (last !== undefined && last.snap === this.#passSnap && sameList(last.names, names) && sameList(last.reads, reads) && reads.every((r) => r?.unsaved === undefined)) {
       this.#lastPass = last;
       return last.snap;
     }
