@@ -6,7 +6,7 @@
  * concurrency). Whole processes, the way a user meets them, in a private mount namespace (root
  * only; skipped with a line saying why otherwise). For each N, in one run:
  *   1. the driver starts on a fresh node and provisions N volumes; PVs and PVCs are written;
- *   2. the floor runs (up, then down); what it left on disk is removed;
+ *   2. the floor runs (up, then down), in a root dir of its own (removed at the end);
  *   3. the agent starts (CSIDriver attachRequired: false, so nothing waits for an attach/detach
  *      controller) and is ready; the N pod manifests are renamed into the cluster dir at once;
  *      "up" ends when the mount table shows N staged and N published volumes;
@@ -17,6 +17,7 @@
  *   6. down: the pod manifests are deleted at once; "down" ends when no mount is left.
  * Knobs: BENCH_AGENT_FLOOR=0 skips the floor; BENCH_AGENT_V=<n> runs the agents with -v n;
  * BENCH_AGENT_RESTARTS=<k> measures k restarts (alternating with the baseline's) and reports medians;
+ * BENCH_AGENT_NODE_FLAGS="<flags>" adds node flags to the agents' command lines (e.g. --trace-gc);
  * BENCH_AGENT_HEAP=<dir> writes a heap snapshot of the idle agent there; BENCH_AGENT_BASELINE=<dir>
  * (a checkout or copy holding bin/nodevol.js and its dist/) also measures that build's agent on
  * the same mounts, in the same run: restart -> ready, idle CPU and RSS, side by side.
@@ -37,6 +38,7 @@ import { stringify } from 'yaml';
 import { derivedPodUID } from '../src/adapters/node/clusterDir.js';
 import { GrpcCsiClient } from '../src/csi/grpc/client.js';
 import type { VolumeCapability } from '../src/host/csi.js';
+import { KubeletLayout } from '../src/layout/layout.js';
 import { NodeDisk } from '../test/support/e2e/nodeDisk.js';
 import { nodevolArgv } from '../test/support/e2e/paths.js';
 import type { FloorRequest, FloorResult, FloorVolume } from './driverFloor.js';
@@ -46,6 +48,9 @@ const DRIVER = 'bench.csi.nodevol.io';
 const DEFAULT_SIZES = [100, 1000];
 const DEFAULT_IDLE_S = 30;
 const POLL_MS = 20;
+const COARSE_POLL_MS = 100;
+/** Progress from which a phase is polled every POLL_MS. */
+const FINE_FROM = 0.95;
 /**
  * Before the idle window: the agent settles. Its one heap compaction after a busy period (~0.3 s
  * of CPU at 1,000 volumes, README) runs 5 s after the last change, and the last change is the
@@ -87,17 +92,24 @@ function sleep(ms: number): Promise<void> {
 }
 
 /** Polls `check` every POLL_MS until it returns true; throws naming `what` after `timeoutMs`. */
-async function until(what: string, timeoutMs: number, check: () => boolean | Promise<boolean>, progress?: () => string): Promise<void> {
+/**
+ * Polls `check` every POLL_MS until it holds. A check may answer a number, its progress from 0
+ * to 1: polls are then COARSE_POLL_MS apart until it reaches FINE_FROM. Each count of the mount
+ * table reads /proc/self/mountinfo (2,000 lines at N = 1,000): every 20 ms, that took CPU from
+ * the agent and the driver on a 2-core machine, which the floor (timing itself) does not pay.
+ */
+async function until(what: string, timeoutMs: number, check: () => boolean | number | Promise<boolean>, progress?: () => string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let nextReport = Date.now() + 30_000;
   for (;;) {
-    if (await check()) return;
+    const answer = await check();
+    if (answer === true || answer === 1) return;
     if (Date.now() > deadline) throw new Error(`agent bench: ${what}: not done within ${timeoutMs} ms${progress === undefined ? '' : ` (${progress()})`}`);
     if (progress !== undefined && Date.now() > nextReport) {
       process.stderr.write(`  ... waiting for ${what}: ${progress()}\n`);
       nextReport = Date.now() + 30_000;
     }
-    await sleep(POLL_MS);
+    await sleep(typeof answer === 'number' && answer < FINE_FROM ? COARSE_POLL_MS : POLL_MS);
   }
 }
 
@@ -146,10 +158,10 @@ class Proc {
 
 // ---- the mount table ---------------------------------------------------------------------------
 
-/** Mount points under the node's staging dirs and pods dir, from this namespace's mount table. */
-function countMounts(disk: NodeDisk): { staged: number; published: number } {
-  const staging = `${disk.layout.csiDriverDir(DRIVER)}/`;
-  const pods = `${disk.layout.podsDir()}/`;
+/** Mount points under a root dir's staging dirs and pods dir, from this namespace's mount table. */
+function countMounts(layout: KubeletLayout): { staged: number; published: number } {
+  const staging = `${layout.csiDriverDir(DRIVER)}/`;
+  const pods = `${layout.podsDir()}/`;
   let staged = 0;
   let published = 0;
   for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) {
@@ -267,6 +279,9 @@ async function startAgent(disk: NodeDisk, logName: string, bin?: string): Promis
   // BENCH_AGENT_PROF=<dir>: a V8 CPU profile of each agent, written when it exits.
   const profDir = process.env.BENCH_AGENT_PROF;
   if (profDir !== undefined && profDir !== '') argv.splice(1, 0, '--cpu-prof', '--cpu-prof-dir', path.resolve(profDir));
+  // BENCH_AGENT_NODE_FLAGS="--trace-gc ...": more node flags for the agents (split on spaces).
+  const nodeFlags = (process.env.BENCH_AGENT_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '');
+  argv.splice(1, 0, ...nodeFlags);
   const agent = new Proc('agent', argv, disk.logFile(logName));
   let address: string | undefined;
   await until(`the agent (${logName}) to be ready`, 120_000, async () => {
@@ -315,9 +330,10 @@ async function runSize(n: number, idleS: number): Promise<SizeResult> {
   const disk = await NodeDisk.create({ prefix: `agent-${n}-` });
   const phaseTimeoutMs = Math.max(120_000, n * 1_500);
   const endpoint = `unix://${disk.driverSocket(DRIVER)}`;
+  const floorLayout = new KubeletLayout(path.join(disk.base, 'floor-root'));
   const driver = new Proc(
     'driver',
-    nodevolArgv('mock-driver', '--endpoint', endpoint, '--node-id', disk.nodeName, '--driver-name', DRIVER, '--state-dir', disk.driverStateDir, '--root-dir', disk.rootDir),
+    nodevolArgv('mock-driver', '--endpoint', endpoint, '--node-id', disk.nodeName, '--driver-name', DRIVER, '--state-dir', disk.driverStateDir, '--allowed-root', disk.rootDir, '--allowed-root', floorLayout.rootDir),
     disk.logFile('driver'),
   );
   let agent: Proc | undefined;
@@ -346,11 +362,14 @@ async function runSize(n: number, idleS: number): Promise<SizeResult> {
       );
       for (let i = 0; i < n; i++) await disk.writePersistentVolume({ name: pvName(i), driver: DRIVER, volumeHandle: ids[i] as string });
 
-      // 2. the floor
+      // 2. the floor, in a root dir of its own beside the agent's: the same paths under it, and
+      // removed only at the end. Removing the floor's dirs right before the agent's run made the
+      // agent's first file creations pay for those thousands of just-deleted inodes (an ext4
+      // without a journal checks each free inode it passes for a recent deletion).
       const volumes: FloorVolume[] = ids.map((volumeId, i) => ({
         volumeId,
-        stagingTargetPath: disk.layout.csiDeviceMountPath(DRIVER, volumeId),
-        targetPath: disk.layout.csiPodMountPath(derivedPodUID('default', podName(i)), pvName(i)),
+        stagingTargetPath: floorLayout.csiDeviceMountPath(DRIVER, volumeId),
+        targetPath: floorLayout.csiPodMountPath(derivedPodUID('default', podName(i)), pvName(i)),
       }));
       const request: FloorRequest = { endpoint, volumes };
       const requestFile = path.join(disk.base, 'floor-request.json');
@@ -360,12 +379,8 @@ async function runSize(n: number, idleS: number): Promise<SizeResult> {
       if (floorRun !== undefined && floorRun.status !== 0) throw new Error(`driver floor exited ${String(floorRun.status ?? floorRun.signal)}: ${floorRun.stderr.slice(-2000)}`);
       const floor: FloorResult = floorRun === undefined ? { upMs: Number.NaN, downMs: Number.NaN, retries: 0 } : (JSON.parse(floorRun.stdout.trim()) as FloorResult);
       const floorDriverMs = cpuMs(driver.pid) - driverCpu0;
-      const left = countMounts(disk);
+      const left = countMounts(floorLayout);
       if (left.staged + left.published > 0) throw new Error(`the floor left mounts behind: ${JSON.stringify(left)}`);
-      // What the floor created would look like pod directories to reconstruct: start clean.
-      await rm(disk.layout.podsDir(), { recursive: true });
-      await mkdir(disk.layout.podsDir());
-      await rm(disk.layout.csiDriverDir(DRIVER), { recursive: true, force: true });
       const floorDriverCpuMs = { up: floorDriverMs * (floor.upMs / (floor.upMs + floor.downMs)), down: floorDriverMs * (floor.downMs / (floor.upMs + floor.downMs)) };
 
       // 3. the agent: ready, then every pod at once
@@ -381,13 +396,18 @@ async function runSize(n: number, idleS: number): Promise<SizeResult> {
       }
       const cpuBefore = { agentMs: cpuMs(agent.pid), driverMs: cpuMs(driver.pid) };
       const upStart = performance.now();
+      const upStartWall = new Date();
       for (const f of files) await rename(path.join(pendingDir, f), path.join(disk.manifestsDir, f));
-      const progress = (): string => JSON.stringify(countMounts(disk));
+      const renamedWall = new Date();
+      const progress = (): string => JSON.stringify(countMounts(disk.layout));
       await until(`${n} volumes staged and published`, phaseTimeoutMs, () => {
-        const m = countMounts(disk);
-        return m.staged === n && m.published === n;
+        const m = countMounts(disk.layout);
+        return m.staged === n && m.published === n ? true : (m.staged + m.published) / (2 * n);
       }, progress);
       const upMs = performance.now() - upStart;
+      // With BENCH_AGENT_V, the wall-clock marks to line the agent's log up with the phase.
+      const timeline = process.env.BENCH_AGENT_V;
+      if (timeline !== undefined && timeline !== '') process.stderr.write(`agent bench: N=${n} up: renames ${upStartWall.toISOString()} .. ${renamedWall.toISOString()}, all mounted ${new Date().toISOString()}\n`);
       const upCpu = { agentMs: cpuMs(agent.pid) - cpuBefore.agentMs, driverMs: cpuMs(driver.pid) - cpuBefore.driverMs };
 
       // 4. idle
@@ -445,8 +465,8 @@ async function runSize(n: number, idleS: number): Promise<SizeResult> {
       const downStart = performance.now();
       for (const f of files) await unlink(path.join(disk.manifestsDir, f));
       await until(`${n} volumes unpublished and unstaged`, phaseTimeoutMs, () => {
-        const m = countMounts(disk);
-        return m.staged === 0 && m.published === 0;
+        const m = countMounts(disk.layout);
+        return m.staged === 0 && m.published === 0 ? true : 1 - (m.staged + m.published) / (2 * n);
       }, progress);
       const downMs = performance.now() - downStart;
       const downCpu = { agentMs: cpuMs(agent.pid) - downBefore.agentMs, driverMs: cpuMs(driver.pid) - downBefore.driverMs };
