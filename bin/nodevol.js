@@ -1,9 +1,14 @@
 #!/usr/bin/env node
 // Thin launcher. `npm run build` (run by `npm ci` via `prepare`) compiles the CLI to dist/src/
-// and bundles it into dist/bundle/cli/ (scripts/bundle.ts: fewer files to load at start-up,
-// README "Speed"). The bundle is used when it is there; without it (a tsc-only build), or with
-// NODEVOL_BUNDLE=0, the compiled modules in dist/src/ run instead: the same code either way.
-import { existsSync } from 'node:fs';
+// and bundles it into one file, dist/bundle/cli/main.cjs, with a V8 code cache beside it
+// (scripts/bundle.ts: fewer files to load and less to compile at start-up, README "Speed"). The
+// bundle is used when it is there; without it (a tsc-only build), or with NODEVOL_BUNDLE=0, the
+// compiled modules in dist/src/ run instead: the same code either way.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as vm from 'node:vm';
 
 // A reader that goes away (`nodevol explore --help | head -3`) ends the output, not the process
 // in a stack trace: the process ends at once with status 141, as a Go program (kubectl, kubelet)
@@ -15,12 +20,42 @@ for (const stream of [process.stdout, process.stderr]) {
   });
 }
 
-const bundle = new URL('../dist/bundle/cli/main.js', import.meta.url);
-const useBundle = process.env.NODEVOL_BUNDLE !== '0' && existsSync(bundle);
-const { main, runsOnce } = await import(useBundle ? bundle.href : '../dist/src/cli/main.js');
+/**
+ * Runs the CommonJS bundle as node's own loader would (the same wrapper function and arguments,
+ * and one more: the launcher's import()), compiled with its code cache when there is one that V8 accepts. Returns its exports and the
+ * compiled script (to record a cache from).
+ */
+function loadBundle(file) {
+  const source = readFileSync(file, 'utf8');
+  let cachedData;
+  try {
+    cachedData = readFileSync(`${file}.cache`);
+  } catch {
+    cachedData = undefined; // no cache: compile as usual
+  }
+  const script = new vm.Script(`(function (exports, require, module, __filename, __dirname, __nodevolImport) {\n${source}\n})`, {
+    filename: file,
+    lineOffset: -1, // the wrapper's line: stack traces give the bundle's own line numbers
+    cachedData,
+  });
+  const module = { exports: {} };
+  // The bundle's import() of the packages it loads on demand (prom-client, yaml, the Kubernetes
+  // client): code compiled from a code cache cannot call import() itself on Node 20
+  // (src/adapters/node/importExternal.ts). From here, bare names resolve in the package's node_modules.
+  const importExternal = (specifier) => import(specifier);
+  script.runInThisContext()(module.exports, createRequire(file), module, file, path.dirname(file), importExternal);
+  return { exports: module.exports, script };
+}
+
+const bundleFile = fileURLToPath(new URL('../dist/bundle/cli/main.cjs', import.meta.url));
+const bundle = process.env.NODEVOL_BUNDLE !== '0' && existsSync(bundleFile) ? loadBundle(bundleFile) : undefined;
+const { main, runsOnce } = bundle?.exports ?? (await import('../dist/src/cli/main.js'));
 
 const argv = process.argv.slice(2);
 process.exitCode = await main(argv);
+// Build time only (scripts/bundle.ts): the code cache, with every function this command ran.
+const codeCacheOut = process.env.NODEVOL_CODE_CACHE_OUT;
+if (bundle !== undefined && codeCacheOut !== undefined && codeCacheOut !== '') writeFileSync(codeCacheOut, bundle.script.createCachedData());
 // A one-shot command (help, version, a single audit) has handed all it prints to stdout and
 // stderr by now. End as soon as both have flushed it (a pipe may still hold queued output),
 // sparing the heap's pending work and teardown; long-running commands end when nothing is left

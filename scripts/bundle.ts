@@ -1,32 +1,44 @@
 /**
- * Bundles the compiled CLI (dist/src/cli/main.js, tsc's output) into dist/bundle/cli/ with
- * esbuild; run by `npm run build` after tsc. bin/nodevol.js loads the bundle when it is there.
+ * Bundles the compiled CLI (dist/src/cli/main.js, tsc's output) into one CommonJS file,
+ * dist/bundle/cli/main.cjs, with esbuild, then records a V8 code cache for it
+ * (main.cjs.cache); run by `npm run build` after tsc. bin/nodevol.js loads the bundle, with the
+ * cache, when it is there.
  *
- * Why: a process that imports ~150 small ES modules spends much of its start-up resolving,
- * reading and linking them; `nodevol audit` and `nodevol --help` are short processes whose
- * start-up is most of their time (README, Speed). The bundle is the same compiled code in a few
- * files.
+ * Why: `nodevol audit` and `nodevol --help` are short processes whose start-up is much of their
+ * time (README, Speed). A process that imports ~150 small ES modules spends much of it
+ * resolving, reading and linking them; one file removes that. And V8 compiles every function the
+ * first time it runs; Node 20 keeps no compiled code for ES modules, but a classic script can be
+ * compiled from a code cache: the bytecode of every function an audit ran, recorded here by
+ * running `nodevol audit` once on examples/node. The cache is V8's own format, checked by V8
+ * against the source and the node build and flags; when it does not match (another node, other
+ * flags), V8 rejects it and compiles as usual: the same code either way.
  *
  * What stays as it was:
- * - Each command is still loaded only when it runs: the dynamic `import()`s of the command
- *   modules become separate chunks (code splitting), so `audit` and `--help` load no agent,
- *   mock driver or simulator code.
- * - Every package except commander stays external, imported from node_modules at run time as
+ * - Each command's code still runs only when that command runs: esbuild keeps the dynamic
+ *   `import()`s of the command modules lazy (their bodies run on first import).
+ * - Every package except commander stays external, loaded from node_modules at run time as
  *   before: gRPC, prom-client, YAML, zod and the Kubernetes client load only where they did
  *   (the lazy-loading test runs against the bundle), and files they read next to themselves
  *   are where they expect.
  * - dist/bundle/cli/ is as deep below the package root as dist/src/cli/, so the paths the code
- *   derives from `import.meta.url` (package.json, proto/, scenarios/) resolve the same.
+ *   derives from `import.meta.url` (package.json, proto/, scenarios/) resolve the same: it is
+ *   defined as the bundle's own file URL.
  *
  *   node dist/scripts/bundle.js
  */
 import { build, type Plugin } from 'esbuild';
-import { readFileSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 
 /** The package root: dist/scripts/ → ../.. */
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 export const BUNDLE_DIR = path.join(ROOT, 'dist', 'bundle', 'cli');
+const BUNDLE_FILE = path.join(BUNDLE_DIR, 'main.cjs');
+/** Where bin/nodevol.js looks for the code cache, and where NODEVOL_CODE_CACHE_OUT has it written. */
+const CODE_CACHE_FILE = `${BUNDLE_FILE}.cache`;
+/** The node the code cache is recorded on: an audit of it runs the audit's code. */
+const TRAINING_NODE = path.join(ROOT, 'examples', 'node');
 const ENTRY = path.join(ROOT, 'dist', 'src', 'cli', 'main.js');
 
 /** Packages bundled in: commander is on every command's start-up path and has no files of its own to read. */
@@ -64,16 +76,15 @@ async function bundle(): Promise<void> {
   const result = await build({
     entryPoints: { main: ENTRY },
     outdir: BUNDLE_DIR,
+    outExtension: { '.js': '.cjs' },
     bundle: true,
-    splitting: true,
-    format: 'esm',
+    format: 'cjs',
     platform: 'node',
     target: 'node20',
     external: externalPackages(),
-    // commander is CommonJS and calls require() for node's built-in modules: give the ES module
-    // bundle a real require.
-    banner: { js: "import { createRequire as __nodevolCreateRequire } from 'node:module';\nconst require = __nodevolCreateRequire(import.meta.url);" },
-    chunkNames: 'chunk-[hash]',
+    // The ES modules' import.meta becomes the bundle file's own URL (see the header).
+    define: { 'import.meta.url': '__nodevolImportMetaUrl' },
+    banner: { js: "const __nodevolImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
     sourcemap: 'linked',
     // Whitespace and syntax only: names stay as written, so stack traces and class names read the same.
     minifyWhitespace: true,
@@ -84,9 +95,30 @@ async function bundle(): Promise<void> {
     plugins: [lazyChildProcessForCommander],
   });
   if (result.errors.length > 0) throw new Error(`bundle: ${result.errors.length} errors`);
-  const outputs = Object.entries(result.metafile.outputs).filter(([f]) => f.endsWith('.js'));
-  const bytes = outputs.reduce((n, [, o]) => n + o.bytes, 0);
-  console.log(`bundle: ${outputs.length} files, ${Math.round(bytes / 1024)} KiB in ${path.relative(ROOT, BUNDLE_DIR)}/`);
+  const bytes = Object.entries(result.metafile.outputs).reduce((n, [f, o]) => (f.endsWith('.cjs') ? n + o.bytes : n), 0);
+  console.log(`bundle: ${Math.round(bytes / 1024)} KiB in ${path.relative(ROOT, BUNDLE_FILE)}`);
+  recordCodeCache();
+}
+
+/**
+ * Runs `nodevol audit -o json` on examples/node through bin/nodevol.js with
+ * NODEVOL_CODE_CACHE_OUT set: the launcher writes the code cache of the bundle, with every
+ * function the audit ran, when the command is done. Exit 0 or 1 (1: the example node has findings).
+ */
+function recordCodeCache(): void {
+  if (!existsSync(TRAINING_NODE)) {
+    console.log(`bundle: no code cache (${path.relative(ROOT, TRAINING_NODE)} is missing); the bundle is compiled at each start`);
+    return;
+  }
+  const run = spawnSync(
+    process.execPath,
+    [path.join(ROOT, 'bin', 'nodevol.js'), 'audit', '--root-dir', path.join(TRAINING_NODE, 'kubelet'), '--mountinfo', path.join(TRAINING_NODE, 'mountinfo'), '-o', 'json'],
+    { env: { ...process.env, NODEVOL_BUNDLE: '1', NODEVOL_CODE_CACHE_OUT: CODE_CACHE_FILE }, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', timeout: 60_000 },
+  );
+  if ((run.status !== 0 && run.status !== 1) || !existsSync(CODE_CACHE_FILE)) {
+    throw new Error(`bundle: recording the code cache failed (status ${String(run.status ?? run.signal)}): ${run.stderr.slice(-2000)}`);
+  }
+  console.log(`bundle: code cache ${Math.round(statSync(CODE_CACHE_FILE).size / 1024)} KiB in ${path.relative(ROOT, CODE_CACHE_FILE)}`);
 }
 
 bundle().catch((err: unknown) => {

@@ -10,6 +10,7 @@ import type { ClusterAudit, ClusterFinding } from '../audit/clusterFindings.js';
 import { CLUSTER_FINDING_KINDS } from '../audit/findingKinds.js';
 import type { AuditReport, AuditVolume, SkipReason, Verdict } from '../audit/report.js';
 import { escapeCell, escapeText } from './terminal.js';
+import { importExternal } from '../adapters/node/importExternal.js';
 
 export const AUDIT_OUTPUT_FORMATS = ['table', 'wide', 'json', 'yaml', 'prom', 'summary'] as const;
 export type AuditOutputFormat = (typeof AUDIT_OUTPUT_FORMATS)[number];
@@ -28,7 +29,7 @@ export function renderJson(report: FullAuditReport): string {
 }
 
 export async function renderYaml(report: FullAuditReport): Promise<string> {
-  const { stringify } = await import('yaml');
+  const { stringify } = await importExternal<typeof import('yaml')>('yaml');
   return stringify(report, { lineWidth: 0 });
 }
 
@@ -47,7 +48,7 @@ const SKIP_REASONS: readonly SkipReason[] = [
 
 /** Prometheus text exposition of the report (metric names documented in README.md). */
 export async function renderProm(report: FullAuditReport): Promise<string> {
-  const { Gauge, Registry } = await import('prom-client');
+  const { Gauge, Registry } = await importExternal<typeof import('prom-client')>('prom-client');
   const registry = new Registry();
   const volumes = new Gauge({
     name: 'nodevol_audit_volumes',
@@ -137,7 +138,7 @@ function lastRunSuccess(GaugeClass: typeof Gauge, registry: Registry): Gauge {
 
 /** What /metrics serves after a run that could not complete: no verdict, only the failure. */
 export async function renderPromFailure(nowMs: number): Promise<string> {
-  const { Gauge, Registry } = await import('prom-client');
+  const { Gauge, Registry } = await importExternal<typeof import('prom-client')>('prom-client');
   const registry = new Registry();
   lastRunSuccess(Gauge, registry).set(0);
   new Gauge({ name: 'nodevol_audit_last_run_timestamp_seconds', help: 'Unix time the last nodevol audit ran.', registers: [registry] }).set(nowMs / 1000);

@@ -1,7 +1,10 @@
 // Each command loads only what it needs: `nodevol audit` and `nodevol --help` run with gRPC,
-// prom-client and the YAML parser made impossible to import; a node-only audit without zod too.
-// Every case runs twice: through the bundle bin/nodevol.js loads (dist/bundle/cli/, built by
-// `npm run build`), and with NODEVOL_BUNDLE=0 through the compiled modules in dist/src/.
+// prom-client and the YAML parser made impossible to load; a node-only audit without zod too.
+// Every case runs twice: through the bundle bin/nodevol.js loads (dist/bundle/cli/main.cjs, built
+// by `npm run build`), and with NODEVOL_BUNDLE=0 through the compiled modules in dist/src/.
+// The guard sees both ways a package is loaded: import (an ES module resolve hook) and require
+// (the CommonJS loader, which the bundle uses); a file under dist/ that imports or requires
+// anything is reported as loaded.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -14,7 +17,7 @@ import { requestedCommand, runsOnce } from '../../src/cli/main.js';
 
 const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..', '..');
 const BIN = path.join(REPO_ROOT, 'bin', 'nodevol.js');
-const BUNDLE = path.join(REPO_ROOT, 'dist', 'bundle', 'cli', 'main.js');
+const BUNDLE = path.join(REPO_ROOT, 'dist', 'bundle', 'cli', 'main.cjs');
 const FORBIDDEN = /\/node_modules\/(@grpc\/grpc-js|@grpc\/proto-loader|prom-client|yaml)\//;
 
 let dir = '';
@@ -34,7 +37,22 @@ before(async () => {
      }\n`,
   );
   guard = path.join(dir, 'guard.mjs');
-  await writeFile(guard, `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(hooks).href)});\n`);
+  await writeFile(
+    guard,
+    `import { createRequire, register } from 'node:module';
+     import { pathToFileURL } from 'node:url';
+     register(${JSON.stringify(pathToFileURL(hooks).href)});
+     const Module = createRequire(import.meta.url)('node:module');
+     const load = Module._load;
+     Module._load = function (request, parent, isMain) {
+       const from = parent?.filename ?? '';
+       if (from.includes('/dist/')) process.stderr.write('loaded: ' + pathToFileURL(from).href + '\\n');
+       const file = Module._resolveFilename(request, parent, isMain);
+       if (${FORBIDDEN.toString()}.test(file)) throw new Error('forbidden import: ' + file);
+       if (process.env.NODEVOL_TEST_NO_ZOD === '1' && file.includes('/node_modules/zod/')) throw new Error('forbidden import: ' + file);
+       return load.call(this, request, parent, isMain);
+     };\n`,
+  );
 });
 
 after(async () => {

@@ -16,6 +16,7 @@
  * `--cluster-state` file goes through); reducing them to one node's view is the audit's job.
  */
 import { parseObject, schemas, type ClusterObjects, type PersistentVolumeClaimObject } from '../../api/clusterObjects.js';
+import { importExternal } from './importExternal.js';
 
 export class ClusterApiError extends Error {
   override readonly name = 'ClusterApiError';
@@ -72,7 +73,7 @@ export interface ClusterApiObjects {
  * {@link ClusterApiError}, or a ClusterStateError for an object that does not match its schema.
  */
 export async function readClusterObjectsFromApi(o: ClusterApiOptions): Promise<ClusterApiObjects> {
-  const k8s = await import('@kubernetes/client-node');
+  const k8s = await importExternal<typeof import('@kubernetes/client-node')>('@kubernetes/client-node');
   const kc = new k8s.KubeConfig();
   try {
     if (o.kubeconfig !== undefined) kc.loadFromFile(o.kubeconfig);
