@@ -39,16 +39,23 @@ function setup(): { dir: string; fs: FaultyFs; v: ClusterDirView; clock: { now: 
   return { dir, fs, v, clock };
 }
 
+/**
+ * Passes until one makes no call at all. The first pass creates the last good store in the
+ * cluster dir: one event, one more lstat.
+ */
+async function settled(fs: FaultyFs, v: ClusterDirView): Promise<void> {
+  await waitUntil(async () => {
+    fs.calls.length = 0;
+    await v.listPods();
+    return fs.calls.length === 0;
+  }, 'the events of the first pass to be consumed');
+}
+
 describe('cluster dir view, watching: idle costs nothing, changes are still seen', () => {
   it('no syscall at all per pass while nothing changes; an edited node-status.json is seen before the full pass', async () => {
     const { dir, fs, v } = setup();
     try {
-      // The first pass creates the last good store in the cluster dir: one event, one more lstat.
-      await waitUntil(async () => {
-        fs.calls.length = 0;
-        await v.listPods();
-        return fs.calls.length === 0;
-      }, 'the events of the first pass to be consumed');
+      await settled(fs, v);
       for (let i = 0; i < 20; i++) await v.listPods();
       assert.deepEqual(fs.calls, [], 'no lstat of node-status.json, no readdir or stat of the manifests');
       writeFileSync(join(dir, 'node-status.json'), JSON.stringify({ volumesAttached: [], volumesInUse: ['v-2'] }));
@@ -151,11 +158,7 @@ describe('cluster dir view: one pass at a time', () => {
   it('watching: callers that come during a pass share it; a new file is read and parsed once', async () => {
     const { dir, fs, v } = setup();
     try {
-      await waitUntil(async () => {
-        fs.calls.length = 0;
-        await v.listPods();
-        return fs.calls.length === 0;
-      }, 'the events of the first pass to be consumed');
+      await settled(fs, v);
       writeFileSync(join(dir, 'manifests', 'c.yaml'), pod('c'));
       const file = join(dir, 'manifests', 'c.yaml');
       await waitUntil(async () => {
