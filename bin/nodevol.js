@@ -27,9 +27,13 @@ for (const stream of [process.stdout, process.stderr]) {
  */
 function loadBundle(file) {
   const source = readFileSync(file, 'utf8');
+  // The cache is used only when it names this build (scripts/bundle.ts: V8 itself compares the
+  // source's length only): its first line is the bundle's, the rest V8's data.
+  const header = /^\/\/ nodevol bundle \S+\n/.exec(source)?.[0] ?? '// nodevol bundle (none)\n';
   let cachedData;
   try {
-    cachedData = readFileSync(`${file}.cache`);
+    const cache = readFileSync(`${file}.cache`);
+    if (cache.subarray(0, header.length).toString('latin1') === header) cachedData = cache.subarray(header.length);
   } catch {
     cachedData = undefined; // no cache: compile as usual
   }
@@ -44,7 +48,7 @@ function loadBundle(file) {
   // (src/adapters/node/importExternal.ts). From here, bare names resolve in the package's node_modules.
   const importExternal = (specifier) => import(specifier);
   script.runInThisContext()(module.exports, createRequire(file), module, file, path.dirname(file), importExternal);
-  return { exports: module.exports, script };
+  return { exports: module.exports, script, header };
 }
 
 const bundleFile = fileURLToPath(new URL('../dist/bundle/cli/main.cjs', import.meta.url));
@@ -55,7 +59,9 @@ const argv = process.argv.slice(2);
 process.exitCode = await main(argv);
 // Build time only (scripts/bundle.ts): the code cache, with every function this command ran.
 const codeCacheOut = process.env.NODEVOL_CODE_CACHE_OUT;
-if (bundle !== undefined && codeCacheOut !== undefined && codeCacheOut !== '') writeFileSync(codeCacheOut, bundle.script.createCachedData());
+if (bundle !== undefined && codeCacheOut !== undefined && codeCacheOut !== '') {
+  writeFileSync(codeCacheOut, Buffer.concat([Buffer.from(bundle.header, 'latin1'), bundle.script.createCachedData()]));
+}
 // A one-shot command (help, version, a single audit) has handed all it prints to stdout and
 // stderr by now. End as soon as both have flushed it (a pipe may still hold queued output),
 // sparing the heap's pending work and teardown; long-running commands end when nothing is left

@@ -28,6 +28,7 @@
  */
 import { build, type Plugin } from 'esbuild';
 import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 
@@ -37,6 +38,13 @@ export const BUNDLE_DIR = path.join(ROOT, 'dist', 'bundle', 'cli');
 const BUNDLE_FILE = path.join(BUNDLE_DIR, 'main.cjs');
 /** Where bin/nodevol.js looks for the code cache, and where NODEVOL_CODE_CACHE_OUT has it written. */
 const CODE_CACHE_FILE = `${BUNDLE_FILE}.cache`;
+/**
+ * Names this build in the bundle's first line; bin/nodevol.js writes it at the head of the code
+ * cache and uses a cache only with the same name. V8's own check of a cache against its source
+ * compares the source's length, not its text: a cache left from another build of the same
+ * length would be taken.
+ */
+const BUILD_ID = randomUUID();
 /** The node the code cache is recorded on: an audit of it runs the audit's code. */
 const TRAINING_NODE = path.join(ROOT, 'examples', 'node');
 const ENTRY = path.join(ROOT, 'dist', 'src', 'cli', 'main.js');
@@ -82,9 +90,11 @@ async function bundle(): Promise<void> {
     platform: 'node',
     target: 'node20',
     external: externalPackages(),
-    // The ES modules' import.meta becomes the bundle file's own URL (see the header).
+    // The ES modules' import.meta becomes the bundle file's own URL (see the header). The banner
+    // comes first in the file, so it carries the strict mode directive ES modules had: after a
+    // statement, esbuild's own "use strict" would be an expression and the bundle sloppy.
     define: { 'import.meta.url': '__nodevolImportMetaUrl' },
-    banner: { js: "const __nodevolImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+    banner: { js: `// nodevol bundle ${BUILD_ID}\n'use strict';\nconst __nodevolImportMetaUrl = require('node:url').pathToFileURL(__filename).href;` },
     sourcemap: 'linked',
     // Whitespace and syntax only: names stay as written, so stack traces and class names read the same.
     minifyWhitespace: true,
