@@ -49,8 +49,13 @@ const DEFAULT_SIZES = [100, 1000];
 const DEFAULT_IDLE_S = 30;
 const POLL_MS = 20;
 const COARSE_POLL_MS = 100;
-/** Progress from which a phase is polled every POLL_MS. */
-const FINE_FROM = 0.95;
+
+/** Half the time left at the rate so far (progress p after elapsedMs), within [POLL_MS, COARSE_POLL_MS]. */
+function pollWait(p: number, elapsedMs: number): number {
+  const done = Math.min(Math.max(p, 0), 0.999);
+  const left = done === 0 ? Number.POSITIVE_INFINITY : (elapsedMs * (1 - done)) / done;
+  return Math.min(COARSE_POLL_MS, Math.max(POLL_MS, left / 2));
+}
 /**
  * Before the idle window: the agent settles. Its one heap compaction after a busy period (~0.3 s
  * of CPU at 1,000 volumes, README) runs 5 s after the last change, and the last change is the
@@ -93,23 +98,25 @@ function sleep(ms: number): Promise<void> {
 
 /** Polls `check` every POLL_MS until it returns true; throws naming `what` after `timeoutMs`. */
 /**
- * Polls `check` every POLL_MS until it holds. A check may answer a number, its progress from 0
- * to 1: polls are then COARSE_POLL_MS apart until it reaches FINE_FROM. Each count of the mount
- * table reads /proc/self/mountinfo (2,000 lines at N = 1,000): every 20 ms, that took CPU from
- * the agent and the driver on a 2-core machine, which the floor (timing itself) does not pay.
+ * Polls `check` every POLL_MS until it answers true. A check may instead answer its progress, a
+ * number from 0 to 1 (not done): the next poll then waits half the time the progress so far
+ * predicts is left, between POLL_MS and COARSE_POLL_MS. Each count of the mount table reads
+ * /proc/self/mountinfo (2,000 lines at N = 1,000): every 20 ms, that took CPU from the agent and
+ * the driver on a 2-core machine, which the floor (timing itself) does not pay.
  */
 async function until(what: string, timeoutMs: number, check: () => boolean | number | Promise<boolean>, progress?: () => string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let nextReport = Date.now() + 30_000;
+  const start = Date.now();
+  const deadline = start + timeoutMs;
+  let nextReport = start + 30_000;
   for (;;) {
     const answer = await check();
-    if (answer === true || answer === 1) return;
+    if (answer === true) return;
     if (Date.now() > deadline) throw new Error(`agent bench: ${what}: not done within ${timeoutMs} ms${progress === undefined ? '' : ` (${progress()})`}`);
     if (progress !== undefined && Date.now() > nextReport) {
       process.stderr.write(`  ... waiting for ${what}: ${progress()}\n`);
       nextReport = Date.now() + 30_000;
     }
-    await sleep(typeof answer === 'number' && answer < FINE_FROM ? COARSE_POLL_MS : POLL_MS);
+    await sleep(typeof answer === 'number' ? pollWait(answer, Date.now() - start) : POLL_MS);
   }
 }
 

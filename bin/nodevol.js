@@ -4,7 +4,7 @@
 // (scripts/bundle.ts: fewer files to load and less to compile at start-up, README "Speed"). The
 // bundle is used when it is there; without it (a tsc-only build), or with NODEVOL_BUNDLE=0, the
 // compiled modules in dist/src/ run instead: the same code either way.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,15 +52,22 @@ function loadBundle(file) {
 }
 
 const bundleFile = fileURLToPath(new URL('../dist/bundle/cli/main.cjs', import.meta.url));
-const bundle = process.env.NODEVOL_BUNDLE !== '0' && existsSync(bundleFile) ? loadBundle(bundleFile) : undefined;
-const { main, runsOnce } = bundle?.exports ?? (await import('../dist/src/cli/main.js'));
+const useBundle = process.env.NODEVOL_BUNDLE !== '0' && existsSync(bundleFile);
+// node maps stack traces (--enable-source-maps) and coverage (NODE_V8_COVERAGE) only for code
+// its loaders load: then the bundle is required as usual, without the code cache.
+const nodeLoadsBundle = useBundle && (process.sourceMapsEnabled || (process.env.NODE_V8_COVERAGE ?? '') !== '');
+const bundle = useBundle && !nodeLoadsBundle ? loadBundle(bundleFile) : undefined;
+const { main, runsOnce } = bundle?.exports ?? (nodeLoadsBundle ? createRequire(import.meta.url)(bundleFile) : await import('../dist/src/cli/main.js'));
 
 const argv = process.argv.slice(2);
 process.exitCode = await main(argv);
-// Build time only (scripts/bundle.ts): the code cache, with every function this command ran.
-const codeCacheOut = process.env.NODEVOL_CODE_CACHE_OUT;
-if (bundle !== undefined && codeCacheOut !== undefined && codeCacheOut !== '') {
-  writeFileSync(codeCacheOut, Buffer.concat([Buffer.from(bundle.header, 'latin1'), bundle.script.createCachedData()]));
+// Build time only (scripts/bundle.ts): the code cache, with every function this command ran,
+// written beside the bundle (nowhere else) through a new temporary file.
+const cacheFile = `${bundleFile}.cache`;
+if (bundle !== undefined && process.env.NODEVOL_CODE_CACHE_OUT === cacheFile) {
+  const temp = `${cacheFile}.${process.pid}.tmp`;
+  writeFileSync(temp, Buffer.concat([Buffer.from(bundle.header, 'latin1'), bundle.script.createCachedData()]), { flag: 'wx', mode: 0o644 });
+  renameSync(temp, cacheFile);
 }
 // A one-shot command (help, version, a single audit) has handed all it prints to stdout and
 // stderr by now. End as soon as both have flushed it (a pipe may still hold queued output),

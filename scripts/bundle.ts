@@ -28,8 +28,8 @@
  */
 import { build, type Plugin } from 'esbuild';
 import { spawnSync } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 
 /** The package root: dist/scripts/ → ../.. */
@@ -39,12 +39,13 @@ const BUNDLE_FILE = path.join(BUNDLE_DIR, 'main.cjs');
 /** Where bin/nodevol.js looks for the code cache, and where NODEVOL_CODE_CACHE_OUT has it written. */
 const CODE_CACHE_FILE = `${BUNDLE_FILE}.cache`;
 /**
- * Names this build in the bundle's first line; bin/nodevol.js writes it at the head of the code
- * cache and uses a cache only with the same name. V8's own check of a cache against its source
- * compares the source's length, not its text: a cache left from another build of the same
- * length would be taken.
+ * The bundle's first line names it by the sha256 of its text (written over this placeholder,
+ * which has the same length, so the source map stays right); bin/nodevol.js writes that line at
+ * the head of the code cache and uses a cache only with the same line. V8's own check of a cache
+ * against its source compares the source's length, not its text: a cache left from another
+ * build of the same length would be taken.
  */
-const BUILD_ID = randomUUID();
+const BUILD_ID_PLACEHOLDER = '0'.repeat(64);
 /** The node the code cache is recorded on: an audit of it runs the audit's code. */
 const TRAINING_NODE = path.join(ROOT, 'examples', 'node');
 const ENTRY = path.join(ROOT, 'dist', 'src', 'cli', 'main.js');
@@ -94,7 +95,7 @@ async function bundle(): Promise<void> {
     // comes first in the file, so it carries the strict mode directive ES modules had: after a
     // statement, esbuild's own "use strict" would be an expression and the bundle sloppy.
     define: { 'import.meta.url': '__nodevolImportMetaUrl' },
-    banner: { js: `// nodevol bundle ${BUILD_ID}\n'use strict';\nconst __nodevolImportMetaUrl = require('node:url').pathToFileURL(__filename).href;` },
+    banner: { js: `// nodevol bundle ${BUILD_ID_PLACEHOLDER}\n'use strict';\nconst __nodevolImportMetaUrl = require('node:url').pathToFileURL(__filename).href;` },
     sourcemap: 'linked',
     // Whitespace and syntax only: names stay as written, so stack traces and class names read the same.
     minifyWhitespace: true,
@@ -105,6 +106,18 @@ async function bundle(): Promise<void> {
     plugins: [lazyChildProcessForCommander],
   });
   if (result.errors.length > 0) throw new Error(`bundle: ${result.errors.length} errors`);
+  // import() of a package in code compiled from the code cache fails on Node 20: such imports go
+  // through importExternal (src/adapters/node/importExternal.ts). A new one would fail only when
+  // the cache is used, which a test through dist/src/ or a rejected cache would never see.
+  const direct = Object.entries(result.metafile.inputs).flatMap(([file, input]) =>
+    input.imports.filter((i) => i.kind === 'dynamic-import' && i.external === true).map((i) => `${file}: import('${i.path}')`),
+  );
+  if (direct.length > 0) throw new Error(`bundle: import() of a package outside importExternal (src/adapters/node/importExternal.ts): ${direct.join(', ')}`);
+  const text = readFileSync(BUNDLE_FILE, 'utf8');
+  const at = text.indexOf(BUILD_ID_PLACEHOLDER);
+  if (at < 0) throw new Error(`bundle: no build id placeholder in ${BUNDLE_FILE}`);
+  const id = createHash('sha256').update(text).digest('hex');
+  writeFileSync(BUNDLE_FILE, text.slice(0, at) + id + text.slice(at + id.length));
   const bytes = Object.entries(result.metafile.outputs).reduce((n, [f, o]) => (f.endsWith('.cjs') ? n + o.bytes : n), 0);
   console.log(`bundle: ${Math.round(bytes / 1024)} KiB in ${path.relative(ROOT, BUNDLE_FILE)}`);
   recordCodeCache();
@@ -123,7 +136,8 @@ function recordCodeCache(): void {
   const run = spawnSync(
     process.execPath,
     [path.join(ROOT, 'bin', 'nodevol.js'), 'audit', '--root-dir', path.join(TRAINING_NODE, 'kubelet'), '--mountinfo', path.join(TRAINING_NODE, 'mountinfo'), '-o', 'json'],
-    { env: { ...process.env, NODEVOL_BUNDLE: '1', NODEVOL_CODE_CACHE_OUT: CODE_CACHE_FILE }, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', timeout: 60_000 },
+    // NODE_OPTIONS emptied: V8 accepts a cache only under the flags it was recorded with.
+    { env: { ...process.env, NODE_OPTIONS: '', NODEVOL_BUNDLE: '1', NODEVOL_CODE_CACHE_OUT: CODE_CACHE_FILE }, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', timeout: 60_000 },
   );
   if ((run.status !== 0 && run.status !== 1) || !existsSync(CODE_CACHE_FILE)) {
     throw new Error(`bundle: recording the code cache failed (status ${String(run.status ?? run.signal)}): ${run.stderr.slice(-2000)}`);
