@@ -1,7 +1,7 @@
 /**
  * The agent's HTTP endpoints: /metrics (Prometheus text from prom-client), /healthz (the
- * process is alive and its loops complete iterations) and /readyz (reconstruction finished, the
- * states have synced and the populator has read the pods once). Binds 127.0.0.1 unless told otherwise.
+ * process is alive and its loops complete iterations) and /readyz (reconstruction finished and
+ * the states have synced). Binds 127.0.0.1 unless told otherwise.
  *
  * Hostile clients are bounded: at most {@link HTTP_LIMITS}.maxConnections open connections
  * (more are closed on accept), request headers within headersTimeoutMs, a whole request within

@@ -63,7 +63,6 @@ interface LoopHandle {
 export type RuntimeVolumeManager = Pick<VolumeManager, 'start' | 'populateOnce' | 'reconcileOnce' | 'syncNodeStatus' | 'waitForOperations'> &
   Partial<Pick<VolumeManager, 'skipIdlePasses' | 'activity' | 'populatorIdle' | 'reconcilerIdleForMs' | 'onOperationComplete'>> & {
   readonly reconciler: Pick<VolumeManager['reconciler'], 'statesHaveBeenSynced'>;
-  readonly populator: Pick<VolumeManager['populator'], 'hasAddedPods'>;
 };
 
 export type RuntimePhase = 'starting' | 'reconstructing' | 'running' | 'stopping' | 'stopped';
@@ -89,14 +88,9 @@ export class AgentRuntime {
     return this.phase;
   }
 
-  /**
-   * Ready: reconstruction done, reconstructed volumes settled from the node status, and the
-   * desired state filled from the cluster view once. Before that first populator pass the agent
-   * does not yet know which pods it serves: at start-up on a large cluster dir, reading it takes
-   * a while (1,001 manifests: ~0.5 s), and "ready" then would be early.
-   */
+  /** Ready: reconstruction done and reconstructed volumes settled from the node status. */
   isReady(): boolean {
-    return this.phase === 'running' && this.vm.reconciler.statesHaveBeenSynced() && this.vm.populator.hasAddedPods();
+    return this.phase === 'running' && this.vm.reconciler.statesHaveBeenSynced();
   }
 
   /**

@@ -22,7 +22,6 @@ function fakeVm(stuck: 'populator' | 'reconstruction' | 'none'): RuntimeVolumeMa
     syncNodeStatus: () => Promise.resolve(undefined),
     waitForOperations: () => Promise.resolve(),
     reconciler: { statesHaveBeenSynced: () => true },
-    populator: { hasAddedPods: () => true },
   };
 }
 

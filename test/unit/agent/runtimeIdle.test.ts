@@ -55,10 +55,6 @@ interface FakeVmState {
   nodeStatusChangesState?: boolean;
   /** reconcilerIdleForMs throws. */
   reconcilerIdleThrows?: boolean;
-  /** What the populator's hasAddedPods answers (default: true). */
-  hasAddedPods?: boolean;
-  /** What the reconciler's statesHaveBeenSynced answers (default: true). */
-  statesSynced?: boolean;
 }
 
 function setUp(options: { signalsEveryChange: boolean; nodeStatusPeriodMs?: number }): {
@@ -99,8 +95,7 @@ function setUp(options: { signalsEveryChange: boolean; nodeStatusPeriodMs?: numb
       return state.reconcilerIdleForMs;
     },
     onOperationComplete: (listener) => operationListeners.push(listener),
-    reconciler: { statesHaveBeenSynced: () => state.statesSynced ?? true },
-    populator: { hasAddedPods: () => state.hasAddedPods ?? true },
+    reconciler: { statesHaveBeenSynced: () => true },
   };
   const logger = new RecordingLogger();
   const runtime = new AgentRuntime(vm, logger, {
@@ -242,26 +237,5 @@ describe('agent loops on an idle node', () => {
     await clock.advanceTo(5_000);
     assert.deepEqual(state.populatorPasses, [0]);
     assert.deepEqual(state.reconcilerPasses, [0]);
-  });
-});
-
-describe('agent readiness', () => {
-  it('is ready only once reconstruction ran, the states synced and the populator filled the desired state once', async () => {
-    const { runtime, clock, state } = setUp({ signalsEveryChange: true });
-    state.hasAddedPods = false;
-    state.statesSynced = false;
-    assert.equal(runtime.isReady(), false, 'before start');
-    await runtime.start();
-    await clock.advanceTo(100);
-    assert.equal(runtime.isReady(), false, 'nothing synced yet');
-    state.statesSynced = true;
-    assert.equal(runtime.isReady(), false, 'the cluster view has not been read once: which pods this node serves is unknown');
-    state.hasAddedPods = true;
-    assert.equal(runtime.isReady(), true);
-    state.statesSynced = false;
-    assert.equal(runtime.isReady(), false, 'the populator alone is not enough either');
-    state.statesSynced = true;
-    await runtime.stop();
-    assert.equal(runtime.isReady(), false, 'stopped');
   });
 });
