@@ -8,7 +8,8 @@
  *   1. the driver starts on a fresh node and provisions N volumes; PVs and PVCs are written;
  *   2. the floor runs (up, then down), in a root dir of its own (removed at the end);
  *   3. the agent starts (CSIDriver attachRequired: false, so nothing waits for an attach/detach
- *      controller) and is ready; the N pod manifests are renamed into the cluster dir at once;
+ *      controller), is ready and has settled (its start-up work done, see settled()); the N pod
+ *      manifests are renamed into the cluster dir at once;
  *      "up" ends when the mount table shows N staged and N published volumes;
  *   4. idle: after a 17 s settle (past the agent's one post-busy heap compaction), the agent's
  *      CPU time over BENCH_AGENT_IDLE_S (default 30) seconds, and its RSS;
@@ -83,6 +84,28 @@ function cpuMs(pid: number): number {
   // Fields after the command name (which may hold spaces) start after the last ')'.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+}
+
+const SETTLE_WINDOW_MS = 250;
+/** CPU time over a SETTLE_WINDOW_MS below which the agent counts as settled (the idle agent: ~1 ms). */
+const SETTLE_CPU_MS = 20;
+
+/**
+ * Waits until the agent has gone quiet after start-up: its CPU time grows by less than
+ * SETTLE_CPU_MS over a SETTLE_WINDOW_MS. /readyz answers once reconstruction is done and the
+ * states synced; the populator's first pass over the cluster dir (1,001 manifests at N = 1,000,
+ * ~0.5 s) and the creation of its last good store may still run then, and pods that arrive on a
+ * running node meet an agent that finished them long before.
+ */
+async function settled(agent: Proc, timeoutMs: number): Promise<void> {
+  let last = cpuMs(agent.pid);
+  await until(`the agent (pid ${agent.pid}) to settle after start-up`, timeoutMs, async () => {
+    await sleep(SETTLE_WINDOW_MS);
+    const now = cpuMs(agent.pid);
+    const quiet = now - last < SETTLE_CPU_MS;
+    last = now;
+    return quiet;
+  });
 }
 
 /** VmRSS and VmHWM (peak) of a process, in MB. */
@@ -401,6 +424,7 @@ async function runSize(n: number, idleS: number): Promise<SizeResult> {
         await writeFile(path.join(pendingDir, file), podManifest(disk, i));
         files.push(file);
       }
+      await settled(agent, phaseTimeoutMs);
       const cpuBefore = { agentMs: cpuMs(agent.pid), driverMs: cpuMs(driver.pid) };
       const upStart = performance.now();
       const upStartWall = new Date();

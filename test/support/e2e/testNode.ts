@@ -111,7 +111,7 @@ export class TestNode {
 
   /**
    * Starts the agent (JSON logs, -v 4, volumesInUse every {@link STATUS_PERIOD}); resolves once
-   * /readyz answers 200 (reconstruction done, states synced, the pods read once).
+   * /readyz answers 200 (reconstruction done, states synced).
    */
   async startAgent(o: AgentStart): Promise<void> {
     const argv = this.disk.agentArgv({
