@@ -22,8 +22,9 @@ for (const stream of [process.stdout, process.stderr]) {
 
 /**
  * Runs the CommonJS bundle as node's own loader would (the same wrapper function and arguments,
- * and one more: the launcher's import()), compiled with its code cache when there is one that V8 accepts. Returns its exports and the
- * compiled script (to record a cache from).
+ * and one more: the launcher's import()), compiled with its code cache when there is one that V8
+ * accepts. Returns its exports, the compiled script (to record a cache from) and the cache's
+ * header line.
  */
 function loadBundle(file) {
   const source = readFileSync(file, 'utf8');
