@@ -23,6 +23,15 @@ function countingNode(withVersion: boolean): { node: InMemoryNode; version: { va
   return { node, version, claimLookups: () => lookups };
 }
 
+/** A counting node with volume pv-1 and pod uid-1 using it, its kubelet started. */
+async function startedWithOnePod(withVersion: boolean): Promise<ReturnType<typeof countingNode>> {
+  const counting = countingNode(withVersion);
+  counting.node.addVolume('pv-1', 'h1');
+  counting.node.addPod('uid-1', ['pv-1']);
+  await counting.node.startKubelet(false);
+  return counting;
+}
+
 function errorLines(node: InMemoryNode) {
   return node.logger.lines.filter((l) => l.severity === 'E' && l.msg === 'Error processing volume');
 }
@@ -79,10 +88,7 @@ describe('populator: processed pods', () => {
   });
 
   it('once every pod resolved, a pass under the same version does nothing at all', async () => {
-    const { node, version, claimLookups } = countingNode(true);
-    node.addVolume('pv-1', 'h1');
-    node.addPod('uid-1', ['pv-1']);
-    await node.startKubelet(false);
+    const { node, version, claimLookups } = await startedWithOnePod(true);
     await node.steps(2);
     const generation = node.kubelet.dsw.generation();
     await node.steps(5);
@@ -116,10 +122,7 @@ describe('populator: processed pods', () => {
   });
 
   it('idle(): true exactly while a pass finds the objects of a settled pass (what lets the agent sleep)', async () => {
-    const { node, version } = countingNode(true);
-    node.addVolume('pv-1', 'h1');
-    node.addPod('uid-1', ['pv-1']);
-    await node.startKubelet(false);
+    const { node, version } = await startedWithOnePod(true);
     await node.steps(1);
     assert.equal(node.kubelet.populatorIdle(), false, 'the first pass resolved the pod');
     await node.steps(1);
@@ -136,17 +139,11 @@ describe('populator: processed pods', () => {
   });
 
   it('idle(): never without objectsVersion, nor after a failed listing', async () => {
-    const { node } = countingNode(false);
-    node.addVolume('pv-1', 'h1');
-    node.addPod('uid-1', ['pv-1']);
-    await node.startKubelet(false);
+    const { node } = await startedWithOnePod(false);
     await node.steps(3);
     assert.equal(node.kubelet.populatorIdle(), false);
 
-    const versioned = countingNode(true);
-    versioned.node.addVolume('pv-1', 'h1');
-    versioned.node.addPod('uid-1', ['pv-1']);
-    await versioned.node.startKubelet(false);
+    const versioned = await startedWithOnePod(true);
     await versioned.node.steps(2);
     assert.equal(versioned.node.kubelet.populatorIdle(), true);
     Object.assign(versioned.node.cluster, { listPods: () => Promise.reject(new Error('connection refused')) });
@@ -155,10 +152,7 @@ describe('populator: processed pods', () => {
   });
 
   it('without objectsVersion, resolves every pod on every pass', async () => {
-    const { node, claimLookups } = countingNode(false);
-    node.addVolume('pv-1', 'h1');
-    node.addPod('uid-1', ['pv-1']);
-    await node.startKubelet(false);
+    const { node, claimLookups } = await startedWithOnePod(false);
     await node.steps(4);
     assert.equal(claimLookups(), 4);
   });
