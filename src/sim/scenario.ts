@@ -10,7 +10,8 @@
  *   volumes: [{ name, handle, driver, volumeMode: Filesystem|Block, inline }]   (inline: ephemeral, no PV)
  *   pods: [{ uid, volumes: [name...], running }]                  (running: false = added later by addPod)
  *   steps: wait: converged | advance: 30s | addPod: uid | deletePod: uid | restart | reboot |
- *          fault: { method, volume, code, times, hang, delay, timeoutKeepRunning } | clearFaults |
+ *          fault: <a rule of src/csi/faults.ts: method, volumeId, delay, hang, code, afterEffect,
+ *                  clientTimeout, exit, times> | clearFaults |
  *          deleteFile: { pod, volume }                             (the pod-local vol_data.json)
  *          readError: { pod, volume, code: EIO|EACCES, times }    (reads of the pod-local vol_data.json fail)
  */
@@ -21,28 +22,19 @@ import { fileURLToPath } from 'node:url';
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
 import { z } from 'zod';
 
-import { GrpcStatus } from '../host/csi.js';
+import { csiFaultSchema, type CsiFault } from '../csi/faults.js';
 
 /** The largest scenario file read. */
 export const MAX_SCENARIO_BYTES = 256 * 1024;
 
 const name = z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a lowercase DNS-style name');
-const csiMethod = z.enum(['NodeStageVolume', 'NodeUnstageVolume', 'NodePublishVolume', 'NodeUnpublishVolume']);
-const codeName = z.enum(Object.keys(GrpcStatus).filter((k) => k !== 'OK') as [string, ...string[]]);
 const duration = z.string().regex(/^\d+(ms|s|m)$/, 'must be a duration such as 500ms, 30s or 2m');
 
-const faultSchema = z
-  .object({
-    method: csiMethod,
-    volume: z.string().min(1).optional(),
-    code: codeName.optional(),
-    times: z.number().int().positive().optional(),
-    hang: z.boolean().optional(),
-    delay: duration.optional(),
-    timeoutKeepRunning: z.boolean().optional(),
-    afterEffect: z.boolean().optional(),
-  })
-  .strict();
+/** A fault step is a rule of the one CSI fault model (src/csi/faults.ts), as faults files hold them. */
+const faultSchema = csiFaultSchema;
+
+/** The CSI calls a fault step of a scenario may name: the node calls the simulated drivers serve. */
+export const NODE_FAULT_METHODS = ['NodeStageVolume', 'NodeUnstageVolume', 'NodePublishVolume', 'NodeUnpublishVolume'] as const;
 
 /** errnos a read of a file can fail with: EIO at the read, EACCES at the open. */
 export const READ_ERROR_CODES = ['EIO', 'EACCES'] as const;
@@ -134,7 +126,7 @@ export const scenarioSchema = z
 
 export type ScenarioInput = z.input<typeof scenarioSchema>;
 type Parsed = z.output<typeof scenarioSchema>;
-export type ScenarioFault = z.output<typeof faultSchema>;
+export type ScenarioFault = CsiFault;
 
 export type ScenarioStep =
   | { readonly kind: 'wait' }
@@ -284,11 +276,11 @@ function normalize(s: Parsed, file: string, lineOf: (p: (string | number)[]) => 
     if ('clearFaults' in raw) return { kind: 'clearFaults' };
     if ('fault' in raw) {
       const f = raw.fault;
-      if (f.volume !== undefined && !volumes.some((v) => v.handle === f.volume || v.name === f.volume)) {
-        throw err(['steps', i, 'fault', 'volume'], `unknown volume ${JSON.stringify(f.volume)}`);
+      if (!(NODE_FAULT_METHODS as readonly string[]).includes(f.method)) {
+        throw err(['steps', i, 'fault', 'method'], `the simulated drivers serve ${NODE_FAULT_METHODS.join(', ')}`);
       }
-      if (f.code === undefined && f.hang !== true && f.delay === undefined && f.timeoutKeepRunning !== true) {
-        throw err(['steps', i, 'fault'], 'a fault needs code, hang, delay or timeoutKeepRunning');
+      if (f.volumeId !== undefined && !volumes.some((v) => !v.inline && v.handle === f.volumeId)) {
+        throw err(['steps', i, 'fault', 'volumeId'], `no volume has the handle ${JSON.stringify(f.volumeId)}`);
       }
       return { kind: 'fault', fault: f };
     }

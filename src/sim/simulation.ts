@@ -17,7 +17,8 @@
  */
 import { MemoryMounter } from '../adapters/memory/memoryMounter.js';
 import { FakeCsiDriver, type FakeCsiFaultHandle, type FakeCsiRequest } from '../csi/fake/fakeCsiDriver.js';
-import { instrumentedRegistry } from '../csi/instrumented.js';
+import { composeNode, type ComposedNode } from '../agent/node.js';
+import type { LoopScheduler } from '../agent/runtime.js';
 import {
   CsiCallError,
   GrpcStatus,
@@ -33,7 +34,6 @@ import type { ClusterView } from '../host/cluster.js';
 import type { Pod } from '../api/core.js';
 import { errorCode, errorMessage, FsError, type FileSystem } from '../host/fs.js';
 import type { Logger } from '../host/logger.js';
-import { HOUSEKEEPING_PERIOD_MS, orphanedPodDirsCleanerFor } from '../kubelet/orphanedPodDirs.js';
 import { KubeletLayout } from '../layout/layout.js';
 import { sha256Hex } from '../layout/names.js';
 import { RecordingMetrics } from '../adapters/memory/recordingMetrics.js';
@@ -41,13 +41,12 @@ import type { Mounter } from '../host/mounter.js';
 import type { MountTable } from '../host/mounter.js';
 import { constructPVSourceSpec } from '../volume/spec.js';
 import { type PersistentVolume } from '../api/core.js';
-import type { VolumeHost } from '../volume/volumeHost.js';
-import { DSW_POPULATOR_LOOP_PERIOD_MS, NODE_STATUS_UPDATE_PERIOD_MS, RECONCILER_LOOP_PERIOD_MS, VolumeManager } from '../volumemanager/volumeManager.js';
 import { FakeCluster } from '../adapters/memory/fakeCluster.js';
 import { DurableFs } from './durableFs.js';
 import { removalHits, type InvariantName, type Violation } from './invariants.js';
 import { fnv1a, Prng, RunningHash } from './prng.js';
-import { parseDurationMs, type Scenario, type ScenarioFault, type ScenarioVolume } from './scenario.js';
+import type { Scenario, ScenarioFault, ScenarioVolume } from './scenario.js';
+import type { CsiFault } from '../csi/faults.js';
 import type { CsiRecord, PortCallRecord, TraceEventKind, TraceStep } from './trace.js';
 
 export const SIM_ROOT = '/var/lib/kubelet';
@@ -78,6 +77,25 @@ export const FAULT_KINDS: readonly FaultKind[] = ['Unavailable', 'Aborted', 'Dea
 export type Perturbation =
   | { readonly kind: 'crash'; readonly crash: CrashKind; readonly at: 'before' | 'after'; readonly seq: number }
   | { readonly kind: 'fault'; readonly fault: FaultKind; readonly csiCall: number };
+
+/**
+ * The rule a planned fault puts on its one call: the explorer's `--faults` kinds in the one fault
+ * model. A hang holds the call at the driver past the client's deadline, so the engine sees
+ * DEADLINE_EXCEEDED after 2 minutes while the driver finishes it a minute later.
+ */
+export function planFaultRule(fault: FaultKind, method: CsiMethod, volumeId: string): CsiFault {
+  const base = { method, times: 1, ...(volumeId === '' ? {} : { volumeId }) };
+  switch (fault) {
+    case 'Unavailable':
+      return { ...base, code: GrpcStatus.UNAVAILABLE };
+    case 'Aborted':
+      return { ...base, code: GrpcStatus.ABORTED };
+    case 'DeadlineExceeded':
+      return { ...base, code: GrpcStatus.DEADLINE_EXCEEDED, afterEffect: true };
+    case 'Hang':
+      return { ...base, delayMs: HANG_AT_DRIVER_MS };
+  }
+}
 
 /** `reboot:after:57`, `restart:before:12`, `fault:Hang:3` (the 3rd CSI call of the run). */
 export function formatPerturbation(p: Perturbation): string {
@@ -167,8 +185,17 @@ class Scheduler {
     this.#ready.push({ id: this.#nextId++, domain, kind, label, due: this.now, run });
   }
 
-  timer(domain: Domain, delayMs: number, kind: TraceEventKind, label: string, run: () => void | Promise<void>): void {
-    this.#timers.push({ id: this.#nextId++, domain, kind, label, due: this.now + Math.max(0, delayMs), run });
+  /** Queues `run` at now + delayMs; returns the event's id (for {@link cancel}). */
+  timer(domain: Domain, delayMs: number, kind: TraceEventKind, label: string, run: () => void | Promise<void>): number {
+    const id = this.#nextId++;
+    this.#timers.push({ id, domain, kind, label, due: this.now + Math.max(0, delayMs), run });
+    return id;
+  }
+
+  /** Removes a queued timer (a no-op once it ran or was dropped). */
+  cancel(id: number): void {
+    const i = this.#timers.findIndex((t) => t.id === id);
+    if (i >= 0) this.#timers.splice(i, 1);
   }
 
   drop(domain: Domain): void {
@@ -249,7 +276,7 @@ interface Life {
   readonly id: number;
   readonly domain: Domain;
   alive: boolean;
-  vm?: VolumeManager;
+  node?: ComposedNode;
 }
 
 interface InFlight {
@@ -271,7 +298,7 @@ export class Simulation {
   readonly #sched: Scheduler;
   readonly #fs: DurableFs;
   readonly #mounter: ObservedMounter;
-  readonly #cluster = new FakeCluster();
+  readonly #cluster = new FakeCluster({ watch: true });
   readonly #drivers = new Map<string, FakeCsiDriver>();
   readonly #driverEpoch = { n: 0 };
   readonly #metrics = new RecordingMetrics();
@@ -347,7 +374,7 @@ export class Simulation {
         },
       };
       this.#drivers.set(d.name, driver);
-      this.#cluster.drivers.set(d.name, { name: d.name, attachRequired: d.attachRequired, podInfoOnMount: d.podInfoOnMount });
+      this.#cluster.setCSIDriver({ name: d.name, attachRequired: d.attachRequired, podInfoOnMount: d.podInfoOnMount });
     }
     for (const v of this.#scenario.volumes) {
       if (v.inline) continue;
@@ -542,30 +569,31 @@ export class Simulation {
         return d === undefined ? undefined : this.#fencedCsi(life, d);
       },
     };
-    const host: VolumeHost = {
-      layout: this.#layout,
-      realRootDir: SIM_ROOT,
-      fs: this.#fencedFs(life),
-      features: this.#opt.gates,
-      logger,
-      clock,
-      mounter: this.#fencedMounter(life),
-      csiDrivers: instrumentedRegistry(csi, this.#metrics, clock),
-      cluster: this.#fencedCluster(life),
-      nodeName: SIM_NODE,
+    const scheduler: LoopScheduler = {
+      setTimeout: (callback, ms, label) => (life.alive ? this.#sched.timer(life.domain, ms, 'timer', label ?? 'timer', callback) : -1),
+      clearTimeout: (handle) => {
+        if (typeof handle === 'number') this.#sched.cancel(handle);
+      },
     };
-    const vm = new VolumeManager({ host, metrics: this.#metrics });
-    life.vm = vm;
-    const orphans = orphanedPodDirsCleanerFor(vm, {
-      fs: host.fs,
-      layout: host.layout,
-      realRootDir: host.realRootDir,
-      mounter: host.mounter,
-      cluster: host.cluster,
-      logger,
-    });
+    // The node the agent runs, from the same composition, over this life's fenced ports.
+    const node = composeNode(
+      {
+        layout: this.#layout,
+        realRootDir: SIM_ROOT,
+        nodeName: SIM_NODE,
+        features: this.#opt.gates,
+        fs: this.#fencedFs(life),
+        logger,
+        clock,
+        mounter: this.#fencedMounter(life),
+        csiDrivers: csi,
+        cluster: this.#fencedCluster(life),
+      },
+      { metrics: { volumeManager: this.#metrics }, scheduler, now: () => this.#sched.now, compactWhenIdle: false },
+    );
+    life.node = node;
     if (this.#opt.fullTrace === true) {
-      vm.executor.onOperationComplete((e) => {
+      node.vm.executor.onOperationComplete((e) => {
         // A fenced life's operations never settle after its crash; this is only ever the live one.
         const cur = this.#current;
         if (cur === undefined || !life.alive) return;
@@ -579,34 +607,8 @@ export class Simulation {
         (cur.operations ??= []).push(record);
       });
     }
-    vm.start()
-      .catch((err: unknown) => logger.error(err, 'Reconstruction failed'))
-      .finally(() => {
-        if (!life.alive) return;
-        this.#loop(life, 'desiredStateOfWorldPopulator', DSW_POPULATOR_LOOP_PERIOD_MS, () => vm.populateOnce(), logger);
-        this.#loop(life, 'reconciler', RECONCILER_LOOP_PERIOD_MS, () => vm.reconcileOnce(), logger);
-        this.#loop(life, 'nodeStatus', NODE_STATUS_UPDATE_PERIOD_MS, async () => {
-          await vm.syncNodeStatus();
-        }, logger);
-        // kubelet's housekeeping, as the agent runs it (the same sweep, wired the same way).
-        this.#loop(life, 'housekeeping', HOUSEKEEPING_PERIOD_MS, async () => {
-          await orphans.cleanupOrphanedPodDirs();
-        }, logger);
-      });
+    node.start().catch((err: unknown) => logger.error(err, 'Reconstruction failed'));
     this.#afterStep();
-  }
-
-  /** wait.Until: runs `body`, then again `periodMs` after it finished, while the life lasts. */
-  #loop(life: Life, name: string, periodMs: number, body: () => Promise<void>, logger: Logger): void {
-    const tick = (): void => {
-      if (!life.alive) return;
-      body()
-        .catch((err: unknown) => logger.error(err, 'Loop iteration failed', { loop: name }))
-        .finally(() => {
-          if (life.alive) this.#sched.timer(life.domain, periodMs, 'timer', name, tick);
-        });
-    };
-    tick();
   }
 
   /** Ends the current life now (no further event of it runs) and schedules the next one. */
@@ -718,6 +720,13 @@ export class Simulation {
     const c = this.#cluster;
     const call = <T>(op: string, args: string, f: () => Promise<T>): Promise<T> => this.#portCall(life, 'cluster', op, args, f);
     return {
+      // Served synchronously, as an informer's cache is: no port call, and a dead life hears nothing.
+      objectsVersion: () => c.objectsVersion?.() ?? 0,
+      onChange: (listener) =>
+        c.onChange?.(() => {
+          if (life.alive) listener();
+        }),
+      signalsEveryChange: () => true,
       listPods: () => call('listPods', '', () => c.listPods()),
       getPersistentVolumeClaim: (ns, n) => call('getPersistentVolumeClaim', `${ns}/${n}`, () => c.getPersistentVolumeClaim(ns, n)),
       getPersistentVolume: (n) => call('getPersistentVolume', n, () => c.getPersistentVolume(n)),
@@ -769,11 +778,26 @@ export class Simulation {
           const pending = invoke();
           const tookPlanned = planned !== undefined && planned.remaining() === 0;
           planned?.remove();
+          // The client's deadline (kubelet's csiTimeout): a call the driver has not answered by
+          // then fails DEADLINE_EXCEEDED at the client, while the driver may carry on with it.
+          let answered = false;
+          const deadline = this.#sched.timer(life.domain, CSI_CLIENT_TIMEOUT_MS, 'timer', `${method} ${volumeId} #${seq} deadline`, () => {
+            if (answered) return;
+            answered = true;
+            settle('DEADLINE_EXCEEDED', () => reject(new CsiCallError(method, GrpcStatus.DEADLINE_EXCEEDED, `context deadline exceeded after ${CSI_CLIENT_TIMEOUT_MS} ms`)));
+          });
+          const answer = (code: string, deliver: () => void): void => {
+            // A dead life hears nothing; an answer after the deadline reaches no one.
+            if (answered || !life.alive) return;
+            answered = true;
+            this.#sched.cancel(deadline);
+            settle(code, deliver);
+          };
           pending.then(
-            (v) => settle('OK', () => resolve(v)),
+            (v) => answer('OK', () => resolve(v)),
             (err: unknown) => {
               const code = err instanceof CsiCallError && err.code !== undefined ? grpcStatusName(err.code) : 'UNKNOWN';
-              settle(code, () => reject(err instanceof Error ? err : new Error(String(err))));
+              answer(code, () => reject(err instanceof Error ? err : new Error(String(err))));
             },
           );
         });
@@ -790,17 +814,7 @@ export class Simulation {
 
   #injectPlanFault(driver: FakeCsiDriver, method: CsiMethod, volumeId: string, fault: FaultKind): FakeCsiFaultHandle {
     this.#lastPerturbationMs = this.#sched.now;
-    const base = { method, times: 1, ...(volumeId === '' ? {} : { volumeId }) };
-    switch (fault) {
-      case 'Unavailable':
-        return driver.inject({ ...base, code: GrpcStatus.UNAVAILABLE });
-      case 'Aborted':
-        return driver.inject({ ...base, code: GrpcStatus.ABORTED });
-      case 'DeadlineExceeded':
-        return driver.inject({ ...base, code: GrpcStatus.DEADLINE_EXCEEDED, afterEffect: true });
-      case 'Hang':
-        return driver.inject({ ...base, delayMs: HANG_AT_DRIVER_MS, clientTimeoutMs: CSI_CLIENT_TIMEOUT_MS });
-    }
+    return driver.inject(planFaultRule(fault, method, volumeId));
   }
 
   // ---------------------------------------------------------------- invariants
@@ -1065,22 +1079,11 @@ export class Simulation {
     return new FsError(e.code, p, e.code === 'EACCES' ? 'open' : 'read');
   }
 
+  /** A scenario's fault rule goes to the driver of its volume, or to every driver when it names none. */
   #injectScenarioFault(f: ScenarioFault): void {
-    const vol = f.volume === undefined ? undefined : this.#volume(f.volume);
+    const vol = f.volumeId === undefined ? undefined : this.#scenario.volumes.find((v) => !v.inline && v.handle === f.volumeId);
     const drivers = vol === undefined ? [...this.#drivers.values()] : [this.#drivers.get(vol.driver)].filter((d): d is FakeCsiDriver => d !== undefined);
-    const code = f.code === undefined ? undefined : GrpcStatus[f.code as keyof typeof GrpcStatus];
-    for (const d of drivers) {
-      d.inject({
-        method: f.method,
-        ...(vol === undefined ? {} : { volumeId: vol.handle }),
-        ...(code === undefined ? {} : { code }),
-        ...(f.times === undefined ? {} : { times: f.times }),
-        ...(f.hang === true ? { delayMs: HANG_AT_DRIVER_MS * 100 } : {}),
-        ...(f.delay === undefined ? {} : { delayMs: parseDurationMs(f.delay) }),
-        ...(f.afterEffect === true ? { afterEffect: true } : {}),
-        ...(f.timeoutKeepRunning === true ? { delayMs: HANG_AT_DRIVER_MS, clientTimeoutMs: CSI_CLIENT_TIMEOUT_MS } : {}),
-      });
-    }
+    for (const d of drivers) d.inject(f);
   }
 
   // ---------------------------------------------------------------- world state

@@ -71,7 +71,8 @@ import {
   type NodeRules,
   type NodeVolumeView,
 } from '../nodeStateMachine.js';
-import { describeRule, MockFaultBook, type MockFaultRule, type MockRpcMethod } from './faults.js';
+import { describeCsiFault, type CsiFault } from '../faults.js';
+import { MockFaultBook, type MockRpcMethod } from './faults.js';
 import { MockJournal, redactSecrets, type JournalError, type JournalLine } from './journal.js';
 import { isMountPointByMountId, MountIdUnavailableError } from './mountPoint.js';
 import { MockStateStore, type MockVolumeKind, type MockVolumeRecord } from './state.js';
@@ -508,7 +509,7 @@ class MockDriverImpl implements MockDriver {
       await complete(null, err);
       throw err;
     }
-    let rule: MockFaultRule | undefined;
+    let rule: CsiFault | undefined;
     try {
       await this.#faults.refresh();
       rule = this.#faults.take(method, volumeId);
@@ -516,7 +517,7 @@ class MockDriverImpl implements MockDriver {
       this.#busy.release(lockId);
       throw err;
     }
-    if (rule !== undefined) this.#logger.info('Injecting a fault', { seq, method, volumeId, fault: describeRule(rule) });
+    if (rule !== undefined) this.#logger.info('Injecting a fault', { seq, method, volumeId, fault: describeCsiFault(rule) });
     let released = false;
     const release = (): void => {
       if (released) return;
@@ -559,7 +560,7 @@ class MockDriverImpl implements MockDriver {
   }
 
   /** Applies hang, delay and code of a rule around the effect. */
-  async #faulted<T>(seq: number, method: MockRpcMethod, volumeId: string, rule: MockFaultRule | undefined, effect: () => Promise<T>): Promise<T> {
+  async #faulted<T>(seq: number, method: MockRpcMethod, volumeId: string, rule: CsiFault | undefined, effect: () => Promise<T>): Promise<T> {
     if (rule?.hang === true) {
       await this.#journal.write({ time: new Date().toISOString(), seq, method, volumeId, phase: 'held', fault: 'hang' });
       await this.#heldUntilStop();

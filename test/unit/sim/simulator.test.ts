@@ -6,8 +6,8 @@ import { describe, it } from 'node:test';
 import { FeatureGate, type FeatureName } from '../../../src/features/features.js';
 import { DurableFs, JOURNAL_COMMIT_INTERVAL_MS } from '../../../src/sim/durableFs.js';
 import { removalHits } from '../../../src/sim/invariants.js';
-import { builtinScenarioNames, loadBuiltinScenario } from '../../../src/sim/scenario.js';
-import { formatPlan, parsePlan, simulate, type Perturbation, type SimResult } from '../../../src/sim/simulation.js';
+import { builtinScenarioNames, loadBuiltinScenario, parseScenario } from '../../../src/sim/scenario.js';
+import { CSI_CLIENT_TIMEOUT_MS, formatPlan, parsePlan, simulate, type Perturbation, type SimResult } from '../../../src/sim/simulation.js';
 
 const gates = (on: boolean): FeatureGate => FeatureGate.of({ CSIGlobalMountReconstruction: on });
 /** KEP-6058's gate and the given nodevol gates on. */
@@ -305,5 +305,56 @@ describe('gate CSIRetryReconstructionCleanup: explorer proof scenario reconstruc
     const on = await simulate({ scenario, gates: withGates(...ALL), seed: 1 });
     assert.deepEqual(names(on), []);
     assert.equal(on.endReason, 'converged');
+  });
+});
+
+describe("simulator: the agent's own node and runtime", () => {
+  const oneVolume = (steps: string): string =>
+    `name: t\ndrivers:\n  - name: csi.example.com\nvolumes:\n  - name: pv-1\n    handle: vol-1\npods:\n  - uid: pod-a\n    volumes: [pv-1]\nsteps:\n${steps}`;
+  const csiOf = (r: SimResult, method: string): { seq: number; sentMs: number; answer?: string; answeredMs?: number }[] => {
+    const out = new Map<number, { seq: number; sentMs: number; answer?: string; answeredMs?: number }>();
+    for (const s of r.trace) {
+      for (const c of s.calls) {
+        if (c.port !== 'csi' || c.op !== method) continue;
+        if (c.result === 'sent') out.set(c.seq, { seq: c.seq, sentMs: s.timeMs });
+        else {
+          const e = out.get(c.seq);
+          if (e !== undefined) out.set(c.seq, { ...e, answer: c.result, answeredMs: s.timeMs });
+        }
+      }
+    }
+    return [...out.values()];
+  };
+
+  it('an idle node sleeps as the agent does: a quiet minute costs the populator about one pass a second, not ten', async () => {
+    const scenario = parseScenario(oneVolume('  - wait: converged\n  - advance: 60s\n'), 't.yaml');
+    const r = await simulate({ scenario, gates: gates(true), seed: 1, fullTrace: true });
+    assert.deepEqual(names(r), []);
+    // The advance step's timer fires when its minute is over.
+    const advanced = r.trace.find((s) => s.event.label === 'advance 60000ms');
+    assert.ok(advanced !== undefined);
+    const quiet = r.trace.filter((s) => s.timeMs >= advanced.timeMs - 55_000 && s.timeMs < advanced.timeMs - 5_000);
+    const lists = quiet.flatMap((s) => s.calls).filter((c) => c.op === 'listPods').length;
+    assert.ok(lists <= 60, `listPods ${lists} times in 50 quiet seconds (the 100 ms poll would make 500)`);
+    assert.ok(lists >= 40, `listPods ${lists} times: the idle populator still passes at least once a second`);
+  });
+
+  it("a call the driver holds fails DEADLINE_EXCEEDED at the client after kubelet's 2 minutes", async () => {
+    const scenario = parseScenario(oneVolume('  - wait: converged\n  - fault: { method: NodeUnstageVolume, hang: true, times: 1 }\n  - deletePod: pod-a\n  - advance: 150s\n'), 't.yaml');
+    const r = await simulate({ scenario, gates: gates(true), seed: 1, fullTrace: true });
+    const [first] = csiOf(r, 'NodeUnstageVolume');
+    assert.ok(first !== undefined);
+    assert.equal(first.answer, 'DEADLINE_EXCEEDED');
+    assert.equal((first.answeredMs ?? 0) - first.sentMs, CSI_CLIENT_TIMEOUT_MS);
+  });
+
+  it('a teardown refused for over a minute is tracked as stuck and listed in <root>/nodevol/stuck-operations.json, as by the agent', async () => {
+    const scenario = parseScenario(oneVolume('  - wait: converged\n  - fault: { method: NodeUnstageVolume, code: FAILED_PRECONDITION }\n  - deletePod: pod-a\n  - advance: 90s\n  - clearFaults\n  - wait: converged\n'), 't.yaml');
+    const r = await simulate({ scenario, gates: gates(true), seed: 1, fullTrace: true });
+    const file = '/var/lib/kubelet/nodevol/stuck-operations.json';
+    const written = r.trace.filter((s) => s.fs?.added.includes(file));
+    assert.ok(written.length > 0, 'the status file was written');
+    assert.ok(written.every((s) => s.timeMs >= 60_000), 'only once the unstage failed for a minute');
+    assert.equal(r.endReason, 'converged');
   });
 });
