@@ -14,15 +14,17 @@
  *                  clientTimeout, exit, times> | clearFaults |
  *          deleteFile: { pod, volume }                             (the pod-local vol_data.json)
  *          readError: { pod, volume, code: EIO|EACCES, times }    (reads of the pod-local vol_data.json fail)
+ *          restartDriver: name                                    (the driver's process restarts)
+ *          fsFault: { code: ENOSPC|EROFS, for: 30s }              (the root dir's filesystem is full / read-only)
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
+import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, stringify as stringifyYaml, type Node as YamlNode } from 'yaml';
 import { z } from 'zod';
 
-import { csiFaultSchema, type CsiFault } from '../csi/faults.js';
+import { csiFaultSchema, writtenFault, type CsiFault } from '../csi/faults.js';
 
 /** The largest scenario file read. */
 export const MAX_SCENARIO_BYTES = 256 * 1024;
@@ -48,6 +50,11 @@ const readErrorSchema = z
   })
   .strict();
 
+/** errnos the root dir's filesystem can refuse changes with: full, or read-only. */
+export const FS_FAULT_CODES = ['ENOSPC', 'EROFS'] as const;
+
+const fsFaultSchema = z.object({ code: z.enum(FS_FAULT_CODES), for: duration }).strict();
+
 const stepSchema = z.union([
   z.object({ wait: z.literal('converged') }).strict(),
   z.object({ advance: duration }).strict(),
@@ -59,12 +66,14 @@ const stepSchema = z.union([
   z.object({ clearFaults: z.literal(true).or(z.null()) }).strict(),
   z.object({ deleteFile: z.object({ pod: name, volume: name }).strict() }).strict(),
   z.object({ readError: readErrorSchema }).strict(),
+  z.object({ restartDriver: z.string().min(1) }).strict(),
+  z.object({ fsFault: fsFaultSchema }).strict(),
   z.enum(['restart', 'reboot', 'clearFaults']),
 ]);
 
 /** Steps with a value to check field by field, by their one key: an error then names the field. */
-const STEP_FIELDS: Readonly<Record<string, z.ZodTypeAny>> = { fault: faultSchema, readError: readErrorSchema };
-const STEP_KEYS = ['wait', 'advance', 'addPod', 'deletePod', 'restart', 'reboot', 'fault', 'clearFaults', 'deleteFile', 'readError'];
+const STEP_FIELDS: Readonly<Record<string, z.ZodTypeAny>> = { fault: faultSchema, readError: readErrorSchema, fsFault: fsFaultSchema };
+const STEP_KEYS = ['wait', 'advance', 'addPod', 'deletePod', 'restart', 'reboot', 'fault', 'clearFaults', 'deleteFile', 'readError', 'restartDriver', 'fsFault'];
 
 /**
  * A step the union refused: when it is an object whose one key names a step with fields, the
@@ -138,7 +147,9 @@ export type ScenarioStep =
   | { readonly kind: 'fault'; readonly fault: ScenarioFault }
   | { readonly kind: 'clearFaults' }
   | { readonly kind: 'deleteFile'; readonly pod: string; readonly volume: string }
-  | { readonly kind: 'readError'; readonly pod: string; readonly volume: string; readonly code: (typeof READ_ERROR_CODES)[number]; readonly times: number };
+  | { readonly kind: 'readError'; readonly pod: string; readonly volume: string; readonly code: (typeof READ_ERROR_CODES)[number]; readonly times: number }
+  | { readonly kind: 'restartDriver'; readonly driver: string }
+  | { readonly kind: 'fsFault'; readonly code: (typeof FS_FAULT_CODES)[number]; readonly ms: number };
 
 export interface ScenarioDriver {
   readonly name: string;
@@ -284,6 +295,11 @@ function normalize(s: Parsed, file: string, lineOf: (p: (string | number)[]) => 
       }
       return { kind: 'fault', fault: f };
     }
+    if ('restartDriver' in raw) {
+      if (!driverNames.has(raw.restartDriver)) throw err(['steps', i, 'restartDriver'], `unknown driver ${JSON.stringify(raw.restartDriver)}`);
+      return { kind: 'restartDriver', driver: raw.restartDriver };
+    }
+    if ('fsFault' in raw) return { kind: 'fsFault', code: raw.fsFault.code, ms: parseDurationMs(raw.fsFault.for) };
     if ('readError' in raw) {
       const r = raw.readError;
       if (!podUids.has(r.pod)) throw err(['steps', i, 'readError', 'pod'], `unknown pod ${JSON.stringify(r.pod)}`);
@@ -308,6 +324,19 @@ function normalize(s: Parsed, file: string, lineOf: (p: (string | number)[]) => 
     pods: s.pods,
     steps,
   };
+}
+
+/**
+ * Validates a scenario built in memory (the shrinker's candidates) the way its file would be: the
+ * schema, then the references between drivers, volumes, pods and steps. Throws a ScenarioError.
+ */
+export function checkScenario(s: Scenario): Scenario {
+  const result = scenarioSchema.safeParse(scenarioDocument(s));
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    throw new ScenarioError(`${s.source}: ${fieldPath(issue?.path ?? [])}: ${issue?.message ?? 'invalid'}`);
+  }
+  return normalize(result.data, s.source, () => 1);
 }
 
 /** Reads a scenario file (bounded). */
@@ -349,4 +378,65 @@ export function loadBuiltinScenario(scenarioName: string): Scenario {
   const names = builtinScenarioNames();
   if (!names.includes(scenarioName)) throw new ScenarioError(`unknown scenario ${JSON.stringify(scenarioName)}; built in: ${names.join(', ')}`);
   return loadScenarioFile(path.join(builtinScenarioDir(), `${scenarioName}.yaml`));
+}
+
+/** A duration as the scenario format writes it (`90s`, `2m`, `500ms`). */
+export function formatScenarioDuration(ms: number): string {
+  if (ms > 0 && ms % 60_000 === 0) return `${ms / 60_000}m`;
+  if (ms > 0 && ms % 1000 === 0) return `${ms / 1000}s`;
+  return `${ms}ms`;
+}
+
+/** One step as the scenario format writes it. */
+function writtenStep(step: ScenarioStep): unknown {
+  switch (step.kind) {
+    case 'wait':
+      return { wait: 'converged' };
+    case 'advance':
+      return { advance: formatScenarioDuration(step.ms) };
+    case 'addPod':
+      return { addPod: step.uid };
+    case 'deletePod':
+      return { deletePod: step.uid };
+    case 'restart':
+    case 'reboot':
+    case 'clearFaults':
+      return step.kind;
+    case 'fault':
+      return { fault: writtenFault(step.fault) };
+    case 'deleteFile':
+      return { deleteFile: { pod: step.pod, volume: step.volume } };
+    case 'readError':
+      return { readError: { pod: step.pod, volume: step.volume, code: step.code, times: step.times } };
+    case 'restartDriver':
+      return { restartDriver: step.driver };
+    case 'fsFault':
+      return { fsFault: { code: step.code, for: formatScenarioDuration(step.ms) } };
+  }
+}
+
+/** A scenario as the document its file holds: parseScenario(YAML of it) gives it back. */
+export function scenarioDocument(s: Scenario): Record<string, unknown> {
+  return {
+    name: s.name,
+    ...(s.description === '' ? {} : { description: s.description }),
+    ...(Object.keys(s.featureGates).length === 0 ? {} : { featureGates: { ...s.featureGates } }),
+    drivers: s.drivers.map((d) => ({ name: d.name, attachRequired: d.attachRequired, podInfoOnMount: d.podInfoOnMount, stageUnstage: d.stageUnstage, mode: d.mode })),
+    volumes: s.volumes.map((v) => ({
+      name: v.name,
+      handle: v.handle,
+      driver: v.driver,
+      ...(v.volumeMode === 'Filesystem' ? {} : { volumeMode: v.volumeMode }),
+      ...(v.inline ? { inline: true } : {}),
+    })),
+    pods: s.pods.map((p) => ({ uid: p.uid, volumes: [...p.volumes], ...(p.running ? {} : { running: false }) })),
+    steps: s.steps.map(writtenStep),
+  };
+}
+
+/** A scenario's file text; `comment` (lines) goes on top. */
+export function scenarioYaml(s: Scenario, comment: readonly string[] = []): string {
+  const head = comment.map((l) => `# ${l}`.trimEnd()).join('\n');
+  const body = stringifyYaml(scenarioDocument(s), { lineWidth: 0, flowCollectionPadding: true, collectionStyle: 'block' });
+  return head === '' ? body : `${head}\n${body}`;
 }

@@ -129,6 +129,8 @@ export interface SimOptions {
   readonly fullTrace?: boolean;
   /** Record the world-state hash at every crash point (before/after each numbered call). */
   readonly recordCrashPoints?: boolean;
+  /** Record every numbered call as it is made (SimResult.calls): what a plan's seq refers to. */
+  readonly recordCalls?: boolean;
 }
 
 export interface CrashPoint {
@@ -152,6 +154,16 @@ export interface SimResult {
   readonly trace: readonly TraceStep[];
   /** Hash of the world when the run ended. */
   readonly finalState: string;
+  /** With recordCalls: every numbered call, in order. */
+  readonly calls: readonly CallRecord[];
+}
+
+/** One numbered call of a run: a port call, or a CSI call (with its index among the run's CSI calls). */
+export interface CallRecord {
+  readonly seq: number;
+  /** `fs.mkdir /var/lib/kubelet/...`, `csi.NodeStageVolume vol-1`. */
+  readonly label: string;
+  readonly csiIndex?: number;
 }
 
 // ------------------------------------------------------------------ scheduler
@@ -310,6 +322,7 @@ export class Simulation {
   readonly #seenInvariants = new Set<InvariantName>();
   readonly #trace: TraceStep[] = [];
   readonly #crashPoints: CrashPoint[] = [];
+  readonly #calls: CallRecord[] = [];
   /** CSI calls at the driver that have not finished there. */
   readonly #inFlight = new Map<number, InFlight>();
   readonly #running = new Set<string>();
@@ -464,6 +477,7 @@ export class Simulation {
       crashPoints: this.#crashPoints,
       trace: this.#trace,
       finalState: this.#worldState(),
+      calls: this.#calls,
     };
   }
 
@@ -477,6 +491,8 @@ export class Simulation {
   #beginStep(kind: TraceEventKind, label: string): void {
     this.#step++;
     this.#hash.add(`${this.#sched.now}|${kind}|${label}`);
+    // The step's record exists for a full trace only (the explorer's runs keep the hash).
+    if (this.#opt.fullTrace !== true) return;
     this.#current = {
       step: this.#step,
       timeMs: this.#sched.now,
@@ -487,7 +503,7 @@ export class Simulation {
       volumesAttached: [],
       violations: [],
     };
-    if (this.#opt.fullTrace === true) this.#trace.push(this.#current);
+    this.#trace.push(this.#current);
   }
 
   #afterStep(): void {
@@ -534,7 +550,7 @@ export class Simulation {
   #record(call: PortCallRecord): void {
     // The engine numbers its temporary files with a process-wide counter: normalise it so that a
     // run's hash does not depend on the runs before it in the same process.
-    this.#hash.add(`${call.seq}|${call.port}.${call.op}|${stableName(call.args)}|${call.result}`);
+    this.#hash.add(`${call.seq}|${call.port}.${call.op}|${call.args}|${call.result}`);
     this.#current?.calls.push(call);
   }
 
@@ -651,6 +667,7 @@ export class Simulation {
   #portCall<T>(life: Life, port: PortCallRecord['port'], op: string, args: string, effect: () => Promise<T>): Promise<T> {
     if (!life.alive) return NEVER();
     const seq = ++this.#seq;
+    if (this.#opt.recordCalls === true) this.#calls.push({ seq, label: `${port}.${op} ${args}` });
     if (this.#noteCrashPoint(life, seq, 'before')) return NEVER();
     return new Promise<T>((resolve, reject) => {
       this.#sched.ready(life.domain, 'port-call', `${port}.${op} #${seq}`, async () => {
@@ -747,6 +764,7 @@ export class Simulation {
       if (!life.alive) return NEVER();
       const seq = ++this.#seq;
       const index = ++this.#csiCount;
+      if (this.#opt.recordCalls === true) this.#calls.push({ seq, label: `csi.${method} ${volumeId}`, csiIndex: index });
       if (this.#noteCrashPoint(life, seq, 'before')) return NEVER();
       const fault = this.#plan.find((p) => p.kind === 'fault' && p.csiCall === index);
       return new Promise<T>((resolve, reject) => {
@@ -762,9 +780,11 @@ export class Simulation {
           const settle = (code: string, deliver: () => void): void => {
             // The answer travels back to the engine as its own event: it may be lost in a crash.
             this.#sched.ready(life.domain, 'csi-reply', `${method} ${volumeId} #${seq} -> ${code}`, () => {
-              const rec: CsiRecord = { seq, driver: driver.name, method, volumeId, request: { ...request }, code, durationMs: this.#sched.now - sentMs };
               if (method === 'NodePublishVolume' && code === 'OK') this.#noteSetUp(driver.name, volumeId, request);
-              if (this.#current !== undefined) this.#current.csi = rec;
+              if (this.#current !== undefined) {
+                const rec: CsiRecord = { seq, driver: driver.name, method, volumeId, request: { ...request }, code, durationMs: this.#sched.now - sentMs };
+                this.#current.csi = rec;
+              }
               this.#record({ seq, life: life.id, port: 'csi', op: method, args: volumeId, result: code });
               // A planned fault reaches the engine with this answer, not when the call arrived: a
               // hang answers DEADLINE_EXCEEDED only after kubelet's 2-minute client deadline, and
@@ -938,7 +958,8 @@ export class Simulation {
     const problems: string[] = [];
     if (this.#restarting || !this.#life.alive) problems.push('the engine is restarting');
     if (this.#inFlight.size > 0) problems.push('CSI calls are still running at the driver');
-    if (problems.length > 0 && reason === 'converged') return problems.join('; ');
+    const quick = reason === 'converged';
+    if (problems.length > 0 && quick) return problems.join('; ');
     const wanted = this.#wanted();
     for (const w of wanted.values()) {
       const d = this.#drivers.get(w.driver);
@@ -970,18 +991,23 @@ export class Simulation {
         }
       }
     }
-    const tree = this.#fs.mem.tree(SIM_ROOT);
+    // The driver's answer settles most runs; the directories are looked at one by one (a walk of
+    // the whole tree at every change cost the simulator a fifth of its time).
+    if (quick && problems.length > 0) return problems.join('; ');
+    const mem = this.#fs.mem;
     for (const v of this.#scenario.volumes) {
       if (v.inline || wanted.has(`${v.driver}|${v.handle}`)) continue;
       const dir = `${SIM_ROOT}/plugins/kubernetes.io/csi/${v.driver}/${sha256Hex(v.handle)}`;
-      if (tree.some((p) => p === `${dir}/` || p.startsWith(`${dir}/`))) problems.push(`the directory of unwanted volume ${v.handle} is still there`);
+      if (mem.typeSync(dir) !== undefined) problems.push(`the directory of unwanted volume ${v.handle} is still there`);
     }
     for (const p of this.#scenario.pods) {
       if (this.#running.has(p.uid)) continue;
-      const dir = `${SIM_ROOT}/pods/${p.uid}/volumes/`;
       // <root>/pods/<uid>/volumes/<plugin>/<volume>/: kubelet's pod cleanup (not the volume manager) removes the rest.
-      if (tree.some((x) => x.startsWith(dir) && x.split('/').length > dir.split('/').length + 1)) problems.push(`pod ${p.uid} is gone but its volume directories are still there`);
+      const volumes = `${SIM_ROOT}/pods/${p.uid}/volumes`;
+      const left = (mem.namesSync(volumes) ?? []).some((plugin) => (mem.namesSync(`${volumes}/${plugin}`) ?? []).length > 0);
+      if (left) problems.push(`pod ${p.uid} is gone but its volume directories are still there`);
     }
+    if (quick && problems.length > 0) return problems.join('; ');
     const attached = new Set(this.#cluster.volumesAttached.map((v) => v.name));
     const want = [...wanted.values()]
       .filter((w) => !w.vol.inline && (this.#scenario.drivers.find((x) => x.name === w.driver)?.attachRequired ?? true))
@@ -1046,6 +1072,26 @@ export class Simulation {
           for (const d of this.#drivers.values()) d.clearFaults();
           this.#afterStep();
           break;
+        case 'restartDriver':
+          // The driver's process restarts: calls at it fail UNAVAILABLE, none of their work lands,
+          // its state (and the rules in force) stay.
+          this.#beginStep('scenario', label);
+          this.#drivers.get(step.driver)?.reboot();
+          this.#lastPerturbationMs = this.#sched.now;
+          this.#changed();
+          this.#afterStep();
+          break;
+        case 'fsFault': {
+          this.#beginStep('scenario', label);
+          const until = this.#sched.now + step.ms;
+          this.#fs.failWrites(SIM_ROOT, step.code, until);
+          this.#sched.timer('world', step.ms, 'timer', `${step.code} ends`, () => this.#changed());
+          // The fault perturbs the engine until it ends.
+          this.#lastPerturbationMs = until;
+          this.#changed();
+          this.#afterStep();
+          break;
+        }
         case 'readError': {
           this.#beginStep('scenario', label);
           const v = this.#volume(step.volume);
@@ -1090,15 +1136,18 @@ export class Simulation {
 
   /** Hash of everything a crash keeps. */
   #worldState(): string {
-    const key = `${this.#version}|${this.#stepIndex}|${this.#fs.commits}|${this.#fs.dirty}|${[...this.#inFlight.keys()].join(',')}`;
+    const key = `${this.#version}|${this.#stepIndex}|${this.#fs.commits}|${this.#fs.dirty}|${this.#fs.writeFaultState()}|${[...this.#inFlight.keys()].join(',')}`;
     if (this.#stateMemo?.key === key) return this.#stateMemo.hash;
     const hash = this.#computeWorldState();
     this.#stateMemo = { key, hash };
     return hash;
   }
 
-  #computeWorldState(): string {
-    const parts: string[] = [`step ${this.#stepIndex}`, `running ${[...this.#running].sort().join(',')}`];
+  /** The files' part of the world state: re-read only after the page cache changed. */
+  #filesState(): string {
+    const version = this.#fs.pageVersion;
+    if (this.#filesMemo?.version === version) return this.#filesMemo.text;
+    const parts: string[] = [];
     for (const p of this.#fs.mem.tree(SIM_ROOT)) {
       if (p.endsWith('.json')) {
         let content = '';
@@ -1107,10 +1156,19 @@ export class Simulation {
         } catch {
           content = '?';
         }
-        parts.push(`${stableName(p)}=${fnv1a(content)}`);
-      } else parts.push(stableName(p));
+        parts.push(`${p}=${fnv1a(content)}`);
+      } else parts.push(p);
     }
-    parts.push(`durable ${this.#fs.commits} ${this.#fs.dirty}`);
+    const text = parts.join('\n');
+    this.#filesMemo = { version, text };
+    return text;
+  }
+
+  #filesMemo: { readonly version: number; readonly text: string } | undefined;
+
+  #computeWorldState(): string {
+    const parts: string[] = [`step ${this.#stepIndex}`, `running ${[...this.#running].sort().join(',')}`, this.#filesState()];
+    parts.push(`durable ${this.#fs.commits} ${this.#fs.dirty} ${this.#fs.writeFaultState()}`);
     for (const e of this.#mounter.entries()) parts.push(`m ${e.mountPoint} ${e.source}`);
     for (const [name, d] of this.#drivers) {
       parts.push(`d ${name} ${JSON.stringify(d.snapshot())}`);
@@ -1125,11 +1183,6 @@ export class Simulation {
 /** A pod's target path (filesystem `.../pods/<uid>/...`, block publish file `.../<uid>`). */
 function ownsTarget(uid: string, target: string): boolean {
   return target.includes(`/pods/${uid}/`) || target.endsWith(`/${uid}`);
-}
-
-/** Paths with a temp-file counter replaced (`x.tmp-7` -> `x.tmp-N`; today's atomic write names its temp file deterministically, so this is a no-op kept for old traces). */
-function stableName(s: string): string {
-  return s.replace(/\.tmp-\d+/g, '.tmp-N');
 }
 
 function diff(before: readonly string[], after: readonly string[]): { added: string[]; removed: string[] } {

@@ -39,7 +39,6 @@
  * with {@link EXIT_FAULT_CODE}), hang (held until the driver stops, then UNAVAILABLE), delay,
  * then code. A delayed call still does its work after the delay even if its client gave up.
  */
-import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, promises as fsp } from 'node:fs';
 import * as posix from 'node:path/posix';
 import { fileURLToPath } from 'node:url';
@@ -73,6 +72,7 @@ import {
 } from '../nodeStateMachine.js';
 import { describeCsiFault, type CsiFault } from '../faults.js';
 import { MockFaultBook, type MockRpcMethod } from './faults.js';
+import { mockVolumeId } from './volumeId.js';
 import { MockJournal, redactSecrets, type JournalError, type JournalLine } from './journal.js';
 import { isMountPointByMountId, MountIdUnavailableError } from './mountPoint.js';
 import { MockStateStore, type MockVolumeKind, type MockVolumeRecord } from './state.js';
@@ -172,10 +172,7 @@ export interface MockDriver {
   stop(): Promise<void>;
 }
 
-/** The volume id CreateVolume gives a name: `mock-` and the first 16 hex digits of sha256(name). */
-export function mockVolumeId(name: string): string {
-  return `mock-${createHash('sha256').update(name, 'utf8').digest('hex').slice(0, 16)}`;
-}
+export { mockVolumeId } from './volumeId.js';
 
 /** Backing storage of a volume: the directory (mount access) and the file (block access). */
 export function mockBackingPaths(stateDir: string, volumeId: string): { readonly dir: string; readonly file: string } {

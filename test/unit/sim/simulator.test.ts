@@ -358,3 +358,55 @@ describe("simulator: the agent's own node and runtime", () => {
     assert.equal(r.endReason, 'converged');
   });
 });
+
+describe('simulator: the root dir full or read-only, and driver restarts', () => {
+  const scenarioWith = (steps: string): ReturnType<typeof parseScenario> =>
+    parseScenario(`name: t\ndrivers:\n  - name: csi.example.com\nvolumes:\n  - name: pv-1\n    handle: vol-1\npods:\n  - uid: pod-a\n    volumes: [pv-1]\n    running: false\nsteps:\n${steps}`, 't.yaml');
+  const opsFailing = (r: SimResult, code: string): string[] => r.trace.flatMap((s) => s.calls).filter((c) => c.result === code).map((c) => c.op);
+
+  it('ENOSPC refuses what creates or writes under the root dir (removals go through) until it ends; the volume is mounted after', async () => {
+    const r = await simulate({ scenario: scenarioWith('  - fsFault: { code: ENOSPC, for: 20s }\n  - addPod: pod-a\n  - wait: converged\n'), gates: gates(true), seed: 1, fullTrace: true });
+    const refused = opsFailing(r, 'ENOSPC');
+    assert.ok(refused.length > 0, 'writes were refused');
+    assert.ok(refused.every((op) => ['mkdir', 'writeFile', 'writeFile+fsync', 'rename', 'symlink'].includes(op)), refused.join(','));
+    const lastRefused = Math.max(...r.trace.filter((s) => s.calls.some((c) => c.result === 'ENOSPC')).map((s) => s.timeMs));
+    assert.ok(lastRefused < 20_000, `refused at ${lastRefused} ms, after the fault ended`);
+    assert.equal(r.endReason, 'converged');
+    assert.deepEqual(names(r), []);
+  });
+
+  it('EROFS refuses removals too', async () => {
+    const r = await simulate({
+      scenario: scenarioWith('  - addPod: pod-a\n  - wait: converged\n  - fsFault: { code: EROFS, for: 20s }\n  - deletePod: pod-a\n  - wait: converged\n'),
+      gates: gates(true),
+      seed: 1,
+      fullTrace: true,
+    });
+    // The driver's removal of the target is refused: the teardown fails until the fault ends.
+    const failed = r.trace.flatMap((s) => s.operations ?? []).filter((o) => o.error?.includes('rmdir') === true && o.error.includes('EROFS'));
+    assert.ok(failed.length > 0, 'a removal was refused');
+    assert.ok(failed.every((o) => o.startMs < 40_000));
+    assert.equal(r.endReason, 'converged');
+  });
+
+  it('restartDriver: a call the driver holds fails UNAVAILABLE at once, without its effect, and the retry after it succeeds', async () => {
+    const r = await simulate({
+      scenario: scenarioWith('  - fault: { method: NodeStageVolume, hang: true, times: 1 }\n  - addPod: pod-a\n  - advance: 30s\n  - restartDriver: csi.example.com\n  - wait: converged\n'),
+      gates: gates(true),
+      seed: 1,
+      fullTrace: true,
+    });
+    const stages = r.trace.flatMap((s) => (s.csi?.method === 'NodeStageVolume' && s.csi.code !== undefined ? [{ at: s.timeMs, code: s.csi.code }] : []));
+    assert.equal(stages[0]?.code, 'UNAVAILABLE');
+    assert.ok((stages[0]?.at ?? 0) >= 30_000 && (stages[0]?.at ?? 0) < CSI_CLIENT_TIMEOUT_MS, JSON.stringify(stages));
+    assert.equal(stages.at(-1)?.code, 'OK');
+    assert.equal(r.endReason, 'converged');
+  });
+
+  it('an exit fault ends the driver process: the call fails UNAVAILABLE and the next one is served', async () => {
+    const r = await simulate({ scenario: scenarioWith('  - fault: { method: NodeStageVolume, exit: true, times: 1 }\n  - addPod: pod-a\n  - wait: converged\n'), gates: gates(true), seed: 1, fullTrace: true });
+    const stages = r.trace.flatMap((s) => (s.csi?.method === 'NodeStageVolume' && s.csi.code !== undefined ? [s.csi.code] : []));
+    assert.deepEqual(stages, ['UNAVAILABLE', 'OK']);
+    assert.equal(r.endReason, 'converged');
+  });
+});
