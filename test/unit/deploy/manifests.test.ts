@@ -6,7 +6,7 @@
 // line and exit 0 / 1.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync } from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
@@ -168,6 +168,32 @@ describe('deploy/npd/nodevol-audit-plugin.json', () => {
     assert.equal(bad.status, 1);
     assert.equal(bad.stdout, 'PROBLEM: 1 orphaned (ebs.csi.example.com^vol-1)\n');
     assert.ok(bad.stdout.length <= config().pluginConfig.max_output_length);
+  });
+
+  it('its command prints its one-line reason on stdout on exit 2 (NPD reads stdout only: the condition gets a message)', async () => {
+    const rule = config().rules[0]!;
+    const run = (rootDir: string, mountinfo: string): { status: number | null; stdout: string } => {
+      const args = rule.args.map((a) => a.replace('--root-dir=/var/lib/kubelet', `--root-dir=${rootDir}`).replace('--mountinfo=/proc/1/mountinfo', `--mountinfo=${mountinfo}`));
+      const r = spawnSync(process.execPath, [NODEVOL_BIN, ...args], { encoding: 'utf8', timeout: 60_000 });
+      return { status: r.status, stdout: r.stdout };
+    };
+    const mountinfo = await fx.writeMountInfo();
+    const missing = run(path.join(fx.root, 'nope'), mountinfo);
+    assert.equal(missing.status, 2);
+    assert.match(missing.stdout, /^UNKNOWN: --root-dir \S+nope does not exist: [^\n]+\n$/);
+    const noTable = run(fx.root, path.join(fx.root, 'no-mountinfo'));
+    assert.equal(noTable.status, 2);
+    assert.match(noTable.stdout, /^UNKNOWN: --mountinfo \S+no-mountinfo: [^\n]*ENOENT[^\n]*\n$/);
+    // Neither the pods dir nor the CSI plugin dir readable: not "OK: 0 CSI volume(s)".
+    const outside = path.join(fx.base, 'outside');
+    const hostile = path.join(fx.base, 'hostile-root');
+    mkdirSync(outside);
+    mkdirSync(path.join(hostile, 'plugins', 'kubernetes.io'), { recursive: true });
+    symlinkSync(outside, path.join(hostile, 'pods'));
+    symlinkSync(outside, path.join(hostile, 'plugins', 'kubernetes.io', 'csi'));
+    const nothing = run(hostile, mountinfo);
+    assert.equal(nothing.status, 2);
+    assert.match(nothing.stdout, /^UNKNOWN: could read neither \S+ nor \S+: nothing was audited[^\n]*\n$/);
   });
 });
 
