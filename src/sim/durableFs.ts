@@ -58,10 +58,14 @@ export class DurableFs implements FileSystem {
   }
 
   constructor(private readonly now: () => number) {
-    // A fixed root identity: memfs otherwise asks the real process for its uid on every path walk
-    // (two syscalls per lookup), which dominated the simulator's time.
+    // memfs owns new nodes by this injected identity but checks most accesses (canWrite(),
+    // canRead() with no argument) against the real process's: the two must be the same user, or
+    // a non-root user gets EACCES on the simulator's own files. Read once, not on every path walk
+    // (two syscalls per lookup dominated the simulator's time).
+    const uid = process.getuid?.() ?? 0;
+    const gid = process.getgid?.() ?? 0;
     this.#vol = Volume.fromJSON({}, '/', {
-      process: { getuid: () => 0, getgid: () => 0, cwd: () => '/', platform: 'linux', emitWarning: () => undefined, env: {} },
+      process: { getuid: () => uid, getgid: () => gid, cwd: () => '/', platform: 'linux', emitWarning: () => undefined, env: {} },
     });
     this.mem = new MemFs(this.#vol);
     this.mem.onChange = (realPath) => {

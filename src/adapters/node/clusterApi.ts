@@ -1,5 +1,5 @@
 /**
- * The cluster's view of one node read from the API server through @kubernetes/client-node.
+ * The cluster's view of one node read from the API server (GETs through ./kubeApi.ts).
  *
  * Read-only and narrow, so that a ClusterRole with get/list is enough (deploy/rbac):
  * - `get nodes/<node>` (volumesInUse, volumesAttached);
@@ -8,15 +8,15 @@
  * - `list persistentvolumes`, `list volumeattachments`, `list csidrivers` (cluster-scoped; a
  *   VolumeAttachment to another node is exactly what `attached-elsewhere` looks for).
  *
- * The client library is loaded on first use (`await import`), so commands that do not talk to
- * the API server never load it. Any failure is one {@link ClusterApiError} line naming the
+ * This module is loaded on first use (`await import`), so commands that do not talk to the API
+ * server never load it. Any failure is one {@link ClusterApiError} line naming the
  * request and the server's answer; the caller exits 2 rather than give a verdict without it.
  *
  * Every object is checked with the schemas of src/api/clusterObjects.ts (the same ones the
  * `--cluster-state` file goes through); reducing them to one node's view is the audit's job.
  */
 import { parseObject, schemas, type ClusterObjects, type PersistentVolumeClaimObject } from '../../api/clusterObjects.js';
-import { importExternal } from './importExternal.js';
+import { coreV1Api, KubeRestClient, loadInCluster, loadKubeconfig, storageV1Api, type KubeRestConfig } from './kubeApi.js';
 
 export class ClusterApiError extends Error {
   override readonly name = 'ClusterApiError';
@@ -30,8 +30,7 @@ export interface ClusterApiOptions {
   readonly timeoutMs?: number;
 }
 
-/** The in-cluster service account files client-node's loadFromCluster reads. */
-export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+export { SERVICE_ACCOUNT_DIR } from './kubeApi.js';
 
 /** Bounds each request: a hung API server is an error, not a hang. */
 function withTimeout<T>(what: string, p: Promise<T>, ms: number): Promise<T> {
@@ -73,19 +72,17 @@ export interface ClusterApiObjects {
  * {@link ClusterApiError}, or a ClusterStateError for an object that does not match its schema.
  */
 export async function readClusterObjectsFromApi(o: ClusterApiOptions): Promise<ClusterApiObjects> {
-  const k8s = await importExternal<typeof import('@kubernetes/client-node')>('@kubernetes/client-node');
-  const kc = new k8s.KubeConfig();
+  let config: KubeRestConfig;
   try {
-    if (o.kubeconfig !== undefined) kc.loadFromFile(o.kubeconfig);
-    else kc.loadFromCluster();
+    config = o.kubeconfig !== undefined ? await loadKubeconfig(o.kubeconfig) : await loadInCluster();
   } catch (err) {
     throw describe(o.kubeconfig !== undefined ? `--kubeconfig ${o.kubeconfig}` : 'in-cluster config', err);
   }
-  const server = kc.getCurrentCluster()?.server;
-  if (server === undefined || server === '') throw new ClusterApiError(`${o.kubeconfig ?? 'in-cluster config'}: no current cluster server`);
-  const core = kc.makeApiClient(k8s.CoreV1Api);
-  const storage = kc.makeApiClient(k8s.StorageV1Api);
+  const server = config.server;
   const ms = o.timeoutMs ?? 30_000;
+  const client = new KubeRestClient(config, ms);
+  const core = coreV1Api(client);
+  const storage = storageV1Api(client);
   const call = async <T>(what: string, f: () => Promise<T>): Promise<T> => {
     try {
       return await withTimeout(what, f(), ms);
