@@ -448,6 +448,10 @@ export class Simulation {
       if (
         !this.#restarting &&
         this.#inFlight.size === 0 &&
+        // An advance step is time the scenario lets pass on purpose, not the engine being stuck;
+        // a converged world waits out its quiet window.
+        this.#scenario.steps[this.#stepIndex]?.kind !== 'advance' &&
+        !converged &&
         this.#sched.now - Math.max(this.#lastChangeMs, this.#lastPerturbationMs) >= STUCK_WINDOW_MS &&
         !this.#sched.hasReady('')
       ) {
@@ -463,7 +467,11 @@ export class Simulation {
       await this.#runEvent(ev);
     }
     this.#settleFailureChecks(true);
-    if (endReason !== 'converged') {
+    // Liveness is owed once the faults have ended: a call a driver still holds on a hang (until
+    // its process restarts, which nothing in the run did after the call arrived) is a fault
+    // that never ended.
+    const held = [...this.#drivers.values()].some((d) => d.hangingCalls() > 0);
+    if (endReason !== 'converged' && !held) {
       this.#violate('converges', this.#whyNotConverged(endReason));
     }
     return {
@@ -916,14 +924,21 @@ export class Simulation {
     });
   }
 
+  /**
+   * A removal that takes what a driver still uses: the vol_data.json beside a path it has staged
+   * or published (the only record that names the volume there), or the path itself while it is
+   * still mounted. A path whose mount is already gone (a driver that unmounted, then failed to
+   * remove the directory, still lists it) is only an empty directory: the next call makes it again.
+   */
   #checkRemoval(removed: string): void {
+    const takes = (kept: string): boolean => removalHits(removed, kept) && (removed.endsWith('/vol_data.json') || this.#mounter.isMounted(kept));
     for (const [name, d] of this.#drivers) {
       for (const [id, st] of d.volumes()) {
-        if (st.stagedAt !== undefined && removalHits(removed, st.stagedAt)) {
+        if (st.stagedAt !== undefined && takes(st.stagedAt)) {
           this.#violate('nothing-removed-early', `${removed} removed while ${name} has ${id} staged at ${st.stagedAt}`);
         }
         for (const t of st.publishedAt) {
-          if (removalHits(removed, t)) this.#violate('nothing-removed-early', `${removed} removed while ${name} has ${id} published at ${t}`);
+          if (takes(t)) this.#violate('nothing-removed-early', `${removed} removed while ${name} has ${id} published at ${t}`);
         }
       }
     }
