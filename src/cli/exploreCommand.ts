@@ -6,6 +6,7 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 import { Command, InvalidArgumentError, Option } from 'commander';
 
@@ -16,7 +17,7 @@ import { INVARIANTS } from '../sim/invariants.js';
 import { builtinScenarioNames, loadBuiltinScenario, loadScenarioFile, ScenarioError, type Scenario } from '../sim/scenario.js';
 import { parsePlan, type Perturbation } from '../sim/simulation.js';
 import { WORKLOAD_SIZES, type WorkloadSize } from '../sim/generate.js';
-import { DEFAULT_MAX_CRASH_POINTS, swarm, type SwarmReport } from '../sim/swarm.js';
+import { DEFAULT_MAX_CRASH_POINTS, swarm, type SwarmReport, type WorkerEntry } from '../sim/swarm.js';
 import { simRunToTrace } from '../timeline/fromSim.js';
 import { renderTimelineHtml } from '../timeline/html.js';
 import { collect, examples } from './flags.js';
@@ -252,6 +253,7 @@ async function runGenerated(flags: ExploreFlags, count: number, fail: (msg: stri
       ...(flags.shard === undefined ? {} : { shard: flags.shard }),
       ...(flags.jobs === undefined ? {} : { jobs: flags.jobs }),
       replayCommand: (file, seed, plan) => `nodevol explore ${file} --feature-gates ${shown} --seed ${seed}${plan === '' ? ' --crash none' : ` --plan ${plan}`}`,
+      ...swarmWorkerEntry(),
       caseFile: (name) => path.join(caseDir(), name),
       writeFile: (file, text) => writeFileSync(file, text),
       // Progress on a terminal only, about every tenth of the way.
@@ -269,11 +271,10 @@ async function runGenerated(flags: ExploreFlags, count: number, fail: (msg: stri
 }
 
 export function renderSwarmTable(r: SwarmReport): string {
-  const secs = r.durationMs / 1000;
   const last = r.generate.seed + r.generate.count - 1;
   const lines = [
     `generated ${r.generate.size} workloads ${r.generate.seed}..${last}  feature gates ${gateString(shownGates(r.featureGates, {}))}  crash ${r.crash}  depth ${r.depth}  faults ${r.faults ? 'on' : 'off'}  crash points per workload ${r.maxCrashPoints === 0 ? 'all' : `<= ${r.maxCrashPoints}`}  shard ${r.shard}  jobs ${r.jobs}`,
-    `workloads ${r.workloads}  runs ${r.runs}  distinct states ${r.states}  ${secs.toFixed(1)} s (cpu ${(r.cpuMs / 1000).toFixed(1)} s)  ${r.runsPerSecond.toFixed(1)} runs/s (${r.runsPerCpuSecond.toFixed(1)} per cpu-second)`,
+    `workloads ${r.workloads}  runs ${r.runs}  distinct states ${r.states}  explored in ${(r.exploreMs / 1000).toFixed(1)} s (cpu ${(r.cpuMs / 1000).toFixed(1)} s): ${r.runsPerSecond.toFixed(1)} runs/s, ${r.runsPerCpuSecond.toFixed(1)} per cpu-second${r.cases.length > 0 ? `; shrunk in ${((r.durationMs - r.exploreMs) / 1000).toFixed(1)} s` : ''}`,
   ];
   if (r.violations.length === 0) {
     lines.push('no invariant violated');
@@ -290,4 +291,14 @@ export function renderSwarmTable(r: SwarmReport): string {
     lines.push(`    replay: ${c.replay}`);
   }
   return `${lines.join('\n')}\n`;
+}
+
+/**
+ * Worker threads of a CLI that runs from its bundle (dist/bundle/cli/main.cjs, where this module
+ * was bundled) load the bundle and serve from it; from the compiled modules, the swarm's default.
+ */
+function swarmWorkerEntry(): { workerEntry?: WorkerEntry } {
+  const here = fileURLToPath(import.meta.url);
+  if (!here.endsWith('.cjs')) return {};
+  return { workerEntry: { eval: `require(${JSON.stringify(here)}).runSwarmWorker()` } };
 }

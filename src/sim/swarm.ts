@@ -10,7 +10,6 @@
  * machine ran it.
  */
 import { availableParallelism } from 'node:os';
-import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
@@ -49,6 +48,8 @@ export interface SwarmOptions {
   readonly writeFile: (file: string, text: string) => void;
   /** Called after each workload. */
   readonly onWorkload?: (done: number, total: number) => void;
+  /** How worker threads start (default: swarmWorkerMain.js beside this module). */
+  readonly workerEntry?: WorkerEntry;
 }
 
 /** The crash points a generated workload is explored at when not told otherwise. */
@@ -81,6 +82,8 @@ export interface ShrunkCase {
   readonly steps: number;
   /** Runs the shrink took. */
   readonly shrinkRuns: number;
+  /** The scenario file's text (what `file` holds): a report from a Job pod carries its cases. */
+  readonly scenario: string;
 }
 
 export interface SwarmReport {
@@ -96,7 +99,9 @@ export interface SwarmReport {
   readonly runs: number;
   readonly crashPoints: number;
   readonly states: number;
+  /** Wall time in all, and of the exploration alone (shrinking the cases comes after it). */
   readonly durationMs: number;
+  readonly exploreMs: number;
   /** CPU time of the explorations (every thread), shrinking excluded. */
   readonly cpuMs: number;
   /** Runs per second of wall time, and per CPU-second (one core). */
@@ -195,13 +200,12 @@ export async function runTask(task: SwarmTask): Promise<SwarmAnswer> {
   }
 }
 
-/** The worker script, beside this module (dist/src/sim/), whether or not the CLI runs bundled. */
-function workerScript(): string {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  const beside = path.join(here, 'swarmWorker.js');
-  if (existsSync(beside)) return beside;
-  // The CLI bundle (dist/bundle/cli/): the compiled modules are in dist/src/.
-  return path.join(here, '..', '..', 'src', 'sim', 'swarmWorker.js');
+/** How a worker thread is started: a script file, or code to evaluate (the CLI bundle's). */
+export type WorkerEntry = { readonly file: string } | { readonly eval: string };
+
+/** The worker script beside this module (the compiled modules, not the bundle). */
+function defaultWorkerEntry(): WorkerEntry {
+  return { file: path.join(path.dirname(fileURLToPath(import.meta.url)), 'swarmWorkerMain.js') };
 }
 
 /** A pool of worker threads answering tasks in order of completion. */
@@ -211,10 +215,9 @@ class Pool {
   readonly #waiting = new Map<number, { resolve: (a: SwarmAnswer) => void; reject: (e: Error) => void }>();
   readonly #queue: { task: SwarmTask; resolve: (a: SwarmAnswer) => void; reject: (e: Error) => void }[] = [];
 
-  constructor(size: number) {
-    const script = workerScript();
+  constructor(size: number, entry: WorkerEntry) {
     for (let i = 0; i < size; i++) {
-      const w = new Worker(script);
+      const w = 'file' in entry ? new Worker(entry.file) : new Worker(entry.eval, { eval: true });
       w.on('message', (a: SwarmAnswer) => {
         const waiter = this.#waiting.get(a.id);
         this.#waiting.delete(a.id);
@@ -268,7 +271,7 @@ export async function swarm(o: SwarmOptions): Promise<SwarmReport> {
   };
   const workloads: number[] = [];
   for (let i = 0; i < o.count; i++) if (o.shard === undefined || i % o.shard.count === o.shard.index) workloads.push(o.seed + i);
-  const pool = jobs > 1 ? new Pool(Math.min(jobs, Math.max(1, workloads.length))) : undefined;
+  const pool = jobs > 1 ? new Pool(Math.min(jobs, Math.max(1, workloads.length)), o.workerEntry ?? defaultWorkerEntry()) : undefined;
   let nextId = 0;
   const run = async (task: SwarmTask): Promise<SwarmAnswer> => (pool === undefined ? runTask(task) : pool.run(task));
   const check = (a: SwarmAnswer): SwarmAnswer & { ok: true } => {
@@ -285,6 +288,7 @@ export async function swarm(o: SwarmOptions): Promise<SwarmReport> {
         return a.explored;
       }),
     );
+    const exploreMs = performance.now() - started;
     results.sort((a, b) => a.seed - b.seed);
     const violations = INVARIANT_NAMES.flatMap((invariant) => {
       const hit = results.filter((r) => r.violations.some((v) => v.invariant === invariant));
@@ -302,8 +306,9 @@ export async function swarm(o: SwarmOptions): Promise<SwarmReport> {
         if (s === undefined) throw new Error('a swarm worker answered without a shrunk case');
         const file = o.caseFile(`generated-${o.size}-${t.workload}-${t.invariant}.yaml`);
         const replay = o.replayCommand(file, t.workload, s.plan);
-        o.writeFile(file, [`# Found by nodevol explore --generate (workload ${t.workload}, size ${o.size}), shrunk from it.`, `# Replay: ${replay}`, s.yaml].join('\n'));
-        return { invariant: t.invariant, workload: t.workload, file, plan: s.plan, seed: t.workload, message: s.message, replay, pods: s.pods, volumes: s.volumes, drivers: s.drivers, steps: s.steps, shrinkRuns: s.runs };
+        const text = [`# Found by nodevol explore --generate (workload ${t.workload}, size ${o.size}), shrunk from it.`, `# Replay: ${replay}`, s.yaml].join('\n');
+        o.writeFile(file, text);
+        return { invariant: t.invariant, workload: t.workload, file, plan: s.plan, seed: t.workload, message: s.message, replay, pods: s.pods, volumes: s.volumes, drivers: s.drivers, steps: s.steps, shrinkRuns: s.runs, scenario: text };
       }),
     );
     const durationMs = performance.now() - started;
@@ -323,8 +328,9 @@ export async function swarm(o: SwarmOptions): Promise<SwarmReport> {
       crashPoints: results.reduce((n, r) => n + r.crashPoints, 0),
       states: results.reduce((n, r) => n + r.states, 0),
       durationMs: Math.round(durationMs),
+      exploreMs: Math.round(exploreMs),
       cpuMs: Math.round(cpuMs),
-      runsPerSecond: runs / Math.max(durationMs / 1000, 0.001),
+      runsPerSecond: runs / Math.max(exploreMs / 1000, 0.001),
       runsPerCpuSecond: runs / Math.max(cpuMs / 1000, 0.001),
       violations,
       cases,

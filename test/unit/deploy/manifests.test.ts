@@ -42,6 +42,7 @@ const RENDERED: Record<string, () => KubeObject[]> = {
   'deploy/base': () => renderKustomization(path.join(DEPLOY, 'base')),
   'deploy/npd': () => renderKustomization(path.join(DEPLOY, 'npd')),
   'deploy/overlays/microk8s': () => renderKustomization(path.join(DEPLOY, 'overlays', 'microk8s')),
+  'deploy/explore-job.yaml': () => parseAllDocuments(readFileSync(path.join(DEPLOY, 'explore-job.yaml'), 'utf8')).map((d) => d.toJS() as KubeObject),
   "README's my-cluster overlay": () => {
     const o = readmeOverlay();
     try {
@@ -102,6 +103,7 @@ describe('deploy/: every rendered manifest validates against the Kubernetes sche
   const kubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' });
   const noKubectl = kubectl.status === 0 ? undefined : 'kubectl is not installed: the renderer is not compared with kubectl kustomize here';
   for (const [name, render] of Object.entries(RENDERED)) {
+    if (name.endsWith('.yaml')) continue;
     it(`${name}: the test renderer gives what kubectl kustomize gives`, { skip: noKubectl }, () => {
       let dir = path.join(REPO_ROOT, name);
       let cleanup = (): void => undefined;
@@ -375,13 +377,48 @@ describe('deploy/: no stale file', () => {
   });
   after(() => undefined);
 
-  it('every file is a kustomization, a resource, a patch or a config one of them names', () => {
-    const named = new Set<string>();
+  it('every file is a kustomization, a resource, a patch or a config one of them names (or the explore Job, applied on its own)', () => {
+    const named = new Set<string>(['explore-job.yaml']);
     for (const dir of ['base', 'npd', 'overlays/microk8s']) {
       const k = readFileSync(path.join(DEPLOY, dir, 'kustomization.yaml'), 'utf8');
       named.add(`${dir}/kustomization.yaml`);
       for (const m of k.matchAll(/^\s+- (?:path: )?([\w./-]+\.(?:yaml|json))$/gm)) named.add(path.normalize(`${dir}/${m[1] ?? ''}`));
     }
     assert.deepEqual(files.filter((f) => !named.has(f)), []);
+  });
+});
+
+describe('deploy/explore-job.yaml: a search bigger than one machine', () => {
+  const [job] = RENDERED['deploy/explore-job.yaml']?.() ?? [];
+
+  it('is an Indexed Job whose pods each run their shard: the shard count is the completion count', () => {
+    assert.ok(job !== undefined);
+    const j = typed(job, k8s.V1Job);
+    assert.equal(j.spec?.completionMode, 'Indexed');
+    const container = j.spec?.template.spec?.containers[0];
+    assert.ok(container !== undefined);
+    const args = container.args ?? [];
+    assert.equal(args[args.indexOf('--shard') + 1], `$(JOB_COMPLETION_INDEX)/${j.spec?.completions}`);
+    assert.equal(j.spec?.template.spec?.securityContext?.runAsNonRoot, true);
+  });
+
+  it("its args, with the index Kubernetes puts in JOB_COMPLETION_INDEX, run: one shard's report as JSON", () => {
+    assert.ok(job !== undefined);
+    const container = typed(job, k8s.V1Job).spec?.template.spec?.containers[0];
+    assert.ok(container !== undefined);
+    const args = expandArgs({ ...container, env: [{ name: 'JOB_COMPLETION_INDEX', value: '3' }] }, {});
+    // The same command on a few workloads: the Job's 10,000 would take this test an hour.
+    const small = args.map((a, i) => (args[i - 1] === '--generate' ? '8' : args[i - 1] === '--shard' ? '3/4' : a));
+    const out = mkdtempSync(path.join(tmpdir(), 'nodevol-explore-job-'));
+    try {
+      const run = spawnSync(process.execPath, [NODEVOL_BIN, ...small.map((a) => (a === '/tmp/cases' ? out : a)), '--max-crash-points', '1', '--size', 'small'], { encoding: 'utf8' });
+      assert.equal(run.status, 0, run.stderr);
+      const report = JSON.parse(run.stdout) as { shard: string; workloads: number; violations: unknown[] };
+      assert.equal(report.shard, '3/4');
+      assert.equal(report.workloads, 2);
+      assert.deepEqual(report.violations, []);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
   });
 });
