@@ -6,13 +6,22 @@
  *   - the same with the gate off;
  *   - story 2, gate off and on;
  *   - every built-in scenario, depth 1, both crash kinds, gate on: the invariants violated;
- *   - story 1, depth 2, gate on, against the 2 min target (skip with BENCH_EXPLORE_DEPTH2=0).
+ *   - story 1, depth 2, gate on, against the 2 min target (skip with BENCH_EXPLORE_DEPTH2=0);
+ *   - generated workloads (`nodevol explore --generate`, every gate on), one process on one
+ *     thread (--jobs 1) per size: runs/s against the 20 runs/s target for medium, and the cost of
+ *     a step for small, medium and large (a run's cost grows with its steps: the ratio of the
+ *     large to the small cost of a step says whether it grows faster);
+ *   - the same medium workloads on every core (--jobs), and where a run's time goes (a profile
+ *     of the workloads explored in this process, bench/exploreCost.ts).
  * The gate-off runs must report in-use-reported or converges for stories 1 and 2 (the bugs the
  * KEP exists for); a missing finding is printed as MISS. The exit code stays 0.
  */
 import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
+
+import { EVERY_GATE, printCost, runCost } from './exploreCost.js';
 
 interface Report {
   readonly runs: number;
@@ -75,3 +84,40 @@ if (process.env['BENCH_EXPLORE_DEPTH2'] !== '0') {
   const d2 = explore('kep-story-1', ON, ['--depth', '2']);
   line('story 1, depth 2, both, gate on', d2.report, d2.wallMs, floor, 120_000);
 }
+
+interface SwarmJson {
+  readonly workloads: number;
+  readonly runs: number;
+  readonly steps: number;
+  readonly exploreMs: number;
+  readonly cpuMs: number;
+  readonly runsPerSecond: number;
+  readonly violations: readonly { readonly invariant: string; readonly workloads: number }[];
+}
+
+const everyGate = Object.entries(EVERY_GATE)
+  .map(([k, v]) => `${k}=${String(v)}`)
+  .join(',');
+function generated(size: string, count: number, jobs: number): { report: SwarmJson; wallMs: number } {
+  const r = timed(['explore', '--generate', String(count), '--size', size, '--jobs', String(jobs), '--feature-gates', everyGate, '-o', 'json']);
+  if (r.status !== 0 && r.status !== 1) throw new Error(`nodevol explore --generate ${count} --size ${size} exited ${String(r.status)}`);
+  return { report: JSON.parse(r.stdout) as SwarmJson, wallMs: r.wallMs };
+}
+const workloads = Number(process.env['BENCH_EXPLORE_WORKLOADS'] ?? 12);
+const perStep: Record<string, number> = {};
+for (const size of ['small', 'medium', 'large']) {
+  const { report: r, wallMs } = generated(size, size === 'large' ? Math.max(2, Math.round(workloads / 3)) : workloads, 1);
+  perStep[size] = (r.cpuMs * 1000) / Math.max(r.steps, 1);
+  const target = size === 'medium' ? `  target >= 20 runs/s on one core: ${r.runsPerSecond >= 20 ? 'met' : 'MISSED'}` : '';
+  console.log(
+    `generated ${size.padEnd(6)} x${String(r.workloads).padStart(3)}, one thread`.padEnd(44) +
+      ` runs ${String(r.runs).padStart(5)}  ${(r.steps / r.runs).toFixed(0)} steps/run  ${(r.cpuMs / r.runs).toFixed(1)} ms cpu/run  ${(perStep[size] ?? 0).toFixed(1)} us/step  ` +
+      `${r.runsPerSecond.toFixed(1)} runs/s (wall ${(wallMs / 1000).toFixed(1)} s)${target}`,
+  );
+  console.log(`${''.padEnd(44)} violations: ${r.violations.map((v) => `${v.invariant}(${v.workloads} workloads)`).join(' ') || 'none'}`);
+}
+console.log(`cost of a step, large against small: ${((perStep['large'] ?? 0) / Math.max(perStep['small'] ?? 1, 1e-9)).toFixed(2)}x (1 when a run's cost grows linearly with its steps)`);
+const cores = availableParallelism();
+const { report: all, wallMs: allWall } = generated('medium', workloads * cores, cores);
+console.log(`generated medium x${all.workloads}, ${cores} threads`.padEnd(44) + ` runs ${String(all.runs).padStart(5)}  ${all.runsPerSecond.toFixed(1)} runs/s (wall ${(allWall / 1000).toFixed(1)} s)`);
+printCost('where a run of a generated medium workload spends its time', await runCost(Math.max(2, Math.round(workloads / 2)), 'medium'));

@@ -43,6 +43,7 @@ interface ExploreFlags {
   jobs?: number;
   maxCrashPoints?: number;
   out?: string;
+  shrink?: number;
 }
 
 function nonNegativeInt(value: string): number {
@@ -87,7 +88,8 @@ export function exploreCommand(setExitCode: (code: number) => void): Command {
     .addOption(new Option('--size <size>', 'size of the generated workloads').choices([...WORKLOAD_SIZES]).default('medium'))
     .option('--jobs <n>', 'worker threads for --generate (default: one per core)', positiveInt)
     .option('--max-crash-points <n>', `with --generate: at most this many crash points a workload, sampled by seed (0: all; default ${DEFAULT_MAX_CRASH_POINTS})`, nonNegativeInt)
-    .option('--out <dir>', 'with --generate: where shrunk counterexamples are written (default: a new temp dir)');
+    .option('--out <dir>', 'with --generate: where shrunk counterexamples are written (default: a new temp dir)')
+    .option('--shrink <n>', 'with --generate: how many workloads per invariant broken are shrunk to a case (default 1)', nonNegativeInt);
   cmd.addHelpText(
     'after',
     '\nInvariants:\n' +
@@ -143,7 +145,7 @@ async function run(file: string | undefined, flags: ExploreFlags): Promise<numbe
     }
     return runGenerated(flags, flags.generate, fail);
   }
-  if (flags.jobs !== undefined || flags.maxCrashPoints !== undefined || flags.out !== undefined) return fail('--jobs, --max-crash-points and --out go with --generate');
+  if (flags.jobs !== undefined || flags.maxCrashPoints !== undefined || flags.out !== undefined || flags.shrink !== undefined) return fail('--jobs, --max-crash-points, --out and --shrink go with --generate');
   if ((file === undefined) === (flags.scenario === undefined)) return fail('give exactly one of SCENARIO.yaml or --scenario NAME');
   let scenario: Scenario;
   try {
@@ -252,6 +254,7 @@ async function runGenerated(flags: ExploreFlags, count: number, fail: (msg: stri
       ...(flags.maxCrashPoints === undefined ? {} : { maxCrashPoints: flags.maxCrashPoints }),
       ...(flags.shard === undefined ? {} : { shard: flags.shard }),
       ...(flags.jobs === undefined ? {} : { jobs: flags.jobs }),
+      ...(flags.shrink === undefined ? {} : { shrinkPerInvariant: flags.shrink }),
       replayCommand: (file, seed, plan) => `nodevol explore ${file} --feature-gates ${shown} --seed ${seed}${plan === '' ? ' --crash none' : ` --plan ${plan}`}`,
       ...swarmWorkerEntry(),
       caseFile: (name) => path.join(caseDir(), name),

@@ -174,6 +174,17 @@ export function generateScenario(seed: number, size: WorkloadSize = 'medium'): S
         running.delete(uid);
         deleted.push(uid);
         steps.push({ kind: 'deletePod', uid });
+        // As a StatefulSet does: the pod comes back at once, a new pod with the same claims,
+        // while its volumes may still be torn down.
+        const old = pods.find((p) => p.uid === uid);
+        const claims = (old?.volumes ?? []).filter((name) => !inlineVolumes.some((v) => v.name === name));
+        if (claims.length > 0 && pick.chance(0.3)) {
+          if (pick.chance(0.5)) steps.push({ kind: 'advance', ms: pick.one([1, 2, 5]) * 1000 });
+          const next = `${uid}-r${++recreated}`;
+          pods.push({ uid: next, volumes: claims, running: false });
+          running.add(next);
+          steps.push({ kind: 'addPod', uid: next });
+        }
         break;
       }
       case 'recreate': {
@@ -271,7 +282,8 @@ function generateFault(pick: Picker, persistent: readonly ScenarioVolume[], driv
     case 'delay':
       return { fault: { ...base, delayMs: pick.one([1, 5, 30, 90, 150]) * 1000 }, drivers: to };
     case 'clientTimeout':
-      return { fault: { ...base, delayMs: pick.one([30, 90, 180]) * 1000, clientTimeoutMs: pick.one([10, 60, 120]) * 1000 }, drivers: to };
+      // Timed out at the client, still running at the driver (kubernetes#121357's shape).
+      return { fault: { ...base, delayMs: pick.one([10, 30, 90, 180]) * 1000, clientTimeoutMs: pick.one([2, 5, 60, 120]) * 1000 }, drivers: to };
     case 'hang':
       return { fault: { ...base, times: 1, hang: true }, drivers: to };
     default:

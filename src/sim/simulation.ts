@@ -1041,7 +1041,8 @@ export class Simulation {
     for (;;) {
       const step = this.#scenario.steps[this.#stepIndex];
       if (step === undefined) return;
-      const label = JSON.stringify(step);
+      // Steps other than wait and advance run once: their label is built then, not at every poll.
+      const label = step.kind === 'wait' || step.kind === 'advance' ? '' : JSON.stringify(step);
       switch (step.kind) {
         case 'wait':
           // Converged and steady: nothing changed in the world for the quiet window.

@@ -63,6 +63,8 @@ export interface WorkloadResult {
   readonly states: number;
   readonly cpuMs: number;
   readonly virtualMs: number;
+  /** Scheduler steps of all its runs. */
+  readonly steps: number;
   readonly violations: readonly { readonly invariant: InvariantName; readonly runs: number; readonly plan: string; readonly message: string }[];
 }
 
@@ -97,6 +99,8 @@ export interface SwarmReport {
   readonly jobs: number;
   readonly workloads: number;
   readonly runs: number;
+  /** Scheduler steps of all runs (a run's cost grows with its steps). */
+  readonly steps: number;
   readonly crashPoints: number;
   readonly states: number;
   /** Wall time in all, and of the exploration alone (shrinking the cases comes after it). */
@@ -147,6 +151,7 @@ export async function exploreWorkload(workload: number, o: TaskOptions): Promise
   const scenario = generateScenario(workload, o.size);
   const cpu = process.cpuUsage();
   let virtualMs = 0;
+  let steps = 0;
   const report = await explore({
     scenario,
     gates: FeatureGate.of(o.gates),
@@ -160,6 +165,7 @@ export async function exploreWorkload(workload: number, o: TaskOptions): Promise
     replayCommand: () => '',
     onResult: (r) => {
       virtualMs += r.virtualMs;
+      steps += r.steps;
     },
   });
   const used = process.cpuUsage(cpu);
@@ -170,6 +176,7 @@ export async function exploreWorkload(workload: number, o: TaskOptions): Promise
     states: report.states,
     cpuMs: (used.user + used.system) / 1000,
     virtualMs,
+    steps,
     violations: report.violations.map((v) => ({ invariant: v.invariant, runs: v.runs, plan: v.plan, message: v.message })),
   };
 }
@@ -325,6 +332,7 @@ export async function swarm(o: SwarmOptions): Promise<SwarmReport> {
       jobs,
       workloads: results.length,
       runs,
+      steps: results.reduce((n, r) => n + r.steps, 0),
       crashPoints: results.reduce((n, r) => n + r.crashPoints, 0),
       states: results.reduce((n, r) => n + r.states, 0),
       durationMs: Math.round(durationMs),

@@ -74,7 +74,9 @@ export class MemFs implements FileSystem {
    * looked up far more often than changed (every operation resolves its path). Every change made
    * through this adapter forgets what it touched; {@link forgetCachedLookups} forgets everything.
    */
-  readonly #types = new Map<string, FileType | null>();
+  readonly #stats = new Map<string, FileStat | null>();
+  /** The names in a directory (real path), as read since the last change in it. */
+  readonly #listings = new Map<string, string[]>();
 
   constructor(volume?: Volume) {
     this.#vol = volume ?? new Volume();
@@ -83,12 +85,13 @@ export class MemFs implements FileSystem {
 
   /** Forgets every cached lookup: call after the volume was changed other than through this adapter. */
   forgetCachedLookups(): void {
-    this.#types.clear();
+    this.#stats.clear();
+    this.#listings.clear();
   }
 
   /** Rebuilds the record of where the symlinks are, for a volume changed other than through this adapter. */
   rescanSymlinks(): void {
-    this.#types.clear();
+    this.forgetCachedLookups();
     this.#symlinks.clear();
     const walk = (dir: string): void => {
       for (const name of this.#names(dir)) {
@@ -320,16 +323,26 @@ export class MemFs implements FileSystem {
   }
 
   #names(realDir: string): string[] {
-    return this.#vol.readdirSync(realDir).map((n) => (typeof n === 'string' ? n : Buffer.isBuffer(n) ? n.toString('utf8') : String(n.name)));
+    const cached = this.#listings.get(realDir);
+    if (cached !== undefined) return [...cached];
+    const names = this.#vol.readdirSync(realDir).map((n) => (typeof n === 'string' ? n : Buffer.isBuffer(n) ? n.toString('utf8') : String(n.name)));
+    this.#listings.set(realDir, names);
+    return [...names];
+  }
+
+  /** lstat of a real path, remembered until a change there; undefined when nothing is there. */
+  #lookup(realPath: string): FileStat | undefined {
+    const cached = this.#stats.get(realPath);
+    if (cached !== undefined) return cached ?? undefined;
+    const st = this.#vol.lstatSync(realPath, { throwIfNoEntry: false });
+    const stat: FileStat | undefined =
+      st === undefined ? undefined : { type: typeOf(st), size: st.size, mode: st.mode & 0o7777, dev: 0, ino: st.ino, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs };
+    this.#stats.set(realPath, stat ?? null);
+    return stat;
   }
 
   #lstatType(realPath: string): FileType | undefined {
-    const cached = this.#types.get(realPath);
-    if (cached !== undefined) return cached ?? undefined;
-    const st = this.#vol.lstatSync(realPath, { throwIfNoEntry: false });
-    const type = st === undefined ? undefined : typeOf(st);
-    this.#types.set(realPath, type ?? null);
-    return type;
+    return this.#lookup(realPath)?.type;
   }
 
   /** Told the real path of every change made through this adapter (what lies below it may have changed too). */
@@ -338,15 +351,22 @@ export class MemFs implements FileSystem {
   /** A change at `realPath` (and, for a directory renamed or replaced, below it). */
   #changedAt(realPath: string, subtree = false): void {
     this.onChange?.(realPath);
-    this.#types.delete(realPath);
+    // The path, its directory's listing and times, and (replaced or renamed) what was below it.
+    const parent = posix.dirname(realPath);
+    this.#stats.delete(realPath);
+    this.#stats.delete(parent);
+    this.#listings.delete(realPath);
+    this.#listings.delete(parent);
     if (!subtree) return;
     const prefix = `${realPath}/`;
-    for (const key of this.#types.keys()) if (key.startsWith(prefix)) this.#types.delete(key);
+    for (const key of this.#stats.keys()) if (key.startsWith(prefix)) this.#stats.delete(key);
+    for (const key of this.#listings.keys()) if (key.startsWith(prefix)) this.#listings.delete(key);
   }
 
   #statOf(realPath: string): FileStat {
-    const st = this.#vol.lstatSync(realPath);
-    return { type: typeOf(st), size: st.size, mode: st.mode & 0o7777, dev: 0, ino: st.ino, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs };
+    const st = this.#lookup(realPath);
+    if (st === undefined) throw quietFsError('ENOENT', realPath, 'lstat');
+    return st;
   }
 
   #write(path: string, data: Uint8Array, mode: number): void {

@@ -78,18 +78,24 @@ export class TestNode {
     readonly name: string,
     disk: NodeDisk,
     ns: NodeNamespace,
+    /** The mock driver's name (its CSIDriver object's, its socket's, its plugin dir's). */
+    readonly driverName: string,
   ) {
     this.disk = disk;
     this.#ns = ns;
   }
 
-  /** A fresh disk (with the driver's CSIDriver object, attachRequired) and a namespace on it. */
-  static async create(name: string): Promise<TestNode> {
+  /**
+   * A fresh disk (with the driver's CSIDriver object: attachRequired and podInfoOnMount unless
+   * told otherwise) and a namespace on it.
+   */
+  static async create(name: string, driver: { readonly name?: string; readonly attachRequired?: boolean; readonly podInfoOnMount?: boolean } = {}): Promise<TestNode> {
     const disk = await NodeDisk.create({ prefix: `nodevol-e2e-${name}-` });
+    const driverName = driver.name ?? E2E_DRIVER;
     // podInfoOnMount, as drivers with inline ephemeral volumes have it (the ephemeral key needs it).
-    await disk.writeCsiDriver({ name: E2E_DRIVER, attachRequired: true, podInfoOnMount: true });
+    await disk.writeCsiDriver({ name: driverName, attachRequired: driver.attachRequired ?? true, podInfoOnMount: driver.podInfoOnMount ?? true });
     const ns = await NodeNamespace.start({ name: `${name}-boot0`, logDir: disk.logDir });
-    return new TestNode(name, disk, ns);
+    return new TestNode(name, disk, ns, driverName);
   }
 
   /** The namespace the node runs now (a new one after each reboot). */
@@ -101,7 +107,7 @@ export class TestNode {
 
   /** Starts the mock driver; resolves once it serves (its "serving" log line). */
   async startDriver(): Promise<void> {
-    await this.#spawn('driver', this.disk.mockDriverArgv({ driverName: E2E_DRIVER, v: 2, loggingFormat: 'json' }));
+    await this.#spawn('driver', this.disk.mockDriverArgv({ driverName: this.driverName, v: 2, loggingFormat: 'json' }));
     await waitFor(async () => (await this.log('driver')).some((l) => l.msg === 'Mock CSI driver serving'), {
       what: `the mock driver of ${this.name} to serve`,
       timeoutMs: 10_000,
@@ -225,7 +231,7 @@ export class TestNode {
    * and the volume listed in volumesAttached. The driver must be running.
    */
   async createVolume(pvName: string, mode: 'Filesystem' | 'Block' = 'Filesystem'): Promise<TestVolume> {
-    const client = new GrpcCsiClient(`unix://${this.disk.driverSocket(E2E_DRIVER)}`, { timeoutMs: 10_000 });
+    const client = new GrpcCsiClient(`unix://${this.disk.driverSocket(this.driverName)}`, { timeoutMs: 10_000 });
     let volumeHandle: string;
     try {
       const cap = mode === 'Block' ? BLOCK_CAP : MOUNT_CAP;
@@ -236,7 +242,7 @@ export class TestNode {
     } finally {
       client.close();
     }
-    const pv = await this.disk.writePersistentVolume({ name: pvName, driver: E2E_DRIVER, volumeHandle, volumeMode: mode });
+    const pv = await this.disk.writePersistentVolume({ name: pvName, driver: this.driverName, volumeHandle, volumeMode: mode });
     const attached = (await this.disk.nodeStatus()).volumesAttached.filter((v) => v.name !== pv.uniqueVolumeName);
     await this.disk.setVolumesAttached([...attached, { name: pv.uniqueVolumeName }]);
     return { ...pv, volumeHandle };
@@ -291,11 +297,11 @@ export class TestNode {
 
   /** plugins/kubernetes.io/csi/<driver>/<sha256(handle)> */
   volumeDir(handle: string): string {
-    return this.disk.layout.csiVolumeDir(E2E_DRIVER, handle);
+    return this.disk.layout.csiVolumeDir(this.driverName, handle);
   }
   /** …/<sha256(handle)>/globalmount */
   globalMount(handle: string): string {
-    return this.disk.layout.csiDeviceMountPath(E2E_DRIVER, handle);
+    return this.disk.layout.csiDeviceMountPath(this.driverName, handle);
   }
   /** pods/<uid>/volumes/kubernetes.io~csi/<spec> */
   podVolumeDir(podUID: string, specName: string): string {
