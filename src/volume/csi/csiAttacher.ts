@@ -72,7 +72,8 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
       throw new Error(csiLog(`failed to save volume info data: ${errorMessage(err)}`));
     }
     if (!stageUnstage) {
-      host.logger.v(4).info(csiLog('attacher.MountDevice STAGE_UNSTAGE_VOLUME capability not set. Skipping MountDevice...'));
+      // klog.Infof in kubelet: V(0).
+      host.logger.info(csiLog('attacher.MountDevice STAGE_UNSTAGE_VOLUME capability not set. Skipping MountDevice...'));
       return;
     }
     // A failure here is transient, so the directory and vol_data.json stay (kubelet's deferred cleanup skips it).
@@ -201,7 +202,7 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
       throw new Error(csiLog(`attacher.UnmountDevice failed to check whether STAGE_UNSTAGE_VOLUME set: ${errorMessage(err)}`));
     }
     if (!stageUnstage) {
-      host.logger.v(4).info(csiLog('attacher.UnmountDevice STAGE_UNSTAGE_VOLUME capability not set. Skipping UnmountDevice...'));
+      host.logger.info(csiLog('attacher.UnmountDevice STAGE_UNSTAGE_VOLUME capability not set. Skipping UnmountDevice...'));
       await removeMountDir(host, deviceMountPath);
       return;
     }

@@ -61,7 +61,10 @@ export class CsiBlockMapper implements BlockVolumeMapper {
   async setUpDevice(): Promise<string> {
     const { host, id } = this;
     const client = clientFor(host, id.driverName);
-    if (!(await supportsStageUnstage(client))) return '';
+    if (!(await supportsStageUnstage(client))) {
+      host.logger.info(csiLog('blockMapper.stageVolumeForBlock STAGE_UNSTAGE_VOLUME capability not set. Skipping MountDevice...'));
+      return '';
+    }
     const stagingPath = host.layout.csiBlockStagingPath(id.specName);
     await mkdirAll(host, stagingPath);
     // Gate CSIDurableBlockVolumePaths: the staging dir survives a power cut before the driver
@@ -159,6 +162,8 @@ export class CsiBlockUnmapper implements BlockVolumeUnmapper {
         } catch (err) {
           throw new Error(csiLog(`blockMapper.TearDownDevice failed: ${errorMessage(err)}`));
         }
+      } else {
+        host.logger.info(csiLog('blockMapper.unstageVolumeForBlock STAGE_UNSTAGE_VOLUME capability not set. Skipping unstageVolumeForBlock ...'));
       }
       await removeIfUnmounted(host, stagingPath);
     }

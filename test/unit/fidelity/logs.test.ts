@@ -158,3 +158,43 @@ describe('reconstructGlobalVolume: a volume listed again', () => {
     assert.equal(linesOf(lines, 'Global mount with no pod directory is marked uncertain and added into the actual state').length, 1);
   });
 });
+
+// Issue 25, item 6: a driver without STAGE_UNSTAGE_VOLUME. Kubelet logs the skip with klog.Infof
+// (Info, V(0)) in csi_attacher.go MountDevice / UnmountDevice and csi_block.go
+// stageVolumeForBlock / unstageVolumeForBlock.
+describe('STAGE_UNSTAGE_VOLUME capability not set: the skip is logged at Info', () => {
+  const SKIPS = {
+    mountDevice: 'kubernetes.io/csi: attacher.MountDevice STAGE_UNSTAGE_VOLUME capability not set. Skipping MountDevice...',
+    unmountDevice: 'kubernetes.io/csi: attacher.UnmountDevice STAGE_UNSTAGE_VOLUME capability not set. Skipping UnmountDevice...',
+    stageBlock: 'kubernetes.io/csi: blockMapper.stageVolumeForBlock STAGE_UNSTAGE_VOLUME capability not set. Skipping MountDevice...',
+    unstageBlock: 'kubernetes.io/csi: blockMapper.unstageVolumeForBlock STAGE_UNSTAGE_VOLUME capability not set. Skipping unstageVolumeForBlock ...',
+  };
+
+  it('filesystem: csi_attacher.go MountDevice and UnmountDevice skip at V(0)', async () => {
+    const node = new InMemoryNode({ capabilities: [] });
+    const name = node.addVolume('pv-1', 'vol-1');
+    node.addPod('pod-a', ['pv-1']);
+    const vm = await node.startKubelet(false);
+    await node.stepUntil(() => vm.asw.getMountedVolumes().length === 1);
+    node.cluster.deletePod('pod-a');
+    await node.stepUntil(() => !vm.asw.volumeExists(name as UniqueVolumeName));
+    assert.deepEqual(linesOf(node.logger, SKIPS.mountDevice), [{ level: 0, severity: 'I' }]);
+    assert.deepEqual(linesOf(node.logger, SKIPS.unmountDevice), [{ level: 0, severity: 'I' }]);
+  });
+
+  it('raw block: csi_block.go stageVolumeForBlock and unstageVolumeForBlock skip at V(0)', async () => {
+    const node = new InMemoryNode({ capabilities: [] });
+    const name = node.addVolume('pv-b', 'vol-b', { mode: 'Block' });
+    const pod = node.addPod('pod-b', ['pv-b']);
+    node.cluster.addPod({ ...pod, blockVolumeNames: ['vol-pv-b'] });
+    const vm = await node.startKubelet(false);
+    await node.stepUntil(() => vm.asw.getMountedVolumes().length === 1);
+    // TearDownDevice asks the driver only when the staging dir exists: one left by a driver
+    // version that had the capability.
+    await node.fs.mkdir(node.layout.csiBlockStagingPath('pv-b'), { recursive: true, mode: 0o750 });
+    node.cluster.deletePod('pod-b');
+    await node.stepUntil(() => !vm.asw.volumeExists(name as UniqueVolumeName));
+    assert.deepEqual(linesOf(node.logger, SKIPS.stageBlock), [{ level: 0, severity: 'I' }]);
+    assert.deepEqual(linesOf(node.logger, SKIPS.unstageBlock), [{ level: 0, severity: 'I' }]);
+  });
+});
