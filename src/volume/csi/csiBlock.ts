@@ -10,8 +10,20 @@ import { getAttachmentName } from '../../layout/names.js';
 import type { BlockVolumeMapper, BlockVolumeUnmapper, PodRef } from '../plugins.js';
 import { specName, type Spec } from '../spec.js';
 import type { VolumeHost } from '../volumeHost.js';
-import { assertConfined, assertUnderRoot, blockCapability, classifyCsiError, clientFor, csiLog, mkdirAll, supportsStageUnstage } from './csiUtil.js';
-import { isOperationFinishedError } from '../util/errors.js';
+import {
+  accessModeMapperFor,
+  assertConfined,
+  assertUnderRoot,
+  blockCapability,
+  classifyCsiError,
+  clientFor,
+  csiLog,
+  mkdirAll,
+  podInfoAttrs,
+  podInfoEnabled,
+  supportsStageUnstage,
+} from './csiUtil.js';
+import { isOperationFinishedError, TransientOperationFailure } from '../util/errors.js';
 import { saveVolumeData, volDataKey } from './volumeData.js';
 
 export interface BlockIdentity {
@@ -40,7 +52,7 @@ export async function newCsiBlockMapper(host: VolumeHost, spec: Spec, pod: PodRe
     [volDataKey.nodeName]: host.nodeName,
     [volDataKey.attachmentID]: getAttachmentName(id.volumeHandle, id.driverName, host.nodeName),
   });
-  return new CsiBlockMapper(host, id, spec);
+  return new CsiBlockMapper(host, id, spec, pod);
 }
 
 export class CsiBlockMapper implements BlockVolumeMapper {
@@ -48,6 +60,7 @@ export class CsiBlockMapper implements BlockVolumeMapper {
     private readonly host: VolumeHost,
     private readonly id: BlockIdentity,
     private readonly spec: Spec,
+    private readonly pod: PodRef,
   ) {}
 
   getGlobalMapPath(): string {
@@ -71,18 +84,25 @@ export class CsiBlockMapper implements BlockVolumeMapper {
     // stages into it (upstream's plain mkdir may be lost while the driver's state is not).
     if (host.features.enabled(CSIDurableBlockVolumePaths)) await host.fs.fsyncDir(path.dirname(stagingPath));
     try {
-      await client.nodeStageVolume({
-        volumeId: id.volumeHandle,
-        publishContext: {},
-        stagingTargetPath: stagingPath,
-        volumeCapability: blockCapability(this.spec),
-        secrets: {},
-        volumeContext: this.spec.kind === 'persistent' ? (this.spec.persistentVolume.csi?.volumeAttributes ?? {}) : {},
+      // csi_client.go NodeStageVolume maps the access mode first; its failure is returned as it is (final).
+      const accessMode = await accessModeMapperFor(client).catch((err: unknown) => {
+        throw new Error(csiLog(`blockMapper.stageVolumeForBlock failed: ${errorMessage(err)}`));
       });
+      await client
+        .nodeStageVolume({
+          volumeId: id.volumeHandle,
+          publishContext: {},
+          stagingTargetPath: stagingPath,
+          volumeCapability: blockCapability(this.spec, accessMode(this.spec)),
+          secrets: {},
+          volumeContext: this.spec.kind === 'persistent' ? (this.spec.persistentVolume.csi?.volumeAttributes ?? {}) : {},
+        })
+        .catch((err: unknown) => {
+          throw classifyCsiError(err, 'blockMapper.stageVolumeForBlock failed');
+        });
     } catch (err) {
-      const classified = classifyCsiError(err, 'blockMapper.stageVolumeForBlock failed');
-      if (isOperationFinishedError(classified)) await cleanupOrphanDeviceFilesLogged(host, id.specName);
-      throw classified;
+      if (isOperationFinishedError(err)) await cleanupOrphanDeviceFilesLogged(host, id.specName);
+      throw err;
     }
     return stagingPath;
   }
@@ -91,20 +111,33 @@ export class CsiBlockMapper implements BlockVolumeMapper {
     const { host, id } = this;
     const client = clientFor(host, id.driverName);
     const stageUnstage = await supportsStageUnstage(client);
+    // publishVolumeForBlock: the pod keys when the CSIDriver has podInfoOnMount (a PV: ephemeral=false).
+    let volumeContext: Record<string, string> = { ...(this.spec.kind === 'persistent' ? (this.spec.persistentVolume.csi?.volumeAttributes ?? {}) : {}) };
+    let podInfo: boolean;
+    try {
+      podInfo = await podInfoEnabled(host, id.driverName);
+    } catch (err) {
+      throw new TransientOperationFailure(csiLog(`blockMapper.publishVolumeForBlock failed to assemble volume attributes: ${errorMessage(err)}`));
+    }
+    if (podInfo) volumeContext = { ...volumeContext, ...podInfoAttrs(this.pod, 'Persistent') };
     const publishDir = host.layout.csiBlockPublishDir(id.specName);
     await mkdirAll(host, publishDir);
     const publishPath = host.layout.csiBlockPublishPath(id.specName, id.podUID);
     if (host.features.enabled(CSIDurableBlockVolumePaths)) await createDurableTarget(host, publishPath);
+    // csi_client.go NodePublishVolume maps the access mode first; its failure is returned as it is (final).
+    const accessMode = await accessModeMapperFor(client).catch((err: unknown) => {
+      throw new Error(csiLog(`blockMapper.publishVolumeForBlock failed: ${errorMessage(err)}`));
+    });
     try {
       await client.nodePublishVolume({
         volumeId: id.volumeHandle,
         publishContext: {},
         stagingTargetPath: stageUnstage ? host.layout.csiBlockStagingPath(id.specName) : '',
         targetPath: publishPath,
-        volumeCapability: blockCapability(this.spec),
+        volumeCapability: blockCapability(this.spec, accessMode(this.spec)),
         readonly: this.spec.readOnly,
         secrets: {},
-        volumeContext: this.spec.kind === 'persistent' ? (this.spec.persistentVolume.csi?.volumeAttributes ?? {}) : {},
+        volumeContext,
       });
     } catch (err) {
       throw classifyCsiError(err, 'blockMapper.publishVolumeForBlock failed');

@@ -16,6 +16,8 @@ import {
   csiLog,
   mkdirAll,
   mountCapability,
+  podInfoAttrs,
+  podInfoEnabled,
   removeMountDir,
   supportsStageUnstage,
   volumeMountGroupFor,
@@ -148,34 +150,6 @@ export class CsiMounter implements VolumeMounter {
   private logKeep(dir: string): void {
     this.host.logger.v(2).info(csiLog('mounter.SetUpAt keeps the pod volume dir and its volume data after an error: the target may still be published'), { dir });
   }
-}
-
-/**
- * podInfoEnabled: pod information only for a CSIDriver with podInfoOnMount: true; no CSIDriver
- * object means none. A cluster view that cannot answer rejects.
- */
-async function podInfoEnabled(host: VolumeHost, driverName: string): Promise<boolean> {
-  const driver = await host.cluster.getCSIDriver(driverName);
-  if (driver === undefined) {
-    host.logger.v(4).info(csiLog('CSIDriver not found, not adding pod information'), { driver: driverName });
-    return false;
-  }
-  if (driver.podInfoOnMount !== true) {
-    host.logger.v(4).info(csiLog('CSIDriver does not require pod information'), { driver: driverName });
-    return false;
-  }
-  return true;
-}
-
-/** getPodInfoAttrs: the pod keys of volume_context. */
-function podInfoAttrs(pod: PodRef, lifecycle: VolumeLifecycleMode): Record<string, string> {
-  return {
-    'csi.storage.k8s.io/pod.name': pod.name,
-    'csi.storage.k8s.io/pod.namespace': pod.namespace,
-    'csi.storage.k8s.io/pod.uid': pod.uid,
-    'csi.storage.k8s.io/serviceAccount.name': pod.serviceAccountName ?? '',
-    'csi.storage.k8s.io/ephemeral': String(lifecycle === 'Ephemeral'),
-  };
 }
 
 /** csiMountMgr for TearDown: built by NewUnmounter from what the pod-local file names. */

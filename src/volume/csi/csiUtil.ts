@@ -6,7 +6,8 @@
 import * as path from 'node:path/posix';
 import { isFinalCsiError, type AccessMode, type CsiNodeClient, type VolumeCapability } from '../../host/csi.js';
 import { atomicTempPath, errorCode, errorMessage, isNotExist } from '../../host/fs.js';
-import type { Spec } from '../spec.js';
+import type { PodRef } from '../plugins.js';
+import type { Spec, VolumeLifecycleMode } from '../spec.js';
 import { TransientOperationFailure, UncertainProgressError } from '../util/errors.js';
 import type { VolumeHost } from '../volumeHost.js';
 import { assertPathConfined, assertPathUnderRoot, CsiPathError } from '../util/pathConfinement.js';
@@ -201,8 +202,37 @@ export function mountCapability(
   return { mount: { fsType, mountFlags, volumeMountGroup }, accessMode };
 }
 
-export function blockCapability(spec: Spec): VolumeCapability {
-  return { block: {}, accessMode: accessModeOf(spec) };
+/** A block capability; the access mode as {@link accessModeMapperFor} maps it (csi_client.go does for every call). */
+export function blockCapability(spec: Spec, accessMode: VolumeCapability['accessMode'] = accessModeOf(spec)): VolumeCapability {
+  return { block: {}, accessMode };
+}
+
+/**
+ * csi_plugin.go podInfoEnabled: pod information only for a CSIDriver with podInfoOnMount: true;
+ * no CSIDriver object means none. A cluster view that cannot answer rejects.
+ */
+export async function podInfoEnabled(host: VolumeHost, driverName: string): Promise<boolean> {
+  const driver = await host.cluster.getCSIDriver(driverName);
+  if (driver === undefined) {
+    host.logger.v(4).info(csiLog('CSIDriver not found, not adding pod information'), { driver: driverName });
+    return false;
+  }
+  if (driver.podInfoOnMount !== true) {
+    host.logger.v(4).info(csiLog('CSIDriver does not require pod information'), { driver: driverName });
+    return false;
+  }
+  return true;
+}
+
+/** csi_plugin.go getPodInfoAttrs: the pod keys of volume_context. */
+export function podInfoAttrs(pod: PodRef, lifecycle: VolumeLifecycleMode): Record<string, string> {
+  return {
+    'csi.storage.k8s.io/pod.name': pod.name,
+    'csi.storage.k8s.io/pod.namespace': pod.namespace,
+    'csi.storage.k8s.io/pod.uid': pod.uid,
+    'csi.storage.k8s.io/serviceAccount.name': pod.serviceAccountName ?? '',
+    'csi.storage.k8s.io/ephemeral': String(lifecycle === 'Ephemeral'),
+  };
 }
 
 export class CsiSpecError extends Error {
