@@ -83,12 +83,31 @@ export interface PersistentVolumeClaim {
   readonly volumeMode?: PersistentVolumeMode;
 }
 
+/** storage/v1 VolumeLifecycleMode. */
+export type CSIVolumeLifecycleMode = 'Persistent' | 'Ephemeral';
+
+/** storage/v1 TokenRequest: a service account token kubelet requests for NodePublishVolume. */
+export interface CSITokenRequest {
+  /** The token's audience; '' means the API server's own audiences. */
+  readonly audience: string;
+  readonly expirationSeconds?: number;
+}
+
 export interface CSIDriverInfo {
   readonly name: string;
   /** spec.attachRequired; kubelet treats a missing CSIDriver object as attach required. */
   readonly attachRequired: boolean;
   /** spec.podInfoOnMount: pod information goes into NodePublishVolume's volume_context (default false). */
   readonly podInfoOnMount?: boolean;
+  /**
+   * spec.volumeLifecycleModes: the modes SetUp accepts. Absent means what the API server defaults
+   * it to, [Persistent].
+   */
+  readonly volumeLifecycleModes?: readonly CSIVolumeLifecycleMode[];
+  /** spec.tokenRequests: service account tokens for NodePublishVolume's volume_context. */
+  readonly tokenRequests?: readonly CSITokenRequest[];
+  /** spec.requiresRepublish (default false). */
+  readonly requiresRepublish?: boolean;
 }
 
 export interface AttachedVolume {

@@ -53,7 +53,16 @@ const driver = fc.record({
   apiVersion: fc.constantFrom('storage.k8s.io/v1', 'storage.k8s.io/v1beta1'),
   kind: fc.constant('CSIDriver'),
   metadata: fc.record({ name }),
-  spec: fc.record({ attachRequired: fc.boolean(), podInfoOnMount: fc.boolean() }, { requiredKeys: [] }),
+  spec: fc.record(
+    {
+      attachRequired: fc.boolean(),
+      podInfoOnMount: fc.boolean(),
+      volumeLifecycleModes: fc.subarray(['Persistent', 'Ephemeral']),
+      tokenRequests: fc.uniqueArray(fc.record({ audience: fc.string({ maxLength: 8 }), expirationSeconds: fc.integer({ min: 600, max: 86400 }) }, { requiredKeys: ['audience'] }), { maxLength: 2, selector: (t) => t.audience }),
+      requiresRepublish: fc.boolean(),
+    },
+    { requiredKeys: [] },
+  ),
 });
 const object = fc.oneof(pod, pvc, pv, driver, fc.jsonValue({ maxDepth: 3 }));
 const documents = fc.array(object, { maxLength: 5 });

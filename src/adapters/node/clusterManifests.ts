@@ -17,7 +17,7 @@ import { LineCounter, parseAllDocuments, type Document } from 'yaml';
 import type { CSIDriverInfo, PersistentVolumeClaim, Pod } from '../../api/core.js';
 import { errorMessage } from '../../host/fs.js';
 import type { PersistentVolume } from '../../api/core.js';
-import { isKnownKind, KIND_SCHEMAS, toPod, toPV } from './clusterSchemas.js';
+import { isKnownKind, KIND_SCHEMAS, toCSIDriver, toPod, toPV } from './clusterSchemas.js';
 
 export { derivedPodUID, nodeStatusSchema } from './clusterSchemas.js';
 
@@ -213,6 +213,6 @@ function toObject(
     case 'PersistentVolume':
       return { ...origin, kind: 'PersistentVolume', pv: toPV(data) };
     case 'CSIDriver':
-      return { ...origin, kind: 'CSIDriver', driver: { name: data.metadata.name, attachRequired: data.spec.attachRequired, podInfoOnMount: data.spec.podInfoOnMount } };
+      return { ...origin, kind: 'CSIDriver', driver: toCSIDriver(data) };
   }
 }

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 
 import { z } from 'zod';
 
-import type { Pod, PodVolumeSource } from '../../api/core.js';
+import type { CSIDriverInfo, Pod, PodVolumeSource } from '../../api/core.js';
 import type { CSIPersistentVolumeSource, CSIVolumeSource, PersistentVolume } from '../../api/core.js';
 
 // The fields nodevol uses; unknown fields are stripped, unknown kinds ignored.
@@ -111,11 +111,33 @@ const pvSchema = z.object({
     .default({}),
 });
 
+/** storage/v1 TokenRequest, with the API server's rules (ValidateCSIDriver): an audience once, 10 minutes to 2^32 s. */
+const tokenRequest = z.object({
+  audience: z.string().default(''),
+  expirationSeconds: z.number().int().min(600, 'may not specify a duration less than 10 minutes').max(2 ** 32 - 1, 'may not specify a duration larger than 2^32 seconds').optional(),
+});
+
 const csiDriverSchema = z.object({
   apiVersion: z.enum(['storage.k8s.io/v1', 'storage.k8s.io/v1beta1']),
   kind: z.literal('CSIDriver'),
   metadata: z.object({ name: csiDriverName }),
-  spec: z.object({ attachRequired: z.boolean().default(true), podInfoOnMount: z.boolean().default(false) }).default({}),
+  spec: z
+    .object({
+      attachRequired: z.boolean().default(true),
+      podInfoOnMount: z.boolean().default(false),
+      // The API server's default: Persistent only.
+      volumeLifecycleModes: z.array(z.enum(['Persistent', 'Ephemeral'])).default(['Persistent']),
+      tokenRequests: z.array(tokenRequest).optional(),
+      requiresRepublish: z.boolean().default(false),
+    })
+    .superRefine((spec, ctx) => {
+      const seen = new Set<string>();
+      (spec.tokenRequests ?? []).forEach((t, i) => {
+        if (seen.has(t.audience)) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `duplicate audience ${JSON.stringify(t.audience)}`, path: ['tokenRequests', i, 'audience'] });
+        seen.add(t.audience);
+      });
+    })
+    .default({}),
 });
 
 export const KIND_SCHEMAS = {
@@ -174,6 +196,20 @@ function toCsiInline(c: z.infer<typeof csiInline>): CSIVolumeSource {
     ...(c.readOnly !== undefined ? { readOnly: c.readOnly } : {}),
     ...(c.fsType !== undefined ? { fsType: c.fsType } : {}),
     ...(c.volumeAttributes !== undefined ? { volumeAttributes: c.volumeAttributes } : {}),
+  };
+}
+
+export function toCSIDriver(obj: z.infer<typeof csiDriverSchema>): CSIDriverInfo {
+  const { spec } = obj;
+  return {
+    name: obj.metadata.name,
+    attachRequired: spec.attachRequired,
+    podInfoOnMount: spec.podInfoOnMount,
+    volumeLifecycleModes: spec.volumeLifecycleModes,
+    ...(spec.tokenRequests !== undefined && spec.tokenRequests.length > 0
+      ? { tokenRequests: spec.tokenRequests.map((t) => ({ audience: t.audience, ...(t.expirationSeconds !== undefined ? { expirationSeconds: t.expirationSeconds } : {}) })) }
+      : {}),
+    requiresRepublish: spec.requiresRepublish,
   };
 }
 

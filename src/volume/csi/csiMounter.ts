@@ -20,6 +20,7 @@ import {
   podInfoEnabled,
   removeMountDir,
   supportsStageUnstage,
+  unsupportedVolumeLifecycleMode,
   volumeMountGroupFor,
 } from './csiUtil.js';
 import { saveVolumeData, volDataKey } from './volumeData.js';
@@ -49,7 +50,7 @@ export class CsiMounter implements VolumeMounter {
   }
 
   /**
-   * SetUpAt, in kubelet's order: the STAGE_UNSTAGE_VOLUME check (a PV only), the target's parent,
+   * SetUpAt, in kubelet's order: the CSIDriver's volumeLifecycleModes, the STAGE_UNSTAGE_VOLUME check (a PV only), the target's parent,
    * pod information (only when the CSIDriver has podInfoOnMount), the VOLUME_MOUNT_GROUP check
    * (fsGroup goes to the driver only when it has it), vol_data.json, then NodePublishVolume (which
    * first asks for SINGLE_NODE_MULTI_WRITER to map the access mode).
@@ -59,6 +60,14 @@ export class CsiMounter implements VolumeMounter {
     const dir = this.getPath();
     const client = clientFor(host, target.driverName);
     const csi = spec.kind === 'persistent' ? spec.persistentVolume.csi : spec.volume.csi;
+    // The CSIDriver must list the volume's lifecycle mode (a transient failure: retried with backoff).
+    let unsupported: string | undefined;
+    try {
+      unsupported = await unsupportedVolumeLifecycleMode(host, target.driverName, target.lifecycle);
+    } catch (err) {
+      unsupported = errorMessage(err);
+    }
+    if (unsupported !== undefined) throw new TransientOperationFailure(csiLog(`mounter.SetupAt failed to check volume lifecycle mode: ${unsupported}`));
     let deviceMountPath = '';
     if (target.lifecycle === 'Persistent') {
       let stageUnstage: boolean;

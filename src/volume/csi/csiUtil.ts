@@ -224,6 +224,25 @@ export async function podInfoEnabled(host: VolumeHost, driverName: string): Prom
   return true;
 }
 
+/**
+ * csi_mounter.go supportsVolumeLifecycleMode: undefined when the CSIDriver lists the volume's
+ * lifecycle mode, else why not. No CSIDriver object allows Persistent volumes only; an object
+ * without the list has the API server's default, [Persistent]. A cluster view that cannot answer
+ * rejects.
+ */
+export async function unsupportedVolumeLifecycleMode(host: VolumeHost, driverName: string, mode: VolumeLifecycleMode): Promise<string | undefined> {
+  const driver = await host.cluster.getCSIDriver(driverName);
+  if (driver === undefined) return mode === 'Persistent' ? undefined : `volume mode ${goQuote(mode)} not supported by driver ${driverName} (no CSIDriver object)`;
+  const modes = driver.volumeLifecycleModes ?? ['Persistent'];
+  if (modes.includes(mode)) return undefined;
+  return `volume mode ${goQuote(mode)} not supported by driver ${driverName} (only supports [${modes.map(goQuote).join(' ')}])`;
+}
+
+/** Go's %q of a plain string. */
+function goQuote(s: string): string {
+  return JSON.stringify(s);
+}
+
 /** csi_plugin.go getPodInfoAttrs: the pod keys of volume_context. */
 export function podInfoAttrs(pod: PodRef, lifecycle: VolumeLifecycleMode): Record<string, string> {
   return {

@@ -83,6 +83,8 @@ export interface CsiDriverOptions {
   readonly attachRequired?: boolean;
   /** Default false (as the API server defaults it). */
   readonly podInfoOnMount?: boolean;
+  /** Default: not written (the API server's default, [Persistent]). */
+  readonly volumeLifecycleModes?: readonly ('Persistent' | 'Ephemeral')[];
 }
 
 export interface PersistentVolumeOptions {
@@ -241,7 +243,11 @@ export class NodeDisk {
       apiVersion: 'storage.k8s.io/v1',
       kind: 'CSIDriver',
       metadata: { name: o.name },
-      spec: { attachRequired: o.attachRequired ?? true, podInfoOnMount: o.podInfoOnMount ?? false },
+      spec: {
+        attachRequired: o.attachRequired ?? true,
+        podInfoOnMount: o.podInfoOnMount ?? false,
+        ...(o.volumeLifecycleModes !== undefined ? { volumeLifecycleModes: [...o.volumeLifecycleModes] } : {}),
+      },
     });
   }
 

@@ -86,8 +86,10 @@ export class TestNode {
   /** A fresh disk (with the driver's CSIDriver object, attachRequired) and a namespace on it. */
   static async create(name: string): Promise<TestNode> {
     const disk = await NodeDisk.create({ prefix: `nodevol-e2e-${name}-` });
-    // podInfoOnMount, as drivers with inline ephemeral volumes have it (the ephemeral key needs it).
-    await disk.writeCsiDriver({ name: E2E_DRIVER, attachRequired: true, podInfoOnMount: true });
+    // Both lifecycle modes and podInfoOnMount, as drivers with inline ephemeral volumes have them
+    // (kubelet's SetUpAt refuses an inline volume of a driver that does not list Ephemeral; the
+    // ephemeral key needs podInfoOnMount).
+    await disk.writeCsiDriver({ name: E2E_DRIVER, attachRequired: true, podInfoOnMount: true, volumeLifecycleModes: ['Persistent', 'Ephemeral'] });
     const ns = await NodeNamespace.start({ name: `${name}-boot0`, logDir: disk.logDir });
     return new TestNode(name, disk, ns);
   }

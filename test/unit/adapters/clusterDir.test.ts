@@ -174,12 +174,39 @@ describe('ClusterDirView manifests', () => {
     assert.equal(await v.getPersistentVolume('pv-missing'), undefined);
   });
 
-  it('CSIDriver attachRequired defaults to true, podInfoOnMount to false; an unknown driver is undefined', async () => {
+  it('CSIDriver defaults as the API server sets them: attachRequired true, podInfoOnMount false, volumeLifecycleModes [Persistent], requiresRepublish false; an unknown driver is undefined', async () => {
     const v = view(await clusterFs({ 'storage.yaml': STORAGE, 'bare.yaml': 'apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata:\n  name: bare.csi.example.com\n' }));
-    assert.deepEqual(await v.getCSIDriver('ebs.csi.example.com'), { name: 'ebs.csi.example.com', attachRequired: true, podInfoOnMount: false });
-    assert.deepEqual(await v.getCSIDriver('inline.csi.example.com'), { name: 'inline.csi.example.com', attachRequired: false, podInfoOnMount: false });
-    assert.deepEqual(await v.getCSIDriver('bare.csi.example.com'), { name: 'bare.csi.example.com', attachRequired: true, podInfoOnMount: false });
+    const defaults = { podInfoOnMount: false, volumeLifecycleModes: ['Persistent'], requiresRepublish: false };
+    assert.deepEqual(await v.getCSIDriver('ebs.csi.example.com'), { name: 'ebs.csi.example.com', attachRequired: true, ...defaults });
+    assert.deepEqual(await v.getCSIDriver('inline.csi.example.com'), { name: 'inline.csi.example.com', attachRequired: false, ...defaults, volumeLifecycleModes: ['Ephemeral'] });
+    assert.deepEqual(await v.getCSIDriver('bare.csi.example.com'), { name: 'bare.csi.example.com', attachRequired: true, ...defaults });
     assert.equal(await v.getCSIDriver('nope.csi.example.com'), undefined);
+  });
+
+  it('CSIDriver tokenRequests and requiresRepublish are read; a bad lifecycle mode, a duplicate audience or a token under 10 minutes is refused naming the field', async () => {
+    const driver = (name: string, spec: string): string => `apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata:\n  name: ${name}\nspec: ${spec}\n`;
+    const v = view(
+      await clusterFs({
+        'a.yaml': driver('tokens.csi.example.com', '{tokenRequests: [{audience: vault}, {audience: "", expirationSeconds: 3600}], requiresRepublish: true}'),
+        'b.yaml': driver('badmode.csi.example.com', '{volumeLifecycleModes: [Persistent, Inline]}'),
+        'c.yaml': driver('dup.csi.example.com', '{tokenRequests: [{audience: a}, {audience: a}]}'),
+        'd.yaml': driver('short.csi.example.com', '{tokenRequests: [{audience: a, expirationSeconds: 60}]}'),
+      }),
+    );
+    await v.listPods();
+    assert.deepEqual(await v.getCSIDriver('tokens.csi.example.com'), {
+      name: 'tokens.csi.example.com',
+      attachRequired: true,
+      podInfoOnMount: false,
+      volumeLifecycleModes: ['Persistent'],
+      tokenRequests: [{ audience: 'vault' }, { audience: '', expirationSeconds: 3600 }],
+      requiresRepublish: true,
+    });
+    for (const name of ['badmode', 'dup', 'short']) assert.equal(await v.getCSIDriver(`${name}.csi.example.com`), undefined);
+    const fields = v.problems().map((p) => p.field);
+    assert.ok(fields.includes('spec.volumeLifecycleModes[1]'), JSON.stringify(fields));
+    assert.ok(fields.includes('spec.tokenRequests[1].audience'), JSON.stringify(fields));
+    assert.ok(fields.includes('spec.tokenRequests[0].expirationSeconds'), JSON.stringify(fields));
   });
 
   it('lists only the pods bound to this node', async () => {
