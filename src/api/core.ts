@@ -108,6 +108,29 @@ export interface CSIDriverInfo {
   readonly tokenRequests?: readonly CSITokenRequest[];
   /** spec.requiresRepublish (default false). */
   readonly requiresRepublish?: boolean;
+  /**
+   * spec.serviceAccountTokenInSecrets (Kubernetes 1.35, default false): the tokens go into
+   * NodePublishVolume's secrets instead of its volume_context.
+   */
+  readonly serviceAccountTokenInSecrets?: boolean;
+}
+
+/** What kubelet asks the API server for (authentication/v1 TokenRequest spec, bound to a pod). */
+export interface ServiceAccountTokenRequest {
+  readonly namespace: string;
+  readonly serviceAccountName: string;
+  /** [audience], or none for the API server's own audiences. */
+  readonly audiences: readonly string[];
+  readonly expirationSeconds?: number;
+  /** spec.boundObjectRef: the pod (apiVersion v1, kind Pod). */
+  readonly boundPod: { readonly name: string; readonly uid: string };
+}
+
+/** authentication/v1 TokenRequestStatus. */
+export interface TokenRequestStatus {
+  readonly token: string;
+  /** RFC 3339, as metav1.Time marshals it ("2026-01-01T00:00:00Z"). */
+  readonly expirationTimestamp: string;
 }
 
 export interface AttachedVolume {

@@ -3,7 +3,7 @@
  * manager uses. Every method may reject (API server unreachable); the engine then unmounts and
  * unstages nothing that depends on the answer.
  */
-import type { CSIDriverInfo, NodeStatus, PersistentVolume, PersistentVolumeClaim, Pod } from '../api/core.js';
+import type { CSIDriverInfo, NodeStatus, PersistentVolume, PersistentVolumeClaim, Pod, ServiceAccountTokenRequest, TokenRequestStatus } from '../api/core.js';
 
 export interface ClusterView {
   /** Pods bound to this node (spec.nodeName), in no particular order. */
@@ -16,6 +16,13 @@ export interface ClusterView {
   getNodeStatus(): Promise<NodeStatus>;
   /** Writes node.status.volumesInUse. */
   setVolumesInUse(names: readonly string[]): Promise<void>;
+  /**
+   * A TokenRequest for a pod's service account (kubelet's service account token getter), for
+   * CSIDrivers with tokenRequests. Rejects when the token cannot be issued; a view without this
+   * method cannot issue tokens at all, and SetUp of such a driver's volumes fails as kubelet's
+   * does when its TokenRequest fails.
+   */
+  readonly requestServiceAccountToken?: (request: ServiceAccountTokenRequest) => Promise<TokenRequestStatus>;
   /**
    * Optional, like an informer's resource version: a value that changes whenever listPods or the
    * claim, volume or CSIDriver getters could answer differently than at the last listPods. The

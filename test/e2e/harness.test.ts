@@ -71,6 +71,7 @@ describe('e2e harness: NodeDisk (no root needed)', () => {
         podInfoOnMount: false,
         volumeLifecycleModes: ['Persistent', 'Ephemeral'],
         requiresRepublish: false,
+        serviceAccountTokenInSecrets: false,
       });
       assert.equal(pv.uniqueVolumeName, `kubernetes.io/csi/${DRIVER}^vol-a`);
       assert.equal(uniqueVolumeName(DRIVER, 'vol-a'), pv.uniqueVolumeName);

@@ -3,7 +3,7 @@
  * that makes every call fail, as an unreachable API server does, and a record of every
  * volumesInUse written.
  */
-import type { AttachedVolume, CSIDriverInfo, NodeStatus, PersistentVolumeClaim, Pod } from '../../api/core.js';
+import type { AttachedVolume, CSIDriverInfo, NodeStatus, PersistentVolumeClaim, Pod, ServiceAccountTokenRequest, TokenRequestStatus } from '../../api/core.js';
 import type { ClusterView } from '../../host/cluster.js';
 import type { PersistentVolume } from '../../api/core.js';
 
@@ -29,6 +29,12 @@ export class FakeCluster implements ClusterView {
   readonly volumesInUseHistory: string[][] = [];
   /** When set, every call rejects with this message. */
   unreachable: string | undefined;
+  /** Every service account token requested, in order. */
+  readonly tokenRequests: ServiceAccountTokenRequest[] = [];
+  /** When set, token requests reject with this message (an API server that refuses them). */
+  tokensRefused: string | undefined;
+  /** Epoch ms the issued tokens' expiry counts from. */
+  tokenIssuedAtMs = Date.UTC(2026, 0, 1);
   readonly objectsVersion?: () => number;
   readonly onChange?: (listener: () => void) => void;
   readonly signalsEveryChange?: () => boolean;
@@ -110,6 +116,19 @@ export class FakeCluster implements ClusterView {
     await this.check();
     return { volumesAttached: [...this.volumesAttached], volumesInUse: [...this.volumesInUse], labels: { ...this.nodeLabels } };
   }
+  /** The deterministic token this view issues for the account and audiences. */
+  mintedToken(namespace: string, serviceAccountName: string, audiences: readonly string[], expirationSeconds = 3600): TokenRequestStatus {
+    const expiry = new Date(this.tokenIssuedAtMs + expirationSeconds * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    return { token: `token-${namespace}-${serviceAccountName}-[${audiences.join(',')}]`, expirationTimestamp: expiry };
+  }
+
+  async requestServiceAccountToken(request: ServiceAccountTokenRequest): Promise<TokenRequestStatus> {
+    await this.check();
+    this.tokenRequests.push(request);
+    if (this.tokensRefused !== undefined) throw new Error(this.tokensRefused);
+    return this.mintedToken(request.namespace, request.serviceAccountName, request.audiences, request.expirationSeconds);
+  }
+
   async setVolumesInUse(names: readonly string[]): Promise<void> {
     await this.check();
     this.volumesInUse = [...names];

@@ -40,7 +40,7 @@ import { watch, type FSWatcher } from 'node:fs';
 import * as posix from 'node:path/posix';
 import { resolve as resolvePath } from 'node:path';
 
-import type { AttachedVolume, CSIDriverInfo, NodeStatus, PersistentVolumeClaim, Pod } from '../../api/core.js';
+import type { AttachedVolume, CSIDriverInfo, NodeStatus, PersistentVolumeClaim, Pod, ServiceAccountTokenRequest, TokenRequestStatus } from '../../api/core.js';
 import type { ClusterView } from '../../host/cluster.js';
 import { mapConcurrently } from '../../host/concurrency.js';
 import { errorCode, errorMessage, writeFileAtomic, type FileStat, type FileSystem } from '../../host/fs.js';
@@ -395,6 +395,21 @@ export class ClusterDirView implements ClusterView {
       volumesAttached: status.volumesAttached.map((v): AttachedVolume => ({ name: v.name, devicePath: v.devicePath })),
       volumesInUse: [...status.volumesInUse],
     };
+  }
+
+  /**
+   * A cluster dir is no API server: it cannot issue service account tokens. SetUp of a volume whose
+   * CSIDriver lists tokenRequests fails with this error (a transient failure, retried with
+   * backoff), as kubelet's does when its TokenRequest fails.
+   */
+  requestServiceAccountToken(request: ServiceAccountTokenRequest): Promise<TokenRequestStatus> {
+    const audience = request.audiences.length === 0 ? 'the API server\'s audiences' : `audience ${JSON.stringify(request.audiences[0])}`;
+    return Promise.reject(
+      new Error(
+        `cluster dir: cannot issue a token for service account ${request.namespace}/${request.serviceAccountName} (${audience}) for pod ${request.namespace}/${request.boundPod.name}: ` +
+          'a cluster dir has no API server to issue service account tokens (TokenRequest); drivers whose CSIDriver lists tokenRequests need one',
+      ),
+    );
   }
 
   /** Replaces volumesInUse in node-status.json, keeping every other field; atomic. */

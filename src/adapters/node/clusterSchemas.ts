@@ -65,6 +65,8 @@ const podSchema = z.object({
   spec: z
     .object({
       nodeName: z.string().default(''),
+      // What the API server's ServiceAccount admission plugin gives a pod that names none.
+      serviceAccountName: dnsSubdomain.default('default'),
       volumes: z.array(podVolume).default([]),
       securityContext: z.object({ fsGroup: z.number().int().min(0).max(2147483647).optional() }).optional(),
       containers: z.array(container).default([]),
@@ -129,6 +131,7 @@ const csiDriverSchema = z.object({
       volumeLifecycleModes: z.array(z.enum(['Persistent', 'Ephemeral'])).default(['Persistent']),
       tokenRequests: z.array(tokenRequest).optional(),
       requiresRepublish: z.boolean().default(false),
+      serviceAccountTokenInSecrets: z.boolean().default(false),
     })
     .superRefine((spec, ctx) => {
       const seen = new Set<string>();
@@ -185,6 +188,7 @@ export function toPod(obj: z.infer<typeof podSchema>): Pod {
     name: metadata.name,
     nodeName: spec.nodeName,
     volumes,
+    serviceAccountName: spec.serviceAccountName,
     ...(blockVolumeNames.length > 0 ? { blockVolumeNames } : {}),
     ...(fsGroup !== undefined ? { fsGroup } : {}),
   };
@@ -210,6 +214,7 @@ export function toCSIDriver(obj: z.infer<typeof csiDriverSchema>): CSIDriverInfo
       ? { tokenRequests: spec.tokenRequests.map((t) => ({ audience: t.audience, ...(t.expirationSeconds !== undefined ? { expirationSeconds: t.expirationSeconds } : {}) })) }
       : {}),
     requiresRepublish: spec.requiresRepublish,
+    serviceAccountTokenInSecrets: spec.serviceAccountTokenInSecrets,
   };
 }
 

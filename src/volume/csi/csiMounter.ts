@@ -19,6 +19,8 @@ import {
   podInfoAttrs,
   podInfoEnabled,
   removeMountDir,
+  SERVICE_ACCOUNT_TOKENS_KEY,
+  serviceAccountTokenAttrs,
   supportsStageUnstage,
   unsupportedVolumeLifecycleMode,
   volumeMountGroupFor,
@@ -90,6 +92,19 @@ export class CsiMounter implements VolumeMounter {
       throw new TransientOperationFailure(csiLog(`mounter.SetUpAt failed to assemble volume attributes: ${errorMessage(err)}`));
     }
     if (podInfo) volumeContext = { ...volumeContext, ...podInfoAttrs(this.pod, target.lifecycle) };
+    // The pod's service account tokens, for a CSIDriver with tokenRequests (whatever podInfoOnMount says).
+    let secrets: Record<string, string> = {};
+    let tokens: Awaited<ReturnType<typeof serviceAccountTokenAttrs>>;
+    try {
+      tokens = await serviceAccountTokenAttrs(host, target.driverName, this.pod);
+    } catch (err) {
+      // kubelet's text, spelling included.
+      throw new TransientOperationFailure(csiLog(`mounter.SetUpAt failed to get service accoount token attributes: ${errorMessage(err)}`));
+    }
+    if (tokens !== undefined) {
+      if (tokens.inSecrets) secrets = { ...secrets, [SERVICE_ACCOUNT_TOKENS_KEY]: tokens.value };
+      else volumeContext = { ...volumeContext, [SERVICE_ACCOUNT_TOKENS_KEY]: tokens.value };
+    }
 
     const volumeMountGroup = await volumeMountGroupFor(client, args.fsGroup, 'mounter.SetUpAt');
 
@@ -132,7 +147,7 @@ export class CsiMounter implements VolumeMounter {
           volumeCapability: mountCapability(spec, csi?.fsType ?? '', volumeMountGroup, accessMode(spec)),
           // NewMounter: a PV's spec.ReadOnly (the pod's claim) only; an inline volume's csi.readOnly.
           readonly: spec.kind === 'persistent' ? spec.readOnly : (csi?.readOnly ?? false),
-          secrets: {},
+          secrets,
           volumeContext,
         })
         .catch((err: unknown) => {

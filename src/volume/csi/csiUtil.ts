@@ -12,6 +12,8 @@ import { TransientOperationFailure, UncertainProgressError } from '../util/error
 import type { VolumeHost } from '../volumeHost.js';
 import { assertPathConfined, assertPathUnderRoot, CsiPathError } from '../util/pathConfinement.js';
 import { VOL_DATA_FILE_NAME } from './volumeData.js';
+import { compareCodePoints, goJsonString } from './volumeDataEncoder.js';
+import type { TokenRequestStatus } from '../../api/core.js';
 
 /** kubelet's log prefix for CSI messages. */
 export function csiLog(msg: string): string {
@@ -236,6 +238,47 @@ export async function unsupportedVolumeLifecycleMode(host: VolumeHost, driverNam
   const modes = driver.volumeLifecycleModes ?? ['Persistent'];
   if (modes.includes(mode)) return undefined;
   return `volume mode ${goQuote(mode)} not supported by driver ${driverName} (only supports [${modes.map(goQuote).join(' ')}])`;
+}
+
+/** The volume_context / secrets key of the service account tokens. */
+export const SERVICE_ACCOUNT_TOKENS_KEY = 'csi.storage.k8s.io/serviceAccount.tokens';
+
+/**
+ * csi_mounter.go podServiceAccountTokenAttrs: for a CSIDriver with tokenRequests, one TokenRequest
+ * per entry for the pod's service account (audience "" asks for none), bound to the pod; the
+ * statuses by audience as Go's json.Marshal writes a map[string]TokenRequestStatus. Undefined
+ * without a CSIDriver or without tokenRequests. `inSecrets`: the CSIDriver's
+ * serviceAccountTokenInSecrets. Rejects when the view cannot answer or issue a token.
+ */
+export async function serviceAccountTokenAttrs(host: VolumeHost, driverName: string, pod: PodRef): Promise<{ readonly value: string; readonly inSecrets: boolean } | undefined> {
+  const driver = await host.cluster.getCSIDriver(driverName);
+  if (driver === undefined) {
+    host.logger.v(5).info(csiLog('CSIDriver not found, not adding service account token information'), { driver: driverName });
+    return undefined;
+  }
+  const requests = driver.tokenRequests ?? [];
+  if (requests.length === 0) return undefined;
+  const request = host.cluster.requestServiceAccountToken?.bind(host.cluster);
+  if (request === undefined) throw new Error('the cluster view cannot issue service account tokens');
+  const statuses = new Map<string, TokenRequestStatus>();
+  for (const t of requests) {
+    const status = await request({
+      namespace: pod.namespace,
+      serviceAccountName: pod.serviceAccountName ?? '',
+      audiences: t.audience === '' ? [] : [t.audience],
+      ...(t.expirationSeconds !== undefined ? { expirationSeconds: t.expirationSeconds } : {}),
+      boundPod: { name: pod.name, uid: pod.uid },
+    });
+    statuses.set(t.audience, status);
+  }
+  host.logger.v(4).info(csiLog('Fetched service account token attrs for CSIDriver'), { driver: driverName });
+  const entries = [...statuses.keys()]
+    .sort(compareCodePoints)
+    .map((aud) => {
+      const s = statuses.get(aud);
+      return `${goJsonString(aud)}:{"token":${goJsonString(s?.token ?? '')},"expirationTimestamp":${goJsonString(s?.expirationTimestamp ?? '')}}`;
+    });
+  return { value: `{${entries.join(',')}}`, inSecrets: driver.serviceAccountTokenInSecrets === true };
 }
 
 /** Go's %q of a plain string. */

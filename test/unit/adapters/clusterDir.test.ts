@@ -144,6 +144,7 @@ describe('ClusterDirView manifests', () => {
         { name: 'scratch', csi: { driver: 'inline.csi.example.com', readOnly: true, fsType: 'ext4', volumeAttributes: { size: '1Gi', 'example.com/tier': 'gold' } } },
         { name: 'cache' },
       ],
+      serviceAccountName: 'default',
       blockVolumeNames: ['raw'],
       fsGroup: 2000,
     };
@@ -176,7 +177,7 @@ describe('ClusterDirView manifests', () => {
 
   it('CSIDriver defaults as the API server sets them: attachRequired true, podInfoOnMount false, volumeLifecycleModes [Persistent], requiresRepublish false; an unknown driver is undefined', async () => {
     const v = view(await clusterFs({ 'storage.yaml': STORAGE, 'bare.yaml': 'apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata:\n  name: bare.csi.example.com\n' }));
-    const defaults = { podInfoOnMount: false, volumeLifecycleModes: ['Persistent'], requiresRepublish: false };
+    const defaults = { podInfoOnMount: false, volumeLifecycleModes: ['Persistent'], requiresRepublish: false, serviceAccountTokenInSecrets: false };
     assert.deepEqual(await v.getCSIDriver('ebs.csi.example.com'), { name: 'ebs.csi.example.com', attachRequired: true, ...defaults });
     assert.deepEqual(await v.getCSIDriver('inline.csi.example.com'), { name: 'inline.csi.example.com', attachRequired: false, ...defaults, volumeLifecycleModes: ['Ephemeral'] });
     assert.deepEqual(await v.getCSIDriver('bare.csi.example.com'), { name: 'bare.csi.example.com', attachRequired: true, ...defaults });
@@ -201,12 +202,37 @@ describe('ClusterDirView manifests', () => {
       volumeLifecycleModes: ['Persistent'],
       tokenRequests: [{ audience: 'vault' }, { audience: '', expirationSeconds: 3600 }],
       requiresRepublish: true,
+      serviceAccountTokenInSecrets: false,
     });
     for (const name of ['badmode', 'dup', 'short']) assert.equal(await v.getCSIDriver(`${name}.csi.example.com`), undefined);
     const fields = v.problems().map((p) => p.field);
     assert.ok(fields.includes('spec.volumeLifecycleModes[1]'), JSON.stringify(fields));
     assert.ok(fields.includes('spec.tokenRequests[1].audience'), JSON.stringify(fields));
     assert.ok(fields.includes('spec.tokenRequests[0].expirationSeconds'), JSON.stringify(fields));
+  });
+
+  it('a pod\'s spec.serviceAccountName is read; without one it is "default", as the API server\'s ServiceAccount admission sets it', async () => {
+    const v = view(
+      await clusterFs({
+        'pods.yaml': [pod('named', 'node-1', '  serviceAccountName: builder\n'), pod('plain', 'node-1')].join('---\n'),
+      }),
+    );
+    const pods = await v.listPods();
+    assert.deepEqual(
+      pods.map((p) => [p.name, p.serviceAccountName]),
+      [
+        ['named', 'builder'],
+        ['plain', 'default'],
+      ],
+    );
+  });
+
+  it('a cluster dir cannot issue service account tokens: the request rejects naming the account, the pod and why', async () => {
+    const v = view(await clusterFs());
+    await assert.rejects(
+      v.requestServiceAccountToken({ namespace: 'shop', serviceAccountName: 'builder', audiences: ['vault'], boundPod: { name: 'web', uid: 'u-1' } }),
+      /^Error: cluster dir: cannot issue a token for service account shop\/builder \(audience "vault"\) for pod shop\/web: a cluster dir has no API server to issue service account tokens \(TokenRequest\)/,
+    );
   });
 
   it('lists only the pods bound to this node', async () => {
@@ -250,7 +276,15 @@ spec:
     - {name: init, volumeDevices: [{name: blk, devicePath: /dev/b}]}
 `;
     const [p] = await view(await clusterFs({ 'p.yaml': text })).listPods();
-    assert.deepEqual(p, { uid: 'u-1', namespace: 'default', name: 'p', nodeName: 'node-1', volumes: [{ name: 'blk', persistentVolumeClaim: { claimName: 'c' } }], blockVolumeNames: ['blk'] });
+    assert.deepEqual(p, {
+      uid: 'u-1',
+      namespace: 'default',
+      name: 'p',
+      nodeName: 'node-1',
+      volumes: [{ name: 'blk', persistentVolumeClaim: { claimName: 'c' } }],
+      serviceAccountName: 'default',
+      blockVolumeNames: ['blk'],
+    });
   });
 });
 
