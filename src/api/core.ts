@@ -52,6 +52,8 @@ export interface CSIVolumeSource {
   readonly readOnly?: boolean;
   readonly fsType?: string;
   readonly volumeAttributes?: Readonly<Record<string, string>>;
+  /** A Secret in the pod's namespace (LocalObjectReference). */
+  readonly nodePublishSecretRef?: { readonly name: string };
 }
 
 export interface PodVolumeSource {
@@ -132,6 +134,19 @@ export interface TokenRequestStatus {
   /** RFC 3339, as metav1.Time marshals it ("2026-01-01T00:00:00Z"). */
   readonly expirationTimestamp: string;
 }
+
+/** The parts of storage/v1 VolumeAttachment kubelet's CSI plugin reads. */
+export interface VolumeAttachmentInfo {
+  /** csi-<sha256(handle + driver + node)> */
+  readonly name: string;
+  /** status.attached */
+  readonly attached: boolean;
+  /** status.attachmentMetadata: the publish_context of NodeStageVolume / NodePublishVolume. */
+  readonly attachmentMetadata: Readonly<Record<string, string>>;
+}
+
+/** core/v1 Secret data, each value as kubelet hands it to a driver (string(bytes)). */
+export type SecretData = Readonly<Record<string, string>>;
 
 export interface AttachedVolume {
   readonly name: string;

@@ -64,7 +64,24 @@ const driver = fc.record({
     { requiredKeys: [] },
   ),
 });
-const object = fc.oneof(pod, pvc, pv, driver, fc.jsonValue({ maxDepth: 3 }));
+/** A Secret whose values carry a marker, so that no problem message may ever show one. */
+const SECRET_MARK = 'SECRETVALUE';
+const secretValue = fc.string({ maxLength: 12 }).map((t) => `${SECRET_MARK}${t}`);
+const secret = fc.record({
+  apiVersion: fc.constant('v1'),
+  kind: fc.constant('Secret'),
+  metadata: fc.record({ name, namespace: label }),
+  data: fc.dictionary(fc.stringMatching(/^[a-z._-]{1,8}$/), fc.oneof(secretValue.map((v) => Buffer.from(v, 'utf8').toString('base64')), secretValue)),
+  stringData: fc.dictionary(fc.stringMatching(/^[a-z._-]{1,8}$/), secretValue),
+});
+const volumeAttachment = fc.record({
+  apiVersion: fc.constant('storage.k8s.io/v1'),
+  kind: fc.constant('VolumeAttachment'),
+  metadata: fc.record({ name }),
+  spec: fc.record({ attacher: name, nodeName: name, source: fc.record({ persistentVolumeName: name }) }),
+  status: fc.record({ attached: fc.boolean(), attachmentMetadata: fc.dictionary(fc.string({ maxLength: 8 }), fc.string({ maxLength: 8 })) }, { requiredKeys: [] }),
+});
+const object = fc.oneof(pod, pvc, pv, driver, secret, volumeAttachment, fc.jsonValue({ maxDepth: 3 }));
 const documents = fc.array(object, { maxLength: 5 });
 
 function render(objects: readonly unknown[]): Uint8Array {
@@ -108,6 +125,9 @@ function assertConfined(parsed: ParsedFile): void {
       case 'CSIDriver':
         inside(o.driver.name);
         break;
+      case 'Secret':
+      case 'VolumeAttachment':
+        break; // never a path under the root dir
     }
   }
 }
@@ -138,7 +158,15 @@ describe('manifests: properties', () => {
           }
           if (o.kind === 'PersistentVolume') assert.equal(o.pv.name, src.metadata.name);
           if (o.kind === 'CSIDriver') assert.equal(o.driver.name, src.metadata.name);
+          if (o.kind === 'VolumeAttachment') assert.equal(o.attachment.name, src.metadata.name);
+          if (o.kind === 'Secret') {
+            // stringData over data, the base64 decoded.
+            const sec = src as unknown as { data: Record<string, string>; stringData: Record<string, string> };
+            for (const [k, v] of Object.entries(sec.stringData)) assert.equal(o.data[k], v);
+            for (const [k, v] of Object.entries(sec.data)) if (!Object.hasOwn(sec.stringData, k)) assert.equal(o.data[k], Buffer.from(v, 'base64').toString('utf8'));
+          }
         }
+        for (const p of parsed.problems) assert.ok(!p.message.includes(SECRET_MARK), `a problem shows a Secret value: ${p.message}`);
       }),
       runs(0.5),
     );

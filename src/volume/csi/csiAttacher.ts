@@ -18,6 +18,8 @@ import {
   clientFor,
   CsiPathError,
   csiLog,
+  getCredentialsFromSecret,
+  getPublishContext,
   makeDeviceMountPath,
   mkdirAll,
   mountCapability,
@@ -49,6 +51,24 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
       stageUnstage = await supportsStageUnstage(client);
     } catch (err) {
       throw new Error(csiLog(`attacher.MountDevice failed to check STAGE_UNSTAGE_VOLUME: ${errorMessage(err)}`));
+    }
+
+    // The publish context (the VolumeAttachment's attachmentMetadata) and the stage secrets (only
+    // when the driver stages): a failure to read them is transient, the API error as it is.
+    let publishContext: Record<string, string>;
+    try {
+      publishContext = await getPublishContext(host, csi.volumeHandle, csi.driver);
+    } catch (err) {
+      throw new TransientOperationFailure(errorMessage(err));
+    }
+    let secrets: Record<string, string> = {};
+    const secretRef = csi.nodeStageSecretRef;
+    if (secretRef !== undefined && stageUnstage) {
+      try {
+        secrets = await getCredentialsFromSecret(host, secretRef);
+      } catch (err) {
+        throw new TransientOperationFailure(`fetching NodeStageSecretRef ${secretRef.namespace}/${secretRef.name} failed: ${errorMessage(err)}`);
+      }
     }
 
     // Before anything in the volume dir changes: a failure after this point may remove the dir.
@@ -86,10 +106,10 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
       await client
         .nodeStageVolume({
           volumeId: csi.volumeHandle,
-          publishContext: {},
+          publishContext,
           stagingTargetPath: deviceMountPath,
           volumeCapability: mountCapability(spec, csi.fsType ?? '', volumeMountGroup, accessMode(spec)),
-          secrets: {},
+          secrets,
           volumeContext: csi.volumeAttributes ?? {},
         })
         .catch((err: unknown) => {

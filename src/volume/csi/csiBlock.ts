@@ -13,14 +13,17 @@ import type { VolumeHost } from '../volumeHost.js';
 import {
   accessModeMapperFor,
   assertConfined,
+  attachmentMetadata,
   assertUnderRoot,
   blockCapability,
   classifyCsiError,
   clientFor,
   csiLog,
+  getCredentialsFromSecret,
   mkdirAll,
   podInfoAttrs,
   podInfoEnabled,
+  skipAttach,
   supportsStageUnstage,
 } from './csiUtil.js';
 import { isOperationFinishedError, TransientOperationFailure } from '../util/errors.js';
@@ -71,12 +74,27 @@ export class CsiBlockMapper implements BlockVolumeMapper {
     return this.host.layout.csiPodDeviceMapPath(this.id.podUID, this.id.specName);
   }
 
+  /**
+   * SetUpDevice / stageVolumeForBlock, in kubelet's order: the VolumeAttachment (unless the
+   * CSIDriver says attachRequired: false), the STAGE_UNSTAGE_VOLUME check, the stage secrets,
+   * the staging dir, then NodeStageVolume (which first maps the access mode).
+   */
   async setUpDevice(): Promise<string> {
     const { host, id } = this;
+    const publishContext = await this.publishContext('SetupDevice');
     const client = clientFor(host, id.driverName);
     if (!(await supportsStageUnstage(client))) {
       host.logger.info(csiLog('blockMapper.stageVolumeForBlock STAGE_UNSTAGE_VOLUME capability not set. Skipping MountDevice...'));
       return '';
+    }
+    let secrets: Record<string, string> = {};
+    const secretRef = this.spec.kind === 'persistent' ? this.spec.persistentVolume.csi?.nodeStageSecretRef : undefined;
+    if (secretRef !== undefined) {
+      try {
+        secrets = await getCredentialsFromSecret(host, secretRef);
+      } catch (err) {
+        throw new TransientOperationFailure(csiLog(`failed to get NodeStageSecretRef ${secretRef.namespace}/${secretRef.name}: ${errorMessage(err)}`));
+      }
     }
     const stagingPath = host.layout.csiBlockStagingPath(id.specName);
     await mkdirAll(host, stagingPath);
@@ -91,10 +109,10 @@ export class CsiBlockMapper implements BlockVolumeMapper {
       await client
         .nodeStageVolume({
           volumeId: id.volumeHandle,
-          publishContext: {},
+          publishContext,
           stagingTargetPath: stagingPath,
           volumeCapability: blockCapability(this.spec, accessMode(this.spec)),
-          secrets: {},
+          secrets,
           volumeContext: this.spec.kind === 'persistent' ? (this.spec.persistentVolume.csi?.volumeAttributes ?? {}) : {},
         })
         .catch((err: unknown) => {
@@ -107,8 +125,36 @@ export class CsiBlockMapper implements BlockVolumeMapper {
     return stagingPath;
   }
 
+  /**
+   * The publish context of SetUpDevice / MapPodDevice (`caller`): the VolumeAttachment's
+   * attachmentMetadata, none when the CSIDriver says attachRequired: false. A failure to read the
+   * CSIDriver is final, one to read the VolumeAttachment transient, with kubelet's texts.
+   */
+  private async publishContext(caller: 'SetupDevice' | 'MapPodDevice'): Promise<Record<string, string>> {
+    const { host, id } = this;
+    let skip: boolean;
+    try {
+      skip = await skipAttach(host, id.driverName);
+    } catch (err) {
+      throw new Error(csiLog(`blockMapper.${caller} failed to check CSIDriver for ${id.driverName}: ${errorMessage(err)}`));
+    }
+    if (skip) return {};
+    try {
+      return await attachmentMetadata(host, id.volumeHandle, id.driverName);
+    } catch (err) {
+      const attachID = getAttachmentName(id.volumeHandle, id.driverName, host.nodeName);
+      throw new TransientOperationFailure(csiLog(`blockMapper.${caller} failed to get volume attachment [id=${attachID}]: ${errorMessage(err)}`));
+    }
+  }
+
+  /**
+   * MapPodDevice / publishVolumeForBlock, in kubelet's order: the VolumeAttachment, the pod
+   * information, the publish secrets, the publish dir, then NodePublishVolume (which first maps
+   * the access mode). No service account tokens: kubelet sends them from SetUp only.
+   */
   async mapPodDevice(): Promise<string> {
     const { host, id } = this;
+    const publishContext = await this.publishContext('MapPodDevice');
     const client = clientFor(host, id.driverName);
     const stageUnstage = await supportsStageUnstage(client);
     // publishVolumeForBlock: the pod keys when the CSIDriver has podInfoOnMount (a PV: ephemeral=false).
@@ -120,6 +166,15 @@ export class CsiBlockMapper implements BlockVolumeMapper {
       throw new TransientOperationFailure(csiLog(`blockMapper.publishVolumeForBlock failed to assemble volume attributes: ${errorMessage(err)}`));
     }
     if (podInfo) volumeContext = { ...volumeContext, ...podInfoAttrs(this.pod, 'Persistent') };
+    let secrets: Record<string, string> = {};
+    const secretRef = this.spec.kind === 'persistent' ? this.spec.persistentVolume.csi?.nodePublishSecretRef : undefined;
+    if (secretRef !== undefined) {
+      try {
+        secrets = await getCredentialsFromSecret(host, secretRef);
+      } catch (err) {
+        throw new TransientOperationFailure(csiLog(`blockMapper.publishVolumeForBlock failed to get NodePublishSecretRef ${secretRef.namespace}/${secretRef.name}: ${errorMessage(err)}`));
+      }
+    }
     const publishDir = host.layout.csiBlockPublishDir(id.specName);
     await mkdirAll(host, publishDir);
     const publishPath = host.layout.csiBlockPublishPath(id.specName, id.podUID);
@@ -131,12 +186,12 @@ export class CsiBlockMapper implements BlockVolumeMapper {
     try {
       await client.nodePublishVolume({
         volumeId: id.volumeHandle,
-        publishContext: {},
+        publishContext,
         stagingTargetPath: stageUnstage ? host.layout.csiBlockStagingPath(id.specName) : '',
         targetPath: publishPath,
         volumeCapability: blockCapability(this.spec, accessMode(this.spec)),
         readonly: this.spec.readOnly,
-        secrets: {},
+        secrets,
         volumeContext,
       });
     } catch (err) {

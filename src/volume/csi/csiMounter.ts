@@ -14,6 +14,8 @@ import {
   classifyCsiError,
   clientFor,
   csiLog,
+  getCredentialsFromSecret,
+  getPublishContext,
   mkdirAll,
   mountCapability,
   podInfoAttrs,
@@ -81,8 +83,33 @@ export class CsiMounter implements VolumeMounter {
       }
       if (stageUnstage) deviceMountPath = host.layout.csiDeviceMountPath(target.driverName, target.volumeHandle);
     }
+    // A PV's publish context: the VolumeAttachment's attachmentMetadata (none without attach).
+    let publishContext: Record<string, string> = {};
+    if (target.lifecycle === 'Persistent') {
+      try {
+        publishContext = await getPublishContext(host, target.volumeHandle, target.driverName);
+      } catch (err) {
+        throw new TransientOperationFailure(csiLog(`mounter.SetUpAt failed to fetch publishContext: ${errorMessage(err)}`));
+      }
+    }
     const volDir = path.dirname(dir);
     await mkdirAll(host, volDir);
+
+    // The publish secrets: a PV's nodePublishSecretRef, or an inline volume's in the pod's namespace.
+    let secrets: Record<string, string> = {};
+    const secretRef =
+      spec.kind === 'persistent'
+        ? spec.persistentVolume.csi?.nodePublishSecretRef
+        : spec.volume.csi?.nodePublishSecretRef !== undefined
+          ? { name: spec.volume.csi.nodePublishSecretRef.name, namespace: this.pod.namespace }
+          : undefined;
+    if (secretRef !== undefined) {
+      try {
+        secrets = await getCredentialsFromSecret(host, secretRef);
+      } catch (err) {
+        throw new TransientOperationFailure(`fetching NodePublishSecretRef ${secretRef.namespace}/${secretRef.name} failed: ${errorMessage(err)}`);
+      }
+    }
 
     let volumeContext: Record<string, string> = { ...(csi?.volumeAttributes ?? {}) };
     let podInfo: boolean;
@@ -93,7 +120,6 @@ export class CsiMounter implements VolumeMounter {
     }
     if (podInfo) volumeContext = { ...volumeContext, ...podInfoAttrs(this.pod, target.lifecycle) };
     // The pod's service account tokens, for a CSIDriver with tokenRequests (whatever podInfoOnMount says).
-    let secrets: Record<string, string> = {};
     let tokens: Awaited<ReturnType<typeof serviceAccountTokenAttrs>>;
     try {
       tokens = await serviceAccountTokenAttrs(host, target.driverName, this.pod);
@@ -141,7 +167,7 @@ export class CsiMounter implements VolumeMounter {
       await client
         .nodePublishVolume({
           volumeId: target.volumeHandle,
-          publishContext: {},
+          publishContext,
           stagingTargetPath: deviceMountPath,
           targetPath: dir,
           volumeCapability: mountCapability(spec, csi?.fsType ?? '', volumeMountGroup, accessMode(spec)),

@@ -13,7 +13,8 @@ import type { VolumeHost } from '../volumeHost.js';
 import { assertPathConfined, assertPathUnderRoot, CsiPathError } from '../util/pathConfinement.js';
 import { VOL_DATA_FILE_NAME } from './volumeData.js';
 import { compareCodePoints, goJsonString } from './volumeDataEncoder.js';
-import type { TokenRequestStatus } from '../../api/core.js';
+import type { SecretReference, TokenRequestStatus } from '../../api/core.js';
+import { getAttachmentName } from '../../layout/names.js';
 
 /** kubelet's log prefix for CSI messages. */
 export function csiLog(msg: string): string {
@@ -238,6 +239,52 @@ export async function unsupportedVolumeLifecycleMode(host: VolumeHost, driverNam
   const modes = driver.volumeLifecycleModes ?? ['Persistent'];
   if (modes.includes(mode)) return undefined;
   return `volume mode ${goQuote(mode)} not supported by driver ${driverName} (only supports [${modes.map(goQuote).join(' ')}])`;
+}
+
+/**
+ * csi_plugin.go skipAttach: true when the CSIDriver says attachRequired: false; no CSIDriver
+ * object means attach. A cluster view that cannot answer rejects.
+ */
+export async function skipAttach(host: VolumeHost, driverName: string): Promise<boolean> {
+  const driver = await host.cluster.getCSIDriver(driverName);
+  return driver !== undefined && !driver.attachRequired;
+}
+
+/**
+ * The status.attachmentMetadata of this node's VolumeAttachment of the volume
+ * (csi-<sha256(handle, driver, node)>). Rejects as the API server's Get does when it does not
+ * exist. A view that holds no VolumeAttachments (the simulator's) gives none.
+ */
+export async function attachmentMetadata(host: VolumeHost, volumeHandle: string, driverName: string): Promise<Record<string, string>> {
+  const get = host.cluster.getVolumeAttachment?.bind(host.cluster);
+  if (get === undefined) return {};
+  const name = getAttachmentName(volumeHandle, driverName, host.nodeName);
+  const va = await get(name);
+  if (va === undefined) throw new Error(`volumeattachments.storage.k8s.io ${JSON.stringify(name)} not found`);
+  return { ...va.attachmentMetadata };
+}
+
+/**
+ * csi_plugin.go getPublishContext: none when the CSIDriver says attachRequired: false, else the
+ * VolumeAttachment's attachmentMetadata. Rejects with the view's error (the caller makes it a
+ * transient failure).
+ */
+export async function getPublishContext(host: VolumeHost, volumeHandle: string, driverName: string): Promise<Record<string, string>> {
+  if (await skipAttach(host, driverName)) return {};
+  return attachmentMetadata(host, volumeHandle, driverName);
+}
+
+/**
+ * csi_util.go getCredentialsFromSecret: the Secret's data as the driver's secrets. Rejects when it
+ * does not exist (as the API server's Get: secrets "<name>" not found) or the view holds no
+ * Secrets. Only the Secret's name ever appears in an error, never a value.
+ */
+export async function getCredentialsFromSecret(host: VolumeHost, ref: SecretReference): Promise<Record<string, string>> {
+  const get = host.cluster.getSecret?.bind(host.cluster);
+  if (get === undefined) throw new Error(`secrets ${JSON.stringify(ref.name)} cannot be read: the cluster view holds no Secrets`);
+  const data = await get(ref.namespace, ref.name);
+  if (data === undefined) throw new Error(`secrets ${JSON.stringify(ref.name)} not found`);
+  return { ...data };
 }
 
 /** The volume_context / secrets key of the service account tokens. */

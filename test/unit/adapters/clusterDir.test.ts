@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { getAttachmentName } from '../../../src/layout/names.js';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -233,6 +234,47 @@ describe('ClusterDirView manifests', () => {
       v.requestServiceAccountToken({ namespace: 'shop', serviceAccountName: 'builder', audiences: ['vault'], boundPod: { name: 'web', uid: 'u-1' } }),
       /^Error: cluster dir: cannot issue a token for service account shop\/builder \(audience "vault"\) for pod shop\/web: a cluster dir has no API server to issue service account tokens \(TokenRequest\)/,
     );
+  });
+
+  it('Secrets: data decoded from base64 with stringData over it, by namespace and name; a bad value is refused naming the key, never the value', async () => {
+    const b64 = (t: string): string => Buffer.from(t, 'utf8').toString('base64');
+    const v = view(
+      await clusterFs({
+        's.yaml': [
+          `apiVersion: v1\nkind: Secret\nmetadata: {name: creds, namespace: kube-system}\ntype: Opaque\ndata: {user: ${b64('admin')}, password: ${b64('old')}}\nstringData: {password: hunter2}\n`,
+          'apiVersion: v1\nkind: Secret\nmetadata: {name: broken, namespace: kube-system}\ndata: {password: "not base64!!sekrit"}\n',
+        ].join('---\n'),
+      }),
+    );
+    await v.listPods();
+    assert.deepEqual(await v.getSecret('kube-system', 'creds'), { user: 'admin', password: 'hunter2' });
+    assert.equal(await v.getSecret('default', 'creds'), undefined, 'Secrets are namespaced');
+    assert.equal(await v.getSecret('kube-system', 'broken'), undefined);
+    const problems = v.problems();
+    assert.deepEqual(problems.map((p) => p.field), ['data.password']);
+    assert.ok(!JSON.stringify(problems).includes('sekrit'), JSON.stringify(problems));
+  });
+
+  it('VolumeAttachments: a manifest gives its attachmentMetadata; a volume in volumesAttached without one has an attached one with none; anything else is not found', async () => {
+    const name = getAttachmentName('vol-0123456789', 'ebs.csi.example.com', 'node-1');
+    const other = getAttachmentName('vol-raw', 'ebs.csi.example.com', 'node-1');
+    const v = view(
+      await clusterFs(
+        {
+          'va.yaml': `apiVersion: storage.k8s.io/v1\nkind: VolumeAttachment\nmetadata: {name: ${name}}\nspec: {attacher: ebs.csi.example.com, nodeName: node-1, source: {persistentVolumeName: pv-data}}\nstatus: {attached: true, attachmentMetadata: {devicePath: /dev/xvdf}}\n`,
+        },
+        { volumesAttached: [{ name: 'kubernetes.io/csi/ebs.csi.example.com^vol-raw', devicePath: '' }], volumesInUse: [] },
+      ),
+    );
+    assert.deepEqual(await v.getVolumeAttachment(name), { name, attached: true, attachmentMetadata: { devicePath: '/dev/xvdf' } });
+    assert.deepEqual(await v.getVolumeAttachment(other), { name: other, attached: true, attachmentMetadata: {} });
+    assert.equal(await v.getVolumeAttachment(getAttachmentName('vol-raw', 'ebs.csi.example.com', 'node-2')), undefined);
+  });
+
+  it('an inline CSI volume\'s nodePublishSecretRef is read', async () => {
+    const v = view(await clusterFs({ 'p.yaml': pod('p', 'node-1', '  volumes: [{name: s, csi: {driver: inline.csi.example.com, nodePublishSecretRef: {name: creds}}}]\n') }));
+    const [p] = await v.listPods();
+    assert.deepEqual(p?.volumes, [{ name: 's', csi: { driver: 'inline.csi.example.com', nodePublishSecretRef: { name: 'creds' } } }]);
   });
 
   it('lists only the pods bound to this node', async () => {

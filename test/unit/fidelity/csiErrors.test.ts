@@ -62,6 +62,7 @@ describe('csi_client.go isFinalError: an error without a gRPC status is uncertai
 
   it('MountDevice: a NodeStageVolume failing without a status is an UncertainProgressError and the staging dir and vol_data.json stay', async () => {
     const node = new InMemoryNode();
+    node.addVolume('pv-1', 'vol-1');
     const plugin = pluginWith(node, failing(node, 'nodeStageVolume', new CsiCallError('NodeStageVolume', undefined, 'connection closed')));
     const spec = constructPVSourceSpec('pv-1', DRIVER, 'vol-1');
     const attacher = plugin.newDeviceMounter();
@@ -77,6 +78,7 @@ describe('csi_client.go isFinalError: an error without a gRPC status is uncertai
 
   it('SetUp: a NodePublishVolume failing with a plain error is an UncertainProgressError and the pod volume dir stays', async () => {
     const node = new InMemoryNode();
+    node.addVolume('pv-1', 'vol-1');
     const plugin = pluginWith(node, failing(node, 'nodePublishVolume', new Error('socket hang up')));
     const mounter = await plugin.newMounter(constructPVSourceSpec('pv-1', DRIVER, 'vol-1'), { uid: 'pod-a', namespace: 'default', name: 'pod-a' });
     const err = await mounter.setUp({}).then(

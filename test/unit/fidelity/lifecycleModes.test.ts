@@ -18,9 +18,8 @@ function withDriver(node: InMemoryNode, modes: readonly CSIVolumeLifecycleMode[]
   }
   const d = node.cluster.drivers.get(DRIVER);
   assert.ok(d);
-  const { volumeLifecycleModes: _drop, ...rest } = d;
-  const next: CSIDriverInfo = modes === 'default' ? rest : { ...rest, volumeLifecycleModes: modes };
-  node.cluster.drivers.set(DRIVER, next);
+  const next: CSIDriverInfo = { name: d.name, attachRequired: d.attachRequired, ...(d.podInfoOnMount === undefined ? {} : { podInfoOnMount: d.podInfoOnMount }) };
+  node.cluster.drivers.set(DRIVER, modes === 'default' ? next : { ...next, volumeLifecycleModes: modes });
 }
 
 /** The failed MountVolume lines (nestedpendingoperations' "Operation for ... failed", error text included). */
@@ -55,7 +54,7 @@ describe('supportsVolumeLifecycleMode: inline ephemeral volumes', () => {
       assert.deepEqual(node.driver.callsOf('NodePublishVolume'), [], 'no NodePublishVolume');
       const errors = mountErrors(node);
       assert.ok(errors.length >= 2, `retried with backoff: ${JSON.stringify(errors)}`);
-      assert.ok(errors.every((e) => e.includes(SETUP_FAILED + c.refused)), JSON.stringify(errors));
+      assert.ok(errors.every((e) => e.includes(`${SETUP_FAILED}${c.refused ?? ''}`)), JSON.stringify(errors));
       assert.equal(await node.exists(`${node.layout.csiPodVolumeDir('pod-a', 'scratch')}/vol_data.json`), false, 'nothing written for the volume');
     });
   }

@@ -83,6 +83,8 @@ class Rig {
       ...(o.capabilities === undefined ? {} : { capabilities: o.capabilities }),
     });
     this.cluster.drivers.set(DRIVER, { name: DRIVER, attachRequired: true });
+    // The plugin is driven directly, without the attach flow: every volume has its VolumeAttachment.
+    this.cluster.everyVolumeAttached = true;
     const driver = this.driver;
     const client: CsiNodeClient =
       o.unpublishIsNoop === true
