@@ -136,6 +136,9 @@ export function createAgentTracer(options: {
       ...(inner.objectsVersion === undefined ? {} : { objectsVersion: () => inner.objectsVersion?.() ?? 0 }),
       ...(inner.onChange === undefined ? {} : { onChange: (listener: () => void) => inner.onChange?.(listener) }),
       ...(inner.signalsEveryChange === undefined ? {} : { signalsEveryChange: () => inner.signalsEveryChange?.() ?? false }),
+      ...(inner.getVolumeAttachment === undefined ? {} : { getVolumeAttachment: inner.getVolumeAttachment.bind(inner) }),
+      ...(inner.getSecret === undefined ? {} : { getSecret: inner.getSecret.bind(inner) }),
+      ...(inner.requestServiceAccountToken === undefined ? {} : { requestServiceAccountToken: inner.requestServiceAccountToken.bind(inner) }),
       getNodeStatus: async (): Promise<NodeStatus> => {
         const status = await inner.getNodeStatus();
         const names = status.volumesAttached.map((v) => v.name).sort();

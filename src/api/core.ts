@@ -52,6 +52,8 @@ export interface CSIVolumeSource {
   readonly readOnly?: boolean;
   readonly fsType?: string;
   readonly volumeAttributes?: Readonly<Record<string, string>>;
+  /** A Secret in the pod's namespace (LocalObjectReference). */
+  readonly nodePublishSecretRef?: { readonly name: string };
 }
 
 export interface PodVolumeSource {
@@ -83,13 +85,68 @@ export interface PersistentVolumeClaim {
   readonly volumeMode?: PersistentVolumeMode;
 }
 
+/** storage/v1 VolumeLifecycleMode. */
+export type CSIVolumeLifecycleMode = 'Persistent' | 'Ephemeral';
+
+/** storage/v1 TokenRequest: a service account token kubelet requests for NodePublishVolume. */
+export interface CSITokenRequest {
+  /** The token's audience; '' means the API server's own audiences. */
+  readonly audience: string;
+  readonly expirationSeconds?: number;
+}
+
 export interface CSIDriverInfo {
   readonly name: string;
   /** spec.attachRequired; kubelet treats a missing CSIDriver object as attach required. */
   readonly attachRequired: boolean;
   /** spec.podInfoOnMount: pod information goes into NodePublishVolume's volume_context (default false). */
   readonly podInfoOnMount?: boolean;
+  /**
+   * spec.volumeLifecycleModes: the modes SetUp accepts. Absent means what the API server defaults
+   * it to, [Persistent].
+   */
+  readonly volumeLifecycleModes?: readonly CSIVolumeLifecycleMode[];
+  /** spec.tokenRequests: service account tokens for NodePublishVolume's volume_context. */
+  readonly tokenRequests?: readonly CSITokenRequest[];
+  /** spec.requiresRepublish (default false). */
+  readonly requiresRepublish?: boolean;
+  /**
+   * spec.serviceAccountTokenInSecrets (Kubernetes 1.35, default false): the tokens go into
+   * NodePublishVolume's secrets instead of its volume_context.
+   */
+  readonly serviceAccountTokenInSecrets?: boolean;
 }
+
+/** What kubelet asks the API server for (authentication/v1 TokenRequest spec, bound to a pod). */
+export interface ServiceAccountTokenRequest {
+  readonly namespace: string;
+  readonly serviceAccountName: string;
+  /** [audience], or none for the API server's own audiences. */
+  readonly audiences: readonly string[];
+  readonly expirationSeconds?: number;
+  /** spec.boundObjectRef: the pod (apiVersion v1, kind Pod). */
+  readonly boundPod: { readonly name: string; readonly uid: string };
+}
+
+/** authentication/v1 TokenRequestStatus. */
+export interface TokenRequestStatus {
+  readonly token: string;
+  /** RFC 3339, as metav1.Time marshals it ("2026-01-01T00:00:00Z"). */
+  readonly expirationTimestamp: string;
+}
+
+/** The parts of storage/v1 VolumeAttachment kubelet's CSI plugin reads. */
+export interface VolumeAttachmentInfo {
+  /** csi-<sha256(handle + driver + node)> */
+  readonly name: string;
+  /** status.attached */
+  readonly attached: boolean;
+  /** status.attachmentMetadata: the publish_context of NodeStageVolume / NodePublishVolume. */
+  readonly attachmentMetadata: Readonly<Record<string, string>>;
+}
+
+/** core/v1 Secret data, each value as kubelet hands it to a driver (string(bytes)). */
+export type SecretData = Readonly<Record<string, string>>;
 
 export interface AttachedVolume {
   readonly name: string;

@@ -1,6 +1,7 @@
 /** Flag helpers shared by every command, kubelet style. */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { Logger } from '../host/logger.js';
+import { sourceMappedCallerResolver } from '../adapters/node/sourceMapCaller.js';
 import { createKlogLogger, preciseWallClockMs, type LoggingFormat } from '../logging/klog.js';
 
 /** klog's -v: a non-negative integer; `-v=4` (commander hands over "=4") is accepted as klog accepts it. */
@@ -49,6 +50,8 @@ export function stderrLogger(flags: { readonly v: number; readonly loggingFormat
     sink: (line) => process.stderr.write(`${line}\n`),
     nowMs: preciseWallClockMs,
     pid: process.pid,
+    // caller names the TypeScript file and line, not main.cjs:46 of the bundle.
+    resolveCaller: sourceMappedCallerResolver(),
   });
 }
 

@@ -32,6 +32,7 @@ interface MockDriverFlags {
   allowedRoot: string[];
   rootDir?: string;
   mode: CsiNodeMode;
+  singleNodeMultiWriter?: boolean;
   v: number;
   loggingFormat: LoggingFormat;
 }
@@ -48,6 +49,7 @@ export function mockDriverCommand(setExitCode: (code: number) => void): Command 
     .option('--volume <name>', 'provision a filesystem volume at start (CreateVolume; repeatable, idempotent); its id is printed', collect, [])
     .option('--block-volume <name>', 'provision a raw block volume at start (repeatable, idempotent)', collect, [])
     .option('--root-dir <dir>', 'the kubelet root dir: the default --allowed-root')
+    .option('--single-node-multi-writer', 'NodeGetCapabilities also reports SINGLE_NODE_MULTI_WRITER (as csi-driver-host-path)')
     .option('--allowed-root <dir>', 'staging and target paths must lie below this dir, with no symlink below it (repeatable; default --root-dir)', collect, [])
     .addOption(
       new Option('--mode <mode>', 'strict: NodeUnstageVolume refused (FAILED_PRECONDITION) while the volume is published, like csi-driver-host-path; lenient: accepted')
@@ -111,6 +113,7 @@ async function runMockDriver(flags: MockDriverFlags): Promise<number> {
         allowedRoots: (flags.allowedRoot.length > 0 ? flags.allowedRoot : flags.rootDir !== undefined && flags.rootDir !== '' ? [flags.rootDir] : []).map(realOrResolved),
         journalFile: file(flags.journal),
         mode: flags.mode,
+        singleNodeMultiWriter: flags.singleNodeMultiWriter === true,
         logger,
         exit: (code) => process.exit(code),
       });

@@ -25,7 +25,34 @@ export interface ObservedCsiCall {
 
 export type CsiCallObserver = (call: ObservedCsiCall) => void;
 
-/** Hands every finished call to `observe` (which must not throw), then returns its outcome unchanged. */
+/** What a redacted value reads (csi-lib-utils' protosanitizer writes the same). */
+export const STRIPPED = '***stripped***';
+
+/** The volume_context key kubelet puts service account tokens under (when not in the secrets). */
+const TOKENS_KEY = 'csi.storage.k8s.io/serviceAccount.tokens';
+
+/**
+ * A copy of a request safe to record: every value of its `secrets` replaced (as protosanitizer's
+ * StripSecrets does), and so is a service account token in its volume_context (a credential
+ * kubelet puts there, which protosanitizer leaves: CVE-2023-2878). Keys stay, so a reader still
+ * sees which secrets were sent.
+ */
+export function redactCsiRequest(request: unknown): unknown {
+  if (typeof request !== 'object' || request === null) return request;
+  const r = request as Readonly<Record<string, unknown>>;
+  const out: Record<string, unknown> = { ...r };
+  const secrets = r['secrets'];
+  if (typeof secrets === 'object' && secrets !== null) out['secrets'] = Object.fromEntries(Object.keys(secrets).map((k) => [k, STRIPPED]));
+  const ctx = r['volumeContext'];
+  if (typeof ctx === 'object' && ctx !== null && Object.hasOwn(ctx, TOKENS_KEY)) out['volumeContext'] = { ...ctx, [TOKENS_KEY]: STRIPPED };
+  return out;
+}
+
+/**
+ * Hands every finished call to `observe` (which must not throw), then returns its outcome
+ * unchanged. The observer sees the request redacted ({@link redactCsiRequest}): no secret reaches a
+ * trace.
+ */
 export function observedRegistry(inner: CsiDriverRegistry, clock: Clock, observe: CsiCallObserver): CsiDriverRegistry {
   /** Per driver: the wrapped client and the client it wraps (rewrapped when that changes). */
   const cache = new Map<string, { inner: CsiNodeClient; wrapped: CsiNodeClient }>();
@@ -37,7 +64,7 @@ export function observedRegistry(inner: CsiDriverRegistry, clock: Clock, observe
       if (cached !== undefined && cached.inner === c) return cached.wrapped;
       const watched = <T>(method: CsiMethod, request: { readonly volumeId?: string } | undefined, call: () => Promise<T>): Promise<T> => {
         const startMs = clock.nowMs();
-        const base = { driverName, method, volumeId: request?.volumeId ?? '', request, startMs };
+        const base = { driverName, method, volumeId: request?.volumeId ?? '', request: redactCsiRequest(request), startMs };
         return call().then(
           (v) => {
             observe({ ...base, endMs: clock.nowMs(), code: 'OK', error: undefined });

@@ -3,7 +3,17 @@
  * manager uses. Every method may reject (API server unreachable); the engine then unmounts and
  * unstages nothing that depends on the answer.
  */
-import type { CSIDriverInfo, NodeStatus, PersistentVolume, PersistentVolumeClaim, Pod } from '../api/core.js';
+import type {
+  CSIDriverInfo,
+  NodeStatus,
+  PersistentVolume,
+  PersistentVolumeClaim,
+  Pod,
+  SecretData,
+  ServiceAccountTokenRequest,
+  TokenRequestStatus,
+  VolumeAttachmentInfo,
+} from '../api/core.js';
 
 export interface ClusterView {
   /** Pods bound to this node (spec.nodeName), in no particular order. */
@@ -16,6 +26,26 @@ export interface ClusterView {
   getNodeStatus(): Promise<NodeStatus>;
   /** Writes node.status.volumesInUse. */
   setVolumesInUse(names: readonly string[]): Promise<void>;
+  /**
+   * The VolumeAttachment of that name (undefined: not found), for the publish_context of an
+   * attachable volume. A view without this method holds no VolumeAttachments (the simulator's):
+   * the publish_context is then empty.
+   */
+  readonly getVolumeAttachment?: (name: string) => Promise<VolumeAttachmentInfo | undefined>;
+  /**
+   * The data of a Secret (undefined: not found), for a PV's nodeStageSecretRef /
+   * nodePublishSecretRef or an inline volume's nodePublishSecretRef. A view without this method
+   * holds no Secrets: a volume that names one fails to mount, as kubelet's does when the Secret
+   * cannot be read.
+   */
+  readonly getSecret?: (namespace: string, name: string) => Promise<SecretData | undefined>;
+  /**
+   * A TokenRequest for a pod's service account (kubelet's service account token getter), for
+   * CSIDrivers with tokenRequests. Rejects when the token cannot be issued; a view without this
+   * method cannot issue tokens at all, and SetUp of such a driver's volumes fails as kubelet's
+   * does when its TokenRequest fails.
+   */
+  readonly requestServiceAccountToken?: (request: ServiceAccountTokenRequest) => Promise<TokenRequestStatus>;
   /**
    * Optional, like an informer's resource version: a value that changes whenever listPods or the
    * claim, volume or CSIDriver getters could answer differently than at the last listPods. The

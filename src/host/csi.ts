@@ -153,8 +153,9 @@ export const CSI_RPCS_BY_SERVICE = {
 } as const satisfies Record<'Identity' | 'Controller' | 'Node', readonly CsiRpcMethod[]>;
 
 /**
- * A failed CSI call. `code` is the gRPC status; undefined when the call failed before reaching
- * the driver (no connection, bad request built locally).
+ * A failed CSI call. `code` is the gRPC status; undefined when the call failed without an answer
+ * (a closed client, a request that could not be encoded): {@link isFinalCsiError} counts that as
+ * uncertain, as kubelet does.
  */
 export class CsiCallError extends Error {
   override readonly name = 'CsiCallError';
@@ -168,12 +169,14 @@ export class CsiCallError extends Error {
 }
 
 /**
- * kubelet's csi isFinalError: a gRPC error with Canceled, DeadlineExceeded, Unavailable,
- * ResourceExhausted or Aborted means the operation may still be in progress on the driver
- * (uncertain); any other code, or an error that never reached the driver, is final.
+ * kubelet's csi isFinalError (csi_client.go): a gRPC error with Canceled, DeadlineExceeded,
+ * Unavailable, ResourceExhausted or Aborted means the operation may still be in progress on the
+ * driver (uncertain); any other code is final. An error without a gRPC status (no answer, a
+ * closed client, anything that is not a CsiCallError) is uncertain too: kubelet cannot know
+ * whether an earlier call for the volume is still in progress, so it stays on the safe side.
  */
 export function isFinalCsiError(err: unknown): boolean {
-  if (!(err instanceof CsiCallError) || err.code === undefined) return true;
+  if (!(err instanceof CsiCallError) || err.code === undefined) return false;
   switch (err.code) {
     case GrpcStatus.CANCELLED:
     case GrpcStatus.DEADLINE_EXCEEDED:

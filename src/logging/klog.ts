@@ -1,8 +1,9 @@
 /**
  * klog-compatible output for the Logger port: the text format
  * (`Lmmdd hh:mm:ss.uuuuuu threadid file:line] "msg" key="value"`) and the JSON format of
- * component-base/logs/json (`ts` in epoch milliseconds, `caller`, `msg`, `v`, `err`, then the
- * key/value pairs). Selected with kubelet's `--logging-format=text|json`, verbosity with `-v N`.
+ * component-base/logs/json (`ts` in epoch milliseconds as a float, what its epochMillisTimeEncoder
+ * writes; `caller`, `msg`, `v`, `err`, then the key/value pairs). `file:line` names the source
+ * file when a resolver maps the running JavaScript back to it (KlogOptions.resolveCaller). Selected with kubelet's `--logging-format=text|json`, verbosity with `-v N`.
  */
 import type { LogValues, Logger } from '../host/logger.js';
 
@@ -18,6 +19,12 @@ export interface KlogOptions {
   readonly nowMs: () => number;
   /** Printed as klog's thread id. */
   readonly pid: number;
+  /**
+   * Maps the calling frame's generated position (the JavaScript file, 1-based line and column)
+   * to the source's "file.ts:line" (src/adapters/node/sourceMapCaller.ts); undefined keeps
+   * "file.js:line". Without it the caller names the JavaScript that runs.
+   */
+  readonly resolveCaller?: (file: string, line: number, column: number) => string | undefined;
 }
 
 type Severity = 'I' | 'W' | 'E';
@@ -46,28 +53,51 @@ export function preciseWallClockMs(): number {
 const anchor = { wallMs: Date.now(), monoMs: performance.now() };
 
 export function createKlogLogger(options: KlogOptions): Logger {
-  return new KlogLogger(options, 0);
+  return new KlogLogger(options, 0, new Map());
 }
+
+/** Most call sites whose resolved caller is kept (a program has far fewer). */
+const MAX_CACHED_CALLERS = 10_000;
 
 class KlogLogger implements Logger {
   constructor(
     private readonly options: KlogOptions,
     /** Verbosity of this logger's info lines; 0 for the root logger. */
     private readonly level: number,
+    /** Resolved callers by frame (shared by the loggers of one root). */
+    private readonly callers: Map<string, string>,
   ) {}
 
   info(msg: string, values?: LogValues): void {
     if (!this.enabled(this.level)) return;
-    this.write('I', msg, undefined, values, callerOf());
+    this.write('I', msg, undefined, values, this.caller(callerFrame()));
   }
   warning(msg: string, values?: LogValues): void {
-    this.write('W', msg, undefined, values, callerOf());
+    this.write('W', msg, undefined, values, this.caller(callerFrame()));
   }
   error(err: unknown, msg: string, values?: LogValues): void {
-    this.write('E', msg, err === undefined || err === null ? undefined : errText(err), values, callerOf());
+    this.write('E', msg, err === undefined || err === null ? undefined : errText(err), values, this.caller(callerFrame()));
   }
   v(level: number): Logger {
-    return new KlogLogger(this.options, level);
+    return new KlogLogger(this.options, level, this.callers);
+  }
+
+  /** "file:line" of a frame, through the source map resolver when there is one; cached per frame. */
+  private caller(frame: string): string {
+    const cached = this.callers.get(frame);
+    if (cached !== undefined) return cached;
+    const m = /\(?((?:file:\/\/)?[^\s()]+):(\d+):(\d+)\)?\s*$/.exec(frame);
+    let caller = '???:1';
+    if (m !== null) {
+      const file = m[1] ?? '';
+      const line = Number(m[2]);
+      const column = Number(m[3]);
+      caller = this.options.resolveCaller?.(file, line, column) ?? `${basename(file)}:${line}`;
+    }
+    // A frame inside this file means the stack was not [callerFrame, the method, the caller].
+    if (/^klog\.[jt]s:/.test(caller)) caller = '???:1';
+    if (this.callers.size < MAX_CACHED_CALLERS) this.callers.set(frame, caller);
+    return caller;
   }
   enabled(level: number): boolean {
     return level <= this.options.verbosity;
@@ -124,12 +154,12 @@ function jsonValue(v: unknown): unknown {
 }
 
 /**
- * "file.js:line" of the code that called the logging method (klog's caller). Called directly by
- * info, warning and error only, so the stack is always [callerOf, the method, the caller]: just
+ * The stack frame of the code that called the logging method (klog's caller). Called directly by
+ * info, warning and error only, so the stack is always [callerFrame, the method, the caller]: just
  * those three frames are captured. A whole stack trace per line, formatted and searched, was most
  * of the cost of a log line.
  */
-function callerOf(): string {
+function callerFrame(): string {
   const holder: { stack?: string } = {};
   const limit = Error.stackTraceLimit;
   Error.stackTraceLimit = 3;
@@ -139,8 +169,10 @@ function callerOf(): string {
     Error.stackTraceLimit = limit;
   }
   const stack = holder.stack ?? '';
-  const frame = stack.slice(stack.lastIndexOf('\n') + 1);
-  if (/\/logging\/klog\.[jt]s:/.test(frame)) return '???:1';
-  const m = /([^/\s(]+):(\d+):\d+\)?\s*$/.exec(frame);
-  return m === null ? '???:1' : `${m[1] ?? '?'}:${m[2] ?? '0'}`;
+  return stack.slice(stack.lastIndexOf('\n') + 1);
+}
+
+/** The last path segment of a path or file URL. */
+function basename(file: string): string {
+  return file.slice(file.lastIndexOf('/') + 1);
 }

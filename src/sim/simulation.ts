@@ -387,7 +387,8 @@ export class Simulation {
         },
       };
       this.#drivers.set(d.name, driver);
-      this.#cluster.setCSIDriver({ name: d.name, attachRequired: d.attachRequired, podInfoOnMount: d.podInfoOnMount });
+      // Both lifecycle modes: scenario drivers serve inline ephemeral volumes too (as csi-driver-host-path's CSIDriver lists them).
+      this.#cluster.setCSIDriver({ name: d.name, attachRequired: d.attachRequired, podInfoOnMount: d.podInfoOnMount, volumeLifecycleModes: ['Persistent', 'Ephemeral'] });
     }
     for (const v of this.#scenario.volumes) {
       if (v.inline) continue;

@@ -2,9 +2,9 @@
  * volume.Spec: what kubelet knows of a volume, either a PersistentVolume or a pod's inline
  * volume (pkg/volume/plugins.go Spec). Only the fields nodevol uses are modelled.
  */
-import type { CSIVolumeSource, PersistentVolume, PersistentVolumeMode } from '../api/core.js';
+import type { CSIVolumeLifecycleMode, CSIVolumeSource, PersistentVolume, PersistentVolumeMode } from '../api/core.js';
 
-export type VolumeLifecycleMode = 'Persistent' | 'Ephemeral';
+export type VolumeLifecycleMode = CSIVolumeLifecycleMode;
 
 /** The parts of a core/v1 Volume (pod.spec.volumes[i]) a node uses. */
 export interface InlineVolume {

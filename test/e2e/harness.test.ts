@@ -45,7 +45,7 @@ describe('e2e harness: NodeDisk (no root needed)', () => {
   it('writes manifests the agent\'s --cluster-dir reader accepts without a problem', async () => {
     const disk = await NodeDisk.create({ nodeName: 'node-e2e' });
     try {
-      await disk.writeCsiDriver({ name: DRIVER, attachRequired: true });
+      await disk.writeCsiDriver({ name: DRIVER, attachRequired: true, volumeLifecycleModes: ['Persistent', 'Ephemeral'] });
       const pv = await disk.writePersistentVolume({ name: 'pv-a', driver: DRIVER, volumeHandle: 'vol-a', fsType: 'ext4' });
       const pod = await disk.writePod({
         name: 'app',
@@ -65,7 +65,14 @@ describe('e2e harness: NodeDisk (no root needed)', () => {
       assert.deepEqual(pods[0]?.volumes[1]?.csi, { driver: DRIVER, volumeAttributes: { size: '1Mi' } });
       assert.deepEqual(await view.getPersistentVolumeClaim('default', 'pv-a'), { namespace: 'default', name: 'pv-a', volumeName: 'pv-a' });
       assert.deepEqual((await view.getPersistentVolume('pv-a'))?.csi, { driver: DRIVER, volumeHandle: 'vol-a', fsType: 'ext4' });
-      assert.deepEqual(await view.getCSIDriver(DRIVER), { name: DRIVER, attachRequired: true, podInfoOnMount: false });
+      assert.deepEqual(await view.getCSIDriver(DRIVER), {
+        name: DRIVER,
+        attachRequired: true,
+        podInfoOnMount: false,
+        volumeLifecycleModes: ['Persistent', 'Ephemeral'],
+        requiresRepublish: false,
+        serviceAccountTokenInSecrets: false,
+      });
       assert.equal(pv.uniqueVolumeName, `kubernetes.io/csi/${DRIVER}^vol-a`);
       assert.equal(uniqueVolumeName(DRIVER, 'vol-a'), pv.uniqueVolumeName);
 

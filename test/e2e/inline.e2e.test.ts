@@ -41,13 +41,14 @@ describe('inline ephemeral CSI volume, pod deleted while the agent is down (#108
       const req = publish.request as { stagingTargetPath: string; targetPath: string; volumeContext: Record<string, string> };
       assert.equal(req.stagingTargetPath, '', 'never staged');
       assert.equal(req.targetPath, target);
-      // The e2e CSIDriver has podInfoOnMount, so kubelet adds the pod keys (getPodInfoAttrs).
+      // The e2e CSIDriver has podInfoOnMount, so kubelet adds the pod keys (getPodInfoAttrs); the
+      // pod names no service account, so the cluster dir gives it "default", as the API server does.
       assert.deepEqual(req.volumeContext, {
         size: '1Mi',
         'csi.storage.k8s.io/pod.name': 'scratchy',
         'csi.storage.k8s.io/pod.namespace': 'default',
         'csi.storage.k8s.io/pod.uid': pod.uid,
-        'csi.storage.k8s.io/serviceAccount.name': '',
+        'csi.storage.k8s.io/serviceAccount.name': 'default',
         'csi.storage.k8s.io/ephemeral': 'true',
       });
       assert.deepEqual(await node.calls(0), ['NodePublishVolume OK']);

@@ -53,9 +53,35 @@ const driver = fc.record({
   apiVersion: fc.constantFrom('storage.k8s.io/v1', 'storage.k8s.io/v1beta1'),
   kind: fc.constant('CSIDriver'),
   metadata: fc.record({ name }),
-  spec: fc.record({ attachRequired: fc.boolean(), podInfoOnMount: fc.boolean() }, { requiredKeys: [] }),
+  spec: fc.record(
+    {
+      attachRequired: fc.boolean(),
+      podInfoOnMount: fc.boolean(),
+      volumeLifecycleModes: fc.subarray(['Persistent', 'Ephemeral']),
+      tokenRequests: fc.uniqueArray(fc.record({ audience: fc.string({ maxLength: 8 }), expirationSeconds: fc.integer({ min: 600, max: 86400 }) }, { requiredKeys: ['audience'] }), { maxLength: 2, selector: (t) => t.audience }),
+      requiresRepublish: fc.boolean(),
+    },
+    { requiredKeys: [] },
+  ),
 });
-const object = fc.oneof(pod, pvc, pv, driver, fc.jsonValue({ maxDepth: 3 }));
+/** A Secret whose values carry a marker, so that no problem message may ever show one. */
+const SECRET_MARK = 'SECRETVALUE';
+const secretValue = fc.string({ maxLength: 12 }).map((t) => `${SECRET_MARK}${t}`);
+const secret = fc.record({
+  apiVersion: fc.constant('v1'),
+  kind: fc.constant('Secret'),
+  metadata: fc.record({ name, namespace: label }),
+  data: fc.dictionary(fc.stringMatching(/^[a-z._-]{1,8}$/), fc.oneof(secretValue.map((v) => Buffer.from(v, 'utf8').toString('base64')), secretValue)),
+  stringData: fc.dictionary(fc.stringMatching(/^[a-z._-]{1,8}$/), secretValue),
+});
+const volumeAttachment = fc.record({
+  apiVersion: fc.constant('storage.k8s.io/v1'),
+  kind: fc.constant('VolumeAttachment'),
+  metadata: fc.record({ name }),
+  spec: fc.record({ attacher: name, nodeName: name, source: fc.record({ persistentVolumeName: name }) }),
+  status: fc.record({ attached: fc.boolean(), attachmentMetadata: fc.dictionary(fc.string({ maxLength: 8 }), fc.string({ maxLength: 8 })) }, { requiredKeys: [] }),
+});
+const object = fc.oneof(pod, pvc, pv, driver, secret, volumeAttachment, fc.jsonValue({ maxDepth: 3 }));
 const documents = fc.array(object, { maxLength: 5 });
 
 function render(objects: readonly unknown[]): Uint8Array {
@@ -99,6 +125,9 @@ function assertConfined(parsed: ParsedFile): void {
       case 'CSIDriver':
         inside(o.driver.name);
         break;
+      case 'Secret':
+      case 'VolumeAttachment':
+        break; // never a path under the root dir
     }
   }
 }
@@ -129,7 +158,15 @@ describe('manifests: properties', () => {
           }
           if (o.kind === 'PersistentVolume') assert.equal(o.pv.name, src.metadata.name);
           if (o.kind === 'CSIDriver') assert.equal(o.driver.name, src.metadata.name);
+          if (o.kind === 'VolumeAttachment') assert.equal(o.attachment.name, src.metadata.name);
+          if (o.kind === 'Secret') {
+            // stringData over data, the base64 decoded.
+            const sec = src as unknown as { data: Record<string, string>; stringData: Record<string, string> };
+            for (const [k, v] of Object.entries(sec.stringData)) assert.equal(o.data[k], v);
+            for (const [k, v] of Object.entries(sec.data)) if (!Object.hasOwn(sec.stringData, k)) assert.equal(o.data[k], Buffer.from(v, 'base64').toString('utf8'));
+          }
         }
+        for (const p of parsed.problems) assert.ok(!p.message.includes(SECRET_MARK), `a problem shows a Secret value: ${p.message}`);
       }),
       runs(0.5),
     );

@@ -71,7 +71,8 @@ export class InMemoryNode {
       ...(options.capabilities === undefined ? {} : { capabilities: options.capabilities }),
       ...(options.volumeLocks === undefined ? {} : { volumeLocks: options.volumeLocks }),
     });
-    this.cluster.drivers.set(name, { name, attachRequired: options.attachRequired ?? true, podInfoOnMount: options.podInfoOnMount ?? true });
+    // Both lifecycle modes, as a driver with inline ephemeral volumes (csi-driver-host-path) lists them.
+    this.cluster.drivers.set(name, { name, attachRequired: options.attachRequired ?? true, podInfoOnMount: options.podInfoOnMount ?? true, volumeLifecycleModes: ['Persistent', 'Ephemeral'] });
   }
 
   /**

@@ -3,7 +3,18 @@
  * that makes every call fail, as an unreachable API server does, and a record of every
  * volumesInUse written.
  */
-import type { AttachedVolume, CSIDriverInfo, NodeStatus, PersistentVolumeClaim, Pod } from '../../api/core.js';
+import type {
+  AttachedVolume,
+  CSIDriverInfo,
+  NodeStatus,
+  PersistentVolumeClaim,
+  Pod,
+  SecretData,
+  ServiceAccountTokenRequest,
+  TokenRequestStatus,
+  VolumeAttachmentInfo,
+} from '../../api/core.js';
+import { getAttachmentName } from '../../layout/names.js';
 import type { ClusterView } from '../../host/cluster.js';
 import type { PersistentVolume } from '../../api/core.js';
 
@@ -29,6 +40,28 @@ export class FakeCluster implements ClusterView {
   readonly volumesInUseHistory: string[][] = [];
   /** When set, every call rejects with this message. */
   unreachable: string | undefined;
+  /** VolumeAttachments by name (the attach/detach controller's), with their attachmentMetadata. */
+  readonly volumeAttachments = new Map<string, VolumeAttachmentInfo>();
+  /**
+   * Whether a volume listed in volumesAttached without a VolumeAttachment in the map has one
+   * (attached, no metadata), as the attach/detach controller creates it. Default true.
+   */
+  synthesizeVolumeAttachments = true;
+  /**
+   * Every VolumeAttachment name has one (attached, no metadata): for tests that drive the CSI
+   * plugin directly, without the attach flow.
+   */
+  everyVolumeAttached = false;
+  /** The node the synthesized VolumeAttachments name. */
+  nodeName = 'node-1';
+  /** Secret data by "namespace/name". */
+  readonly secrets = new Map<string, SecretData>();
+  /** Every service account token requested, in order. */
+  readonly tokenRequests: ServiceAccountTokenRequest[] = [];
+  /** When set, token requests reject with this message (an API server that refuses them). */
+  tokensRefused: string | undefined;
+  /** Epoch ms the issued tokens' expiry counts from. */
+  tokenIssuedAtMs = Date.UTC(2026, 0, 1);
   readonly objectsVersion?: () => number;
   readonly onChange?: (listener: () => void) => void;
   readonly signalsEveryChange?: () => boolean;
@@ -110,6 +143,36 @@ export class FakeCluster implements ClusterView {
     await this.check();
     return { volumesAttached: [...this.volumesAttached], volumesInUse: [...this.volumesInUse], labels: { ...this.nodeLabels } };
   }
+  async getVolumeAttachment(name: string): Promise<VolumeAttachmentInfo | undefined> {
+    await this.check();
+    const va = this.volumeAttachments.get(name);
+    if (va === undefined && this.everyVolumeAttached) return { name, attached: true, attachmentMetadata: {} };
+    if (va !== undefined || !this.synthesizeVolumeAttachments) return va;
+    for (const v of this.volumesAttached) {
+      const m = /^kubernetes\.io\/csi\/([^^]+)\^(.+)$/.exec(v.name);
+      if (m !== null && getAttachmentName(m[2] ?? '', m[1] ?? '', this.nodeName) === name) return { name, attached: true, attachmentMetadata: {} };
+    }
+    return undefined;
+  }
+
+  async getSecret(namespace: string, name: string): Promise<SecretData | undefined> {
+    await this.check();
+    return this.secrets.get(`${namespace}/${name}`);
+  }
+
+  /** The deterministic token this view issues for the account and audiences. */
+  mintedToken(namespace: string, serviceAccountName: string, audiences: readonly string[], expirationSeconds = 3600): TokenRequestStatus {
+    const expiry = new Date(this.tokenIssuedAtMs + expirationSeconds * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    return { token: `token-${namespace}-${serviceAccountName}-[${audiences.join(',')}]`, expirationTimestamp: expiry };
+  }
+
+  async requestServiceAccountToken(request: ServiceAccountTokenRequest): Promise<TokenRequestStatus> {
+    await this.check();
+    this.tokenRequests.push(request);
+    if (this.tokensRefused !== undefined) throw new Error(this.tokensRefused);
+    return this.mintedToken(request.namespace, request.serviceAccountName, request.audiences, request.expirationSeconds);
+  }
+
   async setVolumesInUse(names: readonly string[]): Promise<void> {
     await this.check();
     this.volumesInUse = [...names];

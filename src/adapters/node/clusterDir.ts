@@ -40,7 +40,18 @@ import { watch, type FSWatcher } from 'node:fs';
 import * as posix from 'node:path/posix';
 import { resolve as resolvePath } from 'node:path';
 
-import type { AttachedVolume, CSIDriverInfo, NodeStatus, PersistentVolumeClaim, Pod } from '../../api/core.js';
+import type {
+  AttachedVolume,
+  CSIDriverInfo,
+  NodeStatus,
+  PersistentVolumeClaim,
+  Pod,
+  SecretData,
+  ServiceAccountTokenRequest,
+  TokenRequestStatus,
+  VolumeAttachmentInfo,
+} from '../../api/core.js';
+import { getAttachmentName } from '../../layout/names.js';
 import type { ClusterView } from '../../host/cluster.js';
 import { mapConcurrently } from '../../host/concurrency.js';
 import { errorCode, errorMessage, writeFileAtomic, type FileStat, type FileSystem } from '../../host/fs.js';
@@ -122,6 +133,12 @@ type NodeStatusRead = { raw: Record<string, unknown>; status: ReturnType<typeof 
 function identityOf(st: FileStat): string | undefined {
   if (st.ino === undefined || st.mtimeMs === undefined || st.ctimeMs === undefined) return undefined;
   return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
+}
+
+/** The driver and handle of a CSI unique volume name (kubernetes.io/csi/<driver>^<handle>). */
+function csiVolumeSourceOf(uniqueName: string): { driver: string; volumeHandle: string } | undefined {
+  const m = /^kubernetes\.io\/csi\/([^^]+)\^(.+)$/s.exec(uniqueName);
+  return m === null ? undefined : { driver: m[1] ?? '', volumeHandle: m[2] ?? '' };
 }
 
 function sameList<T>(a: readonly T[], b: readonly T[]): boolean {
@@ -381,6 +398,27 @@ export class ClusterDirView implements ClusterView {
     return (await this.#snapshot()).drivers.get(name);
   }
 
+  /**
+   * A VolumeAttachment manifest of that name; without one, the attachment the attach/detach
+   * controller would have made for a volume node-status.json lists in volumesAttached (attached,
+   * no attachmentMetadata): the cluster dir plays that controller through volumesAttached.
+   */
+  async getVolumeAttachment(name: string): Promise<VolumeAttachmentInfo | undefined> {
+    const va = (await this.#snapshot()).volumeAttachments.get(name);
+    if (va !== undefined) return va;
+    const { status } = await this.#readNodeStatus();
+    for (const v of status.volumesAttached) {
+      const source = csiVolumeSourceOf(v.name);
+      if (source !== undefined && getAttachmentName(source.volumeHandle, source.driver, this.nodeName) === name) return { name, attached: true, attachmentMetadata: {} };
+    }
+    return undefined;
+  }
+
+  /** A Secret manifest's data (decoded); never logged. */
+  async getSecret(namespace: string, name: string): Promise<SecretData | undefined> {
+    return (await this.#snapshot()).secrets.get(`${namespace}/${name}`);
+  }
+
   async #snapshot(): Promise<Snapshot> {
     if (this.#latest !== undefined) return this.#latest;
     await this.#readNodeStatus();
@@ -395,6 +433,21 @@ export class ClusterDirView implements ClusterView {
       volumesAttached: status.volumesAttached.map((v): AttachedVolume => ({ name: v.name, devicePath: v.devicePath })),
       volumesInUse: [...status.volumesInUse],
     };
+  }
+
+  /**
+   * A cluster dir is no API server: it cannot issue service account tokens. SetUp of a volume whose
+   * CSIDriver lists tokenRequests fails with this error (a transient failure, retried with
+   * backoff), as kubelet's does when its TokenRequest fails.
+   */
+  requestServiceAccountToken(request: ServiceAccountTokenRequest): Promise<TokenRequestStatus> {
+    const audience = request.audiences.length === 0 ? 'the API server\'s audiences' : `audience ${JSON.stringify(request.audiences[0])}`;
+    return Promise.reject(
+      new Error(
+        `cluster dir: cannot issue a token for service account ${request.namespace}/${request.serviceAccountName} (${audience}) for pod ${request.namespace}/${request.boundPod.name}: ` +
+          'a cluster dir has no API server to issue service account tokens (TokenRequest); drivers whose CSIDriver lists tokenRequests need one',
+      ),
+    );
   }
 
   /** Replaces volumesInUse in node-status.json, keeping every other field; atomic. */

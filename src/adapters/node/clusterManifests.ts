@@ -14,10 +14,10 @@
  */
 import { LineCounter, parseAllDocuments, type Document } from 'yaml';
 
-import type { CSIDriverInfo, PersistentVolumeClaim, Pod } from '../../api/core.js';
+import type { CSIDriverInfo, PersistentVolumeClaim, Pod, SecretData, VolumeAttachmentInfo } from '../../api/core.js';
 import { errorMessage } from '../../host/fs.js';
 import type { PersistentVolume } from '../../api/core.js';
-import { isKnownKind, KIND_SCHEMAS, toPod, toPV } from './clusterSchemas.js';
+import { isKnownKind, KIND_SCHEMAS, toCSIDriver, toPod, toPV, toSecretData, toVolumeAttachment } from './clusterSchemas.js';
 
 export { derivedPodUID, nodeStatusSchema } from './clusterSchemas.js';
 
@@ -88,6 +88,8 @@ export type ManifestObject = ObjectOrigin &
     | { readonly kind: 'PersistentVolumeClaim'; readonly pvc: PersistentVolumeClaim }
     | { readonly kind: 'PersistentVolume'; readonly pv: PersistentVolume }
     | { readonly kind: 'CSIDriver'; readonly driver: CSIDriverInfo }
+    | { readonly kind: 'Secret'; readonly namespace: string; readonly name: string; readonly data: SecretData }
+    | { readonly kind: 'VolumeAttachment'; readonly attachment: VolumeAttachmentInfo }
   );
 
 /** What one manifest file holds: its objects in document order, and what was wrong with it. */
@@ -181,7 +183,8 @@ function toObject(
   const meta = value.metadata;
   const rawName = isRecord(meta) && typeof meta.name === 'string' ? meta.name : undefined;
   const rawNs = isRecord(meta) && typeof meta.namespace === 'string' ? meta.namespace : undefined;
-  const what = `${kind}${rawName === undefined ? '' : ` ${kind === 'Pod' || kind === 'PersistentVolumeClaim' ? `${rawNs ?? 'default'}/` : ''}${rawName}`}`;
+  const namespaced = kind === 'Pod' || kind === 'PersistentVolumeClaim' || kind === 'Secret';
+  const what = `${kind}${rawName === undefined ? '' : ` ${namespaced ? `${rawNs ?? 'default'}/` : ''}${rawName}`}`;
   const result = KIND_SCHEMAS[kind].safeParse(value);
   if (!result.success) {
     const issues = result.error.issues;
@@ -213,6 +216,10 @@ function toObject(
     case 'PersistentVolume':
       return { ...origin, kind: 'PersistentVolume', pv: toPV(data) };
     case 'CSIDriver':
-      return { ...origin, kind: 'CSIDriver', driver: { name: data.metadata.name, attachRequired: data.spec.attachRequired, podInfoOnMount: data.spec.podInfoOnMount } };
+      return { ...origin, kind: 'CSIDriver', driver: toCSIDriver(data) };
+    case 'Secret':
+      return { ...origin, kind: 'Secret', namespace: data.metadata.namespace, name: data.metadata.name, data: toSecretData(data) };
+    case 'VolumeAttachment':
+      return { ...origin, kind: 'VolumeAttachment', attachment: toVolumeAttachment(data) };
   }
 }

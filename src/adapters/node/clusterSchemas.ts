@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 
 import { z } from 'zod';
 
-import type { Pod, PodVolumeSource } from '../../api/core.js';
+import type { CSIDriverInfo, Pod, PodVolumeSource, SecretData, VolumeAttachmentInfo } from '../../api/core.js';
 import type { CSIPersistentVolumeSource, CSIVolumeSource, PersistentVolume } from '../../api/core.js';
 
 // The fields nodevol uses; unknown fields are stripped, unknown kinds ignored.
@@ -43,6 +43,7 @@ const csiInline = z.object({
   readOnly: z.boolean().optional(),
   fsType: z.string().optional(),
   volumeAttributes: stringMap.optional(),
+  nodePublishSecretRef: z.object({ name: z.string().min(1, 'must not be empty') }).optional(),
 });
 
 const podVolume = z
@@ -65,6 +66,8 @@ const podSchema = z.object({
   spec: z
     .object({
       nodeName: z.string().default(''),
+      // What the API server's ServiceAccount admission plugin gives a pod that names none.
+      serviceAccountName: dnsSubdomain.default('default'),
       volumes: z.array(podVolume).default([]),
       securityContext: z.object({ fsGroup: z.number().int().min(0).max(2147483647).optional() }).optional(),
       containers: z.array(container).default([]),
@@ -111,11 +114,85 @@ const pvSchema = z.object({
     .default({}),
 });
 
+/** storage/v1 TokenRequest, with the API server's rules (ValidateCSIDriver): an audience once, 10 minutes to 2^32 s. */
+const tokenRequest = z.object({
+  audience: z.string().default(''),
+  expirationSeconds: z.number().int().min(600, 'may not specify a duration less than 10 minutes').max(2 ** 32 - 1, 'may not specify a duration larger than 2^32 seconds').optional(),
+});
+
 const csiDriverSchema = z.object({
   apiVersion: z.enum(['storage.k8s.io/v1', 'storage.k8s.io/v1beta1']),
   kind: z.literal('CSIDriver'),
   metadata: z.object({ name: csiDriverName }),
-  spec: z.object({ attachRequired: z.boolean().default(true), podInfoOnMount: z.boolean().default(false) }).default({}),
+  spec: z
+    .object({
+      attachRequired: z.boolean().default(true),
+      podInfoOnMount: z.boolean().default(false),
+      // The API server's default: Persistent only.
+      volumeLifecycleModes: z.array(z.enum(['Persistent', 'Ephemeral'])).default(['Persistent']),
+      tokenRequests: z.array(tokenRequest).optional(),
+      requiresRepublish: z.boolean().default(false),
+      serviceAccountTokenInSecrets: z.boolean().default(false),
+    })
+    .superRefine((spec, ctx) => {
+      const seen = new Set<string>();
+      (spec.tokenRequests ?? []).forEach((t, i) => {
+        if (seen.has(t.audience)) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `duplicate audience ${JSON.stringify(t.audience)}`, path: ['tokenRequests', i, 'audience'] });
+        seen.add(t.audience);
+      });
+    })
+    .default({}),
+});
+
+/** A Secret key (IsConfigMapKey): letters, digits, "-", "_" and ".", at most 253. */
+const secretKey = z
+  .string()
+  .max(253, 'must be at most 253 characters')
+  .regex(/^[-._a-zA-Z0-9]+$/, 'must be a valid Secret key (letters, digits, "-", "_" and ".")');
+
+/**
+ * core/v1 Secret: `data` values in base64 (standard, padded, as the API server's JSON), and
+ * `stringData`, merged over `data` as the API server does on write. A value is a protobuf string
+ * once it reaches a driver, so it must be UTF-8. No message ever quotes a value.
+ */
+const secretSchema = z
+  .object({
+    apiVersion: z.literal('v1'),
+    kind: z.literal('Secret'),
+    metadata: z.object({ name: dnsSubdomain, namespace: dnsLabel.default('default') }),
+    type: z.string().optional(),
+    data: z.record(secretKey, z.string()).optional(),
+    stringData: z.record(secretKey, z.string()).optional(),
+  })
+  .superRefine((secret, ctx) => {
+    for (const [key, value] of Object.entries(secret.data ?? {})) {
+      if (decodeSecretValue(value) === undefined) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'must be base64 of UTF-8 text (the value is not shown)', path: ['data', key] });
+      }
+    }
+  });
+
+/** A base64 (standard alphabet, padded) value decoded as UTF-8; undefined when it is not both. */
+function decodeSecretValue(value: string): string | undefined {
+  if (value.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(value)) return undefined;
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(value, 'base64'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** storage/v1 VolumeAttachment: the fields kubelet's CSI plugin reads (status.attachmentMetadata). */
+const volumeAttachmentSchema = z.object({
+  apiVersion: z.enum(['storage.k8s.io/v1', 'storage.k8s.io/v1beta1']),
+  kind: z.literal('VolumeAttachment'),
+  metadata: z.object({ name: dnsSubdomain }),
+  spec: z.object({
+    attacher: csiDriverName,
+    nodeName: z.string().min(1, 'must not be empty'),
+    source: z.object({ persistentVolumeName: z.string().optional() }).default({}),
+  }),
+  status: z.object({ attached: z.boolean().default(false), attachmentMetadata: stringMap.optional() }).default({}),
 });
 
 export const KIND_SCHEMAS = {
@@ -123,6 +200,8 @@ export const KIND_SCHEMAS = {
   PersistentVolumeClaim: pvcSchema,
   PersistentVolume: pvSchema,
   CSIDriver: csiDriverSchema,
+  Secret: secretSchema,
+  VolumeAttachment: volumeAttachmentSchema,
 } as const;
 export type KnownKind = keyof typeof KIND_SCHEMAS;
 
@@ -163,6 +242,7 @@ export function toPod(obj: z.infer<typeof podSchema>): Pod {
     name: metadata.name,
     nodeName: spec.nodeName,
     volumes,
+    serviceAccountName: spec.serviceAccountName,
     ...(blockVolumeNames.length > 0 ? { blockVolumeNames } : {}),
     ...(fsGroup !== undefined ? { fsGroup } : {}),
   };
@@ -174,7 +254,35 @@ function toCsiInline(c: z.infer<typeof csiInline>): CSIVolumeSource {
     ...(c.readOnly !== undefined ? { readOnly: c.readOnly } : {}),
     ...(c.fsType !== undefined ? { fsType: c.fsType } : {}),
     ...(c.volumeAttributes !== undefined ? { volumeAttributes: c.volumeAttributes } : {}),
+    ...(c.nodePublishSecretRef !== undefined ? { nodePublishSecretRef: { name: c.nodePublishSecretRef.name } } : {}),
   };
+}
+
+export function toCSIDriver(obj: z.infer<typeof csiDriverSchema>): CSIDriverInfo {
+  const { spec } = obj;
+  return {
+    name: obj.metadata.name,
+    attachRequired: spec.attachRequired,
+    podInfoOnMount: spec.podInfoOnMount,
+    volumeLifecycleModes: spec.volumeLifecycleModes,
+    ...(spec.tokenRequests !== undefined && spec.tokenRequests.length > 0
+      ? { tokenRequests: spec.tokenRequests.map((t) => ({ audience: t.audience, ...(t.expirationSeconds !== undefined ? { expirationSeconds: t.expirationSeconds } : {}) })) }
+      : {}),
+    requiresRepublish: spec.requiresRepublish,
+    serviceAccountTokenInSecrets: spec.serviceAccountTokenInSecrets,
+  };
+}
+
+/** The Secret's data as kubelet hands it to a driver: `data` decoded, `stringData` over it. */
+export function toSecretData(obj: z.infer<typeof secretSchema>): SecretData {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(obj.data ?? {})) out[key] = decodeSecretValue(value) ?? '';
+  for (const [key, value] of Object.entries(obj.stringData ?? {})) out[key] = value;
+  return out;
+}
+
+export function toVolumeAttachment(obj: z.infer<typeof volumeAttachmentSchema>): VolumeAttachmentInfo {
+  return { name: obj.metadata.name, attached: obj.status.attached, attachmentMetadata: { ...(obj.status.attachmentMetadata ?? {}) } };
 }
 
 export function toPV(obj: z.infer<typeof pvSchema>): PersistentVolume {

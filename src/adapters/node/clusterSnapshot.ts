@@ -3,7 +3,7 @@
  * object of a name (or pod UID) winning, each later one reported as a problem naming its file,
  * document and line. Pure bookkeeping: the view (clusterDir.ts) reads the files.
  */
-import type { CSIDriverInfo, PersistentVolumeClaim, Pod } from '../../api/core.js';
+import type { CSIDriverInfo, PersistentVolumeClaim, Pod, SecretData, VolumeAttachmentInfo } from '../../api/core.js';
 import type { PersistentVolume } from '../../api/core.js';
 import { objectProblem, type ManifestProblem, type ParsedFile } from './clusterManifests.js';
 
@@ -13,6 +13,9 @@ export interface Snapshot {
   readonly pvcs: ReadonlyMap<string, PersistentVolumeClaim>;
   readonly pvs: ReadonlyMap<string, PersistentVolume>;
   readonly drivers: ReadonlyMap<string, CSIDriverInfo>;
+  /** By "namespace/name". */
+  readonly secrets: ReadonlyMap<string, SecretData>;
+  readonly volumeAttachments: ReadonlyMap<string, VolumeAttachmentInfo>;
   readonly problems: readonly ManifestProblem[];
 }
 
@@ -24,6 +27,8 @@ export class SnapshotBuilder {
   readonly pvcs = new Map<string, PersistentVolumeClaim>();
   readonly pvs = new Map<string, PersistentVolume>();
   readonly drivers = new Map<string, CSIDriverInfo>();
+  readonly secrets = new Map<string, SecretData>();
+  readonly volumeAttachments = new Map<string, VolumeAttachmentInfo>();
   readonly problems: ManifestProblem[] = [];
   documents = 0;
 
@@ -61,11 +66,21 @@ export class SnapshotBuilder {
           if (this.drivers.has(o.driver.name)) dup(`a CSIDriver ${o.driver.name} was already read from an earlier file or document`, 'name', o.nameLine);
           else this.drivers.set(o.driver.name, o.driver);
           break;
+        case 'Secret': {
+          const key = `${o.namespace}/${o.name}`;
+          if (this.secrets.has(key)) dup(`a Secret ${key} was already read from an earlier file or document`, 'name', o.nameLine);
+          else this.secrets.set(key, o.data);
+          break;
+        }
+        case 'VolumeAttachment':
+          if (this.volumeAttachments.has(o.attachment.name)) dup(`a VolumeAttachment ${o.attachment.name} was already read from an earlier file or document`, 'name', o.nameLine);
+          else this.volumeAttachments.set(o.attachment.name, o.attachment);
+          break;
       }
     }
   }
 
   build(): Snapshot {
-    return { pods: this.pods, pvcs: this.pvcs, pvs: this.pvs, drivers: this.drivers, problems: this.problems };
+    return { pods: this.pods, pvcs: this.pvcs, pvs: this.pvs, drivers: this.drivers, secrets: this.secrets, volumeAttachments: this.volumeAttachments, problems: this.problems };
   }
 }

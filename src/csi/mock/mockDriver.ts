@@ -148,6 +148,12 @@ export interface MockDriverOptions {
   /** strict (default): NodeUnstageVolume refused while published, like csi-driver-host-path; lenient: accepted. */
   readonly mode?: CsiNodeMode;
   /**
+   * NodeGetCapabilities also reports SINGLE_NODE_MULTI_WRITER, as csi-driver-host-path does: kubelet
+   * then sends SINGLE_NODE_MULTI_WRITER (ReadWriteOnce) and SINGLE_NODE_SINGLE_WRITER
+   * (ReadWriteOncePod) instead of SINGLE_NODE_WRITER. Default false.
+   */
+  readonly singleNodeMultiWriter?: boolean;
+  /**
    * The clock delay and clientTimeoutMs faults sleep on and call durations are measured with.
    * Default: the real clock (performance.now, setTimeout). Tests inject a FakeClock.
    */
@@ -406,7 +412,11 @@ class MockDriverImpl implements MockDriver {
       nodePublishVolume: (req) => this.#dispatch('NodePublishVolume', req, req.volumeId, () => this.#publish(req)),
       nodeUnpublishVolume: (req) => this.#dispatch('NodeUnpublishVolume', req, req.volumeId, () => this.#unpublish(req)),
       nodeGetCapabilities: (req) =>
-        this.#dispatch('NodeGetCapabilities', req, '', () => Promise.resolve({ capabilities: MOCK_NODE_CAPABILITIES.map((type) => ({ rpc: { type } })) })),
+        this.#dispatch('NodeGetCapabilities', req, '', () =>
+          Promise.resolve({
+            capabilities: [...MOCK_NODE_CAPABILITIES, ...(this.#options.singleNodeMultiWriter === true ? (['SINGLE_NODE_MULTI_WRITER'] as const) : [])].map((type) => ({ rpc: { type } })),
+          }),
+        ),
       // Stats read the volume without changing it: no volume lock (kubelet polls them while it stages and publishes).
       nodeGetVolumeStats: (req) => this.#dispatch('NodeGetVolumeStats', req, req.volumeId, () => this.#volumeStats(req), { lock: false }),
       nodeExpandVolume: (req) => this.#dispatch('NodeExpandVolume', req, req.volumeId, () => this.#nodeExpand(req)),

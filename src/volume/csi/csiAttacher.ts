@@ -18,6 +18,8 @@ import {
   clientFor,
   CsiPathError,
   csiLog,
+  getCredentialsFromSecret,
+  getPublishContext,
   makeDeviceMountPath,
   mkdirAll,
   mountCapability,
@@ -51,6 +53,24 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
       throw new Error(csiLog(`attacher.MountDevice failed to check STAGE_UNSTAGE_VOLUME: ${errorMessage(err)}`));
     }
 
+    // The publish context (the VolumeAttachment's attachmentMetadata) and the stage secrets (only
+    // when the driver stages): a failure to read them is transient, the API error as it is.
+    let publishContext: Record<string, string>;
+    try {
+      publishContext = await getPublishContext(host, csi.volumeHandle, csi.driver);
+    } catch (err) {
+      throw new TransientOperationFailure(errorMessage(err));
+    }
+    let secrets: Record<string, string> = {};
+    const secretRef = csi.nodeStageSecretRef;
+    if (secretRef !== undefined && stageUnstage) {
+      try {
+        secrets = await getCredentialsFromSecret(host, secretRef);
+      } catch (err) {
+        throw new TransientOperationFailure(`fetching NodeStageSecretRef ${secretRef.namespace}/${secretRef.name} failed: ${errorMessage(err)}`);
+      }
+    }
+
     // Before anything in the volume dir changes: a failure after this point may remove the dir.
     if (stageUnstage && host.features.enabled(CSIUnstageCompletesBeforeRestage)) {
       await this.finishInterruptedUnstage(client, csi.volumeHandle, deviceMountPath);
@@ -72,7 +92,8 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
       throw new Error(csiLog(`failed to save volume info data: ${errorMessage(err)}`));
     }
     if (!stageUnstage) {
-      host.logger.v(4).info(csiLog('attacher.MountDevice STAGE_UNSTAGE_VOLUME capability not set. Skipping MountDevice...'));
+      // klog.Infof in kubelet: V(0).
+      host.logger.info(csiLog('attacher.MountDevice STAGE_UNSTAGE_VOLUME capability not set. Skipping MountDevice...'));
       return;
     }
     // A failure here is transient, so the directory and vol_data.json stay (kubelet's deferred cleanup skips it).
@@ -85,10 +106,10 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
       await client
         .nodeStageVolume({
           volumeId: csi.volumeHandle,
-          publishContext: {},
+          publishContext,
           stagingTargetPath: deviceMountPath,
           volumeCapability: mountCapability(spec, csi.fsType ?? '', volumeMountGroup, accessMode(spec)),
-          secrets: {},
+          secrets,
           volumeContext: csi.volumeAttributes ?? {},
         })
         .catch((err: unknown) => {
@@ -201,7 +222,7 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
       throw new Error(csiLog(`attacher.UnmountDevice failed to check whether STAGE_UNSTAGE_VOLUME set: ${errorMessage(err)}`));
     }
     if (!stageUnstage) {
-      host.logger.v(4).info(csiLog('attacher.UnmountDevice STAGE_UNSTAGE_VOLUME capability not set. Skipping UnmountDevice...'));
+      host.logger.info(csiLog('attacher.UnmountDevice STAGE_UNSTAGE_VOLUME capability not set. Skipping UnmountDevice...'));
       await removeMountDir(host, deviceMountPath);
       return;
     }

@@ -10,8 +10,23 @@ import { getAttachmentName } from '../../layout/names.js';
 import type { BlockVolumeMapper, BlockVolumeUnmapper, PodRef } from '../plugins.js';
 import { specName, type Spec } from '../spec.js';
 import type { VolumeHost } from '../volumeHost.js';
-import { assertConfined, assertUnderRoot, blockCapability, classifyCsiError, clientFor, csiLog, mkdirAll, supportsStageUnstage } from './csiUtil.js';
-import { isOperationFinishedError } from '../util/errors.js';
+import {
+  accessModeMapperFor,
+  assertConfined,
+  attachmentMetadata,
+  assertUnderRoot,
+  blockCapability,
+  classifyCsiError,
+  clientFor,
+  csiLog,
+  getCredentialsFromSecret,
+  mkdirAll,
+  podInfoAttrs,
+  podInfoEnabled,
+  skipAttach,
+  supportsStageUnstage,
+} from './csiUtil.js';
+import { isOperationFinishedError, TransientOperationFailure } from '../util/errors.js';
 import { saveVolumeData, volDataKey } from './volumeData.js';
 
 export interface BlockIdentity {
@@ -40,7 +55,7 @@ export async function newCsiBlockMapper(host: VolumeHost, spec: Spec, pod: PodRe
     [volDataKey.nodeName]: host.nodeName,
     [volDataKey.attachmentID]: getAttachmentName(id.volumeHandle, id.driverName, host.nodeName),
   });
-  return new CsiBlockMapper(host, id, spec);
+  return new CsiBlockMapper(host, id, spec, pod);
 }
 
 export class CsiBlockMapper implements BlockVolumeMapper {
@@ -48,6 +63,7 @@ export class CsiBlockMapper implements BlockVolumeMapper {
     private readonly host: VolumeHost,
     private readonly id: BlockIdentity,
     private readonly spec: Spec,
+    private readonly pod: PodRef,
   ) {}
 
   getGlobalMapPath(): string {
@@ -58,50 +74,125 @@ export class CsiBlockMapper implements BlockVolumeMapper {
     return this.host.layout.csiPodDeviceMapPath(this.id.podUID, this.id.specName);
   }
 
+  /**
+   * SetUpDevice / stageVolumeForBlock, in kubelet's order: the VolumeAttachment (unless the
+   * CSIDriver says attachRequired: false), the STAGE_UNSTAGE_VOLUME check, the stage secrets,
+   * the staging dir, then NodeStageVolume (which first maps the access mode).
+   */
   async setUpDevice(): Promise<string> {
     const { host, id } = this;
+    const publishContext = await this.publishContext('SetupDevice');
     const client = clientFor(host, id.driverName);
-    if (!(await supportsStageUnstage(client))) return '';
+    if (!(await supportsStageUnstage(client))) {
+      host.logger.info(csiLog('blockMapper.stageVolumeForBlock STAGE_UNSTAGE_VOLUME capability not set. Skipping MountDevice...'));
+      return '';
+    }
+    let secrets: Record<string, string> = {};
+    const secretRef = this.spec.kind === 'persistent' ? this.spec.persistentVolume.csi?.nodeStageSecretRef : undefined;
+    if (secretRef !== undefined) {
+      try {
+        secrets = await getCredentialsFromSecret(host, secretRef);
+      } catch (err) {
+        throw new TransientOperationFailure(csiLog(`failed to get NodeStageSecretRef ${secretRef.namespace}/${secretRef.name}: ${errorMessage(err)}`));
+      }
+    }
     const stagingPath = host.layout.csiBlockStagingPath(id.specName);
     await mkdirAll(host, stagingPath);
     // Gate CSIDurableBlockVolumePaths: the staging dir survives a power cut before the driver
     // stages into it (upstream's plain mkdir may be lost while the driver's state is not).
     if (host.features.enabled(CSIDurableBlockVolumePaths)) await host.fs.fsyncDir(path.dirname(stagingPath));
     try {
-      await client.nodeStageVolume({
-        volumeId: id.volumeHandle,
-        publishContext: {},
-        stagingTargetPath: stagingPath,
-        volumeCapability: blockCapability(this.spec),
-        secrets: {},
-        volumeContext: this.spec.kind === 'persistent' ? (this.spec.persistentVolume.csi?.volumeAttributes ?? {}) : {},
+      // csi_client.go NodeStageVolume maps the access mode first; its failure is returned as it is (final).
+      const accessMode = await accessModeMapperFor(client).catch((err: unknown) => {
+        throw new Error(csiLog(`blockMapper.stageVolumeForBlock failed: ${errorMessage(err)}`));
       });
+      await client
+        .nodeStageVolume({
+          volumeId: id.volumeHandle,
+          publishContext,
+          stagingTargetPath: stagingPath,
+          volumeCapability: blockCapability(this.spec, accessMode(this.spec)),
+          secrets,
+          volumeContext: this.spec.kind === 'persistent' ? (this.spec.persistentVolume.csi?.volumeAttributes ?? {}) : {},
+        })
+        .catch((err: unknown) => {
+          throw classifyCsiError(err, 'blockMapper.stageVolumeForBlock failed');
+        });
     } catch (err) {
-      const classified = classifyCsiError(err, 'blockMapper.stageVolumeForBlock failed');
-      if (isOperationFinishedError(classified)) await cleanupOrphanDeviceFilesLogged(host, id.specName);
-      throw classified;
+      if (isOperationFinishedError(err)) await cleanupOrphanDeviceFilesLogged(host, id.specName);
+      throw err;
     }
     return stagingPath;
   }
 
+  /**
+   * The publish context of SetUpDevice / MapPodDevice (`caller`): the VolumeAttachment's
+   * attachmentMetadata, none when the CSIDriver says attachRequired: false. A failure to read the
+   * CSIDriver is final, one to read the VolumeAttachment transient, with kubelet's texts.
+   */
+  private async publishContext(caller: 'SetupDevice' | 'MapPodDevice'): Promise<Record<string, string>> {
+    const { host, id } = this;
+    let skip: boolean;
+    try {
+      skip = await skipAttach(host, id.driverName);
+    } catch (err) {
+      throw new Error(csiLog(`blockMapper.${caller} failed to check CSIDriver for ${id.driverName}: ${errorMessage(err)}`));
+    }
+    if (skip) return {};
+    try {
+      return await attachmentMetadata(host, id.volumeHandle, id.driverName);
+    } catch (err) {
+      const attachID = getAttachmentName(id.volumeHandle, id.driverName, host.nodeName);
+      throw new TransientOperationFailure(csiLog(`blockMapper.${caller} failed to get volume attachment [id=${attachID}]: ${errorMessage(err)}`));
+    }
+  }
+
+  /**
+   * MapPodDevice / publishVolumeForBlock, in kubelet's order: the VolumeAttachment, the pod
+   * information, the publish secrets, the publish dir, then NodePublishVolume (which first maps
+   * the access mode). No service account tokens: kubelet sends them from SetUp only.
+   */
   async mapPodDevice(): Promise<string> {
     const { host, id } = this;
+    const publishContext = await this.publishContext('MapPodDevice');
     const client = clientFor(host, id.driverName);
     const stageUnstage = await supportsStageUnstage(client);
+    // publishVolumeForBlock: the pod keys when the CSIDriver has podInfoOnMount (a PV: ephemeral=false).
+    let volumeContext: Record<string, string> = { ...(this.spec.kind === 'persistent' ? (this.spec.persistentVolume.csi?.volumeAttributes ?? {}) : {}) };
+    let podInfo: boolean;
+    try {
+      podInfo = await podInfoEnabled(host, id.driverName);
+    } catch (err) {
+      throw new TransientOperationFailure(csiLog(`blockMapper.publishVolumeForBlock failed to assemble volume attributes: ${errorMessage(err)}`));
+    }
+    if (podInfo) volumeContext = { ...volumeContext, ...podInfoAttrs(this.pod, 'Persistent') };
+    let secrets: Record<string, string> = {};
+    const secretRef = this.spec.kind === 'persistent' ? this.spec.persistentVolume.csi?.nodePublishSecretRef : undefined;
+    if (secretRef !== undefined) {
+      try {
+        secrets = await getCredentialsFromSecret(host, secretRef);
+      } catch (err) {
+        throw new TransientOperationFailure(csiLog(`blockMapper.publishVolumeForBlock failed to get NodePublishSecretRef ${secretRef.namespace}/${secretRef.name}: ${errorMessage(err)}`));
+      }
+    }
     const publishDir = host.layout.csiBlockPublishDir(id.specName);
     await mkdirAll(host, publishDir);
     const publishPath = host.layout.csiBlockPublishPath(id.specName, id.podUID);
     if (host.features.enabled(CSIDurableBlockVolumePaths)) await createDurableTarget(host, publishPath);
+    // csi_client.go NodePublishVolume maps the access mode first; its failure is returned as it is (final).
+    const accessMode = await accessModeMapperFor(client).catch((err: unknown) => {
+      throw new Error(csiLog(`blockMapper.publishVolumeForBlock failed: ${errorMessage(err)}`));
+    });
     try {
       await client.nodePublishVolume({
         volumeId: id.volumeHandle,
-        publishContext: {},
+        publishContext,
         stagingTargetPath: stageUnstage ? host.layout.csiBlockStagingPath(id.specName) : '',
         targetPath: publishPath,
-        volumeCapability: blockCapability(this.spec),
+        volumeCapability: blockCapability(this.spec, accessMode(this.spec)),
         readonly: this.spec.readOnly,
-        secrets: {},
-        volumeContext: this.spec.kind === 'persistent' ? (this.spec.persistentVolume.csi?.volumeAttributes ?? {}) : {},
+        secrets,
+        volumeContext,
       });
     } catch (err) {
       throw classifyCsiError(err, 'blockMapper.publishVolumeForBlock failed');
@@ -159,6 +250,8 @@ export class CsiBlockUnmapper implements BlockVolumeUnmapper {
         } catch (err) {
           throw new Error(csiLog(`blockMapper.TearDownDevice failed: ${errorMessage(err)}`));
         }
+      } else {
+        host.logger.info(csiLog('blockMapper.unstageVolumeForBlock STAGE_UNSTAGE_VOLUME capability not set. Skipping unstageVolumeForBlock ...'));
       }
       await removeIfUnmounted(host, stagingPath);
     }

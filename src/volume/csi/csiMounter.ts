@@ -14,10 +14,17 @@ import {
   classifyCsiError,
   clientFor,
   csiLog,
+  getCredentialsFromSecret,
+  getPublishContext,
   mkdirAll,
   mountCapability,
+  podInfoAttrs,
+  podInfoEnabled,
   removeMountDir,
+  SERVICE_ACCOUNT_TOKENS_KEY,
+  serviceAccountTokenAttrs,
   supportsStageUnstage,
+  unsupportedVolumeLifecycleMode,
   volumeMountGroupFor,
 } from './csiUtil.js';
 import { saveVolumeData, volDataKey } from './volumeData.js';
@@ -47,7 +54,7 @@ export class CsiMounter implements VolumeMounter {
   }
 
   /**
-   * SetUpAt, in kubelet's order: the STAGE_UNSTAGE_VOLUME check (a PV only), the target's parent,
+   * SetUpAt, in kubelet's order: the CSIDriver's volumeLifecycleModes, the STAGE_UNSTAGE_VOLUME check (a PV only), the target's parent,
    * pod information (only when the CSIDriver has podInfoOnMount), the VOLUME_MOUNT_GROUP check
    * (fsGroup goes to the driver only when it has it), vol_data.json, then NodePublishVolume (which
    * first asks for SINGLE_NODE_MULTI_WRITER to map the access mode).
@@ -57,6 +64,14 @@ export class CsiMounter implements VolumeMounter {
     const dir = this.getPath();
     const client = clientFor(host, target.driverName);
     const csi = spec.kind === 'persistent' ? spec.persistentVolume.csi : spec.volume.csi;
+    // The CSIDriver must list the volume's lifecycle mode (a transient failure: retried with backoff).
+    let unsupported: string | undefined;
+    try {
+      unsupported = await unsupportedVolumeLifecycleMode(host, target.driverName, target.lifecycle);
+    } catch (err) {
+      unsupported = errorMessage(err);
+    }
+    if (unsupported !== undefined) throw new TransientOperationFailure(csiLog(`mounter.SetupAt failed to check volume lifecycle mode: ${unsupported}`));
     let deviceMountPath = '';
     if (target.lifecycle === 'Persistent') {
       let stageUnstage: boolean;
@@ -68,8 +83,33 @@ export class CsiMounter implements VolumeMounter {
       }
       if (stageUnstage) deviceMountPath = host.layout.csiDeviceMountPath(target.driverName, target.volumeHandle);
     }
+    // A PV's publish context: the VolumeAttachment's attachmentMetadata (none without attach).
+    let publishContext: Record<string, string> = {};
+    if (target.lifecycle === 'Persistent') {
+      try {
+        publishContext = await getPublishContext(host, target.volumeHandle, target.driverName);
+      } catch (err) {
+        throw new TransientOperationFailure(csiLog(`mounter.SetUpAt failed to fetch publishContext: ${errorMessage(err)}`));
+      }
+    }
     const volDir = path.dirname(dir);
     await mkdirAll(host, volDir);
+
+    // The publish secrets: a PV's nodePublishSecretRef, or an inline volume's in the pod's namespace.
+    let secrets: Record<string, string> = {};
+    const secretRef =
+      spec.kind === 'persistent'
+        ? spec.persistentVolume.csi?.nodePublishSecretRef
+        : spec.volume.csi?.nodePublishSecretRef !== undefined
+          ? { name: spec.volume.csi.nodePublishSecretRef.name, namespace: this.pod.namespace }
+          : undefined;
+    if (secretRef !== undefined) {
+      try {
+        secrets = await getCredentialsFromSecret(host, secretRef);
+      } catch (err) {
+        throw new TransientOperationFailure(`fetching NodePublishSecretRef ${secretRef.namespace}/${secretRef.name} failed: ${errorMessage(err)}`);
+      }
+    }
 
     let volumeContext: Record<string, string> = { ...(csi?.volumeAttributes ?? {}) };
     let podInfo: boolean;
@@ -79,6 +119,18 @@ export class CsiMounter implements VolumeMounter {
       throw new TransientOperationFailure(csiLog(`mounter.SetUpAt failed to assemble volume attributes: ${errorMessage(err)}`));
     }
     if (podInfo) volumeContext = { ...volumeContext, ...podInfoAttrs(this.pod, target.lifecycle) };
+    // The pod's service account tokens, for a CSIDriver with tokenRequests (whatever podInfoOnMount says).
+    let tokens: Awaited<ReturnType<typeof serviceAccountTokenAttrs>>;
+    try {
+      tokens = await serviceAccountTokenAttrs(host, target.driverName, this.pod);
+    } catch (err) {
+      // kubelet's text, spelling included.
+      throw new TransientOperationFailure(csiLog(`mounter.SetUpAt failed to get service accoount token attributes: ${errorMessage(err)}`));
+    }
+    if (tokens !== undefined) {
+      if (tokens.inSecrets) secrets = { ...secrets, [SERVICE_ACCOUNT_TOKENS_KEY]: tokens.value };
+      else volumeContext = { ...volumeContext, [SERVICE_ACCOUNT_TOKENS_KEY]: tokens.value };
+    }
 
     const volumeMountGroup = await volumeMountGroupFor(client, args.fsGroup, 'mounter.SetUpAt');
 
@@ -115,13 +167,13 @@ export class CsiMounter implements VolumeMounter {
       await client
         .nodePublishVolume({
           volumeId: target.volumeHandle,
-          publishContext: {},
+          publishContext,
           stagingTargetPath: deviceMountPath,
           targetPath: dir,
           volumeCapability: mountCapability(spec, csi?.fsType ?? '', volumeMountGroup, accessMode(spec)),
           // NewMounter: a PV's spec.ReadOnly (the pod's claim) only; an inline volume's csi.readOnly.
           readonly: spec.kind === 'persistent' ? spec.readOnly : (csi?.readOnly ?? false),
-          secrets: {},
+          secrets,
           volumeContext,
         })
         .catch((err: unknown) => {
@@ -148,34 +200,6 @@ export class CsiMounter implements VolumeMounter {
   private logKeep(dir: string): void {
     this.host.logger.v(2).info(csiLog('mounter.SetUpAt keeps the pod volume dir and its volume data after an error: the target may still be published'), { dir });
   }
-}
-
-/**
- * podInfoEnabled: pod information only for a CSIDriver with podInfoOnMount: true; no CSIDriver
- * object means none. A cluster view that cannot answer rejects.
- */
-async function podInfoEnabled(host: VolumeHost, driverName: string): Promise<boolean> {
-  const driver = await host.cluster.getCSIDriver(driverName);
-  if (driver === undefined) {
-    host.logger.v(4).info(csiLog('CSIDriver not found, not adding pod information'), { driver: driverName });
-    return false;
-  }
-  if (driver.podInfoOnMount !== true) {
-    host.logger.v(4).info(csiLog('CSIDriver does not require pod information'), { driver: driverName });
-    return false;
-  }
-  return true;
-}
-
-/** getPodInfoAttrs: the pod keys of volume_context. */
-function podInfoAttrs(pod: PodRef, lifecycle: VolumeLifecycleMode): Record<string, string> {
-  return {
-    'csi.storage.k8s.io/pod.name': pod.name,
-    'csi.storage.k8s.io/pod.namespace': pod.namespace,
-    'csi.storage.k8s.io/pod.uid': pod.uid,
-    'csi.storage.k8s.io/serviceAccount.name': pod.serviceAccountName ?? '',
-    'csi.storage.k8s.io/ephemeral': String(lifecycle === 'Ephemeral'),
-  };
 }
 
 /** csiMountMgr for TearDown: built by NewUnmounter from what the pod-local file names. */

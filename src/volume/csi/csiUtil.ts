@@ -6,11 +6,15 @@
 import * as path from 'node:path/posix';
 import { isFinalCsiError, type AccessMode, type CsiNodeClient, type VolumeCapability } from '../../host/csi.js';
 import { atomicTempPath, errorCode, errorMessage, isNotExist } from '../../host/fs.js';
-import type { Spec } from '../spec.js';
+import type { PodRef } from '../plugins.js';
+import type { Spec, VolumeLifecycleMode } from '../spec.js';
 import { TransientOperationFailure, UncertainProgressError } from '../util/errors.js';
 import type { VolumeHost } from '../volumeHost.js';
 import { assertPathConfined, assertPathUnderRoot, CsiPathError } from '../util/pathConfinement.js';
 import { VOL_DATA_FILE_NAME } from './volumeData.js';
+import { compareCodePoints, goJsonString } from './volumeDataEncoder.js';
+import type { SecretReference, TokenRequestStatus } from '../../api/core.js';
+import { getAttachmentName } from '../../layout/names.js';
 
 /** kubelet's log prefix for CSI messages. */
 export function csiLog(msg: string): string {
@@ -201,8 +205,143 @@ export function mountCapability(
   return { mount: { fsType, mountFlags, volumeMountGroup }, accessMode };
 }
 
-export function blockCapability(spec: Spec): VolumeCapability {
-  return { block: {}, accessMode: accessModeOf(spec) };
+/** A block capability; the access mode as {@link accessModeMapperFor} maps it (csi_client.go does for every call). */
+export function blockCapability(spec: Spec, accessMode: VolumeCapability['accessMode'] = accessModeOf(spec)): VolumeCapability {
+  return { block: {}, accessMode };
+}
+
+/**
+ * csi_plugin.go podInfoEnabled: pod information only for a CSIDriver with podInfoOnMount: true;
+ * no CSIDriver object means none. A cluster view that cannot answer rejects.
+ */
+export async function podInfoEnabled(host: VolumeHost, driverName: string): Promise<boolean> {
+  const driver = await host.cluster.getCSIDriver(driverName);
+  if (driver === undefined) {
+    host.logger.v(4).info(csiLog('CSIDriver not found, not adding pod information'), { driver: driverName });
+    return false;
+  }
+  if (driver.podInfoOnMount !== true) {
+    host.logger.v(4).info(csiLog('CSIDriver does not require pod information'), { driver: driverName });
+    return false;
+  }
+  return true;
+}
+
+/**
+ * csi_mounter.go supportsVolumeLifecycleMode: undefined when the CSIDriver lists the volume's
+ * lifecycle mode, else why not. No CSIDriver object allows Persistent volumes only; an object
+ * without the list has the API server's default, [Persistent]. A cluster view that cannot answer
+ * rejects.
+ */
+export async function unsupportedVolumeLifecycleMode(host: VolumeHost, driverName: string, mode: VolumeLifecycleMode): Promise<string | undefined> {
+  const driver = await host.cluster.getCSIDriver(driverName);
+  if (driver === undefined) return mode === 'Persistent' ? undefined : `volume mode ${goQuote(mode)} not supported by driver ${driverName} (no CSIDriver object)`;
+  const modes = driver.volumeLifecycleModes ?? ['Persistent'];
+  if (modes.includes(mode)) return undefined;
+  return `volume mode ${goQuote(mode)} not supported by driver ${driverName} (only supports [${modes.map(goQuote).join(' ')}])`;
+}
+
+/**
+ * csi_plugin.go skipAttach: true when the CSIDriver says attachRequired: false; no CSIDriver
+ * object means attach. A cluster view that cannot answer rejects.
+ */
+export async function skipAttach(host: VolumeHost, driverName: string): Promise<boolean> {
+  const driver = await host.cluster.getCSIDriver(driverName);
+  return driver !== undefined && !driver.attachRequired;
+}
+
+/**
+ * The status.attachmentMetadata of this node's VolumeAttachment of the volume
+ * (csi-<sha256(handle, driver, node)>). Rejects as the API server's Get does when it does not
+ * exist. A view that holds no VolumeAttachments (the simulator's) gives none.
+ */
+export async function attachmentMetadata(host: VolumeHost, volumeHandle: string, driverName: string): Promise<Record<string, string>> {
+  const get = host.cluster.getVolumeAttachment?.bind(host.cluster);
+  if (get === undefined) return {};
+  const name = getAttachmentName(volumeHandle, driverName, host.nodeName);
+  const va = await get(name);
+  if (va === undefined) throw new Error(`volumeattachments.storage.k8s.io ${JSON.stringify(name)} not found`);
+  return { ...va.attachmentMetadata };
+}
+
+/**
+ * csi_plugin.go getPublishContext: none when the CSIDriver says attachRequired: false, else the
+ * VolumeAttachment's attachmentMetadata. Rejects with the view's error (the caller makes it a
+ * transient failure).
+ */
+export async function getPublishContext(host: VolumeHost, volumeHandle: string, driverName: string): Promise<Record<string, string>> {
+  if (await skipAttach(host, driverName)) return {};
+  return attachmentMetadata(host, volumeHandle, driverName);
+}
+
+/**
+ * csi_util.go getCredentialsFromSecret: the Secret's data as the driver's secrets. Rejects when it
+ * does not exist (as the API server's Get: secrets "<name>" not found) or the view holds no
+ * Secrets. Only the Secret's name ever appears in an error, never a value.
+ */
+export async function getCredentialsFromSecret(host: VolumeHost, ref: SecretReference): Promise<Record<string, string>> {
+  const get = host.cluster.getSecret?.bind(host.cluster);
+  if (get === undefined) throw new Error(`secrets ${JSON.stringify(ref.name)} cannot be read: the cluster view holds no Secrets`);
+  const data = await get(ref.namespace, ref.name);
+  if (data === undefined) throw new Error(`secrets ${JSON.stringify(ref.name)} not found`);
+  return { ...data };
+}
+
+/** The volume_context / secrets key of the service account tokens. */
+export const SERVICE_ACCOUNT_TOKENS_KEY = 'csi.storage.k8s.io/serviceAccount.tokens';
+
+/**
+ * csi_mounter.go podServiceAccountTokenAttrs: for a CSIDriver with tokenRequests, one TokenRequest
+ * per entry for the pod's service account (audience "" asks for none), bound to the pod; the
+ * statuses by audience as Go's json.Marshal writes a map[string]TokenRequestStatus. Undefined
+ * without a CSIDriver or without tokenRequests. `inSecrets`: the CSIDriver's
+ * serviceAccountTokenInSecrets. Rejects when the view cannot answer or issue a token.
+ */
+export async function serviceAccountTokenAttrs(host: VolumeHost, driverName: string, pod: PodRef): Promise<{ readonly value: string; readonly inSecrets: boolean } | undefined> {
+  const driver = await host.cluster.getCSIDriver(driverName);
+  if (driver === undefined) {
+    host.logger.v(5).info(csiLog('CSIDriver not found, not adding service account token information'), { driver: driverName });
+    return undefined;
+  }
+  const requests = driver.tokenRequests ?? [];
+  if (requests.length === 0) return undefined;
+  const request = host.cluster.requestServiceAccountToken?.bind(host.cluster);
+  if (request === undefined) throw new Error('the cluster view cannot issue service account tokens');
+  const statuses = new Map<string, TokenRequestStatus>();
+  for (const t of requests) {
+    const status = await request({
+      namespace: pod.namespace,
+      serviceAccountName: pod.serviceAccountName ?? '',
+      audiences: t.audience === '' ? [] : [t.audience],
+      ...(t.expirationSeconds !== undefined ? { expirationSeconds: t.expirationSeconds } : {}),
+      boundPod: { name: pod.name, uid: pod.uid },
+    });
+    statuses.set(t.audience, status);
+  }
+  host.logger.v(4).info(csiLog('Fetched service account token attrs for CSIDriver'), { driver: driverName });
+  const entries = [...statuses.keys()]
+    .sort(compareCodePoints)
+    .map((aud) => {
+      const s = statuses.get(aud);
+      return `${goJsonString(aud)}:{"token":${goJsonString(s?.token ?? '')},"expirationTimestamp":${goJsonString(s?.expirationTimestamp ?? '')}}`;
+    });
+  return { value: `{${entries.join(',')}}`, inSecrets: driver.serviceAccountTokenInSecrets === true };
+}
+
+/** Go's %q of a plain string. */
+function goQuote(s: string): string {
+  return JSON.stringify(s);
+}
+
+/** csi_plugin.go getPodInfoAttrs: the pod keys of volume_context. */
+export function podInfoAttrs(pod: PodRef, lifecycle: VolumeLifecycleMode): Record<string, string> {
+  return {
+    'csi.storage.k8s.io/pod.name': pod.name,
+    'csi.storage.k8s.io/pod.namespace': pod.namespace,
+    'csi.storage.k8s.io/pod.uid': pod.uid,
+    'csi.storage.k8s.io/serviceAccount.name': pod.serviceAccountName ?? '',
+    'csi.storage.k8s.io/ephemeral': String(lifecycle === 'Ephemeral'),
+  };
 }
 
 export class CsiSpecError extends Error {

@@ -7,8 +7,8 @@ import type { VolumeData } from './volumeDataError.js';
 
 const HEX = '0123456789abcdef';
 
-/** Compares two strings by Unicode code point (= UTF-8 byte order); lone surrogates count as their code unit value. */
-function compareCodePoints(a: string, b: string): number {
+/** Compares two strings by Unicode code point (= UTF-8 byte order, Go's map key order); lone surrogates count as their code unit value. */
+export function compareCodePoints(a: string, b: string): number {
   let i = 0;
   let j = 0;
   while (i < a.length && j < b.length) {
@@ -88,6 +88,13 @@ function pushGoString(out: number[], s: string): void {
     pushUtf8(out, c);
   }
   out.push(0x22);
+}
+
+/** `s` as a JSON string literal exactly as Go's encoding/json writes it (HTML escaping on). */
+export function goJsonString(s: string): string {
+  const out: number[] = [];
+  pushGoString(out, s);
+  return new TextDecoder().decode(Uint8Array.from(out));
 }
 
 /** Bytes Go's json.NewEncoder(f).Encode(map[string]string) writes: compact, keys sorted by UTF-8 byte order (= code point order, NOT JS UTF-16 order), trailing "\n". String escaping exactly as Go with HTML escaping on: `"` -> \" , `\` -> \\ , \n \r \t -> \n \r \t , \b -> \b and \f -> \f (Go >= 1.22), other bytes < 0x20 -> \u00XX lowercase hex, `<` `>` `&` -> \u003c \u003e \u0026, U+2028/U+2029 -> \u2028 \u2029, DEL (0x7f) raw, other non-ASCII raw UTF-8, a lone surrogate (invalid UTF-8) -> \ufffd. Keys are escaped by the same rules. */

@@ -193,6 +193,8 @@ class Populator implements DesiredStateOfWorldPopulator {
       pod,
       spec,
       outerVolumeSpecName: volume.name,
+      // kubelet's GetMountSELinuxLabel answers '' on a node without SELinux; nodevol computes no
+      // label (README, Not modelled: SELinux).
       seLinuxMountContext: '',
       volumeName,
       pluginName: plugin.getPluginName(),

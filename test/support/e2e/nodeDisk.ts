@@ -15,6 +15,7 @@
  *
  * Not named *.test.ts, so the test runner (npm test lists *.test.js) does not take it for a test.
  */
+import { getAttachmentName } from '../../../src/layout/names.js';
 import { mkdir, mkdtemp, readFile, realpath, rm, unlink } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -83,6 +84,8 @@ export interface CsiDriverOptions {
   readonly attachRequired?: boolean;
   /** Default false (as the API server defaults it). */
   readonly podInfoOnMount?: boolean;
+  /** Default: not written (the API server's default, [Persistent]). */
+  readonly volumeLifecycleModes?: readonly ('Persistent' | 'Ephemeral')[];
 }
 
 export interface PersistentVolumeOptions {
@@ -101,6 +104,8 @@ export interface PersistentVolumeOptions {
   /** Default ['ReadWriteOnce']. */
   readonly accessModes?: readonly string[];
   readonly mountOptions?: readonly string[];
+  readonly nodeStageSecretRef?: { readonly name: string; readonly namespace: string };
+  readonly nodePublishSecretRef?: { readonly name: string; readonly namespace: string };
 }
 
 export interface WrittenPersistentVolume {
@@ -132,6 +137,8 @@ export interface PodOptions {
   /** Volumes used as raw block devices (containers[0].volumeDevices). */
   readonly blockVolumes?: readonly string[];
   readonly fsGroup?: number;
+  /** spec.serviceAccountName; the cluster dir reads "default" without one. */
+  readonly serviceAccountName?: string;
 }
 
 export interface WrittenPod {
@@ -235,13 +242,39 @@ export class NodeDisk {
     });
   }
 
+  /** secret-<namespace>-<name>.yaml: an Opaque Secret, its data written as stringData. */
+  async writeSecret(namespace: string, name: string, data: Readonly<Record<string, string>>): Promise<string> {
+    return this.writeManifest(`secret-${namespace}-${name}.yaml`, { apiVersion: 'v1', kind: 'Secret', metadata: { name, namespace }, type: 'Opaque', stringData: { ...data } });
+  }
+
+  /**
+   * volumeattachment-<name>.yaml: the VolumeAttachment the attach/detach controller makes for a
+   * volume attached to this node (name csi-<sha256(handle, driver, node)>), attached, with the
+   * driver's ControllerPublishVolume publish_context as attachmentMetadata.
+   */
+  async writeVolumeAttachment(o: { readonly driver: string; readonly volumeHandle: string; readonly pvName: string; readonly attachmentMetadata: Readonly<Record<string, string>> }): Promise<string> {
+    const name = getAttachmentName(o.volumeHandle, o.driver, this.nodeName);
+    await this.writeManifest(`volumeattachment-${name}.yaml`, {
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'VolumeAttachment',
+      metadata: { name },
+      spec: { attacher: o.driver, nodeName: this.nodeName, source: { persistentVolumeName: o.pvName } },
+      status: { attached: true, attachmentMetadata: { ...o.attachmentMetadata } },
+    });
+    return name;
+  }
+
   /** csidriver-<name>.yaml */
   async writeCsiDriver(o: CsiDriverOptions): Promise<string> {
     return this.writeManifest(`csidriver-${o.name}.yaml`, {
       apiVersion: 'storage.k8s.io/v1',
       kind: 'CSIDriver',
       metadata: { name: o.name },
-      spec: { attachRequired: o.attachRequired ?? true, podInfoOnMount: o.podInfoOnMount ?? false },
+      spec: {
+        attachRequired: o.attachRequired ?? true,
+        podInfoOnMount: o.podInfoOnMount ?? false,
+        ...(o.volumeLifecycleModes !== undefined ? { volumeLifecycleModes: [...o.volumeLifecycleModes] } : {}),
+      },
     });
   }
 
@@ -253,6 +286,8 @@ export class NodeDisk {
     if (o.fsType !== undefined) csi.fsType = o.fsType;
     if (o.readOnly !== undefined) csi.readOnly = o.readOnly;
     if (o.volumeAttributes !== undefined) csi.volumeAttributes = { ...o.volumeAttributes };
+    if (o.nodeStageSecretRef !== undefined) csi.nodeStageSecretRef = { ...o.nodeStageSecretRef };
+    if (o.nodePublishSecretRef !== undefined) csi.nodePublishSecretRef = { ...o.nodePublishSecretRef };
     const pvSpec: Record<string, unknown> = {
       csi,
       accessModes: [...(o.accessModes ?? ['ReadWriteOnce'])],
@@ -288,6 +323,7 @@ export class NodeDisk {
     if (o.uid !== undefined) metadata.uid = o.uid;
     const spec: Record<string, unknown> = { nodeName: o.nodeName ?? this.nodeName, containers: [container], volumes };
     if (o.fsGroup !== undefined) spec.securityContext = { fsGroup: o.fsGroup };
+    if (o.serviceAccountName !== undefined) spec.serviceAccountName = o.serviceAccountName;
     const file = await this.writeManifest(podFileName(namespace, o.name), { apiVersion: 'v1', kind: 'Pod', metadata, spec });
     return { file, uid: o.uid ?? derivedPodUID(namespace, o.name), namespace, name: o.name };
   }

@@ -18,7 +18,7 @@ import type { VolumeCapability } from '../../../src/host/csi.js';
 import { readMockState, type MockVolumeRecord } from '../../../src/csi/mock/state.js';
 import { NodeFileSystem } from '../../../src/adapters/node/nodeFs.js';
 import { escapeMountPath, type MountInfoEntry } from '../../../src/mount/mountInfo.js';
-import { NodeDisk, type JournalEntry, type WrittenPersistentVolume } from './nodeDisk.js';
+import { NodeDisk, type JournalEntry, type PersistentVolumeOptions, type WrittenPersistentVolume } from './nodeDisk.js';
 import { NodeNamespace } from './nodeNamespace.js';
 import { waitFor } from './waitFor.js';
 
@@ -92,8 +92,10 @@ export class TestNode {
   static async create(name: string, driver: { readonly name?: string; readonly attachRequired?: boolean; readonly podInfoOnMount?: boolean } = {}): Promise<TestNode> {
     const disk = await NodeDisk.create({ prefix: `nodevol-e2e-${name}-` });
     const driverName = driver.name ?? E2E_DRIVER;
-    // podInfoOnMount, as drivers with inline ephemeral volumes have it (the ephemeral key needs it).
-    await disk.writeCsiDriver({ name: driverName, attachRequired: driver.attachRequired ?? true, podInfoOnMount: driver.podInfoOnMount ?? true });
+    // Both lifecycle modes and podInfoOnMount unless told otherwise, as drivers with inline
+    // ephemeral volumes have them (kubelet's SetUpAt refuses an inline volume of a driver that
+    // does not list Ephemeral; the ephemeral key needs podInfoOnMount).
+    await disk.writeCsiDriver({ name: driverName, attachRequired: driver.attachRequired ?? true, podInfoOnMount: driver.podInfoOnMount ?? true, volumeLifecycleModes: ['Persistent', 'Ephemeral'] });
     const ns = await NodeNamespace.start({ name: `${name}-boot0`, logDir: disk.logDir });
     return new TestNode(name, disk, ns, driverName);
   }
@@ -105,9 +107,9 @@ export class TestNode {
 
   // ------------------------------------------------------------------ processes
 
-  /** Starts the mock driver; resolves once it serves (its "serving" log line). */
-  async startDriver(): Promise<void> {
-    await this.#spawn('driver', this.disk.mockDriverArgv({ driverName: this.driverName, v: 2, loggingFormat: 'json' }));
+  /** Starts the mock driver (with `extra` flags); resolves once it serves (its "serving" log line). */
+  async startDriver(o: { readonly extra?: readonly string[] } = {}): Promise<void> {
+    await this.#spawn('driver', this.disk.mockDriverArgv({ driverName: this.driverName, v: 2, loggingFormat: 'json', ...(o.extra === undefined ? {} : { extra: o.extra }) }));
     await waitFor(async () => (await this.log('driver')).some((l) => l.msg === 'Mock CSI driver serving'), {
       what: `the mock driver of ${this.name} to serve`,
       timeoutMs: 10_000,
@@ -230,7 +232,7 @@ export class TestNode {
    * ControllerPublishVolume to this node through the driver's socket, its PV and PVC written,
    * and the volume listed in volumesAttached. The driver must be running.
    */
-  async createVolume(pvName: string, mode: 'Filesystem' | 'Block' = 'Filesystem'): Promise<TestVolume> {
+  async createVolume(pvName: string, mode: 'Filesystem' | 'Block' = 'Filesystem', pv: Omit<PersistentVolumeOptions, 'name' | 'driver' | 'volumeHandle' | 'volumeMode'> = {}): Promise<TestVolume> {
     const client = new GrpcCsiClient(`unix://${this.disk.driverSocket(this.driverName)}`, { timeoutMs: 10_000 });
     let volumeHandle: string;
     try {
@@ -242,10 +244,10 @@ export class TestNode {
     } finally {
       client.close();
     }
-    const pv = await this.disk.writePersistentVolume({ name: pvName, driver: this.driverName, volumeHandle, volumeMode: mode });
-    const attached = (await this.disk.nodeStatus()).volumesAttached.filter((v) => v.name !== pv.uniqueVolumeName);
-    await this.disk.setVolumesAttached([...attached, { name: pv.uniqueVolumeName }]);
-    return { ...pv, volumeHandle };
+    const written = await this.disk.writePersistentVolume({ ...pv, name: pvName, driver: this.driverName, volumeHandle, volumeMode: mode });
+    const attached = (await this.disk.nodeStatus()).volumesAttached.filter((v) => v.name !== written.uniqueVolumeName);
+    await this.disk.setVolumesAttached([...attached, { name: written.uniqueVolumeName }]);
+    return { ...written, volumeHandle };
   }
 
   // ------------------------------------------------------------------ the driver's journal

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { getAttachmentName } from '../../../src/layout/names.js';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -144,6 +145,7 @@ describe('ClusterDirView manifests', () => {
         { name: 'scratch', csi: { driver: 'inline.csi.example.com', readOnly: true, fsType: 'ext4', volumeAttributes: { size: '1Gi', 'example.com/tier': 'gold' } } },
         { name: 'cache' },
       ],
+      serviceAccountName: 'default',
       blockVolumeNames: ['raw'],
       fsGroup: 2000,
     };
@@ -174,12 +176,105 @@ describe('ClusterDirView manifests', () => {
     assert.equal(await v.getPersistentVolume('pv-missing'), undefined);
   });
 
-  it('CSIDriver attachRequired defaults to true, podInfoOnMount to false; an unknown driver is undefined', async () => {
+  it('CSIDriver defaults as the API server sets them: attachRequired true, podInfoOnMount false, volumeLifecycleModes [Persistent], requiresRepublish false; an unknown driver is undefined', async () => {
     const v = view(await clusterFs({ 'storage.yaml': STORAGE, 'bare.yaml': 'apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata:\n  name: bare.csi.example.com\n' }));
-    assert.deepEqual(await v.getCSIDriver('ebs.csi.example.com'), { name: 'ebs.csi.example.com', attachRequired: true, podInfoOnMount: false });
-    assert.deepEqual(await v.getCSIDriver('inline.csi.example.com'), { name: 'inline.csi.example.com', attachRequired: false, podInfoOnMount: false });
-    assert.deepEqual(await v.getCSIDriver('bare.csi.example.com'), { name: 'bare.csi.example.com', attachRequired: true, podInfoOnMount: false });
+    const defaults = { podInfoOnMount: false, volumeLifecycleModes: ['Persistent'], requiresRepublish: false, serviceAccountTokenInSecrets: false };
+    assert.deepEqual(await v.getCSIDriver('ebs.csi.example.com'), { name: 'ebs.csi.example.com', attachRequired: true, ...defaults });
+    assert.deepEqual(await v.getCSIDriver('inline.csi.example.com'), { name: 'inline.csi.example.com', attachRequired: false, ...defaults, volumeLifecycleModes: ['Ephemeral'] });
+    assert.deepEqual(await v.getCSIDriver('bare.csi.example.com'), { name: 'bare.csi.example.com', attachRequired: true, ...defaults });
     assert.equal(await v.getCSIDriver('nope.csi.example.com'), undefined);
+  });
+
+  it('CSIDriver tokenRequests and requiresRepublish are read; a bad lifecycle mode, a duplicate audience or a token under 10 minutes is refused naming the field', async () => {
+    const driver = (name: string, spec: string): string => `apiVersion: storage.k8s.io/v1\nkind: CSIDriver\nmetadata:\n  name: ${name}\nspec: ${spec}\n`;
+    const v = view(
+      await clusterFs({
+        'a.yaml': driver('tokens.csi.example.com', '{tokenRequests: [{audience: vault}, {audience: "", expirationSeconds: 3600}], requiresRepublish: true}'),
+        'b.yaml': driver('badmode.csi.example.com', '{volumeLifecycleModes: [Persistent, Inline]}'),
+        'c.yaml': driver('dup.csi.example.com', '{tokenRequests: [{audience: a}, {audience: a}]}'),
+        'd.yaml': driver('short.csi.example.com', '{tokenRequests: [{audience: a, expirationSeconds: 60}]}'),
+      }),
+    );
+    await v.listPods();
+    assert.deepEqual(await v.getCSIDriver('tokens.csi.example.com'), {
+      name: 'tokens.csi.example.com',
+      attachRequired: true,
+      podInfoOnMount: false,
+      volumeLifecycleModes: ['Persistent'],
+      tokenRequests: [{ audience: 'vault' }, { audience: '', expirationSeconds: 3600 }],
+      requiresRepublish: true,
+      serviceAccountTokenInSecrets: false,
+    });
+    for (const name of ['badmode', 'dup', 'short']) assert.equal(await v.getCSIDriver(`${name}.csi.example.com`), undefined);
+    const fields = v.problems().map((p) => p.field);
+    assert.ok(fields.includes('spec.volumeLifecycleModes[1]'), JSON.stringify(fields));
+    assert.ok(fields.includes('spec.tokenRequests[1].audience'), JSON.stringify(fields));
+    assert.ok(fields.includes('spec.tokenRequests[0].expirationSeconds'), JSON.stringify(fields));
+  });
+
+  it('a pod\'s spec.serviceAccountName is read; without one it is "default", as the API server\'s ServiceAccount admission sets it', async () => {
+    const v = view(
+      await clusterFs({
+        'pods.yaml': [pod('named', 'node-1', '  serviceAccountName: builder\n'), pod('plain', 'node-1')].join('---\n'),
+      }),
+    );
+    const pods = await v.listPods();
+    assert.deepEqual(
+      pods.map((p) => [p.name, p.serviceAccountName]),
+      [
+        ['named', 'builder'],
+        ['plain', 'default'],
+      ],
+    );
+  });
+
+  it('a cluster dir cannot issue service account tokens: the request rejects naming the account, the pod and why', async () => {
+    const v = view(await clusterFs());
+    await assert.rejects(
+      v.requestServiceAccountToken({ namespace: 'shop', serviceAccountName: 'builder', audiences: ['vault'], boundPod: { name: 'web', uid: 'u-1' } }),
+      /^Error: cluster dir: cannot issue a token for service account shop\/builder \(audience "vault"\) for pod shop\/web: a cluster dir has no API server to issue service account tokens \(TokenRequest\)/,
+    );
+  });
+
+  it('Secrets: data decoded from base64 with stringData over it, by namespace and name; a bad value is refused naming the key, never the value', async () => {
+    const b64 = (t: string): string => Buffer.from(t, 'utf8').toString('base64');
+    const v = view(
+      await clusterFs({
+        's.yaml': [
+          `apiVersion: v1\nkind: Secret\nmetadata: {name: creds, namespace: kube-system}\ntype: Opaque\ndata: {user: ${b64('admin')}, password: ${b64('old')}}\nstringData: {password: hunter2}\n`,
+          'apiVersion: v1\nkind: Secret\nmetadata: {name: broken, namespace: kube-system}\ndata: {password: "not base64!!sekrit"}\n',
+        ].join('---\n'),
+      }),
+    );
+    await v.listPods();
+    assert.deepEqual(await v.getSecret('kube-system', 'creds'), { user: 'admin', password: 'hunter2' });
+    assert.equal(await v.getSecret('default', 'creds'), undefined, 'Secrets are namespaced');
+    assert.equal(await v.getSecret('kube-system', 'broken'), undefined);
+    const problems = v.problems();
+    assert.deepEqual(problems.map((p) => p.field), ['data.password']);
+    assert.ok(!JSON.stringify(problems).includes('sekrit'), JSON.stringify(problems));
+  });
+
+  it('VolumeAttachments: a manifest gives its attachmentMetadata; a volume in volumesAttached without one has an attached one with none; anything else is not found', async () => {
+    const name = getAttachmentName('vol-0123456789', 'ebs.csi.example.com', 'node-1');
+    const other = getAttachmentName('vol-raw', 'ebs.csi.example.com', 'node-1');
+    const v = view(
+      await clusterFs(
+        {
+          'va.yaml': `apiVersion: storage.k8s.io/v1\nkind: VolumeAttachment\nmetadata: {name: ${name}}\nspec: {attacher: ebs.csi.example.com, nodeName: node-1, source: {persistentVolumeName: pv-data}}\nstatus: {attached: true, attachmentMetadata: {devicePath: /dev/xvdf}}\n`,
+        },
+        { volumesAttached: [{ name: 'kubernetes.io/csi/ebs.csi.example.com^vol-raw', devicePath: '' }], volumesInUse: [] },
+      ),
+    );
+    assert.deepEqual(await v.getVolumeAttachment(name), { name, attached: true, attachmentMetadata: { devicePath: '/dev/xvdf' } });
+    assert.deepEqual(await v.getVolumeAttachment(other), { name: other, attached: true, attachmentMetadata: {} });
+    assert.equal(await v.getVolumeAttachment(getAttachmentName('vol-raw', 'ebs.csi.example.com', 'node-2')), undefined);
+  });
+
+  it('an inline CSI volume\'s nodePublishSecretRef is read', async () => {
+    const v = view(await clusterFs({ 'p.yaml': pod('p', 'node-1', '  volumes: [{name: s, csi: {driver: inline.csi.example.com, nodePublishSecretRef: {name: creds}}}]\n') }));
+    const [p] = await v.listPods();
+    assert.deepEqual(p?.volumes, [{ name: 's', csi: { driver: 'inline.csi.example.com', nodePublishSecretRef: { name: 'creds' } } }]);
   });
 
   it('lists only the pods bound to this node', async () => {
@@ -223,7 +318,15 @@ spec:
     - {name: init, volumeDevices: [{name: blk, devicePath: /dev/b}]}
 `;
     const [p] = await view(await clusterFs({ 'p.yaml': text })).listPods();
-    assert.deepEqual(p, { uid: 'u-1', namespace: 'default', name: 'p', nodeName: 'node-1', volumes: [{ name: 'blk', persistentVolumeClaim: { claimName: 'c' } }], blockVolumeNames: ['blk'] });
+    assert.deepEqual(p, {
+      uid: 'u-1',
+      namespace: 'default',
+      name: 'p',
+      nodeName: 'node-1',
+      volumes: [{ name: 'blk', persistentVolumeClaim: { claimName: 'c' } }],
+      serviceAccountName: 'default',
+      blockVolumeNames: ['blk'],
+    });
   });
 });
 

@@ -254,6 +254,11 @@ describe('mock driver: identity and controller', () => {
     assert.equal((await client.nodeGetInfo()).nodeId, NODE);
   });
 
+  it('singleNodeMultiWriter (--single-node-multi-writer): SINGLE_NODE_MULTI_WRITER is reported too, as csi-driver-host-path does', async () => {
+    const { client } = await env.start({ singleNodeMultiWriter: true });
+    assert.deepEqual(await client.nodeGetCapabilities(), ['STAGE_UNSTAGE_VOLUME', 'GET_VOLUME_STATS', 'VOLUME_CONDITION', 'EXPAND_VOLUME', 'SINGLE_NODE_MULTI_WRITER']);
+  });
+
   it('CreateVolume: id derived from the name, backing dir or sparse file of the capacity, idempotent, incompatible repeat → ALREADY_EXISTS', async () => {
     const { client, driver } = await env.start();
     assert.equal(VOL, `mock-${createHash('sha256').update(NAME).digest('hex').slice(0, 16)}`);

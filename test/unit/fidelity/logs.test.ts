@@ -2,6 +2,9 @@
 // writes them (reconciler_common.go, reconstruct.go, reconstruct_common.go getVolumesFromPodDir,
 // operation_generator.go). Each test reads the recorded lines of a whole flow.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import type { UniquePodName, UniqueVolumeName } from '../../../src/layout/names.js';
 import { sha256Hex } from '../../../src/layout/names.js';
@@ -156,5 +159,82 @@ describe('reconstructGlobalVolume: a volume listed again', () => {
     const lines = new RecordingLogger(0, node.logger.lines.slice(from));
     assert.deepEqual(linesOf(lines, 'Global mount is already in actual state, skipping'), [{ level: 4, severity: 'I' }]);
     assert.equal(linesOf(lines, 'Global mount with no pod directory is marked uncertain and added into the actual state').length, 1);
+  });
+});
+
+// Issue 25, item 6: a driver without STAGE_UNSTAGE_VOLUME. Kubelet logs the skip with klog.Infof
+// (Info, V(0)) in csi_attacher.go MountDevice / UnmountDevice and csi_block.go
+// stageVolumeForBlock / unstageVolumeForBlock.
+describe('STAGE_UNSTAGE_VOLUME capability not set: the skip is logged at Info', () => {
+  const SKIPS = {
+    mountDevice: 'kubernetes.io/csi: attacher.MountDevice STAGE_UNSTAGE_VOLUME capability not set. Skipping MountDevice...',
+    unmountDevice: 'kubernetes.io/csi: attacher.UnmountDevice STAGE_UNSTAGE_VOLUME capability not set. Skipping UnmountDevice...',
+    stageBlock: 'kubernetes.io/csi: blockMapper.stageVolumeForBlock STAGE_UNSTAGE_VOLUME capability not set. Skipping MountDevice...',
+    unstageBlock: 'kubernetes.io/csi: blockMapper.unstageVolumeForBlock STAGE_UNSTAGE_VOLUME capability not set. Skipping unstageVolumeForBlock ...',
+  };
+
+  it('filesystem: csi_attacher.go MountDevice and UnmountDevice skip at V(0)', async () => {
+    const node = new InMemoryNode({ capabilities: [] });
+    const name = node.addVolume('pv-1', 'vol-1');
+    node.addPod('pod-a', ['pv-1']);
+    const vm = await node.startKubelet(false);
+    await node.stepUntil(() => vm.asw.getMountedVolumes().length === 1);
+    node.cluster.deletePod('pod-a');
+    await node.stepUntil(() => !vm.asw.volumeExists(name as UniqueVolumeName));
+    assert.deepEqual(linesOf(node.logger, SKIPS.mountDevice), [{ level: 0, severity: 'I' }]);
+    assert.deepEqual(linesOf(node.logger, SKIPS.unmountDevice), [{ level: 0, severity: 'I' }]);
+  });
+
+  it('raw block: csi_block.go stageVolumeForBlock and unstageVolumeForBlock skip at V(0)', async () => {
+    const node = new InMemoryNode({ capabilities: [] });
+    const name = node.addVolume('pv-b', 'vol-b', { mode: 'Block' });
+    const pod = node.addPod('pod-b', ['pv-b']);
+    node.cluster.addPod({ ...pod, blockVolumeNames: ['vol-pv-b'] });
+    const vm = await node.startKubelet(false);
+    await node.stepUntil(() => vm.asw.getMountedVolumes().length === 1);
+    // TearDownDevice asks the driver only when the staging dir exists: one left by a driver
+    // version that had the capability.
+    await node.fs.mkdir(node.layout.csiBlockStagingPath('pv-b'), { recursive: true, mode: 0o750 });
+    node.cluster.deletePod('pod-b');
+    await node.stepUntil(() => !vm.asw.volumeExists(name as UniqueVolumeName));
+    assert.deepEqual(linesOf(node.logger, SKIPS.stageBlock), [{ level: 0, severity: 'I' }]);
+    assert.deepEqual(linesOf(node.logger, SKIPS.unstageBlock), [{ level: 0, severity: 'I' }]);
+  });
+});
+
+// Issue 25, log format: klog's caller is the file:line of the source that logged (klog's header,
+// component-base JSON's "caller" through zap's ShortCallerEncoder); component-base JSON's "ts" is
+// its epochMillisTimeEncoder: milliseconds since the epoch, as a float. The shipped CLI is one
+// bundle; its lines must name the TypeScript file and line, not main.cjs:<bundle line>.
+describe('the shipped CLI\'s log lines: caller names the source file and line, ts is epoch milliseconds (component-base JSON)', () => {
+  const REPO = path.resolve(import.meta.dirname, '..', '..', '..', '..');
+  const BIN = path.join(REPO, 'bin', 'nodevol.js');
+  const SOURCE = path.join(REPO, 'src', 'volumemanager', 'reconciler', 'podVolumes.ts');
+  const MSG = 'Volume path from volume plugin directory';
+  const auditArgs = (format: 'json' | 'text'): string[] => [
+    BIN, 'audit', '--root-dir', path.join(REPO, 'examples', 'node', 'kubelet'), '--mountinfo', path.join(REPO, 'examples', 'node', 'mountinfo'),
+    '--mountinfo-root-dir', '/var/lib/kubelet', '-v', '5', '--logging-format', format,
+  ];
+  /** podVolumes.ts:<the line that logs MSG>, read from the source. */
+  const expectedCaller = (): string => `podVolumes.ts:${readFileSync(SOURCE, 'utf8').split('\n').findIndex((l) => l.includes(`'${MSG}'`)) + 1}`;
+
+  it('JSON: every caller is a .ts file:line (none names the bundle); the pod dir walk names podVolumes.ts at its line; ts is a float of epoch ms', () => {
+    const before = Date.now();
+    const r = spawnSync(process.execPath, auditArgs('json'), { encoding: 'utf8', timeout: 60_000 });
+    const lines = r.stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { ts: number; caller: string; msg: string });
+    assert.ok(lines.length > 0, r.stderr);
+    for (const l of lines) assert.match(l.caller, /^[A-Za-z][\w.-]*\.ts:\d+$/, JSON.stringify(l));
+    assert.equal(lines.find((l) => l.msg === MSG)?.caller, expectedCaller());
+    for (const l of lines) {
+      assert.equal(typeof l.ts, 'number');
+      assert.ok(l.ts >= before - 1000 && l.ts <= Date.now() + 1000, `ts ${l.ts} is epoch milliseconds`);
+    }
+  });
+
+  it('text: the header names the same file:line', () => {
+    const r = spawnSync(process.execPath, auditArgs('text'), { encoding: 'utf8', timeout: 60_000 });
+    const line = r.stderr.split('\n').find((l) => l.includes(`"${MSG}"`));
+    assert.ok(line !== undefined, r.stderr);
+    assert.match(line, new RegExp(`^I\\d{4} \\d\\d:\\d\\d:\\d\\d\\.\\d{6} +\\d+ ${expectedCaller().replace('.', '\\.')}\\] `));
   });
 });

@@ -83,6 +83,8 @@ class Rig {
       ...(o.capabilities === undefined ? {} : { capabilities: o.capabilities }),
     });
     this.cluster.drivers.set(DRIVER, { name: DRIVER, attachRequired: true });
+    // The plugin is driven directly, without the attach flow: every volume has its VolumeAttachment.
+    this.cluster.everyVolumeAttached = true;
     const driver = this.driver;
     const client: CsiNodeClient =
       o.unpublishIsNoop === true
@@ -559,8 +561,8 @@ describe('CSI inline ephemeral SetUp (§1.4, §3.3)', () => {
   for (const capabilities of [['STAGE_UNSTAGE_VOLUME'], []] as NodeCapability[][]) {
     it(`uses handle csi-sha256(podUID+name) and no staging path (driver capabilities [${capabilities.join(',')}])`, async () => {
       const r = new Rig({ capabilities });
-      // Drivers with inline ephemeral volumes set podInfoOnMount; that is what sends the ephemeral key.
-      r.cluster.drivers.set(DRIVER, { name: DRIVER, attachRequired: true, podInfoOnMount: true });
+      // Drivers with inline ephemeral volumes list the Ephemeral mode and set podInfoOnMount; that is what sends the ephemeral key.
+      r.cluster.drivers.set(DRIVER, { name: DRIVER, attachRequired: true, podInfoOnMount: true, volumeLifecycleModes: ['Persistent', 'Ephemeral'] });
       const spec = constructInlineSpec('scratch', DRIVER);
       assert.equal(r.plugin.canDeviceMount(spec), false, 'never MountDevice');
       await (await r.plugin.newMounter(spec, POD_A)).setUp({});
