@@ -4,9 +4,8 @@
  * and NodeStageVolume / NodeUnstageVolume at <driver>/<sha256(handle)>/globalmount.
  */
 import * as path from 'node:path/posix';
-import type { CsiNodeClient } from '../../host/csi.js';
 import { CSIUnstageCompletesBeforeRestage } from '../../features/features.js';
-import { errorMessage, isNotExist } from '../../host/fs.js';
+import { errorMessage } from '../../host/fs.js';
 import type { DeviceMounter, DeviceUnmounter, MounterArgs } from '../plugins.js';
 import { specName, type Spec } from '../spec.js';
 import { isOperationFinishedError, TransientOperationFailure } from '../util/errors.js';
@@ -16,7 +15,6 @@ import {
   assertConfined,
   classifyCsiError,
   clientFor,
-  CsiPathError,
   csiLog,
   getCredentialsFromSecret,
   getPublishContext,
@@ -25,9 +23,9 @@ import {
   mountCapability,
   removeMountDir,
   supportsStageUnstage,
-  UNSTAGE_MARKER_FILE_NAME,
   volumeMountGroupFor,
 } from './csiUtil.js';
+import { finishInterruptedUnstage, recordUnstageEnded, recordUnstageStarted } from './unstageMarker.js';
 import { isVolumeDataNotFound, loadVolumeData, saveVolumeData, VOL_DATA_FILE_NAME, volDataKey } from './volumeData.js';
 
 export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
@@ -73,7 +71,7 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
 
     // Before anything in the volume dir changes: a failure after this point may remove the dir.
     if (stageUnstage && host.features.enabled(CSIUnstageCompletesBeforeRestage)) {
-      await this.finishInterruptedUnstage(client, csi.volumeHandle, deviceMountPath);
+      await finishInterruptedUnstage(host, client, { volumeHandle: csi.volumeHandle, stagingPath: deviceMountPath, dataDir: path.dirname(deviceMountPath), caller: 'attacher.MountDevice' });
     }
     await mkdirAll(host, deviceMountPath);
     const dataDir = path.dirname(deviceMountPath);
@@ -136,67 +134,6 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
     }
   }
 
-  /**
-   * CSIUnstageCompletesBeforeRestage (kubernetes#121357): when an unstage of this volume was
-   * started and never seen to return OK (its marker is on disk, whichever life wrote it), send
-   * NodeUnstageVolume again first. A driver serialises calls per volume (ABORTED while the old
-   * one runs), so its OK proves the old unstage has ended; anything else fails MountDevice as a
-   * transient failure (no state change, normal backoff) and no NodeStageVolume is sent.
-   */
-  private async finishInterruptedUnstage(client: CsiNodeClient, volumeHandle: string, deviceMountPath: string): Promise<void> {
-    const { host } = this;
-    const marker = path.join(path.dirname(deviceMountPath), UNSTAGE_MARKER_FILE_NAME);
-    await assertConfined(host, marker, 'NodeStageVolume');
-    try {
-      await host.fs.lstat(marker);
-    } catch (err) {
-      if (isNotExist(err)) return;
-      throw new TransientOperationFailure(csiLog(`attacher.MountDevice failed to check for an unfinished NodeUnstageVolume at ${marker}: ${errorMessage(err)}`));
-    }
-    host.logger.v(2).info(csiLog('attacher.MountDevice found an unfinished NodeUnstageVolume; unstaging before staging again'), { deviceMountPath });
-    try {
-      await client.nodeUnstageVolume({ volumeId: volumeHandle, stagingTargetPath: deviceMountPath });
-    } catch (err) {
-      throw new TransientOperationFailure(
-        csiLog(`attacher.MountDevice failed: NodeUnstageVolume of an earlier unstage did not return OK, not staging yet: ${errorMessage(err)}`),
-      );
-    }
-    await this.removeUnstageMarker(marker);
-  }
-
-  /**
-   * Creates the marker (empty, fsynced, its directory fsynced). One already there as a regular
-   * file (an earlier attempt) is kept; anything else there is refused rather than written through
-   * (a write would follow a symlink out of the root dir).
-   */
-  private async writeUnstageMarker(dataDir: string): Promise<void> {
-    const marker = path.join(dataDir, UNSTAGE_MARKER_FILE_NAME);
-    let existing: string | undefined;
-    try {
-      existing = (await this.host.fs.lstat(marker)).type;
-    } catch (err) {
-      if (!isNotExist(err)) throw new Error(csiLog(`attacher.UnmountDevice failed to check ${marker}: ${errorMessage(err)}`));
-    }
-    if (existing === 'file') return;
-    if (existing !== undefined) throw new CsiPathError(csiLog(`attacher.UnmountDevice refuses to record the unstage at ${marker}: it is a ${existing}, not a regular file`));
-    try {
-      await this.host.fs.writeFile(marker, new Uint8Array(), { mode: 0o644, fsync: true });
-      await this.host.fs.fsyncDir(dataDir);
-    } catch (err) {
-      throw new Error(csiLog(`attacher.UnmountDevice failed to record the unstage at ${marker}: ${errorMessage(err)}`));
-    }
-  }
-
-  private async removeUnstageMarker(marker: string): Promise<void> {
-    try {
-      await this.host.fs.unlink(marker);
-      await this.host.fs.fsyncDir(path.dirname(marker));
-    } catch (err) {
-      if (isNotExist(err)) return;
-      throw new TransientOperationFailure(csiLog(`failed to remove the unstage marker ${marker}: ${errorMessage(err)}`));
-    }
-  }
-
   async unmountDevice(deviceMountPath: string): Promise<void> {
     const { host } = this;
     const dataDir = path.dirname(deviceMountPath);
@@ -228,13 +165,13 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
     }
     await assertConfined(host, deviceMountPath, 'NodeUnstageVolume');
     const marked = host.features.enabled(CSIUnstageCompletesBeforeRestage);
-    if (marked) await this.writeUnstageMarker(dataDir);
+    if (marked) await recordUnstageStarted(host, dataDir, 'attacher.UnmountDevice');
     try {
       await client.nodeUnstageVolume({ volumeId: volumeHandle, stagingTargetPath: deviceMountPath });
     } catch (err) {
       throw new Error(csiLog(`attacher.UnmountDevice failed: ${errorMessage(err)}`));
     }
-    if (marked) await this.removeUnstageMarker(path.join(dataDir, UNSTAGE_MARKER_FILE_NAME));
+    if (marked) await recordUnstageEnded(host, dataDir);
     try {
       await removeMountDir(host, deviceMountPath);
     } catch (err) {

@@ -4,7 +4,8 @@
  * volumeDevices/publish/<spec>/<podUID>, and their teardown.
  */
 import * as path from 'node:path/posix';
-import { CSIDurableBlockVolumePaths, CSIListGlobalVolumesWithoutStagingDir } from '../../features/features.js';
+import { CSIDurableBlockVolumePaths, CSIListGlobalVolumesWithoutStagingDir, CSIUnstageCompletesBeforeRestage } from '../../features/features.js';
+import type { CsiNodeClient } from '../../host/csi.js';
 import { errorMessage, isNotExist } from '../../host/fs.js';
 import { getAttachmentName } from '../../layout/names.js';
 import type { BlockVolumeMapper, BlockVolumeUnmapper, PodRef } from '../plugins.js';
@@ -27,6 +28,7 @@ import {
   supportsStageUnstage,
 } from './csiUtil.js';
 import { isOperationFinishedError, TransientOperationFailure } from '../util/errors.js';
+import { finishInterruptedUnstage, recordUnstageEnded, recordUnstageStarted } from './unstageMarker.js';
 import { saveVolumeData, volDataKey } from './volumeData.js';
 
 export interface BlockIdentity {
@@ -97,6 +99,10 @@ export class CsiBlockMapper implements BlockVolumeMapper {
       }
     }
     const stagingPath = host.layout.csiBlockStagingPath(id.specName);
+    // Gate CSIUnstageCompletesBeforeRestage: an unstage of this volume not seen to end is ended first.
+    if (host.features.enabled(CSIUnstageCompletesBeforeRestage)) {
+      await finishInterruptedUnstage(host, client, { volumeHandle: id.volumeHandle, stagingPath, dataDir: host.layout.csiBlockDataDir(id.specName), caller: 'blockMapper.SetUpDevice' });
+    }
     await mkdirAll(host, stagingPath);
     // Gate CSIDurableBlockVolumePaths: the staging dir survives a power cut before the driver
     // stages into it (upstream's plain mkdir may be lost while the driver's state is not).
@@ -234,28 +240,44 @@ export class CsiBlockUnmapper implements BlockVolumeUnmapper {
     // mean the driver unstaged; NodeUnstageVolume is idempotent, so it is sent all the same
     // (upstream skips it when the staging dir is gone).
     const unstageAnyway = !staged && host.features.enabled(CSIListGlobalVolumesWithoutStagingDir);
-    if (unstageAnyway && (await supportsStageUnstage(client))) {
-      await assertConfined(host, stagingPath, 'NodeUnstageVolume');
-      try {
-        await client.nodeUnstageVolume({ volumeId: id.volumeHandle, stagingTargetPath: stagingPath });
-      } catch (err) {
-        throw new Error(csiLog(`blockMapper.TearDownDevice failed: ${errorMessage(err)}`));
-      }
-    }
+    if (unstageAnyway && (await supportsStageUnstage(client))) await this.unstage(client, stagingPath);
     if (staged) {
       if (await supportsStageUnstage(client)) {
-        await assertConfined(host, stagingPath, 'NodeUnstageVolume');
-        try {
-          await client.nodeUnstageVolume({ volumeId: id.volumeHandle, stagingTargetPath: stagingPath });
-        } catch (err) {
-          throw new Error(csiLog(`blockMapper.TearDownDevice failed: ${errorMessage(err)}`));
-        }
+        await this.unstage(client, stagingPath);
       } else {
         host.logger.info(csiLog('blockMapper.unstageVolumeForBlock STAGE_UNSTAGE_VOLUME capability not set. Skipping unstageVolumeForBlock ...'));
       }
       await removeIfUnmounted(host, stagingPath);
     }
     await cleanupOrphanDeviceFilesLogged(host, id.specName);
+  }
+
+  /**
+   * NodeUnstageVolume at the staging path; with gate CSIUnstageCompletesBeforeRestage, recorded
+   * beside the volume's data file from before it is sent until it returned OK (the data dir is
+   * the block volume's own: without one, nothing is recorded).
+   */
+  private async unstage(client: CsiNodeClient, stagingPath: string): Promise<void> {
+    const { host, id } = this;
+    await assertConfined(host, stagingPath, 'NodeUnstageVolume');
+    const dataDir = host.layout.csiBlockDataDir(id.specName);
+    const marked = host.features.enabled(CSIUnstageCompletesBeforeRestage) && (await isDirectory(host, dataDir));
+    if (marked) await recordUnstageStarted(host, dataDir, 'blockMapper.TearDownDevice');
+    try {
+      await client.nodeUnstageVolume({ volumeId: id.volumeHandle, stagingTargetPath: stagingPath });
+    } catch (err) {
+      throw new Error(csiLog(`blockMapper.TearDownDevice failed: ${errorMessage(err)}`));
+    }
+    if (marked) await recordUnstageEnded(host, dataDir);
+  }
+}
+
+async function isDirectory(host: VolumeHost, p: string): Promise<boolean> {
+  try {
+    return (await host.fs.lstat(p)).type === 'directory';
+  } catch (err) {
+    if (isNotExist(err)) return false;
+    throw err;
   }
 }
 

@@ -16,11 +16,13 @@ describe('gate proofs (bench/exploreGates.ts)', () => {
     const plans = planProofs(gates, GATE_PROOFS, builtin, builtin);
     assert.deepEqual(plans.filter((p) => p.kind !== 'run'), []);
     assert.equal(plans.find((p) => p.gate === 'CSIRetryReconstructionCleanup' && p.kind === 'run')?.kind, 'run');
+    // A gate fixed on two paths has a proof for each.
+    assert.deepEqual(plans.filter((p) => p.gate === 'CSIUnstageCompletesBeforeRestage').map((p) => (p.kind === 'missing' ? p.why : p.scenario)), ['rewanted-during-unstage', 'block-restaged-during-unstage']);
   });
 
   it('a gate with no scenario, or one naming a scenario that is not built in, has NO PROOF; one left out of the selection is not run', () => {
     const builtin = ['alpha-gap', 'raw-block'];
-    const plans = planProofs(['GateA', 'GateB', 'GateC', 'GateD'], { GateA: 'alpha-gap', GateC: 'no-such-scenario', GateD: 'raw-block' }, builtin, ['alpha-gap']);
+    const plans = planProofs(['GateA', 'GateB', 'GateC', 'GateD'], { GateA: ['alpha-gap'], GateC: ['no-such-scenario'], GateD: ['raw-block'] }, builtin, ['alpha-gap']);
     assert.deepEqual(plans, [
       { gate: 'GateA', kind: 'run', scenario: 'alpha-gap' },
       { gate: 'GateB', kind: 'missing', why: 'no proof scenario' },

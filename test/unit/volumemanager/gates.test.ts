@@ -25,8 +25,8 @@ function csiCalls(node: InMemoryNode, from = 0): string[] {
     .map((c) => `${c.method} ${c.outcome}`);
 }
 
-async function mountedPod(node: InMemoryNode, g: FeatureGate): Promise<UniqueVolumeName> {
-  const name = u(node.addVolume('pv-1', 'vol-1'));
+async function mountedPod(node: InMemoryNode, g: FeatureGate, mode: 'Filesystem' | 'Block' = 'Filesystem'): Promise<UniqueVolumeName> {
+  const name = u(node.addVolume('pv-1', 'vol-1', { mode }));
   node.addPod('pod-a', ['pv-1']);
   await node.startKubelet(g);
   await node.stepUntil(() => node.kubelet.asw.getMountedVolumes().length === 1);
@@ -264,16 +264,19 @@ describe('gate CSIRetryReconstructionCleanup (seed: inline volumes orphaned afte
 
 describe('gate CSIUnstageCompletesBeforeRestage (kubernetes#121357)', () => {
   const MARKER = `${VOL_DIR('vol-1')}/unstage-in-progress`;
+  /** A raw block volume's: beside its vol_data.json in volumeDevices/<spec>/data. */
+  const BLOCK_MARKER = `${ROOT}/plugins/kubernetes.io/csi/volumeDevices/pv-1/data/unstage-in-progress`;
 
   /**
    * pod-a's volume is unstaged with a NodeUnstageVolume that times out at kubelet (2 min) and runs
    * on at the driver (3 min); pod-b wants the volume 5 s later. The driver locks per volume.
    * `crash`: kubelet is killed while the unstage runs and a new life (pod-b already there) starts.
    */
-  async function rewanted(on: boolean, crash: boolean) {
+  async function rewanted(on: boolean, crash: boolean, mode: 'Filesystem' | 'Block' = 'Filesystem') {
     const g = gates('CSIUnstageCompletesBeforeRestage', on);
     const node = new InMemoryNode({ volumeLocks: true });
-    await mountedPod(node, g);
+    await mountedPod(node, g, mode);
+    const marker = mode === 'Block' ? BLOCK_MARKER : MARKER;
     node.driver.inject({ method: 'NodeUnstageVolume', volumeId: 'vol-1', times: 1, delayMs: 180_000, clientTimeoutMs: 120_000 });
     const arrivals: string[] = [];
     let unstagesRunning = 0;
@@ -292,7 +295,7 @@ describe('gate CSIUnstageCompletesBeforeRestage (kubernetes#121357)', () => {
     const mark = node.driver.calls.length;
     node.cluster.deletePod('pod-a');
     await node.stepUntil(() => arrivals.includes('NodeUnstageVolume'));
-    markerWhileUnstaging = await node.exists(MARKER);
+    markerWhileUnstaging = await node.exists(marker);
     await node.steps(50);
     node.addPod('pod-b', ['pv-1']);
     if (crash) {
@@ -338,6 +341,30 @@ describe('gate CSIUnstageCompletesBeforeRestage (kubernetes#121357)', () => {
     const firstStage = calls.indexOf('NodeStageVolume OK');
     assert.ok(firstStage > 0 && calls[firstStage - 1] === 'NodeUnstageVolume OK', JSON.stringify(calls));
     assert.equal(await r.node.exists(MARKER), false);
+  });
+
+  // Found by nodevol explore --generate (workload 416, the KEP-6058 gate alone, then every gate
+  // on): the gate guarded the filesystem path only (scenarios/block-restaged-during-unstage.yaml).
+  it('raw block, off: NodeStageVolume reaches the driver while the timed-out NodeUnstageVolume still runs there', async () => {
+    const r = await rewanted(false, false, 'Block');
+    assert.ok(r.stageWhileUnstaging > 0, JSON.stringify(r.arrivals));
+    assert.equal(r.markerWhileUnstaging, false);
+  });
+
+  it('raw block, on: TearDownDevice marks the unstage beside the block data file; SetUpDevice unstages again first and stages only after its OK', async () => {
+    const r = await rewanted(true, false, 'Block');
+    assert.equal(r.markerWhileUnstaging, true, 'marker written before NodeUnstageVolume');
+    assert.equal(r.stageWhileUnstaging, 0, JSON.stringify(r.arrivals));
+    const calls = csiCalls(r.node, r.mark);
+    const firstStage = calls.indexOf('NodeStageVolume OK');
+    assert.ok(firstStage > 0 && calls.slice(0, firstStage).filter((c) => c === 'NodeUnstageVolume OK').length === 2, JSON.stringify(calls));
+    assert.equal(calls.filter((c) => c.startsWith('NodeStageVolume')).length, 1, 'no NodeStageVolume was refused');
+    assert.equal(await r.node.exists(BLOCK_MARKER), false, 'marker removed once NodeUnstageVolume returned OK');
+  });
+
+  it('raw block, on, kubelet restarted while the unstage runs: the marker on disk makes the new life unstage first', async () => {
+    const r = await rewanted(true, true, 'Block');
+    assert.equal(r.stageWhileUnstaging, 0, JSON.stringify(r.arrivals));
   });
 
   it('on: a symlink where the marker goes is not written through; NodeUnstageVolume is not sent', async () => {
