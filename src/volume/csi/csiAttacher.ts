@@ -9,7 +9,7 @@ import { CSIUnstageCompletesBeforeRestage } from '../../features/features.js';
 import { errorMessage, isNotExist } from '../../host/fs.js';
 import type { DeviceMounter, DeviceUnmounter, MounterArgs } from '../plugins.js';
 import { specName, type Spec } from '../spec.js';
-import { isOperationFinishedError, TransientOperationFailure } from '../util/errors.js';
+import { isOperationFinishedError, TransientOperationFailure, UncertainProgressError } from '../util/errors.js';
 import type { VolumeHost } from '../volumeHost.js';
 import {
   accessModeMapperFor,
@@ -26,7 +26,7 @@ import {
   UNSTAGE_MARKER_FILE_NAME,
   volumeMountGroupFor,
 } from './csiUtil.js';
-import { isVolumeDataNotFound, loadVolumeData, saveVolumeData, VOL_DATA_FILE_NAME, volDataKey } from './volumeData.js';
+import { isVolumeDataNotFound, loadVolumeData, saveVolumeDataIfChanged, VOL_DATA_FILE_NAME, volDataKey } from './volumeData.js';
 
 export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
   constructor(private readonly host: VolumeHost) {}
@@ -66,10 +66,19 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
     };
     if (args.seLinuxLabel !== undefined && args.seLinuxLabel !== '') data[volDataKey.seLinuxMountContext] = args.seLinuxLabel;
     try {
-      await saveVolumeData(host.fs, dataDir, data);
+      // Identical bytes are not rewritten (saveVolumeDataIfChanged: kubelet's in-place rewrite
+      // needs no new block; the atomic one would fail on a full or read-only root dir).
+      await saveVolumeDataIfChanged(host.fs, dataDir, data);
     } catch (err) {
+      const message = csiLog(`failed to save volume info data: ${errorMessage(err)}`);
+      if (args.keepStagingOnFinalError === true) {
+        // Gate CSIKeepListedVolumeOnStageFailure: a device found on disk at reconstruction may
+        // be staged; a file that could not be written says nothing about it. Uncertain: the
+        // device keeps its state and its record (the old file is intact: the write is atomic).
+        throw new UncertainProgressError(message);
+      }
       await this.cleanupAfterFinalError(deviceMountPath);
-      throw new Error(csiLog(`failed to save volume info data: ${errorMessage(err)}`));
+      throw new Error(message);
     }
     if (!stageUnstage) {
       host.logger.v(4).info(csiLog('attacher.MountDevice STAGE_UNSTAGE_VOLUME capability not set. Skipping MountDevice...'));

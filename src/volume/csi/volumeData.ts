@@ -138,3 +138,32 @@ async function readBounded(fs: FileSystem, readPath: string, path: string, noFol
 export async function saveVolumeData(fs: FileSystem, dir: string, data: VolumeData): Promise<void> {
   await writeFileAtomic(fs, posix.join(dir, VOL_DATA_FILE_NAME), encodeVolumeData(data), { mode: 0o644 });
 }
+
+/**
+ * {@link saveVolumeData}, unless `<dir>/vol_data.json` is a regular file that already holds
+ * exactly the bytes it would write: then nothing is written ('unchanged'). kubelet truncates and
+ * rewrites the file in place, which reuses its blocks; the atomic write needs a fresh block for
+ * the temp file, so on a full (ENOSPC) or read-only (EROFS) root dir it fails where the rewrite
+ * would change nothing. The file is read without following a symlink (a symlink there is
+ * replaced, never written through) and bounded by MAX_VOL_DATA_BYTES; any read failure means
+ * "write it".
+ */
+export async function saveVolumeDataIfChanged(fs: FileSystem, dir: string, data: VolumeData): Promise<'written' | 'unchanged'> {
+  const file = posix.join(dir, VOL_DATA_FILE_NAME);
+  const bytes = encodeVolumeData(data);
+  let onDisk: Uint8Array | undefined;
+  try {
+    onDisk = await fs.readFile(file, MAX_VOL_DATA_BYTES, { noFollow: true });
+  } catch {
+    onDisk = undefined;
+  }
+  if (onDisk !== undefined && sameBytes(onDisk, bytes)) return 'unchanged';
+  await writeFileAtomic(fs, file, bytes, { mode: 0o644 });
+  return 'written';
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
