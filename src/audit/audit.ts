@@ -20,6 +20,7 @@ import { unreachableCluster } from '../host/cluster.js';
 import type { Clock } from '../host/clock.js';
 import { CsiPlugin } from '../volume/csi/csiPlugin.js';
 import type { ListedGlobalVolume, SkippedGlobalDir } from '../volume/csi/globalVolumes.js';
+import { findInterruptedVolumeDataWrite, VOL_DATA_FILE_NAME } from '../volume/csi/volumeData.js';
 import { VolumePluginMgr } from '../volume/plugins.js';
 import { csiSourceOf, specName } from '../volume/spec.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
@@ -97,6 +98,11 @@ export async function runAudit(auditInput: AuditInput): Promise<AuditReport> {
     try {
       reconstructed = await reconstructVolumeSpec(plugins, candidate);
     } catch (err) {
+      const interrupted = await interruptedSetUp(input, candidate);
+      if (interrupted !== undefined) {
+        skipped.push(interrupted);
+        continue;
+      }
       let hypothetical: ReconstructedSpec | undefined;
       if (!gateOn) {
         try {
@@ -323,6 +329,25 @@ function addUnlistable(volumes: Map<string, VolumeAgg>, s: SkippedGlobalDir, inp
   const agg = aggOf(volumes, name, () => ({ driver, volumeHandle, specName: dirName, mode: 'Block', lifecycle: 'Persistent' }));
   agg.global ??= { deviceMountPath, mounted: globalMounted(input, 'Block', deviceMountPath, dirName), hasSpecVolID: false };
   return true;
+}
+
+/**
+ * A CSI pod volume dir that holds nodevol's `vol_data.json.tmp` and no `vol_data.json`, with
+ * nothing mounted in it: SetUp's atomic write cut short before its rename, so before
+ * NodePublishVolume - nothing was published from it. Not a failed reconstruction: the agent's
+ * orphaned pod dir sweep removes it once the pod is gone (and a SetUp of a pod that still wants
+ * the volume writes the file again). A kubelet never writes such a file.
+ */
+async function interruptedSetUp(input: AuditInput, candidate: PodVolume): Promise<AuditSkipped | undefined> {
+  if (candidate.volumeMode !== 'Filesystem') return undefined;
+  if (input.mountTable.isMountPoint(candidate.volumePath) || input.mountTable.mountsUnder(candidate.volumePath).length > 0) return undefined;
+  const found = await findInterruptedVolumeDataWrite(input.fs, candidate.volumePath);
+  if (found === undefined) return undefined;
+  return {
+    path: candidate.volumePath,
+    reason: 'interrupted-write',
+    detail: `no ${VOL_DATA_FILE_NAME}, only ${found.tempPath}: SetUp's atomic write was cut short before its rename, before NodePublishVolume; nothing is mounted here and the agent's orphaned pod dir sweep removes it`,
+  };
 }
 
 /**

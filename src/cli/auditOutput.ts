@@ -44,6 +44,7 @@ const SKIP_REASONS: readonly SkipReason[] = [
   'legacy-layout',
   'unreadable-dir',
   'symlink',
+  'interrupted-write',
 ];
 
 /** Skip reasons that never make an `undescribed` finding: nothing can be mounted at such a path, or the volume is reported as orphaned. */

@@ -39,8 +39,7 @@ import { escapeQualifiedName, CSI_PLUGIN_NAME } from '../layout/names.js';
 import type { Mounter } from '../host/mounter.js';
 import type { MountTable } from '../host/mounter.js';
 import { resolvesInsideRoot } from '../layout/confinement.js';
-import { isVolumeDataTempFile } from '../volume/csi/csiUtil.js';
-import { VOL_DATA_FILE_NAME } from '../volume/csi/volumeData.js';
+import { VOL_DATA_FILE_NAME, VOL_DATA_TEMP_FILE_NAME } from '../volume/csi/volumeData.js';
 
 /** kubelet's housekeeping period, which runs the sweep. */
 export const HOUSEKEEPING_PERIOD_MS = 2_000;
@@ -311,7 +310,7 @@ export class OrphanedPodDirsCleaner {
     } catch {
       return;
     }
-    const temp = entries.find((e) => isVolumeDataTempFile(e.name));
+    const temp = entries.find((e) => e.name === VOL_DATA_TEMP_FILE_NAME);
     if (temp === undefined || temp.type !== 'file' || entries.some((e) => e.name === VOL_DATA_FILE_NAME)) return;
     const tempPath = path.join(volumeDir, temp.name);
     try {

@@ -12,7 +12,7 @@
  * FileSystem port.
  */
 import { posix } from 'node:path';
-import { errorCode, errorMessage, isNotExist, writeFileAtomic, type FileSystem } from '../../host/fs.js';
+import { atomicTempPath, errorCode, errorMessage, isNotExist, writeFileAtomic, type FileSystem } from '../../host/fs.js';
 import { isInsideDir } from '../../layout/confinement.js';
 import { decodeVolumeData } from './volumeDataDecoder.js';
 import { encodeVolumeData } from './volumeDataEncoder.js';
@@ -160,6 +160,52 @@ export async function saveVolumeDataIfChanged(fs: FileSystem, dir: string, data:
   if (onDisk !== undefined && sameBytes(onDisk, bytes)) return 'unchanged';
   await writeFileAtomic(fs, file, bytes, { mode: 0o644 });
   return 'written';
+}
+
+/** `vol_data.json.tmp`: the temp file of {@link saveVolumeData}'s atomic write (kubelet never has one). */
+export const VOL_DATA_TEMP_FILE_NAME = posix.basename(atomicTempPath(VOL_DATA_FILE_NAME));
+
+/** A directory holding nodevol's temp file of an interrupted vol_data.json write and no vol_data.json. */
+export interface InterruptedVolumeDataWrite {
+  /** `<dir>/vol_data.json.tmp`. */
+  readonly tempPath: string;
+  /**
+   * What it holds when it is a complete write: bytes that are exactly the encoding of what they
+   * decode to (the writer fsyncs before its rename; a write cut short is a prefix, which never
+   * is). Undefined for a partial or unreadable temp file.
+   */
+  readonly data: VolumeData | undefined;
+}
+
+/**
+ * Whether `dir` holds our atomic write cut short between its temp file and its rename: no
+ * `vol_data.json`, and `vol_data.json.tmp` a regular file (never a symlink: read with
+ * O_NOFOLLOW, bounded). Undefined for anything else (a vol_data.json there, no temp file, a temp
+ * name that is not a regular file, an unreadable directory).
+ */
+export async function findInterruptedVolumeDataWrite(fs: FileSystem, dir: string): Promise<InterruptedVolumeDataWrite | undefined> {
+  const file = posix.join(dir, VOL_DATA_FILE_NAME);
+  const tempPath = posix.join(dir, VOL_DATA_TEMP_FILE_NAME);
+  try {
+    await fs.lstat(file);
+    return undefined;
+  } catch (err) {
+    if (!isNotExist(err)) return undefined;
+  }
+  try {
+    if ((await fs.lstat(tempPath)).type !== 'file') return undefined;
+  } catch {
+    return undefined;
+  }
+  let data: VolumeData | undefined;
+  try {
+    const bytes = await fs.readFile(tempPath, MAX_VOL_DATA_BYTES, { noFollow: true });
+    const decoded = decodeVolumeData(bytes, tempPath);
+    data = sameBytes(encodeVolumeData(decoded), bytes) ? decoded : undefined;
+  } catch {
+    data = undefined;
+  }
+  return { tempPath, data };
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {

@@ -101,3 +101,53 @@ describe('nodevol audit: mounted global mounts that cannot be described', () => 
     assert.equal(exitCodeFor(r), 0);
   });
 });
+
+describe('nodevol audit: nodevol\'s own vol_data.json.tmp (an atomic write cut short before its rename)', () => {
+  let fx: NodeFixture;
+  beforeEach(async () => {
+    fx = await NodeFixture.create();
+  });
+  afterEach(async () => {
+    await fx.cleanup();
+  });
+  const audit = (gateOn: boolean): Promise<AuditReport> => runAudit(auditInput(fx, { gateOn }));
+  const BYTES = `{"driverName":"${DRIVER}","specVolID":"pv-1","volumeHandle":"vol-1","volumeLifecycleMode":"Persistent"}\n`;
+
+  for (const gateOn of [false, true]) {
+    it(`a pod volume dir holding only the temp file, nothing mounted: skipped as interrupted-write, not a failed reconstruction, exit 0 (gate ${gateOn ? 'on' : 'off'})`, async () => {
+      const dir = await fx.podVolume({ uid: 'pod-a', specName: 'pv-1', driver: DRIVER, handle: 'vol-1', file: 'absent' });
+      await writeFile(path.join(dir, 'vol_data.json.tmp'), BYTES);
+      const r = await audit(gateOn);
+      assert.deepEqual(r.failed, []);
+      assert.deepEqual(r.skipped.map((x) => [x.reason, x.path]), [['interrupted-write', dir]]);
+      assert.match(r.skipped[0]!.detail, /before NodePublishVolume; nothing is mounted here/);
+      assert.equal(exitCodeFor(r), 0);
+    });
+  }
+
+  it('the same dir with its mount/ mounted is still a failed reconstruction (exit 1): something is published there', async () => {
+    const gm = await fx.stage({ driver: DRIVER, handle: 'vol-1', specVolID: 'pv-1' });
+    const dir = await fx.podVolume({ uid: 'pod-a', specName: 'pv-1', driver: DRIVER, handle: 'vol-1', file: 'absent', boundFrom: gm });
+    await writeFile(path.join(dir, 'vol_data.json.tmp'), BYTES);
+    const r = await audit(false);
+    assert.deepEqual(r.failed.map((f) => f.path), [dir]);
+    assert.equal(exitCodeFor(r), 1);
+  });
+
+  it('a global volume dir holding only the temp file: skipped as interrupted-write naming the volume; mounted, it is an undescribed finding', async () => {
+    await fx.stage({ driver: DRIVER, handle: 'vol-1', file: 'absent', mounted: false });
+    await writeFile(path.join(volDirOf(fx, 'vol-1'), 'vol_data.json.tmp'), BYTES);
+    let r = await audit(true);
+    assert.deepEqual(r.skipped.map((x) => x.reason), ['interrupted-write']);
+    assert.deepEqual(r.undescribed, []);
+    assert.equal(exitCodeFor(r), 0);
+    fx.mount({ mountPoint: path.join(volDirOf(fx, 'vol-1'), 'globalmount'), root: '/', dev: fx.newDev() });
+    r = await audit(true);
+    assert.deepEqual(r.undescribed.map((u) => [u.reason, u.driver, u.volumeHandle]), [['interrupted-write', DRIVER, 'vol-1']]);
+    assert.equal(exitCodeFor(r), 1);
+  });
+});
+
+function volDirOf(fx: NodeFixture, handle: string): string {
+  return path.join(fx.layout.csiPluginDir(), DRIVER, sha256Hex(handle));
+}
