@@ -283,8 +283,8 @@ export function renderSummary(report: FullAuditReport): string {
     parts.push(`${orphaned.length} orphaned (${names.join(', ')}${orphaned.length > 3 ? ', …' : ''})`);
   }
   if (report.failed.length > 0) parts.push(`${report.failed.length} pod volume dir(s) fail reconstruction`);
-  if (report.undescribed.length > 0) {
-    const first = report.undescribed[0]!;
+  const first = report.undescribed[0];
+  if (first !== undefined) {
     parts.push(`${report.undescribed.length} mounted global mount(s) no vol_data.json describes (${first.deviceMountPath}${report.undescribed.length > 1 ? ', …' : ''})`);
   }
   const stuck = report.stuckOperations?.findings ?? [];
