@@ -17,7 +17,7 @@
  * - Each command's code still runs only when that command runs: esbuild keeps the dynamic
  *   `import()`s of the command modules lazy (their bodies run on first import).
  * - Every package except commander stays external, loaded from node_modules at run time as
- *   before: gRPC, prom-client, YAML, zod and the Kubernetes client load only where they did
+ *   before: gRPC, prom-client, YAML and zod load only where they did
  *   (the lazy-loading test runs against the bundle), and files they read next to themselves
  *   are where they expect.
  * - dist/bundle/cli/ is as deep below the package root as dist/src/cli/, so the paths the code

@@ -42,7 +42,8 @@ export interface RuntimeOptions {
 
 /** Timers for the loops: a handle from `setTimeout` is only ever given back to `clearTimeout`. */
 export interface LoopScheduler {
-  setTimeout(callback: () => void, ms: number): unknown;
+  /** `label` names the loop the timer belongs to (the simulator's trace shows it). */
+  setTimeout(callback: () => void, ms: number, label?: string): unknown;
   clearTimeout(handle: unknown): void;
 }
 
@@ -212,12 +213,16 @@ export class AgentRuntime {
     let wokenWhileRunning = false;
     let running = false;
     const schedule = (ms: number): void => {
-      const t = scheduler.setTimeout(() => {
-        this.loopTimers.delete(t);
-        timer = undefined;
-        idleSince = undefined;
-        tick();
-      }, ms);
+      const t = scheduler.setTimeout(
+        () => {
+          this.loopTimers.delete(t);
+          timer = undefined;
+          idleSince = undefined;
+          tick();
+        },
+        ms,
+        name,
+      );
       timer = t;
       this.loopTimers.add(t);
     };

@@ -134,6 +134,8 @@ export function createAgentTracer(options: {
       getPersistentVolume: (name) => inner.getPersistentVolume(name),
       getCSIDriver: (name) => inner.getCSIDriver(name),
       ...(inner.objectsVersion === undefined ? {} : { objectsVersion: () => inner.objectsVersion?.() ?? 0 }),
+      ...(inner.onChange === undefined ? {} : { onChange: (listener: () => void) => inner.onChange?.(listener) }),
+      ...(inner.signalsEveryChange === undefined ? {} : { signalsEveryChange: () => inner.signalsEveryChange?.() ?? false }),
       getNodeStatus: async (): Promise<NodeStatus> => {
         const status = await inner.getNodeStatus();
         const names = status.volumesAttached.map((v) => v.name).sort();

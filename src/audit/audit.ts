@@ -14,9 +14,7 @@ import { BLOCK_STAGING_DIR_NAME, GLOBAL_MOUNT_DIR_NAME, type KubeletLayout } fro
 import { CSI_PLUGIN_NAME, csiVolumeName, getUniqueVolumeName } from '../layout/names.js';
 import { MountInfoParseError } from '../mount/mountInfo.js';
 import type { MountTable } from '../host/mounter.js';
-import { ReadOnlyMounter } from '../mount/readOnlyMounter.js';
-import { noCsiDrivers } from '../host/csi.js';
-import { unreachableCluster } from '../host/cluster.js';
+import { readOnlyVolumeHost } from '../agent/node.js';
 import type { Clock } from '../host/clock.js';
 import { CsiPlugin } from '../volume/csi/csiPlugin.js';
 import type { ListedGlobalVolume, SkippedGlobalDir } from '../volume/csi/globalVolumes.js';
@@ -254,19 +252,10 @@ function makeHost(input: AuditInput, features: FeatureGate): VolumeHost {
     }
     return Promise.resolve(table);
   };
-  return {
-    layout: input.layout,
-    realRootDir: input.realRootDir,
-    fs: input.fs,
-    features,
-    logger: input.logger,
-    clock: input.clock,
-    // Read-only by construction: no driver, no API server, a mounter that refuses to mount.
-    mounter: new ReadOnlyMounter(input.fs, load),
-    csiDrivers: noCsiDrivers,
-    cluster: unreachableCluster,
-    nodeName: '',
-  };
+  return readOnlyVolumeHost(
+    { layout: input.layout, realRootDir: input.realRootDir, nodeName: '', features },
+    { fs: input.fs, clock: input.clock, logger: input.logger, loadMountTable: load },
+  );
 }
 
 function withGate(features: FeatureGate): FeatureGate {

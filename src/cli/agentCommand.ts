@@ -15,25 +15,21 @@ import { withSyncStat } from '../adapters/node/syncReadFs.js';
 import { startHttpServer, DEFAULT_METRICS_BIND_ADDRESS, parseBindAddress } from '../agent/httpServer.js';
 import { DiscoveringDriverRegistry, parseCsiEndpointFlag } from '../agent/driverDiscovery.js';
 import { setupDataDirs } from '../agent/dataDirs.js';
-import { AgentRuntime } from '../agent/runtime.js';
 import { limitYoungGeneration } from '../agent/idleMemory.js';
 import { GrpcCsiDriverRegistry } from '../csi/grpc/client.js';
-import { instrumentedRegistry, observedRegistry } from '../csi/instrumented.js';
+import { observedRegistry } from '../csi/instrumented.js';
 import { createAgentTracer, type AgentTracer } from '../agent/trace.js';
 import { bootId, openTraceFileSink, type TraceFileSink } from '../adapters/node/traceSink.js';
 import { FeatureGate, FeatureGateError } from '../features/features.js';
 import { errorMessage } from '../host/fs.js';
-import { HOUSEKEEPING_PERIOD_MS, orphanedPodDirsCleanerFor } from '../kubelet/orphanedPodDirs.js';
 import { KubeletLayout } from '../layout/layout.js';
 import type { LoggingFormat } from '../logging/klog.js';
 import { createStuckOperationMetrics } from '../adapters/prometheus/stuckOperationMetrics.js';
 import { createVolumeManagerMetrics } from '../adapters/prometheus/volumeManagerMetrics.js';
 import { createOrphanPodMetrics } from '../adapters/prometheus/orphanPodMetrics.js';
-import { podVolumeDirsNaming, StuckOperationTracker } from '../operationexecutor/stuckOperations.js';
-import type { UniqueVolumeName } from '../layout/names.js';
-import { specName } from '../volume/spec.js';
-import type { VolumeHost } from '../volume/volumeHost.js';
-import { NODE_STATUS_UPDATE_PERIOD_MS, VolumeManager } from '../volumemanager/volumeManager.js';
+import { NODE_STATUS_UPDATE_PERIOD_MS } from '../volumemanager/volumeManager.js';
+import { composeNode } from '../agent/node.js';
+import type { CsiDriverRegistry } from '../host/csi.js';
 import { parseDuration } from './duration.js';
 import { addLoggingOptions, collect, stderrLogger } from './flags.js';
 
@@ -141,7 +137,6 @@ async function runAgent(flags: AgentFlags): Promise<number> {
   // Its safety-net pass stats every manifest: synchronously, as the thread pool's hand-off costs more (syncReadFs.ts).
   const cluster = new ClusterDirView({ dir: clusterDir, nodeName: flags.nodeName, fs: withSyncStat(fs), logger, watch: true });
   const mounter = new NodeMounter({ fs, logger });
-  const csiDrivers = instrumentedRegistry(new DiscoveringDriverRegistry(grpcRegistry, layout, logger), metrics, realClock);
   let trace: { readonly sink: TraceFileSink; readonly tracer: AgentTracer } | undefined;
   if (flags.trace !== undefined) {
     let sink: TraceFileSink;
@@ -156,18 +151,6 @@ async function runAgent(flags: AgentFlags): Promise<number> {
     trace = { sink, tracer };
   }
   const wallClock = { nowMs: () => Date.now(), sleep: (ms: number) => realClock.sleep(ms) };
-  const host: VolumeHost = {
-    layout,
-    realRootDir,
-    fs: trace === undefined ? fs : trace.tracer.fs(fs),
-    features,
-    logger: trace === undefined ? logger : trace.tracer.logger(logger),
-    clock: realClock,
-    mounter,
-    csiDrivers: trace === undefined ? csiDrivers : observedRegistry(csiDrivers, wallClock, trace.tracer.observeCsiCall),
-    cluster: trace === undefined ? cluster : trace.tracer.cluster(cluster),
-    nodeName: flags.nodeName,
-  };
   if (trace !== undefined) {
     trace.tracer.started({
       pid: process.pid,
@@ -179,42 +162,33 @@ async function runAgent(flags: AgentFlags): Promise<number> {
     });
     await trace.tracer.checkMounts();
   }
-  const vm = new VolumeManager({ host, metrics });
-  if (trace !== undefined) {
-    const tracer = trace.tracer;
-    vm.executor.onOperationComplete((e) => tracer.operation(e));
-  }
-  // Stuck is visible: a teardown refused for over a minute is warned about once, counted in
-  // volume_manager_stuck_operations and listed in <root-dir>/nodevol/stuck-operations.json for nodevol audit.
-  const stuck = new StuckOperationTracker({
-    clock: realClock,
-    logger,
-    metrics: createStuckOperationMetrics(promRegistry),
-    statusFile: { fs, realRootDir },
-    rootDir: realRootDir,
-    findTargets: (volumeName) => {
-      const attached = vm.asw.getAttachedVolume(volumeName as UniqueVolumeName);
-      const name = attached !== undefined ? specName(attached.volumeSpec) : vm.asw.getAllMountedVolumes().find((m) => m.volumeName === volumeName)?.innerVolumeSpecName;
-      return name === undefined ? Promise.resolve([]) : podVolumeDirsNaming(fs, layout, name);
+  const tracer = trace?.tracer;
+  const node = composeNode(
+    {
+      layout,
+      realRootDir,
+      nodeName: flags.nodeName,
+      features,
+      fs: tracer === undefined ? fs : tracer.fs(fs),
+      logger: tracer === undefined ? logger : tracer.logger(logger),
+      clock: realClock,
+      mounter,
+      csiDrivers: new DiscoveringDriverRegistry(grpcRegistry, layout, logger),
+      cluster: tracer === undefined ? cluster : tracer.cluster(cluster),
     },
-  });
-  await stuck.start();
-  vm.executor.onOperationComplete((e) => stuck.observe(e));
-  const orphans = orphanedPodDirsCleanerFor(vm, {
-    fs,
-    layout,
-    realRootDir,
-    mounter: host.mounter,
-    cluster: host.cluster,
-    logger,
-    metrics: createOrphanPodMetrics(promRegistry),
-  });
-  const runtime = new AgentRuntime(vm, logger, {
-    nodeStatusUpdatePeriodMs: statusPeriodMs,
-    shutdownGraceMs: graceMs,
-    housekeeping: { periodMs: HOUSEKEEPING_PERIOD_MS, run: () => orphans.cleanupOrphanedPodDirs() },
-    clusterChanges: { subscribe: (listener) => cluster.onChange(listener), signalsEveryChange: () => cluster.signalsEveryChange() },
-  });
+    {
+      metrics: {
+        volumeManager: metrics,
+        stuckOperations: createStuckOperationMetrics(promRegistry),
+        orphanPods: createOrphanPodMetrics(promRegistry),
+      },
+      nodeStatusUpdatePeriodMs: statusPeriodMs,
+      shutdownGraceMs: graceMs,
+      ...(tracer === undefined ? {} : { observeCsi: (registry: CsiDriverRegistry) => observedRegistry(registry, wallClock, tracer.observeCsiCall) }),
+    },
+  );
+  if (tracer !== undefined) node.vm.executor.onOperationComplete((e) => tracer.operation(e));
+  const runtime = node.runtime;
 
   let http;
   try {
@@ -241,7 +215,7 @@ async function runAgent(flags: AgentFlags): Promise<number> {
   });
 
   let failure: unknown;
-  const started = runtime.start().catch((err: unknown) => {
+  const started = node.start().catch((err: unknown) => {
     failure = err;
   });
   const signal = await Promise.race([stopped, started.then(() => (failure === undefined ? stopped : 'failure'))]);

@@ -26,7 +26,7 @@ export function addClusterOptions(cmd: Command): Command {
     .addOption(new Option('--node-name <name>', 'this node\'s name in the cluster (default: $NODE_NAME, then the host name)'));
 }
 
-/** The service account token client-node's in-cluster config reads. */
+/** The service account token the in-cluster config reads (src/adapters/node/kubeApi.ts). */
 const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
 export function inCluster(): boolean {

@@ -10,6 +10,7 @@ import {
   renderJson,
   renderProm,
   renderSummary,
+  renderSummaryUnknown,
   renderTable,
   renderYaml,
   type AuditOutputFormat,
@@ -99,10 +100,15 @@ async function audit(flags: AuditFlags): Promise<number> {
   const run = await collectAudit(flags, logger, 'audit');
   if (typeof run === 'string') {
     process.stderr.write(`${run}\n`);
+    // node-problem-detector shows stdout only: without this line the condition has no message.
+    if (flags.output === 'summary') process.stdout.write(renderSummaryUnknown(run));
     return EXIT_UNKNOWN;
   }
-  process.stdout.write(await renderAudit(fullReport(run.report, run.cluster), flags));
+  const code = auditExitCode(run);
   const unread = unreadMessage(run, 'audit');
+  // Nothing was audited: an "OK: 0 CSI volume(s)" line would contradict the exit code.
+  if (code === EXIT_UNKNOWN && flags.output === 'summary') process.stdout.write(renderSummaryUnknown(unread ?? 'nothing was audited'));
+  else process.stdout.write(await renderAudit(fullReport(run.report, run.cluster), flags));
   if (unread !== undefined) process.stderr.write(`${unread}\n`);
-  return auditExitCode(run);
+  return code;
 }

@@ -302,3 +302,13 @@ export function renderSummary(report: FullAuditReport): string {
       : `PROBLEM: ${parts.join(', ')}`;
   return `${escapeText(line)}\n`;
 }
+
+/**
+ * `-o summary` when the audit could not run (exit 2): "UNKNOWN: <why>", one line on stdout, so
+ * that node-problem-detector (which reads stdout only) has a message for the unknown condition.
+ * The stderr line stays as it is.
+ */
+export function renderSummaryUnknown(reason: string): string {
+  const firstLine = reason.replace(/^nodevol [a-z-]+: /, '').split('\n')[0] ?? '';
+  return `${escapeText(`UNKNOWN: ${firstLine}`)}\n`;
+}

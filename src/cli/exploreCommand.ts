@@ -3,7 +3,10 @@
  * a seeded scheduler, crashes and reboots it at every port call, and checks the invariants.
  * Needs no root and touches no real file but --html's output.
  */
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 import { Command, InvalidArgumentError, Option } from 'commander';
 
@@ -13,6 +16,8 @@ import { explore, type ExploreReport } from '../sim/explorer.js';
 import { INVARIANTS } from '../sim/invariants.js';
 import { builtinScenarioNames, loadBuiltinScenario, loadScenarioFile, ScenarioError, type Scenario } from '../sim/scenario.js';
 import { parsePlan, type Perturbation } from '../sim/simulation.js';
+import { WORKLOAD_SIZES, type WorkloadSize } from '../sim/generate.js';
+import { DEFAULT_MAX_CRASH_POINTS, swarm, type SwarmReport, type WorkerEntry } from '../sim/swarm.js';
 import { simRunToTrace } from '../timeline/fromSim.js';
 import { renderTimelineHtml } from '../timeline/html.js';
 import { collect, examples } from './flags.js';
@@ -33,6 +38,11 @@ interface ExploreFlags {
   output: 'table' | 'json';
   html?: string;
   plan?: string;
+  generate?: number;
+  size: WorkloadSize;
+  jobs?: number;
+  maxCrashPoints?: number;
+  out?: string;
 }
 
 function nonNegativeInt(value: string): number {
@@ -72,7 +82,12 @@ export function exploreCommand(setExitCode: (code: number) => void): Command {
     .option('--shard <I/N>', 'run only shard I of N (0-based; deterministic split for CI matrices and Indexed Jobs)', shard)
     .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json']).default('table'))
     .option('--html <file>', 'write a self-contained HTML page of the first counterexample trace')
-    .option('--plan <plan>', 'replay one run: comma-separated restart|reboot:before|after:SEQ and fault:KIND:N (printed by a finding)');
+    .option('--plan <plan>', 'replay one run: comma-separated restart|reboot:before|after:SEQ and fault:KIND:N (printed by a finding)')
+    .option('--generate <n>', 'explore N generated workloads (seeds --seed .. --seed+N-1) instead of one scenario; violations are shrunk to scenario files', positiveInt)
+    .addOption(new Option('--size <size>', 'size of the generated workloads').choices([...WORKLOAD_SIZES]).default('medium'))
+    .option('--jobs <n>', 'worker threads for --generate (default: one per core)', positiveInt)
+    .option('--max-crash-points <n>', `with --generate: at most this many crash points a workload, sampled by seed (0: all; default ${DEFAULT_MAX_CRASH_POINTS})`, nonNegativeInt)
+    .option('--out <dir>', 'with --generate: where shrunk counterexamples are written (default: a new temp dir)');
   cmd.addHelpText(
     'after',
     '\nInvariants:\n' +
@@ -85,6 +100,8 @@ export function exploreCommand(setExitCode: (code: number) => void): Command {
         ['The same with the KEP-6058 gate on', 'nodevol explore --scenario kep-story-1 --crash both --feature-gates CSIGlobalMountReconstruction=true'],
         ['A second crash during every recovery, shard 0 of 4, as JSON', 'nodevol explore --scenario kep-story-1 --depth 2 --shard 0/4 -o json'],
         ['Your own scenario, its first counterexample as a timeline', 'nodevol explore my-scenario.yaml --html counterexample.html'],
+        ['100 generated workloads with every gate on, on every core', 'nodevol explore --generate 100 --feature-gates CSIGlobalMountReconstruction=true,...'],
+        ['Shard 3 of 16 of a big search (one Indexed Job pod)', 'nodevol explore --generate 10000 --shard 3/16 -o json'],
       ]),
   );
   cmd.action(async (file: string | undefined, flags: ExploreFlags) => {
@@ -120,6 +137,13 @@ async function run(file: string | undefined, flags: ExploreFlags): Promise<numbe
     process.stderr.write(`nodevol explore: ${msg}\n`);
     return EXPLORE_EXIT_CANNOT_RUN;
   };
+  if (flags.generate !== undefined) {
+    if (file !== undefined || flags.scenario !== undefined || flags.plan !== undefined || flags.html !== undefined) {
+      return fail('--generate explores generated workloads: it takes no SCENARIO.yaml, --scenario, --plan or --html');
+    }
+    return runGenerated(flags, flags.generate, fail);
+  }
+  if (flags.jobs !== undefined || flags.maxCrashPoints !== undefined || flags.out !== undefined) return fail('--jobs, --max-crash-points and --out go with --generate');
   if ((file === undefined) === (flags.scenario === undefined)) return fail('give exactly one of SCENARIO.yaml or --scenario NAME');
   let scenario: Scenario;
   try {
@@ -169,7 +193,7 @@ async function run(file: string | undefined, flags: ExploreFlags): Promise<numbe
             : {
                 title: `nodevol explore: ${report.scenario}: ${first.invariant}`,
                 subtitle: `The minimal counterexample (seed ${first.seed}, plan ${first.plan === '' ? 'none' : first.plan}). Replay it with: ${first.replay}`,
-                runs: [simRunToTrace({ label: effectiveGates, summary: first.message, trace: first.trace.steps, violations: first.trace.violations })],
+                runs: [simRunToTrace({ label: effectiveGates, summary: first.message, trace: first.trace?.steps ?? [], violations: first.trace?.violations ?? [] })],
               },
         ),
       );
@@ -197,4 +221,84 @@ export function renderTable(r: ExploreReport): string {
   lines.push('');
   for (const v of r.violations) lines.push(`replay ${v.invariant}: ${v.replay}`);
   return `${lines.join('\n')}\n`;
+}
+
+/** `--generate N`: the swarm over generated workloads (src/sim/swarm.ts). */
+async function runGenerated(flags: ExploreFlags, count: number, fail: (msg: string) => number): Promise<number> {
+  let gates: FeatureGate;
+  try {
+    gates = FeatureGate.parse(flags.featureGates).gate;
+  } catch (err) {
+    if (err instanceof FeatureGateError) return fail(`invalid feature gates: ${err.message}`);
+    throw err;
+  }
+  const shown = gateString(shownGates(gates.snapshot(), {}));
+  let outDir = flags.out;
+  const caseDir = (): string => {
+    if (outDir === undefined) outDir = mkdtempSync(path.join(tmpdir(), 'nodevol-explore-'));
+    else mkdirSync(outDir, { recursive: true });
+    return outDir;
+  };
+  let report: SwarmReport;
+  try {
+    report = await swarm({
+      seed: flags.seed,
+      count,
+      size: flags.size,
+      gates: gates.snapshot(),
+      crash: flags.crash,
+      depth: flags.depth === '2' ? 2 : 1,
+      faults: flags.faults,
+      ...(flags.maxCrashPoints === undefined ? {} : { maxCrashPoints: flags.maxCrashPoints }),
+      ...(flags.shard === undefined ? {} : { shard: flags.shard }),
+      ...(flags.jobs === undefined ? {} : { jobs: flags.jobs }),
+      replayCommand: (file, seed, plan) => `nodevol explore ${file} --feature-gates ${shown} --seed ${seed}${plan === '' ? ' --crash none' : ` --plan ${plan}`}`,
+      ...swarmWorkerEntry(),
+      caseFile: (name) => path.join(caseDir(), name),
+      writeFile: (file, text) => writeFileSync(file, text),
+      // Progress on a terminal only, about every tenth of the way.
+      ...(process.stderr.isTTY
+        ? { onWorkload: (done: number, total: number) => {
+              if (done === total || done % Math.max(1, Math.floor(total / 10)) === 0) process.stderr.write(`explored ${done}/${total} workloads\n`);
+            } }
+        : {}),
+    });
+  } catch (err) {
+    return fail(errorMessage(err));
+  }
+  process.stdout.write(flags.output === 'json' ? `${JSON.stringify(report, null, 2)}\n` : renderSwarmTable(report));
+  return report.violations.length > 0 ? EXPLORE_EXIT_VIOLATIONS : EXPLORE_EXIT_OK;
+}
+
+export function renderSwarmTable(r: SwarmReport): string {
+  const last = r.generate.seed + r.generate.count - 1;
+  const lines = [
+    `generated ${r.generate.size} workloads ${r.generate.seed}..${last}  feature gates ${gateString(shownGates(r.featureGates, {}))}  crash ${r.crash}  depth ${r.depth}  faults ${r.faults ? 'on' : 'off'}  crash points per workload ${r.maxCrashPoints === 0 ? 'all' : `<= ${r.maxCrashPoints}`}  shard ${r.shard}  jobs ${r.jobs}`,
+    `workloads ${r.workloads}  runs ${r.runs}  distinct states ${r.states}  explored in ${(r.exploreMs / 1000).toFixed(1)} s (cpu ${(r.cpuMs / 1000).toFixed(1)} s): ${r.runsPerSecond.toFixed(1)} runs/s, ${r.runsPerCpuSecond.toFixed(1)} per cpu-second${r.cases.length > 0 ? `; shrunk in ${((r.durationMs - r.exploreMs) / 1000).toFixed(1)} s` : ''}`,
+  ];
+  if (r.violations.length === 0) {
+    lines.push('no invariant violated');
+    return `${lines.join('\n')}\n`;
+  }
+  const rows = [['INVARIANT', 'WORKLOADS', 'RUNS', 'FIRST WORKLOADS'], ...r.violations.map((v) => [v.invariant, String(v.workloads), String(v.runs), v.first.join(', ')])];
+  const widths = [0, 1, 2].map((i) => Math.max(...rows.map((row) => (row[i] ?? '').length)));
+  for (const row of rows) lines.push(row.map((c, i) => (i < 3 ? c.padEnd(widths[i] ?? 0) : c)).join('  ').trimEnd());
+  lines.push('', 'shrunk counterexamples:');
+  for (const c of r.cases) {
+    lines.push(`  ${c.invariant}: workload ${c.workload} -> ${c.pods} pod(s), ${c.volumes} volume(s), ${c.drivers} driver(s), ${c.steps} step(s), plan ${c.plan === '' ? 'none' : c.plan}`);
+    lines.push(`    ${c.file}`);
+    lines.push(`    ${c.message}`);
+    lines.push(`    replay: ${c.replay}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/**
+ * Worker threads of a CLI that runs from its bundle (dist/bundle/cli/main.cjs, where this module
+ * was bundled) load the bundle and serve from it; from the compiled modules, the swarm's default.
+ */
+function swarmWorkerEntry(): { workerEntry?: WorkerEntry } {
+  const here = fileURLToPath(import.meta.url);
+  if (!here.endsWith('.cjs')) return {};
+  return { workerEntry: { eval: `require(${JSON.stringify(here)}).runSwarmWorker()` } };
 }

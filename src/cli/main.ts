@@ -149,3 +149,12 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   return exitCode;
 }
+
+/**
+ * A worker thread of `nodevol explore --generate`, started from the CLI bundle (the bundle holds
+ * no separate worker script): serves the swarm's tasks.
+ */
+export async function runSwarmWorker(): Promise<void> {
+  const { serveSwarmTasks } = await import('../sim/swarmWorker.js');
+  serveSwarmTasks();
+}

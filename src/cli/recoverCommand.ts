@@ -10,18 +10,15 @@ import { Command, Option } from 'commander';
 import { realClock } from '../adapters/node/clock.js';
 import { LIVE_MOUNTINFO, mountInfoFileSource } from '../adapters/node/mountInfoFile.js';
 import { NodeFileSystem } from '../adapters/node/nodeFs.js';
+import { readOnlyVolumeHost } from '../agent/node.js';
 import { executeRecovery, planRecovery, type RecoverJournalEntry } from '../audit/recover.js';
 import { EXIT_OK, EXIT_PROBLEM, EXIT_UNKNOWN } from '../audit/report.js';
 import type { GrpcCsiClient } from '../csi/grpc/client.js';
 import { unixEndpoint, unixSocketPath } from '../csi/grpc/endpoint.js';
-import { noCsiDrivers } from '../host/csi.js';
-import { unreachableCluster } from '../host/cluster.js';
 import { errorMessage } from '../host/fs.js';
 import { DEFAULT_ROOT_DIR, KubeletLayout } from '../layout/layout.js';
 import { MountTableSnapshot } from '../mount/mountRefs.js';
 import { readMountInfoText } from '../mount/mountTable.js';
-import { ReadOnlyMounter } from '../mount/readOnlyMounter.js';
-import type { VolumeHost } from '../volume/volumeHost.js';
 import { addClusterOptions } from './auditCluster.js';
 import { collectAudit, type AuditRunFlags } from './auditRun.js';
 import { addLoggingOptions, collect, examples, stderrLogger } from './flags.js';
@@ -127,19 +124,11 @@ async function recover(flags: RecoverFlags): Promise<number> {
     };
     const plan = await planRecovery({ report: run.report, state: run.state, fs, layout, mountTable: table, endpointFor });
 
-    const host: VolumeHost = {
-      layout,
-      realRootDir: run.realRootDir,
-      fs,
-      features: run.features,
-      logger,
-      clock: realClock,
-      // Reads a fresh table for every check; recover itself never mounts or unmounts: the driver does.
-      mounter: new ReadOnlyMounter(fs, loadTable),
-      csiDrivers: noCsiDrivers,
-      cluster: unreachableCluster,
-      nodeName: run.state.nodeName,
-    };
+    // Reads a fresh table for every check; recover itself never mounts or unmounts: the driver does.
+    const host = readOnlyVolumeHost(
+      { layout, realRootDir: run.realRootDir, nodeName: run.state.nodeName, features: run.features },
+      { fs, clock: realClock, logger, loadMountTable: loadTable },
+    );
     // Loaded only here: --help and the other commands never load gRPC.
     const { GrpcCsiClient: Client } = await import('../csi/grpc/client.js');
     const clients = new Map<string, GrpcCsiClient>();

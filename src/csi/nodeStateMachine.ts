@@ -19,15 +19,14 @@
  * Concurrency ({@link VolumeLocks}): one call per volume id at a time; a second call for a busy
  * volume answers ABORTED at once, as drivers built on csi-lib-utils' VolumeLocks do.
  *
- * Faults ({@link CsiFaultQueue}): error with a code N times (before or after the effect), delay,
- * hang, and "time out at the client but keep running at the driver" (the call answers
- * DEADLINE_EXCEEDED to its client after `clientTimeoutMs` while the driver finishes its work after
- * `driverMs`).
+ * Faults are the one fault model of src/csi/faults.ts (rules matched by its CsiFaultBook):
+ * error with a code N times (before or after the effect), delay, hang, exit, and "time out at the
+ * client but keep running at the driver".
  *
  * {@link CsiNodeState} is the per-volume record (staged path, published targets, access kind) with
  * snapshot/restore, so the simulator can copy a driver's state between runs.
  */
-import { GrpcStatus, type CsiMethod } from '../host/csi.js';
+import { GrpcStatus } from '../host/csi.js';
 
 export type CsiNodeMode = 'strict' | 'lenient';
 export type CsiAccessKind = 'mount' | 'block';
@@ -259,68 +258,5 @@ export class CsiNodeState {
   #forgetIfIdle(volumeId: string): void {
     const v = this.#volumes.get(volumeId);
     if (v !== undefined && v.stagedAt === undefined && v.publishedAt.size === 0) this.#volumes.delete(volumeId);
-  }
-}
-
-/** One injected fault. The first active fault (in order of injection) matching a call applies. */
-export interface CsiFault {
-  readonly method: CsiMethod;
-  /** Only calls for this volume (any volume when absent). */
-  readonly volumeId?: string;
-  /** gRPC status to fail with. */
-  readonly code?: number;
-  /** How many matching calls it applies to (default Infinity). */
-  readonly times?: number;
-  /** Sleep this long on the driver's clock before anything else happens. */
-  readonly delayMs?: number;
-  /** Do not answer until released (then carry on normally). */
-  readonly hang?: boolean;
-  /** With `code`: perform the real effect first, then fail ("done on the driver, unknown to kubelet"). */
-  readonly afterEffect?: boolean;
-  /**
-   * "Times out at the client but keeps running at the driver": the client gets DEADLINE_EXCEEDED
-   * after this many ms while the driver does its work after `delayMs` (which should be longer).
-   */
-  readonly clientTimeoutMs?: number;
-}
-
-interface ActiveFault {
-  readonly spec: CsiFault;
-  remaining: number;
-}
-
-/** Active faults with their remaining counts. */
-export class CsiFaultQueue {
-  readonly #faults: ActiveFault[] = [];
-
-  /** Adds a fault; returns a handle to remove it and read how many calls it still applies to. */
-  add(fault: CsiFault): { remove(): void; remaining(): number } {
-    const active: ActiveFault = { spec: { ...fault }, remaining: fault.times ?? Infinity };
-    if (active.remaining > 0) this.#faults.push(active);
-    return {
-      remove: () => {
-        const i = this.#faults.indexOf(active);
-        if (i >= 0) this.#faults.splice(i, 1);
-      },
-      remaining: () => (this.#faults.includes(active) ? active.remaining : 0),
-    };
-  }
-
-  /** The fault that applies to this call (consuming one of its times), if any. */
-  take(method: CsiMethod, volumeId: string): CsiFault | undefined {
-    const i = this.#faults.findIndex((f) => f.spec.method === method && (f.spec.volumeId === undefined || f.spec.volumeId === volumeId));
-    const active = this.#faults[i];
-    if (active === undefined) return undefined;
-    active.remaining -= 1;
-    if (active.remaining <= 0) this.#faults.splice(i, 1);
-    return active.spec;
-  }
-
-  clear(): void {
-    this.#faults.length = 0;
-  }
-
-  get size(): number {
-    return this.#faults.length;
   }
 }

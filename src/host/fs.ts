@@ -99,6 +99,21 @@ export class FsError extends Error {
   }
 }
 
+/**
+ * An {@link FsError} without a stack trace, for an in-memory filesystem: it fails paths by the
+ * thousand (an ENOENT looked for on purpose, a refusal retried every pass) and the stack would
+ * tell nothing its message does not, while capturing it is most of the error's cost.
+ */
+export function quietFsError(code: string, path: string, syscall: string, message?: string): FsError {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return new FsError(code, path, syscall, message);
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}
+
 /** Whether `err` says that the path does not exist (kubelet's os.IsNotExist). */
 export function isNotExist(err: unknown): boolean {
   return errorCode(err) === 'ENOENT';

@@ -17,7 +17,7 @@
 import { Volume } from 'memfs';
 
 import { MemFs } from '../adapters/memory/memFs.js';
-import type { DirEntry, FileStat, FileSystem, WriteFileOptions } from '../host/fs.js';
+import { quietFsError, type DirEntry, type FileStat, type FileSystem, type WriteFileOptions } from '../host/fs.js';
 
 /** ext4's default journal commit interval (mount option commit=5). */
 export const JOURNAL_COMMIT_INTERVAL_MS = 5000;
@@ -37,28 +37,57 @@ export class DurableFs implements FileSystem {
   readonly #vol: Volume;
   /** What every process sees. */
   readonly mem: MemFs;
-  #durable: ImageEntry[] = [];
+  /** What the disk holds: the page cache as of the last commit, by path. */
+  readonly #durable = new Map<string, ImageEntry>();
+  /**
+   * Paths changed in the page cache since the last commit (MemFs reports every change it makes):
+   * a commit re-reads only these, and what lies below them.
+   */
+  readonly #changed = new Set<string>();
   #dirty = false;
   #lastCommitMs = 0;
   /** Called after every change to the page cache (whoever makes it). */
   onChange: () => void = () => undefined;
   /** How many journal commits happened (fsyncs and periodic). */
   commits = 0;
+  #pageVersion = 0;
+
+  /** Changes whenever the page cache changes. */
+  get pageVersion(): number {
+    return this.#pageVersion;
+  }
 
   constructor(private readonly now: () => number) {
-    // A fixed root identity: memfs otherwise asks the real process for its uid on every path walk
-    // (two syscalls per lookup), which dominated the simulator's time.
+    // memfs owns new nodes by this injected identity but checks most accesses (canWrite(),
+    // canRead() with no argument) against the real process's: the two must be the same user, or
+    // a non-root user gets EACCES on the simulator's own files. Read once, not on every path walk
+    // (two syscalls per lookup dominated the simulator's time).
+    const uid = process.getuid?.() ?? 0;
+    const gid = process.getgid?.() ?? 0;
     this.#vol = Volume.fromJSON({}, '/', {
-      process: { getuid: () => 0, getgid: () => 0, cwd: () => '/', platform: 'linux', emitWarning: () => undefined, env: {} },
+      process: { getuid: () => uid, getgid: () => gid, cwd: () => '/', platform: 'linux', emitWarning: () => undefined, env: {} },
     });
     this.mem = new MemFs(this.#vol);
+    this.mem.onChange = (realPath) => {
+      this.#changed.add(realPath);
+      this.#pageVersion++;
+    };
   }
 
   /** Everything written so far is on disk (setup is durable). */
   commit(nowMs: number): void {
     this.#lastCommitMs = nowMs;
     if (!this.#dirty) return;
-    this.#durable = this.#image();
+    // A changed path covers what lies below it: re-read the outermost ones only.
+    const changed = [...this.#changed].sort();
+    let covered: string | undefined;
+    for (const p of changed) {
+      if (covered !== undefined && p.startsWith(`${covered}/`)) continue;
+      covered = p;
+      for (const key of this.#durable.keys()) if (key === p || key.startsWith(`${p}/`)) this.#durable.delete(key);
+      this.#read(p);
+    }
+    this.#changed.clear();
     this.#dirty = false;
     this.commits++;
   }
@@ -77,12 +106,17 @@ export class DurableFs implements FileSystem {
   powerCut(): boolean {
     if (!this.#dirty) return false;
     this.#vol.reset();
-    for (const e of this.#durable) {
+    // Parents before their children.
+    const entries = [...this.#durable.values()].sort((a, b) => a.path.split('/').length - b.path.split('/').length || (a.path < b.path ? -1 : 1));
+    for (const e of entries) {
       if (e.path === '/') continue;
       if (e.type === 'dir') this.#vol.mkdirSync(e.path, { mode: e.mode });
       else if (e.type === 'file') this.#vol.writeFileSync(e.path, e.data, { mode: e.mode });
       else this.#vol.symlinkSync(e.target, e.path);
     }
+    this.mem.rescanSymlinks();
+    this.#changed.clear();
+    this.#pageVersion++;
     this.#dirty = false;
     return true;
   }
@@ -99,29 +133,27 @@ export class DurableFs implements FileSystem {
     } catch {
       return false;
     }
+    this.mem.forgetCachedLookups();
+    this.#changed.add(path);
+    this.#pageVersion++;
     this.#dirty = true;
     this.commit(this.now());
     return true;
   }
 
-  #image(): ImageEntry[] {
-    const out: ImageEntry[] = [];
-    const walk = (dir: string): void => {
-      for (const name of (this.#vol.readdirSync(dir) as string[]).map(String).sort()) {
-        const p = dir === '/' ? `/${name}` : `${dir}/${name}`;
-        const st = this.#vol.lstatSync(p) as unknown as StatLike;
-        if (st.isSymbolicLink()) out.push({ path: p, type: 'link', target: String(this.#vol.readlinkSync(p)) });
-        else if (st.isDirectory()) {
-          out.push({ path: p, type: 'dir', mode: st.mode & 0o7777 });
-          walk(p);
-        } else {
-          const data = this.#vol.readFileSync(p);
-          out.push({ path: p, type: 'file', mode: st.mode & 0o7777, data: typeof data === 'string' ? new TextEncoder().encode(data) : new Uint8Array(data) });
-        }
-      }
-    };
-    walk('/');
-    return out;
+  /** Copies what is at `path` in the page cache, and below it, into the disk image. */
+  #read(path: string): void {
+    const st = this.#vol.lstatSync(path, { throwIfNoEntry: false }) as StatLike | undefined;
+    if (st === undefined) return;
+    if (st.isSymbolicLink()) {
+      this.#durable.set(path, { path, type: 'link', target: String(this.#vol.readlinkSync(path)) });
+    } else if (st.isDirectory()) {
+      this.#durable.set(path, { path, type: 'dir', mode: st.mode & 0o7777 });
+      for (const name of (this.#vol.readdirSync(path) as string[]).map(String)) this.#read(path === '/' ? `/${name}` : `${path}/${name}`);
+    } else {
+      const data = this.#vol.readFileSync(path);
+      this.#durable.set(path, { path, type: 'file', mode: st.mode & 0o7777, data: typeof data === 'string' ? new TextEncoder().encode(data) : new Uint8Array(data) });
+    }
   }
 
   // ---------------------------------------------------------------- FileSystem
@@ -145,28 +177,60 @@ export class DurableFs implements FileSystem {
     return this.mem.readlink(path);
   }
   mkdir(path: string, options: { recursive: boolean; mode: number }): Promise<void> {
-    return this.#mutate(this.mem.mkdir(path, options));
+    return this.#guard('mkdir', path, 'grow') ?? this.#mutate(this.mem.mkdir(path, options));
   }
   async writeFile(path: string, data: Uint8Array, options?: WriteFileOptions): Promise<void> {
+    const refused = this.#guard('open', path, 'grow');
+    if (refused !== undefined) return refused;
     await this.#mutate(this.mem.writeFile(path, data, options));
     if (options?.fsync === true) this.commit(this.now());
   }
   rename(from: string, to: string): Promise<void> {
-    return this.#mutate(this.mem.rename(from, to));
+    return this.#guard('rename', to, 'grow') ?? this.#mutate(this.mem.rename(from, to));
   }
   async fsyncDir(path: string): Promise<void> {
     await this.mem.fsyncDir(path);
     this.commit(this.now());
   }
   rmdir(path: string): Promise<void> {
-    return this.#mutate(this.mem.rmdir(path));
+    return this.#guard('rmdir', path, 'shrink') ?? this.#mutate(this.mem.rmdir(path));
   }
   unlink(path: string): Promise<void> {
-    return this.#mutate(this.mem.unlink(path));
+    return this.#guard('unlink', path, 'shrink') ?? this.#mutate(this.mem.unlink(path));
   }
   symlink(target: string, path: string): Promise<void> {
-    return this.#mutate(this.mem.symlink(target, path));
+    return this.#guard('symlink', path, 'grow') ?? this.#mutate(this.mem.symlink(target, path));
   }
+
+  /**
+   * The filesystem under `root` is full (ENOSPC: nothing can be created or written; removals
+   * still work) or read-only (EROFS: nothing changes) until virtual time `untilMs`, for every
+   * writer: the engine and the driver alike.
+   */
+  failWrites(root: string, code: 'ENOSPC' | 'EROFS', untilMs: number): void {
+    this.#writeFault = { root, code, untilMs };
+  }
+
+  /** The write fault in force ('' when none), for the world-state hash. */
+  writeFaultState(): string {
+    const f = this.#writeFault;
+    return f === undefined || this.now() >= f.untilMs ? '' : `${f.code}<${f.untilMs}`;
+  }
+
+  /** The error a change refused by {@link failWrites} rejects with; undefined when it may go ahead. */
+  #guard(syscall: string, path: string, kind: 'grow' | 'shrink'): Promise<never> | undefined {
+    const f = this.#writeFault;
+    if (f === undefined) return undefined;
+    if (this.now() >= f.untilMs) {
+      this.#writeFault = undefined;
+      return undefined;
+    }
+    if (path !== f.root && !path.startsWith(`${f.root}/`)) return undefined;
+    if (f.code === 'ENOSPC' && kind === 'shrink') return undefined;
+    return Promise.reject(quietFsError(f.code, path, syscall));
+  }
+
+  #writeFault: { readonly root: string; readonly code: 'ENOSPC' | 'EROFS'; readonly untilMs: number } | undefined;
 
   #mutate(p: Promise<void>): Promise<void> {
     // MemFs applies the change synchronously; a failed call changed nothing.

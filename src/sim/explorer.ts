@@ -44,6 +44,18 @@ export interface ExploreOptions {
   readonly replayCommand: (seed: number, plan: string) => string;
   /** Called after every run (progress). */
   readonly onRun?: (done: number) => void;
+  /** Called with every run's result. */
+  readonly onResult?: (r: SimResult) => void;
+  /**
+   * At most this many crash points (distinct states, both crash kinds counted) per seed at depth
+   * 1, sampled by seed when there are more; default all.
+   */
+  readonly maxCrashPoints?: number;
+  /**
+   * Shrink each violation's plan and record its full trace (default true). Off for a swarm of
+   * generated workloads, which shrinks the scenario itself (shrink.ts) only for the cases it keeps.
+   */
+  readonly shrink?: boolean;
 }
 
 export interface ViolationReport {
@@ -57,7 +69,8 @@ export interface ViolationReport {
   readonly seed: number;
   readonly message: string;
   readonly replay: string;
-  readonly trace: SimTrace;
+  /** The shrunk run's trace; absent when the explorer was told not to shrink. */
+  readonly trace?: SimTrace;
 }
 
 export interface ExploreReport {
@@ -101,6 +114,7 @@ export async function explore(o: ExploreOptions): Promise<ExploreReport> {
     const r = await simulate({ scenario: o.scenario, gates: o.gates, seed, plan, recordCrashPoints });
     runs++;
     o.onRun?.(runs);
+    o.onResult?.(r);
     for (const v of r.violations) {
       const list = findings.get(v.invariant) ?? [];
       if (!list.some((f) => f.seed === seed && formatPlan(f.plan) === formatPlan(plan))) list.push({ seed, plan, violation: v });
@@ -137,6 +151,10 @@ export async function explore(o: ExploreOptions): Promise<ExploreReport> {
           depth1.push([{ kind: 'crash', crash: kind, at: cp.at, seq: cp.seq }]);
         }
       }
+      if (o.maxCrashPoints !== undefined && depth1.length > o.maxCrashPoints) {
+        const rng = new Prng(seed ^ 0x2545f491);
+        while (depth1.length > o.maxCrashPoints) depth1.splice(rng.int(depth1.length), 1);
+      }
       if (o.faults) {
         for (let k = 1; k <= base.csiCalls; k++) for (const f of FAULT_KINDS) depth1.push([{ kind: 'fault', fault: f, csiCall: k }]);
       }
@@ -172,6 +190,20 @@ export async function explore(o: ExploreOptions): Promise<ExploreReport> {
     if (list === undefined || list.length === 0) continue;
     const smallest = [...list].sort((a, b) => a.plan.length - b.plan.length || a.violation.step - b.violation.step)[0];
     if (smallest === undefined) continue;
+    if (o.shrink === false) {
+      const planText = formatPlan(smallest.plan);
+      const replay = o.replayCommand(smallest.seed, planText);
+      violations.push({
+        invariant,
+        runs: list.length,
+        crashPoints: list.slice(0, 20).map((f) => (f.plan.length === 0 ? '(fault-free run)' : formatPlan(f.plan))),
+        plan: planText,
+        seed: smallest.seed,
+        message: smallest.violation.message,
+        replay,
+      });
+      continue;
+    }
     const minimal = await shrink(o, invariant, smallest);
     const full = await simulate({ scenario: o.scenario, gates: o.gates, seed: minimal.seed, plan: minimal.plan, fullTrace: true });
     const first = full.violations.find((v) => v.invariant === invariant) ?? minimal.violation;

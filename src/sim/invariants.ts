@@ -10,9 +10,9 @@ export const INVARIANTS = {
   'stage-after-unstage':
     'NodeStageVolume never arrives while a NodeUnstageVolume of the same volume is still running at the driver (kubernetes#121357); NodePublishVolume only after a successful stage',
   'nothing-removed-early':
-    'a staging dir, a global vol_data.json or a pod volume dir is never removed while the driver still has that volume staged / that target published',
+    'a vol_data.json is never removed while the driver still has the path beside it staged / published, nor a staging dir or pod volume dir while it is still mounted and the driver has it staged / published',
   converges:
-    'after the last fault or crash and a bounded virtual time, every wanted volume is staged and published, every unwanted one is unpublished and unstaged with its directories gone, and volumesInUse equals the wanted attachable set',
+    'after the last fault or crash and a bounded virtual time, every wanted volume is staged and published, every unwanted one is unpublished and unstaged with its directories gone, and volumesInUse equals the wanted attachable set (not owed while a driver still holds a call on a hang: that fault has not ended)',
   'failure-visible': 'every failed CSI call the engine sees leaves an error log line and a metric',
 } as const;
 

@@ -10,39 +10,33 @@
  *   volumes: [{ name, handle, driver, volumeMode: Filesystem|Block, inline }]   (inline: ephemeral, no PV)
  *   pods: [{ uid, volumes: [name...], running }]                  (running: false = added later by addPod)
  *   steps: wait: converged | advance: 30s | addPod: uid | deletePod: uid | restart | reboot |
- *          fault: { method, volume, code, times, hang, delay, timeoutKeepRunning } | clearFaults |
+ *          fault: <a rule of src/csi/faults.ts: method, volumeId, delay, hang, code, afterEffect,
+ *                  clientTimeout, exit, times> | clearFaults |
  *          deleteFile: { pod, volume }                             (the pod-local vol_data.json)
  *          readError: { pod, volume, code: EIO|EACCES, times }    (reads of the pod-local vol_data.json fail)
+ *          restartDriver: name                                    (the driver's process restarts)
+ *          fsFault: { code: ENOSPC|EROFS, for: 30s }              (the root dir's filesystem is full / read-only)
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Node as YamlNode } from 'yaml';
+import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, stringify as stringifyYaml, type Node as YamlNode } from 'yaml';
 import { z } from 'zod';
 
-import { GrpcStatus } from '../host/csi.js';
+import { csiFaultSchema, writtenFault, type CsiFault } from '../csi/faults.js';
 
 /** The largest scenario file read. */
 export const MAX_SCENARIO_BYTES = 256 * 1024;
 
 const name = z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a lowercase DNS-style name');
-const csiMethod = z.enum(['NodeStageVolume', 'NodeUnstageVolume', 'NodePublishVolume', 'NodeUnpublishVolume']);
-const codeName = z.enum(Object.keys(GrpcStatus).filter((k) => k !== 'OK') as [string, ...string[]]);
 const duration = z.string().regex(/^\d+(ms|s|m)$/, 'must be a duration such as 500ms, 30s or 2m');
 
-const faultSchema = z
-  .object({
-    method: csiMethod,
-    volume: z.string().min(1).optional(),
-    code: codeName.optional(),
-    times: z.number().int().positive().optional(),
-    hang: z.boolean().optional(),
-    delay: duration.optional(),
-    timeoutKeepRunning: z.boolean().optional(),
-    afterEffect: z.boolean().optional(),
-  })
-  .strict();
+/** A fault step is a rule of the one CSI fault model (src/csi/faults.ts), as faults files hold them. */
+const faultSchema = csiFaultSchema;
+
+/** The CSI calls a fault step of a scenario may name: the node calls the simulated drivers serve. */
+export const NODE_FAULT_METHODS = ['NodeStageVolume', 'NodeUnstageVolume', 'NodePublishVolume', 'NodeUnpublishVolume'] as const;
 
 /** errnos a read of a file can fail with: EIO at the read, EACCES at the open. */
 export const READ_ERROR_CODES = ['EIO', 'EACCES'] as const;
@@ -56,6 +50,11 @@ const readErrorSchema = z
   })
   .strict();
 
+/** errnos the root dir's filesystem can refuse changes with: full, or read-only. */
+export const FS_FAULT_CODES = ['ENOSPC', 'EROFS'] as const;
+
+const fsFaultSchema = z.object({ code: z.enum(FS_FAULT_CODES), for: duration }).strict();
+
 const stepSchema = z.union([
   z.object({ wait: z.literal('converged') }).strict(),
   z.object({ advance: duration }).strict(),
@@ -67,12 +66,14 @@ const stepSchema = z.union([
   z.object({ clearFaults: z.literal(true).or(z.null()) }).strict(),
   z.object({ deleteFile: z.object({ pod: name, volume: name }).strict() }).strict(),
   z.object({ readError: readErrorSchema }).strict(),
+  z.object({ restartDriver: z.string().min(1) }).strict(),
+  z.object({ fsFault: fsFaultSchema }).strict(),
   z.enum(['restart', 'reboot', 'clearFaults']),
 ]);
 
 /** Steps with a value to check field by field, by their one key: an error then names the field. */
-const STEP_FIELDS: Readonly<Record<string, z.ZodTypeAny>> = { fault: faultSchema, readError: readErrorSchema };
-const STEP_KEYS = ['wait', 'advance', 'addPod', 'deletePod', 'restart', 'reboot', 'fault', 'clearFaults', 'deleteFile', 'readError'];
+const STEP_FIELDS: Readonly<Record<string, z.ZodTypeAny>> = { fault: faultSchema, readError: readErrorSchema, fsFault: fsFaultSchema };
+const STEP_KEYS = ['wait', 'advance', 'addPod', 'deletePod', 'restart', 'reboot', 'fault', 'clearFaults', 'deleteFile', 'readError', 'restartDriver', 'fsFault'];
 
 /**
  * A step the union refused: when it is an object whose one key names a step with fields, the
@@ -134,7 +135,7 @@ export const scenarioSchema = z
 
 export type ScenarioInput = z.input<typeof scenarioSchema>;
 type Parsed = z.output<typeof scenarioSchema>;
-export type ScenarioFault = z.output<typeof faultSchema>;
+export type ScenarioFault = CsiFault;
 
 export type ScenarioStep =
   | { readonly kind: 'wait' }
@@ -146,7 +147,9 @@ export type ScenarioStep =
   | { readonly kind: 'fault'; readonly fault: ScenarioFault }
   | { readonly kind: 'clearFaults' }
   | { readonly kind: 'deleteFile'; readonly pod: string; readonly volume: string }
-  | { readonly kind: 'readError'; readonly pod: string; readonly volume: string; readonly code: (typeof READ_ERROR_CODES)[number]; readonly times: number };
+  | { readonly kind: 'readError'; readonly pod: string; readonly volume: string; readonly code: (typeof READ_ERROR_CODES)[number]; readonly times: number }
+  | { readonly kind: 'restartDriver'; readonly driver: string }
+  | { readonly kind: 'fsFault'; readonly code: (typeof FS_FAULT_CODES)[number]; readonly ms: number };
 
 export interface ScenarioDriver {
   readonly name: string;
@@ -284,14 +287,19 @@ function normalize(s: Parsed, file: string, lineOf: (p: (string | number)[]) => 
     if ('clearFaults' in raw) return { kind: 'clearFaults' };
     if ('fault' in raw) {
       const f = raw.fault;
-      if (f.volume !== undefined && !volumes.some((v) => v.handle === f.volume || v.name === f.volume)) {
-        throw err(['steps', i, 'fault', 'volume'], `unknown volume ${JSON.stringify(f.volume)}`);
+      if (!(NODE_FAULT_METHODS as readonly string[]).includes(f.method)) {
+        throw err(['steps', i, 'fault', 'method'], `the simulated drivers serve ${NODE_FAULT_METHODS.join(', ')}`);
       }
-      if (f.code === undefined && f.hang !== true && f.delay === undefined && f.timeoutKeepRunning !== true) {
-        throw err(['steps', i, 'fault'], 'a fault needs code, hang, delay or timeoutKeepRunning');
+      if (f.volumeId !== undefined && !volumes.some((v) => !v.inline && v.handle === f.volumeId)) {
+        throw err(['steps', i, 'fault', 'volumeId'], `no volume has the handle ${JSON.stringify(f.volumeId)}`);
       }
       return { kind: 'fault', fault: f };
     }
+    if ('restartDriver' in raw) {
+      if (!driverNames.has(raw.restartDriver)) throw err(['steps', i, 'restartDriver'], `unknown driver ${JSON.stringify(raw.restartDriver)}`);
+      return { kind: 'restartDriver', driver: raw.restartDriver };
+    }
+    if ('fsFault' in raw) return { kind: 'fsFault', code: raw.fsFault.code, ms: parseDurationMs(raw.fsFault.for) };
     if ('readError' in raw) {
       const r = raw.readError;
       if (!podUids.has(r.pod)) throw err(['steps', i, 'readError', 'pod'], `unknown pod ${JSON.stringify(r.pod)}`);
@@ -316,6 +324,19 @@ function normalize(s: Parsed, file: string, lineOf: (p: (string | number)[]) => 
     pods: s.pods,
     steps,
   };
+}
+
+/**
+ * Validates a scenario built in memory (the shrinker's candidates) the way its file would be: the
+ * schema, then the references between drivers, volumes, pods and steps. Throws a ScenarioError.
+ */
+export function checkScenario(s: Scenario): Scenario {
+  const result = scenarioSchema.safeParse(scenarioDocument(s));
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    throw new ScenarioError(`${s.source}: ${fieldPath(issue?.path ?? [])}: ${issue?.message ?? 'invalid'}`);
+  }
+  return normalize(result.data, s.source, () => 1);
 }
 
 /** Reads a scenario file (bounded). */
@@ -357,4 +378,65 @@ export function loadBuiltinScenario(scenarioName: string): Scenario {
   const names = builtinScenarioNames();
   if (!names.includes(scenarioName)) throw new ScenarioError(`unknown scenario ${JSON.stringify(scenarioName)}; built in: ${names.join(', ')}`);
   return loadScenarioFile(path.join(builtinScenarioDir(), `${scenarioName}.yaml`));
+}
+
+/** A duration as the scenario format writes it (`90s`, `2m`, `500ms`). */
+export function formatScenarioDuration(ms: number): string {
+  if (ms > 0 && ms % 60_000 === 0) return `${ms / 60_000}m`;
+  if (ms > 0 && ms % 1000 === 0) return `${ms / 1000}s`;
+  return `${ms}ms`;
+}
+
+/** One step as the scenario format writes it. */
+function writtenStep(step: ScenarioStep): unknown {
+  switch (step.kind) {
+    case 'wait':
+      return { wait: 'converged' };
+    case 'advance':
+      return { advance: formatScenarioDuration(step.ms) };
+    case 'addPod':
+      return { addPod: step.uid };
+    case 'deletePod':
+      return { deletePod: step.uid };
+    case 'restart':
+    case 'reboot':
+    case 'clearFaults':
+      return step.kind;
+    case 'fault':
+      return { fault: writtenFault(step.fault) };
+    case 'deleteFile':
+      return { deleteFile: { pod: step.pod, volume: step.volume } };
+    case 'readError':
+      return { readError: { pod: step.pod, volume: step.volume, code: step.code, times: step.times } };
+    case 'restartDriver':
+      return { restartDriver: step.driver };
+    case 'fsFault':
+      return { fsFault: { code: step.code, for: formatScenarioDuration(step.ms) } };
+  }
+}
+
+/** A scenario as the document its file holds: parseScenario(YAML of it) gives it back. */
+export function scenarioDocument(s: Scenario): Record<string, unknown> {
+  return {
+    name: s.name,
+    ...(s.description === '' ? {} : { description: s.description }),
+    ...(Object.keys(s.featureGates).length === 0 ? {} : { featureGates: { ...s.featureGates } }),
+    drivers: s.drivers.map((d) => ({ name: d.name, attachRequired: d.attachRequired, podInfoOnMount: d.podInfoOnMount, stageUnstage: d.stageUnstage, mode: d.mode })),
+    volumes: s.volumes.map((v) => ({
+      name: v.name,
+      handle: v.handle,
+      driver: v.driver,
+      ...(v.volumeMode === 'Filesystem' ? {} : { volumeMode: v.volumeMode }),
+      ...(v.inline ? { inline: true } : {}),
+    })),
+    pods: s.pods.map((p) => ({ uid: p.uid, volumes: [...p.volumes], ...(p.running ? {} : { running: false }) })),
+    steps: s.steps.map(writtenStep),
+  };
+}
+
+/** A scenario's file text; `comment` (lines) goes on top. */
+export function scenarioYaml(s: Scenario, comment: readonly string[] = []): string {
+  const head = comment.map((l) => `# ${l}`.trimEnd()).join('\n');
+  const body = stringifyYaml(scenarioDocument(s), { lineWidth: 0, flowCollectionPadding: true, collectionStyle: 'block' });
+  return head === '' ? body : `${head}\n${body}`;
 }

@@ -17,7 +17,8 @@
  */
 import { MemoryMounter } from '../adapters/memory/memoryMounter.js';
 import { FakeCsiDriver, type FakeCsiFaultHandle, type FakeCsiRequest } from '../csi/fake/fakeCsiDriver.js';
-import { instrumentedRegistry } from '../csi/instrumented.js';
+import { composeNode, type ComposedNode } from '../agent/node.js';
+import type { LoopScheduler } from '../agent/runtime.js';
 import {
   CsiCallError,
   GrpcStatus,
@@ -33,7 +34,6 @@ import type { ClusterView } from '../host/cluster.js';
 import type { Pod } from '../api/core.js';
 import { errorCode, errorMessage, FsError, type FileSystem } from '../host/fs.js';
 import type { Logger } from '../host/logger.js';
-import { HOUSEKEEPING_PERIOD_MS, orphanedPodDirsCleanerFor } from '../kubelet/orphanedPodDirs.js';
 import { KubeletLayout } from '../layout/layout.js';
 import { sha256Hex } from '../layout/names.js';
 import { RecordingMetrics } from '../adapters/memory/recordingMetrics.js';
@@ -41,13 +41,12 @@ import type { Mounter } from '../host/mounter.js';
 import type { MountTable } from '../host/mounter.js';
 import { constructPVSourceSpec } from '../volume/spec.js';
 import { type PersistentVolume } from '../api/core.js';
-import type { VolumeHost } from '../volume/volumeHost.js';
-import { DSW_POPULATOR_LOOP_PERIOD_MS, NODE_STATUS_UPDATE_PERIOD_MS, RECONCILER_LOOP_PERIOD_MS, VolumeManager } from '../volumemanager/volumeManager.js';
 import { FakeCluster } from '../adapters/memory/fakeCluster.js';
 import { DurableFs } from './durableFs.js';
 import { removalHits, type InvariantName, type Violation } from './invariants.js';
 import { fnv1a, Prng, RunningHash } from './prng.js';
-import { parseDurationMs, type Scenario, type ScenarioFault, type ScenarioVolume } from './scenario.js';
+import type { Scenario, ScenarioFault, ScenarioVolume } from './scenario.js';
+import type { CsiFault } from '../csi/faults.js';
 import type { CsiRecord, PortCallRecord, TraceEventKind, TraceStep } from './trace.js';
 
 export const SIM_ROOT = '/var/lib/kubelet';
@@ -78,6 +77,25 @@ export const FAULT_KINDS: readonly FaultKind[] = ['Unavailable', 'Aborted', 'Dea
 export type Perturbation =
   | { readonly kind: 'crash'; readonly crash: CrashKind; readonly at: 'before' | 'after'; readonly seq: number }
   | { readonly kind: 'fault'; readonly fault: FaultKind; readonly csiCall: number };
+
+/**
+ * The rule a planned fault puts on its one call: the explorer's `--faults` kinds in the one fault
+ * model. A hang holds the call at the driver past the client's deadline, so the engine sees
+ * DEADLINE_EXCEEDED after 2 minutes while the driver finishes it a minute later.
+ */
+export function planFaultRule(fault: FaultKind, method: CsiMethod, volumeId: string): CsiFault {
+  const base = { method, times: 1, ...(volumeId === '' ? {} : { volumeId }) };
+  switch (fault) {
+    case 'Unavailable':
+      return { ...base, code: GrpcStatus.UNAVAILABLE };
+    case 'Aborted':
+      return { ...base, code: GrpcStatus.ABORTED };
+    case 'DeadlineExceeded':
+      return { ...base, code: GrpcStatus.DEADLINE_EXCEEDED, afterEffect: true };
+    case 'Hang':
+      return { ...base, delayMs: HANG_AT_DRIVER_MS };
+  }
+}
 
 /** `reboot:after:57`, `restart:before:12`, `fault:Hang:3` (the 3rd CSI call of the run). */
 export function formatPerturbation(p: Perturbation): string {
@@ -111,6 +129,8 @@ export interface SimOptions {
   readonly fullTrace?: boolean;
   /** Record the world-state hash at every crash point (before/after each numbered call). */
   readonly recordCrashPoints?: boolean;
+  /** Record every numbered call as it is made (SimResult.calls): what a plan's seq refers to. */
+  readonly recordCalls?: boolean;
 }
 
 export interface CrashPoint {
@@ -134,6 +154,16 @@ export interface SimResult {
   readonly trace: readonly TraceStep[];
   /** Hash of the world when the run ended. */
   readonly finalState: string;
+  /** With recordCalls: every numbered call, in order. */
+  readonly calls: readonly CallRecord[];
+}
+
+/** One numbered call of a run: a port call, or a CSI call (with its index among the run's CSI calls). */
+export interface CallRecord {
+  readonly seq: number;
+  /** `fs.mkdir /var/lib/kubelet/...`, `csi.NodeStageVolume vol-1`. */
+  readonly label: string;
+  readonly csiIndex?: number;
 }
 
 // ------------------------------------------------------------------ scheduler
@@ -167,8 +197,17 @@ class Scheduler {
     this.#ready.push({ id: this.#nextId++, domain, kind, label, due: this.now, run });
   }
 
-  timer(domain: Domain, delayMs: number, kind: TraceEventKind, label: string, run: () => void | Promise<void>): void {
-    this.#timers.push({ id: this.#nextId++, domain, kind, label, due: this.now + Math.max(0, delayMs), run });
+  /** Queues `run` at now + delayMs; returns the event's id (for {@link cancel}). */
+  timer(domain: Domain, delayMs: number, kind: TraceEventKind, label: string, run: () => void | Promise<void>): number {
+    const id = this.#nextId++;
+    this.#timers.push({ id, domain, kind, label, due: this.now + Math.max(0, delayMs), run });
+    return id;
+  }
+
+  /** Removes a queued timer (a no-op once it ran or was dropped). */
+  cancel(id: number): void {
+    const i = this.#timers.findIndex((t) => t.id === id);
+    if (i >= 0) this.#timers.splice(i, 1);
   }
 
   drop(domain: Domain): void {
@@ -249,7 +288,7 @@ interface Life {
   readonly id: number;
   readonly domain: Domain;
   alive: boolean;
-  vm?: VolumeManager;
+  node?: ComposedNode;
 }
 
 interface InFlight {
@@ -271,7 +310,7 @@ export class Simulation {
   readonly #sched: Scheduler;
   readonly #fs: DurableFs;
   readonly #mounter: ObservedMounter;
-  readonly #cluster = new FakeCluster();
+  readonly #cluster = new FakeCluster({ watch: true });
   readonly #drivers = new Map<string, FakeCsiDriver>();
   readonly #driverEpoch = { n: 0 };
   readonly #metrics = new RecordingMetrics();
@@ -283,6 +322,7 @@ export class Simulation {
   readonly #seenInvariants = new Set<InvariantName>();
   readonly #trace: TraceStep[] = [];
   readonly #crashPoints: CrashPoint[] = [];
+  readonly #calls: CallRecord[] = [];
   /** CSI calls at the driver that have not finished there. */
   readonly #inFlight = new Map<number, InFlight>();
   readonly #running = new Set<string>();
@@ -347,7 +387,7 @@ export class Simulation {
         },
       };
       this.#drivers.set(d.name, driver);
-      this.#cluster.drivers.set(d.name, { name: d.name, attachRequired: d.attachRequired, podInfoOnMount: d.podInfoOnMount });
+      this.#cluster.setCSIDriver({ name: d.name, attachRequired: d.attachRequired, podInfoOnMount: d.podInfoOnMount });
     }
     for (const v of this.#scenario.volumes) {
       if (v.inline) continue;
@@ -408,6 +448,10 @@ export class Simulation {
       if (
         !this.#restarting &&
         this.#inFlight.size === 0 &&
+        // An advance step is time the scenario lets pass on purpose, not the engine being stuck;
+        // a converged world waits out its quiet window.
+        this.#scenario.steps[this.#stepIndex]?.kind !== 'advance' &&
+        !converged &&
         this.#sched.now - Math.max(this.#lastChangeMs, this.#lastPerturbationMs) >= STUCK_WINDOW_MS &&
         !this.#sched.hasReady('')
       ) {
@@ -423,7 +467,11 @@ export class Simulation {
       await this.#runEvent(ev);
     }
     this.#settleFailureChecks(true);
-    if (endReason !== 'converged') {
+    // Liveness is owed once the faults have ended: a call a driver still holds on a hang (until
+    // its process restarts, which nothing in the run did after the call arrived) is a fault
+    // that never ended.
+    const held = [...this.#drivers.values()].some((d) => d.hangingCalls() > 0);
+    if (endReason !== 'converged' && !held) {
       this.#violate('converges', this.#whyNotConverged(endReason));
     }
     return {
@@ -437,6 +485,7 @@ export class Simulation {
       crashPoints: this.#crashPoints,
       trace: this.#trace,
       finalState: this.#worldState(),
+      calls: this.#calls,
     };
   }
 
@@ -450,6 +499,8 @@ export class Simulation {
   #beginStep(kind: TraceEventKind, label: string): void {
     this.#step++;
     this.#hash.add(`${this.#sched.now}|${kind}|${label}`);
+    // The step's record exists for a full trace only (the explorer's runs keep the hash).
+    if (this.#opt.fullTrace !== true) return;
     this.#current = {
       step: this.#step,
       timeMs: this.#sched.now,
@@ -460,7 +511,7 @@ export class Simulation {
       volumesAttached: [],
       violations: [],
     };
-    if (this.#opt.fullTrace === true) this.#trace.push(this.#current);
+    this.#trace.push(this.#current);
   }
 
   #afterStep(): void {
@@ -507,7 +558,7 @@ export class Simulation {
   #record(call: PortCallRecord): void {
     // The engine numbers its temporary files with a process-wide counter: normalise it so that a
     // run's hash does not depend on the runs before it in the same process.
-    this.#hash.add(`${call.seq}|${call.port}.${call.op}|${stableName(call.args)}|${call.result}`);
+    this.#hash.add(`${call.seq}|${call.port}.${call.op}|${call.args}|${call.result}`);
     this.#current?.calls.push(call);
   }
 
@@ -542,30 +593,31 @@ export class Simulation {
         return d === undefined ? undefined : this.#fencedCsi(life, d);
       },
     };
-    const host: VolumeHost = {
-      layout: this.#layout,
-      realRootDir: SIM_ROOT,
-      fs: this.#fencedFs(life),
-      features: this.#opt.gates,
-      logger,
-      clock,
-      mounter: this.#fencedMounter(life),
-      csiDrivers: instrumentedRegistry(csi, this.#metrics, clock),
-      cluster: this.#fencedCluster(life),
-      nodeName: SIM_NODE,
+    const scheduler: LoopScheduler = {
+      setTimeout: (callback, ms, label) => (life.alive ? this.#sched.timer(life.domain, ms, 'timer', label ?? 'timer', callback) : -1),
+      clearTimeout: (handle) => {
+        if (typeof handle === 'number') this.#sched.cancel(handle);
+      },
     };
-    const vm = new VolumeManager({ host, metrics: this.#metrics });
-    life.vm = vm;
-    const orphans = orphanedPodDirsCleanerFor(vm, {
-      fs: host.fs,
-      layout: host.layout,
-      realRootDir: host.realRootDir,
-      mounter: host.mounter,
-      cluster: host.cluster,
-      logger,
-    });
+    // The node the agent runs, from the same composition, over this life's fenced ports.
+    const node = composeNode(
+      {
+        layout: this.#layout,
+        realRootDir: SIM_ROOT,
+        nodeName: SIM_NODE,
+        features: this.#opt.gates,
+        fs: this.#fencedFs(life),
+        logger,
+        clock,
+        mounter: this.#fencedMounter(life),
+        csiDrivers: csi,
+        cluster: this.#fencedCluster(life),
+      },
+      { metrics: { volumeManager: this.#metrics }, scheduler, now: () => this.#sched.now, compactWhenIdle: false },
+    );
+    life.node = node;
     if (this.#opt.fullTrace === true) {
-      vm.executor.onOperationComplete((e) => {
+      node.vm.executor.onOperationComplete((e) => {
         // A fenced life's operations never settle after its crash; this is only ever the live one.
         const cur = this.#current;
         if (cur === undefined || !life.alive) return;
@@ -579,34 +631,8 @@ export class Simulation {
         (cur.operations ??= []).push(record);
       });
     }
-    vm.start()
-      .catch((err: unknown) => logger.error(err, 'Reconstruction failed'))
-      .finally(() => {
-        if (!life.alive) return;
-        this.#loop(life, 'desiredStateOfWorldPopulator', DSW_POPULATOR_LOOP_PERIOD_MS, () => vm.populateOnce(), logger);
-        this.#loop(life, 'reconciler', RECONCILER_LOOP_PERIOD_MS, () => vm.reconcileOnce(), logger);
-        this.#loop(life, 'nodeStatus', NODE_STATUS_UPDATE_PERIOD_MS, async () => {
-          await vm.syncNodeStatus();
-        }, logger);
-        // kubelet's housekeeping, as the agent runs it (the same sweep, wired the same way).
-        this.#loop(life, 'housekeeping', HOUSEKEEPING_PERIOD_MS, async () => {
-          await orphans.cleanupOrphanedPodDirs();
-        }, logger);
-      });
+    node.start().catch((err: unknown) => logger.error(err, 'Reconstruction failed'));
     this.#afterStep();
-  }
-
-  /** wait.Until: runs `body`, then again `periodMs` after it finished, while the life lasts. */
-  #loop(life: Life, name: string, periodMs: number, body: () => Promise<void>, logger: Logger): void {
-    const tick = (): void => {
-      if (!life.alive) return;
-      body()
-        .catch((err: unknown) => logger.error(err, 'Loop iteration failed', { loop: name }))
-        .finally(() => {
-          if (life.alive) this.#sched.timer(life.domain, periodMs, 'timer', name, tick);
-        });
-    };
-    tick();
   }
 
   /** Ends the current life now (no further event of it runs) and schedules the next one. */
@@ -649,6 +675,7 @@ export class Simulation {
   #portCall<T>(life: Life, port: PortCallRecord['port'], op: string, args: string, effect: () => Promise<T>): Promise<T> {
     if (!life.alive) return NEVER();
     const seq = ++this.#seq;
+    if (this.#opt.recordCalls === true) this.#calls.push({ seq, label: `${port}.${op} ${args}` });
     if (this.#noteCrashPoint(life, seq, 'before')) return NEVER();
     return new Promise<T>((resolve, reject) => {
       this.#sched.ready(life.domain, 'port-call', `${port}.${op} #${seq}`, async () => {
@@ -718,6 +745,13 @@ export class Simulation {
     const c = this.#cluster;
     const call = <T>(op: string, args: string, f: () => Promise<T>): Promise<T> => this.#portCall(life, 'cluster', op, args, f);
     return {
+      // Served synchronously, as an informer's cache is: no port call, and a dead life hears nothing.
+      objectsVersion: () => c.objectsVersion?.() ?? 0,
+      onChange: (listener) =>
+        c.onChange?.(() => {
+          if (life.alive) listener();
+        }),
+      signalsEveryChange: () => true,
       listPods: () => call('listPods', '', () => c.listPods()),
       getPersistentVolumeClaim: (ns, n) => call('getPersistentVolumeClaim', `${ns}/${n}`, () => c.getPersistentVolumeClaim(ns, n)),
       getPersistentVolume: (n) => call('getPersistentVolume', n, () => c.getPersistentVolume(n)),
@@ -738,6 +772,7 @@ export class Simulation {
       if (!life.alive) return NEVER();
       const seq = ++this.#seq;
       const index = ++this.#csiCount;
+      if (this.#opt.recordCalls === true) this.#calls.push({ seq, label: `csi.${method} ${volumeId}`, csiIndex: index });
       if (this.#noteCrashPoint(life, seq, 'before')) return NEVER();
       const fault = this.#plan.find((p) => p.kind === 'fault' && p.csiCall === index);
       return new Promise<T>((resolve, reject) => {
@@ -753,9 +788,11 @@ export class Simulation {
           const settle = (code: string, deliver: () => void): void => {
             // The answer travels back to the engine as its own event: it may be lost in a crash.
             this.#sched.ready(life.domain, 'csi-reply', `${method} ${volumeId} #${seq} -> ${code}`, () => {
-              const rec: CsiRecord = { seq, driver: driver.name, method, volumeId, request: { ...request }, code, durationMs: this.#sched.now - sentMs };
               if (method === 'NodePublishVolume' && code === 'OK') this.#noteSetUp(driver.name, volumeId, request);
-              if (this.#current !== undefined) this.#current.csi = rec;
+              if (this.#current !== undefined) {
+                const rec: CsiRecord = { seq, driver: driver.name, method, volumeId, request: { ...request }, code, durationMs: this.#sched.now - sentMs };
+                this.#current.csi = rec;
+              }
               this.#record({ seq, life: life.id, port: 'csi', op: method, args: volumeId, result: code });
               // A planned fault reaches the engine with this answer, not when the call arrived: a
               // hang answers DEADLINE_EXCEEDED only after kubelet's 2-minute client deadline, and
@@ -769,11 +806,26 @@ export class Simulation {
           const pending = invoke();
           const tookPlanned = planned !== undefined && planned.remaining() === 0;
           planned?.remove();
+          // The client's deadline (kubelet's csiTimeout): a call the driver has not answered by
+          // then fails DEADLINE_EXCEEDED at the client, while the driver may carry on with it.
+          let answered = false;
+          const deadline = this.#sched.timer(life.domain, CSI_CLIENT_TIMEOUT_MS, 'timer', `${method} ${volumeId} #${seq} deadline`, () => {
+            if (answered) return;
+            answered = true;
+            settle('DEADLINE_EXCEEDED', () => reject(new CsiCallError(method, GrpcStatus.DEADLINE_EXCEEDED, `context deadline exceeded after ${CSI_CLIENT_TIMEOUT_MS} ms`)));
+          });
+          const answer = (code: string, deliver: () => void): void => {
+            // A dead life hears nothing; an answer after the deadline reaches no one.
+            if (answered || !life.alive) return;
+            answered = true;
+            this.#sched.cancel(deadline);
+            settle(code, deliver);
+          };
           pending.then(
-            (v) => settle('OK', () => resolve(v)),
+            (v) => answer('OK', () => resolve(v)),
             (err: unknown) => {
               const code = err instanceof CsiCallError && err.code !== undefined ? grpcStatusName(err.code) : 'UNKNOWN';
-              settle(code, () => reject(err instanceof Error ? err : new Error(String(err))));
+              answer(code, () => reject(err instanceof Error ? err : new Error(String(err))));
             },
           );
         });
@@ -790,17 +842,7 @@ export class Simulation {
 
   #injectPlanFault(driver: FakeCsiDriver, method: CsiMethod, volumeId: string, fault: FaultKind): FakeCsiFaultHandle {
     this.#lastPerturbationMs = this.#sched.now;
-    const base = { method, times: 1, ...(volumeId === '' ? {} : { volumeId }) };
-    switch (fault) {
-      case 'Unavailable':
-        return driver.inject({ ...base, code: GrpcStatus.UNAVAILABLE });
-      case 'Aborted':
-        return driver.inject({ ...base, code: GrpcStatus.ABORTED });
-      case 'DeadlineExceeded':
-        return driver.inject({ ...base, code: GrpcStatus.DEADLINE_EXCEEDED, afterEffect: true });
-      case 'Hang':
-        return driver.inject({ ...base, delayMs: HANG_AT_DRIVER_MS, clientTimeoutMs: CSI_CLIENT_TIMEOUT_MS });
-    }
+    return driver.inject(planFaultRule(fault, method, volumeId));
   }
 
   // ---------------------------------------------------------------- invariants
@@ -882,14 +924,21 @@ export class Simulation {
     });
   }
 
+  /**
+   * A removal that takes what a driver still uses: the vol_data.json beside a path it has staged
+   * or published (the only record that names the volume there), or the path itself while it is
+   * still mounted. A path whose mount is already gone (a driver that unmounted, then failed to
+   * remove the directory, still lists it) is only an empty directory: the next call makes it again.
+   */
   #checkRemoval(removed: string): void {
+    const takes = (kept: string): boolean => removalHits(removed, kept) && (removed.endsWith('/vol_data.json') || this.#mounter.isMounted(kept));
     for (const [name, d] of this.#drivers) {
       for (const [id, st] of d.volumes()) {
-        if (st.stagedAt !== undefined && removalHits(removed, st.stagedAt)) {
+        if (st.stagedAt !== undefined && takes(st.stagedAt)) {
           this.#violate('nothing-removed-early', `${removed} removed while ${name} has ${id} staged at ${st.stagedAt}`);
         }
         for (const t of st.publishedAt) {
-          if (removalHits(removed, t)) this.#violate('nothing-removed-early', `${removed} removed while ${name} has ${id} published at ${t}`);
+          if (takes(t)) this.#violate('nothing-removed-early', `${removed} removed while ${name} has ${id} published at ${t}`);
         }
       }
     }
@@ -924,7 +973,8 @@ export class Simulation {
     const problems: string[] = [];
     if (this.#restarting || !this.#life.alive) problems.push('the engine is restarting');
     if (this.#inFlight.size > 0) problems.push('CSI calls are still running at the driver');
-    if (problems.length > 0 && reason === 'converged') return problems.join('; ');
+    const quick = reason === 'converged';
+    if (problems.length > 0 && quick) return problems.join('; ');
     const wanted = this.#wanted();
     for (const w of wanted.values()) {
       const d = this.#drivers.get(w.driver);
@@ -956,18 +1006,23 @@ export class Simulation {
         }
       }
     }
-    const tree = this.#fs.mem.tree(SIM_ROOT);
+    // The driver's answer settles most runs; the directories are looked at one by one (a walk of
+    // the whole tree at every change cost the simulator a fifth of its time).
+    if (quick && problems.length > 0) return problems.join('; ');
+    const mem = this.#fs.mem;
     for (const v of this.#scenario.volumes) {
       if (v.inline || wanted.has(`${v.driver}|${v.handle}`)) continue;
       const dir = `${SIM_ROOT}/plugins/kubernetes.io/csi/${v.driver}/${sha256Hex(v.handle)}`;
-      if (tree.some((p) => p === `${dir}/` || p.startsWith(`${dir}/`))) problems.push(`the directory of unwanted volume ${v.handle} is still there`);
+      if (mem.typeSync(dir) !== undefined) problems.push(`the directory of unwanted volume ${v.handle} is still there`);
     }
     for (const p of this.#scenario.pods) {
       if (this.#running.has(p.uid)) continue;
-      const dir = `${SIM_ROOT}/pods/${p.uid}/volumes/`;
       // <root>/pods/<uid>/volumes/<plugin>/<volume>/: kubelet's pod cleanup (not the volume manager) removes the rest.
-      if (tree.some((x) => x.startsWith(dir) && x.split('/').length > dir.split('/').length + 1)) problems.push(`pod ${p.uid} is gone but its volume directories are still there`);
+      const volumes = `${SIM_ROOT}/pods/${p.uid}/volumes`;
+      const left = (mem.namesSync(volumes) ?? []).some((plugin) => (mem.namesSync(`${volumes}/${plugin}`) ?? []).length > 0);
+      if (left) problems.push(`pod ${p.uid} is gone but its volume directories are still there`);
     }
+    if (quick && problems.length > 0) return problems.join('; ');
     const attached = new Set(this.#cluster.volumesAttached.map((v) => v.name));
     const want = [...wanted.values()]
       .filter((w) => !w.vol.inline && (this.#scenario.drivers.find((x) => x.name === w.driver)?.attachRequired ?? true))
@@ -1032,6 +1087,26 @@ export class Simulation {
           for (const d of this.#drivers.values()) d.clearFaults();
           this.#afterStep();
           break;
+        case 'restartDriver':
+          // The driver's process restarts: calls at it fail UNAVAILABLE, none of their work lands,
+          // its state (and the rules in force) stay.
+          this.#beginStep('scenario', label);
+          this.#drivers.get(step.driver)?.reboot();
+          this.#lastPerturbationMs = this.#sched.now;
+          this.#changed();
+          this.#afterStep();
+          break;
+        case 'fsFault': {
+          this.#beginStep('scenario', label);
+          const until = this.#sched.now + step.ms;
+          this.#fs.failWrites(SIM_ROOT, step.code, until);
+          this.#sched.timer('world', step.ms, 'timer', `${step.code} ends`, () => this.#changed());
+          // The fault perturbs the engine until it ends.
+          this.#lastPerturbationMs = until;
+          this.#changed();
+          this.#afterStep();
+          break;
+        }
         case 'readError': {
           this.#beginStep('scenario', label);
           const v = this.#volume(step.volume);
@@ -1065,37 +1140,29 @@ export class Simulation {
     return new FsError(e.code, p, e.code === 'EACCES' ? 'open' : 'read');
   }
 
+  /** A scenario's fault rule goes to the driver of its volume, or to every driver when it names none. */
   #injectScenarioFault(f: ScenarioFault): void {
-    const vol = f.volume === undefined ? undefined : this.#volume(f.volume);
+    const vol = f.volumeId === undefined ? undefined : this.#scenario.volumes.find((v) => !v.inline && v.handle === f.volumeId);
     const drivers = vol === undefined ? [...this.#drivers.values()] : [this.#drivers.get(vol.driver)].filter((d): d is FakeCsiDriver => d !== undefined);
-    const code = f.code === undefined ? undefined : GrpcStatus[f.code as keyof typeof GrpcStatus];
-    for (const d of drivers) {
-      d.inject({
-        method: f.method,
-        ...(vol === undefined ? {} : { volumeId: vol.handle }),
-        ...(code === undefined ? {} : { code }),
-        ...(f.times === undefined ? {} : { times: f.times }),
-        ...(f.hang === true ? { delayMs: HANG_AT_DRIVER_MS * 100 } : {}),
-        ...(f.delay === undefined ? {} : { delayMs: parseDurationMs(f.delay) }),
-        ...(f.afterEffect === true ? { afterEffect: true } : {}),
-        ...(f.timeoutKeepRunning === true ? { delayMs: HANG_AT_DRIVER_MS, clientTimeoutMs: CSI_CLIENT_TIMEOUT_MS } : {}),
-      });
-    }
+    for (const d of drivers) d.inject(f);
   }
 
   // ---------------------------------------------------------------- world state
 
   /** Hash of everything a crash keeps. */
   #worldState(): string {
-    const key = `${this.#version}|${this.#stepIndex}|${this.#fs.commits}|${this.#fs.dirty}|${[...this.#inFlight.keys()].join(',')}`;
+    const key = `${this.#version}|${this.#stepIndex}|${this.#fs.commits}|${this.#fs.dirty}|${this.#fs.writeFaultState()}|${[...this.#inFlight.keys()].join(',')}`;
     if (this.#stateMemo?.key === key) return this.#stateMemo.hash;
     const hash = this.#computeWorldState();
     this.#stateMemo = { key, hash };
     return hash;
   }
 
-  #computeWorldState(): string {
-    const parts: string[] = [`step ${this.#stepIndex}`, `running ${[...this.#running].sort().join(',')}`];
+  /** The files' part of the world state: re-read only after the page cache changed. */
+  #filesState(): string {
+    const version = this.#fs.pageVersion;
+    if (this.#filesMemo?.version === version) return this.#filesMemo.text;
+    const parts: string[] = [];
     for (const p of this.#fs.mem.tree(SIM_ROOT)) {
       if (p.endsWith('.json')) {
         let content = '';
@@ -1104,10 +1171,19 @@ export class Simulation {
         } catch {
           content = '?';
         }
-        parts.push(`${stableName(p)}=${fnv1a(content)}`);
-      } else parts.push(stableName(p));
+        parts.push(`${p}=${fnv1a(content)}`);
+      } else parts.push(p);
     }
-    parts.push(`durable ${this.#fs.commits} ${this.#fs.dirty}`);
+    const text = parts.join('\n');
+    this.#filesMemo = { version, text };
+    return text;
+  }
+
+  #filesMemo: { readonly version: number; readonly text: string } | undefined;
+
+  #computeWorldState(): string {
+    const parts: string[] = [`step ${this.#stepIndex}`, `running ${[...this.#running].sort().join(',')}`, this.#filesState()];
+    parts.push(`durable ${this.#fs.commits} ${this.#fs.dirty} ${this.#fs.writeFaultState()}`);
     for (const e of this.#mounter.entries()) parts.push(`m ${e.mountPoint} ${e.source}`);
     for (const [name, d] of this.#drivers) {
       parts.push(`d ${name} ${JSON.stringify(d.snapshot())}`);
@@ -1122,11 +1198,6 @@ export class Simulation {
 /** A pod's target path (filesystem `.../pods/<uid>/...`, block publish file `.../<uid>`). */
 function ownsTarget(uid: string, target: string): boolean {
   return target.includes(`/pods/${uid}/`) || target.endsWith(`/${uid}`);
-}
-
-/** Paths with a temp-file counter replaced (`x.tmp-7` -> `x.tmp-N`; today's atomic write names its temp file deterministically, so this is a no-op kept for old traces). */
-function stableName(s: string): string {
-  return s.replace(/\.tmp-\d+/g, '.tmp-N');
 }
 
 function diff(before: readonly string[], after: readonly string[]): { added: string[]; removed: string[] } {

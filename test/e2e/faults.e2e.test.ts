@@ -54,7 +54,7 @@ describe('driver faults: every node call failing UNAVAILABLE three times', { ski
     const b = await node.createVolume('pv-b');
     const unavailable3 = (method: Op, v: TestVolume): object[] => [
       { method, volumeId: v.volumeHandle, code: 'UNAVAILABLE', times: 3 },
-      { method, volumeId: v.volumeHandle, delayMs: 1, times: 1 },
+      { method, volumeId: v.volumeHandle, delay: '1ms', times: 1 },
     ];
     await node.disk.writeFaults({
       faults: [...unavailable3('NodeStageVolume', a), ...unavailable3('NodeUnstageVolume', a), ...unavailable3('NodePublishVolume', b), ...unavailable3('NodeUnpublishVolume', b)],

@@ -23,6 +23,14 @@ interface Run {
   readonly stderr: string;
 }
 
+/**
+ * "Unreadable to an unprivileged user": as root, 0700 directories read by the CLI run as uid
+ * 65534; as any other user (the unprivileged CI run), 0000 directories read by that user itself.
+ */
+const IS_ROOT = process.getuid?.() === 0;
+const UNREADABLE = IS_ROOT ? 0o700 : 0o000;
+const AS_OTHER = IS_ROOT ? { uid: 65534, gid: 65534 } : undefined;
+
 /** Runs the CLI; a hang is a failure after 20 s (status null). */
 function nodevol(args: readonly string[], as?: { uid: number; gid: number }): Run {
   const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 20_000, ...(as ?? {}) });
@@ -39,6 +47,13 @@ beforeEach(() => {
   mkdirSync(path.join(root, 'plugins', 'kubernetes.io', 'csi'), { recursive: true });
 });
 afterEach(() => {
+  for (const d of [path.join(root, 'pods'), path.join(root, 'plugins', 'kubernetes.io', 'csi')]) {
+    try {
+      chmodSync(d, 0o755);
+    } catch {
+      // replaced by a symlink or removed by the test
+    }
+  }
   rmSync(tmp, { recursive: true, force: true });
 });
 
@@ -56,16 +71,16 @@ describe('hostile audit: nothing readable is not healthy', () => {
   });
 
   it('as an unprivileged user with pods/ and the CSI plugin dir unreadable: exit 2', () => {
-    chmodSync(path.join(root, 'pods'), 0o700);
-    chmodSync(path.join(root, 'plugins', 'kubernetes.io', 'csi'), 0o700);
-    const r = nodevol(['audit', '--root-dir', root, '-o', 'json'], { uid: 65534, gid: 65534 });
+    chmodSync(path.join(root, 'pods'), UNREADABLE);
+    chmodSync(path.join(root, 'plugins', 'kubernetes.io', 'csi'), UNREADABLE);
+    const r = nodevol(['audit', '--root-dir', root, '-o', 'json'], AS_OTHER);
     assert.equal(r.status, 2, r.stderr);
     assert.match(r.stderr, /could read neither/);
   });
 
   it('one of the two unreadable: the result is partial and says which part it rests on', () => {
-    chmodSync(path.join(root, 'pods'), 0o700);
-    const r = nodevol(['audit', '--root-dir', root, '-o', 'json'], { uid: 65534, gid: 65534 });
+    chmodSync(path.join(root, 'pods'), UNREADABLE);
+    const r = nodevol(['audit', '--root-dir', root, '-o', 'json'], AS_OTHER);
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stderr, /partial result: could not read .*\/pods; the verdicts rest on the global mounts under .*\/plugins\/kubernetes\.io\/csi only \(pod volumes unknown\)/);
   });

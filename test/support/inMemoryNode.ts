@@ -7,7 +7,7 @@
 import { MemFs } from '../../src/adapters/memory/memFs.js';
 import { MemoryMounter } from '../../src/adapters/memory/memoryMounter.js';
 import { FakeCsiDriver } from '../../src/csi/fake/fakeCsiDriver.js';
-import { instrumentedRegistry } from '../../src/csi/instrumented.js';
+import { composeNode, type ComposedNode } from '../../src/agent/node.js';
 import type { CsiDriverRegistry, NodeCapability } from '../../src/host/csi.js';
 import type { Clock } from '../../src/host/clock.js';
 import type { ClusterView } from '../../src/host/cluster.js';
@@ -21,7 +21,7 @@ import { constructPVSourceSpec } from '../../src/volume/spec.js';
 import { type PersistentVolume, type PersistentVolumeMode } from '../../src/api/core.js';
 import type { VolumePluginMgr } from '../../src/volume/plugins.js';
 import type { VolumeHost } from '../../src/volume/volumeHost.js';
-import { RECONCILER_LOOP_PERIOD_MS, VolumeManager } from '../../src/volumemanager/volumeManager.js';
+import { RECONCILER_LOOP_PERIOD_MS, type VolumeManager } from '../../src/volumemanager/volumeManager.js';
 import { FakeClock } from './fakeClock.js';
 import { FakeCluster } from '../../src/adapters/memory/fakeCluster.js';
 import { Life } from './fence.js';
@@ -54,6 +54,8 @@ export class InMemoryNode {
   readonly metrics = new RecordingMetrics();
   /** The running volume manager; undefined while kubelet is down. */
   vm: VolumeManager | undefined;
+  /** The running kubelet's composed node (its stuck operation tracker, its housekeeping). */
+  composed: ComposedNode | undefined;
   /** The fence of the running kubelet's ports. */
   private life: Life | undefined;
 
@@ -83,20 +85,24 @@ export class InMemoryNode {
     this.life = life;
     // Every port of this life is fenced: after crashKubelet() nothing of it lands or settles.
     const clock: Clock = { nowMs: () => this.clock.nowMs(), sleep: (ms) => life.call(() => this.clock.sleep(ms)) as Promise<void> };
-    const host: VolumeHost = {
-      layout: this.layout,
-      realRootDir: ROOT,
-      fs: life.fence<FileSystem>(this.fs),
-      features: typeof gateOn === 'boolean' ? gates(gateOn) : gateOn,
-      logger: this.logger,
-      clock,
-      mounter: life.fence<Mounter>(this.mounter),
-      csiDrivers: instrumentedRegistry(life.fence<CsiDriverRegistry>({ client: (n) => (n === driver.name ? driver : undefined) }), this.metrics, clock),
-      cluster: life.fence<ClusterView>(this.cluster),
-      nodeName: NODE,
-    };
-    const vm = new VolumeManager({ host, metrics: this.metrics, ...(options.plugins === undefined ? {} : { plugins: options.plugins(host) }) });
+    const node = composeNode(
+      {
+        layout: this.layout,
+        realRootDir: ROOT,
+        nodeName: NODE,
+        features: typeof gateOn === 'boolean' ? gates(gateOn) : gateOn,
+        fs: life.fence<FileSystem>(this.fs),
+        logger: this.logger,
+        clock,
+        mounter: life.fence<Mounter>(this.mounter),
+        csiDrivers: life.fence<CsiDriverRegistry>({ client: (n) => (n === driver.name ? driver : undefined) }),
+        cluster: life.fence<ClusterView>(this.cluster),
+      },
+      { metrics: { volumeManager: this.metrics }, ...(options.plugins === undefined ? {} : { plugins: options.plugins }) },
+    );
+    const vm = node.vm;
     this.vm = vm;
+    this.composed = node;
     await vm.start();
     return vm;
   }
@@ -110,6 +116,7 @@ export class InMemoryNode {
     this.life?.crash();
     this.life = undefined;
     this.vm = undefined;
+    this.composed = undefined;
   }
 
   /** The node reboots: kubelet and every mount are gone; files and the driver's state stay. */

@@ -7,6 +7,15 @@ import type { AttachedVolume, CSIDriverInfo, NodeStatus, PersistentVolumeClaim, 
 import type { ClusterView } from '../../host/cluster.js';
 import type { PersistentVolume } from '../../api/core.js';
 
+export interface FakeClusterOptions {
+  /**
+   * Act as a watching view (an informer, the agent's cluster dir): objectsVersion, onChange and
+   * signalsEveryChange are served, and every change made through the methods below is signalled.
+   * Only for a user that changes objects through the methods, never through the maps.
+   */
+  readonly watch?: boolean;
+}
+
 export class FakeCluster implements ClusterView {
   readonly pods = new Map<string, Pod>();
   readonly pvcs = new Map<string, PersistentVolumeClaim>();
@@ -20,19 +29,48 @@ export class FakeCluster implements ClusterView {
   readonly volumesInUseHistory: string[][] = [];
   /** When set, every call rejects with this message. */
   unreachable: string | undefined;
+  readonly objectsVersion?: () => number;
+  readonly onChange?: (listener: () => void) => void;
+  readonly signalsEveryChange?: () => boolean;
+  #version = 0;
+  readonly #listeners: (() => void)[] = [];
+
+  constructor(options: FakeClusterOptions = {}) {
+    if (options.watch === true) {
+      this.objectsVersion = () => this.#version;
+      this.onChange = (listener) => {
+        this.#listeners.push(listener);
+      };
+      this.signalsEveryChange = () => true;
+    }
+  }
+
+  /** An object changed: bump the version and tell the listeners. */
+  #changed(): void {
+    this.#version++;
+    for (const l of this.#listeners) l();
+  }
 
   addPod(pod: Pod): this {
     this.pods.set(pod.uid, pod);
+    this.#changed();
     return this;
   }
   deletePod(uid: string): this {
     this.pods.delete(uid);
+    this.#changed();
+    return this;
+  }
+  setCSIDriver(driver: CSIDriverInfo): this {
+    this.drivers.set(driver.name, driver);
+    this.#changed();
     return this;
   }
   /** A PV with a CSI source, its bound PVC and (optionally) the node's attachment of it. */
   addPersistentVolume(pv: PersistentVolume, claim: { namespace: string; name: string }, options: { attached?: boolean } = {}): this {
     this.pvs.set(pv.name, pv);
     this.pvcs.set(`${claim.namespace}/${claim.name}`, { namespace: claim.namespace, name: claim.name, volumeName: pv.name });
+    this.#changed();
     if (options.attached ?? true) {
       const csi = pv.csi;
       if (csi !== undefined) this.attach(`kubernetes.io/csi/${csi.driver}^${csi.volumeHandle}`);

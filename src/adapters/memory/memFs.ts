@@ -22,7 +22,7 @@ import * as posix from 'node:path/posix';
 
 import { Volume } from 'memfs';
 
-import { FsError, errorCode, type DirEntry, type FileStat, type FileSystem, type FileType, type WriteFileOptions } from '../../host/fs.js';
+import { FsError, errorCode, quietFsError, type DirEntry, type FileStat, type FileSystem, type FileType, type WriteFileOptions } from '../../host/fs.js';
 
 const MAX_SYMLINK_HOPS = 40;
 const DEFAULT_FILE_MODE = 0o644;
@@ -63,8 +63,42 @@ export class MemFs implements FileSystem {
   /** Every fsync, in order: "fsync <path>" (writeFile with fsync) and "fsyncDir <path>". */
   readonly syncLog: string[] = [];
 
+  /**
+   * Where the symlinks are (real paths): a path none of them is a prefix of resolves to itself,
+   * with no walk component by component (the fast path of #resolve). Kept by symlink, unlink and
+   * rename; {@link rescanSymlinks} rebuilds it after the volume was changed behind our back.
+   */
+  readonly #symlinks = new Set<string>();
+  /**
+   * What is at a real path (null: nothing), as looked up since the last change there: paths are
+   * looked up far more often than changed (every operation resolves its path). Every change made
+   * through this adapter forgets what it touched; {@link forgetCachedLookups} forgets everything.
+   */
+  readonly #types = new Map<string, FileType | null>();
+
   constructor(volume?: Volume) {
     this.#vol = volume ?? new Volume();
+    if (volume !== undefined) this.rescanSymlinks();
+  }
+
+  /** Forgets every cached lookup: call after the volume was changed other than through this adapter. */
+  forgetCachedLookups(): void {
+    this.#types.clear();
+  }
+
+  /** Rebuilds the record of where the symlinks are, for a volume changed other than through this adapter. */
+  rescanSymlinks(): void {
+    this.#types.clear();
+    this.#symlinks.clear();
+    const walk = (dir: string): void => {
+      for (const name of this.#names(dir)) {
+        const p = childPath(dir, name);
+        const type = this.#lstatType(p);
+        if (type === 'symlink') this.#symlinks.add(p);
+        else if (type === 'directory') walk(p);
+      }
+    };
+    walk('/');
   }
 
   /** An empty filesystem holding only "/". */
@@ -86,7 +120,7 @@ export class MemFs implements FileSystem {
   readdir(path: string): Promise<DirEntry[]> {
     return this.#run('scandir', path, () => {
       const r = this.#existing(path, true, 'scandir');
-      if (r.type !== 'directory') throw new FsError('ENOTDIR', path, 'scandir');
+      if (r.type !== 'directory') throw quietFsError('ENOTDIR', path, 'scandir');
       return this.#names(r.path).map((name) => ({ name, type: this.#lstatType(childPath(r.path, name)) ?? 'other' }));
     });
   }
@@ -107,11 +141,11 @@ export class MemFs implements FileSystem {
     return this.#run('open', path, () => {
       const noFollow = options?.noFollow === true;
       const r = this.#existing(path, !noFollow, 'open');
-      if (r.type === 'symlink') throw new FsError('ELOOP', path, 'open', `open ${path}: ELOOP (O_NOFOLLOW on a symlink)`);
-      if (r.type === 'directory') throw new FsError('EISDIR', path, 'read');
+      if (r.type === 'symlink') throw quietFsError('ELOOP', path, 'open', `open ${path}: ELOOP (O_NOFOLLOW on a symlink)`);
+      if (r.type === 'directory') throw quietFsError('EISDIR', path, 'read');
       const size = this.#vol.lstatSync(r.path).size;
       if (size > maxBytes) {
-        throw new FsError('EFBIG', path, 'read', `${path} is larger than the ${maxBytes}-byte limit (${size} bytes or more)`);
+        throw quietFsError('EFBIG', path, 'read', `${path} is larger than the ${maxBytes}-byte limit (${size} bytes or more)`);
       }
       const data = this.#vol.readFileSync(r.path);
       return typeof data === 'string' ? new TextEncoder().encode(data) : new Uint8Array(data);
@@ -138,32 +172,43 @@ export class MemFs implements FileSystem {
       const dst = this.#resolve(to, false, 'rename');
       if (src.path === dst.path) return;
       if (src.path === '/' || this.#isBusy(src.path) || this.#isBusy(dst.path)) {
-        throw new FsError('EBUSY', from, 'rename', `rename ${from} -> ${to}: EBUSY`);
+        throw quietFsError('EBUSY', from, 'rename', `rename ${from} -> ${to}: EBUSY`);
       }
       if (dst.path.startsWith(`${src.path}/`)) {
-        throw new FsError('EINVAL', from, 'rename', `rename ${from} -> ${to}: EINVAL (a directory cannot move into itself)`);
+        throw quietFsError('EINVAL', from, 'rename', `rename ${from} -> ${to}: EINVAL (a directory cannot move into itself)`);
       }
       if (dst.type !== undefined) {
         if (src.type === 'directory') {
-          if (dst.type !== 'directory') throw new FsError('ENOTDIR', to, 'rename');
-          if (this.#names(dst.path).length > 0) throw new FsError('ENOTEMPTY', to, 'rename');
+          if (dst.type !== 'directory') throw quietFsError('ENOTDIR', to, 'rename');
+          if (this.#names(dst.path).length > 0) throw quietFsError('ENOTEMPTY', to, 'rename');
           this.#vol.rmdirSync(dst.path);
+          this.#changedAt(dst.path, true);
         } else if (dst.type === 'directory') {
-          throw new FsError('EISDIR', to, 'rename');
+          throw quietFsError('EISDIR', to, 'rename');
         } else {
           // memfs' renameSync over an existing file leaves the parent's child count one too high,
           // so a later rmdir of the emptied parent fails with ENOTEMPTY; replace it explicitly.
           this.#vol.unlinkSync(dst.path);
+          this.#changedAt(dst.path);
         }
       }
       this.#vol.renameSync(src.path, dst.path);
+      this.#changedAt(src.path, true);
+      this.#changedAt(dst.path, true);
+      this.#symlinks.delete(dst.path);
+      for (const link of [...this.#symlinks]) {
+        if (link === src.path || link.startsWith(`${src.path}/`)) {
+          this.#symlinks.delete(link);
+          this.#symlinks.add(dst.path + link.slice(src.path.length));
+        }
+      }
     });
   }
 
   fsyncDir(path: string): Promise<void> {
     return this.#run('fsync', path, () => {
       const r = this.#existing(path, true, 'open');
-      if (r.type !== 'directory') throw new FsError('ENOTDIR', path, 'open');
+      if (r.type !== 'directory') throw quietFsError('ENOTDIR', path, 'open');
       this.syncLog.push(`fsyncDir ${path}`);
     });
   }
@@ -171,34 +216,39 @@ export class MemFs implements FileSystem {
   rmdir(path: string): Promise<void> {
     return this.#run('rmdir', path, () => {
       const r = this.#existing(path, false, 'rmdir');
-      if (r.type !== 'directory') throw new FsError('ENOTDIR', path, 'rmdir');
-      if (r.path === '/' || this.#isBusy(r.path)) throw new FsError('EBUSY', path, 'rmdir');
-      if (this.#names(r.path).length > 0) throw new FsError('ENOTEMPTY', path, 'rmdir');
+      if (r.type !== 'directory') throw quietFsError('ENOTDIR', path, 'rmdir');
+      if (r.path === '/' || this.#isBusy(r.path)) throw quietFsError('EBUSY', path, 'rmdir');
+      if (this.#names(r.path).length > 0) throw quietFsError('ENOTEMPTY', path, 'rmdir');
       this.#vol.rmdirSync(r.path);
+      this.#changedAt(r.path, true);
     });
   }
 
   unlink(path: string): Promise<void> {
     return this.#run('unlink', path, () => {
       const r = this.#existing(path, false, 'unlink');
-      if (r.type === 'directory') throw new FsError('EISDIR', path, 'unlink');
-      if (this.#isBusy(r.path)) throw new FsError('EBUSY', path, 'unlink');
+      if (r.type === 'directory') throw quietFsError('EISDIR', path, 'unlink');
+      if (this.#isBusy(r.path)) throw quietFsError('EBUSY', path, 'unlink');
       this.#vol.unlinkSync(r.path);
+      this.#changedAt(r.path);
+      this.#symlinks.delete(r.path);
     });
   }
 
   symlink(target: string, path: string): Promise<void> {
     return this.#run('symlink', path, () => {
       const r = this.#resolve(path, false, 'symlink');
-      if (r.type !== undefined) throw new FsError('EEXIST', path, 'symlink');
+      if (r.type !== undefined) throw quietFsError('EEXIST', path, 'symlink');
       this.#vol.symlinkSync(target, r.path);
+      this.#changedAt(r.path);
+      this.#symlinks.add(r.path);
     });
   }
 
   readlink(path: string): Promise<string> {
     return this.#run('readlink', path, () => {
       const r = this.#existing(path, false, 'readlink');
-      if (r.type !== 'symlink') throw new FsError('EINVAL', path, 'readlink');
+      if (r.type !== 'symlink') throw quietFsError('EINVAL', path, 'readlink');
       return String(this.#vol.readlinkSync(r.path));
     });
   }
@@ -236,6 +286,25 @@ export class MemFs implements FileSystem {
     return out.sort();
   }
 
+  /** What is at `path` (lstat: a symlink is not followed), synchronously; undefined when nothing is. */
+  typeSync(path: string): FileType | undefined {
+    try {
+      return this.#resolve(path, false, 'lstat').type;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The names in directory `path`, synchronously; undefined when it is not a directory. */
+  namesSync(path: string): string[] | undefined {
+    try {
+      const r = this.#resolve(path, true, 'scandir');
+      return r.type === 'directory' ? this.#names(r.path) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   /** Test setup: writes `data` at `path`, creating missing parent directories (0755). */
   writeRaw(path: string, data: string | Uint8Array): void {
     this.#wrapSync('open', path, () => {
@@ -255,8 +324,24 @@ export class MemFs implements FileSystem {
   }
 
   #lstatType(realPath: string): FileType | undefined {
+    const cached = this.#types.get(realPath);
+    if (cached !== undefined) return cached ?? undefined;
     const st = this.#vol.lstatSync(realPath, { throwIfNoEntry: false });
-    return st === undefined ? undefined : typeOf(st);
+    const type = st === undefined ? undefined : typeOf(st);
+    this.#types.set(realPath, type ?? null);
+    return type;
+  }
+
+  /** Told the real path of every change made through this adapter (what lies below it may have changed too). */
+  onChange: ((realPath: string) => void) | undefined;
+
+  /** A change at `realPath` (and, for a directory renamed or replaced, below it). */
+  #changedAt(realPath: string, subtree = false): void {
+    this.onChange?.(realPath);
+    this.#types.delete(realPath);
+    if (!subtree) return;
+    const prefix = `${realPath}/`;
+    for (const key of this.#types.keys()) if (key.startsWith(prefix)) this.#types.delete(key);
   }
 
   #statOf(realPath: string): FileStat {
@@ -266,14 +351,16 @@ export class MemFs implements FileSystem {
 
   #write(path: string, data: Uint8Array, mode: number): void {
     const r = this.#resolve(path, true, 'open');
-    if (r.type === 'directory') throw new FsError('EISDIR', path, 'open');
+    if (r.type === 'directory') throw quietFsError('EISDIR', path, 'open');
     this.#vol.writeFileSync(r.path, Buffer.from(data), { mode });
+    this.#changedAt(r.path);
   }
 
   #mkdirOne(path: string, mode: number): void {
     const r = this.#resolve(path, false, 'mkdir');
-    if (r.type !== undefined) throw new FsError('EEXIST', path, 'mkdir');
+    if (r.type !== undefined) throw quietFsError('EEXIST', path, 'mkdir');
     this.#vol.mkdirSync(r.path, { mode });
+    this.#changedAt(r.path);
   }
 
   /** mkdir -p, as Node's recursive mkdir: the path is made absolute lexically first. */
@@ -283,18 +370,21 @@ export class MemFs implements FileSystem {
     for (let i = 1; i <= parts.length; i++) {
       const prefix = `/${parts.slice(0, i).join('/')}`;
       const r = this.#resolve(prefix, true, 'mkdir');
-      if (r.type === undefined) this.#vol.mkdirSync(r.path, { mode });
-      else if (r.type !== 'directory') throw new FsError(i === parts.length ? 'EEXIST' : 'ENOTDIR', path, 'mkdir');
+      if (r.type === undefined) {
+        this.#vol.mkdirSync(r.path, { mode });
+        this.#changedAt(r.path);
+      }
+      else if (r.type !== 'directory') throw quietFsError(i === parts.length ? 'EEXIST' : 'ENOTDIR', path, 'mkdir');
     }
   }
 
   #requireAbsolute(path: string, syscall: string): void {
-    if (!path.startsWith('/')) throw new FsError('EINVAL', path, syscall, `MemFs needs absolute paths: ${path}`);
+    if (!path.startsWith('/')) throw quietFsError('EINVAL', path, syscall, `MemFs needs absolute paths: ${path}`);
   }
 
   #existing(path: string, followLast: boolean, syscall: string): Resolved {
     const r = this.#resolve(path, followLast, syscall);
-    if (r.type === undefined) throw new FsError('ENOENT', path, syscall);
+    if (r.type === undefined) throw quietFsError('ENOENT', path, syscall);
     return r;
   }
 
@@ -307,6 +397,8 @@ export class MemFs implements FileSystem {
     this.#requireAbsolute(path, syscall);
     const trailingSlash = path.length > 1 && path.endsWith('/');
     const follow = followLast || trailingSlash;
+    const direct = this.#resolveDirect(path, trailingSlash, syscall);
+    if (direct !== undefined) return direct;
     let remaining = path.split('/').filter((c) => c !== '');
     let current = '/';
     let hops = 0;
@@ -323,21 +415,44 @@ export class MemFs implements FileSystem {
       const isLast = remaining.length === 0;
       if (type === undefined) {
         if (isLast) return { path: next, type: undefined };
-        throw new FsError('ENOENT', path, syscall);
+        throw quietFsError('ENOENT', path, syscall);
       }
       if (type === 'symlink' && (!isLast || follow)) {
-        if (++hops > MAX_SYMLINK_HOPS) throw new FsError('ELOOP', path, syscall);
+        if (++hops > MAX_SYMLINK_HOPS) throw quietFsError('ELOOP', path, syscall);
         const target = String(this.#vol.readlinkSync(next));
         if (target.startsWith('/')) current = '/';
         remaining = [...target.split('/').filter((c) => c !== ''), ...remaining];
         continue;
       }
-      if (!isLast && type !== 'directory') throw new FsError('ENOTDIR', path, syscall);
+      if (!isLast && type !== 'directory') throw quietFsError('ENOTDIR', path, syscall);
       current = next;
     }
     const type = this.#lstatType(current);
-    if (trailingSlash && type !== undefined && type !== 'directory') throw new FsError('ENOTDIR', path, syscall);
+    if (trailingSlash && type !== undefined && type !== 'directory') throw quietFsError('ENOTDIR', path, syscall);
     return { path: current, type };
+  }
+
+  /**
+   * The fast path of #resolve: a path with no "." or ".." component that no symlink lies on
+   * resolves to itself. Its type takes one lookup; a missing last component one more, of the
+   * parent, for the errors the walk would give (ENOENT for a missing directory on the way,
+   * ENOTDIR for a file on the way). Undefined when the walk is needed.
+   */
+  #resolveDirect(path: string, trailingSlash: boolean, syscall: string): Resolved | undefined {
+    const clean = trailingSlash ? path.slice(0, -1) : path;
+    if (clean.includes('//') || clean.includes('/./') || clean.includes('/../') || clean.endsWith('/.') || clean.endsWith('/..')) return undefined;
+    for (const link of this.#symlinks) if (clean === link || clean.startsWith(`${link}/`)) return undefined;
+    if (clean === '') return { path: '/', type: 'directory' };
+    const type = this.#lstatType(clean);
+    if (type === undefined) {
+      const parent = clean.slice(0, clean.lastIndexOf('/')) || '/';
+      const parentType = this.#lstatType(parent);
+      if (parentType === undefined) throw quietFsError('ENOENT', path, syscall);
+      if (parentType !== 'directory') throw quietFsError('ENOTDIR', path, syscall);
+    } else if (trailingSlash && type !== 'directory') {
+      throw quietFsError('ENOTDIR', path, syscall);
+    }
+    return { path: clean, type };
   }
 
   #wrapSync<T>(syscall: string, path: string, body: () => T): T {
@@ -346,7 +461,7 @@ export class MemFs implements FileSystem {
     } catch (err) {
       if (err instanceof FsError) throw err;
       const code = errorCode(err);
-      if (code !== undefined) throw new FsError(code, path, syscall);
+      if (code !== undefined) throw quietFsError(code, path, syscall);
       throw err;
     }
   }

@@ -1,5 +1,5 @@
 /**
- * The cluster's view of one node read from the API server through @kubernetes/client-node.
+ * The cluster's view of one node read from the API server (GETs through ./kubeApi.ts).
  *
  * Read-only and narrow, so that a ClusterRole with get/list is enough (deploy/rbac):
  * - `get nodes/<node>` (volumesInUse, volumesAttached);
@@ -11,15 +11,15 @@
  * Every list is read in pages of {@link DEFAULT_PAGE_LIMIT} and followed to its end through
  * `metadata.continue` ({@link listAllPages}): a page is never taken for the whole list.
  *
- * The client library is loaded on first use (`await import`), so commands that do not talk to
- * the API server never load it. Any failure is one {@link ClusterApiError} line naming the
+ * This module is loaded on first use (`await import`), so commands that do not talk to the API
+ * server never load it. Any failure is one {@link ClusterApiError} line naming the
  * request and the server's answer; the caller exits 2 rather than give a verdict without it.
  *
  * Every object is checked with the schemas of src/api/clusterObjects.ts (the same ones the
  * `--cluster-state` file goes through); reducing them to one node's view is the audit's job.
  */
 import { parseObject, readListPage, schemas, type ClusterObjects, type ListPage, type PersistentVolumeClaimObject } from '../../api/clusterObjects.js';
-import { importExternal } from './importExternal.js';
+import { coreV1Api, KubeApiError, KubeRestClient, loadInCluster, loadKubeconfig, type KubeRestConfig } from './kubeApi.js';
 
 export class ClusterApiError extends Error {
   override readonly name = 'ClusterApiError';
@@ -35,8 +35,7 @@ export interface ClusterApiOptions {
   readonly pageLimit?: number;
 }
 
-/** The in-cluster service account files client-node's loadFromCluster reads. */
-export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+export { SERVICE_ACCOUNT_DIR } from './kubeApi.js';
 
 /** Bounds each request: a hung API server is an error, not a hang. */
 function withTimeout<T>(what: string, p: Promise<T>, ms: number): Promise<T> {
@@ -84,22 +83,8 @@ function pageQuery(p: PageRequest): Record<string, string> {
   return { ...(p.limit > 0 ? { limit: String(p.limit) } : {}), ...(p.continue !== undefined ? { continue: p.continue } : {}) };
 }
 
-/** An answer outside 2xx: the status code and the body (a Status object, usually). */
-class HttpStatusError extends Error {
-  override readonly name = 'HttpStatusError';
-  constructor(
-    readonly code: number,
-    readonly body: string,
-  ) {
-    super(`HTTP ${code}`);
-  }
-}
-
-/** The largest answer read (characters of JSON): a list of this node's pods, or a page of 500 objects, is far below it. */
-const MAX_ANSWER_CHARS = 256 * 1024 * 1024;
-
 function isExpired(err: unknown): boolean {
-  return err instanceof HttpStatusError && err.code === 410;
+  return err instanceof KubeApiError && err.code === 410;
 }
 
 export interface ListAllPagesOptions {
@@ -174,54 +159,33 @@ export interface ClusterApiObjects {
  * {@link ClusterApiError}, or a ClusterStateError for an object that does not match its schema.
  */
 export async function readClusterObjectsFromApi(o: ClusterApiOptions): Promise<ClusterApiObjects> {
-  const k8s = await importExternal<typeof import('@kubernetes/client-node')>('@kubernetes/client-node');
-  const kc = new k8s.KubeConfig();
+  let config: KubeRestConfig;
   try {
-    if (o.kubeconfig !== undefined) kc.loadFromFile(o.kubeconfig);
-    else kc.loadFromCluster();
+    config = o.kubeconfig !== undefined ? await loadKubeconfig(o.kubeconfig) : await loadInCluster();
   } catch (err) {
     throw describe(o.kubeconfig !== undefined ? `--kubeconfig ${o.kubeconfig}` : 'in-cluster config', err);
   }
-  const server = kc.getCurrentCluster()?.server;
-  if (server === undefined || server === '') throw new ClusterApiError(`${o.kubeconfig ?? 'in-cluster config'}: no current cluster server`);
+  const server = config.server;
   const ms = o.timeoutMs ?? 30_000;
-  const httpApi = k8s.createConfiguration().httpApi;
-  const base = server.replace(/\/+$/, '');
-  /**
-   * One GET, its answer as the server sent it: parsed from the raw body, not through the typed
-   * client's deserializer, which is lossy (a string where a list belongs becomes a list of its
-   * characters, a missing `items` an undefined one). client-node still does what it is good at:
-   * the kubeconfig's credentials, TLS and proxy (applySecurityAuthentication) and the transport.
-   */
-  const getJson = async (what: string, apiPath: string, query: Readonly<Record<string, string>> = {}): Promise<unknown> => {
-    const answer = async (): Promise<unknown> => {
-      const ctx = new k8s.RequestContext(`${base}${apiPath}`, k8s.HttpMethod.GET);
-      for (const [k, v] of Object.entries(query)) ctx.setQueryParam(k, v);
-      ctx.setHeaderParam('Accept', 'application/json');
-      await kc.applySecurityAuthentication(ctx);
-      const res = await httpApi.send(ctx).toPromise();
-      const text = await res.body.text();
-      if (text.length > MAX_ANSWER_CHARS) throw new ClusterApiError(`${what}: answer larger than ${MAX_ANSWER_CHARS} characters`);
-      if (res.httpStatusCode < 200 || res.httpStatusCode > 299) throw new HttpStatusError(res.httpStatusCode, text);
-      try {
-        return JSON.parse(text) as unknown;
-      } catch (err) {
-        throw new ClusterApiError(`${what}: answer is not JSON: ${err instanceof Error ? err.message : String(err)}`);
-      }
-    };
-    return withTimeout(what, answer(), ms);
-  };
-  const call = async (what: string, apiPath: string, query?: Readonly<Record<string, string>>): Promise<unknown> => {
+  const client = new KubeRestClient(config, ms);
+  const core = coreV1Api(client);
+  const call = async <T>(what: string, f: () => Promise<T>): Promise<T> => {
     try {
-      return await getJson(`${server}: ${what}`, apiPath, query);
+      return await withTimeout(what, f(), ms);
     } catch (err) {
       throw describe(`${server}: ${what}`, err);
     }
   };
+  // Lists are read as the server sent them (client.get: raw JSON) and checked page by page.
   const list = (what: string, kind: string, apiPath: string, query: Readonly<Record<string, string>> = {}): Promise<readonly unknown[]> =>
-    listAllPages({ what: `${server}: ${what}`, kind, limit: o.pageLimit ?? DEFAULT_PAGE_LIMIT, fetchPage: (p) => getJson(`${server}: ${what}`, apiPath, { ...query, ...pageQuery(p) }) });
+    listAllPages({
+      what: `${server}: ${what}`,
+      kind,
+      limit: o.pageLimit ?? DEFAULT_PAGE_LIMIT,
+      fetchPage: (p) => withTimeout(`${server}: ${what}`, client.get(apiPath, { ...query, ...pageQuery(p) }), ms),
+    });
 
-  const node = await call(`get node ${o.nodeName}`, `/api/v1/nodes/${encodeURIComponent(o.nodeName)}`);
+  const node = await call(`get node ${o.nodeName}`, () => core.readNode({ name: o.nodeName }));
   const [pods, pvs, vas, drivers] = await Promise.all([
     list(`list pods (fieldSelector spec.nodeName=${o.nodeName})`, 'PodList', '/api/v1/pods', { fieldSelector: `spec.nodeName=${o.nodeName}` }),
     list('list persistentvolumes', 'PersistentVolumeList', '/api/v1/persistentvolumes'),
@@ -241,10 +205,10 @@ export async function readClusterObjectsFromApi(o: ClusterApiOptions): Promise<C
     const [namespace = '', name = ''] = key.split('/');
     let c: unknown;
     try {
-      c = await getJson(`${server}: get persistentvolumeclaim ${key}`, `/api/v1/namespaces/${encodeURIComponent(namespace)}/persistentvolumeclaims/${encodeURIComponent(name)}`);
+      c = await withTimeout(`${server}: get persistentvolumeclaim ${key}`, core.readNamespacedPersistentVolumeClaim({ name, namespace }), ms);
     } catch (err) {
       // A deleted claim is an answer (the pod cannot mount it); anything else is not.
-      if (err instanceof HttpStatusError && err.code === 404) continue;
+      if (err instanceof KubeApiError && err.code === 404) continue;
       throw describe(`${server}: get persistentvolumeclaim ${key}`, err);
     }
     claims.push(parseObject(schemas.claim, c, where(`persistentvolumeclaim ${key}`)));

@@ -1,6 +1,6 @@
 /**
  * Loads an npm package that is imported on demand (prom-client for `-o prom`, yaml for
- * `-o yaml`, the Kubernetes client for `--kubeconfig`): what `await import(specifier)` does.
+ * `-o yaml` and the kubeconfig): what `await import(specifier)` does.
  *
  * Why not `import()` itself: bin/nodevol.js runs the CLI bundle as a classic script compiled from
  * a V8 code cache (scripts/bundle.ts), and on Node 20 an `import()` inside code deserialized from

@@ -30,7 +30,6 @@ import { errorCode, errorMessage, type FileSystem } from '../../host/fs.js';
 import type { Clock } from '../../host/clock.js';
 import type { MemoryMounter } from '../../adapters/memory/memoryMounter.js';
 import {
-  CsiFaultQueue,
   CsiNodeState,
   VolumeLocks,
   decidePublish,
@@ -39,11 +38,11 @@ import {
   decideUnstage,
   type CsiAccessKind,
   type CsiDecision,
-  type CsiFault,
   type CsiNodeMode,
   type NodeRules,
   type NodeStateSnapshot,
 } from '../nodeStateMachine.js';
+import { CsiFaultBook, type CsiFault, type CsiFaultHandle } from '../faults.js';
 import {
   CsiCallError,
   GrpcStatus,
@@ -113,15 +112,10 @@ export interface FakeCsiCall {
   readonly endMs: number;
 }
 
-/** A fault (the shared state machine's fault shape). */
+/** A fault: a rule of the one fault model (src/csi/faults.ts). */
 export type FakeCsiFault = CsiFault;
 
-export interface FakeCsiFaultHandle {
-  /** Stops the fault from applying to further calls. */
-  remove(): void;
-  /** Matching calls it will still apply to. */
-  remaining(): number;
-}
+export type FakeCsiFaultHandle = CsiFaultHandle;
 
 /** What the driver does with one call that arrived, observable by a simulator. */
 export interface FakeCsiCallObserver {
@@ -135,6 +129,12 @@ interface Hung {
   readonly method: CsiMethod;
   readonly release: () => void;
   readonly fail: (err: Error) => void;
+}
+
+/** A call at the driver: what ends it when the driver process goes away. */
+interface Running {
+  readonly method: CsiMethod;
+  readonly abort: (err: CsiCallError) => void;
 }
 
 /** Where the fake device of a volume lives (source of its device mounts; a file for block binds). */
@@ -176,8 +176,14 @@ export class FakeCsiDriver implements CsiNodeClient {
   readonly #state = new CsiNodeState();
   readonly #locks = new VolumeLocks();
   readonly #useLocks: boolean;
-  readonly #faults = new CsiFaultQueue();
+  readonly #faults = new CsiFaultBook();
   #hung: Hung[] = [];
+  /** Every call at the driver: a restart of its process fails them all at once. */
+  readonly #running = new Set<Running>();
+  /** Bumped when the driver process restarts (reboot, exit fault): work of an earlier process never lands. */
+  #epoch = 0;
+  /** Called when an exit fault ends the driver process (the simulator restarts it). */
+  onExit: (() => void) | undefined;
   #seq = 0;
   /** Every finished call, in order of completion. */
   readonly calls: FakeCsiCall[] = [];
@@ -299,9 +305,19 @@ export class FakeCsiDriver implements CsiNodeClient {
    * Mounts are the MemoryMounter's.
    */
   reboot(): void {
-    const hung = this.#hung;
+    this.#restartProcess('driver restarted');
+  }
+
+  /**
+   * The driver process is gone and a new one serves: calls at it fail with UNAVAILABLE (the
+   * connection broke) and none of their effects lands afterwards; no volume stays busy.
+   */
+  #restartProcess(why: string): void {
+    this.#epoch++;
     this.#hung = [];
-    for (const h of hung) h.fail(fail(h.method, GrpcStatus.UNAVAILABLE, 'driver restarted'));
+    const running = [...this.#running];
+    this.#running.clear();
+    for (const r of running) r.abort(fail(r.method, GrpcStatus.UNAVAILABLE, why));
     this.#locks.clear();
   }
 
@@ -310,7 +326,10 @@ export class FakeCsiDriver implements CsiNodeClient {
   #call<T>(method: CsiMethod, volumeId: string, request: FakeCsiRequest, effect: () => Promise<T>): Promise<T> {
     const seq = ++this.#seq;
     const atMs = this.#clock.nowMs();
+    let recorded = false;
     const record = (outcome: FakeCsiOutcome, details: string): void => {
+      if (recorded) return;
+      recorded = true;
       const call: FakeCsiCall = { seq, method, volumeId, request, outcome, details, atMs, endMs: this.#clock.nowMs() };
       this.calls.push(call);
       this.observer?.finished?.(call);
@@ -322,8 +341,30 @@ export class FakeCsiDriver implements CsiNodeClient {
       return Promise.reject(fail(method, busy.code, busy.details));
     }
     const fault = this.#faults.take(method, volumeId);
-    const work = this.#run(method, fault, effect, record).finally(() => {
-      if (this.#useLocks) this.#locks.release(volumeId);
+    if (fault?.exit === true) {
+      // The process dies as the call arrives: this call and every other one at it are lost.
+      const err = fail(method, GrpcStatus.UNAVAILABLE, 'the driver process exited');
+      record('UNAVAILABLE', err.details);
+      this.#restartProcess('the driver process exited');
+      this.onExit?.();
+      return Promise.reject(err);
+    }
+    const epoch = this.#epoch;
+    let running: Running | undefined;
+    const aborted = new Promise<never>((_resolve, reject) => {
+      running = {
+        method,
+        abort: (err) => {
+          record('UNAVAILABLE', err.details);
+          reject(err);
+        },
+      };
+    });
+    aborted.catch(() => undefined);
+    if (running !== undefined) this.#running.add(running);
+    const work = Promise.race([this.#run(method, fault, effect, record, epoch), aborted]).finally(() => {
+      if (running !== undefined) this.#running.delete(running);
+      if (this.#useLocks && this.#epoch === epoch) this.#locks.release(volumeId);
     });
     const timeout = fault?.clientTimeoutMs;
     if (timeout === undefined) return work;
@@ -339,12 +380,21 @@ export class FakeCsiDriver implements CsiNodeClient {
     fault: FakeCsiFault | undefined,
     effect: () => Promise<T>,
     record: (outcome: FakeCsiOutcome, details: string) => void,
+    epoch: number,
   ): Promise<T> {
+    // Work held across a restart of the driver process never lands.
+    const stillServed = (): void => {
+      if (this.#epoch !== epoch) throw fail(method, GrpcStatus.UNAVAILABLE, 'driver restarted');
+    };
     try {
       if (fault?.hang === true) {
         await new Promise<void>((resolve, reject) => this.#hung.push({ method, release: resolve, fail: reject }));
+        stillServed();
       }
-      if (fault?.delayMs !== undefined && fault.delayMs > 0) await this.#clock.sleep(fault.delayMs);
+      if (fault?.delayMs !== undefined && fault.delayMs > 0) {
+        await this.#clock.sleep(fault.delayMs);
+        stillServed();
+      }
       const code = fault?.code !== undefined && fault.code !== GrpcStatus.OK ? fault.code : undefined;
       if (code !== undefined && fault?.afterEffect !== true) throw fail(method, code, `injected ${statusName(code)}`);
       let result: T;

@@ -1,88 +1,50 @@
 /**
- * The mock driver's fault rules (`--faults FILE`, YAML or JSON):
+ * The mock driver's faults file (`--faults FILE`, YAML or JSON): `faults: [rule, ...]`, each rule
+ * a rule of the one CSI fault model (src/csi/faults.ts), the same the simulator's scenarios use:
  *
  *   faults:
  *     - method: NodeUnstageVolume   # any csi.v1 RPC the mock serves
  *       volumeId: mock-0123abcd…     # optional: only calls for this volume
- *       delayMs: 2000                # optional: hold the call this long first
+ *       delay: 2s                    # optional: hold the call this long first
  *       code: UNAVAILABLE            # optional: fail with this gRPC code (name or 1..16)
  *       afterEffect: true            # optional, with code: do the real work, then fail
  *       times: 2                     # optional: apply to this many matching calls (default: all)
  *       hang: true                   # optional: never answer (until the driver stops)
  *       exit: true                   # optional: the process exits with code 3 when the call arrives
- *       clientTimeoutMs: 500         # optional: answer DEADLINE_EXCEEDED after this long while the
- *                                    #   call carries on at the driver ("timed out at the client,
- *                                    #   still running at the driver"); the volume stays busy
+ *       clientTimeout: 500ms         # optional: answer DEADLINE_EXCEEDED after this long while the
+ *                                    #   call carries on at the driver; the volume stays busy
  *                                    #   (ABORTED) until the work is done
  *
- * The first rule (in file order) that matches a call's method (and volume id, when the rule has
- * one) and still has `times` left applies to it; `times` counts down per rule. The file is
- * re-read whenever its inode, size, mtime or ctime changed since the last read (checked on every
- * call); a re-read replaces every rule and resets every counter. A file that cannot be parsed or
- * fails validation is logged and ignored: the previous rules (and their counters) stay. A missing
- * file means no rules; an empty one too.
+ * The file is re-read whenever its inode, size, mtime or ctime changed since the last read
+ * (checked on every call). A re-read replaces the rules; a rule that was already in the file (the
+ * same rule at the same place among its equals) keeps its `times` counter, so that appending a
+ * rule never re-arms the ones before it. A file that cannot be parsed or fails validation is
+ * logged and ignored: the previous rules (and their counters) stay. A missing file means no
+ * rules; an empty one too.
  */
 import { promises as fsp } from 'node:fs';
 
 import { parse as parseYaml } from 'yaml';
-import { z } from 'zod';
 
 import { NodeFileSystem } from '../../adapters/node/nodeFs.js';
 import { errorCode, errorMessage } from '../../host/fs.js';
 import type { Logger } from '../../host/logger.js';
-import { CSI_RPCS_BY_SERVICE, GrpcStatus, grpcStatusName, type GrpcStatusName } from '../../host/csi.js';
+import { CSI_FAULT_METHODS, CsiFaultBook, csiFaultsFileSchema, describeCsiFault, issuePath, type CsiFault, type CsiFaultMethod } from '../faults.js';
 
 /** Every RPC the mock driver serves (what a rule's `method` may name). */
-export const MOCK_RPC_METHODS = [...CSI_RPCS_BY_SERVICE.Identity, ...CSI_RPCS_BY_SERVICE.Controller, ...CSI_RPCS_BY_SERVICE.Node] as const;
+export const MOCK_RPC_METHODS = CSI_FAULT_METHODS;
 
-export type MockRpcMethod = (typeof MOCK_RPC_METHODS)[number];
+export type MockRpcMethod = CsiFaultMethod;
 
-/** A validated rule, `code` as a number. */
-export interface MockFaultRule {
-  readonly method: MockRpcMethod;
-  readonly volumeId?: string;
-  readonly delayMs?: number;
-  readonly code?: number;
-  readonly afterEffect?: boolean;
-  readonly times?: number;
-  readonly hang?: boolean;
-  readonly exit?: boolean;
-  readonly clientTimeoutMs?: number;
-}
-
-/** Upper bound of delayMs: a day (a longer hold is a hang). */
-export const MAX_FAULT_DELAY_MS = 24 * 60 * 60 * 1000;
 /** Bound on what is read from a faults file. */
 export const MAX_FAULTS_FILE_BYTES = 1024 * 1024;
-
-const STATUS_NAMES = Object.keys(GrpcStatus).filter((n) => n !== 'OK') as [Exclude<GrpcStatusName, 'OK'>, ...Exclude<GrpcStatusName, 'OK'>[]];
-
-const ruleSchema = z
-  .object({
-    method: z.enum(MOCK_RPC_METHODS),
-    volumeId: z.string().min(1).optional(),
-    delayMs: z.number().int().min(0).max(MAX_FAULT_DELAY_MS).optional(),
-    code: z.union([z.enum(STATUS_NAMES), z.number().int().min(GrpcStatus.CANCELLED).max(GrpcStatus.UNAUTHENTICATED)]).optional(),
-    afterEffect: z.boolean().optional(),
-    times: z.number().int().min(1).optional(),
-    hang: z.boolean().optional(),
-    exit: z.boolean().optional(),
-    clientTimeoutMs: z.number().int().min(0).max(MAX_FAULT_DELAY_MS).optional(),
-  })
-  .strict()
-  .refine((r) => r.delayMs !== undefined || r.code !== undefined || r.hang === true || r.exit === true || r.clientTimeoutMs !== undefined, {
-    message: 'a rule needs at least one of delayMs, code, hang: true, exit: true, clientTimeoutMs',
-  })
-  .refine((r) => r.afterEffect !== true || r.code !== undefined, { message: 'afterEffect needs a code' });
-
-const fileSchema = z.object({ faults: z.array(ruleSchema).default([]) }).strict();
 
 export class MockFaultsError extends Error {
   override readonly name = 'MockFaultsError';
 }
 
-/** The rules in a faults file's text (YAML, hence JSON too); throws {@link MockFaultsError}. */
-export function parseFaults(text: string, file = 'faults'): MockFaultRule[] {
+/** The rules in a faults file's text (YAML, hence JSON too); throws {@link MockFaultsError} naming the field. */
+export function parseFaults(text: string, file = 'faults'): CsiFault[] {
   let raw: unknown;
   try {
     raw = parseYaml(text, { logLevel: 'error' });
@@ -90,50 +52,20 @@ export function parseFaults(text: string, file = 'faults'): MockFaultRule[] {
     throw new MockFaultsError(`${file}: not YAML or JSON: ${errorMessage(err)}`);
   }
   if (raw === null || raw === undefined) return [];
-  const parsed = fileSchema.safeParse(raw);
+  const parsed = csiFaultsFileSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    const where = issue === undefined || issue.path.length === 0 ? '' : ` at ${issue.path.join('.')}`;
+    const where = issue === undefined || issue.path.length === 0 ? '' : ` at ${issuePath(issue.path)}`;
     throw new MockFaultsError(`${file}: invalid faults file${where}: ${issue?.message ?? 'invalid'}`);
   }
-  return parsed.data.faults.map((r) => {
-    const code = typeof r.code === 'string' ? GrpcStatus[r.code] : r.code;
-    const rule: { -readonly [K in keyof MockFaultRule]: MockFaultRule[K] } = { method: r.method };
-    if (r.volumeId !== undefined) rule.volumeId = r.volumeId;
-    if (r.delayMs !== undefined) rule.delayMs = r.delayMs;
-    if (code !== undefined) rule.code = code;
-    if (r.afterEffect === true) rule.afterEffect = true;
-    if (r.times !== undefined) rule.times = r.times;
-    if (r.hang === true) rule.hang = true;
-    if (r.exit === true) rule.exit = true;
-    if (r.clientTimeoutMs !== undefined) rule.clientTimeoutMs = r.clientTimeoutMs;
-    return rule;
-  });
-}
-
-/** A short text for logs: "NodeStageVolume volume=x delay=2000ms code=UNAVAILABLE times=2". */
-export function describeRule(rule: MockFaultRule): string {
-  const parts: string[] = [rule.method];
-  if (rule.volumeId !== undefined) parts.push(`volume=${rule.volumeId}`);
-  if (rule.exit === true) parts.push('exit');
-  if (rule.hang === true) parts.push('hang');
-  if (rule.delayMs !== undefined) parts.push(`delay=${rule.delayMs}ms`);
-  if (rule.code !== undefined) parts.push(`code=${grpcStatusName(rule.code)}${rule.afterEffect === true ? ' after the effect' : ''}`);
-  if (rule.clientTimeoutMs !== undefined) parts.push(`clientTimeout=${rule.clientTimeoutMs}ms`);
-  if (rule.times !== undefined) parts.push(`times=${rule.times}`);
-  return parts.join(' ');
-}
-
-interface ActiveRule {
-  readonly rule: MockFaultRule;
-  remaining: number;
+  return parsed.data.faults;
 }
 
 /** The rules of one faults file, re-read when it changes. */
 export class MockFaultBook {
   readonly file: string | undefined;
   readonly #logger: Logger;
-  #rules: ActiveRule[] = [];
+  readonly #book = new CsiFaultBook();
   /** inode:size:mtime:ctime of the last text read (good or bad); 'missing'; undefined before the first look. */
   #signature: string | undefined;
   #refreshing: Promise<void> = Promise.resolve();
@@ -151,18 +83,13 @@ export class MockFaultBook {
   }
 
   /** The rule that applies to this call, its `times` counted down; undefined when none. */
-  take(method: MockRpcMethod, volumeId: string): MockFaultRule | undefined {
-    const active = this.#rules.find(
-      (a) => a.remaining > 0 && a.rule.method === method && (a.rule.volumeId === undefined || a.rule.volumeId === volumeId),
-    );
-    if (active === undefined) return undefined;
-    active.remaining -= 1;
-    return active.rule;
+  take(method: MockRpcMethod, volumeId: string): CsiFault | undefined {
+    return this.#book.take(method, volumeId);
   }
 
   /** The rules in force, with how many matching calls each still applies to. */
-  rules(): { readonly rule: MockFaultRule; readonly remaining: number }[] {
-    return this.#rules.map((a) => ({ rule: a.rule, remaining: a.remaining }));
+  rules(): { readonly rule: CsiFault; readonly remaining: number }[] {
+    return this.#book.rules();
   }
 
   async #refresh(): Promise<void> {
@@ -182,11 +109,11 @@ export class MockFaultBook {
     if (signature === this.#signature) return;
     this.#signature = signature;
     if (signature === 'missing') {
-      if (this.#rules.length > 0) this.#logger.info('The faults file is gone; no faults are injected', { file });
-      this.#rules = [];
+      if (this.#book.rules().length > 0) this.#logger.info('The faults file is gone; no faults are injected', { file });
+      this.#book.clear();
       return;
     }
-    let rules: MockFaultRule[];
+    let rules: CsiFault[];
     try {
       // Non-blocking and regular files only: a FIFO as the faults file must not hang the driver.
       let bytes: Uint8Array;
@@ -199,10 +126,10 @@ export class MockFaultBook {
       const text = Buffer.from(bytes).toString('utf8');
       rules = parseFaults(text, file);
     } catch (err) {
-      this.#logger.error(err, 'Ignoring the faults file; keeping the previous rules', { file, rules: this.#rules.length });
+      this.#logger.error(err, 'Ignoring the faults file; keeping the previous rules', { file, rules: this.#book.rules().length });
       return;
     }
-    this.#rules = rules.map((rule) => ({ rule, remaining: rule.times ?? Infinity }));
-    this.#logger.info('Loaded the faults file', { file, rules: rules.map(describeRule) });
+    this.#book.replace(rules);
+    this.#logger.info('Loaded the faults file', { file, rules: rules.map(describeCsiFault) });
   }
 }

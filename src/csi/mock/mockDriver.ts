@@ -39,7 +39,6 @@
  * with {@link EXIT_FAULT_CODE}), hang (held until the driver stops, then UNAVAILABLE), delay,
  * then code. A delayed call still does its work after the delay even if its client gave up.
  */
-import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, promises as fsp } from 'node:fs';
 import * as posix from 'node:path/posix';
 import { fileURLToPath } from 'node:url';
@@ -71,7 +70,9 @@ import {
   type NodeRules,
   type NodeVolumeView,
 } from '../nodeStateMachine.js';
-import { describeRule, MockFaultBook, type MockFaultRule, type MockRpcMethod } from './faults.js';
+import { describeCsiFault, type CsiFault } from '../faults.js';
+import { MockFaultBook, type MockRpcMethod } from './faults.js';
+import { mockVolumeId } from './volumeId.js';
 import { MockJournal, redactSecrets, type JournalError, type JournalLine } from './journal.js';
 import { isMountPointByMountId, MountIdUnavailableError } from './mountPoint.js';
 import { MockStateStore, type MockVolumeKind, type MockVolumeRecord } from './state.js';
@@ -171,10 +172,7 @@ export interface MockDriver {
   stop(): Promise<void>;
 }
 
-/** The volume id CreateVolume gives a name: `mock-` and the first 16 hex digits of sha256(name). */
-export function mockVolumeId(name: string): string {
-  return `mock-${createHash('sha256').update(name, 'utf8').digest('hex').slice(0, 16)}`;
-}
+export { mockVolumeId } from './volumeId.js';
 
 /** Backing storage of a volume: the directory (mount access) and the file (block access). */
 export function mockBackingPaths(stateDir: string, volumeId: string): { readonly dir: string; readonly file: string } {
@@ -508,7 +506,7 @@ class MockDriverImpl implements MockDriver {
       await complete(null, err);
       throw err;
     }
-    let rule: MockFaultRule | undefined;
+    let rule: CsiFault | undefined;
     try {
       await this.#faults.refresh();
       rule = this.#faults.take(method, volumeId);
@@ -516,7 +514,7 @@ class MockDriverImpl implements MockDriver {
       this.#busy.release(lockId);
       throw err;
     }
-    if (rule !== undefined) this.#logger.info('Injecting a fault', { seq, method, volumeId, fault: describeRule(rule) });
+    if (rule !== undefined) this.#logger.info('Injecting a fault', { seq, method, volumeId, fault: describeCsiFault(rule) });
     let released = false;
     const release = (): void => {
       if (released) return;
@@ -559,7 +557,7 @@ class MockDriverImpl implements MockDriver {
   }
 
   /** Applies hang, delay and code of a rule around the effect. */
-  async #faulted<T>(seq: number, method: MockRpcMethod, volumeId: string, rule: MockFaultRule | undefined, effect: () => Promise<T>): Promise<T> {
+  async #faulted<T>(seq: number, method: MockRpcMethod, volumeId: string, rule: CsiFault | undefined, effect: () => Promise<T>): Promise<T> {
     if (rule?.hang === true) {
       await this.#journal.write({ time: new Date().toISOString(), seq, method, volumeId, phase: 'held', fault: 'hang' });
       await this.#heldUntilStop();

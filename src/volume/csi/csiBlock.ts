@@ -78,7 +78,7 @@ export class CsiBlockMapper implements BlockVolumeMapper {
       });
     } catch (err) {
       const classified = classifyCsiError(err, 'blockMapper.stageVolumeForBlock failed');
-      if (isOperationFinishedError(classified)) await cleanupOrphanDeviceFiles(host, id.specName);
+      if (isOperationFinishedError(classified)) await cleanupOrphanDeviceFilesLogged(host, id.specName);
       throw classified;
     }
     return stagingPath;
@@ -162,7 +162,7 @@ export class CsiBlockUnmapper implements BlockVolumeUnmapper {
       }
       await removeIfUnmounted(host, stagingPath);
     }
-    await cleanupOrphanDeviceFiles(host, id.specName);
+    await cleanupOrphanDeviceFilesLogged(host, id.specName);
   }
 }
 
@@ -213,18 +213,33 @@ async function removeTree(host: VolumeHost, p: string, depth: number): Promise<v
   await host.fs.rmdir(p);
 }
 
-/** cleanupOrphanDeviceFiles: publish/<spec> (if empty), staging/<spec>, volumeDevices/<spec>. Errors only logged. */
+/**
+ * cleanupOrphanDeviceFiles (csi_block.go): remove publish/<spec> (it must be empty), then
+ * staging/<spec> (a plain rmdir: it must be empty and unmounted), then volumeDevices/<spec> (its
+ * data file and empty dev/). Like kubelet's, it stops at the first step that fails: a publish dir
+ * still holding a pod's target means the volume is still in use, and its staging dir must stay.
+ * Its callers log the failure at V(4) and carry on, as kubelet's do.
+ */
 export async function cleanupOrphanDeviceFiles(host: VolumeHost, spec: string): Promise<void> {
-  const steps: [string, () => Promise<void>][] = [
-    ['publish dir', () => host.fs.rmdir(host.layout.csiBlockPublishDir(spec))],
-    ['staging dir', () => removeIfUnmounted(host, host.layout.csiBlockStagingPath(spec))],
-    ['volume dir', () => removeIfUnmounted(host, host.layout.csiBlockVolumeDir(spec))],
+  const steps: [string, string, () => Promise<void>][] = [
+    ['publish directory', host.layout.csiBlockPublishDir(spec), () => host.fs.rmdir(host.layout.csiBlockPublishDir(spec))],
+    ['volume staging path', host.layout.csiBlockStagingPath(spec), () => host.fs.rmdir(host.layout.csiBlockStagingPath(spec))],
+    ['volume directory', host.layout.csiBlockVolumeDir(spec), () => removeIfUnmounted(host, host.layout.csiBlockVolumeDir(spec))],
   ];
-  for (const [what, step] of steps) {
+  for (const [what, dir, step] of steps) {
     try {
       await step();
     } catch (err) {
-      if (!isNotExist(err)) host.logger.error(err, csiLog(`failed to clean up block ${what}`), { spec });
+      if (!isNotExist(err)) throw new Error(csiLog(`failed to remove ${what} [${dir}]: ${errorMessage(err)}`));
     }
+  }
+}
+
+/** The orphan file cleanup as its callers run it: a failure is logged at V(4), never returned. */
+async function cleanupOrphanDeviceFilesLogged(host: VolumeHost, spec: string): Promise<void> {
+  try {
+    await cleanupOrphanDeviceFiles(host, spec);
+  } catch (err) {
+    host.logger.v(4).info(`Failed to clean up block volume directory ${errorMessage(err)}`);
   }
 }

@@ -126,7 +126,7 @@ export async function restartWithHeldUnstage(
   const name = o.vol.uniqueVolumeName;
   const isUnstaged = (e: JournalEntry): boolean => e.method === 'NodeUnstageVolume' && e.phase === undefined && e.error === null;
   const done = async (mark: number): Promise<boolean> => (await node.journalSince(mark)).some(isUnstaged);
-  await node.disk.writeFaults({ faults: [{ method: 'NodeUnstageVolume', volumeId: o.vol.volumeHandle, delayMs: o.delayMs ?? 1500, times: 1 }] });
+  await node.disk.writeFaults({ faults: [{ method: 'NodeUnstageVolume', volumeId: o.vol.volumeHandle, delay: `${o.delayMs ?? 1500}ms`, times: 1 }] });
   const mark = await node.journalMark();
   await node.startDriver();
   await node.startAgent({ gate: o.gate });

@@ -56,7 +56,7 @@ interface Node {
 }
 
 /** A node where kubelet already created the staging dir and the pod volume dir (parent of the target). */
-async function node(capabilities?: NodeCapability[], stillPublishedCode?: number): Promise<Node> {
+async function node(capabilities?: NodeCapability[], stillPublishedCode?: number, volumeLocks = false): Promise<Node> {
   const fs = MemFs.create();
   for (const d of [STAGING, POD_DIR, BLOCK_STAGING, `${K}/plugins/kubernetes.io/csi/volumeDevices/publish/pvc-b`]) {
     await fs.mkdir(d, { recursive: true, mode: 0o750 });
@@ -68,6 +68,7 @@ async function node(capabilities?: NodeCapability[], stillPublishedCode?: number
     ...base,
     ...(capabilities === undefined ? {} : { capabilities }),
     ...(stillPublishedCode === undefined ? {} : { stillPublishedCode }),
+    volumeLocks,
   });
   return { fs, mounter, clock, driver };
 }
@@ -332,7 +333,7 @@ describe('FakeCsiDriver fault injection', () => {
     assert.deepEqual(driver.calls.map((c) => `${c.volumeId}:${c.outcome}`), ['other:OK', `${VOL}:INTERNAL`, `${VOL}:INTERNAL`, `${VOL}:OK`]);
   });
 
-  it('delayMs keeps the call pending until the FakeClock is advanced past it', async () => {
+  it('a delay keeps the call pending until the FakeClock is advanced past it', async () => {
     const { mounter, clock, driver } = await node();
     driver.inject({ method: 'NodeStageVolume', delayMs: 5000, times: 1 });
     const call = driver.nodeStageVolume(stageReq());
@@ -382,6 +383,25 @@ describe('FakeCsiDriver fault injection', () => {
     await outcome;
     assert.deepEqual(mounts(mounter), []);
     assert.equal(driver.volume(VOL), undefined);
+  });
+
+  it('an exit fault ends the driver process: that call and a delayed one fail UNAVAILABLE at once, the delayed work never lands, and the next process serves', async () => {
+    const { mounter, clock, driver } = await node(undefined, undefined, true);
+    let exits = 0;
+    driver.onExit = () => exits++;
+    driver.inject({ method: 'NodeStageVolume', volumeId: VOL, delayMs: 5000, times: 1 });
+    driver.inject({ method: 'NodeUnstageVolume', volumeId: 'other', exit: true, times: 1 });
+    const delayed = rejectsWithCode(driver.nodeStageVolume(stageReq()), GrpcStatus.UNAVAILABLE, /driver process exited/);
+    await rejectsWithCode(driver.nodeUnstageVolume(unstageReq({ volumeId: 'other' })), GrpcStatus.UNAVAILABLE, /driver process exited/);
+    await delayed;
+    assert.equal(exits, 1);
+    assert.equal(driver.isBusy(VOL), false, 'no volume stays busy');
+    await clock.advance(5000);
+    assert.deepEqual(mounts(mounter), [], 'the work of the process that exited never lands');
+    assert.equal(driver.volume(VOL), undefined);
+    await driver.nodeStageVolume(stageReq());
+    assert.equal(mounts(mounter).length, 1, 'the next process stages');
+    assert.deepEqual(driver.calls.map((c) => [c.method, c.outcome]), [['NodeUnstageVolume', 'UNAVAILABLE'], ['NodeStageVolume', 'UNAVAILABLE'], ['NodeStageVolume', 'OK']]);
   });
 
   it('afterEffect: unstage really unmounts but is reported DEADLINE_EXCEEDED, and the retry is OK', async () => {

@@ -771,7 +771,7 @@ describe('mock driver: concurrency', () => {
     const { client, driver } = await env.start({ clock });
     await create(client);
     await create(client, BLOCK_NAME, BLOCK_CAP);
-    await env.faults(`faults:\n  - method: NodeStageVolume\n    volumeId: ${VOL}\n    delayMs: 400\n`);
+    await env.faults(`faults:\n  - method: NodeStageVolume\n    volumeId: ${VOL}\n    delay: 400ms\n`);
     const slow = client.nodeStageVolume(stageReq());
     await env.line((l) => 'phase' in l && l.phase === 'held', 'the held line');
     await rejectsWithCode(client.nodeUnstageVolume(unstageReq()), GrpcStatus.ABORTED, new RegExp(`operation with the given volume ID ${VOL} already exists`));
@@ -789,11 +789,11 @@ describe('mock driver: concurrency', () => {
     ]);
   });
 
-  it('clientTimeoutMs: the client gets DEADLINE_EXCEEDED while the driver carries on; the volume answers ABORTED until the work is done', async () => {
+  it('clientTimeout: the client gets DEADLINE_EXCEEDED while the driver carries on; the volume answers ABORTED until the work is done', async () => {
     const clock = new FakeClock();
     const { client, driver } = await env.start({ clock });
     await create(client);
-    await env.faults('faults:\n  - {method: NodeStageVolume, delayMs: 1000, clientTimeoutMs: 100, times: 1}\n');
+    await env.faults('faults:\n  - {method: NodeStageVolume, delay: 1s, clientTimeout: 100ms, times: 1}\n');
     const first = rejectsWithCode(client.nodeStageVolume(stageReq()), GrpcStatus.DEADLINE_EXCEEDED, /driver carries on/);
     await env.line((l) => 'phase' in l && l.phase === 'held', 'the held line');
     await clock.advance(100);
@@ -822,16 +822,19 @@ describe('mock driver: faults', () => {
     assert.deepEqual(parseFaults('faults:\n  - {method: NodeUnstageVolume, code: UNAVAILABLE, times: 2}\n'), [
       { method: 'NodeUnstageVolume', code: 14, times: 2 },
     ]);
-    assert.deepEqual(parseFaults('{"faults":[{"method":"Probe","code":4,"delayMs":5,"volumeId":"v"}]}'), [
+    assert.deepEqual(parseFaults('{"faults":[{"method":"Probe","code":4,"delay":"5ms","volumeId":"v"}]}'), [
       { method: 'Probe', volumeId: 'v', delayMs: 5, code: 4 },
     ]);
     assert.deepEqual(parseFaults(''), []);
     assert.deepEqual(parseFaults('faults: []'), []);
-    assert.throws(() => parseFaults('faults:\n  - {method: NodeUnstage, code: 14}'), /faults\.0\.method/);
-    assert.throws(() => parseFaults('faults:\n  - {method: Probe, code: 14, tims: 2}'), /Unrecognized key/);
+    assert.throws(() => parseFaults('faults:\n  - {method: NodeUnstage, code: 14}'), /faults\[0\]\.method/);
+    assert.throws(() => parseFaults('faults:\n  - {method: Probe, code: 14, tims: 2}'), /faults\[0\]\.tims: unknown key/);
+    assert.throws(() => parseFaults('faults:\n  - {method: Probe, delayMs: 5}'), /faults\[0\]\.delayMs: unknown key: use delay/);
+    assert.throws(() => parseFaults('faults:\n  - {method: Probe, delay: 5}'), /faults\[0\]\.delay/);
+    assert.throws(() => parseFaults('faults:\n  - {method: Probe, delay: 25h}'), /at most 24h/);
     assert.throws(() => parseFaults('faults:\n  - {method: Probe}'), /at least one of/);
-    assert.throws(() => parseFaults('faults:\n  - {method: Probe, code: OK}'), /faults\.0\.code/);
-    assert.throws(() => parseFaults('faults:\n  - {method: Probe, code: 17}'), /faults\.0\.code/);
+    assert.throws(() => parseFaults('faults:\n  - {method: Probe, code: OK}'), /faults\[0\]\.code/);
+    assert.throws(() => parseFaults('faults:\n  - {method: Probe, code: 17}'), /faults\[0\]\.code/);
     assert.throws(() => parseFaults('faults: [ {'), /not YAML or JSON/);
   });
 
@@ -839,7 +842,7 @@ describe('mock driver: faults', () => {
     const clock = new FakeClock();
     const { client, driver } = await env.start({ clock });
     await create(client);
-    await env.faults(JSON.stringify({ faults: [{ method: 'NodeStageVolume', delayMs: 300 }] }));
+    await env.faults(JSON.stringify({ faults: [{ method: 'NodeStageVolume', delay: '300ms' }] }));
     const p = client.nodeStageVolume(stageReq());
     await env.line((l) => 'phase' in l && l.method === 'NodeStageVolume', 'the held line');
     await clock.advance(299);
@@ -932,7 +935,7 @@ describe('mock driver: faults', () => {
     await rejectsWithCode(client.nodeGetInfo(), GrpcStatus.UNAVAILABLE, undefined);
     const bad = env.logs.filter((l) => l.includes('Ignoring the faults file'));
     assert.equal(bad.length, 1, env.logs.join('\n'));
-    assert.match(bad[0]!, /faults\.0\.code/);
+    assert.match(bad[0]!, /faults\[0\]\.code/);
     await client.nodeGetInfo();
     await client.nodeGetInfo();
     assert.equal(env.logs.filter((l) => l.includes('Ignoring the faults file')).length, 1, 'logged once per change');

@@ -3,7 +3,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
-  CsiFaultQueue,
   CsiNodeState,
   VolumeLocks,
   decidePublish,
@@ -66,15 +65,6 @@ describe('CSI node state machine', () => {
     assert.equal(locks.acquire(''), undefined, 'calls without a volume never lock');
     locks.clear();
     assert.equal(locks.acquire('a'), undefined);
-  });
-
-  it('faults apply in order of injection, per method and volume, N times', () => {
-    const q = new CsiFaultQueue();
-    q.add({ method: 'NodeStageVolume', volumeId: 'a', code: GrpcStatus.UNAVAILABLE, times: 2 });
-    assert.equal(q.take('NodeStageVolume', 'b'), undefined);
-    assert.equal(q.take('NodeStageVolume', 'a')?.code, GrpcStatus.UNAVAILABLE);
-    assert.equal(q.take('NodeStageVolume', 'a')?.code, GrpcStatus.UNAVAILABLE);
-    assert.equal(q.take('NodeStageVolume', 'a'), undefined);
   });
 
   it('snapshot and restore round-trip the state', () => {

@@ -11,7 +11,6 @@ import type { OperationCompleteEvent } from '../../../src/operationexecutor/nest
 import {
   MAX_STUCK_ENTRIES,
   parseStuckOperationsFile,
-  podVolumeDirsNaming,
   StuckOperationTracker,
   stuckOperationsPath,
   type StuckOperationMetrics,
@@ -252,14 +251,10 @@ describe('stuck on a node: the KEP-6058 alpha gap (reboot, pod-local vol_data.js
     const podDir = `${ROOT}/pods/pod-a/volumes/kubernetes.io~csi/pv-1`;
     await node.fs.unlink(`${podDir}/vol_data.json`);
     node.cluster.deletePod('pod-a');
-    const vm = await node.startKubelet(true);
-    const tracker = new StuckOperationTracker({
-      clock: node.clock,
-      logger: node.logger,
-      rootDir: ROOT,
-      findTargets: () => podVolumeDirsNaming(node.fs, node.layout, 'pv-1'),
-    });
-    vm.executor.onOperationComplete((e) => tracker.observe(e));
+    await node.startKubelet(true);
+    // The node's own tracker, wired by the composition the agent uses.
+    const tracker = node.composed?.stuck;
+    assert.ok(tracker !== undefined);
     const mark = node.logger.lines.length;
     const callMark = node.driver.calls.length;
 

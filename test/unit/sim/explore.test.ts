@@ -44,7 +44,7 @@ describe('nodevol explore', () => {
       assert.ok(report.durationMs >= 0 && report.states >= 0);
       assert.deepEqual(report.violations.map((v) => v.invariant), ['in-use-reported', 'converges']);
       const first = report.violations[0];
-      assert.ok(first !== undefined && first.trace.version === 1 && first.trace.steps.length > 0);
+      assert.ok(first?.trace !== undefined && first.trace.version === 1 && first.trace.steps.length > 0);
       assert.equal(first.replay, 'nodevol explore --scenario kep-story-2 --feature-gates CSIGlobalMountReconstruction=false --seed 1 --crash none');
       const page = readFileSync(html, 'utf8');
       assert.match(page, /^<!doctype html>/);

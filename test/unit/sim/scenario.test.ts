@@ -27,7 +27,7 @@ function errorOf(text: string): string {
 
 describe('scenario files', () => {
   it('parses the format: defaults, steps, durations', () => {
-    const s = parseScenario(`${base}steps:\n  - wait: converged\n  - advance: 30s\n  - deletePod: pod-a\n  - reboot\n  - fault: { method: NodeUnstageVolume, volume: vol-1, code: UNAVAILABLE, times: 2 }\n`, 'x.yaml');
+    const s = parseScenario(`${base}steps:\n  - wait: converged\n  - advance: 30s\n  - deletePod: pod-a\n  - reboot\n  - fault: { method: NodeUnstageVolume, volumeId: vol-1, code: UNAVAILABLE, times: 2 }\n`, 'x.yaml');
     assert.deepEqual(s.drivers, [{ name: 'csi.example.com', attachRequired: true, podInfoOnMount: true, stageUnstage: true, mode: 'strict' }]);
     assert.deepEqual(s.steps.map((x) => x.kind), ['wait', 'advance', 'deletePod', 'reboot', 'fault']);
     assert.deepEqual(s.steps[1], { kind: 'advance', ms: 30_000 });

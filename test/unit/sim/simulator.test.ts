@@ -6,8 +6,8 @@ import { describe, it } from 'node:test';
 import { FeatureGate, type FeatureName } from '../../../src/features/features.js';
 import { DurableFs, JOURNAL_COMMIT_INTERVAL_MS } from '../../../src/sim/durableFs.js';
 import { removalHits } from '../../../src/sim/invariants.js';
-import { builtinScenarioNames, loadBuiltinScenario } from '../../../src/sim/scenario.js';
-import { formatPlan, parsePlan, simulate, type Perturbation, type SimResult } from '../../../src/sim/simulation.js';
+import { builtinScenarioNames, loadBuiltinScenario, parseScenario } from '../../../src/sim/scenario.js';
+import { CSI_CLIENT_TIMEOUT_MS, formatPlan, parsePlan, simulate, type Perturbation, type SimResult } from '../../../src/sim/simulation.js';
 
 const gates = (on: boolean): FeatureGate => FeatureGate.of({ CSIGlobalMountReconstruction: on });
 /** KEP-6058's gate and the given nodevol gates on. */
@@ -146,10 +146,11 @@ describe('simulator: replays of what the explorer found (README "Proving it: the
 
   it('both gates: a failed CSI operation leaves kubelet\'s error line (finding 3, fixed by the failed-operation log line)', async () => {
     const r = await simulate({ scenario: loadBuiltinScenario('alpha-gap'), gates: gates(true), seed: 1 });
-    // The alpha gap only (with kubelet's housekeeping, its orphaned pod dir sweep also removes the
-    // unpublished target's directory while the driver still records it published): every failed
-    // operation is now logged.
-    assert.deepEqual(names(r), ['converges', 'no-unstage-in-use', 'nothing-removed-early']);
+    // The alpha gap only: every failed operation is now logged. (kubelet's orphaned pod dir sweep
+    // also removes the target's directory, empty and unmounted since the reboot, while the driver
+    // still records it published: no longer a nothing-removed-early, which asks for a mounted path
+    // or a vol_data.json.)
+    assert.deepEqual(names(r), ['converges', 'no-unstage-in-use']);
     const fixed = await simulate({ scenario: loadBuiltinScenario('alpha-gap'), gates: withGates('CSIUnpublishBeforeUnstageAfterReconstruction'), seed: 1 });
     assert.deepEqual(names(fixed), [], 'gate CSIUnpublishBeforeUnstageAfterReconstruction: unpublished, then unstaged');
   });
@@ -305,5 +306,140 @@ describe('gate CSIRetryReconstructionCleanup: explorer proof scenario reconstruc
     const on = await simulate({ scenario, gates: withGates(...ALL), seed: 1 });
     assert.deepEqual(names(on), []);
     assert.equal(on.endReason, 'converged');
+  });
+});
+
+describe("simulator: the agent's own node and runtime", () => {
+  const oneVolume = (steps: string): string =>
+    `name: t\ndrivers:\n  - name: csi.example.com\nvolumes:\n  - name: pv-1\n    handle: vol-1\npods:\n  - uid: pod-a\n    volumes: [pv-1]\nsteps:\n${steps}`;
+  const csiOf = (r: SimResult, method: string): { seq: number; sentMs: number; answer?: string; answeredMs?: number }[] => {
+    const out = new Map<number, { seq: number; sentMs: number; answer?: string; answeredMs?: number }>();
+    for (const s of r.trace) {
+      for (const c of s.calls) {
+        if (c.port !== 'csi' || c.op !== method) continue;
+        if (c.result === 'sent') out.set(c.seq, { seq: c.seq, sentMs: s.timeMs });
+        else {
+          const e = out.get(c.seq);
+          if (e !== undefined) out.set(c.seq, { ...e, answer: c.result, answeredMs: s.timeMs });
+        }
+      }
+    }
+    return [...out.values()];
+  };
+
+  it('an idle node sleeps as the agent does: a quiet minute costs the populator about one pass a second, not ten', async () => {
+    const scenario = parseScenario(oneVolume('  - wait: converged\n  - advance: 60s\n'), 't.yaml');
+    const r = await simulate({ scenario, gates: gates(true), seed: 1, fullTrace: true });
+    assert.deepEqual(names(r), []);
+    // The advance step's timer fires when its minute is over.
+    const advanced = r.trace.find((s) => s.event.label === 'advance 60000ms');
+    assert.ok(advanced !== undefined);
+    const quiet = r.trace.filter((s) => s.timeMs >= advanced.timeMs - 55_000 && s.timeMs < advanced.timeMs - 5_000);
+    const lists = quiet.flatMap((s) => s.calls).filter((c) => c.op === 'listPods').length;
+    assert.ok(lists <= 60, `listPods ${lists} times in 50 quiet seconds (the 100 ms poll would make 500)`);
+    assert.ok(lists >= 40, `listPods ${lists} times: the idle populator still passes at least once a second`);
+  });
+
+  it("a call the driver holds fails DEADLINE_EXCEEDED at the client after kubelet's 2 minutes", async () => {
+    const scenario = parseScenario(oneVolume('  - wait: converged\n  - fault: { method: NodeUnstageVolume, hang: true, times: 1 }\n  - deletePod: pod-a\n  - advance: 150s\n'), 't.yaml');
+    const r = await simulate({ scenario, gates: gates(true), seed: 1, fullTrace: true });
+    const [first] = csiOf(r, 'NodeUnstageVolume');
+    assert.ok(first !== undefined);
+    assert.equal(first.answer, 'DEADLINE_EXCEEDED');
+    assert.equal((first.answeredMs ?? 0) - first.sentMs, CSI_CLIENT_TIMEOUT_MS);
+  });
+
+  it('a teardown refused for over a minute is tracked as stuck and listed in <root>/nodevol/stuck-operations.json, as by the agent', async () => {
+    const scenario = parseScenario(oneVolume('  - wait: converged\n  - fault: { method: NodeUnstageVolume, code: FAILED_PRECONDITION }\n  - deletePod: pod-a\n  - advance: 90s\n  - clearFaults\n  - wait: converged\n'), 't.yaml');
+    const r = await simulate({ scenario, gates: gates(true), seed: 1, fullTrace: true });
+    const file = '/var/lib/kubelet/nodevol/stuck-operations.json';
+    const written = r.trace.filter((s) => s.fs?.added.includes(file));
+    assert.ok(written.length > 0, 'the status file was written');
+    assert.ok(written.every((s) => s.timeMs >= 60_000), 'only once the unstage failed for a minute');
+    assert.equal(r.endReason, 'converged');
+  });
+});
+
+describe('simulator: the root dir full or read-only, and driver restarts', () => {
+  const scenarioWith = (steps: string): ReturnType<typeof parseScenario> =>
+    parseScenario(`name: t\ndrivers:\n  - name: csi.example.com\nvolumes:\n  - name: pv-1\n    handle: vol-1\npods:\n  - uid: pod-a\n    volumes: [pv-1]\n    running: false\nsteps:\n${steps}`, 't.yaml');
+  const opsFailing = (r: SimResult, code: string): string[] => r.trace.flatMap((s) => s.calls).filter((c) => c.result === code).map((c) => c.op);
+
+  it('ENOSPC refuses what creates or writes under the root dir (removals go through) until it ends; the volume is mounted after', async () => {
+    const r = await simulate({ scenario: scenarioWith('  - fsFault: { code: ENOSPC, for: 20s }\n  - addPod: pod-a\n  - wait: converged\n'), gates: gates(true), seed: 1, fullTrace: true });
+    const refused = opsFailing(r, 'ENOSPC');
+    assert.ok(refused.length > 0, 'writes were refused');
+    assert.ok(refused.every((op) => ['mkdir', 'writeFile', 'writeFile+fsync', 'rename', 'symlink'].includes(op)), refused.join(','));
+    const lastRefused = Math.max(...r.trace.filter((s) => s.calls.some((c) => c.result === 'ENOSPC')).map((s) => s.timeMs));
+    assert.ok(lastRefused < 20_000, `refused at ${lastRefused} ms, after the fault ended`);
+    assert.equal(r.endReason, 'converged');
+    assert.deepEqual(names(r), []);
+  });
+
+  it('EROFS refuses removals too', async () => {
+    const r = await simulate({
+      scenario: scenarioWith('  - addPod: pod-a\n  - wait: converged\n  - fsFault: { code: EROFS, for: 20s }\n  - deletePod: pod-a\n  - wait: converged\n'),
+      gates: gates(true),
+      seed: 1,
+      fullTrace: true,
+    });
+    // The driver's removal of the target is refused: the teardown fails until the fault ends.
+    const failed = r.trace.flatMap((s) => s.operations ?? []).filter((o) => o.error?.includes('rmdir') === true && o.error.includes('EROFS'));
+    assert.ok(failed.length > 0, 'a removal was refused');
+    assert.ok(failed.every((o) => o.startMs < 40_000));
+    assert.equal(r.endReason, 'converged');
+  });
+
+  it('restartDriver: a call the driver holds fails UNAVAILABLE at once, without its effect, and the retry after it succeeds', async () => {
+    const r = await simulate({
+      scenario: scenarioWith('  - fault: { method: NodeStageVolume, hang: true, times: 1 }\n  - addPod: pod-a\n  - advance: 30s\n  - restartDriver: csi.example.com\n  - wait: converged\n'),
+      gates: gates(true),
+      seed: 1,
+      fullTrace: true,
+    });
+    const stages = r.trace.flatMap((s) => (s.csi?.method === 'NodeStageVolume' && s.csi.code !== undefined ? [{ at: s.timeMs, code: s.csi.code }] : []));
+    assert.equal(stages[0]?.code, 'UNAVAILABLE');
+    assert.ok((stages[0]?.at ?? 0) >= 30_000 && (stages[0]?.at ?? 0) < CSI_CLIENT_TIMEOUT_MS, JSON.stringify(stages));
+    assert.equal(stages.at(-1)?.code, 'OK');
+    assert.equal(r.endReason, 'converged');
+  });
+
+  it('an exit fault ends the driver process: the call fails UNAVAILABLE and the next one is served', async () => {
+    const r = await simulate({ scenario: scenarioWith('  - fault: { method: NodeStageVolume, exit: true, times: 1 }\n  - addPod: pod-a\n  - wait: converged\n'), gates: gates(true), seed: 1, fullTrace: true });
+    const stages = r.trace.flatMap((s) => (s.csi?.method === 'NodeStageVolume' && s.csi.code !== undefined ? [s.csi.code] : []));
+    assert.deepEqual(stages, ['UNAVAILABLE', 'OK']);
+    assert.equal(r.endReason, 'converged');
+  });
+});
+
+describe('simulator: when a run owes convergence, and what a removal takes', () => {
+  const oneVolume = (steps: string, driver = ''): ReturnType<typeof parseScenario> =>
+    parseScenario(`name: t\ndrivers:\n  - name: csi.example.com\n${driver}volumes:\n  - name: pv-1\n    handle: vol-1\npods:\n  - uid: pod-a\n    volumes: [pv-1]\nsteps:\n${steps}`, 't.yaml');
+
+  it('a call a driver still holds on a hang when the run ends is a fault that never ended: no convergence is owed', async () => {
+    const r = await simulate({ scenario: oneVolume('  - wait: converged\n  - fault: { method: NodeUnpublishVolume, hang: true, times: 1 }\n  - deletePod: pod-a\n'), gates: gates(true), seed: 1 });
+    assert.notEqual(r.endReason, 'converged');
+    assert.deepEqual(names(r), []);
+  });
+
+  it('advance steps longer together than the stuck window are time let pass, not a stuck engine; a converged world then ends converged', async () => {
+    const r = await simulate({ scenario: oneVolume('  - wait: converged\n  - advance: 2m\n  - advance: 2m\n  - advance: 4m\n'), gates: gates(true), seed: 1 });
+    assert.equal(r.endReason, 'converged');
+    assert.ok(r.virtualMs >= 8 * 60_000, `ended at ${r.virtualMs} ms`);
+    assert.deepEqual(names(r), []);
+  });
+
+  it('an empty target dir a driver unmounted but failed to remove (EROFS) may be removed while the driver still lists it: nothing is taken', async () => {
+    const scenario = oneVolume(
+      '  - wait: converged\n  - restart\n  - readError: { pod: pod-a, volume: pv-1, code: EACCES, times: 4 }\n  - deletePod: pod-a\n  - fsFault: { code: EROFS, for: 1m }\n  - wait: converged\n',
+      '    stageUnstage: false\n    attachRequired: false\n',
+    );
+    const r = await simulate({ scenario, gates: withGates(...ALL), seed: 1, fullTrace: true });
+    const target = '/var/lib/kubelet/pods/pod-a/volumes/kubernetes.io~csi/pv-1/mount';
+    const removed = r.trace.findIndex((s) => s.calls.some((c) => c.op === 'rmdir' && c.args === target && c.result === 'ok'));
+    const unpublished = r.trace.findIndex((s) => s.csi?.method === 'NodeUnpublishVolume' && s.csi.code === 'OK');
+    assert.ok(removed >= 0 && unpublished > removed, `removed at ${removed}, unpublished at ${unpublished}`);
+    assert.deepEqual(names(r), []);
+    assert.equal(r.endReason, 'converged');
   });
 });

@@ -1,0 +1,183 @@
+/**
+ * One composition of a node: the ports a node talks to the world through, assembled into the
+ * volume host, the volume manager, kubelet's housekeeping (the orphaned pod dir sweep), the stuck
+ * operation tracker and the runtime's loops. `nodevol agent`, the simulator and the in-memory test
+ * node all build their node here, so that what the simulator explores is what the agent runs:
+ * the same wiring, the same idle skipping, the same wake-ups. The read-only tools (`nodevol audit`,
+ * `nodevol recover`) build their volume host here too, from the same ports minus the ones they
+ * must never use.
+ *
+ * Nothing here touches the world: every effect goes through the ports it is given.
+ */
+import type { Clock } from '../host/clock.js';
+import { unreachableCluster, type ClusterView } from '../host/cluster.js';
+import { noCsiDrivers, type CsiDriverRegistry } from '../host/csi.js';
+import type { FileSystem } from '../host/fs.js';
+import type { Logger } from '../host/logger.js';
+import type { OrphanPodMetrics, StuckOperationMetrics, VolumeManagerMetrics } from '../host/metrics.js';
+import type { Mounter, MountTable } from '../host/mounter.js';
+import type { FeatureGate } from '../features/features.js';
+import { instrumentedRegistry } from '../csi/instrumented.js';
+import { HOUSEKEEPING_PERIOD_MS, orphanedPodDirsCleanerFor, type OrphanedPodDirsCleaner } from '../kubelet/orphanedPodDirs.js';
+import type { KubeletLayout } from '../layout/layout.js';
+import type { UniqueVolumeName } from '../layout/names.js';
+import { ReadOnlyMounter } from '../mount/readOnlyMounter.js';
+import { podVolumeDirsNaming, StuckOperationTracker } from '../operationexecutor/stuckOperations.js';
+import type { VolumePluginMgr } from '../volume/plugins.js';
+import { specName } from '../volume/spec.js';
+import type { VolumeHost } from '../volume/volumeHost.js';
+import { NODE_STATUS_UPDATE_PERIOD_MS, VolumeManager } from '../volumemanager/volumeManager.js';
+import { AgentRuntime, type LoopScheduler } from './runtime.js';
+
+/** Where a node lives and what it is: the parts of its host that are not ports. */
+export interface NodeIdentity {
+  readonly layout: KubeletLayout;
+  /** The root dir with every symlink resolved (see VolumeHost.realRootDir). */
+  readonly realRootDir: string;
+  readonly nodeName: string;
+  readonly features: FeatureGate;
+}
+
+/** Every port a running node talks to the world through. */
+export interface NodePorts extends NodeIdentity {
+  readonly fs: FileSystem;
+  readonly mounter: Mounter;
+  /** The drivers as registered; the node instruments them (csi_operations_seconds). */
+  readonly csiDrivers: CsiDriverRegistry;
+  readonly cluster: ClusterView;
+  readonly clock: Clock;
+  readonly logger: Logger;
+}
+
+export interface NodeMetrics {
+  readonly volumeManager: VolumeManagerMetrics;
+  /** volume_manager_stuck_operations. */
+  readonly stuckOperations?: StuckOperationMetrics;
+  /** kubelet_orphan_pod_cleaned_volumes{,_errors}. */
+  readonly orphanPods?: OrphanPodMetrics;
+}
+
+export interface NodeOptions {
+  readonly metrics: NodeMetrics;
+  /** How often volumesInUse is written (--node-status-update-frequency). */
+  readonly nodeStatusUpdatePeriodMs?: number;
+  /** How long a stop waits for in-flight work (--shutdown-grace-period). */
+  readonly shutdownGraceMs?: number;
+  /** The loops' timers and the stall check's clock; default the real ones. */
+  readonly scheduler?: LoopScheduler;
+  readonly now?: () => number;
+  /** Compact the heap once idle (a real process only). */
+  readonly compactWhenIdle?: boolean;
+  /** Write <root-dir>/nodevol/stuck-operations.json through the node's fs (default true). */
+  readonly stuckOperationsFile?: boolean;
+  /** Plugins to register instead of the CSI plugin on the node's host (tests). */
+  readonly plugins?: (host: VolumeHost) => VolumePluginMgr;
+  /**
+   * Wraps the instrumented CSI registry (the agent's --trace observes every call). Applied after
+   * the instrumentation, so that what is observed is what the engine sends.
+   */
+  readonly observeCsi?: (registry: CsiDriverRegistry) => CsiDriverRegistry;
+}
+
+/** A composed node: everything the runtime drives, and the runtime. */
+export interface ComposedNode {
+  readonly host: VolumeHost;
+  readonly vm: VolumeManager;
+  readonly orphans: OrphanedPodDirsCleaner;
+  readonly stuck: StuckOperationTracker;
+  readonly runtime: AgentRuntime;
+  /**
+   * Starts the node: clears the stuck operations a previous life left, then reconstructs and
+   * starts the loops (AgentRuntime.start).
+   */
+  start(): Promise<void>;
+}
+
+/** The volume host of a node: its identity and ports, the CSI registry as given. */
+export function volumeHostOf(ports: NodePorts): VolumeHost {
+  return {
+    layout: ports.layout,
+    realRootDir: ports.realRootDir,
+    nodeName: ports.nodeName,
+    features: ports.features,
+    fs: ports.fs,
+    mounter: ports.mounter,
+    csiDrivers: ports.csiDrivers,
+    cluster: ports.cluster,
+    clock: ports.clock,
+    logger: ports.logger,
+  };
+}
+
+/**
+ * The volume host of a read-only tool (`nodevol audit`, `nodevol recover`): no driver, no API
+ * server, and a mounter that refuses to mount and reads the mount table through `loadMountTable`.
+ */
+export function readOnlyVolumeHost(identity: NodeIdentity, ports: { readonly fs: FileSystem; readonly clock: Clock; readonly logger: Logger; readonly loadMountTable: () => Promise<MountTable> }): VolumeHost {
+  return volumeHostOf({
+    ...identity,
+    fs: ports.fs,
+    clock: ports.clock,
+    logger: ports.logger,
+    mounter: new ReadOnlyMounter(ports.fs, ports.loadMountTable),
+    csiDrivers: noCsiDrivers,
+    cluster: unreachableCluster,
+  });
+}
+
+/**
+ * Assembles a node from its ports. Nothing runs until `start()` (or, for a test that drives the
+ * loops by hand, `vm.start()` and the loop bodies).
+ */
+export function composeNode(ports: NodePorts, options: NodeOptions): ComposedNode {
+  const instrumented = instrumentedRegistry(ports.csiDrivers, options.metrics.volumeManager, ports.clock);
+  const host = volumeHostOf({ ...ports, csiDrivers: options.observeCsi === undefined ? instrumented : options.observeCsi(instrumented) });
+  const vm = new VolumeManager({ host, metrics: options.metrics.volumeManager, ...(options.plugins === undefined ? {} : { plugins: options.plugins(host) }) });
+  // Stuck is visible: a teardown refused for over a minute is warned about once, counted in
+  // volume_manager_stuck_operations and listed in <root-dir>/nodevol/stuck-operations.json for nodevol audit.
+  const stuck = new StuckOperationTracker({
+    clock: ports.clock,
+    logger: ports.logger,
+    ...(options.metrics.stuckOperations === undefined ? {} : { metrics: options.metrics.stuckOperations }),
+    ...(options.stuckOperationsFile === false ? {} : { statusFile: { fs: ports.fs, realRootDir: ports.realRootDir } }),
+    rootDir: ports.realRootDir,
+    findTargets: (volumeName) => {
+      const attached = vm.asw.getAttachedVolume(volumeName as UniqueVolumeName);
+      const name = attached !== undefined ? specName(attached.volumeSpec) : vm.asw.getAllMountedVolumes().find((m) => m.volumeName === volumeName)?.innerVolumeSpecName;
+      return name === undefined ? Promise.resolve([]) : podVolumeDirsNaming(ports.fs, ports.layout, name);
+    },
+  });
+  vm.executor.onOperationComplete((e) => stuck.observe(e));
+  const orphans = orphanedPodDirsCleanerFor(vm, {
+    fs: ports.fs,
+    layout: ports.layout,
+    realRootDir: ports.realRootDir,
+    mounter: ports.mounter,
+    cluster: ports.cluster,
+    logger: ports.logger,
+    ...(options.metrics.orphanPods === undefined ? {} : { metrics: options.metrics.orphanPods }),
+  });
+  const { onChange, signalsEveryChange } = ports.cluster;
+  const runtime = new AgentRuntime(vm, ports.logger, {
+    nodeStatusUpdatePeriodMs: options.nodeStatusUpdatePeriodMs ?? NODE_STATUS_UPDATE_PERIOD_MS,
+    shutdownGraceMs: options.shutdownGraceMs ?? 30_000,
+    housekeeping: { periodMs: HOUSEKEEPING_PERIOD_MS, run: () => orphans.cleanupOrphanedPodDirs() },
+    ...(onChange === undefined || signalsEveryChange === undefined
+      ? {}
+      : { clusterChanges: { subscribe: (listener: () => void) => onChange.call(ports.cluster, listener), signalsEveryChange: () => signalsEveryChange.call(ports.cluster) } }),
+    ...(options.scheduler === undefined ? {} : { scheduler: options.scheduler }),
+    ...(options.now === undefined ? {} : { now: options.now }),
+    ...(options.compactWhenIdle === undefined ? {} : { compactWhenIdle: options.compactWhenIdle }),
+  });
+  return {
+    host,
+    vm,
+    orphans,
+    stuck,
+    runtime,
+    start: async () => {
+      await stuck.start();
+      await runtime.start();
+    },
+  };
+}

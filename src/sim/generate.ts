@@ -1,0 +1,280 @@
+/**
+ * Generated workloads: a seeded generator of valid scenarios over what the scenario format can
+ * say, for `nodevol explore --generate N`. The same seed and size give the same scenario.
+ *
+ * What a workload holds:
+ * - drivers with and without STAGE_UNSTAGE_VOLUME, attachRequired or not, podInfoOnMount or not,
+ *   strict (hostpath) or lenient; the first one always stages and is attachable;
+ * - Filesystem and Block persistent volumes, CSI inline ephemeral volumes (on a driver that
+ *   sends pod info), volumes shared by several pods; volume handles are the ids `nodevol
+ *   mock-driver --volume NAME` provisions, so a fault rule of a workload names the same volume in
+ *   the simulator and against the real mock driver process;
+ * - pods running from the start or added later, deleted, and re-created (a new pod with the
+ *   same volumes, as a StatefulSet re-creates one: a new UID);
+ * - kubelet restarts and node reboots, driver restarts; every fault kind of the one fault model
+ *   (error codes, before or after the effect, delays, hangs, client timeouts, driver exits); lost
+ *   and unreadable pod-local vol_data.json; the root dir's filesystem full (ENOSPC) or read-only
+ *   (EROFS) for a while; time advancing.
+ *
+ * Every workload can end converged: each fault has a bounded count, a hang is followed by a
+ * restart of its driver (or a reboot), and the steps end with the faults cleared. What the
+ * generator leaves out is what KEP-6058 leaves to an operator (both copies of a volume's data
+ * lost: the pod-local file of a volume that has no global one, a Block volume's only file).
+ */
+import { GrpcStatus } from '../host/csi.js';
+import { mockVolumeId } from '../csi/mock/volumeId.js';
+import type { CsiFault } from '../csi/faults.js';
+import { Prng } from './prng.js';
+import { NODE_FAULT_METHODS, type Scenario, type ScenarioDriver, type ScenarioPod, type ScenarioStep, type ScenarioVolume } from './scenario.js';
+
+export type WorkloadSize = 'small' | 'medium' | 'large';
+export const WORKLOAD_SIZES: readonly WorkloadSize[] = ['small', 'medium', 'large'];
+
+interface SizeSpec {
+  readonly drivers: number;
+  readonly volumes: number;
+  readonly pods: number;
+  readonly steps: number;
+}
+
+/** Medium is the issue's yardstick: 4 volumes, 3 pods, 2 drivers, about 15 steps. */
+export const SIZES: Readonly<Record<WorkloadSize, SizeSpec>> = {
+  small: { drivers: 1, volumes: 2, pods: 2, steps: 8 },
+  medium: { drivers: 2, volumes: 4, pods: 3, steps: 15 },
+  large: { drivers: 3, volumes: 8, pods: 6, steps: 30 },
+};
+
+const DRIVER_NAMES = ['a.csi.example.com', 'b.csi.example.com', 'c.csi.example.com'];
+
+/** Codes a driver answers with, and how often the generator picks each. */
+const FAULT_CODES: readonly [keyof typeof GrpcStatus, number][] = [
+  ['UNAVAILABLE', 3],
+  ['ABORTED', 2],
+  ['DEADLINE_EXCEEDED', 2],
+  ['INTERNAL', 2],
+  ['FAILED_PRECONDITION', 1],
+  ['RESOURCE_EXHAUSTED', 1],
+];
+
+class Picker {
+  constructor(private readonly rng: Prng) {}
+  chance(p: number): boolean {
+    return this.rng.next() < p;
+  }
+  int(lo: number, hi: number): number {
+    return lo + this.rng.int(hi - lo + 1);
+  }
+  one<T>(items: readonly T[]): T {
+    const x = items[this.rng.int(items.length)];
+    if (x === undefined) throw new Error('picked from an empty list');
+    return x;
+  }
+  weighted<T>(items: readonly (readonly [T, number])[]): T {
+    const total = items.reduce((n, [, w]) => n + w, 0);
+    let r = this.rng.next() * total;
+    for (const [x, w] of items) {
+      r -= w;
+      if (r < 0) return x;
+    }
+    const last = items[items.length - 1];
+    if (last === undefined) throw new Error('picked from an empty list');
+    return last[0];
+  }
+  some<T>(items: readonly T[], lo: number, hi: number): T[] {
+    const pool = [...items];
+    const n = Math.min(pool.length, this.int(lo, hi));
+    const out: T[] = [];
+    for (let i = 0; i < n; i++) out.push(...pool.splice(this.rng.int(pool.length), 1));
+    return out;
+  }
+}
+
+/** The workload of a seed. */
+export function generateScenario(seed: number, size: WorkloadSize = 'medium'): Scenario {
+  const spec = SIZES[size];
+  const pick = new Picker(new Prng(seed ^ 0x5bd1e995));
+
+  const drivers: ScenarioDriver[] = [];
+  for (let i = 0; i < spec.drivers; i++) {
+    const name = DRIVER_NAMES[i] ?? `d${i}.csi.example.com`;
+    drivers.push(
+      i === 0
+        ? { name, attachRequired: true, podInfoOnMount: true, stageUnstage: true, mode: pick.chance(0.5) ? 'strict' : 'lenient' }
+        : {
+            name,
+            attachRequired: pick.chance(0.5),
+            podInfoOnMount: pick.chance(0.7),
+            stageUnstage: pick.chance(0.5),
+            mode: pick.chance(0.5) ? 'strict' : 'lenient',
+          },
+    );
+  }
+
+  const volumes: ScenarioVolume[] = [];
+  for (let i = 1; i <= spec.volumes; i++) {
+    const driver = pick.one(drivers);
+    const inline = driver.podInfoOnMount && pick.chance(0.2);
+    const name = inline ? `scratch-${i}` : `pv-${i}`;
+    volumes.push({ name, handle: mockVolumeId(name), driver: driver.name, volumeMode: !inline && pick.chance(0.25) ? 'Block' : 'Filesystem', inline });
+  }
+  const persistent = volumes.filter((v) => !v.inline);
+  const inlineVolumes = volumes.filter((v) => v.inline);
+
+  // Pods: each inline volume belongs to one pod; persistent volumes may be shared.
+  const pods: { uid: string; volumes: string[]; running: boolean }[] = [];
+  for (let i = 1; i <= spec.pods; i++) {
+    pods.push({ uid: `pod-${i}`, volumes: pick.some(persistent, 1, Math.min(3, persistent.length)).map((v) => v.name), running: i === 1 || pick.chance(0.7) });
+  }
+  for (const v of inlineVolumes) pick.one(pods).volumes.push(v.name);
+  for (const p of pods) if (p.volumes.length === 0 && persistent.length > 0) p.volumes.push(pick.one(persistent).name);
+
+  const steps: ScenarioStep[] = [{ kind: 'wait' }];
+  const running = new Set(pods.filter((p) => p.running).map((p) => p.uid));
+  const deleted: string[] = [];
+  /** Drivers with a hang rule whose held call only a restart of the driver (or a reboot) ends. */
+  const hung = new Set<string>();
+  let faults = 0;
+  let recreated = 0;
+  const driverOf = (volume: string): ScenarioDriver | undefined => drivers.find((d) => d.name === volumes.find((v) => v.name === volume)?.driver);
+
+  for (let n = 0; n < spec.steps; n++) {
+    const notRunning = pods.filter((p) => !running.has(p.uid) && !deleted.includes(p.uid));
+    const kinds: [string, number][] = [
+      ['advance', 3],
+      ['fault', 4],
+      ['restart', 1],
+      ['reboot', 1],
+      ['restartDriver', 1],
+      ['clearFaults', 1],
+      ['fsFault', 1],
+    ];
+    if (hung.size === 0) kinds.push(['wait', 2]);
+    if (notRunning.length > 0) kinds.push(['addPod', 3]);
+    if (running.size > 0) kinds.push(['deletePod', 3]);
+    if (deleted.length > 0) kinds.push(['recreate', 1]);
+    const fileTargets = [...running].flatMap((uid) =>
+      (pods.find((p) => p.uid === uid)?.volumes ?? []).filter((name) => persistent.some((v) => v.name === name && v.volumeMode === 'Filesystem')).map((volume) => ({ pod: uid, volume })),
+    );
+    if (fileTargets.length > 0) kinds.push(['readError', 1], ['deleteFile', 1]);
+    switch (pick.weighted(kinds)) {
+      case 'wait':
+        steps.push({ kind: 'wait' });
+        break;
+      case 'advance':
+        steps.push({ kind: 'advance', ms: pick.one([1, 2, 5, 10, 30, 60, 90]) * 1000 });
+        break;
+      case 'addPod': {
+        const p = pick.one(notRunning);
+        running.add(p.uid);
+        steps.push({ kind: 'addPod', uid: p.uid });
+        break;
+      }
+      case 'deletePod': {
+        const uid = pick.one([...running]);
+        running.delete(uid);
+        deleted.push(uid);
+        steps.push({ kind: 'deletePod', uid });
+        break;
+      }
+      case 'recreate': {
+        const old = pods.find((p) => p.uid === pick.one(deleted));
+        if (old === undefined) break;
+        const uid = `${old.uid}-r${++recreated}`;
+        // A new pod wanting the same volumes: a new UID, its own inline volumes' names.
+        pods.push({ uid, volumes: old.volumes.filter((name) => !inlineVolumes.some((v) => v.name === name)), running: false });
+        if (pods[pods.length - 1]?.volumes.length === 0) {
+          pods.pop();
+          break;
+        }
+        running.add(uid);
+        steps.push({ kind: 'addPod', uid });
+        break;
+      }
+      case 'restart':
+        steps.push({ kind: 'restart' });
+        break;
+      case 'reboot':
+        steps.push({ kind: 'reboot' });
+        hung.clear();
+        break;
+      case 'restartDriver': {
+        const d = pick.one(drivers);
+        steps.push({ kind: 'restartDriver', driver: d.name });
+        hung.delete(d.name);
+        break;
+      }
+      case 'clearFaults':
+        steps.push({ kind: 'clearFaults' });
+        break;
+      case 'fsFault':
+        steps.push({ kind: 'fsFault', code: pick.chance(0.6) ? 'ENOSPC' : 'EROFS', ms: pick.one([5, 10, 30, 60]) * 1000 });
+        break;
+      case 'readError': {
+        const t = pick.one(fileTargets);
+        steps.push({ kind: 'readError', pod: t.pod, volume: t.volume, code: pick.chance(0.7) ? 'EIO' : 'EACCES', times: pick.int(1, 5) });
+        break;
+      }
+      case 'deleteFile': {
+        // Only where the global file still names the volume (a driver that stages).
+        const targets = fileTargets.filter((t) => driverOf(t.volume)?.stageUnstage === true);
+        if (targets.length === 0) break;
+        const t = pick.one(targets);
+        steps.push({ kind: 'deleteFile', pod: t.pod, volume: t.volume });
+        break;
+      }
+      case 'fault': {
+        const rule = generateFault(pick, persistent, drivers);
+        faults++;
+        if (rule.fault.hang === true) for (const d of rule.drivers) hung.add(d);
+        steps.push({ kind: 'fault', fault: rule.fault });
+        break;
+      }
+    }
+  }
+  // Every workload can heal: faults cleared, held calls ended by a restart of their driver.
+  if (faults > 0) steps.push({ kind: 'clearFaults' });
+  for (const d of [...hung].sort()) steps.push({ kind: 'restartDriver', driver: d });
+
+  const finalPods: ScenarioPod[] = pods.map((p) => ({ uid: p.uid, volumes: p.volumes, running: p.running }));
+  return {
+    name: `generated-${size}-${seed}`,
+    description: `generated workload: seed ${seed}, size ${size}`,
+    source: `generated:${size}:${seed}`,
+    featureGates: {},
+    drivers,
+    volumes,
+    pods: finalPods,
+    steps,
+  };
+}
+
+/** One fault rule, and the drivers it goes to. */
+function generateFault(pick: Picker, persistent: readonly ScenarioVolume[], drivers: readonly ScenarioDriver[]): { fault: CsiFault; drivers: string[] } {
+  const method = pick.one(NODE_FAULT_METHODS);
+  const volume = persistent.length > 0 && pick.chance(0.6) ? pick.one(persistent) : undefined;
+  const base: { method: CsiFault['method']; volumeId?: string; times: number } = { method, times: pick.int(1, 3), ...(volume === undefined ? {} : { volumeId: volume.handle }) };
+  const to = volume === undefined ? drivers.map((d) => d.name) : [volume.driver];
+  const kind = pick.weighted<string>([
+    ['code', 5],
+    ['afterEffect', 2],
+    ['delay', 3],
+    ['clientTimeout', 2],
+    ['hang', 1],
+    ['exit', 1],
+  ]);
+  const code = GrpcStatus[pick.weighted(FAULT_CODES)];
+  switch (kind) {
+    case 'code':
+      return { fault: { ...base, code }, drivers: to };
+    case 'afterEffect':
+      return { fault: { ...base, code, afterEffect: true }, drivers: to };
+    case 'delay':
+      return { fault: { ...base, delayMs: pick.one([1, 5, 30, 90, 150]) * 1000 }, drivers: to };
+    case 'clientTimeout':
+      return { fault: { ...base, delayMs: pick.one([30, 90, 180]) * 1000, clientTimeoutMs: pick.one([10, 60, 120]) * 1000 }, drivers: to };
+    case 'hang':
+      return { fault: { ...base, times: 1, hang: true }, drivers: to };
+    default:
+      return { fault: { ...base, times: 1, exit: true }, drivers: to };
+  }
+}
