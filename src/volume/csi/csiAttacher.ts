@@ -26,7 +26,7 @@ import {
   UNSTAGE_MARKER_FILE_NAME,
   volumeMountGroupFor,
 } from './csiUtil.js';
-import { isVolumeDataNotFound, loadVolumeData, saveVolumeDataIfChanged, VOL_DATA_FILE_NAME, volDataKey } from './volumeData.js';
+import { isVolumeDataNotFound, loadVolumeData, saveVolumeDataUnlessSame, VOL_DATA_FILE_NAME, volDataKey } from './volumeData.js';
 
 export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
   constructor(private readonly host: VolumeHost) {}
@@ -66,9 +66,11 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
     };
     if (args.seLinuxLabel !== undefined && args.seLinuxLabel !== '') data[volDataKey.seLinuxMountContext] = args.seLinuxLabel;
     try {
-      // Identical bytes are not rewritten (saveVolumeDataIfChanged: kubelet's in-place rewrite
-      // needs no new block; the atomic one would fail on a full or read-only root dir).
-      await saveVolumeDataIfChanged(host.fs, dataDir, data);
+      // A failed rewrite of the bytes already there is no failure (saveVolumeDataUnlessSame:
+      // kubelet's in-place rewrite needs no new block; the atomic one fails on a full or
+      // read-only root dir).
+      const outcome = await saveVolumeDataUnlessSame(host.fs, dataDir, data);
+      if (outcome === 'unchanged') host.logger.v(2).info(csiLog('attacher.MountDevice could not rewrite the volume data file, which already holds these bytes; going on'), { dir: dataDir });
     } catch (err) {
       const message = csiLog(`failed to save volume info data: ${errorMessage(err)}`);
       if (args.keepStagingOnFinalError === true) {

@@ -3,6 +3,7 @@
 // found again on disk rewrote its global vol_data.json (temp file + rename: a fresh block even
 // for identical bytes), failed, called the failure final, marked the device not mounted, and
 // the volume left the actual state without NodeUnstageVolume while the driver still had it staged.
+// A failed rewrite of the bytes already there is now no failure.
 //
 // Two ways the volume is found again, each with CSIGlobalMountReconstruction off and on:
 // - its pod directory is still there (kubelet's own reconstruction);
@@ -149,8 +150,8 @@ for (const fault of ['ENOSPC', 'EROFS'] as const) {
 
       it(`pod dir lost (story 1), CSIGlobalMountReconstruction ${gate ? 'on' : 'off'}: the volume stays in volumesInUse while staged and is unstaged in the end`, async () => {
         // Found by the global listing (gate on) or by pod-b's MountDevice alone (gate off): its
-        // global vol_data.json held the bytes MountDevice writes, so nothing was rewritten and
-        // NodeStageVolume (idempotent) went ahead.
+        // global vol_data.json held the bytes MountDevice writes, so the failed rewrite was no
+        // failure and NodeStageVolume (idempotent) went ahead.
         const o = await acrossRestart(fault, gate, { podDirLost: true });
         await assertUnstagedInTheEnd(o);
         assert.ok(o.calls.includes('NodeStageVolume OK'), o.calls.join(', '));

@@ -287,14 +287,26 @@ describe('CSI MountDevice (§4.1, §3.4, §14.5)', () => {
     return writes;
   }
 
-  it('a global vol_data.json that already holds the bytes is not rewritten (no temp file, no rename): a full root dir stages again', async () => {
+  for (const code of ['ENOSPC', 'EROFS']) {
+    it(`a rewrite of the bytes the global vol_data.json already holds that fails (${code}) is no failure: NodeStageVolume goes ahead`, async () => {
+      const r = new Rig();
+      await r.mountDevice(pv('pv-1', 'vol-1'));
+      const writes = watchWrites(r, code);
+      await r.mountDevice(pv('pv-1', 'vol-1'));
+      assert.deepEqual(writes, [`${volDir('vol-1')}/vol_data.json.tmp`], 'the rewrite was tried');
+      assert.deepEqual(r.calls(), ['NodeStageVolume OK', 'NodeStageVolume OK']);
+      assert.equal(await r.read(`${volDir('vol-1')}/vol_data.json`), GLOBAL_BYTES('pv-1', 'vol-1'));
+      assert.equal(await r.exists(`${volDir('vol-1')}/vol_data.json.tmp`), false);
+    });
+  }
+
+  it('a failed rewrite of other bytes (an older kubelet\'s file) is still a final error, and the old file stays whole', async () => {
     const r = new Rig();
-    await r.mountDevice(pv('pv-1', 'vol-1'));
-    const writes = watchWrites(r, 'ENOSPC');
-    await r.mountDevice(pv('pv-1', 'vol-1'));
-    assert.deepEqual(writes, []);
-    assert.deepEqual(r.calls(), ['NodeStageVolume OK', 'NodeStageVolume OK']);
-    assert.equal(await r.read(`${volDir('vol-1')}/vol_data.json`), GLOBAL_BYTES('pv-1', 'vol-1'));
+    const older = `{"driverName":"${DRIVER}","volumeHandle":"vol-1"}\n`;
+    r.fs.writeRaw(`${volDir('vol-1')}/vol_data.json`, older);
+    watchWrites(r, 'ENOSPC');
+    await assert.rejects(r.mountDevice(pv('pv-1', 'vol-1')), (err: unknown) => err instanceof Error && isOperationFinishedError(err) && err.message.includes('ENOSPC'));
+    assert.deepEqual(r.calls(), []);
   });
 
   it('a global vol_data.json with other bytes (an older kubelet\'s) is rewritten atomically', async () => {
