@@ -3,12 +3,24 @@
  * process is alive and its loops complete iterations) and /readyz (reconstruction finished and
  * the states have synced). Binds 127.0.0.1 unless told otherwise.
  *
- * Hostile clients are bounded: at most {@link HTTP_LIMITS}.maxConnections open connections
- * (more are closed on accept), request headers within headersTimeoutMs, a whole request within
- * requestTimeoutMs, idle keep-alive sockets closed after keepAliveTimeoutMs and any socket idle
- * for socketTimeoutMs closed, so idle connections cannot exhaust the agent's file descriptors.
+ * Hostile clients are bounded: at most {@link HTTP_LIMITS}.maxConnections open connections,
+ * request headers within headersTimeoutMs, a whole request within requestTimeoutMs, idle
+ * keep-alive sockets closed after keepAliveTimeoutMs and any socket idle for socketTimeoutMs
+ * closed, so idle connections cannot exhaust the agent's file descriptors.
+ *
+ * Node enforces the headers and request timeouts only when it sweeps its connections, every
+ * `connectionsCheckingInterval` (30 s by default): a client trickling header bytes kept its
+ * connection for up to 40 s. The sweep runs every {@link timeoutCheckIntervalMs} and Node's
+ * timeouts are shortened by that much, so such a connection is closed by headersTimeoutMs.
+ *
+ * A probe must get in while slow clients hold every slot: at the cap, a new connection closes the
+ * oldest one that has no request in progress (one still sending its headers, or idle between
+ * keep-alive requests) instead of being refused; only when every connection is serving a request
+ * is the new one closed. Slow clients can take turns evicting each other, but not keep the
+ * kubelet's probe or a scrape out for longer than it takes to send one request.
  */
 import { createServer, type Server } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Registry } from 'prom-client';
 
 export const DEFAULT_METRICS_BIND_ADDRESS = '127.0.0.1:10260';
@@ -52,13 +64,35 @@ export const HTTP_LIMITS: HttpLimits = {
   socketTimeoutMs: 30_000,
 };
 
+/**
+ * How often Node looks for connections past their headers or request timeout: a tenth of the
+ * headers timeout, at most 1 s (Node's default is 30 s), at least 10 ms.
+ */
+export function timeoutCheckIntervalMs(limits: HttpLimits): number {
+  return Math.max(10, Math.min(1_000, Math.floor(limits.headersTimeoutMs / 10)));
+}
+
 export async function startHttpServer(
   address: BindAddress,
   registry: Registry,
   health: HealthSource,
   limits: HttpLimits = HTTP_LIMITS,
 ): Promise<{ server: Server; port: number; close(): Promise<void> }> {
-  const server = createServer({ requestTimeout: limits.requestTimeoutMs, headersTimeout: limits.headersTimeoutMs, keepAliveTimeout: limits.keepAliveTimeoutMs }, (req, res) => {
+  const checkMs = timeoutCheckIntervalMs(limits);
+  // A connection found past its timeout by a sweep is closed then: shortened by one interval, the
+  // timeouts hold as documented (the sweep comes at most one interval late).
+  const headersTimeout = Math.max(1, limits.headersTimeoutMs - checkMs);
+  const requestTimeout = Math.max(headersTimeout, limits.requestTimeoutMs - checkMs);
+  // Connections in the order they came, each with whether a request is in progress on it.
+  const connections = new Map<Socket, { busy: boolean }>();
+  const server = createServer({ requestTimeout, headersTimeout, keepAliveTimeout: limits.keepAliveTimeoutMs, connectionsCheckingInterval: checkMs }, (req, res) => {
+    const state = connections.get(req.socket);
+    if (state !== undefined) {
+      state.busy = true;
+      res.once('close', () => {
+        state.busy = false;
+      });
+    }
     const url = (req.url ?? '/').split('?')[0] ?? '/';
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { Allow: 'GET, HEAD' }).end();
@@ -85,7 +119,28 @@ export async function startHttpServer(
         res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found');
     }
   });
-  server.maxConnections = limits.maxConnections;
+  server.on('connection', (socket: Socket) => {
+    if (connections.size >= limits.maxConnections) {
+      let victim: Socket | undefined;
+      for (const [s, state] of connections) {
+        if (!state.busy) {
+          victim = s;
+          break;
+        }
+      }
+      if (victim === undefined) {
+        socket.destroy();
+        return;
+      }
+      connections.delete(victim);
+      victim.destroy();
+    }
+    connections.set(socket, { busy: false });
+    socket.once('close', () => connections.delete(socket));
+  });
+  // A hard cap at accept as well (Node counts a closed connection out only once it is closed): a
+  // burst beyond it is refused before any work is done for it.
+  server.maxConnections = limits.maxConnections + 1;
   server.setTimeout(limits.socketTimeoutMs, (socket) => socket.destroy());
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -134,8 +134,68 @@ export const schemas = {
 
 const listSchema = z.object({
   kind: z.string(),
+  metadata: z.object({ continue: z.string().nullish(), remainingItemCount: z.number().nullish() }).passthrough().nullish(),
   items: z.array(z.object({ kind: z.string().optional() }).passthrough()).nullish(),
 });
+
+/**
+ * The list metadata that says whether a list answer is the whole list: `continue` (the token
+ * of the next page) and `remainingItemCount` (how many objects the next pages hold).
+ */
+export interface ListPageMeta {
+  /** '' on the last (or only) page. */
+  readonly continueToken: string;
+  readonly remainingItemCount?: number;
+}
+
+/** A checked page of a list answer: its items (not yet checked one by one) and where the list goes on. */
+export interface ListPage extends ListPageMeta {
+  readonly items: readonly unknown[];
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * Checks one page of a list answer from the API server (a PodList, a PersistentVolumeList, ...):
+ * an object with an `items` array (`null` is empty) and, optionally, `metadata.continue` and
+ * `metadata.remainingItemCount`. `where` names the answer (e.g. `list pods: PodList`); anything
+ * else is one {@link ClusterStateError} naming it and the field.
+ *
+ * The continue token is read as `metadata.continue` (the JSON field) or `metadata._continue`
+ * (the property @kubernetes/client-node deserializes it to, `continue` being a reserved word).
+ */
+export function readListPage(value: unknown, where: string): ListPage {
+  if (!isRecord(value)) throw new ClusterStateError(`${where}: want a list object, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}`);
+  if (!('items' in value) || value['items'] === undefined) throw new ClusterStateError(`${where}.items: missing: not a list answer`);
+  const items = value['items'];
+  if (items !== null && !Array.isArray(items)) throw new ClusterStateError(`${where}.items: want an array, got ${typeof items}`);
+  const metadata = value['metadata'];
+  if (metadata !== undefined && metadata !== null && !isRecord(metadata)) throw new ClusterStateError(`${where}.metadata: want an object`);
+  const token = metadata?.['continue'] ?? metadata?.['_continue'];
+  if (token !== undefined && token !== null && typeof token !== 'string') throw new ClusterStateError(`${where}.metadata.continue: want a string, got ${typeof token}`);
+  const remaining = metadata?.['remainingItemCount'];
+  if (remaining !== undefined && remaining !== null && (typeof remaining !== 'number' || !Number.isSafeInteger(remaining) || remaining < 0)) {
+    throw new ClusterStateError(`${where}.metadata.remainingItemCount: want a non-negative integer, got ${JSON.stringify(remaining)}`);
+  }
+  return { items: items ?? [], continueToken: token ?? '', ...(typeof remaining === 'number' ? { remainingItemCount: remaining } : {}) };
+}
+
+/**
+ * Refuses a list answer that says it is one page of a longer list (a non-empty
+ * `metadata.continue`, or `metadata.remainingItemCount` > 0): read as the whole list, the
+ * objects on the other pages would be taken as absent - a pod that wants a volume on page 2
+ * would not want it. `where` names the answer.
+ */
+export function requireWholeList(meta: ListPageMeta, where: string): void {
+  if (meta.continueToken !== '') {
+    throw new ClusterStateError(`${where}.metadata.continue: set: this is one page of a longer list, not the whole list (fetch it whole, e.g. kubectl get without --chunk-size=N limits)`);
+  }
+  if ((meta.remainingItemCount ?? 0) > 0) {
+    throw new ClusterStateError(`${where}.metadata.remainingItemCount: ${meta.remainingItemCount ?? 0} more objects are on pages not read: not the whole list`);
+  }
+}
 
 /**
  * Parses the JSON of `kubectl get nodes,pods,pv,pvc,volumeattachments,csidrivers -A -o json`:
@@ -153,6 +213,11 @@ export function parseClusterList(text: string, source: string): ClusterObjects {
   if (list.kind !== 'List' && !list.kind.endsWith('List')) {
     throw new ClusterStateError(`${source}.kind: want List (kubectl get … -o json), got ${JSON.stringify(list.kind)}`);
   }
+  // Present in every list (Go's encoder writes `null` for a nil slice, read as empty): a list
+  // without the field is not a list, and must not be read as "no objects".
+  if (list.items === undefined) throw new ClusterStateError(`${source}.items: Required`);
+  // A file cannot be asked for the next page: one page of a longer list is no answer.
+  requireWholeList({ continueToken: list.metadata?.continue ?? '', ...(typeof list.metadata?.remainingItemCount === 'number' ? { remainingItemCount: list.metadata.remainingItemCount } : {}) }, source);
   const itemKind = list.kind === 'List' ? undefined : list.kind.slice(0, -'List'.length);
   const out = { nodes: [] as NodeObject[], pods: [] as PodObject[], persistentVolumes: [] as PersistentVolumeObject[], claims: [] as PersistentVolumeClaimObject[], volumeAttachments: [] as VolumeAttachmentObject[], csiDrivers: [] as CSIDriverObject[] };
   (list.items ?? []).forEach((item, i) => {

@@ -10,7 +10,7 @@
 import { CSIGlobalMountReconstruction, FeatureGate } from '../features/features.js';
 import { errorMessage, escapeUndecodable, isNotExist, overrideFileSystem, type FileSystem } from '../host/fs.js';
 import type { Logger } from '../host/logger.js';
-import type { KubeletLayout } from '../layout/layout.js';
+import { BLOCK_STAGING_DIR_NAME, GLOBAL_MOUNT_DIR_NAME, type KubeletLayout } from '../layout/layout.js';
 import { CSI_PLUGIN_NAME, csiVolumeName, getUniqueVolumeName } from '../layout/names.js';
 import { MountInfoParseError } from '../mount/mountInfo.js';
 import type { MountTable } from '../host/mounter.js';
@@ -18,13 +18,14 @@ import { readOnlyVolumeHost } from '../agent/node.js';
 import type { Clock } from '../host/clock.js';
 import { CsiPlugin } from '../volume/csi/csiPlugin.js';
 import type { ListedGlobalVolume, SkippedGlobalDir } from '../volume/csi/globalVolumes.js';
+import { findInterruptedVolumeDataWrite, VOL_DATA_FILE_NAME } from '../volume/csi/volumeData.js';
 import { VolumePluginMgr } from '../volume/plugins.js';
 import { csiSourceOf, specName } from '../volume/spec.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
 import { getVolumesFromPodDir, type PodVolume } from '../volumemanager/reconciler/podVolumes.js';
 import { reconstructVolumeSpec, type ReconstructedSpec } from '../volumemanager/reconciler/reconstructVolume.js';
 import { stuckSection, type StuckOperationsInput } from './stuckFindings.js';
-import type { AuditFailed, AuditGlobal, AuditPod, AuditReport, AuditSkipped, AuditVolume, Verdict } from './report.js';
+import type { AuditFailed, AuditGlobal, AuditPod, AuditReport, AuditSkipped, AuditUndescribed, AuditVolume, Verdict } from './report.js';
 
 export interface AuditInput {
   readonly fs: FileSystem;
@@ -76,6 +77,7 @@ export async function runAudit(auditInput: AuditInput): Promise<AuditReport> {
   const csi = new CsiPlugin(host);
 
   const skipped: AuditSkipped[] = [];
+  const undescribed: AuditUndescribed[] = [];
   const failed: AuditFailed[] = [];
   const volumes = new Map<string, VolumeAgg>();
 
@@ -94,6 +96,11 @@ export async function runAudit(auditInput: AuditInput): Promise<AuditReport> {
     try {
       reconstructed = await reconstructVolumeSpec(plugins, candidate);
     } catch (err) {
+      const interrupted = await interruptedSetUp(input, candidate);
+      if (interrupted !== undefined) {
+        skipped.push(interrupted);
+        continue;
+      }
       let hypothetical: ReconstructedSpec | undefined;
       if (!gateOn) {
         try {
@@ -128,7 +135,10 @@ export async function runAudit(auditInput: AuditInput): Promise<AuditReport> {
     for (const gv of listing.volumes) addListed(volumes, gv, input);
     for (const s of listing.skipped) {
       skipped.push({ path: s.path, reason: s.reason, detail: s.detail });
-      addUnlistable(volumes, s, input);
+      if (!addUnlistable(volumes, s, input)) {
+        const u = undescribedMount(s, input);
+        if (u !== undefined) undescribed.push(u);
+      }
     }
   } catch (err) {
     skipped.push({ path: input.layout.csiPluginDir(), reason: 'unreadable-dir', detail: errorMessage(err) });
@@ -139,6 +149,7 @@ export async function runAudit(auditInput: AuditInput): Promise<AuditReport> {
   out.sort((a, b) => cmp(a.uniqueName, b.uniqueName));
   failed.sort((a, b) => cmp(a.podUID, b.podUID) || cmp(a.specName, b.specName));
   skipped.sort((a, b) => cmp(a.path, b.path));
+  undescribed.sort((a, b) => cmp(a.path, b.path));
 
   const count = (v: Verdict): number => out.filter((x) => x.verdict === v).length;
   const stuck = input.stuckOperations === undefined ? undefined : stuckSection(input.stuckOperations, out, failed, input.mountTable);
@@ -153,6 +164,7 @@ export async function runAudit(auditInput: AuditInput): Promise<AuditReport> {
     volumes: out,
     failed,
     skipped,
+    undescribed,
     summary: {
       volumes: out.length,
       tracked: count('tracked'),
@@ -160,6 +172,7 @@ export async function runAudit(auditInput: AuditInput): Promise<AuditReport> {
       orphaned: count('orphaned'),
       failed: failed.length,
       skipped: skipped.length,
+      undescribed: undescribed.length,
       ...(stuck === undefined ? {} : { stuck: stuck.findings.length }),
     },
     mountTableProblems: input.mountTable.problems.map((p) => ({ line: p.line, error: p.error })),
@@ -291,9 +304,12 @@ function addListed(volumes: Map<string, VolumeAgg>, gv: ListedGlobalVolume, inpu
   };
 }
 
-/** A staged block volume the listing refuses for want of specVolID: still a volume kubelet loses. */
-function addUnlistable(volumes: Map<string, VolumeAgg>, s: SkippedGlobalDir, input: AuditInput): void {
-  if (s.reason !== 'no-spec-vol-id' || s.driver === undefined || s.volumeHandle === undefined) return;
+/**
+ * A staged block volume the listing refuses for want of specVolID: still a volume kubelet loses.
+ * Whether `s` was taken as such a volume.
+ */
+function addUnlistable(volumes: Map<string, VolumeAgg>, s: SkippedGlobalDir, input: AuditInput): boolean {
+  if (s.reason !== 'no-spec-vol-id' || s.driver === undefined || s.volumeHandle === undefined) return false;
   const name = getUniqueVolumeName(CSI_PLUGIN_NAME, csiVolumeName(s.driver, s.volumeHandle));
   const dirName = s.path.slice(s.path.lastIndexOf('/') + 1);
   const deviceMountPath = `${s.path}/dev`;
@@ -301,6 +317,48 @@ function addUnlistable(volumes: Map<string, VolumeAgg>, s: SkippedGlobalDir, inp
   const volumeHandle = s.volumeHandle;
   const agg = aggOf(volumes, name, () => ({ driver, volumeHandle, specName: dirName, mode: 'Block', lifecycle: 'Persistent' }));
   agg.global ??= { deviceMountPath, mounted: globalMounted(input, 'Block', deviceMountPath, dirName), hasSpecVolID: false };
+  return true;
+}
+
+/**
+ * A CSI pod volume dir that holds nodevol's `vol_data.json.tmp` and no `vol_data.json`, with
+ * nothing mounted in it: SetUp's atomic write cut short before its rename, so before
+ * NodePublishVolume - nothing was published from it. Not a failed reconstruction: the agent's
+ * orphaned pod dir sweep removes it once the pod is gone (and a SetUp of a pod that still wants
+ * the volume writes the file again). A kubelet never writes such a file.
+ */
+async function interruptedSetUp(input: AuditInput, candidate: PodVolume): Promise<AuditSkipped | undefined> {
+  if (candidate.volumeMode !== 'Filesystem') return undefined;
+  if (input.mountTable.isMountPoint(candidate.volumePath) || input.mountTable.mountsUnder(candidate.volumePath).length > 0) return undefined;
+  const found = await findInterruptedVolumeDataWrite(input.fs, candidate.volumePath);
+  if (found === undefined) return undefined;
+  return {
+    path: candidate.volumePath,
+    reason: 'interrupted-write',
+    detail: `no ${VOL_DATA_FILE_NAME}, only ${found.tempPath}: SetUp's atomic write was cut short before its rename, before NodePublishVolume; nothing is mounted here and the agent's orphaned pod dir sweep removes it`,
+  };
+}
+
+/**
+ * A skipped global directory whose staging path is mounted: the device is staged and nothing on
+ * disk tells a kubelet which volume it is (reference §9.3: the listing needs the driver and the
+ * handle). A directory that is a symlink is never followed, so nothing is mounted at its path.
+ */
+function undescribedMount(s: SkippedGlobalDir, input: AuditInput): AuditUndescribed | undefined {
+  if (s.reason === 'symlink' || s.reason === 'unreadable-dir' || s.reason === 'not-staged') return undefined;
+  const base = s.path.slice(s.path.lastIndexOf('/') + 1);
+  const deviceMountPath = s.volumeMode === 'Filesystem' ? `${s.path}/${GLOBAL_MOUNT_DIR_NAME}` : `${input.layout.csiBlockDir()}/${BLOCK_STAGING_DIR_NAME}/${base}`;
+  const mounted = s.volumeMode === 'Filesystem' ? input.mountTable.isMountPoint(deviceMountPath) : input.mountTable.mountsUnder(deviceMountPath).length > 0;
+  if (!mounted) return undefined;
+  return {
+    path: s.path,
+    deviceMountPath,
+    mode: s.volumeMode,
+    reason: s.reason,
+    detail: s.detail,
+    ...(s.driver !== undefined ? { driver: s.driver } : {}),
+    ...(s.volumeHandle !== undefined ? { volumeHandle: s.volumeHandle } : {}),
+  };
 }
 
 function globalMounted(input: AuditInput, mode: 'Filesystem' | 'Block', deviceMountPath: string, name: string): boolean {

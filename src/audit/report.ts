@@ -57,6 +57,24 @@ export interface AuditSkipped {
   detail: string;
 }
 
+/**
+ * Finding `undescribed` (nodevol addition): a global directory the listing cannot describe (its
+ * `skipped` entry) while its staging path is mounted: the device is staged, and no kubelet can
+ * rebuild the volume from it (no driver, no handle), so it is never unstaged.
+ */
+export interface AuditUndescribed {
+  /** The directory, as in `skipped[].path`. */
+  path: string;
+  /** Filesystem: `<path>/globalmount`, a mount point. Block: `volumeDevices/staging/<name>`, with a mount at or under it. */
+  deviceMountPath: string;
+  mode: 'Filesystem' | 'Block';
+  reason: SkipReason;
+  detail: string;
+  /** Identity from the directory's vol_data.json where it names one. */
+  driver?: string;
+  volumeHandle?: string;
+}
+
 export interface AuditSummary {
   volumes: number;
   tracked: number;
@@ -64,6 +82,8 @@ export interface AuditSummary {
   orphaned: number;
   failed: number;
   skipped: number;
+  /** Mounted global mounts that cannot be described (nodevol addition). */
+  undescribed: number;
   /** Stuck findings; present only when the agent's status file was read (nodevol addition). */
   stuck?: number;
 }
@@ -116,6 +136,8 @@ export interface AuditReport {
   volumes: AuditVolume[];
   failed: AuditFailed[];
   skipped: AuditSkipped[];
+  /** Skipped global directories that are mounted: findings (nodevol addition). */
+  undescribed: AuditUndescribed[];
   summary: AuditSummary;
   /** Lines of the mount table that could not be parsed (nodevol addition). */
   mountTableProblems: { line: number; error: string }[];
@@ -131,5 +153,6 @@ export const EXIT_PROBLEM = 1;
 export const EXIT_UNKNOWN = 2;
 
 export function exitCodeFor(report: AuditReport): number {
-  return report.summary.orphaned > 0 || report.summary.failed > 0 || (report.summary.stuck ?? 0) > 0 ? EXIT_PROBLEM : EXIT_OK;
+  const s = report.summary;
+  return s.orphaned > 0 || s.failed > 0 || s.undescribed > 0 || (s.stuck ?? 0) > 0 ? EXIT_PROBLEM : EXIT_OK;
 }

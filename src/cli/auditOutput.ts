@@ -44,7 +44,11 @@ const SKIP_REASONS: readonly SkipReason[] = [
   'legacy-layout',
   'unreadable-dir',
   'symlink',
+  'interrupted-write',
 ];
+
+/** Skip reasons that never make an `undescribed` finding: nothing can be mounted at such a path, or the volume is reported as orphaned. */
+const NEVER_UNDESCRIBED: ReadonlySet<SkipReason> = new Set<SkipReason>(['symlink', 'unreadable-dir', 'not-staged', 'no-spec-vol-id']);
 
 /** Prometheus text exposition of the report (metric names documented in README.md). */
 export async function renderProm(report: FullAuditReport): Promise<string> {
@@ -73,6 +77,14 @@ export async function renderProm(report: FullAuditReport): Promise<string> {
     registers: [registry],
   });
   for (const r of SKIP_REASONS) skipped.set({ reason: r }, report.skipped.filter((s) => s.reason === r).length);
+
+  const undescribed = new Gauge({
+    name: 'nodevol_audit_undescribed_global_mounts',
+    help: 'Mounted global mounts (staged devices) whose directory no vol_data.json describes, by reason: no kubelet rebuilds or unstages them.',
+    labelNames: ['reason'],
+    registers: [registry],
+  });
+  for (const r of SKIP_REASONS.filter((x) => !NEVER_UNDESCRIBED.has(x))) undescribed.set({ reason: r }, report.undescribed.filter((u) => u.reason === r).length);
 
   new Gauge({
     name: 'nodevol_audit_failed_reconstructions',
@@ -210,7 +222,14 @@ export function renderTable(report: FullAuditReport, options: TableOptions): str
       .trimEnd(),
   );
   if (options.noHeaders) return lines.length === 0 ? '' : `${lines.join('\n')}\n`;
-  if (report.volumes.length === 0) lines.push('No CSI volumes found.');
+  if (report.volumes.length === 0) lines.push(report.undescribed.length === 0 ? 'No CSI volumes found.' : 'No CSI volume kubelet can describe; see UNDESCRIBED below.');
+  if (report.undescribed.length > 0) {
+    lines.push('', 'UNDESCRIBED (mounted global mounts no vol_data.json describes: no kubelet rebuilds or unstages them)');
+    for (const u of report.undescribed) {
+      const who = u.driver !== undefined ? ` (${escapeText(u.driver)}${u.volumeHandle !== undefined ? `^${escapeText(u.volumeHandle)}` : ''})` : '';
+      lines.push(`  ${u.reason}: ${escapeText(u.deviceMountPath)}${who}: ${escapeText(u.detail)}`);
+    }
+  }
   if (report.failed.length > 0) {
     lines.push('', 'FAILED RECONSTRUCTION');
     for (const f of report.failed) lines.push(`  pod ${escapeText(podName(cluster, f.podUID))} volume ${escapeText(f.specName)}: ${escapeText(f.error)}`);
@@ -236,6 +255,7 @@ export function renderTable(report: FullAuditReport, options: TableOptions): str
     .map(([k, v]) => `${k}=${v}`)
     .join(',');
   let summary = `${s.volumes} volumes: ${s.tracked} tracked, ${s.recovered} recovered, ${s.orphaned} orphaned; ${s.failed} failed, ${s.skipped} skipped (feature gates: ${gate})`;
+  if (s.undescribed > 0) summary += `; ${s.undescribed} undescribed`;
   if (s.stuck !== undefined) summary += `; ${s.stuck} stuck`;
   if (cluster !== undefined) {
     const n = (k: ClusterFinding['kind']): number => cluster.findings.filter((f) => f.kind === k).length;
@@ -263,6 +283,10 @@ export function renderSummary(report: FullAuditReport): string {
     parts.push(`${orphaned.length} orphaned (${names.join(', ')}${orphaned.length > 3 ? ', …' : ''})`);
   }
   if (report.failed.length > 0) parts.push(`${report.failed.length} pod volume dir(s) fail reconstruction`);
+  const first = report.undescribed[0];
+  if (first !== undefined) {
+    parts.push(`${report.undescribed.length} mounted global mount(s) no vol_data.json describes (${first.deviceMountPath}${report.undescribed.length > 1 ? ', …' : ''})`);
+  }
   const stuck = report.stuckOperations?.findings ?? [];
   if (stuck.length > 0) {
     const names = stuck.slice(0, 2).map((f) => f.uniqueName.replace(/^kubernetes\.io\/csi\//, ''));

@@ -43,7 +43,9 @@ export const CSIKeepListedVolumeOnStageFailure = 'CSIKeepListedVolumeOnStageFail
 /**
  * The global listing also registers a volume directory whose vol_data.json is readable but whose
  * staging directory is missing (a teardown cut short after the staging dir's rmdir; a block
- * staging dir lost with a power cut), so that it is unstaged (idempotently) and cleaned.
+ * staging dir lost with a power cut), or that holds only nodevol's complete vol_data.json.tmp (a
+ * MountDevice cut short before its rename: the write is finished first), so that it is unstaged
+ * (idempotently) and cleaned.
  */
 export const CSIListGlobalVolumesWithoutStagingDir = 'CSIListGlobalVolumesWithoutStagingDir';
 
@@ -99,7 +101,7 @@ const KNOWN_FEATURES: Readonly<Record<string, FeatureSpec>> = {
     default: false,
     preRelease: 'Alpha',
     description:
-      'nodevol: the KEP-6058 global listing also registers a volume whose global vol_data.json is readable but whose staging directory is missing (interrupted teardown, power cut), so it is unstaged and its directory removed.',
+      'nodevol: the KEP-6058 global listing also registers a volume whose global vol_data.json is readable but whose staging directory is missing (interrupted teardown, power cut), or that holds only nodevol\'s complete vol_data.json.tmp (interrupted MountDevice: the write is finished first), so it is unstaged and its directory removed.',
   },
   [CSIDurableBlockVolumePaths]: {
     default: false,

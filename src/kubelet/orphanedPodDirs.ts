@@ -10,9 +10,10 @@
  *    mount table shows any mount at or under the pod dir, or while `volumeDevices/<plugin>/`
  *    still holds an entry (a block volume);
  * 2. the pod's volume dirs are removed with rmdir only - for CSI the `<volume>/mount` dir first
- *    - and then `volumes/` is removed directories-only: a regular file left there (a
- *    `vol_data.json` whose TearDown did not finish) fails it with "not a directory" and the pod
- *    is kept, as in kubelet;
+ *    (and nodevol's own `vol_data.json.tmp` of a SetUp cut short, see
+ *    removeInterruptedVolumeDataWrite) - and then `volumes/` is removed directories-only: a
+ *    regular file left there (a `vol_data.json` whose TearDown did not finish) fails it with
+ *    "not a directory" and the pod is kept, as in kubelet;
  * 3. every other subdir is removed (files too) without crossing a mount point, then the pod dir.
  *
  * Safety beyond kubelet's own checks: nothing is swept before the cluster view answered (an
@@ -38,6 +39,7 @@ import { escapeQualifiedName, CSI_PLUGIN_NAME } from '../layout/names.js';
 import type { Mounter } from '../host/mounter.js';
 import type { MountTable } from '../host/mounter.js';
 import { resolvesInsideRoot } from '../layout/confinement.js';
+import { VOL_DATA_FILE_NAME, VOL_DATA_TEMP_FILE_NAME } from '../volume/csi/volumeData.js';
 
 /** kubelet's housekeeping period, which runs the sweep. */
 export const HOUSEKEEPING_PERIOD_MS = 2_000;
@@ -281,11 +283,43 @@ export class OrphanedPodDirsCleaner {
       for (const volume of await fs.readdir(pluginDir)) {
         if (volume.type !== 'directory') continue;
         const volumeDir = path.join(pluginDir, volume.name);
-        if (plugin.name === csiDirName) await this.rmdirIfUnmounted(path.join(volumeDir, 'mount'), true);
+        if (plugin.name === csiDirName) {
+          await this.rmdirIfUnmounted(path.join(volumeDir, 'mount'), true);
+          await this.removeInterruptedVolumeDataWrite(volumeDir);
+        }
         await this.rmdirIfUnmounted(volumeDir, false);
       }
     }
     await this.removeDirsOneFilesystem(volumesDir, 0);
+  }
+
+  /**
+   * nodevol's own leftover, which kubelet never has: SetUp writes the pod-local vol_data.json
+   * atomically (`vol_data.json.tmp`, then a rename) before NodePublishVolume, so a kubelet killed
+   * between the two leaves a CSI pod volume dir holding that temp file and no vol_data.json -
+   * nothing was published from it. Without the temp file the dir is what kubelet's own sweep
+   * removes; with it, "not a directory" would keep the pod dir for ever. Only a regular file of
+   * exactly that name, in a CSI pod volume dir that is not a mount point and holds no
+   * vol_data.json, is removed; anything else is left for the directories-only removal to refuse.
+   */
+  private async removeInterruptedVolumeDataWrite(volumeDir: string): Promise<void> {
+    const { fs, mounter, logger } = this.deps;
+    let entries: DirEntry[];
+    try {
+      entries = await fs.readdir(volumeDir);
+    } catch {
+      return;
+    }
+    const temp = entries.find((e) => e.name === VOL_DATA_TEMP_FILE_NAME);
+    if (temp === undefined || temp.type !== 'file' || entries.some((e) => e.name === VOL_DATA_FILE_NAME)) return;
+    const tempPath = path.join(volumeDir, temp.name);
+    try {
+      if (!(await mounter.isLikelyNotMountPoint(volumeDir))) return;
+      await fs.unlink(tempPath);
+      logger.v(3).info('Removed the temp file of an interrupted vol_data.json write from an orphaned pod volume dir', { path: tempPath });
+    } catch (err) {
+      if (!isNotExist(err)) logger.v(3).info('Could not remove the temp file of an interrupted vol_data.json write', { path: tempPath, err: errorMessage(err) });
+    }
   }
 
   /** rmdir of an empty, unmounted directory; a non-empty one stays (kubelet logs and goes on). */

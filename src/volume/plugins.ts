@@ -150,7 +150,8 @@ export interface GlobalVolumeListerPlugin extends DeviceMountableVolumePlugin {
   readonly globalVolumeLister: true;
   /**
    * Only reads (nodevol's gate CSIListGlobalVolumesWithoutStagingDir lets the CSI plugin also
-   * rmdir an empty volume directory). One unreadable directory never hides the others.
+   * rmdir an empty volume directory, and finish its own interrupted vol_data.json write with a
+   * rename). One unreadable directory never hides the others.
    */
   listGlobalVolumes(): Promise<GlobalVolume[]>;
 }

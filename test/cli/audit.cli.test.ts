@@ -34,7 +34,7 @@ function stderrLines(r: Run): string[] {
 
 const FLAGS = ['--root-dir', '--mountinfo', '--feature-gates', '-o', '-v', '--logging-format'];
 /** The documented `-o json` keys (README), in document order. */
-const TOP_LEVEL_KEYS = ['rootDir', 'featureGates', 'volumes', 'failed', 'skipped', 'summary', 'mountTableProblems', 'timestamp'];
+const TOP_LEVEL_KEYS = ['rootDir', 'featureGates', 'volumes', 'failed', 'skipped', 'undescribed', 'summary', 'mountTableProblems', 'timestamp'];
 const VOLUME_KEYS = ['uniqueName', 'driver', 'volumeHandle', 'specName', 'mode', 'lifecycle', 'pods', 'global', 'verdict', 'verdictWithGate', 'reasons'];
 
 describe('nodevol CLI: help', () => {
@@ -114,7 +114,32 @@ describe('nodevol audit as a process', () => {
         orphaned: gateOn ? 0 : 1,
         failed: 0,
         skipped: 0,
+        undescribed: 0,
       });
+    });
+  }
+
+  for (const gateOn of [false, true]) {
+    it(`a mounted globalmount whose vol_data.json is missing exits 1 and says so in every format (gate ${gateOn ? 'on' : 'off'})`, async () => {
+      const gm = await fx.stage({ driver: DRIVER, handle: 'vol-1', file: 'absent' });
+      mountinfo = await fx.writeMountInfo();
+      const gates = gateOn ? ['--feature-gates', 'CSIGlobalMountReconstruction=true'] : [];
+      const t = audit(...gates);
+      assert.equal(t.status, 1, t.stderr);
+      assert.ok(!t.stdout.includes('No CSI volumes found.'), t.stdout);
+      assert.ok(t.stdout.includes(`\nUNDESCRIBED (mounted global mounts no vol_data.json describes: no kubelet rebuilds or unstages them)\n  unreadable-vol-data: ${gm}: `), t.stdout);
+      assert.match(t.stdout, /; 1 undescribed\n$/);
+      const j = audit('-o', 'json', ...gates);
+      assert.equal(j.status, 1);
+      const report = JSON.parse(j.stdout) as { undescribed: { deviceMountPath: string; reason: string }[]; summary: { undescribed: number } };
+      assert.deepEqual(report.undescribed.map((u) => [u.deviceMountPath, u.reason]), [[gm, 'unreadable-vol-data']]);
+      assert.equal(report.summary.undescribed, 1);
+      const s = audit('-o', 'summary', ...gates);
+      assert.equal(s.status, 1);
+      assert.equal(s.stdout, `PROBLEM: 1 mounted global mount(s) no vol_data.json describes (${gm})\n`);
+      const p = audit('-o', 'prom', ...gates);
+      assert.equal(p.status, 1);
+      assert.ok(p.stdout.split('\n').includes('nodevol_audit_undescribed_global_mounts{reason="unreadable-vol-data"} 1'), p.stdout);
     });
   }
 

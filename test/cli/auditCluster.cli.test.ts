@@ -5,12 +5,12 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, Server } from 'node:http';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { parse as parseYaml } from 'yaml';
-import { claim, csiDriver, list, node, persistentVolume, pod, typedList, volumeAttachment, type KubeObject } from '../support/clusterObjects.js';
+import { claim, csiDriver, list, node, persistentVolume, pod, volumeAttachment, type KubeObject } from '../support/clusterObjects.js';
+import { fakeApiServer, writeKubeconfig, type FakeApiServerOptions } from '../support/fakeApiServer.js';
 import { NodeFixture } from '../support/nodeFixture.js';
 
 const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..', '..');
@@ -23,6 +23,8 @@ interface Run {
   readonly stdout: string;
   readonly stderr: string;
 }
+
+const apiServer = (objects: readonly KubeObject[], fail?: FakeApiServerOptions['fail']): ReturnType<typeof fakeApiServer> => fakeApiServer(objects, fail !== undefined ? { fail } : {});
 
 /** Runs the CLI without blocking this process (the API server under test lives here). */
 function nodevol(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
@@ -49,72 +51,6 @@ function story1Cluster(): KubeObject[] {
     volumeAttachment(DRIVER, 'vol-2', 'pv-2', 'node-1'),
     csiDriver(DRIVER),
   ];
-}
-
-interface Recorded {
-  readonly method: string;
-  readonly path: string;
-  readonly query: Record<string, string>;
-  readonly authorization: string | undefined;
-}
-
-/** A fake API server: answers the read-only requests the audit makes from `objects`, records them. */
-async function apiServer(objects: readonly KubeObject[], fail?: (req: IncomingMessage) => { code: number; reason: string; message: string } | undefined): Promise<{ server: Server; url: string; requests: Recorded[] }> {
-  const requests: Recorded[] = [];
-  const of = (kind: string): KubeObject[] => objects.filter((o) => o.kind === kind);
-  const server = createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://x');
-    requests.push({ method: req.method ?? '', path: url.pathname, query: Object.fromEntries(url.searchParams), authorization: req.headers.authorization });
-    const send = (code: number, body: unknown): void => {
-      res.writeHead(code, { 'Content-Type': 'application/json' }).end(JSON.stringify(body));
-    };
-    const status = (code: number, reason: string, message: string): void =>
-      send(code, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code });
-    const failure = fail?.(req);
-    if (failure !== undefined) return status(failure.code, failure.reason, failure.message);
-    if (req.method !== 'GET') return status(405, 'MethodNotAllowed', 'read-only test server');
-    const p = url.pathname;
-    let m: RegExpExecArray | null;
-    if ((m = /^\/api\/v1\/nodes\/([^/]+)$/.exec(p))) {
-      const n = of('Node').find((o) => o.metadata['name'] === m![1]);
-      return n === undefined ? status(404, 'NotFound', `nodes "${m[1]}" not found`) : send(200, n);
-    }
-    if (p === '/api/v1/pods') {
-      const sel = url.searchParams.get('fieldSelector') ?? '';
-      const nodeName = /^spec\.nodeName=(.*)$/.exec(sel)?.[1];
-      const pods = of('Pod').filter((o) => nodeName === undefined || (o['spec'] as { nodeName?: string }).nodeName === nodeName);
-      return send(200, typedList('PodList', 'v1', pods));
-    }
-    if (p === '/api/v1/persistentvolumes') return send(200, typedList('PersistentVolumeList', 'v1', of('PersistentVolume')));
-    if ((m = /^\/api\/v1\/namespaces\/([^/]+)\/persistentvolumeclaims\/([^/]+)$/.exec(p))) {
-      const c = of('PersistentVolumeClaim').find((o) => o.metadata['namespace'] === m![1] && o.metadata['name'] === m![2]);
-      return c === undefined ? status(404, 'NotFound', `persistentvolumeclaims "${m[2]}" not found`) : send(200, c);
-    }
-    if (p === '/apis/storage.k8s.io/v1/volumeattachments') return send(200, typedList('VolumeAttachmentList', 'storage.k8s.io/v1', of('VolumeAttachment')));
-    if (p === '/apis/storage.k8s.io/v1/csidrivers') return send(200, typedList('CSIDriverList', 'storage.k8s.io/v1', of('CSIDriver')));
-    return status(404, 'NotFound', `the server could not find the requested resource (${p})`);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return { server, url: `http://127.0.0.1:${port}`, requests };
-}
-
-async function writeKubeconfig(file: string, server: string): Promise<void> {
-  await writeFile(
-    file,
-    [
-      'apiVersion: v1',
-      'kind: Config',
-      'clusters:',
-      `- name: test\n  cluster:\n    server: ${server}\n    insecure-skip-tls-verify: true`,
-      'users:',
-      '- name: audit\n  user:\n    token: test-token',
-      'contexts:',
-      '- name: test\n  context:\n    cluster: test\n    user: audit',
-      'current-context: test',
-      '',
-    ].join('\n'),
-  );
 }
 
 interface JsonReport {
@@ -276,6 +212,123 @@ describe('nodevol audit against the cluster (process)', () => {
       }
     });
   }
+
+  it('--kubeconfig: every list is followed through its pages (metadata.continue): a pod on page 2 is a pod', async () => {
+    // Pods, PVs and VolumeAttachments one per page: the pod app (the one that wants vol-2) is on page 2.
+    const objects = [pod('other', { nodeName: 'node-1', uid: 'uid-other' }), ...story1Cluster()];
+    const api = await fakeApiServer(objects, { pageSize: 1 });
+    server = api.server;
+    const kubeconfig = path.join(fx.base, 'kubeconfig');
+    await writeKubeconfig(kubeconfig, api.url);
+    const r = await audit('--kubeconfig', kubeconfig, '--node-name', 'node-1', '-o', 'json');
+    assert.equal(r.status, 1, r.stderr);
+    const report = JSON.parse(r.stdout) as JsonReport;
+    assert.deepEqual(report.cluster?.pods['uid-app'], { namespace: 'default', name: 'app' });
+    assert.deepEqual(report.cluster.wantedBy[NAME('vol-2')], [{ uid: 'uid-app', namespace: 'default', name: 'app' }]);
+    assert.deepEqual(report.cluster.findings.map((f) => [f.kind, f.uniqueName]), [['at-risk', NAME('vol-1')]]);
+    const podPages = api.requests.filter((q) => q.path === '/api/v1/pods');
+    assert.deepEqual(podPages.map((q) => [q.query['limit'], q.query['continue'], q.query['fieldSelector']]), [
+      ['500', undefined, 'spec.nodeName=node-1'],
+      ['500', '1', 'spec.nodeName=node-1'],
+    ]);
+    assert.equal(api.requests.filter((q) => q.path === '/api/v1/persistentvolumes').length, 2);
+    assert.equal(api.requests.filter((q) => q.path === '/apis/storage.k8s.io/v1/volumeattachments').length, 2);
+  });
+
+  it('--kubeconfig: an expired continue token (410) reads the list again whole, once', async () => {
+    const objects = [pod('other', { nodeName: 'node-1', uid: 'uid-other' }), ...story1Cluster()];
+    const api = await fakeApiServer(objects, {
+      pageSize: 1,
+      fail: (req) => ((req.url ?? '').startsWith('/api/v1/pods?') && (req.url ?? '').includes('continue=') ? { code: 410, reason: 'Expired', message: 'The provided continue parameter is too old' } : undefined),
+    });
+    server = api.server;
+    const kubeconfig = path.join(fx.base, 'kubeconfig');
+    await writeKubeconfig(kubeconfig, api.url);
+    // pageSize applies whatever the limit: the list read whole is again one page with a token,
+    // which expires again: the second 410 is an error, not a loop.
+    const r = await audit('--kubeconfig', kubeconfig, '--node-name', 'node-1', '-o', 'json');
+    assert.equal(r.status, 2, r.stdout);
+    assert.equal(r.stderr.trimEnd().split('\n').length, 1, r.stderr);
+    assert.match(r.stderr, /list pods \(fieldSelector spec\.nodeName=node-1\) \(page 2\): HTTP 410: The provided continue parameter is too old/);
+    const podPages = api.requests.filter((q) => q.path === '/api/v1/pods').map((q) => [q.query['limit'], q.query['continue']]);
+    assert.deepEqual(podPages, [['500', undefined], ['500', '1'], [undefined, undefined], [undefined, '1']]);
+  });
+
+  it('--kubeconfig: after an expired token, the list read whole in one answer is used', async () => {
+    let expired = 0;
+    const objects = [pod('other', { nodeName: 'node-1', uid: 'uid-other' }), ...story1Cluster()];
+    const api = await fakeApiServer(objects, {
+      // The first page (with a limit) holds nothing but a token, which has expired when used.
+      answer: (req) => (/^\/api\/v1\/pods\?.*limit=/.test(req.url ?? '') && !(req.url ?? '').includes('continue=') ? { kind: 'PodList', apiVersion: 'v1', metadata: { continue: 'gone' }, items: [] } : undefined),
+      fail: (req) => {
+        if (!(req.url ?? '').includes('continue=gone')) return undefined;
+        expired++;
+        return { code: 410, reason: 'Expired', message: 'too old' };
+      },
+    });
+    server = api.server;
+    const kubeconfig = path.join(fx.base, 'kubeconfig');
+    await writeKubeconfig(kubeconfig, api.url);
+    const r = await audit('--kubeconfig', kubeconfig, '--node-name', 'node-1', '-o', 'json');
+    assert.equal(r.status, 1, r.stderr);
+    assert.equal(expired, 1);
+    const report = JSON.parse(r.stdout) as JsonReport;
+    assert.deepEqual(report.cluster?.wantedBy[NAME('vol-2')], [{ uid: 'uid-app', namespace: 'default', name: 'app' }]);
+    assert.deepEqual(api.requests.filter((q) => q.path === '/api/v1/pods').map((q) => [q.query['limit'], q.query['continue']]), [['500', undefined], ['500', 'gone'], [undefined, undefined]]);
+  });
+
+  for (const [what, body, want] of [
+    ['without items', { kind: 'PodList', apiVersion: 'v1', metadata: {} }, /list pods \(fieldSelector spec\.nodeName=node-1\): PodList\.items: missing: not a list answer/],
+    ['with items not an array', { kind: 'PodList', apiVersion: 'v1', metadata: {}, items: 'x' }, /list pods .*: PodList\.items: want an array/],
+    ['that is an array', [], /list pods .*: PodList: want a list object, got an array/],
+    ['that is null', null, /list pods .*: PodList: want a list object, got null/],
+    ['whose last page still counts remaining items', { kind: 'PodList', apiVersion: 'v1', metadata: { remainingItemCount: 3 }, items: [] }, /PodList page 1\.metadata\.remainingItemCount: 3 objects remain but metadata\.continue is empty/],
+    ['whose continue token repeats', { kind: 'PodList', apiVersion: 'v1', metadata: { continue: 'again' }, items: [] }, /PodList page 2\.metadata\.continue: the same token again/],
+  ] as const) {
+    it(`--kubeconfig: a list answer ${what} is one line naming the list and the field, exit 2`, async () => {
+      const api = await fakeApiServer(story1Cluster(), { answer: (req) => ((req.url ?? '').startsWith('/api/v1/pods?') ? body : undefined) });
+      server = api.server;
+      const kubeconfig = path.join(fx.base, 'kubeconfig');
+      await writeKubeconfig(kubeconfig, api.url);
+      const r = await audit('--kubeconfig', kubeconfig, '--node-name', 'node-1');
+      assert.equal(r.status, 2, r.stdout);
+      assert.equal(r.stdout, '');
+      assert.equal(r.stderr.trimEnd().split('\n').length, 1, r.stderr);
+      assert.match(r.stderr, /^nodevol audit: cluster API: http:\/\/127\.0\.0\.1:\d+: /);
+      assert.match(r.stderr, want);
+    });
+  }
+
+  it('--kubeconfig: an object is checked as the server sent it (a string where a list belongs is not read as its characters)', async () => {
+    const api = await fakeApiServer(story1Cluster(), {
+      answer: (req) => ((req.url ?? '').startsWith('/api/v1/nodes/') ? { ...node('node-1'), status: { volumesInUse: NAME('vol-1') } } : undefined),
+    });
+    server = api.server;
+    const kubeconfig = path.join(fx.base, 'kubeconfig');
+    await writeKubeconfig(kubeconfig, api.url);
+    const r = await audit('--kubeconfig', kubeconfig, '--node-name', 'node-1');
+    assert.equal(r.status, 2, r.stdout);
+    assert.equal(r.stderr.trimEnd().split('\n').length, 1, r.stderr);
+    assert.match(r.stderr, /: node node-1\.status\.volumesInUse: Expected array, received string/);
+  });
+
+  it('--cluster-state: one page of a longer list (metadata.continue, remainingItemCount) is no answer: one line, exit 2', async () => {
+    for (const [metadata, want] of [
+      [{ continue: 'eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ' }, /cluster\.json\.metadata\.continue: set: this is one page of a longer list/],
+      [{ remainingItemCount: 2 }, /cluster\.json\.metadata\.remainingItemCount: 2 more objects are on pages not read/],
+    ] as const) {
+      await writeFile(clusterFile, JSON.stringify({ ...list(story1Cluster()), metadata }));
+      const r = await audit('--cluster-state', clusterFile, '--node-name', 'node-1');
+      assert.equal(r.status, 2, r.stdout);
+      assert.equal(r.stdout, '');
+      assert.equal(r.stderr.trimEnd().split('\n').length, 1, r.stderr);
+      assert.match(r.stderr, want);
+    }
+    await writeFile(clusterFile, JSON.stringify({ kind: 'List', apiVersion: 'v1', metadata: {} }));
+    const r = await audit('--cluster-state', clusterFile, '--node-name', 'node-1');
+    assert.equal(r.status, 2);
+    assert.match(r.stderr, /cluster\.json\.items: Required/);
+  });
 
   it('an API server that is not there is one line and exit 2', async () => {
     const api = await apiServer([]);

@@ -1,15 +1,20 @@
-// `nodevol recover` as a process, without a driver call: it will not run without the cluster's
-// view, rejects a malformed --csi-endpoint, and -o json prints the journal lines of the plan
-// (through the --csi-endpoint given, not the conventional socket).
+// `nodevol recover` as a process: it will not run without the cluster's view, rejects a
+// malformed --csi-endpoint, and -o json prints the journal lines of the plan (through the
+// --csi-endpoint given, not the conventional socket). Against an API server that answers in
+// pages, --yes never unstages a volume that a pod on a later page wants (a gRPC CSI server
+// here records every call; no mount is involved, so no root is needed).
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { list, node } from '../support/clusterObjects.js';
+import { unixEndpoint } from '../../src/csi/grpc/endpoint.js';
+import { startCsiServer, type CsiServer } from '../../src/csi/grpc/server.js';
+import { claim, list, node, persistentVolume, pod, volumeAttachment } from '../support/clusterObjects.js';
 import { NODEVOL_BIN } from '../support/cliProcess.js';
+import { fakeApiServer, writeKubeconfig, type FakeApiServer } from '../support/fakeApiServer.js';
 import { NodeFixture } from '../support/nodeFixture.js';
 
 const DRIVER = 'ebs.csi.example.com';
@@ -21,14 +26,31 @@ function nodevol(args: readonly string[]): { status: number | null; stdout: stri
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
+/** The CLI without blocking this process (the API and CSI servers under test live here). */
+function nodevolAsync(args: readonly string[]): Promise<{ status: number; stdout: string; stderr: string }> {
+  const env = { ...process.env };
+  delete env['KUBERNETES_SERVICE_HOST'];
+  return new Promise((resolve) => {
+    execFile(process.execPath, [NODEVOL_BIN, ...args], { env, timeout: 60_000 }, (err, stdout, stderr) => {
+      resolve({ status: err === null ? 0 : typeof err.code === 'number' ? err.code : -1, stdout, stderr });
+    });
+  });
+}
+
 describe('nodevol recover (process)', () => {
   let fx: NodeFixture;
   let server: Server | undefined;
+  let api: FakeApiServer | undefined;
+  let csi: CsiServer | undefined;
   beforeEach(async () => {
     fx = await NodeFixture.create();
   });
   afterEach(async () => {
     server?.close();
+    await api?.close();
+    await csi?.close();
+    api = undefined;
+    csi = undefined;
     await fx.cleanup();
   });
 
@@ -61,5 +83,45 @@ describe('nodevol recover (process)', () => {
     assert.equal(lines[0]?.endpoint, `unix://${sock}`);
     assert.equal(lines[0]?.path, gm);
     assert.ok(existsSync(gm));
+  });
+
+  it('--yes with an API server that answers in pages: a pod on page 2 that wants the volume keeps it (refused, no call)', async () => {
+    const gm = await fx.stage({ driver: DRIVER, handle: 'vol-1', specVolID: 'pv-1', mounted: false });
+    const calls: string[] = [];
+    csi = await startCsiServer(unixEndpoint(path.join(fx.base, 'csi.sock')), {
+      identity: { probe: () => Promise.resolve({}) },
+      node: {
+        nodeGetCapabilities: () => Promise.resolve({ capabilities: [{ rpc: { type: 'STAGE_UNSTAGE_VOLUME' } }] }),
+        nodeUnstageVolume: (req) => {
+          calls.push(`NodeUnstageVolume ${req.volumeId}`);
+          return Promise.resolve({});
+        },
+        nodeUnpublishVolume: (req) => {
+          calls.push(`NodeUnpublishVolume ${req.volumeId}`);
+          return Promise.resolve({});
+        },
+      },
+    });
+    // After the reboot of story 1: attached, not in volumesInUse; the pod that wants vol-1 is
+    // scheduled here again and is the second pod of the list.
+    api = await fakeApiServer(
+      [
+        node('node-1', { volumesAttached: [`kubernetes.io/csi/${DRIVER}^vol-1`], volumesInUse: [] }),
+        pod('batch', { nodeName: 'node-1', uid: 'uid-batch' }),
+        pod('again', { nodeName: 'node-1', uid: 'uid-again', claims: ['data-1'] }),
+        claim('data-1', 'pv-1'),
+        persistentVolume('pv-1', DRIVER, 'vol-1', { namespace: 'default', name: 'data-1' }),
+        volumeAttachment(DRIVER, 'vol-1', 'pv-1', 'node-1'),
+      ],
+      { pageSize: 1 },
+    );
+    const kubeconfig = path.join(fx.base, 'kubeconfig');
+    await writeKubeconfig(kubeconfig, api.url);
+    const r = await nodevolAsync(['recover', '--yes', '--root-dir', fx.root, '--mountinfo', await fx.writeMountInfo(), '--kubeconfig', kubeconfig, '--node-name', 'node-1', '--csi-endpoint', `${DRIVER}=${csi.endpoint}`]);
+    assert.deepEqual(calls, [], `a volume a pod wants was unstaged:\n${r.stdout}\n${r.stderr}`);
+    assert.equal(r.status, 1, `${r.stdout}\n${r.stderr}`);
+    assert.match(r.stdout, /refused kubernetes\.io\/csi\/ebs\.csi\.example\.com\^vol-1: .*default\/again/);
+    assert.ok(existsSync(gm) && existsSync(path.join(path.dirname(gm), 'vol_data.json')), 'nothing removed');
+    assert.ok(api.requests.some((q) => q.path === '/api/v1/pods' && q.query['continue'] === '1'), 'the second page was read');
   });
 });

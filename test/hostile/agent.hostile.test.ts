@@ -86,14 +86,16 @@ function open(port: number): Promise<Socket> {
 }
 
 describe('hostile agent: HTTP connections', () => {
-  it('connections over the cap are closed at once; the endpoints still answer when idle ones go', { timeout: 10_000 }, async () => {
+  it('at the cap, a new connection closes the oldest idle one instead of being refused (busy ones: test/hostile/httpSlowClients)', { timeout: 10_000 }, async () => {
     const http = await startHttpServer({ host: '127.0.0.1', port: 0 }, new Registry(), { health: () => ({ healthy: true }), ready: () => true }, { ...HTTP_LIMITS, maxConnections: 8 });
     const sockets: Socket[] = [];
     try {
       for (let i = 0; i < 8; i++) sockets.push(await open(http.port));
       const extra = await open(http.port);
       sockets.push(extra);
-      assert.equal(await closedWithin(extra, 2_000), 'closed', 'the ninth connection is refused');
+      assert.equal(await closedWithin(sockets[0]!, 2_000), 'closed', 'the oldest idle connection goes');
+      assert.deepEqual(await get(http.port, '/healthz'), { status: 200, body: 'ok' });
+      assert.equal(extra.destroyed, false, 'the ninth connection stays');
     } finally {
       for (const s of sockets) s.destroy();
       await http.close();

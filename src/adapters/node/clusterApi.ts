@@ -8,6 +8,9 @@
  * - `list persistentvolumes`, `list volumeattachments`, `list csidrivers` (cluster-scoped; a
  *   VolumeAttachment to another node is exactly what `attached-elsewhere` looks for).
  *
+ * Every list is read in pages of {@link DEFAULT_PAGE_LIMIT} and followed to its end through
+ * `metadata.continue` ({@link listAllPages}): a page is never taken for the whole list.
+ *
  * This module is loaded on first use (`await import`), so commands that do not talk to the API
  * server never load it. Any failure is one {@link ClusterApiError} line naming the
  * request and the server's answer; the caller exits 2 rather than give a verdict without it.
@@ -15,8 +18,8 @@
  * Every object is checked with the schemas of src/api/clusterObjects.ts (the same ones the
  * `--cluster-state` file goes through); reducing them to one node's view is the audit's job.
  */
-import { parseObject, schemas, type ClusterObjects, type PersistentVolumeClaimObject } from '../../api/clusterObjects.js';
-import { coreV1Api, KubeRestClient, loadInCluster, loadKubeconfig, storageV1Api, type KubeRestConfig } from './kubeApi.js';
+import { parseObject, readListPage, schemas, type ClusterObjects, type ListPage, type PersistentVolumeClaimObject } from '../../api/clusterObjects.js';
+import { coreV1Api, KubeApiError, KubeRestClient, loadInCluster, loadKubeconfig, type KubeRestConfig } from './kubeApi.js';
 
 export class ClusterApiError extends Error {
   override readonly name = 'ClusterApiError';
@@ -28,6 +31,8 @@ export interface ClusterApiOptions {
   readonly nodeName: string;
   /** Per-request timeout; default 30 s. */
   readonly timeoutMs?: number;
+  /** Objects per page of a list; default {@link DEFAULT_PAGE_LIMIT}. */
+  readonly pageLimit?: number;
 }
 
 export { SERVICE_ACCOUNT_DIR } from './kubeApi.js';
@@ -55,10 +60,92 @@ function describe(what: string, err: unknown): ClusterApiError {
         message = body.slice(0, 200);
       }
     }
+    message = message.replace(/\s+/g, ' ').trim();
     return new ClusterApiError(`${what}: HTTP ${err.code}${message === '' ? '' : `: ${message}`}`);
   }
   const msg = err instanceof Error ? err.message : String(err);
   return new ClusterApiError(`${what}: ${msg.split('\n')[0] ?? msg}`);
+}
+
+/** Objects asked for per page, kubectl's default --chunk-size. */
+export const DEFAULT_PAGE_LIMIT = 500;
+/** Pages followed for one list at most: a server that never ends its list is an error, not a loop. */
+export const MAX_LIST_PAGES = 10_000;
+
+/** One page to ask for: the first (no continue token), or the one a token names. */
+export interface PageRequest {
+  readonly limit: number;
+  readonly continue?: string;
+}
+
+/** The query of a page; the list read whole again (after an expired token) sends neither. */
+function pageQuery(p: PageRequest): Record<string, string> {
+  return { ...(p.limit > 0 ? { limit: String(p.limit) } : {}), ...(p.continue !== undefined ? { continue: p.continue } : {}) };
+}
+
+function isExpired(err: unknown): boolean {
+  return err instanceof KubeApiError && err.code === 410;
+}
+
+export interface ListAllPagesOptions {
+  /** Names the list in errors, e.g. `https://api:6443: list pods`. */
+  readonly what: string;
+  /** The list's kind (PodList, ...), for errors naming a field. */
+  readonly kind: string;
+  readonly limit: number;
+  /** Fetches one page; it may reject (described here as one line), or answer anything (checked here). */
+  readonly fetchPage: (p: PageRequest) => Promise<unknown>;
+  readonly maxPages?: number;
+}
+
+/**
+ * Every item of a list, following `metadata.continue` from page to page as client-go's pager
+ * does: a page with a continue token is never taken for the whole list (the objects of the next
+ * pages are not absent). When a token has expired (HTTP 410 Gone), the list is read again whole
+ * in one request, once, as the pager does with FullListIfExpired. A page that is not a list
+ * answer, a token seen twice, more than `maxPages` pages, or a last page that still counts
+ * `remainingItemCount` objects, is one {@link ClusterApiError} line.
+ */
+export async function listAllPages(o: ListAllPagesOptions): Promise<readonly unknown[]> {
+  const maxPages = o.maxPages ?? MAX_LIST_PAGES;
+  const items: unknown[] = [];
+  const seen = new Set<string>();
+  let request: PageRequest = { limit: o.limit };
+  let fullListDone = false;
+  for (let page = 1; ; page++) {
+    if (page > maxPages) throw new ClusterApiError(`${o.what}: more than ${maxPages} pages: not read whole`);
+    let answer: unknown;
+    try {
+      answer = await o.fetchPage(request);
+    } catch (err) {
+      if (request.continue !== undefined && isExpired(err) && !fullListDone) {
+        // The continue token expired: start again, the whole list in one answer.
+        fullListDone = true;
+        items.length = 0;
+        seen.clear();
+        request = { limit: 0 };
+        page = 0;
+        continue;
+      }
+      throw describe(page === 1 ? o.what : `${o.what} (page ${page})`, err);
+    }
+    let meta: ListPage;
+    try {
+      meta = readListPage(answer, `${o.what}: ${o.kind}${page === 1 ? '' : ` page ${page}`}`);
+    } catch (err) {
+      throw new ClusterApiError(err instanceof Error ? err.message : String(err));
+    }
+    items.push(...meta.items);
+    if (meta.continueToken === '') {
+      if ((meta.remainingItemCount ?? 0) > 0) {
+        throw new ClusterApiError(`${o.what}: ${o.kind} page ${page}.metadata.remainingItemCount: ${meta.remainingItemCount ?? 0} objects remain but metadata.continue is empty: not the whole list`);
+      }
+      return items;
+    }
+    if (seen.has(meta.continueToken)) throw new ClusterApiError(`${o.what}: ${o.kind} page ${page}.metadata.continue: the same token again: the list does not end`);
+    seen.add(meta.continueToken);
+    request = { limit: request.limit, continue: meta.continueToken };
+  }
 }
 
 /** What the API server answered: the checked objects, and the server's URL (for messages). */
@@ -82,7 +169,6 @@ export async function readClusterObjectsFromApi(o: ClusterApiOptions): Promise<C
   const ms = o.timeoutMs ?? 30_000;
   const client = new KubeRestClient(config, ms);
   const core = coreV1Api(client);
-  const storage = storageV1Api(client);
   const call = async <T>(what: string, f: () => Promise<T>): Promise<T> => {
     try {
       return await withTimeout(what, f(), ms);
@@ -90,16 +176,24 @@ export async function readClusterObjectsFromApi(o: ClusterApiOptions): Promise<C
       throw describe(`${server}: ${what}`, err);
     }
   };
+  // Lists are read as the server sent them (client.get: raw JSON) and checked page by page.
+  const list = (what: string, kind: string, apiPath: string, query: Readonly<Record<string, string>> = {}): Promise<readonly unknown[]> =>
+    listAllPages({
+      what: `${server}: ${what}`,
+      kind,
+      limit: o.pageLimit ?? DEFAULT_PAGE_LIMIT,
+      fetchPage: (p) => withTimeout(`${server}: ${what}`, client.get(apiPath, { ...query, ...pageQuery(p) }), ms),
+    });
 
   const node = await call(`get node ${o.nodeName}`, () => core.readNode({ name: o.nodeName }));
   const [pods, pvs, vas, drivers] = await Promise.all([
-    call(`list pods (fieldSelector spec.nodeName=${o.nodeName})`, () => core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${o.nodeName}` })),
-    call('list persistentvolumes', () => core.listPersistentVolume({})),
-    call('list volumeattachments', () => storage.listVolumeAttachment({})),
-    call('list csidrivers', () => storage.listCSIDriver({})),
+    list(`list pods (fieldSelector spec.nodeName=${o.nodeName})`, 'PodList', '/api/v1/pods', { fieldSelector: `spec.nodeName=${o.nodeName}` }),
+    list('list persistentvolumes', 'PersistentVolumeList', '/api/v1/persistentvolumes'),
+    list('list volumeattachments', 'VolumeAttachmentList', '/apis/storage.k8s.io/v1/volumeattachments'),
+    list('list csidrivers', 'CSIDriverList', '/apis/storage.k8s.io/v1/csidrivers'),
   ]);
   const where = (what: string, i?: number): string => `${server}: ${what}${i === undefined ? '' : `[${i}]`}`;
-  const podObjects = pods.items.map((p, i) => parseObject(schemas.pod, p, where('pods.items', i)));
+  const podObjects = pods.map((p, i) => parseObject(schemas.pod, p, where('pods.items', i)));
   const claimKeys = new Set<string>();
   for (const p of podObjects) {
     for (const v of p.spec.volumes ?? []) {
@@ -109,22 +203,23 @@ export async function readClusterObjectsFromApi(o: ClusterApiOptions): Promise<C
   const claims: PersistentVolumeClaimObject[] = [];
   for (const key of [...claimKeys].sort()) {
     const [namespace = '', name = ''] = key.split('/');
+    let c: unknown;
     try {
-      const c = await withTimeout(`get pvc ${key}`, core.readNamespacedPersistentVolumeClaim({ name, namespace }), ms);
-      claims.push(parseObject(schemas.claim, c, where(`persistentvolumeclaim ${key}`)));
+      c = await withTimeout(`${server}: get persistentvolumeclaim ${key}`, core.readNamespacedPersistentVolumeClaim({ name, namespace }), ms);
     } catch (err) {
       // A deleted claim is an answer (the pod cannot mount it); anything else is not.
-      if (typeof err === 'object' && err !== null && 'code' in err && err.code === 404) continue;
+      if (err instanceof KubeApiError && err.code === 404) continue;
       throw describe(`${server}: get persistentvolumeclaim ${key}`, err);
     }
+    claims.push(parseObject(schemas.claim, c, where(`persistentvolumeclaim ${key}`)));
   }
   const objects: ClusterObjects = {
     nodes: [parseObject(schemas.node, node, where(`node ${o.nodeName}`))],
     pods: podObjects,
-    persistentVolumes: pvs.items.map((pv, i) => parseObject(schemas.persistentVolume, pv, where('persistentvolumes.items', i))),
+    persistentVolumes: pvs.map((pv, i) => parseObject(schemas.persistentVolume, pv, where('persistentvolumes.items', i))),
     claims,
-    volumeAttachments: vas.items.map((va, i) => parseObject(schemas.volumeAttachment, va, where('volumeattachments.items', i))),
-    csiDrivers: drivers.items.map((d, i) => parseObject(schemas.csiDriver, d, where('csidrivers.items', i))),
+    volumeAttachments: vas.map((va, i) => parseObject(schemas.volumeAttachment, va, where('volumeattachments.items', i))),
+    csiDrivers: drivers.map((d, i) => parseObject(schemas.csiDriver, d, where('csidrivers.items', i))),
   };
   return { server, objects };
 }

@@ -8,7 +8,7 @@ import { CSIUnstageCompletesBeforeRestage } from '../../features/features.js';
 import { errorMessage } from '../../host/fs.js';
 import type { DeviceMounter, DeviceUnmounter, MounterArgs } from '../plugins.js';
 import { specName, type Spec } from '../spec.js';
-import { isOperationFinishedError, TransientOperationFailure } from '../util/errors.js';
+import { isOperationFinishedError, TransientOperationFailure, UncertainProgressError } from '../util/errors.js';
 import type { VolumeHost } from '../volumeHost.js';
 import {
   accessModeMapperFor,
@@ -26,7 +26,7 @@ import {
   volumeMountGroupFor,
 } from './csiUtil.js';
 import { finishInterruptedUnstage, recordUnstageEnded, recordUnstageStarted } from './unstageMarker.js';
-import { isVolumeDataNotFound, loadVolumeData, saveVolumeData, VOL_DATA_FILE_NAME, volDataKey } from './volumeData.js';
+import { isVolumeDataNotFound, loadVolumeData, saveVolumeDataUnlessSame, VOL_DATA_FILE_NAME, volDataKey } from './volumeData.js';
 
 export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
   constructor(private readonly host: VolumeHost) {}
@@ -84,10 +84,21 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
     };
     if (args.seLinuxLabel !== undefined && args.seLinuxLabel !== '') data[volDataKey.seLinuxMountContext] = args.seLinuxLabel;
     try {
-      await saveVolumeData(host.fs, dataDir, data);
+      // A failed rewrite of the bytes already there is no failure (saveVolumeDataUnlessSame:
+      // kubelet's in-place rewrite needs no new block; the atomic one fails on a full or
+      // read-only root dir).
+      const outcome = await saveVolumeDataUnlessSame(host.fs, dataDir, data);
+      if (outcome === 'unchanged') host.logger.v(2).info(csiLog('attacher.MountDevice could not rewrite the volume data file, which already holds these bytes; going on'), { dir: dataDir });
     } catch (err) {
+      const message = csiLog(`failed to save volume info data: ${errorMessage(err)}`);
+      if (args.keepStagingOnFinalError === true) {
+        // Gate CSIKeepListedVolumeOnStageFailure: a device found on disk at reconstruction may
+        // be staged; a file that could not be written says nothing about it. Uncertain: the
+        // device keeps its state and its record (the old file is intact: the write is atomic).
+        throw new UncertainProgressError(message);
+      }
       await this.cleanupAfterFinalError(deviceMountPath);
-      throw new Error(csiLog(`failed to save volume info data: ${errorMessage(err)}`));
+      throw new Error(message);
     }
     if (!stageUnstage) {
       // klog.Infof in kubelet: V(0).

@@ -35,7 +35,7 @@ import type { VolumeHost } from '../volumeHost.js';
 import { findGlobalMountDataFromPodMount } from './globalMountFallback.js';
 import { listCsiGlobalVolumes, type GlobalVolumeListing, type SkippedGlobalDir } from './globalVolumes.js';
 import { resolvesInsideRoot } from '../../layout/confinement.js';
-import { loadVolumeData, VOL_DATA_FILE_NAME, volDataKey, type VolumeData } from './volumeData.js';
+import { findInterruptedVolumeDataWrite, loadVolumeData, VOL_DATA_FILE_NAME, volDataKey, type VolumeData } from './volumeData.js';
 
 export { CsiSpecError };
 
@@ -290,6 +290,7 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
       this.host.logger.v(2).info('Global volume directory without its staging directory is listed so that it is unstaged', { path: skipped.path });
       return { spec: constructPVSourceSpec(skipped.specVolID ?? volumeHandle, driver, volumeHandle), seLinuxMountContext: '', deviceMountPath, volumeMode: 'Filesystem' };
     }
+    if (skipped.reason === 'interrupted-write' && skipped.volumeMode === 'Filesystem') return this.volumeFromInterruptedWrite(skipped);
     if (skipped.reason === 'not-staged' && skipped.volumeMode === 'Block') {
       const dataPath = path.join(skipped.path, BLOCK_DATA_DIR_NAME, VOL_DATA_FILE_NAME);
       let data: VolumeData;
@@ -306,6 +307,41 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
       return { spec: constructPVSourceSpec(specVolID, driver, handle, 'Block'), seLinuxMountContext: '', deviceMountPath: layout.csiGlobalMapPath(specVolID), volumeMode: 'Block' };
     }
     return undefined;
+  }
+
+  /**
+   * Gate CSIListGlobalVolumesWithoutStagingDir: a volume directory holding only nodevol's temp
+   * file of its vol_data.json (MountDevice's atomic write cut short before its rename; kubelet
+   * never has one). When the temp file is a complete write naming a driver and a handle whose
+   * directory this is, the write is finished - renamed onto vol_data.json and the directory
+   * fsynced, what the writer was about to do - and the volume is listed like any other, so that
+   * UnmountDevice sends an (idempotent) NodeUnstageVolume and removes the directory, or a pod
+   * that wants it stages it. A partial temp file, or one naming another directory, is left alone.
+   */
+  private async volumeFromInterruptedWrite(skipped: SkippedGlobalDir): Promise<GlobalVolume | undefined> {
+    const { host } = this;
+    const found = await findInterruptedVolumeDataWrite(host.fs, skipped.path);
+    const driver = found?.data?.[volDataKey.driverName] ?? '';
+    const handle = found?.data?.[volDataKey.volHandle] ?? '';
+    if (found === undefined || driver === '' || handle === '') return undefined;
+    const deviceMountPath = path.join(skipped.path, GLOBAL_MOUNT_DIR_NAME);
+    if (host.layout.csiDeviceMountPath(driver, handle) !== deviceMountPath) return undefined;
+    const file = path.join(skipped.path, VOL_DATA_FILE_NAME);
+    try {
+      await host.fs.rename(found.tempPath, file);
+      await host.fs.fsyncDir(skipped.path);
+    } catch (err) {
+      host.logger.v(2).info('Could not finish an interrupted write of a global vol_data.json', { path: found.tempPath, err: errorMessage(err) });
+      return undefined;
+    }
+    host.logger.v(2).info('Finished an interrupted write of a global vol_data.json; the volume is listed so that it is unstaged', { path: file });
+    const specVolID = found.data?.[volDataKey.specVolID] ?? '';
+    return {
+      spec: constructPVSourceSpec(specVolID !== '' ? specVolID : handle, driver, handle),
+      seLinuxMountContext: found.data?.[volDataKey.seLinuxMountContext] ?? '',
+      deviceMountPath,
+      volumeMode: 'Filesystem',
+    };
   }
 
   /** The listing with every skipped directory and its reason (what `nodevol audit` reports). */

@@ -24,7 +24,7 @@ import { constructPVSourceSpec } from '../spec.js';
 import { type PersistentVolumeMode } from '../../api/core.js';
 import type { VolumeHost } from '../volumeHost.js';
 import { rootEscapeReason } from '../../layout/confinement.js';
-import { loadVolumeData, VOL_DATA_FILE_NAME, volDataKey, type VolumeData } from './volumeData.js';
+import { findInterruptedVolumeDataWrite, loadVolumeData, VOL_DATA_FILE_NAME, volDataKey, type VolumeData } from './volumeData.js';
 
 /** Why a directory under the CSI plugin dir is not reported as a global volume. */
 export type GlobalDirSkipReason =
@@ -36,7 +36,8 @@ export type GlobalDirSkipReason =
   | 'no-spec-vol-id'
   | 'legacy-layout'
   | 'unreadable-dir'
-  | 'symlink';
+  | 'symlink'
+  | 'interrupted-write';
 
 export interface SkippedGlobalDir {
   readonly path: string;
@@ -153,7 +154,21 @@ async function describeFilesystemVolume(
       (err: unknown) => ({ ok: false as const, err }),
     ),
   ]);
-  const identity = data.ok ? identityOf(data.value) : {};
+  // No vol_data.json but nodevol's temp file of it: MountDevice's atomic write cut short before
+  // its rename (kubelet killed, or a power cut). Named for what it is, with what the temp file
+  // says when it is a complete write; gate CSIListGlobalVolumesWithoutStagingDir lists it.
+  const interrupted = data.ok || legacy ? undefined : await findInterruptedVolumeDataWrite(host.fs, volDir);
+  const identity = data.ok ? identityOf(data.value) : interrupted?.data !== undefined ? identityOf(interrupted.data) : {};
+  if (interrupted !== undefined) {
+    const what = interrupted.data === undefined ? 'a partial write' : `naming driver ${JSON.stringify(identity.driver ?? '')}, handle ${JSON.stringify(identity.volumeHandle ?? '')}`;
+    return {
+      path: volDir,
+      reason: 'interrupted-write',
+      detail: `no ${VOL_DATA_FILE_NAME}, only ${interrupted.tempPath} (${what}): MountDevice's atomic write was cut short before its rename`,
+      volumeMode,
+      ...identity,
+    };
+  }
   if (legacy) {
     return {
       path: volDir,

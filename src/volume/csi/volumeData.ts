@@ -12,7 +12,7 @@
  * FileSystem port.
  */
 import { posix } from 'node:path';
-import { errorCode, errorMessage, isNotExist, writeFileAtomic, type FileSystem } from '../../host/fs.js';
+import { atomicTempPath, errorCode, errorMessage, isNotExist, writeFileAtomic, type FileSystem } from '../../host/fs.js';
 import { isInsideDir } from '../../layout/confinement.js';
 import { decodeVolumeData } from './volumeDataDecoder.js';
 import { encodeVolumeData } from './volumeDataEncoder.js';
@@ -137,4 +137,83 @@ async function readBounded(fs: FileSystem, readPath: string, path: string, noFol
  */
 export async function saveVolumeData(fs: FileSystem, dir: string, data: VolumeData): Promise<void> {
   await writeFileAtomic(fs, posix.join(dir, VOL_DATA_FILE_NAME), encodeVolumeData(data), { mode: 0o644 });
+}
+
+/**
+ * {@link saveVolumeData}, where a write that fails while `<dir>/vol_data.json` already holds
+ * exactly the bytes it would write is no failure ('unchanged'): nothing needed writing. kubelet
+ * truncates and rewrites the file in place, which reuses its blocks; the atomic write needs a
+ * fresh block for its temp file, so on a full (ENOSPC) or read-only (EROFS) root dir it fails
+ * where kubelet's rewrite of the same bytes would not. The file is then read without following
+ * a symlink and bounded by MAX_VOL_DATA_BYTES; anything else rethrows the write's error. The
+ * common path makes no call more than saveVolumeData.
+ */
+export async function saveVolumeDataUnlessSame(fs: FileSystem, dir: string, data: VolumeData): Promise<'written' | 'unchanged'> {
+  const file = posix.join(dir, VOL_DATA_FILE_NAME);
+  const bytes = encodeVolumeData(data);
+  try {
+    await writeFileAtomic(fs, file, bytes, { mode: 0o644 });
+    return 'written';
+  } catch (err) {
+    let onDisk: Uint8Array | undefined;
+    try {
+      onDisk = await fs.readFile(file, MAX_VOL_DATA_BYTES, { noFollow: true });
+    } catch {
+      throw err;
+    }
+    if (sameBytes(onDisk, bytes)) return 'unchanged';
+    throw err;
+  }
+}
+
+/** `vol_data.json.tmp`: the temp file of {@link saveVolumeData}'s atomic write (kubelet never has one). */
+export const VOL_DATA_TEMP_FILE_NAME = posix.basename(atomicTempPath(VOL_DATA_FILE_NAME));
+
+/** A directory holding nodevol's temp file of an interrupted vol_data.json write and no vol_data.json. */
+export interface InterruptedVolumeDataWrite {
+  /** `<dir>/vol_data.json.tmp`. */
+  readonly tempPath: string;
+  /**
+   * What it holds when it is a complete write: bytes that are exactly the encoding of what they
+   * decode to (the writer fsyncs before its rename; a write cut short is a prefix, which never
+   * is). Undefined for a partial or unreadable temp file.
+   */
+  readonly data: VolumeData | undefined;
+}
+
+/**
+ * Whether `dir` holds our atomic write cut short between its temp file and its rename: no
+ * `vol_data.json`, and `vol_data.json.tmp` a regular file (never a symlink: read with
+ * O_NOFOLLOW, bounded). Undefined for anything else (a vol_data.json there, no temp file, a temp
+ * name that is not a regular file, an unreadable directory).
+ */
+export async function findInterruptedVolumeDataWrite(fs: FileSystem, dir: string): Promise<InterruptedVolumeDataWrite | undefined> {
+  const file = posix.join(dir, VOL_DATA_FILE_NAME);
+  const tempPath = posix.join(dir, VOL_DATA_TEMP_FILE_NAME);
+  try {
+    await fs.lstat(file);
+    return undefined;
+  } catch (err) {
+    if (!isNotExist(err)) return undefined;
+  }
+  try {
+    if ((await fs.lstat(tempPath)).type !== 'file') return undefined;
+  } catch {
+    return undefined;
+  }
+  let data: VolumeData | undefined;
+  try {
+    const bytes = await fs.readFile(tempPath, MAX_VOL_DATA_BYTES, { noFollow: true });
+    const decoded = decodeVolumeData(bytes, tempPath);
+    data = sameBytes(encodeVolumeData(decoded), bytes) ? decoded : undefined;
+  } catch {
+    data = undefined;
+  }
+  return { tempPath, data };
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }

@@ -75,7 +75,7 @@ describe('nodevol audit: verdicts', () => {
     assert.ok(v.reasons.some((x) => x.includes('#121937')));
     assert.ok(v.reasons.includes('enabling CSIGlobalMountReconstruction would recover it'));
     assert.equal(exitCodeFor(r), 1);
-    assert.deepEqual(r.summary, { volumes: 1, tracked: 0, recovered: 0, orphaned: 1, failed: 0, skipped: 0 });
+    assert.deepEqual(r.summary, { volumes: 1, tracked: 0, recovered: 0, orphaned: 1, failed: 0, skipped: 0, undescribed: 0 });
   });
 
   it('story 1, gate on: the same volume is recovered by the global listing', async () => {

@@ -142,4 +142,84 @@ describe('cleanupOrphanedPodDirs', () => {
     assert.equal(r.orphans, 0);
     assert.equal(await node.exists(`${POD}/etc-hosts`), true);
   });
+
+  describe('nodevol\'s own temp file (vol_data.json.tmp: SetUp\'s atomic write cut short before its rename)', () => {
+    const VOL = `${POD}/volumes/kubernetes.io~csi/pv-1`;
+    const TEMP = `${VOL}/vol_data.json.tmp`;
+    const BYTES = '{"attachmentID":"csi-x","driverName":"csi.example.com","nodeName":"node-1","specVolID":"pv-1","volumeHandle":"h1","volumeLifecycleMode":"Persistent"}\n';
+
+    it('alone in a CSI pod volume dir: removed, and the pod dir with it (once, not a warning every sweep for ever)', async () => {
+      const node = new InMemoryNode();
+      await setupDataDirs(node.fs, node.layout);
+      await node.fs.mkdir(`${VOL}/mount`, { recursive: true, mode: 0o750 });
+      node.fs.writeRaw(TEMP, BYTES);
+      node.fs.writeRaw(`${POD}/etc-hosts`, 'x');
+      const r = await cleaner(node, { sourcesReady: () => true }).cleanupOrphanedPodDirs();
+      assert.deepEqual(r.kept, []);
+      assert.deepEqual(r.removed, ['uid-1']);
+      assert.equal(await node.exists(POD), false);
+    });
+
+    it('beside a vol_data.json (a TearDown not finished): kept as kubelet keeps it, the temp file untouched', async () => {
+      const node = new InMemoryNode();
+      await setupDataDirs(node.fs, node.layout);
+      node.fs.writeRaw(`${VOL}/vol_data.json`, BYTES);
+      node.fs.writeRaw(TEMP, BYTES);
+      const r = await cleaner(node, { sourcesReady: () => true }).cleanupOrphanedPodDirs();
+      assert.equal(r.kept.length, 1);
+      assert.equal(await node.exists(TEMP), true);
+      assert.equal(await node.exists(`${VOL}/vol_data.json`), true);
+    });
+
+    it('not ours: a symlink of that name, the name under another plugin, or another name, is never removed', async () => {
+      for (const [what, make, keep] of [
+        ['a symlink', async (n: InMemoryNode) => {
+          n.fs.writeRaw(`${ROOT}/precious.json`, BYTES);
+          await n.fs.mkdir(VOL, { recursive: true, mode: 0o750 });
+          await n.fs.symlink(`${ROOT}/precious.json`, TEMP);
+        }, TEMP],
+        ['another plugin', (n: InMemoryNode) => {
+          n.fs.writeRaw(`${POD}/volumes/kubernetes.io~empty-dir/cache/vol_data.json.tmp`, BYTES);
+          return Promise.resolve();
+        }, `${POD}/volumes/kubernetes.io~empty-dir/cache/vol_data.json.tmp`],
+        ['another name', (n: InMemoryNode) => {
+          n.fs.writeRaw(`${VOL}/vol_data.json.1234.tmp`, BYTES);
+          return Promise.resolve();
+        }, `${VOL}/vol_data.json.1234.tmp`],
+      ] as const) {
+        const node = new InMemoryNode();
+        await setupDataDirs(node.fs, node.layout);
+        await make(node);
+        const r = await cleaner(node, { sourcesReady: () => true }).cleanupOrphanedPodDirs();
+        assert.equal(r.kept.length, 1, what);
+        assert.match(r.kept[0]?.reason ?? '', /not a directory/, what);
+        assert.equal(await node.exists(keep), true, what);
+        if (what === 'a symlink') assert.equal(await node.exists(`${ROOT}/precious.json`), true);
+      }
+    });
+  });
+
+  it('end to end: kubelet killed between SetUp\'s temp file and its rename, the pod deleted meanwhile: the agent\'s sweep removes the pod dir', async () => {
+    const node = new InMemoryNode();
+    await setupDataDirs(node.fs, node.layout);
+    node.addVolume('pv-1', 'h1');
+    node.addPod('uid-1', ['pv-1']);
+    await node.startKubelet(true);
+    await node.stepUntil(() => node.kubelet.asw.getMountedVolumes().length === 1);
+    // The state the crash leaves: the target not published yet, the write not renamed.
+    node.crashKubelet();
+    const vol = `${POD}/volumes/kubernetes.io~csi/pv-1`;
+    await node.driver.nodeUnpublishVolume({ volumeId: 'h1', targetPath: `${vol}/mount` });
+    await node.fs.rename(`${vol}/vol_data.json`, `${vol}/vol_data.json.tmp`);
+    node.cluster.deletePod('uid-1');
+    await node.startKubelet(true);
+    const sweeper = cleaner(node);
+    let swept = false;
+    for (let i = 0; i < 60 && !swept; i++) {
+      await node.step();
+      swept = (await sweeper.cleanupOrphanedPodDirs()).removed.includes('uid-1');
+    }
+    assert.equal(swept, true, node.tree().join('\n'));
+    assert.equal(await node.exists(POD), false);
+  });
 });

@@ -125,6 +125,55 @@ describe('gate CSIListGlobalVolumesWithoutStagingDir', () => {
     assert.equal(await (await interruptedUnmountDevice(false, true)).exists(VOL_DIR('vol-1')), true);
     assert.equal(await (await interruptedUnmountDevice(true, true)).exists(VOL_DIR('vol-1')), false);
   });
+
+  /** kubelet killed inside MountDevice between the temp file of the global vol_data.json and its rename. */
+  async function interruptedMountDevice(on: boolean, complete = true): Promise<{ node: InMemoryNode; mark: number }> {
+    const g = gates('CSIListGlobalVolumesWithoutStagingDir', on);
+    const node = new InMemoryNode();
+    node.addVolume('pv-1', 'vol-1');
+    await node.fs.mkdir(`${VOL_DIR('vol-1')}/globalmount`, { recursive: true, mode: 0o750 });
+    const bytes = '{"driverName":"csi.example.com","specVolID":"pv-1","volumeHandle":"vol-1","volumeLifecycleMode":"Persistent"}\n';
+    node.fs.writeRaw(`${VOL_DIR('vol-1')}/vol_data.json.tmp`, complete ? bytes : bytes.slice(0, 40));
+    const mark = node.driver.calls.length;
+    await node.startKubelet(g);
+    await node.steps(40);
+    return { node, mark };
+  }
+
+  it('off: a volume dir holding only our vol_data.json.tmp (MountDevice cut short) is never listed nor removed', async () => {
+    const { node, mark } = await interruptedMountDevice(false);
+    assert.equal(await node.exists(`${VOL_DIR('vol-1')}/vol_data.json.tmp`), true);
+    assert.deepEqual(csiCalls(node, mark), []);
+  });
+
+  it('on: the write is finished from the temp file, the volume listed, NodeUnstageVolume sent (idempotent) and the directory removed', async () => {
+    const { node, mark } = await interruptedMountDevice(true);
+    assert.deepEqual(csiCalls(node, mark), ['NodeUnstageVolume OK']);
+    assert.equal(await node.exists(VOL_DIR('vol-1')), false);
+  });
+
+  it('on: a partial temp file (a write cut short inside writeFile) is left alone, nothing called', async () => {
+    const { node, mark } = await interruptedMountDevice(true, false);
+    assert.deepEqual(csiCalls(node, mark), []);
+    assert.equal(await node.exists(`${VOL_DIR('vol-1')}/vol_data.json.tmp`), true);
+    assert.equal(await node.exists(`${VOL_DIR('vol-1')}/vol_data.json`), false);
+  });
+
+  it('on: a pod that wants the volume stages it from the finished file, and it is torn down normally', async () => {
+    const g = gates('CSIListGlobalVolumesWithoutStagingDir', true);
+    const node = new InMemoryNode();
+    node.addVolume('pv-1', 'vol-1');
+    await node.fs.mkdir(`${VOL_DIR('vol-1')}/globalmount`, { recursive: true, mode: 0o750 });
+    node.fs.writeRaw(`${VOL_DIR('vol-1')}/vol_data.json.tmp`, '{"driverName":"csi.example.com","specVolID":"pv-1","volumeHandle":"vol-1","volumeLifecycleMode":"Persistent"}\n');
+    node.addPod('pod-a', ['pv-1']);
+    const mark = node.driver.calls.length;
+    await node.startKubelet(g);
+    await node.stepUntil(() => node.kubelet.asw.getMountedVolumes().length === 1);
+    node.cluster.deletePod('pod-a');
+    await node.steps(40);
+    assert.deepEqual(csiCalls(node, mark), ['NodeStageVolume OK', 'NodePublishVolume OK', 'NodeUnpublishVolume OK', 'NodeUnstageVolume OK']);
+    assert.equal(await node.exists(VOL_DIR('vol-1')), false);
+  });
 });
 
 describe('gate CSIKeepListedVolumeOnStageFailure (reference §15 open question 3)', () => {

@@ -9,6 +9,7 @@ import { describe, it } from 'node:test';
 import { MemFs } from '../../../../src/adapters/memory/memFs.js';
 import { MemoryMounter } from '../../../../src/adapters/memory/memoryMounter.js';
 import { FakeCsiDriver } from '../../../../src/csi/fake/fakeCsiDriver.js';
+import { FsError } from '../../../../src/host/fs.js';
 import {
   GrpcStatus,
   type CsiNodeClient,
@@ -274,6 +275,81 @@ describe('CSI MountDevice (§4.1, §3.4, §14.5)', () => {
         return true;
       });
       assert.deepEqual(r.tree(CSI_DIR), [`${CSI_DIR}/${DRIVER}/`]);
+    });
+  }
+
+  /** Records writeFile calls; with `code`, each one under the root dir fails with that errno (a full or read-only root dir). */
+  function watchWrites(r: Rig, code?: string): string[] {
+    const writes: string[] = [];
+    const inner = r.fs.writeFile.bind(r.fs);
+    r.fs.writeFile = (p, data, options) => {
+      writes.push(p);
+      return code !== undefined && p.startsWith(`${ROOT}/`) ? Promise.reject(new FsError(code, p, 'writeFile')) : inner(p, data, options);
+    };
+    return writes;
+  }
+
+  for (const code of ['ENOSPC', 'EROFS']) {
+    it(`a rewrite of the bytes the global vol_data.json already holds that fails (${code}) is no failure: NodeStageVolume goes ahead`, async () => {
+      const r = new Rig();
+      await r.mountDevice(pv('pv-1', 'vol-1'));
+      const writes = watchWrites(r, code);
+      await r.mountDevice(pv('pv-1', 'vol-1'));
+      assert.deepEqual(writes, [`${volDir('vol-1')}/vol_data.json.tmp`], 'the rewrite was tried');
+      assert.deepEqual(r.calls(), ['NodeStageVolume OK', 'NodeStageVolume OK']);
+      assert.equal(await r.read(`${volDir('vol-1')}/vol_data.json`), GLOBAL_BYTES('pv-1', 'vol-1'));
+      assert.equal(await r.exists(`${volDir('vol-1')}/vol_data.json.tmp`), false);
+    });
+  }
+
+  it('a failed rewrite of other bytes (an older kubelet\'s file) is still a final error, and the old file stays whole', async () => {
+    const r = new Rig();
+    const older = `{"driverName":"${DRIVER}","volumeHandle":"vol-1"}\n`;
+    r.fs.writeRaw(`${volDir('vol-1')}/vol_data.json`, older);
+    watchWrites(r, 'ENOSPC');
+    await assert.rejects(r.mountDevice(pv('pv-1', 'vol-1')), (err: unknown) => err instanceof Error && isOperationFinishedError(err) && err.message.includes('ENOSPC'));
+    assert.deepEqual(r.calls(), []);
+  });
+
+  it('a global vol_data.json with other bytes (an older kubelet\'s) is rewritten atomically', async () => {
+    const r = new Rig();
+    r.fs.writeRaw(`${volDir('vol-1')}/vol_data.json`, `{"driverName":"${DRIVER}","volumeHandle":"vol-1"}\n`);
+    const writes = watchWrites(r);
+    await r.mountDevice(pv('pv-1', 'vol-1'));
+    assert.deepEqual(writes, [`${volDir('vol-1')}/vol_data.json.tmp`]);
+    assert.equal(await r.read(`${volDir('vol-1')}/vol_data.json`), GLOBAL_BYTES('pv-1', 'vol-1'));
+  });
+
+  it('a symlink in place of the global vol_data.json is replaced, never read through or written through, even when its target holds the bytes', async () => {
+    const r = new Rig();
+    r.fs.writeRaw(`${ROOT}/elsewhere.json`, GLOBAL_BYTES('pv-1', 'vol-1'));
+    await r.fs.mkdir(volDir('vol-1'), { recursive: true, mode: 0o750 });
+    await r.fs.symlink(`${ROOT}/elsewhere.json`, `${volDir('vol-1')}/vol_data.json`);
+    await r.mountDevice(pv('pv-1', 'vol-1'));
+    assert.equal((await r.fs.lstat(`${volDir('vol-1')}/vol_data.json`)).type, 'file');
+    assert.equal(await r.read(`${volDir('vol-1')}/vol_data.json`), GLOBAL_BYTES('pv-1', 'vol-1'));
+    assert.equal(await r.read(`${ROOT}/elsewhere.json`), GLOBAL_BYTES('pv-1', 'vol-1'));
+  });
+
+  for (const code of ['ENOSPC', 'EROFS']) {
+    it(`a global vol_data.json that cannot be written (${code}) is a final error: nothing staged, the new dirs removed`, async () => {
+      const r = new Rig();
+      watchWrites(r, code);
+      await assert.rejects(r.mountDevice(pv('pv-1', 'vol-1')), (err: unknown) => err instanceof Error && isOperationFinishedError(err) && err.message.includes(code));
+      assert.deepEqual(r.calls(), []);
+      assert.deepEqual(r.tree(CSI_DIR), [`${CSI_DIR}/${DRIVER}/`]);
+    });
+
+    it(`keepStagingOnFinalError (a reconstructed device, CSIKeepListedVolumeOnStageFailure): a write failure (${code}) is uncertain and keeps the dir and the old file`, async () => {
+      const r = new Rig();
+      const older = `{"driverName":"${DRIVER}","volumeHandle":"vol-1"}\n`;
+      r.fs.writeRaw(`${volDir('vol-1')}/vol_data.json`, older);
+      await r.fs.mkdir(globalMount('vol-1'), { recursive: true, mode: 0o750 });
+      watchWrites(r, code);
+      await assert.rejects(r.attacher.mountDevice(pv('pv-1', 'vol-1'), '', globalMount('vol-1'), { keepStagingOnFinalError: true }), UncertainProgressError);
+      assert.deepEqual(r.calls(), []);
+      assert.equal(await r.read(`${volDir('vol-1')}/vol_data.json`), older);
+      assert.equal(await r.exists(globalMount('vol-1')), true);
     });
   }
 

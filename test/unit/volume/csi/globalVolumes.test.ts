@@ -1,5 +1,7 @@
 // CSI ListGlobalVolumes: reference §14.1 (filesystem walk) and §14.2 (block walk).
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { symlink } from 'node:fs/promises';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { csiVolumeName, getUniqueVolumeName, sha256Hex } from '../../../../src/layout/names.js';
@@ -51,6 +53,33 @@ describe('CSI ListGlobalVolumes: filesystem walk (§14.1)', () => {
     assert.equal(reasons.get(fx.layout.csiVolumeDir(DRIVER, 'a-no-json')), 'unreadable-vol-data');
     assert.equal(reasons.get(fx.layout.csiVolumeDir(DRIVER, 'b-no-driver')), 'missing-driver-or-handle');
     assert.equal(reasons.get(fx.layout.csiVolumeDir(DRIVER, 'c-no-globalmount')), 'no-globalmount');
+  });
+
+  it('names a directory holding only our vol_data.json.tmp (an atomic write cut short) interrupted-write, with what a complete temp file says', async () => {
+    const bytes = `{"driverName":"${DRIVER}","specVolID":"pv-1","volumeHandle":"vol-1","volumeLifecycleMode":"Persistent"}\n`;
+    await fx.stage({ driver: DRIVER, handle: 'vol-1', file: 'absent' });
+    await fx.writeRaw(path.relative(fx.root, path.join(fx.layout.csiVolumeDir(DRIVER, 'vol-1'), 'vol_data.json.tmp')), bytes);
+    await fx.stage({ driver: DRIVER, handle: 'vol-2', file: 'absent' });
+    await fx.writeRaw(path.relative(fx.root, path.join(fx.layout.csiVolumeDir(DRIVER, 'vol-2'), 'vol_data.json.tmp')), bytes.slice(0, -1)); // cut short: no newline
+    const listing = await plugin().listGlobalVolumesDetailed();
+    assert.deepEqual(listing.volumes, []);
+    const one = listing.skipped.find((x) => x.path === fx.layout.csiVolumeDir(DRIVER, 'vol-1'));
+    const two = listing.skipped.find((x) => x.path === fx.layout.csiVolumeDir(DRIVER, 'vol-2'));
+    assert.deepEqual([one?.reason, one?.driver, one?.volumeHandle, one?.specVolID], ['interrupted-write', DRIVER, 'vol-1', 'pv-1']);
+    assert.match(one?.detail ?? '', /only .*vol_data\.json\.tmp \(naming driver "test-driver", handle "vol-1"\)/);
+    assert.deepEqual([two?.reason, two?.driver], ['interrupted-write', undefined]);
+    assert.match(two?.detail ?? '', /a partial write/);
+    // Only listed with CSIListGlobalVolumesWithoutStagingDir: without it nothing is renamed.
+    assert.deepEqual(await plugin().listGlobalVolumes(), []);
+    assert.equal(existsSync(path.join(fx.layout.csiVolumeDir(DRIVER, 'vol-1'), 'vol_data.json')), false);
+  });
+
+  it('a symlink named vol_data.json.tmp is not ours: unreadable-vol-data, never followed', async () => {
+    await fx.stage({ driver: DRIVER, handle: 'vol-1', file: 'absent' });
+    const target = await fx.writeRaw('elsewhere.json', `{"driverName":"${DRIVER}","volumeHandle":"vol-1"}\n`);
+    await symlink(target, path.join(fx.layout.csiVolumeDir(DRIVER, 'vol-1'), 'vol_data.json.tmp'));
+    const listing = await plugin().listGlobalVolumesDetailed();
+    assert.deepEqual(listing.skipped.map((s) => s.reason), ['unreadable-vol-data']);
   });
 
   it('recovers a volume staged before this feature existed, named after its handle', async () => {
