@@ -52,7 +52,7 @@ export interface JournalEntry {
   readonly method?: string;
   /** "" for calls about no volume. */
   readonly volumeId?: string;
-  readonly phase?: 'held' | 'exit';
+  readonly phase?: 'held' | 'exit' | 'timedOut';
   readonly fault?: 'delay' | 'hang' | 'exit';
   readonly request?: unknown;
   readonly response?: unknown;
