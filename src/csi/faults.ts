@@ -236,6 +236,28 @@ export class CsiFaultBook {
     return this.#rules.map((a) => ({ rule: a.rule, remaining: a.remaining }));
   }
 
+  /** Every rule's written form and counter, in order: what a driver keeps across its restarts. */
+  counters(): { readonly rule: string; readonly remaining: number | null }[] {
+    return this.#rules.map((a) => ({ rule: a.key, remaining: Number.isFinite(a.remaining) ? a.remaining : null }));
+  }
+
+  /**
+   * Gives the rules the counters `saved` kept (from {@link counters}): each saved counter goes to
+   * the next rule with the same written form, in order; a rule no counter names keeps its own.
+   */
+  restoreCounters(saved: readonly { readonly rule: string; readonly remaining: number | null }[]): void {
+    const byKey = new Map<string, (number | null)[]>();
+    for (const c of saved) {
+      const list = byKey.get(c.rule) ?? [];
+      list.push(c.remaining);
+      byKey.set(c.rule, list);
+    }
+    for (const a of this.#rules) {
+      const next = byKey.get(a.key)?.shift();
+      if (next !== undefined) a.remaining = next ?? Infinity;
+    }
+  }
+
   /** How many rules still apply to a call. */
   get size(): number {
     return this.#rules.filter((a) => a.remaining > 0).length;

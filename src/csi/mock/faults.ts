@@ -21,13 +21,19 @@
  * rule never re-arms the ones before it. A file that cannot be parsed or fails validation is
  * logged and ignored: the previous rules (and their counters) stay. A missing file means no
  * rules; an empty one too.
+ *
+ * The counters also outlive the process: they are kept in `<state-dir>/fault-counters.json`
+ * (written after a rule applied, before its call goes on), and a driver that starts again takes
+ * them back for the rules its faults file still holds. A rule used up stays used up across a
+ * crash, an exit fault or a node reboot, as it does in the simulator.
  */
 import { promises as fsp } from 'node:fs';
 
 import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
 
 import { NodeFileSystem } from '../../adapters/node/nodeFs.js';
-import { errorCode, errorMessage } from '../../host/fs.js';
+import { errorCode, errorMessage, writeFileAtomic, type FileSystem } from '../../host/fs.js';
 import type { Logger } from '../../host/logger.js';
 import { CSI_FAULT_METHODS, CsiFaultBook, csiFaultsFileSchema, describeCsiFault, issuePath, type CsiFault, type CsiFaultMethod } from '../faults.js';
 
@@ -62,6 +68,12 @@ export function parseFaults(text: string, file = 'faults'): CsiFault[] {
 }
 
 /** The rules of one faults file, re-read when it changes. */
+/** The counters file's schema: each rule's written form and how many calls it still applies to (null: every one). */
+const countersSchema = z.object({ version: z.literal(1), counters: z.array(z.object({ rule: z.string(), remaining: z.number().int().min(0).nullable() }).strict()) }).strict();
+
+/** Bound on what is read from the counters file. */
+const MAX_COUNTERS_FILE_BYTES = 4 * 1024 * 1024;
+
 export class MockFaultBook {
   readonly file: string | undefined;
   readonly #logger: Logger;
@@ -69,10 +81,20 @@ export class MockFaultBook {
   /** inode:size:mtime:ctime of the last text read (good or bad); 'missing'; undefined before the first look. */
   #signature: string | undefined;
   #refreshing: Promise<void> = Promise.resolve();
-
-  constructor(file: string | undefined, logger: Logger) {
+  /** Where the counters are kept across restarts, through the driver's own filesystem (undefined: not kept). */
+  readonly #counters: { readonly fs: FileSystem; readonly file: string } | undefined;
+  /** The counters of a previous process, until the faults file is first read. */
+  #restoring = true;
+  #saving: Promise<void> = Promise.resolve();
+  constructor(file: string | undefined, logger: Logger, counters?: { readonly fs: FileSystem; readonly file: string }) {
     this.file = file;
     this.#logger = logger;
+    this.#counters = counters;
+  }
+
+  /** Resolves once the counters of every rule applied so far are on disk. */
+  saved(): Promise<void> {
+    return this.#saving;
   }
 
   /** Re-reads the file if it changed since the last look. Never throws. */
@@ -84,7 +106,33 @@ export class MockFaultBook {
 
   /** The rule that applies to this call, its `times` counted down; undefined when none. */
   take(method: MockRpcMethod, volumeId: string): CsiFault | undefined {
-    return this.#book.take(method, volumeId);
+    const rule = this.#book.take(method, volumeId);
+    if (rule?.times !== undefined) this.#saveCounters();
+    return rule;
+  }
+
+  #saveCounters(): void {
+    const c = this.#counters;
+    if (c === undefined) return;
+    const file = c.file;
+    const text = `${JSON.stringify({ version: 1, counters: this.#book.counters() })}\n`;
+    this.#saving = this.#saving
+      .then(() => writeFileAtomic(c.fs, file, new TextEncoder().encode(text), { mode: 0o644 }))
+      .catch((err: unknown) => this.#logger.error(err, 'Cannot save the fault rules\' counters; a restarted driver applies them afresh', { file }));
+  }
+
+  /** The counters a previous process of this driver kept, or none. */
+  async #loadCounters(): Promise<{ rule: string; remaining: number | null }[]> {
+    const c = this.#counters;
+    if (c === undefined) return [];
+    const file = c.file;
+    try {
+      const bytes = await c.fs.readFile(file, MAX_COUNTERS_FILE_BYTES);
+      return countersSchema.parse(JSON.parse(Buffer.from(bytes).toString('utf8'))).counters;
+    } catch (err) {
+      if (errorCode(err) !== 'ENOENT') this.#logger.error(err, 'Ignoring the saved counters of the fault rules', { file });
+      return [];
+    }
   }
 
   /** The rules in force, with how many matching calls each still applies to. */
@@ -130,6 +178,14 @@ export class MockFaultBook {
       return;
     }
     this.#book.replace(rules);
+    if (this.#restoring) {
+      this.#restoring = false;
+      const saved = await this.#loadCounters();
+      if (saved.length > 0) {
+        this.#book.restoreCounters(saved);
+        this.#logger.info('Restored the counters of the fault rules', { file: this.#counters?.file });
+      }
+    }
     this.#logger.info('Loaded the faults file', { file, rules: rules.map(describeCsiFault) });
   }
 }

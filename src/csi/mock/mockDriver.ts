@@ -364,7 +364,7 @@ class MockDriverImpl implements MockDriver {
     this.#store = new MockStateStore(fs, options.stateDir);
     this.#rules = { mode: options.mode ?? 'strict', stageUnstage: true };
     this.#clock = options.clock ?? monotonicClock;
-    this.#faults = new MockFaultBook(options.faultsFile, this.#logger);
+    this.#faults = new MockFaultBook(options.faultsFile, this.#logger, { fs: this.#fs, file: posix.join(options.stateDir, 'fault-counters.json') });
     this.#journal = new MockJournal(options.journalFile, this.#logger, options.onJournalLine);
   }
 
@@ -520,6 +520,9 @@ class MockDriverImpl implements MockDriver {
     try {
       await this.#faults.refresh();
       rule = this.#faults.take(method, volumeId);
+      // The rule's counter is on disk before the call goes on: a driver killed or exiting now
+      // does not apply it again once it is back.
+      if (rule !== undefined) await this.#faults.saved();
     } catch (err) {
       this.#busy.release(lockId);
       throw err;

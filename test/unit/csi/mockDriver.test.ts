@@ -949,6 +949,22 @@ describe('mock driver: faults', () => {
     assert.ok(env.logs.some((l) => l.includes('Loaded the faults file') && l.includes('code=UNAVAILABLE times=2')));
   });
 
+  it('a rule used up stays used up across a restart of the driver (its counter is kept with the state), as in the simulator', async () => {
+    await writeFile(env.faultsFile, 'faults:\n  - {method: Probe, code: FAILED_PRECONDITION, times: 1}\n  - {method: NodeGetInfo, code: NOT_FOUND, times: 2}\n');
+    const first = await env.start();
+    await rejectsWithCode(first.client.identity.probe(), GrpcStatus.FAILED_PRECONDITION);
+    await rejectsWithCode(first.client.nodeGetInfo(), GrpcStatus.NOT_FOUND);
+    await first.driver.stop();
+    const second = await env.start();
+    await second.client.identity.probe();
+    await rejectsWithCode(second.client.nodeGetInfo(), GrpcStatus.NOT_FOUND, undefined);
+    await second.client.nodeGetInfo();
+    assert.ok(env.logs.some((l) => l.includes('Restored the counters of the fault rules')));
+    // A changed rule starts afresh.
+    await env.faults('faults:\n  - {method: Probe, code: FAILED_PRECONDITION, times: 2}\n');
+    await rejectsWithCode(second.client.identity.probe(), GrpcStatus.FAILED_PRECONDITION);
+  });
+
   it('a faults file present at start is applied from the first call', async () => {
     await writeFile(env.faultsFile, 'faults:\n  - {method: Probe, code: FAILED_PRECONDITION}\n');
     const { client } = await env.start();
