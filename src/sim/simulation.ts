@@ -367,6 +367,8 @@ export class Simulation {
 
   #setUpWorld(): void {
     this.#fs.mem.writeRaw(`${SIM_ROOT}/.keep`, '');
+    // The VolumeAttachments of the attached volumes are this node's.
+    this.#cluster.nodeName = SIM_NODE;
     for (const d of this.#scenario.drivers) {
       const capabilities: NodeCapability[] = d.stageUnstage ? ['STAGE_UNSTAGE_VOLUME'] : [];
       const driverClock: Clock = {
@@ -757,6 +759,9 @@ export class Simulation {
       getPersistentVolumeClaim: (ns, n) => call('getPersistentVolumeClaim', `${ns}/${n}`, () => c.getPersistentVolumeClaim(ns, n)),
       getPersistentVolume: (n) => call('getPersistentVolume', n, () => c.getPersistentVolume(n)),
       getCSIDriver: (n) => call('getCSIDriver', n, () => c.getCSIDriver(n)),
+      getVolumeAttachment: (n) => call('getVolumeAttachment', n, () => c.getVolumeAttachment(n)),
+      getSecret: (ns, n) => call('getSecret', `${ns}/${n}`, () => c.getSecret(ns, n)),
+      requestServiceAccountToken: (r) => call('requestServiceAccountToken', `${r.namespace}/${r.serviceAccountName}`, () => c.requestServiceAccountToken(r)),
       getNodeStatus: () => call('getNodeStatus', '', () => c.getNodeStatus()),
       setVolumesInUse: (names) =>
         call('setVolumesInUse', names.join(','), async () => {

@@ -268,66 +268,19 @@ export class KubeRestClient {
   }
 }
 
-/** The query options of a list, with client-node's names (`_continue`) and the API's (`continue`). */
-export interface ListOptions {
-  readonly fieldSelector?: string;
-  readonly labelSelector?: string;
-  readonly limit?: number;
-  readonly _continue?: string;
-  readonly continue?: string;
-  readonly resourceVersion?: string;
-}
-
-/**
- * A list answer as the API sends it. `metadata._continue` repeats `metadata.continue` under
- * client-node's name, so code written against client-node's typed lists reads the same.
- */
-export interface KubeList {
-  readonly apiVersion?: string;
-  readonly kind?: string;
-  readonly metadata?: { readonly continue?: string; readonly _continue?: string; readonly remainingItemCount?: number; readonly resourceVersion?: string };
-  readonly items: unknown[];
-}
-
-function listQuery(o: ListOptions): Record<string, string | number | undefined> {
-  return { fieldSelector: o.fieldSelector, labelSelector: o.labelSelector, limit: o.limit, continue: o.continue ?? o._continue, resourceVersion: o.resourceVersion };
-}
-
-async function list(client: KubeRestClient, apiPath: string, o: ListOptions): Promise<KubeList> {
-  const answer = await client.get(apiPath, listQuery(o));
-  if (!isMap(answer)) throw new Error(`${apiPath}: the answer is not a JSON object`);
-  const items = answer['items'];
-  if (!Array.isArray(items)) throw new Error(`${apiPath}: the answer has no items list`);
-  const meta = isMap(answer['metadata']) ? answer['metadata'] : {};
-  const cont = typeof meta['continue'] === 'string' ? meta['continue'] : undefined;
-  const metadata: KubeList['metadata'] = { ...meta, ...(cont !== undefined ? { _continue: cont } : {}) };
-  return { ...answer, metadata, items };
-}
-
 const seg = (s: string): string => encodeURIComponent(s);
 
-/** core/v1, the calls the audit makes, named as client-node's CoreV1Api names them. */
+/**
+ * core/v1's single-object reads the audit makes, named as client-node's CoreV1Api names them.
+ * Lists are not here: they are read page by page, following `continue` (clusterApi.ts
+ * listAllPages), never as one answer taken for the whole list.
+ */
 export function coreV1Api(client: KubeRestClient): {
   readNode(p: { name: string }): Promise<unknown>;
   readNamespacedPersistentVolumeClaim(p: { name: string; namespace: string }): Promise<unknown>;
-  listPodForAllNamespaces(o?: ListOptions): Promise<KubeList>;
-  listPersistentVolume(o?: ListOptions): Promise<KubeList>;
 } {
   return {
     readNode: ({ name }) => client.get(`/api/v1/nodes/${seg(name)}`),
     readNamespacedPersistentVolumeClaim: ({ name, namespace }) => client.get(`/api/v1/namespaces/${seg(namespace)}/persistentvolumeclaims/${seg(name)}`),
-    listPodForAllNamespaces: (o = {}) => list(client, '/api/v1/pods', o),
-    listPersistentVolume: (o = {}) => list(client, '/api/v1/persistentvolumes', o),
-  };
-}
-
-/** storage.k8s.io/v1, named as client-node's StorageV1Api names them. */
-export function storageV1Api(client: KubeRestClient): {
-  listVolumeAttachment(o?: ListOptions): Promise<KubeList>;
-  listCSIDriver(o?: ListOptions): Promise<KubeList>;
-} {
-  return {
-    listVolumeAttachment: (o = {}) => list(client, '/apis/storage.k8s.io/v1/volumeattachments', o),
-    listCSIDriver: (o = {}) => list(client, '/apis/storage.k8s.io/v1/csidrivers', o),
   };
 }
