@@ -59,7 +59,7 @@ function pollWait(p: number, elapsedMs: number): number {
 }
 /**
  * Before the idle window: the agent settles. Its one heap compaction after a busy period (~0.3 s
- * of CPU at 1,000 volumes, README) runs 5 s after the last change, and the last change is the
+ * of CPU at 1,000 volumes) runs 5 s after the last change, and the last change is the
  * first node status sync after up (volumes marked reported in use), up to one period (10 s here)
  * later: 10 s + 5 s + the 1 s check, with a second to spare. Steady state is what is measured.
  */

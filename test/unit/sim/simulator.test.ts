@@ -122,7 +122,7 @@ describe('simulator: invariants on the KEP stories', () => {
   });
 });
 
-describe('simulator: replays of what the explorer found (README "Proving it: the explorer")', () => {
+describe('simulator: replays of what the explorer found (docs/explorer.md)', () => {
   it('gate on, story 1: a restart right after the staging directory is removed leaks the volume directory with its vol_data.json', async () => {
     const scenario = loadBuiltinScenario('kep-story-1');
     const base = await simulate({ scenario, gates: gates(true), seed: 1, fullTrace: true });

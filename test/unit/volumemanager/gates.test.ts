@@ -1,4 +1,4 @@
-// nodevol's gates beyond KEP-6058 (README "Gates beyond upstream"), each with the gate off
+// nodevol's gates beyond KEP-6058 (docs/feature-gates.md), each with the gate off
 // (upstream's gap, asserted) and on (the fix), in memory with CSIGlobalMountReconstruction on.
 // Assertions read the driver's call log and state, the files, the ASW and the volumesInUse written.
 import assert from 'node:assert/strict';
