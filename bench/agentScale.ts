@@ -66,7 +66,7 @@ function pollWait(p: number, elapsedMs: number): number {
 const SETTLE_MS = 17_000;
 /** Metrics scrapes on a loaded machine can be slow. */
 const FETCH_TIMEOUT_MS = 30_000;
-/** Targets (issue 10), checked at the largest N measured. */
+/** Targets (docs/benchmarks.md), checked at the largest N measured. */
 const TARGET = { upRatio: 1.5, downRatio: 1.5, idleCpuPct: 1, rssMB: 150, restartReadyMs: 2000, upScale: 12 } as const;
 const MOUNT_CAP: VolumeCapability = { mount: { fsType: '', mountFlags: [], volumeMountGroup: '' }, accessMode: { mode: 'SINGLE_NODE_WRITER' } };
 
