@@ -271,7 +271,7 @@ describe('simulator: scenario read errors and planned faults', () => {
   }
 
   it('a planned fault applies to its own call or to none: on a call the driver refuses as busy it is withdrawn, not left for a later call', async () => {
-    // The article's NodeUnpublishVolume runs on at the driver past kubelet's deadline; the next ones are refused ABORTED (busy).
+    // The first NodeUnpublishVolume runs on at the driver past kubelet's deadline; the next ones are refused ABORTED (busy).
     const scenario = loadBuiltinScenario('inline-volume-orphans');
     const base = await simulate({ scenario, gates: withGates(...ALL), seed: 1, fullTrace: true });
     const calls = csiCallsOf(base);

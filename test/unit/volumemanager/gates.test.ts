@@ -176,7 +176,7 @@ describe('gate CSIListGlobalVolumesWithoutStagingDir', () => {
   });
 });
 
-describe('gate CSIKeepListedVolumeOnStageFailure (reference §15 open question 3)', () => {
+describe('gate CSIKeepListedVolumeOnStageFailure (a volume only the listing found)', () => {
   async function restageFails(on: boolean): Promise<{ node: InMemoryNode; name: UniqueVolumeName; mark: number }> {
     const g = gates('CSIKeepListedVolumeOnStageFailure', on);
     const node = new InMemoryNode();
