@@ -1,5 +1,6 @@
-// The layer rules of nodevol, checked by `npm run lint` (dependency-cruiser). The README's
-// "Layout" picture is drawn from this file: change both together.
+// The layer rules of nodevol, checked by `npm run lint` (dependency-cruiser). ARCHITECTURE.md's
+// layer picture and table are drawn from this file: change both together
+// (test/unit/docs/reference.test.ts checks that both name the same layers).
 //
 // Each layer may import itself and the layers listed in its `may` (an ALLOW-list: an import not
 // allowed by some rule below fails the lint). Bottom to top:

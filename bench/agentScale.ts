@@ -59,14 +59,14 @@ function pollWait(p: number, elapsedMs: number): number {
 }
 /**
  * Before the idle window: the agent settles. Its one heap compaction after a busy period (~0.3 s
- * of CPU at 1,000 volumes, README) runs 5 s after the last change, and the last change is the
+ * of CPU at 1,000 volumes) runs 5 s after the last change, and the last change is the
  * first node status sync after up (volumes marked reported in use), up to one period (10 s here)
  * later: 10 s + 5 s + the 1 s check, with a second to spare. Steady state is what is measured.
  */
 const SETTLE_MS = 17_000;
 /** Metrics scrapes on a loaded machine can be slow. */
 const FETCH_TIMEOUT_MS = 30_000;
-/** Targets (issue 10), checked at the largest N measured. */
+/** Targets (docs/benchmarks.md), checked at the largest N measured. */
 const TARGET = { upRatio: 1.5, downRatio: 1.5, idleCpuPct: 1, rssMB: 150, restartReadyMs: 2000, upScale: 12 } as const;
 const MOUNT_CAP: VolumeCapability = { mount: { fsType: '', mountFlags: [], volumeMountGroup: '' }, accessMode: { mode: 'SINGLE_NODE_WRITER' } };
 

@@ -17,7 +17,8 @@
  * Whole processes (d, e) are also measured in CPU time (user + system, reported by each process
  * at exit: processCases.ts), and their CPU ratios are printed next to the wall ratios: on a
  * shared machine a wall time includes waiting for a core, a CPU time does not.
- * Not measured yet: the agent with the mock driver against a driver floor (see README, Speed).
+ * The agent with the mock driver, against a driver floor, is bench/agentScale.ts. Current numbers:
+ * docs/benchmarks.md.
  * Each case gets one warm-up run, then BENCH_RUNS (default 7) runs, interleaved across cases;
  * the median is reported, and ratios are taken within each round. A last, untimed run counts
  * the file system calls of (c).

@@ -4,13 +4,13 @@
  *   - with KEP-6058's gate only (upstream with the KEP),
  *   - with every gate on (nodevol),
  * and for each nodevol gate its proof scenario (src/sim/gateProofs.ts) with every gate on but that
- * one: the gate's violation must show there and vanish with the gate on. Prints the tables the
- * README carries. Exit 1 when, with every gate on, any scenario reports a violation not listed in
- * KNOWN_UNGATED (each of which the README explains), when a proof does not hold, or when a gate of
+ * one: the gate's violation must show there and vanish with the gate on. Prints the proof table
+ * of docs/feature-gates.md. Exit 1 when, with every gate on, any scenario reports a violation not
+ * listed in KNOWN_UNGATED (each of which docs/feature-gates.md would have to explain), when a proof does not hold, or when a gate of
  * src/features/features.ts has no proof scenario (**NO PROOF**).
  *
  * `--matrix [--faults]`: instead, the whole table scenario × gates (KEP-6058 off, on, each gate
- * "every gate on but this one", every gate on), for the issue's note and the README.
+ * "every gate on but this one", every gate on), the tables of docs/explorer.md.
  * Arguments that are not flags select scenarios (default: every built-in one).
  */
 import { FeatureGate, CSIGlobalMountReconstruction } from '../src/features/features.js';
@@ -18,7 +18,7 @@ import { explore, type ExploreReport } from '../src/sim/explorer.js';
 import { GATE_PROOFS, nodevolGates, planProofs } from '../src/sim/gateProofs.js';
 import { builtinScenarioNames, loadBuiltinScenario } from '../src/sim/scenario.js';
 
-/** Violations left with every gate on, on purpose (README "Gates beyond upstream": not gated). None today. */
+/** Violations left with every gate on, on purpose (docs/feature-gates.md would say why they are not gated). None today. */
 const KNOWN_UNGATED: Readonly<Record<string, readonly string[]>> = {};
 
 const args = process.argv.slice(2);

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Thin launcher. `npm run build` (run by `npm ci` via `prepare`) compiles the CLI to dist/src/
 // and bundles it into one file, dist/bundle/cli/main.cjs, with a V8 code cache beside it
-// (scripts/bundle.ts: fewer files to load and less to compile at start-up, README "Speed"). The
+// (scripts/bundle.ts: fewer files to load and less to compile at start-up, ARCHITECTURE.md "Start-up"). The
 // bundle is used when it is there; without it (a tsc-only build), or with NODEVOL_BUNDLE=0, the
 // compiled modules in dist/src/ run instead: the same code either way.
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';

@@ -5,7 +5,7 @@
  * cache, when it is there.
  *
  * Why: `nodevol audit` and `nodevol --help` are short processes whose start-up is much of their
- * time (README, Speed). A process that imports ~150 small ES modules spends much of it
+ * time (ARCHITECTURE.md, "Start-up: the CLI bundle"; docs/benchmarks.md). A process that imports ~150 small ES modules spends much of it
  * resolving, reading and linking them; one file removes that. And V8 compiles every function the
  * first time it runs; Node 20 keeps no compiled code for ES modules, but a classic script can be
  * compiled from a code cache: the bytecode of every function an audit ran, recorded here by

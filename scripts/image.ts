@@ -24,7 +24,7 @@
  * versions give the same digest (`.ci/image` builds twice and compares). The Debian versions
  * and the node binary's sha256 are in the image's labels.
  *
- * The image is pushed and pinned with skopeo (README, "The image").
+ * The image is pushed and pinned with skopeo (docs/operating.md, "Deploying it").
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';

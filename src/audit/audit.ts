@@ -341,8 +341,8 @@ async function interruptedSetUp(input: AuditInput, candidate: PodVolume): Promis
 
 /**
  * A skipped global directory whose staging path is mounted: the device is staged and nothing on
- * disk tells a kubelet which volume it is (reference §9.3: the listing needs the driver and the
- * handle). A directory that is a symlink is never followed, so nothing is mounted at its path.
+ * disk tells a kubelet which volume it is (the global listing
+ * needs the driver and the handle from the global vol_data.json). A directory that is a symlink is never followed, so nothing is mounted at its path.
  */
 function undescribedMount(s: SkippedGlobalDir, input: AuditInput): AuditUndescribed | undefined {
   if (s.reason === 'symlink' || s.reason === 'unreadable-dir' || s.reason === 'not-staged') return undefined;

@@ -1,13 +1,13 @@
 import type { GlobalDirSkipReason } from '../volume/csi/globalVolumes.js';
 
 /**
- * The stable shape of `nodevol audit -o json` (documented in README.md). Fields may be added;
+ * The stable shape of `nodevol audit -o json` (documented in docs/reference/audit.md). Fields may be added;
  * none may be renamed or removed.
  */
 
 export type Verdict = 'tracked' | 'recovered' | 'orphaned';
 export type DataSource = 'pod-local' | 'global-fallback';
-/** Why a global directory is not a volume: see README (`skipped[].reason`). */
+/** Why a global directory is not a volume: see docs/reference/audit.md (`skipped[].reason`). */
 export type SkipReason = GlobalDirSkipReason;
 
 export interface AuditPod {

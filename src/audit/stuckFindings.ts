@@ -1,5 +1,5 @@
 /**
- * The audit's `stuck` finding (nodevol addition, issue 8 item 3): a volume still staged on this
+ * The audit's `stuck` finding (nodevol addition; docs/reference/audit.md): a volume still staged on this
  * node whose teardown the driver keeps refusing, found without reading a log.
  *
  * The audit stays read-only and calls no driver, so it cannot ask the driver itself. It reads

@@ -4,7 +4,7 @@
  * mode's /metrics. The table escapes every control character (src/cli/terminal.ts).
  */
 // prom-client and yaml are loaded only by the formats that need them: `nodevol audit` in its
-// default table format starts without either (README, Speed).
+// default table format starts without either (ARCHITECTURE.md, "Start-up").
 import type { Gauge, Registry } from 'prom-client';
 import type { ClusterAudit, ClusterFinding } from '../audit/clusterFindings.js';
 import { CLUSTER_FINDING_KINDS } from '../audit/findingKinds.js';
@@ -50,7 +50,7 @@ const SKIP_REASONS: readonly SkipReason[] = [
 /** Skip reasons that never make an `undescribed` finding: nothing can be mounted at such a path, or the volume is reported as orphaned. */
 const NEVER_UNDESCRIBED: ReadonlySet<SkipReason> = new Set<SkipReason>(['symlink', 'unreadable-dir', 'not-staged', 'no-spec-vol-id']);
 
-/** Prometheus text exposition of the report (metric names documented in README.md). */
+/** Prometheus text exposition of the report (metric names documented in docs/reference/audit.md). */
 export async function renderProm(report: FullAuditReport): Promise<string> {
   const { Gauge, Registry } = await importExternal<typeof import('prom-client')>('prom-client');
   const registry = new Registry();

@@ -58,7 +58,7 @@ export async function collectAudit(flags: AuditRunFlags, logger: Logger, command
     throw err;
   }
 
-  // Synchronous reads: the walk's speed is the system calls' (README, Speed).
+  // Synchronous reads: the walk's speed is the system calls' (docs/benchmarks.md, "What keeps it fast").
   const fs = new SyncReadFileSystem();
   const rootDir = path.resolve(flags.rootDir);
   let realRootDir: string;

@@ -72,7 +72,7 @@ export function exploreCommand(setExitCode: (code: number) => void): Command {
         'or reboot it before and after every port call, optionally fail every CSI call once, and check\n' +
         'the safety invariants after every step. Prints violations with minimal traces and replay commands.',
     )
-    .argument('[scenario.yaml]', 'a scenario file (see scenarios/ and the README)')
+    .argument('[scenario.yaml]', 'a scenario file (see scenarios/ and docs/explorer.md)')
     .option('--scenario <name>', `a built-in scenario (${safeBuiltinNames()})`)
     .option('--feature-gates <gates>', 'feature gates, e.g. CSIGlobalMountReconstruction=true (override the scenario\'s)', collect, [])
     .addOption(new Option('--crash <kind>', 'crash kinds to inject at every crash point').choices(['none', 'restart', 'reboot', 'both']).default('both'))

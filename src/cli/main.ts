@@ -85,7 +85,7 @@ export function requestedCommand(argv: readonly string[]): string | undefined {
 /**
  * Whether the command `argv` runs is done, output written, when {@link main} resolves: the
  * launcher then ends the process at once rather than wait for V8's pending heap work and its
- * teardown (about 5 ms of a `nodevol audit` run; README, Speed). True for help, version,
+ * teardown (about 5 ms of a `nodevol audit` run; docs/benchmarks.md). True for help, version,
  * completion and a single audit. A command that serves or keeps running (the agent, the mock
  * driver, `audit --interval`) ends the usual way, once nothing is left to run.
  */
@@ -118,7 +118,7 @@ export async function buildProgram(setExitCode: (code: number) => void, argv: re
   }
   program.addHelpText(
     'after',
-    '\nExit codes: 0 ok; 1 the audit found orphaned volumes or failed reconstructions; 2 could not run.\nSee README.md for every flag, output field and metric.\n' +
+    '\nExit codes: 0 ok; 1 the audit found orphaned volumes or failed reconstructions; 2 could not run.\nSee docs/reference/ for every flag, output field and metric.\n' +
       examples([
         ['What will kubelet lose on this node?', 'nodevol audit'],
         ['What would recover do? (dry run)', 'nodevol recover --cluster-state cluster.json'],

@@ -5,7 +5,7 @@
  * decision (refuse with a gRPC code, or go ahead, telling whether the call is a repeat of one
  * already recorded), performs the mounts through its own ports, then records the outcome here.
  *
- * What it decides, in the order the CSI spec's argument checks come (field notes §4.4):
+ * What it decides, in the order the CSI spec's argument checks come (spec.md, Node service):
  *  - NodeStageVolume: volume id, staging path, capability; a volume staged at ANOTHER path is
  *    FAILED_PRECONDITION; the same path is an idempotent repeat.
  *  - NodeUnstageVolume: volume id, staging path; while a target is still published, *strict*

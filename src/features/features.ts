@@ -3,8 +3,8 @@
  * their defaults and maturity, parsed from `--feature-gates=A=true,B=false`.
  *
  * Upstream behaviour is the default. Every deliberate deviation from upstream kubelet is a gate
- * registered here, default off unless stated, with a line in README.md ("How nodevol follows
- * kubelet") saying why.
+ * registered here, default off unless stated, with a section in docs/feature-gates.md
+ * saying why.
  */
 
 export type PreRelease = 'Alpha' | 'Beta' | 'GA' | 'Deprecated';
@@ -22,7 +22,7 @@ export const CSIGlobalMountReconstruction = 'CSIGlobalMountReconstruction';
 /** The gate's name before the 2026-09-07 KEP revision; accepted as a deprecated alias. */
 export const VolumeReconstructionFallback = 'VolumeReconstructionFallback';
 
-// nodevol's gates for the gaps the explorer shows beyond KEP-6058 (README "Gates beyond upstream").
+// nodevol's gates for the gaps the explorer shows beyond KEP-6058 (docs/feature-gates.md).
 // Each is default off: upstream behaviour stays the default.
 
 /**

@@ -1,5 +1,6 @@
 /**
- * The volume manager's metrics, under kubelet's names (reference §12, field-notes §5.1):
+ * The volume manager's metrics, under kubelet's names (pkg/kubelet/volumemanager/metrics,
+ * pkg/volume/util/metrics.go; all ALPHA in kubelet):
  *
  * | name                                                 | type      | labels                                               |
  * |------------------------------------------------------|-----------|------------------------------------------------------|

@@ -1,5 +1,5 @@
 /**
- * kubelet's cleanupOrphanedPodDirs (pkg/kubelet/kubelet_volumes.go; reference §10.1): the
+ * kubelet's cleanupOrphanedPodDirs (pkg/kubelet/kubelet_volumes.go): the
  * directories of pods that are gone are removed once nothing is mounted in them and no volume is
  * left, so that a node returns to a clean root dir. The agent runs one sweep every housekeeping
  * period (kubelet: 2 s).

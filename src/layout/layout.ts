@@ -1,5 +1,6 @@
 /**
- * The on-disk layout of a kubelet root directory (reference §1), byte for byte.
+ * The on-disk layout of a kubelet root directory (kubelet_getters.go, csi_attacher.go, csi_mounter.go,
+ * csi_block.go), byte for byte.
  *
  * One object per root dir; every path nodevol reads or writes under the root is built here, so
  * a reader of kubelet's kubelet_getters.go, csi_attacher.go, csi_mounter.go and csi_block.go
@@ -26,7 +27,8 @@ export const BLOCK_STAGING_DIR_NAME = 'staging';
 export const BLOCK_PUBLISH_DIR_NAME = 'publish';
 export const BLOCK_DATA_DIR_NAME = 'data';
 export const BLOCK_DEV_DIR_NAME = 'dev';
-/** The pre-1.24 global layout: plugins/kubernetes.io/csi/pv/<pvName>/globalmount (§13). */
+/** The pre-1.24 global layout: plugins/kubernetes.io/csi/pv/<pvName>/globalmount: kubelet >= 1.24
+ * stages at <driver>/<sha256(handle)> and never unstages this one. */
 export const LEGACY_PV_DIR_NAME = 'pv';
 
 /** Directory mode kubelet uses for every directory it creates for a volume. */
@@ -107,7 +109,7 @@ export class KubeletLayout {
     if (isSafePathComponent(driverName)) return `${this.#csiPluginDir}/${driverName}/${sha256Hex(volumeHandle)}/${GLOBAL_MOUNT_DIR_NAME}`;
     return path.join(this.#csiPluginDir, driverName, sha256Hex(volumeHandle), GLOBAL_MOUNT_DIR_NAME);
   }
-  /** Pre-1.24 staging dir of a PV (§13). */
+  /** Pre-1.24 staging dir of a PV (see LEGACY_PV_DIR_NAME). */
   csiLegacyDeviceMountPath(pvName: string): string {
     return path.join(this.csiPluginDir(), LEGACY_PV_DIR_NAME, pvName, GLOBAL_MOUNT_DIR_NAME);
   }

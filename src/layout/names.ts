@@ -1,5 +1,6 @@
 /**
- * Names and hashes kubelet derives for volumes (reference §1.2, §2).
+ * Names and hashes kubelet derives for volumes (k8s.io/utils strings/escape.go, pkg/volume/util unique
+ * names, csi_attacher.go's sha256 of the handle, the attach/detach controller's VolumeAttachment name).
  *
  * Everything here is a pure function of its inputs; it is shared by the layout, the CSI plugin,
  * the volume manager and the audit so that all of them name a volume the same way.

@@ -1,5 +1,6 @@
 /**
- * Parser for /proc/self/mountinfo following kubelet's field rules (reference §11.1).
+ * Parser for /proc/self/mountinfo following kubelet's field rules (k8s.io/mount-utils
+ * mount_helper_unix.go ParseMountInfo).
  *
  * Line layout (see proc(5)):
  *   [0] mount ID  [1] parent ID  [2] major:minor  [3] root  [4] mount point  [5] mount options

@@ -1,7 +1,8 @@
 /**
  * An indexed mount-table snapshot and kubelet's mount reference queries:
- * GetMountRefs / SearchMountPoints (reference §11.2), HasMountRefs (§4.3 step 3) and
- * GetReliableMountRefs (§11.4).
+ * GetMountRefs / SearchMountPoints (mount-utils mount_linux.go), HasMountRefs (pkg/volume/util:
+ * UnmountDevice is refused while a reference outside /plugins/kubernetes.io/ remains) and
+ * GetReliableMountRefs (GetMountRefs retried every 10 ms for up to a minute on a torn read).
  *
  * Matching is done on the verbatim (escaped) mountinfo text, as kubelet does: a path containing
  * a space is written by the kernel as "\040" and so never equals the plain path.

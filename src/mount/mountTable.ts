@@ -1,5 +1,6 @@
 /**
- * Reading the mount table text (reference §11.1 "Reading", §11.4).
+ * Reading the mount table text (mount-utils ConsistentRead, as ParseMountInfo and
+ * GetReliableMountRefs read it).
  *
  * Kernels before 5.8 can return a torn /proc/self/mountinfo when the file is larger than one
  * read and mounts change meanwhile; kubelet then reads it "consistently": re-reading until two

@@ -68,7 +68,7 @@ export interface ActualStateOfWorldMounterUpdater {
   isVolumeDeviceReconstructed(volumeName: UniqueVolumeName): boolean;
   /**
    * nodevol (gate CSIKeepListedVolumeOnStageFailure): records a device the global listing found
-   * as found during reconstruction, as a pod directory's reconstruction does (reference §15 Q3).
+   * as found during reconstruction, as a pod directory's reconstruction does (see docs/feature-gates.md).
    */
   markDeviceFoundDuringReconstruction(volumeName: UniqueVolumeName): void;
   /** Whether a pod other than `podName` has the volume mounted or possibly mounted (ReadWriteOncePod). */

@@ -1,7 +1,8 @@
 /**
  * Per-key serialisation of volume operations, with exponential backoff after failures: nodevol's
  * counterpart of kubelet's nestedpendingoperations and exponentialbackoff packages
- * (models-to-follow §2, reference §4.7).
+ * (the keys are operation_executor.go's: MountVolume of an attachable or
+ * device-mountable volume and every UnmountDevice on (volume, ''), UnmountVolume on (volume, pod)).
  *
  * An operation is keyed by (volumeName, podName). The pod name `''` (kubelet's
  * EmptyUniquePodName) is a wildcard: an operation keyed (v, '') conflicts with every operation on

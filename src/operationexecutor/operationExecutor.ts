@@ -1,5 +1,5 @@
 /**
- * OperationExecutor (operation_executor.go; reference §4.3 "Dispatch", §4.7): picks the
+ * OperationExecutor (operation_executor.go): picks the
  * generator for the volume mode and the key that serialises the operation, and hands both to
  * NestedPendingOperations. It also records storage_operation_duration_seconds.
  */

@@ -1,5 +1,5 @@
 /**
- * OperationGenerator (pkg/volume/util/operationexecutor/operation_generator.go; reference §4):
+ * OperationGenerator (pkg/volume/util/operationexecutor/operation_generator.go):
  * builds one closure per operation. Where kubelet looks the plugin up and builds the (un)mounter
  * at generation (unmount, map, unmount device), a failure rejects before anything is scheduled;
  * GenerateMountVolumeFunc does all of it inside the operation, so its failures are backed off.
@@ -82,7 +82,7 @@ export class OperationGenerator {
   }
 
   /**
-   * MountVolume, filesystem (§4.1), GenerateMountVolumeFunc: everything happens inside the
+   * MountVolume, filesystem, GenerateMountVolumeFunc: everything happens inside the
    * operation - plugin lookup, node affinity, NewMounter, the ReadWriteOncePod check - so that a
    * failure is retried with backoff; then MountDevice when the device is not globally mounted,
    * then SetUp.
@@ -115,7 +115,7 @@ export class OperationGenerator {
           const deviceMounter = deviceMountable.newDeviceMounter();
           const deviceMountPath = deviceMounter.getDeviceMountPath(vtm.spec);
           // Gate CSIKeepListedVolumeOnStageFailure: a device found on disk at reconstruction may
-          // still be staged; a final error must not take its record away (reference §15 Q3).
+          // still be staged; a final error must not take its record away (docs/feature-gates.md).
           const keep =
             this.deps.host.features.enabled(CSIKeepListedVolumeOnStageFailure) &&
             asw.getDeviceMountState(vtm.volumeName) === 'DeviceMountUncertain' &&
@@ -158,7 +158,7 @@ export class OperationGenerator {
     return checkNodeAffinity(vtm.spec.persistentVolume, labels);
   }
 
-  /** MapVolume, raw block (§5): SetUpDevice (NodeStage), MapPodDevice (NodePublish), link. */
+  /** MapVolume, raw block (GenerateMapVolumeFunc): SetUpDevice (NodeStage), MapPodDevice (NodePublish), link. */
   async generateMapVolume(vtm: VolumeToMount, devicePath: string, asw: ActualStateOfWorldMounterUpdater): Promise<Operation> {
     const { plugins, host } = this.deps;
     const plugin = plugins.findMapperPluginBySpec(vtm.spec);
@@ -197,7 +197,7 @@ export class OperationGenerator {
   }
 
   /**
-   * UnmountVolume (§4.2). Generation builds the unmounter from the pod-local file: when that
+   * UnmountVolume (GenerateUnmountVolumeFunc). Generation builds the unmounter from the pod-local file: when that
    * cannot be read (and the KEP-6058 fallback is off or fails), this rejects and no operation runs.
    */
   async generateUnmountVolume(mv: UnmountTarget, asw: ActualStateOfWorldMounterUpdater): Promise<Operation> {
@@ -271,7 +271,7 @@ export class OperationGenerator {
   }
 
   /**
-   * UnmountDevice (§4.3): recompute the device mount path from the spec, refuse while pods still
+   * UnmountDevice (GenerateUnmountDeviceFunc): recompute the device mount path from the spec, refuse while pods still
    * reference it, then the plugin's UnmountDevice (NodeUnstage + removeMountDir).
    */
   generateUnmountDevice(av: AttachedVolume, asw: ActualStateOfWorldMounterUpdater): Operation {

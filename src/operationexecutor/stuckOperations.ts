@@ -1,5 +1,5 @@
 /**
- * "Stuck is visible" (nodevol addition, issue 8 item 3): a volume whose teardown keeps failing.
+ * "Stuck is visible" (nodevol addition; docs/reference/agent.md, "Stuck volumes"): a volume whose teardown keeps failing.
  *
  * Kubelet retries a failed UnmountDevice / TearDown forever with exponential backoff and logs each
  * failure ("Operation for … failed. No retries permitted until …", see operationLog.ts), but

@@ -1,6 +1,6 @@
 /**
- * Which built-in explorer scenario proves each of nodevol's gates (README "Gates beyond
- * upstream"): with every other gate on and this one off it shows a violation, with every gate on
+ * Which built-in explorer scenario proves each of nodevol's gates (docs/feature-gates.md, "How
+ * each gate is proved"): with every other gate on and this one off it shows a violation, with every gate on
  * none. `bench/exploreGates.ts` runs them; a gate without one fails it (**NO PROOF**).
  */
 import { CSIGlobalMountReconstruction, knownFeatures } from '../features/features.js';

@@ -1,6 +1,6 @@
 /**
  * The safety and liveness invariants the simulator checks after every step. Each has a stable
- * name used in output, JSON and the README.
+ * name used in output, JSON and docs/explorer.md.
  */
 export const INVARIANTS = {
   'in-use-reported':

@@ -3,7 +3,7 @@
  * error is refused with ONE line naming the file, the line and the field:
  *   `scenarios/x.yaml:12: steps[3].fault.method: Invalid enum value ...`
  *
- * Format (README "Proving it: the explorer"):
+ * Format (docs/explorer.md, "Scenario format"):
  *   name, description
  *   featureGates: { CSIGlobalMountReconstruction: true }        (the CLI's --feature-gates wins)
  *   drivers: [{ name, attachRequired, podInfoOnMount, stageUnstage, mode: strict|lenient }]

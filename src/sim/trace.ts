@@ -1,5 +1,5 @@
 /**
- * The simulator's trace: a stable, documented JSON structure (README "Proving it: the explorer",
+ * The simulator's trace: a stable, documented JSON structure (docs/explorer.md, "Trace format",
  * "Trace format"), version 1. A later timeline view reads exactly this.
  *
  *   SimTrace { version: 1, scenario, featureGates, seed, plan, replay, hash, steps[], violations[] }

@@ -20,7 +20,7 @@ import { createDesiredStateOfWorldPopulator, type DesiredStateOfWorldPopulator }
 import { Reconstructor } from './reconciler/reconstruct.js';
 import { createReconciler, type Reconciler } from './reconciler/reconciler.js';
 
-/** kubelet's loop periods (reference §7.4). */
+/** kubelet's loop periods (volume_manager.go: reconciler and populator, 100 ms each). */
 export const RECONCILER_LOOP_PERIOD_MS = 100;
 export const DSW_POPULATOR_LOOP_PERIOD_MS = 100;
 /** kubelet's node status update frequency default. */

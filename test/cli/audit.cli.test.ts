@@ -33,7 +33,7 @@ function stderrLines(r: Run): string[] {
 }
 
 const FLAGS = ['--root-dir', '--mountinfo', '--feature-gates', '-o', '-v', '--logging-format'];
-/** The documented `-o json` keys (README), in document order. */
+/** The documented `-o json` keys (docs/reference/audit.md), in document order. */
 const TOP_LEVEL_KEYS = ['rootDir', 'featureGates', 'volumes', 'failed', 'skipped', 'undescribed', 'summary', 'mountTableProblems', 'timestamp'];
 const VOLUME_KEYS = ['uniqueName', 'driver', 'volumeHandle', 'specName', 'mode', 'lifecycle', 'pods', 'global', 'verdict', 'verdictWithGate', 'reasons'];
 

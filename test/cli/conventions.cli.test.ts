@@ -1,4 +1,4 @@
-// kubectl/kubelet conventions of the CLI (issue 11 item 4): version, completion, an Examples:
+// kubectl/kubelet conventions of the CLI (docs/reference/README.md): version, completion, an Examples:
 // block in every --help, all missing required flags in one message, -v=4, the old/new gate
 // name conflict, and the long-running audit (--interval) serving metrics and no verdict after a
 // run that could not complete.

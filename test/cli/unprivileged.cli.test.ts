@@ -1,4 +1,4 @@
-// Every command that needs no root works for any user (issue 24): `nodevol demo` once failed for
+// Every command that needs no root works for any user: `nodevol demo` once failed for
 // everyone but root with `open /var/lib/kubelet/.keep: EACCES`. As root, this test runs the built
 // CLI as uid/gid 65534 (`setpriv`, its own HOME and working directory); as any other user it runs
 // it as that user (the unprivileged CI run of .ci/run, where nothing is root).

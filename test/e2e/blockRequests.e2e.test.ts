@@ -1,4 +1,4 @@
-// Issue 25: what the real agent sends a real driver on the raw block path, read from the mock
+// What the real agent sends a real driver on the raw block path, read from the mock
 // driver's journal. One pod uses two raw block PVs through volumeDevices: pv-rwo (ReadWriteOnce,
 // a VolumeAttachment with attachmentMetadata, stage and publish Secrets) and pv-rwop
 // (ReadWriteOncePod, attached through node-status.json only). The driver reports

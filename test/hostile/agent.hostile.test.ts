@@ -1,5 +1,5 @@
 /**
- * Issue 14 items 3 and 6, the agent's side: /healthz fails when a loop or reconstruction stops
+ * Hostile input, the agent's side (docs/security.md): /healthz fails when a loop or reconstruction stops
  * completing iterations, a stop is bounded by the grace period whatever is stuck, and the HTTP
  * server caps connections and closes idle ones.
  */

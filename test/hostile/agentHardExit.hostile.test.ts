@@ -1,5 +1,5 @@
 /**
- * Issue 14 item 3, the whole process: SIGTERM always stops `nodevol agent`, even when a loop is
+ * Hostile input, the whole process (docs/security.md): SIGTERM always stops `nodevol agent`, even when a loop is
  * stuck for ever in a read that no timeout can cancel (a hung file system holds a libuv thread).
  *
  * The hung file system is a FUSE mount whose server never answers (the test holds /dev/fuse open

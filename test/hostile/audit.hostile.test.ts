@@ -1,5 +1,5 @@
 /**
- * Issue 14 items 3 and 5, the audit's side, as a whole `nodevol audit` process: it never hangs
+ * Hostile input, the audit's side (docs/security.md), as a whole `nodevol audit` process: it never hangs
  * on a FIFO (vol_data.json or --mountinfo), bounds the mount table it parses, and exits 2 when
  * it could read neither the pods dir nor the CSI plugin dir instead of calling the node healthy.
  */

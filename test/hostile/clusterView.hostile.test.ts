@@ -1,5 +1,5 @@
 /**
- * Issue 14 items 1-2 and issue 10 item 2: a cluster view that is not complete never removes a
+ * A partial cluster view, and an idle one (docs/security.md, docs/reference/agent.md): a cluster view that is not complete never removes a
  * pod, its last good state survives a restart, a deleted pod never comes back, the store
  * forgets what is gone, and an unchanged file is parsed once.
  */
@@ -148,7 +148,7 @@ describe('hostile cluster dir: deletions', () => {
   });
 });
 
-describe('cluster dir: costs nothing when nothing changes (issue 10 item 2)', () => {
+describe('cluster dir: costs nothing when nothing changes', () => {
   it('an unchanged manifest or node-status.json is read once; a changed one is read again, once', async () => {
     const mem = await freshCluster({ 'a.yaml': pod('a'), 'b.yaml': pod('b') });
     const fs = new FaultyFs(mem);
@@ -166,7 +166,7 @@ describe('cluster dir: costs nothing when nothing changes (issue 10 item 2)', ()
   });
 });
 
-describe('cluster dir with watch: an unchanged dir costs no syscall per manifest (issue 10 item 2)', () => {
+describe('cluster dir with watch: an unchanged dir costs no syscall per manifest', () => {
   it('no stat or read while nothing changes; a change is seen at the next pass; a full pass at least every 10 s', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'nodevol-watch-'));
     let now = 0;

@@ -1,5 +1,5 @@
 /**
- * Issue 10 item 2, the idle cost of the cluster dir view with `watch` (the agent's): while nothing
+ * The idle cost of the cluster dir view with `watch` (the agent's): while nothing
  * changes a pass costs no syscall on node-status.json either; a change to it, or to the target of
  * a symlinked manifest, is seen without waiting for the safety-net full pass; a full pass that
  * finds nothing changed keeps objectsVersion (so the populator stays idle); and an unchanged

@@ -1,5 +1,6 @@
 /**
- * Issue 14 items 1 and 2 (and issue 10's "a cluster dir over a limit deletes nothing") on a real
+ * A partial cluster view never tears down a live volume, and teardown paths stay confined (and
+ * "a cluster dir over a limit deletes nothing"; docs/security.md), on a real
  * node: `nodevol agent` and `nodevol mock-driver` in a private mount namespace, real bind mounts.
  */
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * Issue 24 item 8: the HTTP server of the agent and of `nodevol audit --interval` against slow
+ * The HTTP server of the agent and of `nodevol audit --interval` against slow
  * clients, with real sockets on 127.0.0.1. A connection whose headers never complete is closed
  * within the headers timeout (Node checks header timeouts only every connectionsCheckingInterval,
  * 30 s by default), and connections that never send a whole request cannot keep a probe out: at

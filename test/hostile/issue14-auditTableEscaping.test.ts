@@ -1,4 +1,4 @@
-// Issue 14 item 5 (hostile input): control characters in the audit's table output. A driver
+// Hostile input (docs/security.md): control characters in the audit's table output. A driver
 // directory name or a directory under the CSI plugin dir can hold escape sequences and
 // newlines; printed raw they recolour the terminal, move the cursor, or forge whole rows
 // ("orphaned" turned "tracked"). The table escapes them as kubectl does (a cell is cut at the
@@ -23,7 +23,7 @@ function run(args: readonly string[]): { status: number | null; stdout: string; 
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-describe('issue 14 item 5: the audit table escapes control characters (rows cannot be forged)', () => {
+describe('the audit table escapes control characters (rows cannot be forged)', () => {
   let fx: NodeFixture;
   beforeEach(async () => {
     fx = await NodeFixture.create();

@@ -1,5 +1,5 @@
 /**
- * Issue 14 item 4: `nodevol mock-driver` confines what it creates, mounts, unmounts and deletes.
+ * Hostile input (docs/security.md): `nodevol mock-driver` confines what it creates, mounts, unmounts and deletes.
  * In-process over a MemFs and a MemoryMounter (the socket, faults file and journal are real).
  */
 import assert from 'node:assert/strict';

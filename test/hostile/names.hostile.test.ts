@@ -1,5 +1,5 @@
 /**
- * Issue 14 item 6: exact words for a symlink loop (ELOOP, not "outside the root dir") and for
+ * Hostile input (docs/security.md): exact words for a symlink loop (ELOOP, not "outside the root dir") and for
  * names that are not UTF-8 (their bytes shown escaped, never dropped or reported as ENOENT).
  */
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * Issue 14 item 2: every path handed to a driver (NodeUnpublishVolume, NodeUnstageVolume) or to
+ * Teardown confinement (docs/security.md): every path handed to a driver (NodeUnpublishVolume, NodeUnstageVolume) or to
  * umount is proven inside the root dir with no symlink component first; otherwise the operation
  * fails with an error naming the symlink and nothing is called.
  */

@@ -1,4 +1,4 @@
-// The image scripts/image.ts builds, run as a container (issue 24): unpacked by umoci into an
+// The image scripts/image.ts builds, run as a container (docs/operating.md, "Deploying it"): unpacked by umoci into an
 // OCI runtime bundle and run by runc (Debian's packages), with every capability dropped, no new
 // privileges and a read-only root filesystem, as the DaemonSet runs it. `.ci/image` builds the
 // image and runs this file with NODEVOL_IMAGE_LAYOUT=<the OCI layout dir>; without it (npm test)

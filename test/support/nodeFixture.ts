@@ -1,5 +1,5 @@
 /**
- * Test helper: writes real kubelet layouts (the bytes of reference §3) into a temporary root dir
+ * Test helper: writes real kubelet layouts (vol_data.json with the bytes kubelet writes) into a temporary root dir
  * and builds the matching mount table as mountinfo text. Nothing is mounted: the mount table is
  * text the tests hand to the code under test.
  */

@@ -5,7 +5,7 @@
  * open+fstat+read+close of a vol_data.json). Each asynchronous call is a round trip through
  * libuv's thread pool and a wake-up of the event loop; on a busy 2-core node that hand-off costs
  * more than the system call itself. The audit has nothing else to do while it reads, so blocking
- * the loop costs nothing, and the walk runs at the speed of the system calls (see README, Speed).
+ * the loop costs nothing, and the walk runs at the speed of the system calls (see docs/benchmarks.md).
  *
  * The same rules as {@link NodeFileSystem}, through the same helpers: non-blocking opens of
  * regular files only (a FIFO is refused by name, never waited on), reads stop at `maxBytes`
@@ -126,7 +126,7 @@ function readBoundedSync(path: string, maxBytes: number, noFollow: boolean): Uin
  * For the agent's cluster dir: its safety-net pass stats every manifest (1,000 on a full node)
  * every 20 s. Through the thread pool each stat costs a hand-off and a wake-up of the event loop,
  * about ten times the system call itself; that pass was the largest part of an idle agent's CPU
- * (README, Speed). An entry of a local directory is answered at once, so blocking the loop for it
+ * (docs/benchmarks.md). An entry of a local directory is answered at once, so blocking the loop for it
  * costs less than the hand-off. A symlink's target may sit anywhere, a hung NFS or FUSE mount
  * included: it is stat'ed through the thread pool, where a hang holds one thread, not the agent.
  * Never for volume paths, for the same reason.

@@ -1,5 +1,5 @@
 /**
- * kubelet's orphaned pod dir sweep gauges (pkg/kubelet/metrics; reference §10.1, §12), set after
+ * kubelet's orphaned pod dir sweep gauges (pkg/kubelet/metrics, set by kubelet_volumes.go), set after
  * every sweep that ran (not when it was skipped: sources not ready, pods not listed, pods dir
  * unreadable), as kubelet's cleanupOrphanedPodDirs sets them:
  *

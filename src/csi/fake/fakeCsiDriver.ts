@@ -4,7 +4,7 @@
  * staging path and publish bind-mounts the staging path onto the target, through a
  * {@link MemoryMounter}, so the mount table kubelet's code reads back is what a real driver leaves.
  *
- * The CSI spec is the contract (field notes §4.4): every call is idempotent; NodeUnstageVolume is
+ * The CSI spec (spec.md, Node service) is the contract: every call is idempotent; NodeUnstageVolume is
  * refused while the volume is still published; NodePublishVolume needs the volume staged at the
  * given staging path when the driver has STAGE_UNSTAGE_VOLUME, unless it is an inline ephemeral
  * volume (volume context csi.storage.k8s.io/ephemeral=true), which is never staged.
@@ -66,7 +66,7 @@ export interface FakeCsiDriverOptions {
   readonly clock: Clock;
   /**
    * The code NodeUnstageVolume answers while the volume is still published (strict mode). Default
-   * FAILED_PRECONDITION; csi-driver-host-path answers INTERNAL (field notes §4.3).
+   * FAILED_PRECONDITION; csi-driver-host-path answers INTERNAL ("volume … is still published").
    */
   readonly stillPublishedCode?: number;
   /** strict (default): NodeUnstageVolume refused while published; lenient: accepted. */
@@ -454,7 +454,8 @@ export class FakeCsiDriver implements CsiNodeClient {
     const m: CsiMethod = 'NodePublishVolume';
     const access = accessOf(req.volumeCapability);
     // Like csi-driver-host-path, an inline ephemeral volume is published without staging: kubelet
-    // never stages it and sends no staging path (reference §1.4, §3.3).
+    // never stages it and sends no staging path (csi_mounter.go SetUpAt, csi_plugin.go
+    // skipAttach for the Ephemeral lifecycle mode).
     const ephemeral = req.volumeContext['csi.storage.k8s.io/ephemeral'] === 'true';
     const repeat = goAhead(
       m,

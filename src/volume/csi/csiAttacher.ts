@@ -1,5 +1,5 @@
 /**
- * CSI MountDevice / UnmountDevice (csi_attacher.go; reference §3.4, §4.1, §4.5): the global
+ * CSI MountDevice / UnmountDevice (csi_attacher.go): the global
  * vol_data.json (with KEP-6058's specVolID and volumeLifecycleMode, written whatever the gate)
  * and NodeStageVolume / NodeUnstageVolume at <driver>/<sha256(handle)>/globalmount.
  */

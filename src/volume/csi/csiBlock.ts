@@ -1,5 +1,5 @@
 /**
- * CSI raw block volumes (csi_block.go; reference §1.5, §3.5, §5): the block vol_data.json,
+ * CSI raw block volumes (csi_block.go): the block vol_data.json,
  * NodeStageVolume at volumeDevices/staging/<spec>, NodePublishVolume at
  * volumeDevices/publish/<spec>/<podUID>, and their teardown.
  */

@@ -1,5 +1,5 @@
 /**
- * CSI SetUp / TearDown (csi_mounter.go; reference §3.3, §4.1 step 5, §4.2): the pod-local
+ * CSI SetUp / TearDown (csi_mounter.go SetUpAt / TearDownAt): the pod-local
  * vol_data.json and NodePublishVolume / NodeUnpublishVolume at <pod volume dir>/mount.
  */
 import * as path from 'node:path/posix';

@@ -84,7 +84,8 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
   /**
    * ConstructVolumeSpec from the pod volume directory `volumePath` named `volumeName`. Loads the
    * pod-local vol_data.json; with CSIGlobalMountReconstruction on and that load failing, retries
-   * through the global mount the pod mount is bind mounted from (§9.6).
+   * through the global mount the pod mount is bind mounted from (KEP-6058's pod-local
+   * fallback, globalMountFallback.ts).
    */
   async constructVolumeSpec(volumeName: string, volumePath: string, options?: ConstructOptions): Promise<ReconstructedVolume> {
     const loaded = await this.loadPodVolumeData(volumeName, volumePath, 'constructVolumeSpec', options?.parentsVerified === true);

@@ -63,7 +63,7 @@ export async function isDirMounted(host: VolumeHost, dir: string): Promise<boole
 }
 
 /**
- * removeMountDir (reference §4.4): when `mountPath` is not a mount point, remove it (rmdir), the
+ * removeMountDir (csi_mounter.go): when `mountPath` is not a mount point, remove it (rmdir), the
  * vol_data.json beside it and their parent (rmdir). A mounted path is left alone and counts as
  * success. Never touches the grandparent.
  */

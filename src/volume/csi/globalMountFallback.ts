@@ -1,5 +1,6 @@
 /**
- * The pod-local fallback (KEP-6058 Design Details item 5; reference §9.6): when a pod volume's
+ * The pod-local fallback (KEP-6058 Design Details item 5; findGlobalMountDataFromPodMount in
+ * the PR's csi_util.go): when a pod volume's
  * own vol_data.json cannot be read, find the global mount it is bind mounted from and read the
  * global vol_data.json instead.
  *

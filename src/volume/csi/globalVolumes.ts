@@ -1,5 +1,6 @@
 /**
- * CSI ListGlobalVolumes (KEP-6058 Design Details item 3; reference §9.3 and §9.4): the staged
+ * CSI ListGlobalVolumes (KEP-6058 Design Details item 3; csi_global_volumes.go of
+ * kubernetes PR #138454, with the block walk of its latest revision): the staged
  * volumes under the CSI plugin directory, found without any pod directory.
  *
  * Two fixed-depth walks, never following a symlink and never descending into a mount:

@@ -1,6 +1,7 @@
 /**
  * `vol_data.json`: the small JSON object kubelet's CSI plugin keeps beside a pod volume's mount
- * dir, beside a global (staging) mount dir and in a raw block volume's data dir (reference §3).
+ * dir, beside a global (staging) mount dir and in a raw block volume's data dir (csi_util.go saveVolumeData /
+ * loadVolumeData).
  *
  * The writer produces exactly the bytes kubelet writes (a Go streaming JSON encoder over a
  * string-to-string map, Go >= 1.22); the reader accepts exactly what kubelet's reader accepts (a

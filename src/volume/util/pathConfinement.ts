@@ -1,5 +1,5 @@
 /**
- * Root-dir confinement of the paths the volume plugins hand to a driver or to umount (issue 14):
+ * Root-dir confinement of the paths the volume plugins hand to a driver or to umount (docs/security.md):
  * a path must be a normalized path strictly under the root dir, with no symlink component below
  * the root. Errors are CsiPathError (its historical name: CSI is the only plugin); `log` adds the
  * caller's log prefix.

@@ -1,6 +1,5 @@
 /**
- * ActualStateOfWorld (pkg/kubelet/volumemanager/cache/actual_state_of_world.go; reference §7.1,
- * §7.2, §7.6): which volumes are attached to this node, whether their device is globally
+ * ActualStateOfWorld (pkg/kubelet/volumemanager/cache/actual_state_of_world.go): which volumes are attached to this node, whether their device is globally
  * mounted, and which pods have them mounted, each possibly "uncertain".
  *
  * Books only: no I/O, and every getter returns fresh copies, so a caller can never change the

@@ -1,5 +1,5 @@
 /**
- * DesiredStateOfWorld (cache/desired_state_of_world.go; reference §7.5): the volumes the pods
+ * DesiredStateOfWorld (cache/desired_state_of_world.go): the volumes the pods
  * bound to this node want mounted, keyed by unique volume name, then by pod.
  *
  * Books only: the populator resolves names and plugin properties (which needs the cluster view)

@@ -194,7 +194,7 @@ class Populator implements DesiredStateOfWorldPopulator {
       spec,
       outerVolumeSpecName: volume.name,
       // kubelet's GetMountSELinuxLabel answers '' on a node without SELinux; nodevol computes no
-      // label (README, Not modelled: SELinux).
+      // label (docs/kubelet-fidelity.md, "Not modelled": SELinux).
       seLinuxMountContext: '',
       volumeName,
       pluginName: plugin.getPluginName(),

@@ -1,5 +1,5 @@
 /**
- * Gate CSIUnpublishBeforeUnstageAfterReconstruction (nodevol; README "Gates beyond upstream"):
+ * Gate CSIUnpublishBeforeUnstageAfterReconstruction (nodevol; docs/feature-gates.md):
  * pairs the pod volume directories that failed reconstruction with the volumes the KEP-6058
  * global listing recovered, so that each such target is NodeUnpublished before the volume's
  * NodeUnstageVolume - the KEP's known alpha gap.

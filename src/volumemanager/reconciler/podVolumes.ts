@@ -1,5 +1,5 @@
 /**
- * getVolumesFromPodDir (reconstruct_common.go; reference §8.2): every reconstruction candidate
+ * getVolumesFromPodDir (reconstruct_common.go): every reconstruction candidate
  * under <root>/pods. For each pod directory, each plugin directory under volumes/ (Filesystem)
  * and volumeDevices/ (Block), every child - file, directory or symlink - is a candidate; nothing
  * checks that a mount exists.

@@ -1,5 +1,5 @@
 /**
- * The reconciler (reconciler_common.go / reconciler.go; reference §4.6): one level-triggered
+ * The reconciler (reconciler_common.go / reconciler.go): one level-triggered
  * pass comparing the desired and the actual state and starting operations, in kubelet's order:
  * unmount pods' volumes, mount or attach, unmount devices, clean orphans, then settle
  * reconstructed volumes from the node status. The loop that calls reconcileOnce() lives in the

@@ -1,5 +1,6 @@
 /**
- * Reconstruction at start (reconstruct.go / reconstruct_common.go; reference §8.2-8.6, §9.5):
+ * Reconstruction at start (reconstruct.go / reconstruct_common.go, with kubernetes PR
+ * #138454's reconstructGlobalVolumes):
  * rebuild the actual state from disk after a restart, every volume as uncertain.
  *
  * With CSIGlobalMountReconstruction on, the global mount listing runs first (and even when the

@@ -1,5 +1,5 @@
 /**
- * The spec-building half of reconstructVolume (reconstruct_common.go; reference §8.3 step 2):
+ * The spec-building half of reconstructVolume (reconstruct_common.go):
  * from one pod-directory candidate to a spec and the unique volume name the desired state would
  * use. The actual-state half (updateStates) belongs to the volume manager and builds on this.
  */

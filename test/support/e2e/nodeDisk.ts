@@ -40,7 +40,7 @@ export interface NodeDiskOptions {
 }
 
 /**
- * One line of the mock driver's journal (`nodevol mock-driver --journal`, see README): a
+ * One line of the mock driver's journal (`nodevol mock-driver --journal`, see docs/reference/mock-driver.md): a
  * completed call has `error` (null, or {code, name, message}) and no `phase`; a call a delay or
  * hang fault holds gets a line `phase: "held"` when it ARRIVES (so a test can see it in flight);
  * an exit fault writes `phase: "exit"` just before the driver exits. Only the fields read here

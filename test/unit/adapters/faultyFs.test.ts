@@ -52,7 +52,7 @@ describe('FaultyFs', () => {
     assert.equal((await fs.stat('/ok')).type, 'directory');
   });
 
-  describe('through the engine: removeMountDir (reference §4.4)', () => {
+  describe('through the engine: removeMountDir (csi_mounter.go)', () => {
     let fx: NodeFixture;
     before(async () => {
       fx = await NodeFixture.create();

@@ -1,4 +1,4 @@
-// NodeMounter.readMountTable shares reads between concurrent callers (issue 10 item 3: a
+// NodeMounter.readMountTable shares reads between concurrent callers (a
 // thousand operations each checking a mount point must not each read and parse the whole table),
 // and every caller still gets a table read after it asked.
 import assert from 'node:assert/strict';

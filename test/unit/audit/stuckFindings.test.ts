@@ -1,4 +1,4 @@
-// Issue 8 item 3, "stuck is visible", the audit's side: a volume still staged here whose teardown
+// "Stuck is visible", the audit's side (docs/reference/audit.md): a volume still staged here whose teardown
 // the driver keeps refusing is reported from the agent's status file (finding `stuck`) in JSON,
 // table, summary and prom output, without a log and without calling the driver; the file is read
 // bounded, regular files only, never through a symlink out of the root dir.

@@ -1,4 +1,4 @@
-// Terminal escaping of table cells and free text (issue 14 item 5): kubectl's rules, plus every
+// Terminal escaping of table cells and free text (docs/security.md): kubectl's rules, plus every
 // other control character.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';

@@ -1,6 +1,6 @@
 // deploy/: the kustomize base (audit DaemonSet, RBAC, PriorityClass, Service), the
-// node-problem-detector base, the microk8s overlay, and the overlay README's "Operating it on a
-// cluster" tells an operator to write. Each is rendered (test/support/kustomize.ts; checked
+// node-problem-detector base, the microk8s overlay, and the overlay docs/operating.md ("Deploying
+// it") tells an operator to write. Each is rendered (test/support/kustomize.ts; checked
 // against `kubectl kustomize` where kubectl is installed) and every object is validated
 // kubeconform-style: against the Kubernetes JSON schemas (kubernetes-models: types, enums,
 // required fields, quantities) and strictly (a round trip through @kubernetes/client-node's
@@ -24,17 +24,17 @@ import { NodeFixture } from '../../support/nodeFixture.js';
 const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..', '..', '..');
 const DEPLOY = path.join(REPO_ROOT, 'deploy');
 const MICROK8S_ROOT = '/var/snap/microk8s/common/var/lib/kubelet';
-const README_DIGEST = 'sha256:' + 'e'.repeat(64);
+const DOC_DIGEST = 'sha256:' + 'e'.repeat(64);
 
-/** The overlay README's "Operating it on a cluster" shows, written where it says, beside deploy/. */
-function readmeOverlay(): { dir: string; cleanup: () => void } {
-  const readme = readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8');
-  const m = /```yaml\n# my-cluster\/kustomization\.yaml\n([\s\S]*?)```/.exec(readme);
-  assert.ok(m !== null, 'README: no ```yaml block starting with "# my-cluster/kustomization.yaml"');
+/** The overlay docs/operating.md shows, written where it says, beside deploy/. */
+function docOverlay(): { dir: string; cleanup: () => void } {
+  const doc = readFileSync(path.join(REPO_ROOT, 'docs', 'operating.md'), 'utf8');
+  const m = /```yaml\n# my-cluster\/kustomization\.yaml\n([\s\S]*?)```/.exec(doc);
+  assert.ok(m !== null, 'docs/operating.md: no ```yaml block starting with "# my-cluster/kustomization.yaml"');
   const base = mkdtempSync(path.join(tmpdir(), 'nodevol-overlay-'));
   mkdirSync(path.join(base, 'my-cluster'));
   symlinkSync(DEPLOY, path.join(base, 'deploy'));
-  writeFileSync(path.join(base, 'my-cluster', 'kustomization.yaml'), m[1]!.replace('sha256:<digest>', README_DIGEST));
+  writeFileSync(path.join(base, 'my-cluster', 'kustomization.yaml'), m[1]!.replace('sha256:<digest>', DOC_DIGEST));
   return { dir: path.join(base, 'my-cluster'), cleanup: () => rmSync(base, { recursive: true, force: true }) };
 }
 
@@ -43,8 +43,8 @@ const RENDERED: Record<string, () => KubeObject[]> = {
   'deploy/npd': () => renderKustomization(path.join(DEPLOY, 'npd')),
   'deploy/overlays/microk8s': () => renderKustomization(path.join(DEPLOY, 'overlays', 'microk8s')),
   'deploy/explore-job.yaml': () => parseAllDocuments(readFileSync(path.join(DEPLOY, 'explore-job.yaml'), 'utf8')).map((d) => d.toJS() as KubeObject),
-  "README's my-cluster overlay": () => {
-    const o = readmeOverlay();
+  "docs/operating.md's my-cluster overlay": () => {
+    const o = docOverlay();
     try {
       return renderKustomization(o.dir);
     } finally {
@@ -107,7 +107,7 @@ describe('deploy/: every rendered manifest validates against the Kubernetes sche
     it(`${name}: the test renderer gives what kubectl kustomize gives`, { skip: noKubectl }, () => {
       let dir = path.join(REPO_ROOT, name);
       let cleanup = (): void => undefined;
-      if (name.startsWith('README')) ({ dir, cleanup } = readmeOverlay());
+      if (name.startsWith('docs/operating.md')) ({ dir, cleanup } = docOverlay());
       try {
         const theirs = parseAllDocuments(execFileSync('kubectl', ['kustomize', dir], { encoding: 'utf8' })).map((d) => d.toJS() as KubeObject);
         const mine = byKey(render());
@@ -358,10 +358,10 @@ describe('the kubelet root dir, namespace and image as parameters', () => {
     assert.deepEqual(hostSide, []);
   });
 
-  it("README's my-cluster overlay: the image pinned by digest everywhere, the namespace everywhere", () => {
-    const objects = RENDERED["README's my-cluster overlay"]!();
+  it("docs/operating.md's my-cluster overlay: the image pinned by digest everywhere, the namespace everywhere", () => {
+    const objects = RENDERED["docs/operating.md's my-cluster overlay"]!();
     const images = objects.flatMap((o) => (o.kind === 'DaemonSet' ? [...(podSpec(o).initContainers ?? []), ...podSpec(o).containers] : [])).map((c) => c.image);
-    assert.deepEqual(images.filter((i) => i?.includes('nodevol')), [`registry.example.com/nodevol@${README_DIGEST}`, `registry.example.com/nodevol@${README_DIGEST}`]);
+    assert.deepEqual(images.filter((i) => i?.includes('nodevol')), [`registry.example.com/nodevol@${DOC_DIGEST}`, `registry.example.com/nodevol@${DOC_DIGEST}`]);
     for (const o of objects) {
       if (o.kind === 'Namespace') assert.equal(o.metadata.name, 'storage-audit');
       else if (!['ClusterRole', 'ClusterRoleBinding', 'PriorityClass'].includes(o.kind)) assert.equal(o.metadata.namespace, 'storage-audit', `${o.kind} ${o.metadata.name}`);

@@ -58,7 +58,7 @@ describe('feature gates', () => {
     });
   }
 
-  // Issue 11: a contradictory old/new pair used to turn the gate off silently (the later one won).
+  // A contradictory old/new pair used to turn the gate off silently (the later one won).
   for (const flags of [
     ['CSIGlobalMountReconstruction=true,VolumeReconstructionFallback=false'],
     ['VolumeReconstructionFallback=false', 'CSIGlobalMountReconstruction=true'],

@@ -1,4 +1,4 @@
-// Issue 25, items 1 and 2: what kubelet's raw block path sends the driver (csi_block.go
+// What kubelet's raw block path sends the driver (csi_block.go
 // stageVolumeForBlock / publishVolumeForBlock over csi_client.go NodeStageVolume /
 // NodePublishVolume). Each test reads the requests the driver got through the volume manager.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Issue 25, item 5: how kubelet classifies a failed CSI call (csi_client.go isFinalError, used by
+// How kubelet classifies a failed CSI call (csi_client.go isFinalError, used by
 // NodeStageVolume / NodePublishVolume to return an UncertainProgressError). An error that carries
 // no gRPC status never reached the driver's answer: kubelet cannot know whether an earlier call
 // for the volume is still in progress, so it counts it as uncertain ("be on the safe side").

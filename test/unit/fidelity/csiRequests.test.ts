@@ -1,4 +1,4 @@
-// Issue 13, items 2-5: what kubelet's CSI plugin sends the driver (csi_plugin.go NewMounter,
+// What kubelet's CSI plugin sends the driver (csi_plugin.go NewMounter,
 // csi_mounter.go SetUpAt, csi_attacher.go MountDevice, csi_client.go NodeStageVolume /
 // NodePublishVolume and the access mode mappers). Each test reads the requests the driver got.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Issue 13: the unit tests KEP-6058's Test Plan lists that nodevol lacked - a mount reference
+// The unit tests KEP-6058's Test Plan lists: a mount reference
 // whose vol_data.json is corrupt (not only missing) or names no driver is reported rather than
 // guessed at, and NewUnmounter recovers from a legacy global file (no specVolID) and refuses one
 // naming no driver. Real files in a temporary root dir; the mount table is the fixture's.

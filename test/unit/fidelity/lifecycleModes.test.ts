@@ -1,4 +1,4 @@
-// Issue 25, item 3: CSIDriver spec.volumeLifecycleModes (csi_mounter.go SetUpAt ->
+// CSIDriver spec.volumeLifecycleModes (csi_mounter.go SetUpAt ->
 // supportsVolumeLifecycleMode). Kubelet refuses, as a transient failure retried with backoff, an
 // inline (Ephemeral) volume unless the CSIDriver lists Ephemeral (no CSIDriver object: only
 // Persistent is allowed), and a PV (Persistent) when the CSIDriver does not list Persistent (the

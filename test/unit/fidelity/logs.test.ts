@@ -1,4 +1,4 @@
-// Issue 13, item 9: the log lines operators grep for - name, severity and verbosity as kubelet
+// The log lines operators grep for (docs/reference/agent.md) - name, severity and verbosity as kubelet
 // writes them (reconciler_common.go, reconstruct.go, reconstruct_common.go getVolumesFromPodDir,
 // operation_generator.go). Each test reads the recorded lines of a whole flow.
 import assert from 'node:assert/strict';
@@ -162,7 +162,7 @@ describe('reconstructGlobalVolume: a volume listed again', () => {
   });
 });
 
-// Issue 25, item 6: a driver without STAGE_UNSTAGE_VOLUME. Kubelet logs the skip with klog.Infof
+// A driver without STAGE_UNSTAGE_VOLUME. Kubelet logs the skip with klog.Infof
 // (Info, V(0)) in csi_attacher.go MountDevice / UnmountDevice and csi_block.go
 // stageVolumeForBlock / unstageVolumeForBlock.
 describe('STAGE_UNSTAGE_VOLUME capability not set: the skip is logged at Info', () => {
@@ -202,7 +202,7 @@ describe('STAGE_UNSTAGE_VOLUME capability not set: the skip is logged at Info', 
   });
 });
 
-// Issue 25, log format: klog's caller is the file:line of the source that logged (klog's header,
+// Log format: klog's caller is the file:line of the source that logged (klog's header,
 // component-base JSON's "caller" through zap's ShortCallerEncoder); component-base JSON's "ts" is
 // its epochMillisTimeEncoder: milliseconds since the epoch, as a float. The shipped CLI is one
 // bundle; its lines must name the TypeScript file and line, not main.cjs:<bundle line>.

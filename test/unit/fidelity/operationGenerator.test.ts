@@ -1,4 +1,4 @@
-// Issue 13, items 1 and 6: what GenerateMountVolumeFunc checks and where its failures land
+// What GenerateMountVolumeFunc checks and where its failures land
 // (operation_generator.go). Each test reads the driver's calls, the actual state and the backoff.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';

@@ -1,4 +1,4 @@
-// Issue 25, item 9: publish_context and secrets, as kubelet reads them from the API server.
+// publish_context and secrets, as kubelet reads them from the API server.
 // publish_context is the VolumeAttachment's status.attachmentMetadata (csi_plugin.go
 // getPublishContext; none when the CSIDriver says attachRequired: false); secrets come from the
 // Secret a PV's nodeStageSecretRef / nodePublishSecretRef (an inline volume's nodePublishSecretRef,

@@ -1,4 +1,4 @@
-// Issue 25, item 4: service account tokens for drivers whose CSIDriver lists tokenRequests
+// Service account tokens for drivers whose CSIDriver lists tokenRequests
 // (csi_mounter.go SetUpAt -> podServiceAccountTokenAttrs). For each token request kubelet asks the
 // API server for a token of the pod's service account (TokenRequest, audiences [audience] or none
 // for "", expirationSeconds, bound to the pod) and sends the statuses, json.Marshal'ed by audience,

@@ -1,4 +1,4 @@
-// Issue 13, item 8: before the states sync, the volumes the Node already lists in volumesInUse
+// Before the states sync, the volumes the Node already lists in volumesInUse
 // are marked reported in the desired state (kubelet_node_status.go tryUpdateNodeStatus calls
 // MarkVolumesAsReportedInUse with the Node's list whether or not the volume manager wrote it).
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// The orphaned pod dir sweep on an idle node (issue 10): after a sweep that found no orphan, the
+// The orphaned pod dir sweep on an idle node: after a sweep that found no orphan, the
 // next sweeps skip the pods dir listing while nothing that makes a pod dir an orphan changed (the
 // pods dir's entries, the cluster objects version, the desired and actual states), and a new
 // orphan, a changed objects version or generation is swept at once. On a real file system (the

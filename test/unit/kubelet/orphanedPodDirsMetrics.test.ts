@@ -1,4 +1,4 @@
-// kubelet_orphan_pod_cleaned_volumes and kubelet_orphan_pod_cleaned_volumes_errors (issue 10):
+// kubelet_orphan_pod_cleaned_volumes and kubelet_orphan_pod_cleaned_volumes_errors:
 // after each sweep that ran, the orphaned pod dirs found and, of those, the ones left in place;
 // a skipped sweep leaves the gauges as they were; the mount table is read only when some orphan
 // may be removed.

@@ -1,4 +1,4 @@
-// Kubelet on-disk layout and names (reference §1, §2), against the reference's worked examples.
+// Kubelet on-disk layout and names, against worked examples of the paths and hashes kubelet computes.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { KubeletLayout } from '../../../src/layout/layout.js';
@@ -17,7 +17,7 @@ import {
 
 const L = new KubeletLayout('/var/lib/kubelet');
 
-describe('layout: names and hashes (§2)', () => {
+describe('layout: names and hashes', () => {
   it('sha256 of a handle is the staging directory name from the reference', () => {
     assert.equal(sha256Hex('vol-0a1b2c3d'), '4e290f11dbc3910132aef6e3780c5e8fe84bbebd7c38217dd2bfa5dd6144861d');
   });
@@ -63,7 +63,7 @@ describe('layout: names and hashes (§2)', () => {
   });
 });
 
-describe('layout: paths (§1)', () => {
+describe('layout: paths', () => {
   const cases: [string, string, string][] = [
     ['pods dir', L.podsDir(), '/var/lib/kubelet/pods'],
     ['plugin dir is not escaped', L.csiPluginDir(), '/var/lib/kubelet/plugins/kubernetes.io/csi'],

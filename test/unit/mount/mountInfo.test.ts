@@ -26,7 +26,7 @@ function only(text: string): MountInfoEntry {
 }
 
 describe('parseMountInfo', () => {
-  it('parses the §11.1 example lines into every field', () => {
+  it('parses a global mount line and a pod bind mount line into every field', () => {
     const { entries } = parseMountInfo(`${GLOBAL_LINE}\n${POD_LINE}\n`);
     assert.deepEqual(entries, [
       {

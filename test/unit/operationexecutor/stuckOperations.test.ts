@@ -1,4 +1,4 @@
-// Issue 8 item 3, "stuck is visible", the agent's side: a teardown the driver keeps refusing is
+// "Stuck is visible", the agent's side (docs/reference/agent.md): a teardown the driver keeps refusing is
 // logged at each failure (kubelet's line, with the driver's message and gRPC code), warned about
 // once after a minute of continuous failure, counted in a gauge and persisted in the bounded
 // status file nodevol audit reads; a success ends the episode. All on the fake clock.

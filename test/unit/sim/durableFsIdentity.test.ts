@@ -1,5 +1,5 @@
-// The simulator's filesystem works for whoever runs it (issue 24: `nodevol demo` as a non-root
-// user failed with `open /var/lib/kubelet/.keep: EACCES`). memfs owns new nodes by the identity
+// The simulator's filesystem works for whoever runs it (`nodevol demo` as a non-root
+// user once failed with `open /var/lib/kubelet/.keep: EACCES`). memfs owns new nodes by the identity
 // the Volume is given but checks most accesses against the real process's: the two must agree.
 // The test pretends to be another user (process.getuid/getgid replaced for its duration), so it
 // fails without the fix even when the suite runs as root; test/cli/unprivileged.cli.test.ts runs

@@ -1,4 +1,4 @@
-// Issue 8, "Proof": every nodevol gate has an explorer scenario that proves it, and the gate check
+// Every nodevol gate has an explorer scenario that proves it, and the gate check
 // (bench/exploreGates.ts, run in CI) fails with **NO PROOF** for a gate that has none.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';

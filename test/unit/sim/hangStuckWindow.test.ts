@@ -1,4 +1,4 @@
-// Replay of an explorer finding of issue 8 that was a simulator artefact: the stuck window (a run
+// Replay of an explorer finding that was a simulator artefact (docs/explorer.md): the stuck window (a run
 // ends as not converging once nothing changed for STUCK_WINDOW_MS) counted from the moment a
 // planned hang arrived at the driver, not from the moment its DEADLINE_EXCEEDED reached the engine
 // 2 minutes later. The operation's backoff starts at that answer, so the engine's retry came after

@@ -122,7 +122,7 @@ describe('simulator: invariants on the KEP stories', () => {
   });
 });
 
-describe('simulator: replays of what the explorer found (README "Proving it: the explorer")', () => {
+describe('simulator: replays of what the explorer found (docs/explorer.md)', () => {
   it('gate on, story 1: a restart right after the staging directory is removed leaks the volume directory with its vol_data.json', async () => {
     const scenario = loadBuiltinScenario('kep-story-1');
     const base = await simulate({ scenario, gates: gates(true), seed: 1, fullTrace: true });
@@ -271,7 +271,7 @@ describe('simulator: scenario read errors and planned faults', () => {
   }
 
   it('a planned fault applies to its own call or to none: on a call the driver refuses as busy it is withdrawn, not left for a later call', async () => {
-    // The article's NodeUnpublishVolume runs on at the driver past kubelet's deadline; the next ones are refused ABORTED (busy).
+    // The first NodeUnpublishVolume runs on at the driver past kubelet's deadline; the next ones are refused ABORTED (busy).
     const scenario = loadBuiltinScenario('inline-volume-orphans');
     const base = await simulate({ scenario, gates: withGates(...ALL), seed: 1, fullTrace: true });
     const calls = csiCallsOf(base);

@@ -1,4 +1,4 @@
-// The in-memory harness's kubelet crash is a real, fenced crash (issue 7 leftover b): after
+// The in-memory harness's kubelet crash is a real, fenced crash: after
 // crashKubelet() nothing the dead kubelet had in flight lands or settles, while a call already at
 // the driver finishes there.
 import assert from 'node:assert/strict';

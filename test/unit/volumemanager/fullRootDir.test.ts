@@ -1,5 +1,5 @@
 // A root dir that is full (ENOSPC) or read-only (EROFS) across a kubelet restart must not take a
-// staged volume out of node.status.volumesInUse for good (issue 24). MountDevice of a volume
+// staged volume out of node.status.volumesInUse for good. MountDevice of a volume
 // found again on disk rewrote its global vol_data.json (temp file + rename: a fresh block even
 // for identical bytes), failed, called the failure final, marked the device not mounted, and
 // the volume left the actual state without NodeUnstageVolume while the driver still had it staged.

@@ -1,4 +1,4 @@
-// nodevol's gates beyond KEP-6058 (README "Gates beyond upstream"), each with the gate off
+// nodevol's gates beyond KEP-6058 (docs/feature-gates.md), each with the gate off
 // (upstream's gap, asserted) and on (the fix), in memory with CSIGlobalMountReconstruction on.
 // Assertions read the driver's call log and state, the files, the ASW and the volumesInUse written.
 import assert from 'node:assert/strict';
@@ -176,7 +176,7 @@ describe('gate CSIListGlobalVolumesWithoutStagingDir', () => {
   });
 });
 
-describe('gate CSIKeepListedVolumeOnStageFailure (reference §15 open question 3)', () => {
+describe('gate CSIKeepListedVolumeOnStageFailure (a volume only the listing found)', () => {
   async function restageFails(on: boolean): Promise<{ node: InMemoryNode; name: UniqueVolumeName; mark: number }> {
     const g = gates('CSIKeepListedVolumeOnStageFailure', on);
     const node = new InMemoryNode();

@@ -223,7 +223,7 @@ describe('KEP-6058 known alpha gap: reboot with an unreadable pod-local file', (
   });
 });
 
-describe('known gap (reference §15 open question 3): a listed volume whose re-stage fails finally', () => {
+describe('known gap (docs/feature-gates.md): a listed volume whose re-stage fails finally', () => {
   it('gate on: MountDevice cleanup removes the global vol_data.json after a final NodeStage error, and the volume is later dropped without NodeUnstageVolume', async () => {
     const node = new InMemoryNode();
     const name = await mountedPod(node, true);

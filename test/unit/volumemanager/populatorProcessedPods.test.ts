@@ -1,4 +1,4 @@
-// The populator resolves a pod again only when it may resolve differently (issue 10 item 3: an
+// The populator resolves a pod again only when it may resolve differently (an
 // idle pass must not cost every pod's lookups): a pod resolved without an error is skipped while
 // the cluster view's objectsVersion and the Pod object stay the same; a new version, a new Pod
 // object or an earlier error makes it resolve again. A view without objectsVersion gets every pod

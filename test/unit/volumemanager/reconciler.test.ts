@@ -1,8 +1,9 @@
 // The reconciler over reconstructed and uncertain state, in memory, every behaviour with
 // CSIGlobalMountReconstruction off and on: settling reconstructed volumes from the node status
-// (reference §8.5, scenario §14.8.1), uncertain device and pod mounts (§7.6, §14.8.2-3),
-// volumesInUse (§7.3), two pods sharing a volume (§4.6), an unreachable API server across a
-// restart (§8.5, KEP-6058 Troubleshooting) and the storage operation metrics (§12). Assertions read
+// (updateReconstructedFromNodeStatus, as reconciler_test.go), uncertain device and pod mounts
+// (Test_UncertainDeviceGlobalMounts, Test_UncertainVolumeMountState), volumesInUse, two pods sharing
+// a volume, an unreachable API server across a restart (KEP-6058 Troubleshooting) and the storage
+// operation metrics. Assertions read
 // the driver's call log, the files, the mount table, the ASW and the volumesInUse written to the
 // node; time moves only through the FakeClock (node.step).
 import assert from 'node:assert/strict';
@@ -62,7 +63,7 @@ function breakCall(node: InMemoryNode, method: 'getNodeStatus' | 'listPods'): ()
   };
 }
 
-describe('§14.8.1 updateReconstructedFromNodeStatus', () => {
+describe('updateReconstructedFromNodeStatus (reconciler_test.go)', () => {
   for (const gateOn of GATES) {
     it(`two reconstructed volumes, the node lists only the first (devicePath fake/path): one reconcile settles both ${gateLabel(gateOn)}`, async () => {
       const node = new InMemoryNode();
@@ -90,7 +91,7 @@ describe('§14.8.1 updateReconstructedFromNodeStatus', () => {
   }
 });
 
-describe('§14.8.2 Test_UncertainDeviceGlobalMounts (filesystem)', () => {
+describe('Test_UncertainDeviceGlobalMounts (filesystem)', () => {
   for (const gateOn of GATES) {
     it(`NodeStageVolume DEADLINE_EXCEEDED: device Uncertain, and after the pod is deleted one NodeUnstageVolume ${gateLabel(gateOn)}`, async () => {
       const node = new InMemoryNode();
@@ -154,7 +155,7 @@ describe('§14.8.2 Test_UncertainDeviceGlobalMounts (filesystem)', () => {
   }
 });
 
-describe('§14.8.3 Test_UncertainVolumeMountState (filesystem)', () => {
+describe('Test_UncertainVolumeMountState (filesystem)', () => {
   for (const gateOn of GATES) {
     it(`NodePublishVolume DEADLINE_EXCEEDED: pod Uncertain; after the pod is deleted one NodeUnpublishVolume and one NodeUnstageVolume ${gateLabel(gateOn)}`, async () => {
       const node = new InMemoryNode();
@@ -202,7 +203,7 @@ describe('§14.8.3 Test_UncertainVolumeMountState (filesystem)', () => {
   }
 });
 
-describe('volumesInUse (reference §7.3)', () => {
+describe('volumesInUse (GetVolumesInUse)', () => {
   for (const gateOn of GATES) {
     it(`a volume whose CSIDriver has attachRequired: false is never reported, before or after a restart ${gateLabel(gateOn)}`, async () => {
       const node = new InMemoryNode({ attachRequired: false });
@@ -403,7 +404,7 @@ describe('the cluster view failing across a kubelet restart', () => {
   }
 });
 
-describe('storage_operation_duration_seconds events (reference §12)', () => {
+describe('storage_operation_duration_seconds events', () => {
   const ops = (node: InMemoryNode): string[] =>
     node.metrics.ofKind('storageOperation').map((e) => `${e.volumePlugin} ${e.operationName} ${e.status}`);
 

@@ -1,7 +1,8 @@
 // Reconstruction at kubelet start, in memory, every behaviour with CSIGlobalMountReconstruction off
-// and on: the KEP-6058 global listing (reference §9.5, scenarios §14.3), the pod-directory walk and
-// what the reconciler does next with what it found (§8, scenarios §14.7), CSI inline ephemeral
-// volumes orphaned by a restart (kubernetes#108997), the reconstruct metrics (§12) and the KEP's
+// and on: the KEP-6058 global listing (the PR's reconstructGlobalVolumes and its
+// reconstruct_global_test.go cases), the pod-directory walk and what the reconciler does next with
+// what it found (reconstruct_test.go), CSI inline ephemeral volumes orphaned by a restart
+// (kubernetes#108997), the reconstruct metrics and the KEP's
 // V(2) log lines. Assertions read the driver's call log, the files, the mount table, the ASW and
 // the volumesInUse written to the node; time moves only through the FakeClock (node.step).
 import assert from 'node:assert/strict';
@@ -132,7 +133,7 @@ async function stagedWithoutPodDir(
   return nameOf(handle);
 }
 
-describe('§14.3 the global listing (reconstructGlobalVolumes)', () => {
+describe('the global listing (reconstructGlobalVolumes, TestReconstructGlobalVolumes)', () => {
   for (const gateOn of GATES) {
     const g = gateOn ? 'gate on' : 'gate off';
 
@@ -243,7 +244,7 @@ describe('§14.3 the global listing (reconstructGlobalVolumes)', () => {
       assert.ok(node.mounter.isMounted(GM('vol-2')), 'vol-2 stays staged, as with the gate off');
     });
 
-    it(`the listing still counts when the pods dir cannot be read (reference §9.5) ${gateLabel(gateOn)}`, async () => {
+    it(`the listing still counts when the pods dir cannot be read ${gateLabel(gateOn)}`, async () => {
       const node = new InMemoryNode();
       const name = await stagedWithoutPodDir(node, gateOn);
       const faulty = new FaultyFs(node.fs).failOn('readdir', `${ROOT}/pods`, 'EACCES');
@@ -332,7 +333,7 @@ describe('§14.3 the global listing (reconstructGlobalVolumes)', () => {
   }
 });
 
-describe('§14.7 reconstruction from pod directories and what follows', () => {
+describe('reconstruction from pod directories and what follows (reconstruct_test.go)', () => {
   for (const gateOn of GATES) {
     it(`two pods using the same volume, both deleted: 0 mounted, 2 uncertain pod mounts, queued per pod volume ${gateLabel(gateOn)}`, async () => {
       const node = new InMemoryNode();
@@ -352,7 +353,7 @@ describe('§14.7 reconstruction from pod directories and what follows', () => {
       assert.equal(vm.asw.isVolumeReconstructed(name, pod('pod-a')), true);
       assert.equal(vm.asw.isVolumeReconstructed(name, pod('pod-b')), true);
       // Gate off: one entry per pod volume (kubelet assigns the list). Gate on: the listing queued
-      // the volume first, and the pod-dir walk does not queue it again (reference §9.5).
+      // the volume first, and the pod-dir walk does not queue it again.
       assert.deepEqual(vm.reconstructor.pendingNodeStatusUpdates(), gateOn ? [name] : [name, name]);
       assert.deepEqual(vm.reconstructor.failedReconstructions(), []);
     });
@@ -577,7 +578,7 @@ describe('CSI inline ephemeral volumes (kubernetes#108997)', () => {
   }
 });
 
-describe('reconstruct_volume_operations (reference §12; nodevol carries the KEP\'s planned source label)', () => {
+describe('reconstruct_volume_operations (nodevol carries the KEP\'s planned source label)', () => {
   for (const gateOn of GATES) {
     it(`a pod-directory reconstruction counts as source pod-local ${gateLabel(gateOn)}`, async () => {
       const node = new InMemoryNode();

@@ -1,5 +1,5 @@
 // volume_manager_total_volumes is recounted only after the actual or desired state changed
-// (issue 10 item 3: an idle pass at 1,000 volumes must not recount them), and then counts right.
+// (an idle pass at 1,000 volumes must not recount them), and then counts right.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { InMemoryNode } from '../../support/inMemoryNode.js';

@@ -1,5 +1,6 @@
-// CSI plugin reading side: naming (§14.5 1-4, §14.6), ConstructVolumeSpec and the KEP-6058
-// pod-local fallback through mount references (§14.4, §9.6), each with the gate off and on.
+// CSI plugin reading side: naming (the cases of csi_attacher_test.go and csi_plugin_test.go),
+// ConstructVolumeSpec and the KEP-6058 pod-local fallback through mount references (the cases of
+// the PR's csi_util_test.go), each with the gate off and on.
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { sha256Hex } from '../../../../src/layout/names.js';
@@ -100,7 +101,7 @@ describe('CSI plugin: ConstructVolumeSpec', () => {
     assert.equal(r.seLinuxMountContext, 'system_u:object_r:container_file_t:s0:c1,c2');
   });
 
-  describe('pod-local fallback through the mount table (§14.4)', () => {
+  describe('pod-local fallback through the mount table', () => {
     async function lostPodLocal(opts: { globalSpecVolID?: string; legacyFile?: boolean; bind?: boolean; podSpecName?: string } = {}) {
       const gm = await fx.stage({ driver: DRIVER, handle: 'vol-1', specVolID: opts.globalSpecVolID ?? 'pv-1', legacyFile: opts.legacyFile ?? false });
       const dir = await fx.podVolume({

@@ -1,7 +1,7 @@
-// CSI plugin, writing side, over the in-memory node: MountDevice / UnmountDevice (§3.4, §4.1,
-// §4.3, §4.5, §14.5), SetUp / TearDown and removeMountDir (§3.3, §4.2, §4.4), NewUnmounter with
-// the pod-local file lost (§9.6, §14.4 6-7), inline ephemeral volumes (§1.4), raw block (§3.5,
-// §5, §14.6 7-8), CanAttach (§6), and the rule that nothing outside the root dir is removed.
+// CSI plugin, writing side, over the in-memory node: MountDevice / UnmountDevice (csi_attacher.go,
+// with the cases of csi_attacher_test.go), SetUp / TearDown and removeMountDir (csi_mounter.go),
+// NewUnmounter with the pod-local file lost (KEP-6058's fallback), inline ephemeral volumes, raw
+// block (csi_block.go), CanAttach, and the rule that nothing outside the root dir is removed.
 // Assertions read the driver's call log and state, the files and the mount table.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -183,8 +183,8 @@ function podLocalBytes(spec: string, handle: string, mode: 'Persistent' | 'Ephem
 const UNCERTAIN_CODES = ['DEADLINE_EXCEEDED', 'UNAVAILABLE', 'CANCELLED', 'RESOURCE_EXHAUSTED', 'ABORTED'] as const;
 const FINAL_CODES = ['INVALID_ARGUMENT', 'INTERNAL', 'NOT_FOUND', 'FAILED_PRECONDITION'] as const;
 
-describe('CSI MountDevice (§4.1, §3.4, §14.5)', () => {
-  it('stages a normal PV at its device mount path (§14.5 item 5), also with an empty devicePath (item 9)', async () => {
+describe('CSI MountDevice (csi_attacher.go)', () => {
+  it('stages a normal PV at its device mount path , also with an empty devicePath', async () => {
     const r = new Rig();
     const dmp = await r.mountDevice(pv('pv-1', 'vol-1'));
     assert.equal(dmp, globalMount('vol-1'));
@@ -202,7 +202,7 @@ describe('CSI MountDevice (§4.1, §3.4, §14.5)', () => {
     await r.mountDevice(pv('pv-1', 'vol-1'));
     assert.equal(await r.read(`${volDir('vol-1')}/vol_data.json`), GLOBAL_BYTES('pv-1', 'vol-1'));
     assert.deepEqual(r.tree(CSI_DIR), [`${CSI_DIR}/${DRIVER}/`, `${volDir('vol-1')}/`, `${globalMount('vol-1')}/`, `${volDir('vol-1')}/vol_data.json`]);
-    // §1.6: kubelet creates the volume directories 0750; the file is 0644.
+    // kubelet creates the volume directories 0750; the file is 0644.
     assert.equal((await r.fs.stat(globalMount('vol-1'))).mode, 0o750);
     assert.equal((await r.fs.stat(volDir('vol-1'))).mode, 0o750);
     assert.equal((await r.fs.stat(`${volDir('vol-1')}/vol_data.json`)).mode, 0o644);
@@ -217,7 +217,7 @@ describe('CSI MountDevice (§4.1, §3.4, §14.5)', () => {
     );
   });
 
-  it('passes the PV mount options to NodeStageVolume as mount flags (§14.5 item 6)', async () => {
+  it('passes the PV mount options to NodeStageVolume as mount flags', async () => {
     const r = new Rig();
     await r.mountDevice(pv('pv-1', 'vol-1', { mountOptions: ['noatime', 'discard'], accessModes: ['ReadWriteMany'] }));
     const [req] = r.stageRequests();
@@ -227,9 +227,9 @@ describe('CSI MountDevice (§4.1, §3.4, §14.5)', () => {
   });
 
   const invalid: { name: string; spec: Spec; dmp: string }[] = [
-    { name: 'an empty volume handle (§14.5 item 8)', spec: pv('pv-1', ''), dmp: globalMount('') },
-    { name: 'an empty device mount path (§14.5 item 10)', spec: pv('pv-1', 'vol-1'), dmp: '' },
-    { name: 'an inline volume spec (§14.5 item 12)', spec: constructInlineSpec('scratch', DRIVER), dmp: globalMount('vol-1') },
+    { name: 'an empty volume handle', spec: pv('pv-1', ''), dmp: globalMount('') },
+    { name: 'an empty device mount path', spec: pv('pv-1', 'vol-1'), dmp: '' },
+    { name: 'an inline volume spec', spec: constructInlineSpec('scratch', DRIVER), dmp: globalMount('vol-1') },
     { name: 'a PV without a CSI source', spec: { kind: 'persistent', readOnly: false, persistentVolume: { name: 'pv-1' } }, dmp: globalMount('vol-1') },
   ];
   for (const tc of invalid) {
@@ -241,7 +241,7 @@ describe('CSI MountDevice (§4.1, §3.4, §14.5)', () => {
     });
   }
 
-  it('a driver without STAGE_UNSTAGE_VOLUME: success, no NodeStage, the global vol_data.json is still written (§14.5 item 11)', async () => {
+  it('a driver without STAGE_UNSTAGE_VOLUME: success, no NodeStage, the global vol_data.json is still written', async () => {
     const r = new Rig({ capabilities: [] });
     const dmp = await r.mountDevice(pv('pv-1', 'vol-1'));
     assert.deepEqual(r.calls(), []);
@@ -251,7 +251,7 @@ describe('CSI MountDevice (§4.1, §3.4, §14.5)', () => {
   });
 
   for (const code of UNCERTAIN_CODES) {
-    it(`NodeStage ${code} is an uncertain-progress error and the staging dir and file are NOT removed (§14.5 item 13)`, async () => {
+    it(`NodeStage ${code} is an uncertain-progress error and the staging dir and file are NOT removed`, async () => {
       const r = new Rig();
       r.driver.inject({ method: 'NodeStageVolume', code: GrpcStatus[code], times: 1 });
       await assert.rejects(r.mountDevice(pv('pv-1', 'vol-1')), UncertainProgressError);
@@ -353,7 +353,7 @@ describe('CSI MountDevice (§4.1, §3.4, §14.5)', () => {
     });
   }
 
-  it('a driver that is not registered is a transient failure and nothing is created (§14.5 item 16)', async () => {
+  it('a driver that is not registered is a transient failure and nothing is created', async () => {
     const r = new Rig({ registered: false });
     await assert.rejects(r.mountDevice(pv('pv-1', 'vol-1')), TransientOperationFailure);
     assert.deepEqual(r.tree(), []);
@@ -361,8 +361,8 @@ describe('CSI MountDevice (§4.1, §3.4, §14.5)', () => {
   });
 });
 
-describe('CSI UnmountDevice (§4.3, §4.5, §14.5)', () => {
-  it('with the global file present: NodeUnstage, then the file, globalmount and the volume dir are removed (§14.5 item 17)', async () => {
+describe('CSI UnmountDevice (csi_attacher.go)', () => {
+  it('with the global file present: NodeUnstage, then the file, globalmount and the volume dir are removed', async () => {
     const r = new Rig();
     const dmp = await r.mountDevice(pv('pv-1', 'project/zone/test-vol1'));
     await r.attacher.unmountDevice(dmp);
@@ -382,7 +382,7 @@ describe('CSI UnmountDevice (§4.3, §4.5, §14.5)', () => {
     assert.deepEqual(r.tree(CSI_DIR), [`${CSI_DIR}/${DRIVER}/`]);
   });
 
-  it('a driver without STAGE_UNSTAGE_VOLUME: no NodeUnstage, the file and dirs are removed (§14.5 item 18)', async () => {
+  it('a driver without STAGE_UNSTAGE_VOLUME: no NodeUnstage, the file and dirs are removed', async () => {
     const r = new Rig({ capabilities: [] });
     const dmp = await r.mountDevice(pv('pv-1', 'vol-1'));
     await r.attacher.unmountDevice(dmp);
@@ -390,7 +390,7 @@ describe('CSI UnmountDevice (§4.3, §4.5, §14.5)', () => {
     assert.deepEqual(r.tree(CSI_DIR), [`${CSI_DIR}/${DRIVER}/`]);
   });
 
-  it('a missing global file: success, NodeUnstage skipped, nothing removed (§14.5 item 19)', async () => {
+  it('a missing global file: success, NodeUnstage skipped, nothing removed', async () => {
     const r = new Rig();
     const dmp = globalMount('vol-1');
     await r.fs.mkdir(dmp, { recursive: true, mode: 0o750 });
@@ -399,7 +399,7 @@ describe('CSI UnmountDevice (§4.3, §4.5, §14.5)', () => {
     assert.equal(await r.exists(dmp), true);
   });
 
-  it('an invalid global file ({"driverName"}}) is a final failure; NodeUnstage skipped, nothing removed (§14.5 item 20)', async () => {
+  it('an invalid global file ({"driverName"}}) is a final failure; NodeUnstage skipped, nothing removed', async () => {
     const r = new Rig();
     const dmp = await r.mountDevice(pv('pv-1', 'vol-1'));
     r.fs.writeRaw(`${volDir('vol-1')}/vol_data.json`, '{"driverName"}}');
@@ -409,7 +409,7 @@ describe('CSI UnmountDevice (§4.3, §4.5, §14.5)', () => {
     assert.deepEqual(r.mounts(), [dmp]);
   });
 
-  it('a driver named in the file that is not registered is a transient failure; nothing removed (§14.5 item 21)', async () => {
+  it('a driver named in the file that is not registered is a transient failure; nothing removed', async () => {
     const r = new Rig();
     const dmp = await r.mountDevice(pv('pv-1', 'vol-1'));
     r.fs.writeRaw(`${volDir('vol-1')}/vol_data.json`, '{"driverName":"gone.csi.example.com","volumeHandle":"vol-1"}\n');
@@ -439,7 +439,7 @@ describe('CSI UnmountDevice (§4.3, §4.5, §14.5)', () => {
   });
 });
 
-describe('CSI SetUp (§3.3, §4.1 step 5)', () => {
+describe('CSI SetUp (csi_mounter.go SetUpAt)', () => {
   it('writes the pod-local file with all six keys, then NodePublish from globalmount to <pod dir>/mount', async () => {
     const r = new Rig();
     await r.mountDevice(pv('pv-1', 'vol-1'));
@@ -510,7 +510,7 @@ describe('CSI SetUp (§3.3, §4.1 step 5)', () => {
   });
 });
 
-describe('CSI TearDown and removeMountDir (§4.2, §4.4)', () => {
+describe('CSI TearDown and removeMountDir (csi_mounter.go)', () => {
   it('TearDown: NodeUnpublish of the pod-local handle, then the mount dir, the file and the volume dir go', async () => {
     const r = new Rig();
     await r.mountForPod(pv('pv-1', 'vol-1'));
@@ -591,7 +591,7 @@ describe('CSI TearDown and removeMountDir (§4.2, §4.4)', () => {
   });
 });
 
-describe('CSI NewUnmounter with the pod-local file missing (§4.2, §9.6, §14.4 items 6-7)', () => {
+describe('CSI NewUnmounter with the pod-local file missing (KEP-6058 fallback)', () => {
   async function lostPodLocalFile(gateOn: boolean): Promise<Rig> {
     const r = new Rig({ gateOn });
     await r.mountForPod(pv('pv-1', 'vol-1'));
@@ -632,7 +632,7 @@ describe('CSI NewUnmounter with the pod-local file missing (§4.2, §9.6, §14.4
   });
 });
 
-describe('CSI inline ephemeral SetUp (§1.4, §3.3)', () => {
+describe('CSI inline ephemeral SetUp', () => {
   const ephemeralHandle = `csi-${sha256('pod-a' + 'scratch')}`;
   for (const capabilities of [['STAGE_UNSTAGE_VOLUME'], []] as NodeCapability[][]) {
     it(`uses handle csi-sha256(podUID+name) and no staging path (driver capabilities [${capabilities.join(',')}])`, async () => {
@@ -657,7 +657,7 @@ describe('CSI inline ephemeral SetUp (§1.4, §3.3)', () => {
   }
 });
 
-describe('CSI raw block (§3.5, §5, §14.6 items 7-8)', () => {
+describe('CSI raw block (csi_block.go)', () => {
   const SPEC = constructPVSourceSpec('block-pv', DRIVER, 'vol-b', 'Block');
   const STAGING = `${BLOCK_DIR}/staging/block-pv`;
   const DATA_BYTES = `{"attachmentID":"csi-${sha256('vol-b' + DRIVER + NODE)}","driverName":"${DRIVER}","nodeName":"${NODE}","specVolID":"block-pv","volumeHandle":"vol-b"}\n`;
@@ -738,7 +738,7 @@ describe('CSI raw block (§3.5, §5, §14.6 items 7-8)', () => {
   });
 });
 
-describe('CSI CanAttach (§6)', () => {
+describe('CSI CanAttach', () => {
   const rows: { name: string; spec: Spec; setup: (r: Rig) => void; expected: boolean }[] = [
     { name: 'an inline volume never attaches', spec: constructInlineSpec('scratch', DRIVER), setup: () => undefined, expected: false },
     { name: 'a PV whose CSIDriver says attachRequired: false does not attach', spec: pv('pv-1', 'vol-1'), setup: (r) => r.cluster.drivers.set(DRIVER, { name: DRIVER, attachRequired: false }), expected: false },

@@ -1,4 +1,5 @@
-// CSI ListGlobalVolumes: reference §14.1 (filesystem walk) and §14.2 (block walk).
+// CSI ListGlobalVolumes: the cases of TestListGlobalVolumes (filesystem walk) and
+// TestListGlobalBlockVolumes (block walk) of kubernetes PR #138454's csi_global_volumes_test.go.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { symlink } from 'node:fs/promises';
@@ -12,7 +13,7 @@ import { RecordingLogger, volumeHost } from '../../../support/hosts.js';
 
 const DRIVER = 'test-driver';
 
-describe('CSI ListGlobalVolumes: filesystem walk (§14.1)', () => {
+describe('CSI ListGlobalVolumes: filesystem walk', () => {
   let fx: NodeFixture;
   beforeEach(async () => {
     fx = await NodeFixture.create();
@@ -133,7 +134,7 @@ describe('CSI ListGlobalVolumes: filesystem walk (§14.1)', () => {
   });
 });
 
-describe('CSI ListGlobalVolumes: block walk (§14.2)', () => {
+describe('CSI ListGlobalVolumes: block walk', () => {
   let fx: NodeFixture;
   beforeEach(async () => {
     fx = await NodeFixture.create();

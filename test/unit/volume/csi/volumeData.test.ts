@@ -203,8 +203,8 @@ class MemFs implements FileSystem {
 // encoder
 // ---------------------------------------------------------------------------------------------
 
-void describe('encodeVolumeData: kubelet bytes (reference §3)', () => {
-  void it('§3.3 persistent pod-local file', () => {
+void describe('encodeVolumeData: kubelet bytes (csi_util.go saveVolumeData)', () => {
+  void it('persistent pod-local file', () => {
     const data: VolumeData = {
       specVolID: PV,
       volumeHandle: 'vol-0a1b2c3d',
@@ -219,7 +219,7 @@ void describe('encodeVolumeData: kubelet bytes (reference §3)', () => {
     );
   });
 
-  void it('§3.3 with SELinux context (key order)', () => {
+  void it('pod-local file with SELinux context (key order)', () => {
     const data: VolumeData = {
       [volDataKey.volumeLifecycleMode]: 'Persistent',
       [volDataKey.seLinuxMountContext]: 'system_u:object_r:container_file_t:s0:c1,c2',
@@ -235,7 +235,7 @@ void describe('encodeVolumeData: kubelet bytes (reference §3)', () => {
     );
   });
 
-  void it('§3.3 inline ephemeral', () => {
+  void it('pod-local file of an inline ephemeral volume', () => {
     const data: VolumeData = {
       volumeLifecycleMode: 'Ephemeral',
       specVolID: 'scratch',
@@ -250,7 +250,7 @@ void describe('encodeVolumeData: kubelet bytes (reference §3)', () => {
     );
   });
 
-  void it('§3.4 global file, upstream and with KEP-6058 fields', () => {
+  void it('global file, upstream and with KEP-6058 fields', () => {
     assert.equal(
       text(encodeVolumeData({ volumeHandle: 'vol-0a1b2c3d', driverName: 'ebs.csi.example.com' })),
       '{"driverName":"ebs.csi.example.com","volumeHandle":"vol-0a1b2c3d"}\n',
@@ -261,7 +261,7 @@ void describe('encodeVolumeData: kubelet bytes (reference §3)', () => {
     );
   });
 
-  void it('§3.5 block file', () => {
+  void it('block file', () => {
     const data: VolumeData = {
       volumeHandle: 'vol-0a1b2c3d',
       specVolID: 'pvc-9b8a7c6d',

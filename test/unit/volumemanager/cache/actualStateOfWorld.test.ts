@@ -1,6 +1,6 @@
-// ActualStateOfWorld books (reference §7.1, §7.2, §7.6): what each Mark... verb changes and what
+// ActualStateOfWorld books (actual_state_of_world.go): what each Mark... verb changes and what
 // it leaves alone, the reconstruction records, the query families (certain vs possibly mounted),
-// and the copies-only, sorted getters (models-to-follow "What to absorb" item 2).
+// and the copies-only, sorted getters (no caller can change the books through a returned value).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { UniquePodName, UniqueVolumeName } from '../../../../src/layout/names.js';
@@ -85,7 +85,8 @@ describe('ASW: adding volumes', () => {
     });
   }
 
-  // addVolume on an existing volume only overwrites devicePath (§7.2, §7.6 "Attachability").
+  // addVolume on an existing volume only overwrites devicePath (kubelet's addVolume; attachability is
+  // set once).
   for (const first of adders) {
     for (const second of adders) {
       it(`${second.name} on a volume added by ${first.name} only overwrites devicePath`, () => {
@@ -173,7 +174,7 @@ describe('ASW: SetDeviceMountState (MarkDeviceAsMounted / AsUncertain / AsUnmoun
   }
 });
 
-describe('ASW: device state transitions (§7.6)', () => {
+describe('ASW: device state transitions', () => {
   type From = DeviceMountState | 'absent';
   const rows: { name: string; from: From; event: (asw: ActualStateOfWorld) => void; to: DeviceMountState | 'removed' }[] = [
     { name: 'an attached volume starts not mounted', from: 'absent', event: (a) => a.markVolumeAsAttached(V1, SPEC1, PLUGIN, '', true), to: 'DeviceNotMounted' },
@@ -209,7 +210,7 @@ describe('ASW: device state transitions (§7.6)', () => {
   });
 });
 
-describe('ASW: pod mount state transitions (§7.6)', () => {
+describe('ASW: pod mount state transitions', () => {
   type From = 'absent' | 'mounted' | 'uncertain' | 'reconstructed';
   const reach = (asw: ActualStateOfWorld, from: From): void => {
     switch (from) {

@@ -1,4 +1,4 @@
-// DesiredStateOfWorld books (reference §7.5): pods under volumes, the volume leaving with its
+// DesiredStateOfWorld books (desired_state_of_world.go): pods under volumes, the volume leaving with its
 // last pod, reportedInUse, spec-name lookups, sorted copies from GetVolumesToMount, and the
 // bounded per-pod error list.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// The per-pod indexes and the kept sort of the ASW and DSW (issue 10 item 3): a per-pod
+// The per-pod indexes and the kept sort of the ASW and DSW: a per-pod
 // question costs the pod's volumes, not every volume on the node, and must answer exactly what
 // a scan of the whole state answers. Seeded random sequences of every verb that adds or removes
 // a pod or a volume, checked after each step against the full listings and a plain model.
