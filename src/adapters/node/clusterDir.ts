@@ -36,7 +36,6 @@
  * (writeFileAtomic: `node-status.json.<pid>.tmp` in DIR, fsync, rename, fsync of DIR). Writes from one view are serialised; a concurrent
  * writer in another process can still lose an update (there is no file lock).
  */
-import { watch, type FSWatcher } from 'node:fs';
 import * as posix from 'node:path/posix';
 import { resolve as resolvePath } from 'node:path';
 
@@ -54,10 +53,12 @@ import type {
 import { getAttachmentName } from '../../layout/names.js';
 import type { ClusterView } from '../../host/cluster.js';
 import { mapConcurrently } from '../../host/concurrency.js';
-import { errorCode, errorMessage, writeFileAtomic, type FileStat, type FileSystem } from '../../host/fs.js';
+import { errorCode, errorMessage, type FileSystem } from '../../host/fs.js';
 import { discardLogger, type Logger } from '../../host/logger.js';
 import type { PersistentVolume } from '../../api/core.js';
-import { formatFieldPath, isRecord, nodeStatusSchema, parseManifestFile, type ManifestProblem, type ParsedFile } from './clusterManifests.js';
+import { parseManifestFile, type ManifestProblem, type ParsedFile } from './clusterManifests.js';
+import { ClusterDirWatcher } from './clusterDirWatcher.js';
+import { identityOf, NodeStatusFile } from './clusterNodeStatus.js';
 import { isManifestName, LastGoodStore, READ_CONCURRENCY } from './clusterLastGood.js';
 import { SnapshotBuilder, type Snapshot } from './clusterSnapshot.js';
 import { NodeFileSystem } from './nodeFs.js';
@@ -114,8 +115,6 @@ export interface ClusterDirOptions {
 /** With `watch`, the longest a pass is skipped for want of an event. */
 export const FULL_PASS_INTERVAL_MS = 20_000;
 
-/** With `watch`, symlinked manifests whose target is watched too (each takes an inotify watch). */
-export const MAX_WATCHED_SYMLINKS = 1_000;
 
 /** The latest read of one manifest file. */
 interface CachedRead {
@@ -127,13 +126,6 @@ interface CachedRead {
   unsaved?: Uint8Array | undefined;
 }
 
-type NodeStatusRead = { raw: Record<string, unknown>; status: ReturnType<typeof nodeStatusSchema.parse> };
-
-/** A file's identity for change detection: undefined when the adapter gives no inode or times. */
-function identityOf(st: FileStat): string | undefined {
-  if (st.ino === undefined || st.mtimeMs === undefined || st.ctimeMs === undefined) return undefined;
-  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
-}
 
 /** The driver and handle of a CSI unique volume name (kubernetes.io/csi/<driver>^<handle>). */
 function csiVolumeSourceOf(uniqueName: string): { driver: string; volumeHandle: string } | undefined {
@@ -158,7 +150,6 @@ export class ClusterDirView implements ClusterView {
   #problems: readonly ManifestProblem[] = [];
   /** Messages of the problems already logged (those of the latest pass). */
   #logged = new Set<string>();
-  #writes: Promise<void> = Promise.resolve();
   /** The manifests as of the latest listPods (undefined before the first). */
   #latest: Snapshot | undefined;
   /** Bumped each time listPods takes a snapshot other than #latest. */
@@ -167,23 +158,11 @@ export class ClusterDirView implements ClusterView {
   readonly #reads = new Map<string, CachedRead>();
   /** The last good contents of each listed manifest file (clusterLastGood.ts). */
   readonly #store: LastGoodStore;
-  #nodeStatus: { identity: string; read: NodeStatusRead } | undefined;
-  readonly #watch: boolean;
+  /** The watches of manifests/, the cluster dir and symlinked manifests (clusterDirWatcher.ts). */
+  readonly #watches: ClusterDirWatcher;
+  /** node-status.json (clusterNodeStatus.ts). */
+  readonly #status: NodeStatusFile;
   readonly #now: () => number;
-  #watcher: FSWatcher | undefined;
-  /** Watches the cluster dir itself: node-status.json. */
-  #dirWatcher: FSWatcher | undefined;
-  /** Watches the targets of symlinked manifests, by file name. */
-  readonly #linkWatchers = new Map<string, FSWatcher>();
-  /** Whether every symlinked manifest listed by the last pass has its target watched. */
-  #allLinksWatched = true;
-  /** Called on every watch event (see onChange). */
-  readonly #changeListeners: (() => void)[] = [];
-  /** Something in manifests/ may have changed since the latest pass began. */
-  #dirty = true;
-  /** node-status.json may have changed since it was last checked. */
-  #statusDirty = true;
-  #lastStatusCheckMs = Number.NEGATIVE_INFINITY;
   /** The names and reads of the latest full pass, when it found no problem: an identical pass keeps its snapshot. */
   #lastPass: { readonly names: readonly string[]; readonly reads: readonly (CachedRead | undefined)[]; readonly snap: Snapshot } | undefined;
   /** The pods bound to this node in #latest. */
@@ -203,8 +182,17 @@ export class ClusterDirView implements ClusterView {
     this.#fs = options.fs ?? new NodeFileSystem();
     this.#logger = options.logger ?? discardLogger;
     this.#limits = { ...DEFAULT_CLUSTER_DIR_LIMITS, ...options.limits };
-    this.#watch = options.watch === true;
     this.#now = options.now ?? Date.now;
+    this.#watches = new ClusterDirWatcher({ dir: this.dir, manifestsDir: this.manifestsDir, manifestsDirName: MANIFESTS_DIR_NAME, logger: this.#logger, enabled: options.watch === true });
+    this.#status = new NodeStatusFile({
+      dir: this.dir,
+      name: NODE_STATUS_FILE_NAME,
+      fs: this.#fs,
+      watcher: this.#watches,
+      maxFileBytes: this.#limits.maxFileBytes,
+      checkIntervalMs: FULL_PASS_INTERVAL_MS,
+      now: this.#now,
+    });
     this.#store = new LastGoodStore({
       fs: this.#fs,
       logger: this.#logger,
@@ -216,100 +204,14 @@ export class ClusterDirView implements ClusterView {
     });
   }
 
-  /** Stops watching manifests/ (a no-op without `watch`). */
+  /** Stops watching (a no-op without `watch`). */
   close(): void {
-    this.#watcher?.close();
-    this.#watcher = undefined;
-    this.#dirWatcher?.close();
-    this.#dirWatcher = undefined;
-    for (const w of this.#linkWatchers.values()) w.close();
-    this.#linkWatchers.clear();
-  }
-
-  /**
-   * A watch that calls `onEvent` on any event; on an error it closes, calls `onEvent` and
-   * `onClosed`. Undefined when the path cannot be watched (missing, no inotify).
-   */
-  #watchPath(path: string, onEvent: (file: string | null) => void, onClosed: () => void): FSWatcher | undefined {
-    try {
-      const w = watch(path, { persistent: false }, (_event, file) => {
-        onEvent(file);
-        this.#changed();
-      });
-      w.on('error', (err: unknown) => {
-        this.#logger.v(2).info('Stopped watching a cluster dir path; reading it at every pass', { path, err: errorMessage(err) });
-        w.close();
-        onEvent(null);
-        onClosed();
-        this.#changed();
-      });
-      return w;
-    } catch {
-      return undefined;
-    }
-  }
-
-  /** Starts watching the cluster dir itself, for node-status.json. */
-  #startWatchingDir(): void {
-    if (!this.#watch || this.#dirWatcher !== undefined) return;
-    this.#dirWatcher = this.#watchPath(
-      this.dir,
-      (file) => {
-        this.#statusDirty = true;
-        if (file === null || file === MANIFESTS_DIR_NAME) this.#dirty = true; // manifests/ itself replaced
-      },
-      () => {
-        this.#dirWatcher = undefined;
-      },
-    );
-  }
-
-  /** Watches the targets of the symlinked manifests listed (an edit of a target is no event in manifests/). */
-  #watchLinks(links: readonly string[]): void {
-    if (!this.#watch) return;
-    const wanted = new Set(links.slice(0, MAX_WATCHED_SYMLINKS));
-    let all = links.length <= MAX_WATCHED_SYMLINKS;
-    for (const [name, w] of this.#linkWatchers) {
-      if (wanted.has(name)) continue;
-      w.close();
-      this.#linkWatchers.delete(name);
-    }
-    for (const name of wanted) {
-      if (this.#linkWatchers.has(name)) continue;
-      const w = this.#watchPath(
-        posix.join(this.manifestsDir, name),
-        () => {
-          this.#dirty = true;
-        },
-        () => {
-          if (this.#linkWatchers.get(name) === w) this.#linkWatchers.delete(name);
-          this.#allLinksWatched = false; // until the next full pass watches it again
-        },
-      );
-      if (w !== undefined) this.#linkWatchers.set(name, w);
-      else all = false;
-    }
-    this.#allLinksWatched = all;
-  }
-
-  /**
-   * An entry of manifests/ changed: a symlink replaced (`ln -sfn`) now points elsewhere, and its
-   * watch still follows the old target. Its watch is dropped, or every link's when the entry is
-   * a hidden one such as a ConfigMap's `..data` (every link may resolve through it); the next
-   * full pass watches the current targets.
-   */
-  #unwatchRetargeted(file: string | null): void {
-    const names = file === null || file.startsWith('.') ? [...this.#linkWatchers.keys()] : this.#linkWatchers.has(file) ? [file] : [];
-    for (const name of names) {
-      this.#linkWatchers.get(name)?.close();
-      this.#linkWatchers.delete(name);
-      this.#allLinksWatched = false;
-    }
+    this.#watches.close();
   }
 
   /** Calls `listener` on every event of the watches (`watch` only): a source may have changed. */
   onChange(listener: () => void): void {
-    this.#changeListeners.push(listener);
+    this.#watches.onChange(listener);
   }
 
   /**
@@ -317,33 +219,7 @@ export class ClusterDirView implements ClusterView {
    * every symlinked manifest's target are watched. False before the first pass starts them.
    */
   signalsEveryChange(): boolean {
-    return this.#watcher !== undefined && this.#dirWatcher !== undefined && this.#allLinksWatched;
-  }
-
-  #changed(): void {
-    for (const listener of this.#changeListeners) listener();
-  }
-
-  /** Starts the watch before a pass lists the directory, so no change between them is missed. */
-  #startWatching(): void {
-    if (!this.#watch || this.#watcher !== undefined) return;
-    try {
-      const w = watch(this.manifestsDir, { persistent: false }, (_event, file) => {
-        this.#dirty = true;
-        this.#unwatchRetargeted(file);
-        this.#changed();
-      });
-      w.on('error', (err: unknown) => {
-        this.#logger.v(2).info('Stopped watching the manifests; every pass reads them', { dir: this.manifestsDir, err: errorMessage(err) });
-        w.close();
-        if (this.#watcher === w) this.#watcher = undefined;
-        this.#dirty = true;
-        this.#changed();
-      });
-      this.#watcher = w;
-    } catch {
-      this.#watcher = undefined; // no such directory yet, or no inotify: full passes
-    }
+    return this.#watches.signalsEveryChange();
   }
 
   get manifestsDir(): string {
@@ -351,7 +227,7 @@ export class ClusterDirView implements ClusterView {
   }
 
   get nodeStatusFile(): string {
-    return posix.join(this.dir, NODE_STATUS_FILE_NAME);
+    return this.#status.file;
   }
 
   get lastGoodDir(): string {
@@ -370,7 +246,7 @@ export class ClusterDirView implements ClusterView {
    * pods are all gone.
    */
   async listPods(): Promise<readonly Pod[]> {
-    await this.#readNodeStatus();
+    await this.#status.read();
     const snap = await this.#read();
     if (snap !== this.#latest) this.#version++;
     this.#latest = snap;
@@ -406,7 +282,7 @@ export class ClusterDirView implements ClusterView {
   async getVolumeAttachment(name: string): Promise<VolumeAttachmentInfo | undefined> {
     const va = (await this.#snapshot()).volumeAttachments.get(name);
     if (va !== undefined) return va;
-    const { status } = await this.#readNodeStatus();
+    const { status } = await this.#status.read();
     for (const v of status.volumesAttached) {
       const source = csiVolumeSourceOf(v.name);
       if (source !== undefined && getAttachmentName(source.volumeHandle, source.driver, this.nodeName) === name) return { name, attached: true, attachmentMetadata: {} };
@@ -421,14 +297,14 @@ export class ClusterDirView implements ClusterView {
 
   async #snapshot(): Promise<Snapshot> {
     if (this.#latest !== undefined) return this.#latest;
-    await this.#readNodeStatus();
+    await this.#status.read();
     this.#latest = await this.#read();
     this.#version++;
     return this.#latest;
   }
 
   async getNodeStatus(): Promise<NodeStatus> {
-    const { status } = await this.#readNodeStatus();
+    const { status } = await this.#status.read();
     return {
       volumesAttached: status.volumesAttached.map((v): AttachedVolume => ({ name: v.name, devicePath: v.devicePath })),
       volumesInUse: [...status.volumesInUse],
@@ -452,81 +328,7 @@ export class ClusterDirView implements ClusterView {
 
   /** Replaces volumesInUse in node-status.json, keeping every other field; atomic. */
   setVolumesInUse(names: readonly string[]): Promise<void> {
-    const list = [...names];
-    const write = this.#writes.then(() => this.#writeVolumesInUse(list));
-    this.#writes = write.catch(() => undefined);
-    return write;
-  }
-
-  // ---------------------------------------------------------------- node status
-
-  async #readNodeStatus(): Promise<NodeStatusRead> {
-    const file = this.nodeStatusFile;
-    this.#startWatchingDir();
-    const now = this.#now();
-    if (this.#dirWatcher !== undefined && !this.#statusDirty && this.#nodeStatus !== undefined && now - this.#lastStatusCheckMs < FULL_PASS_INTERVAL_MS) {
-      return this.#nodeStatus.read;
-    }
-    this.#statusDirty = false;
-    this.#lastStatusCheckMs = now;
-    let st: FileStat;
-    try {
-      st = await this.#fs.lstat(file);
-    } catch (err) {
-      throw new Error(`cluster dir: cannot read the node status ${file}: ${errorMessage(err)}`, { cause: err });
-    }
-    if (st.type === 'symlink') {
-      throw new Error(`cluster dir: the node status ${file} is a symlink; refusing to follow it (nodevol reads and writes only inside the cluster dir ${this.dir})`);
-    }
-    const identity = identityOf(st);
-    if (identity !== undefined && this.#nodeStatus?.identity === identity) return this.#nodeStatus.read;
-    let text: string;
-    try {
-      text = new TextDecoder('utf-8', { fatal: true }).decode(await this.#fs.readFile(file, this.#limits.maxFileBytes, { noFollow: true }));
-    } catch (err) {
-      throw new Error(`cluster dir: cannot read the node status ${file}: ${errorMessage(err)}`, { cause: err });
-    }
-    let raw: unknown;
-    try {
-      raw = JSON.parse(text);
-    } catch (err) {
-      throw new Error(`cluster dir: the node status ${file} is not valid JSON: ${errorMessage(err)}`, { cause: err });
-    }
-    if (!isRecord(raw)) throw new Error(`cluster dir: the node status ${file} must be a JSON object`);
-    const parsed = nodeStatusSchema.safeParse(raw);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      const where = issue === undefined ? '' : ` field ${formatFieldPath(issue.path)}: ${issue.message}`;
-      throw new Error(`cluster dir: the node status ${file} is invalid:${where}`);
-    }
-    const read = { raw, status: parsed.data };
-    this.#nodeStatus = identity === undefined ? undefined : { identity, read };
-    return read;
-  }
-
-  async #writeVolumesInUse(names: string[]): Promise<void> {
-    this.#statusDirty = true; // re-read (one lstat) before deciding: another writer may have changed it
-    const { raw, status } = await this.#readNodeStatus();
-    // Unchanged: no write (an atomic write costs two fsyncs, every node status period).
-    if (status.volumesInUse.length === names.length && status.volumesInUse.every((n, i) => n === names[i])) return;
-    const file = this.nodeStatusFile;
-    const mode = (await this.#fs.lstat(file)).mode;
-    const updated = { ...raw, volumesInUse: names };
-    const data = new TextEncoder().encode(`${JSON.stringify(updated, null, 2)}\n`);
-    try {
-      await this.#writeAtomically(this.dir, NODE_STATUS_FILE_NAME, data, mode);
-    } catch (err) {
-      throw new Error(`cluster dir: cannot write the node status ${file}: ${errorMessage(err)}`, { cause: err });
-    }
-    this.#nodeStatus = undefined;
-  }
-
-  /**
-   * writeFileAtomic onto `dir/name`; the temp file names this process, since another nodevol
-   * may write the same cluster dir.
-   */
-  async #writeAtomically(dir: string, name: string, data: Uint8Array, mode: number): Promise<void> {
-    await writeFileAtomic(this.#fs, posix.join(dir, name), data, { mode, writerId: String(process.pid) });
+    return this.#status.setVolumesInUse(names);
   }
 
   // ---------------------------------------------------------------- manifests
@@ -538,12 +340,12 @@ export class ClusterDirView implements ClusterView {
     // Two passes at once would read and parse every changed file twice and race to save the
     // same last good copies.
     while (this.#passing !== undefined) await this.#passing.catch(() => undefined);
-    this.#startWatching();
+    this.#watches.startWatchingManifests();
     const now = this.#now();
-    if (this.#watcher !== undefined && !this.#dirty && this.#reusable && this.#passSnap !== undefined && now - this.#lastFullPassMs < FULL_PASS_INTERVAL_MS) {
+    const changed = this.#watches.takeManifestsChange();
+    if (this.#watches.watchingManifests && !changed && this.#reusable && this.#passSnap !== undefined && now - this.#lastFullPassMs < FULL_PASS_INTERVAL_MS) {
       return this.#passSnap;
     }
-    this.#dirty = false;
     this.#reusable = false;
     this.#lastFullPassMs = now;
     const pass = this.#fullPass();
@@ -564,7 +366,7 @@ export class ClusterDirView implements ClusterView {
     try {
       const entries = (await this.#fs.readdir(dir)).filter((e) => (e.type === 'file' || e.type === 'symlink') && isManifestName(e.name));
       names = entries.map((e) => e.name).sort(byName);
-      this.#watchLinks(entries.filter((e) => e.type === 'symlink').map((e) => e.name));
+      this.#watches.watchLinks(entries.filter((e) => e.type === 'symlink').map((e) => e.name));
     } catch (err) {
       throw new Error(`cluster dir: cannot list the manifests in ${dir}: ${errorMessage(err)}`, { cause: err });
     }
