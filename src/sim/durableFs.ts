@@ -176,7 +176,16 @@ export class DurableFs implements FileSystem {
   readlink(path: string): Promise<string> {
     return this.mem.readlink(path);
   }
-  mkdir(path: string, options: { recursive: boolean; mode: number }): Promise<void> {
+  async mkdir(path: string, options: { recursive: boolean; mode: number }): Promise<void> {
+    if (this.#writeFaultCovers(path)) {
+      // mkdir(2) looks the name up before it asks for space or a writable mount: an existing
+      // path fails with EEXIST (which a recursive mkdir takes as done), never ENOSPC or EROFS.
+      const existing = await this.mem.lstat(path).then(
+        () => true,
+        () => false,
+      );
+      if (existing) return this.mem.mkdir(path, options);
+    }
     return this.#guard('mkdir', path, 'grow') ?? this.#mutate(this.mem.mkdir(path, options));
   }
   async writeFile(path: string, data: Uint8Array, options?: WriteFileOptions): Promise<void> {
@@ -215,6 +224,12 @@ export class DurableFs implements FileSystem {
   writeFaultState(): string {
     const f = this.#writeFault;
     return f === undefined || this.now() >= f.untilMs ? '' : `${f.code}<${f.untilMs}`;
+  }
+
+  /** Whether a write fault is in force for `path` now. */
+  #writeFaultCovers(path: string): boolean {
+    const f = this.#writeFault;
+    return f !== undefined && this.now() < f.untilMs && (path === f.root || path.startsWith(`${f.root}/`));
   }
 
   /** The error a change refused by {@link failWrites} rejects with; undefined when it may go ahead. */
