@@ -89,7 +89,7 @@ const KNOWN_FEATURES: Readonly<Record<string, FeatureSpec>> = {
   [CSIRetryReconstructionCleanup]: {
     default: false,
     preRelease: 'Alpha',
-    description: 'nodevol: the cleanup of a pod volume that failed reconstruction is retried with backoff until its TearDown succeeds (upstream tries once).',
+    description: 'nodevol: the cleanup of a pod volume that failed reconstruction is retried with backoff until its TearDown succeeds, and done also when its pod goes before its SetUp (upstream tries once, and never for a volume a pod wants at that moment).',
   },
   [CSIKeepListedVolumeOnStageFailure]: {
     default: false,

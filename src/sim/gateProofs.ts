@@ -13,7 +13,8 @@ export const GATE_PROOFS: Readonly<Record<string, readonly string[]>> = {
   CSIDurableBlockVolumePaths: ['raw-block'],
   // The filesystem path, and the raw block path (found by the explorer over generated workloads).
   CSIUnstageCompletesBeforeRestage: ['rewanted-during-unstage', 'block-restaged-during-unstage'],
-  CSIRetryReconstructionCleanup: ['reconstruction-cleanup-retry'],
+  // A candidate no pod wanted at the first pass; one whose pod went before its SetUp (explorer).
+  CSIRetryReconstructionCleanup: ['reconstruction-cleanup-retry', 'reconstruction-failed-pod-deleted'],
 };
 
 /** nodevol's own gates: every registered gate but KEP-6058's and the aliases. */

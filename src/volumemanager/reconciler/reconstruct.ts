@@ -388,19 +388,29 @@ export class Reconstructor {
   }
 
   /**
-   * Gate CSIRetryReconstructionCleanup: upstream gives each failed candidate one cleanup; here a
-   * candidate stays until its volume directory is gone (TearDown succeeded), a pod wants it, or it
-   * is no longer a candidate, and its cleanup is started again after a backoff that doubles from
-   * 500 ms to kubelet's 2m2s (a failing TearDown is also backed off by the operation executor).
+   * Gate CSIRetryReconstructionCleanup: upstream gives each failed candidate one cleanup, and
+   * skips for good one a pod wants at that moment; here a candidate stays until its volume
+   * directory is gone (TearDown succeeded), its pod's SetUp put it in the actual state, or it is no
+   * longer a candidate. A wanted one is only watched: if its pod goes before its SetUp (a delete
+   * while another operation on the volume held the executor), it is cleaned up like the others.
+   * Cleanup is started again after a backoff that doubles from 500 ms to kubelet's 2m2s (a failing
+   * TearDown is also backed off by the operation executor).
    */
   private async retryOrphanVolumeCleanup(clock: Clock): Promise<void> {
-    const { dsw, executor, fs, logger } = this.deps;
+    const { dsw, asw, executor, fs, logger } = this.deps;
     const now = clock.nowMs();
     const left: PodVolume[] = [];
     for (const volume of this.volumesFailedReconstruction) {
       if (dsw.volumeExistsWithSpecName(volume.podName, volume.volumeSpecName)) {
-        logger.v(4).info('Volume exists in desired state, skip cleaning up mounts', { podName: volume.podName, volumeSpecName: volume.volumeSpecName });
         this.cleanupRetries.delete(volume.volumePath);
+        if (asw.volumeExistsWithSpecName(volume.podName, volume.volumeSpecName)) {
+          // The pod's SetUp put it in the actual state: from now on the reconciler owns it.
+          logger.v(4).info('Volume exists in desired and actual state, skip cleaning up mounts', { podName: volume.podName, volumeSpecName: volume.volumeSpecName });
+          continue;
+        }
+        // Wanted but not set up yet: if the pod goes before its SetUp, nothing else would tear it
+        // down (the actual state never had it), so keep watching it.
+        left.push(volume);
         continue;
       }
       const key = volume.volumePath;

@@ -309,6 +309,20 @@ describe('gate CSIRetryReconstructionCleanup: explorer proof scenario reconstruc
   });
 });
 
+describe('gate CSIRetryReconstructionCleanup: explorer proof scenario reconstruction-failed-pod-deleted', () => {
+  it("off: a candidate whose pod was wanted at the first pass is skipped for good, and the pod's target leaks when the pod goes before its SetUp; on: it is watched and torn down", async () => {
+    const scenario = loadBuiltinScenario('reconstruction-failed-pod-deleted');
+    const off = await simulate({ scenario, gates: withGates(...ALL.filter((g) => g !== 'CSIRetryReconstructionCleanup')), seed: 866 });
+    assert.deepEqual(names(off), ['converges']);
+    assert.match(off.violations[0]?.message ?? '', /still published at \/var\/lib\/kubelet\/pods\/pod-3\/volumes\/kubernetes.io~csi\/pv-4\/mount for a pod that is gone/);
+    const on = await simulate({ scenario, gates: withGates(...ALL), seed: 866, fullTrace: true });
+    assert.deepEqual(names(on), []);
+    assert.equal(on.endReason, 'converged');
+    const unpublished = on.trace.flatMap((s) => s.calls).filter((c) => c.port === 'csi' && c.op === 'NodeUnpublishVolume' && c.result === 'OK');
+    assert.ok(unpublished.length >= 1, 'pod-3 target unpublished');
+  });
+});
+
 describe("simulator: the agent's own node and runtime", () => {
   const oneVolume = (steps: string): string =>
     `name: t\ndrivers:\n  - name: csi.example.com\nvolumes:\n  - name: pv-1\n    handle: vol-1\npods:\n  - uid: pod-a\n    volumes: [pv-1]\nsteps:\n${steps}`;
