@@ -7,19 +7,12 @@
 import { Session, type Profiler } from 'node:inspector';
 import { fileURLToPath } from 'node:url';
 
+import { FeatureGate } from '../src/features/features.js';
 import { exploreWorkload } from '../src/sim/swarm.js';
 import type { WorkloadSize } from '../src/sim/generate.js';
 
-/** Every gate on: what the explorer runs in CI. */
-export const EVERY_GATE: Readonly<Record<string, boolean>> = {
-  CSIGlobalMountReconstruction: true,
-  CSIUnpublishBeforeUnstageAfterReconstruction: true,
-  CSIRetryReconstructionCleanup: true,
-  CSIKeepListedVolumeOnStageFailure: true,
-  CSIListGlobalVolumesWithoutStagingDir: true,
-  CSIDurableBlockVolumePaths: true,
-  CSIUnstageCompletesBeforeRestage: true,
-};
+/** Every gate on (`AllAlpha=true`): what the explorer runs in CI. */
+export const EVERY_GATE: Readonly<Record<string, boolean>> = FeatureGate.parse(['AllAlpha=true']).gate.snapshot();
 
 /** The parts a sample is put in, by the file of its function (first match). */
 const PARTS: readonly (readonly [string, RegExp])[] = [

@@ -34,11 +34,6 @@ export const VolumeReconstructionFallback = 'VolumeReconstructionFallback';
 export const CSIUnpublishBeforeUnstageAfterReconstruction = 'CSIUnpublishBeforeUnstageAfterReconstruction';
 /** The cleanup of a pod volume that failed reconstruction is retried with backoff until it succeeds. */
 export const CSIRetryReconstructionCleanup = 'CSIRetryReconstructionCleanup';
-/**
- * A reconstructed (listed) device whose re-stage fails with a final error keeps its record and
- * state; a reconstructed pod mount whose re-SetUp fails keeps its pod volume dir and vol_data.json.
- */
-export const CSIKeepListedVolumeOnStageFailure = 'CSIKeepListedVolumeOnStageFailure';
 
 /**
  * The global listing also registers a volume directory whose vol_data.json is readable but whose
@@ -64,13 +59,27 @@ export const CSIDurableBlockVolumePaths = 'CSIDurableBlockVolumePaths';
  */
 export const CSIUnstageCompletesBeforeRestage = 'CSIUnstageCompletesBeforeRestage';
 
+/**
+ * nodevol: a final error of NodeStageVolume or NodePublishVolume does not make kubelet forget a
+ * device or pod mount that may be there. An uncertain one (found at reconstruction, including a
+ * device only the global listing found; an earlier call timed out; an unstage or unpublish failed)
+ * stays uncertain and keeps its staging dir / pod volume dir and vol_data.json; one whose staging
+ * path or target shows the driver's work after the error (the driver did it, then failed) becomes
+ * uncertain. Upstream marks them not mounted (all but a reconstructed one) and removes their
+ * records, so nothing unstages or unpublishes them when the pod goes and volumesInUse drops a
+ * volume the driver still has staged.
+ */
+export const CSIKeepUncertainMountOnFinalError = 'CSIKeepUncertainMountOnFinalError';
+/** The earlier name of {@link CSIKeepUncertainMountOnFinalError}, which covered reconstructed volumes only. */
+export const CSIKeepListedVolumeOnStageFailure = 'CSIKeepListedVolumeOnStageFailure';
+
 export type FeatureName =
   | typeof CSIGlobalMountReconstruction
   | typeof CSIDurableBlockVolumePaths
   | typeof CSIListGlobalVolumesWithoutStagingDir
   | typeof CSIUnpublishBeforeUnstageAfterReconstruction
   | typeof CSIRetryReconstructionCleanup
-  | typeof CSIKeepListedVolumeOnStageFailure
+  | typeof CSIKeepUncertainMountOnFinalError
   | typeof CSIUnstageCompletesBeforeRestage;
 
 const KNOWN_FEATURES: Readonly<Record<string, FeatureSpec>> = {
@@ -91,11 +100,11 @@ const KNOWN_FEATURES: Readonly<Record<string, FeatureSpec>> = {
     preRelease: 'Alpha',
     description: 'nodevol: the cleanup of a pod volume that failed reconstruction is retried with backoff until its TearDown succeeds, and done also when its pod goes before its SetUp (upstream tries once, and never for a volume a pod wants at that moment).',
   },
-  [CSIKeepListedVolumeOnStageFailure]: {
+  [CSIKeepUncertainMountOnFinalError]: {
     default: false,
     preRelease: 'Alpha',
     description:
-      'nodevol: a reconstructed device whose re-stage fails with a final error stays uncertain with its global vol_data.json, so it is still unstaged when no pod wants it; a reconstructed pod mount whose re-SetUp fails keeps its pod-local vol_data.json, so it is still unpublished.',
+      'nodevol: a final NodeStageVolume / NodePublishVolume error leaves an uncertain device or pod mount (reconstructed, listed, or made uncertain by an earlier call) uncertain with its staging or pod volume dir and vol_data.json, and makes one whose staging path or target shows the driver\'s work uncertain, so it is still unstaged / unpublished when no pod wants it.',
   },
   [CSIListGlobalVolumesWithoutStagingDir]: {
     default: false,
@@ -114,6 +123,12 @@ const KNOWN_FEATURES: Readonly<Record<string, FeatureSpec>> = {
     preRelease: 'Alpha',
     description:
       'nodevol: NodeUnstageVolume is recorded durably beside the global vol_data.json until it returns OK; a NodeStageVolume of a volume so marked is preceded by a NodeUnstageVolume that must return OK first (kubernetes#121357).',
+  },
+  [CSIKeepListedVolumeOnStageFailure]: {
+    default: false,
+    preRelease: 'Deprecated',
+    description: `Deprecated name of ${CSIKeepUncertainMountOnFinalError}, which covered reconstructed volumes only.`,
+    aliasOf: CSIKeepUncertainMountOnFinalError,
   },
   [VolumeReconstructionFallback]: {
     default: false,
@@ -169,13 +184,15 @@ export class FeatureGate {
    * Parses one or more `--feature-gates` values (later values win), the way kubelet does:
    * comma-separated `Name=bool`, bool as Go's strconv.ParseBool accepts it. An unknown gate or a
    * malformed pair throws a {@link FeatureGateError}. Deprecated aliases apply to their target and
-   * add a warning.
+   * add a warning. `AllAlpha=bool` / `AllBeta=bool` (kubelet's too) set every Alpha / Beta gate
+   * not given by name, wherever they stand in the list.
    */
   static parse(flagValues: readonly string[]): { gate: FeatureGate; warnings: string[] } {
     const values = new Map<FeatureName, boolean>();
     const warnings: string[] = [];
     // The last value given under each spelling, to catch an old and a new name that disagree.
     const bySpelling = new Map<string, boolean>();
+    const all = new Map<'Alpha' | 'Beta', boolean>();
     for (const flagValue of flagValues) {
       for (const rawPair of flagValue.split(',')) {
         const pair = rawPair.trim();
@@ -184,11 +201,16 @@ export class FeatureGate {
         if (eq < 0) throw new FeatureGateError(`missing bool value for ${pair}`);
         const key = pair.slice(0, eq).trim();
         const rawValue = pair.slice(eq + 1).trim();
+        const stage = key === ALL_ALPHA ? 'Alpha' : key === ALL_BETA ? 'Beta' : undefined;
         const spec = KNOWN_FEATURES[key];
-        if (spec === undefined) throw new FeatureGateError(`unrecognized feature gate: ${key}`);
         const value = parseGoBool(rawValue);
+        if (spec === undefined && stage === undefined) throw new FeatureGateError(`unrecognized feature gate: ${key}`);
         if (value === undefined) {
           throw new FeatureGateError(`invalid value of ${key}=${rawValue}, err: strconv.ParseBool: parsing ${JSON.stringify(rawValue)}: invalid syntax`);
+        }
+        if (spec === undefined) {
+          if (stage !== undefined) all.set(stage, value);
+          continue;
         }
         bySpelling.set(key, value);
         if (spec.aliasOf !== undefined) {
@@ -208,9 +230,18 @@ export class FeatureGate {
         );
       }
     }
+    for (const [stage, value] of all) {
+      for (const [name, spec] of knownFeatures()) {
+        if (spec.aliasOf === undefined && spec.preRelease === stage && !values.has(name as FeatureName)) values.set(name as FeatureName, value);
+      }
+    }
     return { gate: new FeatureGate(values), warnings };
   }
 }
+
+/** kubelet's special gates: every Alpha / every Beta gate not set by name. */
+export const ALL_ALPHA = 'AllAlpha';
+export const ALL_BETA = 'AllBeta';
 
 /** Go strconv.ParseBool. */
 function parseGoBool(s: string): boolean | undefined {

@@ -67,7 +67,7 @@ export interface ActualStateOfWorldMounterUpdater {
   isVolumeReconstructed(volumeName: UniqueVolumeName, podName: UniquePodName): boolean;
   isVolumeDeviceReconstructed(volumeName: UniqueVolumeName): boolean;
   /**
-   * nodevol (gate CSIKeepListedVolumeOnStageFailure): records a device the global listing found
+   * nodevol (gate CSIKeepUncertainMountOnFinalError): records a device the global listing found
    * as found during reconstruction, as a pod directory's reconstruction does (see docs/feature-gates.md).
    */
   markDeviceFoundDuringReconstruction(volumeName: UniqueVolumeName): void;

@@ -9,7 +9,7 @@
 import type { ClusterView } from '../host/cluster.js';
 import type { Logger } from '../host/logger.js';
 import type { VolumePluginMgr, VolumeUnmounter } from '../volume/plugins.js';
-import { CSIKeepListedVolumeOnStageFailure, CSIUnpublishBeforeUnstageAfterReconstruction } from '../features/features.js';
+import { CSIKeepUncertainMountOnFinalError, CSIUnpublishBeforeUnstageAfterReconstruction } from '../features/features.js';
 import { specName, type Spec } from '../volume/spec.js';
 import { isOperationFinishedError, isUncertainProgressError } from '../volume/util/errors.js';
 import { mapBlockVolume, unmapBlockVolume } from '../volume/util/blockMapping.js';
@@ -114,36 +114,44 @@ export class OperationGenerator {
         if (deviceMountable !== undefined && asw.getDeviceMountState(vtm.volumeName) !== 'DeviceGloballyMounted') {
           const deviceMounter = deviceMountable.newDeviceMounter();
           const deviceMountPath = deviceMounter.getDeviceMountPath(vtm.spec);
-          // Gate CSIKeepListedVolumeOnStageFailure: a device found on disk at reconstruction may
-          // still be staged; a final error must not take its record away (docs/feature-gates.md).
-          const keep =
-            this.deps.host.features.enabled(CSIKeepListedVolumeOnStageFailure) &&
-            asw.getDeviceMountState(vtm.volumeName) === 'DeviceMountUncertain' &&
-            asw.isVolumeDeviceReconstructed(vtm.volumeName);
+          const keep = this.keepUncertainDevice(vtm, asw);
           try {
             await deviceMounter.mountDevice(vtm.spec, devicePath, deviceMountPath, keep ? { ...mounterArgs(vtm), keepStagingOnFinalError: true } : mounterArgs(vtm));
           } catch (err) {
-            markDeviceErrorState(asw, vtm, devicePath, deviceMountPath, err, logger);
+            markDeviceErrorState(asw, vtm, devicePath, deviceMountPath, err, logger, this.keepsUncertain());
             throw err;
           }
           asw.markDeviceAsMounted(vtm.volumeName, devicePath, deviceMountPath, vtm.seLinuxMountContext);
         }
-        // Gate CSIKeepListedVolumeOnStageFailure: a pod mount found at reconstruction may still be
-        // published at the driver after a reboot; an error of its re-SetUp must not take the
-        // pod-local record away (the mount stays uncertain, TearDown needs the record).
-        const keepTarget =
-          this.deps.host.features.enabled(CSIKeepListedVolumeOnStageFailure) &&
-          asw.getVolumeMountState(vtm.volumeName, vtm.podName) === 'VolumeMountUncertain' &&
-          asw.isVolumeReconstructed(vtm.volumeName, vtm.podName);
+        const keepTarget = this.keepUncertainPodMount(vtm, asw);
         try {
           await mounter.setUp(keepTarget ? { ...mounterArgs(vtm), keepTargetOnFinalError: true } : mounterArgs(vtm));
         } catch (err) {
-          markVolumeErrorState(asw, opts, err, logger);
+          markVolumeErrorState(asw, opts, err, logger, this.keepsUncertain());
           throw err;
         }
         asw.markVolumeAsMounted({ ...opts, volumeMountState: 'VolumeMounted' });
       },
     };
+  }
+
+  /**
+   * Gate CSIKeepUncertainMountOnFinalError: a final error of MountDevice / SetUpDevice keeps an
+   * uncertain device's staging dir and record (found on disk at reconstruction, or an earlier call
+   * timed out: it may be staged). See docs/feature-gates.md.
+   */
+  private keepUncertainDevice(vtm: VolumeToMount, asw: ActualStateOfWorldMounterUpdater): boolean {
+    return this.keepsUncertain() && asw.getDeviceMountState(vtm.volumeName) === 'DeviceMountUncertain';
+  }
+
+  /** The same for one pod's mount: its pod-local record must stay for TearDown to unpublish it. */
+  private keepUncertainPodMount(vtm: VolumeToMount, asw: ActualStateOfWorldMounterUpdater): boolean {
+    return this.keepsUncertain() && asw.getVolumeMountState(vtm.volumeName, vtm.podName) === 'VolumeMountUncertain';
+  }
+
+  /** Gate CSIKeepUncertainMountOnFinalError: a final error leaves any uncertain state uncertain. */
+  private keepsUncertain(): boolean {
+    return this.deps.host.features.enabled(CSIKeepUncertainMountOnFinalError);
   }
 
   /** checkNodeAffinity: only a PV with node affinity needs the node's labels. */
@@ -176,10 +184,11 @@ export class OperationGenerator {
       run: async () => {
         if (isReadWriteOncePodInUseElsewhere(vtm, asw)) throw volumeError(vtm, 'MapVolume.SetUpDevice failed', new Error(RWOP_IN_USE));
         if (asw.getDeviceMountState(vtm.volumeName) !== 'DeviceGloballyMounted') {
+          const keep = this.keepUncertainDevice(vtm, asw);
           try {
-            await mapper.setUpDevice();
+            await mapper.setUpDevice(keep ? { keepStagingOnFinalError: true } : {});
           } catch (err) {
-            markDeviceErrorState(asw, vtm, devicePath, globalMapPath, err, logger);
+            markDeviceErrorState(asw, vtm, devicePath, globalMapPath, err, logger, this.keepsUncertain());
             throw err;
           }
           asw.markDeviceAsMounted(vtm.volumeName, devicePath, globalMapPath, '');
@@ -188,7 +197,7 @@ export class OperationGenerator {
           const publishPath = await mapper.mapPodDevice();
           await mapBlockVolume(host, publishPath, globalMapPath, mapper.getPodDeviceMapPath(), vtm.pod.uid);
         } catch (err) {
-          markVolumeErrorState(asw, opts, err, logger);
+          markVolumeErrorState(asw, opts, err, logger, this.keepsUncertain());
           throw err;
         }
         asw.markVolumeAsMounted({ ...opts, volumeMountState: 'VolumeMounted' });
@@ -332,7 +341,8 @@ export class OperationGenerator {
 
 /**
  * markDeviceErrorState: a final error on an uncertain device marks it not mounted, unless it was
- * found during reconstruction; an uncertain error on a not-mounted device marks it uncertain.
+ * found during reconstruction (or `keepUncertain`: gate CSIKeepUncertainMountOnFinalError); an
+ * uncertain error on a not-mounted device marks it uncertain.
  */
 export function markDeviceErrorState(
   asw: ActualStateOfWorldMounterUpdater,
@@ -341,10 +351,11 @@ export function markDeviceErrorState(
   deviceMountPath: string,
   err: unknown,
   logger?: Logger,
+  keepUncertain = false,
 ): void {
   const state = asw.getDeviceMountState(vtm.volumeName);
   if (isOperationFinishedError(err) && state === 'DeviceMountUncertain') {
-    if (asw.isVolumeDeviceReconstructed(vtm.volumeName)) {
+    if (keepUncertain || asw.isVolumeDeviceReconstructed(vtm.volumeName)) {
       logger?.v(2).info('MountVolume.markDeviceErrorState leaving volume uncertain', { volumeName: vtm.volumeName });
       return;
     }
@@ -358,12 +369,12 @@ export function markDeviceErrorState(
 
 /**
  * markVolumeErrorState: the same rules for one pod's mount; a reconstructed pod mount stays
- * uncertain after a final error (kubernetes#96635).
+ * uncertain after a final error (kubernetes#96635), and with `keepUncertain` any uncertain one.
  */
-export function markVolumeErrorState(asw: ActualStateOfWorldMounterUpdater, opts: MarkVolumeOpts, err: unknown, logger?: Logger): void {
+export function markVolumeErrorState(asw: ActualStateOfWorldMounterUpdater, opts: MarkVolumeOpts, err: unknown, logger?: Logger, keepUncertain = false): void {
   const state = asw.getVolumeMountState(opts.volumeName, opts.podName);
   if (isOperationFinishedError(err) && state === 'VolumeMountUncertain') {
-    if (asw.isVolumeReconstructed(opts.volumeName, opts.podName)) {
+    if (keepUncertain || asw.isVolumeReconstructed(opts.volumeName, opts.podName)) {
       logger?.v(3).info('MountVolume.markVolumeErrorState leaving volume uncertain', { volumeName: opts.volumeName });
       return;
     }

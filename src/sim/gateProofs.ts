@@ -9,12 +9,14 @@ import { CSIGlobalMountReconstruction, knownFeatures } from '../features/feature
 export const GATE_PROOFS: Readonly<Record<string, readonly string[]>> = {
   CSIUnpublishBeforeUnstageAfterReconstruction: ['alpha-gap'],
   CSIListGlobalVolumesWithoutStagingDir: ['kep-story-1'],
-  CSIKeepListedVolumeOnStageFailure: ['listed-restage-fails'],
   CSIDurableBlockVolumePaths: ['raw-block'],
   // The filesystem path, and the raw block path (found by the explorer over generated workloads).
   CSIUnstageCompletesBeforeRestage: ['rewanted-during-unstage', 'block-restaged-during-unstage'],
   // A candidate no pod wanted at the first pass; one whose pod went before its SetUp (explorer).
   CSIRetryReconstructionCleanup: ['reconstruction-cleanup-retry', 'reconstruction-failed-pod-deleted'],
+  // A volume only the listing found; then, found by the explorer over generated workloads, a
+  // filesystem stage and publish done then failed, and a raw block publish timed out then failed.
+  CSIKeepUncertainMountOnFinalError: ['listed-restage-fails', 'staged-then-failed', 'published-then-failed', 'block-publish-timeout-then-failed'],
 };
 
 /** nodevol's own gates: every registered gate but KEP-6058's and the aliases. */

@@ -46,14 +46,14 @@ export interface MounterArgs {
   readonly fsGroup?: number;
   readonly seLinuxLabel?: string;
   /**
-   * nodevol (gate CSIKeepListedVolumeOnStageFailure): MountDevice keeps the staging directory
-   * and its record after a final error, because the device may still be staged from before.
+   * nodevol (gate CSIKeepUncertainMountOnFinalError): MountDevice keeps the staging directory
+   * and its record after a final error, because an uncertain device may still be staged.
    */
   readonly keepStagingOnFinalError?: boolean;
   /**
-   * nodevol (gate CSIKeepListedVolumeOnStageFailure): SetUp keeps the pod volume directory and
-   * its vol_data.json after an error, because a mount found at reconstruction may still be
-   * published at the driver (a reboot removed the bind mount, not the driver's record of it).
+   * nodevol (gate CSIKeepUncertainMountOnFinalError): SetUp keeps the pod volume directory and
+   * its vol_data.json after an error, because an uncertain mount (found at reconstruction, or an
+   * earlier call timed out) may still be published at the driver.
    */
   readonly keepTargetOnFinalError?: boolean;
 }
@@ -84,8 +84,11 @@ export interface DeviceUnmounter {
 export interface BlockVolumeMapper {
   getGlobalMapPath(spec: Spec): string;
   getPodDeviceMapPath(): { dir: string; name: string };
-  /** NodeStageVolume at the staging path; returns it ('' without STAGE_UNSTAGE). */
-  setUpDevice(): Promise<string>;
+  /**
+   * NodeStageVolume at the staging path; returns it ('' without STAGE_UNSTAGE). With
+   * `keepStagingOnFinalError` a final error leaves the staging dir and the volume's data file.
+   */
+  setUpDevice(args?: { readonly keepStagingOnFinalError?: boolean }): Promise<string>;
   /** NodePublishVolume at the publish path; returns it. */
   mapPodDevice(): Promise<string>;
 }

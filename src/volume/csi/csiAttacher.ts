@@ -24,6 +24,7 @@ import {
   removeMountDir,
   supportsStageUnstage,
   volumeMountGroupFor,
+  uncertainIfDone,
 } from './csiUtil.js';
 import { finishInterruptedUnstage, recordUnstageEnded, recordUnstageStarted } from './unstageMarker.js';
 import { isVolumeDataNotFound, loadVolumeData, saveVolumeDataUnlessSame, VOL_DATA_FILE_NAME, volDataKey } from './volumeData.js';
@@ -92,9 +93,10 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
     } catch (err) {
       const message = csiLog(`failed to save volume info data: ${errorMessage(err)}`);
       if (args.keepStagingOnFinalError === true) {
-        // Gate CSIKeepListedVolumeOnStageFailure: a device found on disk at reconstruction may
-        // be staged; a file that could not be written says nothing about it. Uncertain: the
-        // device keeps its state and its record (the old file is intact: the write is atomic).
+        // Gate CSIKeepUncertainMountOnFinalError: an uncertain device (found on disk at
+        // reconstruction, or an earlier call timed out) may be staged; a file that could not be
+        // written says nothing about it. Uncertain: the device keeps its state and its record
+        // (the old file is intact: the write is atomic).
         throw new UncertainProgressError(message);
       }
       await this.cleanupAfterFinalError(deviceMountPath);
@@ -126,6 +128,8 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
         });
     } catch (err) {
       if (isOperationFinishedError(err)) {
+        const uncertain = await uncertainIfDone(host, err, deviceMountPath, 'attacher.MountDevice');
+        if (uncertain !== undefined) throw uncertain;
         if (args.keepStagingOnFinalError === true) {
           host.logger.v(2).info(csiLog('attacher.MountDevice keeps the staging dir and its volume data after a final error: the device may still be staged'), { deviceMountPath });
         } else {

@@ -26,6 +26,7 @@ import {
   podInfoEnabled,
   skipAttach,
   supportsStageUnstage,
+  uncertainIfDone,
 } from './csiUtil.js';
 import { isOperationFinishedError, TransientOperationFailure } from '../util/errors.js';
 import { finishInterruptedUnstage, recordUnstageEnded, recordUnstageStarted } from './unstageMarker.js';
@@ -81,7 +82,7 @@ export class CsiBlockMapper implements BlockVolumeMapper {
    * CSIDriver says attachRequired: false), the STAGE_UNSTAGE_VOLUME check, the stage secrets,
    * the staging dir, then NodeStageVolume (which first maps the access mode).
    */
-  async setUpDevice(): Promise<string> {
+  async setUpDevice(args: { readonly keepStagingOnFinalError?: boolean } = {}): Promise<string> {
     const { host, id } = this;
     const publishContext = await this.publishContext('SetupDevice');
     const client = clientFor(host, id.driverName);
@@ -125,7 +126,15 @@ export class CsiBlockMapper implements BlockVolumeMapper {
           throw classifyCsiError(err, 'blockMapper.stageVolumeForBlock failed');
         });
     } catch (err) {
-      if (isOperationFinishedError(err)) await cleanupOrphanDeviceFilesLogged(host, id.specName);
+      if (isOperationFinishedError(err)) {
+        const uncertain = await uncertainIfDone(host, err, stagingPath, 'blockMapper.SetUpDevice', { orNotEmpty: true });
+        if (uncertain !== undefined) throw uncertain;
+        if (args.keepStagingOnFinalError === true) {
+          host.logger.v(2).info(csiLog('blockMapper.SetUpDevice keeps the staging dir and the volume data after a final error: the device may still be staged'), { stagingPath });
+        } else {
+          await cleanupOrphanDeviceFilesLogged(host, id.specName);
+        }
+      }
       throw err;
     }
     return stagingPath;
@@ -201,7 +210,9 @@ export class CsiBlockMapper implements BlockVolumeMapper {
         volumeContext,
       });
     } catch (err) {
-      throw classifyCsiError(err, 'blockMapper.publishVolumeForBlock failed');
+      const classified = classifyCsiError(err, 'blockMapper.publishVolumeForBlock failed');
+      if (isOperationFinishedError(classified)) throw (await uncertainIfDone(host, classified, publishPath, 'blockMapper.MapPodDevice')) ?? classified;
+      throw classified;
     }
     return publishPath;
   }

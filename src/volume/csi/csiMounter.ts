@@ -26,6 +26,7 @@ import {
   supportsStageUnstage,
   unsupportedVolumeLifecycleMode,
   volumeMountGroupFor,
+  uncertainIfDone,
 } from './csiUtil.js';
 import { saveVolumeData, volDataKey } from './volumeData.js';
 import { errorMessage } from '../../host/fs.js';
@@ -180,9 +181,14 @@ export class CsiMounter implements VolumeMounter {
           throw classifyCsiError(err, 'mounter.SetupAt failed');
         });
     } catch (err) {
+      if (!isUncertainProgressError(err)) {
+        const uncertain = await uncertainIfDone(host, err, dir, 'mounter.SetUpAt');
+        if (uncertain !== undefined) throw uncertain;
+      }
       if (!isUncertainProgressError(err) && args.keepTargetOnFinalError === true) {
-        // Gate CSIKeepListedVolumeOnStageFailure: the driver may still have the target
-        // published from before a reboot; its record is what TearDown unpublishes it with.
+        // Gate CSIKeepUncertainMountOnFinalError: the driver may still have the target published
+        // (from before a reboot, or by a call that timed out); its record is what TearDown
+        // unpublishes it with.
         this.logKeep(dir);
       } else if (!isUncertainProgressError(err)) {
         // A final error: nothing is published there, clean up what SetUp created.

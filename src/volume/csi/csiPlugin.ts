@@ -194,6 +194,31 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
     }
   }
 
+  /**
+   * A MountDevice cut short between its mkdir of the staging directory and the write of
+   * vol_data.json leaves a volume directory holding only an empty, unmounted `globalmount`. The
+   * record is written (and synced) before NodeStageVolume is sent, so no stage was asked for
+   * there, and the directory names no volume that could be unstaged: both are removed (rmdir
+   * only, so nothing else can go). Anything more in either directory, or a mount, and it stays.
+   */
+  private async removeVolumeDirBeforeItsRecord(dir: string): Promise<void> {
+    if (!isSha256Hex(path.basename(dir))) return;
+    const { fs, mounter, logger } = this.host;
+    const staging = path.join(dir, GLOBAL_MOUNT_DIR_NAME);
+    try {
+      const names = (await fs.readdir(dir)).map((e) => e.name);
+      if (names.length !== 1 || names[0] !== GLOBAL_MOUNT_DIR_NAME) return;
+      if ((await fs.lstat(staging)).type !== 'directory') return;
+      if ((await fs.readdir(staging)).length > 0) return;
+      if (!(await mounter.isLikelyNotMountPoint(staging))) return;
+      await fs.rmdir(staging);
+      await fs.rmdir(dir);
+      logger.v(2).info('Removed a global volume directory left by an interrupted MountDevice: an empty staging directory and no volume data file', { path: dir });
+    } catch (err) {
+      logger.v(4).info('Could not remove a global volume directory left by an interrupted MountDevice', { path: dir, err: errorMessage(err) });
+    }
+  }
+
   /** Inline volumes never attach; a PV attaches unless its CSIDriver says attachRequired: false. */
   async canAttach(spec: Spec): Promise<boolean> {
     if (spec.kind === 'inline') return false;
@@ -292,6 +317,10 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
       return { spec: constructPVSourceSpec(skipped.specVolID ?? volumeHandle, driver, volumeHandle), seLinuxMountContext: '', deviceMountPath, volumeMode: 'Filesystem' };
     }
     if (skipped.reason === 'interrupted-write' && skipped.volumeMode === 'Filesystem') return this.volumeFromInterruptedWrite(skipped);
+    if (skipped.reason === 'unreadable-vol-data' && skipped.volumeMode === 'Filesystem') {
+      await this.removeVolumeDirBeforeItsRecord(skipped.path);
+      return undefined;
+    }
     if (skipped.reason === 'not-staged' && skipped.volumeMode === 'Block') {
       const dataPath = path.join(skipped.path, BLOCK_DATA_DIR_NAME, VOL_DATA_FILE_NAME);
       let data: VolumeData;

@@ -10,7 +10,7 @@
  */
 import {
   CSIGlobalMountReconstruction,
-  CSIKeepListedVolumeOnStageFailure,
+  CSIKeepUncertainMountOnFinalError,
   CSIRetryReconstructionCleanup,
   CSIUnpublishBeforeUnstageAfterReconstruction,
   type FeatureGate,
@@ -274,7 +274,7 @@ export class Reconstructor {
       metrics.reconstructVolumeOperation('global-mount', true);
       return;
     }
-    if (this.deps.features.enabled(CSIKeepListedVolumeOnStageFailure)) asw.markDeviceFoundDuringReconstruction(name);
+    if (this.deps.features.enabled(CSIKeepUncertainMountOnFinalError)) asw.markDeviceFoundDuringReconstruction(name);
     this.volumesNeedUpdateFromNodeStatus.push(name);
     this.listedThisPass.set(name, gv.deviceMountPath);
     this.listedVolumes.push({ volumeName: name, pluginName: plugin.getPluginName(), spec: gv.spec, volumeMode: gv.volumeMode, seLinuxMountContext: gv.seLinuxMountContext });

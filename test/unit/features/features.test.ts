@@ -9,7 +9,7 @@ describe('feature gates', () => {
     assert.deepEqual(FeatureGate.defaults().snapshot(), {
       CSIDurableBlockVolumePaths: false,
       CSIGlobalMountReconstruction: false,
-      CSIKeepListedVolumeOnStageFailure: false,
+      CSIKeepUncertainMountOnFinalError: false,
       CSIListGlobalVolumesWithoutStagingDir: false,
       CSIRetryReconstructionCleanup: false,
       CSIUnpublishBeforeUnstageAfterReconstruction: false,
@@ -36,6 +36,21 @@ describe('feature gates', () => {
       assert.deepEqual(warnings, []);
     });
   }
+
+  it("AllAlpha=true (kubelet's special gate) turns on every alpha gate; one given by name keeps its value, before or after it", () => {
+    const every = FeatureGate.parse(['AllAlpha=true']).gate.snapshot();
+    assert.ok(Object.keys(every).length >= 7);
+    assert.deepEqual(Object.entries(every).filter(([, v]) => !v), []);
+    for (const flags of [['AllAlpha=true,CSIDurableBlockVolumePaths=false'], ['CSIDurableBlockVolumePaths=false', 'AllAlpha=true']]) {
+      const snap = FeatureGate.parse(flags).gate.snapshot();
+      assert.equal(snap['CSIDurableBlockVolumePaths'], false, JSON.stringify(flags));
+      assert.equal(snap['CSIGlobalMountReconstruction'], true, JSON.stringify(flags));
+    }
+    assert.equal(FeatureGate.parse(['AllAlpha=true', 'AllAlpha=false']).gate.enabled(CSIGlobalMountReconstruction), false);
+    assert.equal(FeatureGate.parse(['AllAlpha=true,VolumeReconstructionFallback=false']).gate.enabled(CSIGlobalMountReconstruction), false);
+    assert.equal(FeatureGate.parse(['AllBeta=true']).gate.enabled(CSIGlobalMountReconstruction), false, 'no gate is beta');
+    assert.throws(() => FeatureGate.parse(['AllAlpha=yes']), (e: unknown) => e instanceof FeatureGateError && /invalid value of AllAlpha=yes/.test(e.message));
+  });
 
   it('accepts VolumeReconstructionFallback as a deprecated alias with a warning', () => {
     const { gate, warnings } = FeatureGate.parse(['VolumeReconstructionFallback=true']);

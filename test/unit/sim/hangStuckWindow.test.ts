@@ -5,20 +5,11 @@
 // the run had already been called stuck.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FeatureGate, type FeatureName } from '../../../src/features/features.js';
+import { FeatureGate } from '../../../src/features/features.js';
 import { loadBuiltinScenario } from '../../../src/sim/scenario.js';
 import { CSI_CLIENT_TIMEOUT_MS, STUCK_WINDOW_MS, simulate, type SimResult } from '../../../src/sim/simulation.js';
 
-const ALL: FeatureName[] = [
-  'CSIGlobalMountReconstruction',
-  'CSIUnpublishBeforeUnstageAfterReconstruction',
-  'CSIRetryReconstructionCleanup',
-  'CSIKeepListedVolumeOnStageFailure',
-  'CSIListGlobalVolumesWithoutStagingDir',
-  'CSIDurableBlockVolumePaths',
-  'CSIUnstageCompletesBeforeRestage',
-];
-const everyGate = (): FeatureGate => FeatureGate.of(Object.fromEntries(ALL.map((g) => [g, true])));
+const everyGate = (): FeatureGate => FeatureGate.parse(['AllAlpha=true']).gate;
 
 /** CSI calls of a full trace in the order sent (index 1 = the run's first), with answer and times. */
 function csiCalls(r: SimResult): { index: number; method: string; sentMs: number; answer: string; answeredMs: number }[] {

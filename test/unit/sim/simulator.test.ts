@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FeatureGate, type FeatureName } from '../../../src/features/features.js';
 import { DurableFs, JOURNAL_COMMIT_INTERVAL_MS } from '../../../src/sim/durableFs.js';
+import { nodevolGates } from '../../../src/sim/gateProofs.js';
 import { removalHits } from '../../../src/sim/invariants.js';
 import { builtinScenarioNames, loadBuiltinScenario, parseScenario } from '../../../src/sim/scenario.js';
 import { CSI_CLIENT_TIMEOUT_MS, formatPlan, parsePlan, simulate, type Perturbation, type SimResult } from '../../../src/sim/simulation.js';
@@ -16,7 +17,8 @@ const withGates = (...on: FeatureName[]): FeatureGate => {
   for (const g of on) values[g] = true;
   return FeatureGate.of(values);
 };
-const ALL: FeatureName[] = ['CSIUnpublishBeforeUnstageAfterReconstruction', 'CSIRetryReconstructionCleanup', 'CSIKeepListedVolumeOnStageFailure', 'CSIListGlobalVolumesWithoutStagingDir', 'CSIDurableBlockVolumePaths', 'CSIUnstageCompletesBeforeRestage'];
+/** nodevol's own gates (every one but KEP-6058's, which every run here has on). */
+const ALL = nodevolGates() as FeatureName[];
 const names = (r: SimResult): string[] => [...new Set(r.violations.map((v) => v.invariant))].sort();
 
 /** The seq of the first port call matching `op` (and `args` substring) in a full trace. */
@@ -185,7 +187,7 @@ describe('simulator: replays of what the explorer found (docs/explorer.md)', () 
     assert.deepEqual(names(fixed), [], 'every gate on: the staging dir and the target survive, the volume is listed, unpublished, unstaged');
   });
 
-  it('every gate on, --faults: the re-SetUp of a pod volume paired at reconstruction fails with a final error before NodePublishVolume; its pod-local vol_data.json stays while the driver has the target published (gate CSIKeepListedVolumeOnStageFailure)', async () => {
+  it('every gate on, --faults: the re-SetUp of a pod volume paired at reconstruction fails with a final error before NodePublishVolume; its pod-local vol_data.json stays while the driver has the target published (gate CSIKeepUncertainMountOnFinalError)', async () => {
     // Replay of the explorer's `listed-restage-fails --faults` finding (plan fault:Unavailable:19):
     // after the reboot the driver still records pod-a's target as published; the 19th CSI call is
     // NodePublishVolume's SINGLE_NODE_MULTI_WRITER check, and its UNAVAILABLE is a final error.
@@ -203,7 +205,7 @@ describe('simulator: replays of what the explorer found (docs/explorer.md)', () 
     assert.deepEqual(names(on), []);
     assert.equal(on.endReason, 'converged');
     // Upstream's cleanup (the gate off, every other gate on) removes it.
-    const off = await simulate({ scenario, gates: withGates(...ALL.filter((g) => g !== 'CSIKeepListedVolumeOnStageFailure')), seed: 1, plan });
+    const off = await simulate({ scenario, gates: withGates(...ALL.filter((g) => g !== 'CSIKeepUncertainMountOnFinalError')), seed: 1, plan });
     assert.ok(off.violations.some((v) => v.invariant === 'nothing-removed-early' && v.message.startsWith(`${file} removed while`)), JSON.stringify(off.violations));
   });
 

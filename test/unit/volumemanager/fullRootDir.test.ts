@@ -160,7 +160,7 @@ for (const fault of ['ENOSPC', 'EROFS'] as const) {
 
     // A global file that must be rewritten (an older kubelet's, without specVolID): the write
     // fails whatever is skipped. Only KEP-6058's gate: upstream calls it final and the listed
-    // volume goes (no pod was found for it at reconstruction); CSIKeepListedVolumeOnStageFailure
+    // volume goes (no pod was found for it at reconstruction); CSIKeepUncertainMountOnFinalError
     // calls it uncertain and keeps the file, also after a reboot, where the staging dir is no
     // longer a mount point and a final error's cleanup would remove it.
     for (const reboot of [false, true]) {
@@ -172,8 +172,8 @@ for (const fault of ['ENOSPC', 'EROFS'] as const) {
         assert.notEqual(o.node.driver.volume('vol-1'), undefined, 'left staged at the driver');
       });
 
-      it(`an older global file to rewrite after ${after}, CSIKeepListedVolumeOnStageFailure on: uncertain, kept in volumesInUse, unstaged in the end`, async () => {
-        const o = await acrossRestart(fault, FeatureGate.of({ CSIGlobalMountReconstruction: true, CSIKeepListedVolumeOnStageFailure: true }), across);
+      it(`an older global file to rewrite after ${after}, CSIKeepUncertainMountOnFinalError on: uncertain, kept in volumesInUse, unstaged in the end`, async () => {
+        const o = await acrossRestart(fault, FeatureGate.of({ CSIGlobalMountReconstruction: true, CSIKeepUncertainMountOnFinalError: true }), across);
         await assertUnstagedInTheEnd(o);
       });
     }

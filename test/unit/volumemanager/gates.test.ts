@@ -126,6 +126,40 @@ describe('gate CSIListGlobalVolumesWithoutStagingDir', () => {
     assert.equal(await (await interruptedUnmountDevice(true, true)).exists(VOL_DIR('vol-1')), false);
   });
 
+  /** kubelet killed inside MountDevice after its mkdir of globalmount, before it wrote vol_data.json. */
+  async function mountDeviceCutBeforeRecord(on: boolean, extra?: (node: InMemoryNode) => Promise<void> | void): Promise<{ node: InMemoryNode; mark: number }> {
+    const g = gates('CSIListGlobalVolumesWithoutStagingDir', on);
+    const node = new InMemoryNode();
+    node.addVolume('pv-1', 'vol-1');
+    await node.fs.mkdir(`${VOL_DIR('vol-1')}/globalmount`, { recursive: true, mode: 0o750 });
+    await extra?.(node);
+    const mark = node.driver.calls.length;
+    await node.startKubelet(g);
+    await node.steps(40);
+    return { node, mark };
+  }
+
+  it('off: a volume dir holding only an empty globalmount (MountDevice cut before its record) stays forever', async () => {
+    const { node, mark } = await mountDeviceCutBeforeRecord(false);
+    assert.equal(await node.exists(`${VOL_DIR('vol-1')}/globalmount`), true);
+    assert.deepEqual(csiCalls(node, mark), []);
+  });
+
+  it('on: it is removed, nothing called (no record: no stage was asked for there)', async () => {
+    const { node, mark } = await mountDeviceCutBeforeRecord(true);
+    assert.equal(await node.exists(VOL_DIR('vol-1')), false);
+    assert.deepEqual(csiCalls(node, mark), []);
+  });
+
+  it('on: a globalmount with anything in it, a mounted one, or another file beside it stays', async () => {
+    const withFile = await mountDeviceCutBeforeRecord(true, (node) => node.fs.writeRaw(`${VOL_DIR('vol-1')}/globalmount/data`, 'x'));
+    assert.equal(await withFile.node.exists(`${VOL_DIR('vol-1')}/globalmount/data`), true);
+    const mounted = await mountDeviceCutBeforeRecord(true, async (node) => node.mounter.mount('/dev/fake/vol-1', `${VOL_DIR('vol-1')}/globalmount`, 'ext4', []));
+    assert.equal(await mounted.node.exists(`${VOL_DIR('vol-1')}/globalmount`), true);
+    const beside = await mountDeviceCutBeforeRecord(true, (node) => node.fs.writeRaw(`${VOL_DIR('vol-1')}/notes`, 'x'));
+    assert.equal(await beside.node.exists(`${VOL_DIR('vol-1')}/globalmount`), true);
+  });
+
   /** kubelet killed inside MountDevice between the temp file of the global vol_data.json and its rename. */
   async function interruptedMountDevice(on: boolean, complete = true): Promise<{ node: InMemoryNode; mark: number }> {
     const g = gates('CSIListGlobalVolumesWithoutStagingDir', on);
@@ -176,9 +210,9 @@ describe('gate CSIListGlobalVolumesWithoutStagingDir', () => {
   });
 });
 
-describe('gate CSIKeepListedVolumeOnStageFailure (a volume only the listing found)', () => {
+describe('gate CSIKeepUncertainMountOnFinalError, reconstructed volumes (a volume only the listing found; formerly CSIKeepListedVolumeOnStageFailure)', () => {
   async function restageFails(on: boolean): Promise<{ node: InMemoryNode; name: UniqueVolumeName; mark: number }> {
-    const g = gates('CSIKeepListedVolumeOnStageFailure', on);
+    const g = gates('CSIKeepUncertainMountOnFinalError', on);
     const node = new InMemoryNode();
     const name = await mountedPod(node, g);
     // A drain unpublished the pod's target, then the node rebooted before the unstage: the pod's
@@ -220,7 +254,7 @@ describe('gate CSIKeepListedVolumeOnStageFailure (a volume only the listing foun
    * target as published; the re-SetUp fails with a final error before the pod goes away.
    */
   async function republishFails(on: boolean): Promise<{ node: InMemoryNode; name: UniqueVolumeName; mark: number; keptAfterFailure: boolean }> {
-    const g = gates('CSIKeepListedVolumeOnStageFailure', on);
+    const g = gates('CSIKeepUncertainMountOnFinalError', on);
     const node = new InMemoryNode();
     const name = await mountedPod(node, g);
     node.reboot();
@@ -252,6 +286,100 @@ describe('gate CSIKeepListedVolumeOnStageFailure (a volume only the listing foun
     assert.equal(await node.exists(POD_DIR('pod-a', 'pv-1')), false);
     assert.equal(await node.exists(VOL_DIR('vol-1')), false);
   });
+});
+
+describe('gate CSIKeepUncertainMountOnFinalError (found by the explorer over generated workloads)', () => {
+  const INTERNAL = 13;
+  const DEADLINE_EXCEEDED = 4;
+  const INVALID_ARGUMENT = 3;
+
+  /** The driver does the work of `method`, then fails it finally; the pod goes before a retry. */
+  async function doneThenFailed(on: boolean, method: 'NodeStageVolume' | 'NodePublishVolume', mode: 'Filesystem' | 'Block'): Promise<{ node: InMemoryNode; name: UniqueVolumeName; mark: number }> {
+    const g = gates('CSIKeepUncertainMountOnFinalError', on);
+    const node = new InMemoryNode();
+    const name = u(node.addVolume('pv-1', 'vol-1', { mode }));
+    node.driver.inject({ method, code: INTERNAL, afterEffect: true, times: 1 });
+    node.addPod('pod-a', ['pv-1']);
+    const mark = node.driver.calls.length;
+    await node.startKubelet(g);
+    await node.stepUntil(() => node.driver.calls.slice(mark).some((c) => c.method === method));
+    node.cluster.deletePod('pod-a');
+    await node.steps(60);
+    return { node, name, mark };
+  }
+
+  for (const mode of ['Filesystem', 'Block'] as const) {
+    it(`${mode}, off: NodeStageVolume staged, then failed with INTERNAL: the device is forgotten, never unstaged, dropped from volumesInUse`, async () => {
+      const { node, name, mark } = await doneThenFailed(false, 'NodeStageVolume', mode);
+      assert.deepEqual(csiCalls(node, mark), ['NodeStageVolume INTERNAL']);
+      assert.notEqual(node.driver.volume('vol-1')?.stagedAt, undefined);
+      assert.equal(node.kubelet.asw.volumeExists(name), false);
+      assert.deepEqual(node.cluster.volumesInUse, []);
+    });
+
+    it(`${mode}, on: the mounted staging path makes the error uncertain; NodeUnstageVolume when the pod goes, then the volume leaves volumesInUse`, async () => {
+      const { node, name, mark } = await doneThenFailed(true, 'NodeStageVolume', mode);
+      assert.deepEqual(csiCalls(node, mark), ['NodeStageVolume INTERNAL', 'NodeUnstageVolume OK']);
+      assert.equal(node.driver.volume('vol-1'), undefined);
+      assert.equal(node.kubelet.asw.volumeExists(name), false);
+      assert.deepEqual(node.cluster.volumesInUse, []);
+    });
+
+    it(`${mode}, off: NodePublishVolume published, then failed with INTERNAL: the target is never unpublished`, async () => {
+      const { node, mark } = await doneThenFailed(false, 'NodePublishVolume', mode);
+      const calls = csiCalls(node, mark);
+      assert.deepEqual(calls.slice(0, 2), ['NodeStageVolume OK', 'NodePublishVolume INTERNAL']);
+      assert.equal(calls.filter((c) => c.startsWith('NodeUnpublishVolume')).length, 0);
+      assert.equal(node.driver.volume('vol-1')?.publishedAt.size, 1);
+    });
+
+    it(`${mode}, on: the mounted target makes the error uncertain; NodeUnpublishVolume, then NodeUnstageVolume when the pod goes`, async () => {
+      const { node, mark } = await doneThenFailed(true, 'NodePublishVolume', mode);
+      assert.deepEqual(csiCalls(node, mark), ['NodeStageVolume OK', 'NodePublishVolume INTERNAL', 'NodeUnpublishVolume OK', 'NodeUnstageVolume OK']);
+      assert.equal(node.driver.volume('vol-1'), undefined);
+      assert.deepEqual(node.tree().filter((p) => p.includes('pv-1') || p.includes(sha256Hex('vol-1'))), []);
+    });
+
+    /** A call times out after its work (uncertain), its retry fails finally, the pod goes. */
+    async function uncertainThenFinal(on: boolean, method: 'NodeStageVolume' | 'NodePublishVolume'): Promise<{ node: InMemoryNode; mark: number }> {
+      const g = gates('CSIKeepUncertainMountOnFinalError', on);
+      const node = new InMemoryNode();
+      node.addVolume('pv-1', 'vol-1', { mode });
+      node.driver.inject({ method, code: DEADLINE_EXCEEDED, afterEffect: true, times: 1 });
+      node.driver.inject({ method, code: INVALID_ARGUMENT, times: 1 });
+      node.addPod('pod-a', ['pv-1']);
+      const mark = node.driver.calls.length;
+      await node.startKubelet(g);
+      await node.stepUntil(() => node.driver.calls.slice(mark).filter((c) => c.method === method).length === 2);
+      node.cluster.deletePod('pod-a');
+      await node.steps(60);
+      return { node, mark };
+    }
+
+    it(`${mode}, off: a stage that timed out after its work, then a final error: the device is marked not mounted and never unstaged`, async () => {
+      const { node, mark } = await uncertainThenFinal(false, 'NodeStageVolume');
+      assert.deepEqual(csiCalls(node, mark), ['NodeStageVolume DEADLINE_EXCEEDED', 'NodeStageVolume INVALID_ARGUMENT']);
+      assert.notEqual(node.driver.volume('vol-1')?.stagedAt, undefined);
+    });
+
+    it(`${mode}, on: the device stays uncertain through the final error; NodeUnstageVolume when the pod goes`, async () => {
+      const { node, mark } = await uncertainThenFinal(true, 'NodeStageVolume');
+      assert.deepEqual(csiCalls(node, mark), ['NodeStageVolume DEADLINE_EXCEEDED', 'NodeStageVolume INVALID_ARGUMENT', 'NodeUnstageVolume OK']);
+      assert.equal(node.driver.volume('vol-1'), undefined);
+      assert.deepEqual(node.tree().filter((p) => p.includes('pv-1') || p.includes(sha256Hex('vol-1'))), []);
+    });
+
+    it(`${mode}, off: a publish that timed out after its work, then a final error: the pod mount is dropped and its target never unpublished`, async () => {
+      const { node } = await uncertainThenFinal(false, 'NodePublishVolume');
+      assert.equal(node.driver.volume('vol-1')?.publishedAt.size, 1);
+    });
+
+    it(`${mode}, on: the pod mount stays uncertain through the final error; NodeUnpublishVolume, then NodeUnstageVolume when the pod goes`, async () => {
+      const { node, mark } = await uncertainThenFinal(true, 'NodePublishVolume');
+      assert.deepEqual(csiCalls(node, mark), ['NodeStageVolume OK', 'NodePublishVolume DEADLINE_EXCEEDED', 'NodePublishVolume INVALID_ARGUMENT', 'NodeUnpublishVolume OK', 'NodeUnstageVolume OK']);
+      assert.equal(node.driver.volume('vol-1'), undefined);
+    });
+  }
 });
 
 describe('gate CSIRetryReconstructionCleanup (seed: inline volumes orphaned after a restart)', () => {

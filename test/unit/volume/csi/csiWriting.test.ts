@@ -340,7 +340,7 @@ describe('CSI MountDevice (csi_attacher.go)', () => {
       assert.deepEqual(r.tree(CSI_DIR), [`${CSI_DIR}/${DRIVER}/`]);
     });
 
-    it(`keepStagingOnFinalError (a reconstructed device, CSIKeepListedVolumeOnStageFailure): a write failure (${code}) is uncertain and keeps the dir and the old file`, async () => {
+    it(`keepStagingOnFinalError (an uncertain device, CSIKeepUncertainMountOnFinalError): a write failure (${code}) is uncertain and keeps the dir and the old file`, async () => {
       const r = new Rig();
       const older = `{"driverName":"${DRIVER}","volumeHandle":"vol-1"}\n`;
       r.fs.writeRaw(`${volDir('vol-1')}/vol_data.json`, older);
