@@ -163,6 +163,12 @@ async function runAgent(flags: AgentFlags): Promise<number> {
     await trace.tracer.checkMounts();
   }
   const tracer = trace?.tracer;
+  const tracedCluster = tracer === undefined ? cluster : tracer.cluster(cluster);
+  if (tracer !== undefined) {
+    // The trace starts from node.status as read, so that its first volumesInUse is a fact, not an
+    // assumption; an unreadable status is left for the volume manager to report.
+    await tracedCluster.getNodeStatus().catch(() => undefined);
+  }
   const node = composeNode(
     {
       layout,
@@ -174,7 +180,7 @@ async function runAgent(flags: AgentFlags): Promise<number> {
       clock: realClock,
       mounter,
       csiDrivers: new DiscoveringDriverRegistry(grpcRegistry, layout, logger),
-      cluster: tracer === undefined ? cluster : tracer.cluster(cluster),
+      cluster: tracedCluster,
     },
     {
       metrics: {

@@ -9,6 +9,7 @@ import { renderTimelineHtml } from '../timeline/html.js';
 import { renderSideBySide } from '../timeline/terminal.js';
 import { parseTraceFile } from '../timeline/traceFile.js';
 import { examples } from './flags.js';
+import { AGENT_STARTED_PREFIX } from '../agent/trace.js';
 import { writeFileSync } from 'node:fs';
 import { NodeFileSystem } from '../adapters/node/nodeFs.js';
 
@@ -52,7 +53,13 @@ async function timeline(files: readonly string[], flags: TimelineFlags): Promise
   for (const file of files) {
     try {
       const text = new TextDecoder().decode(await fs.readFile(path.resolve(file), MAX_TRACE_FILE_BYTES));
-      runs.push({ label: path.basename(file), events: numberSteps(parseTraceFile(text, file)) });
+      const events = numberSteps(parseTraceFile(text, file));
+      if (assumesStartStatus(events)) {
+        process.stderr.write(
+          `nodevol timeline: ${file}: written by an older nodevol agent, which did not read node.status at start: the volumesInUse it shows before each life's first write is assumed empty, not read\n`,
+        );
+      }
+      runs.push({ label: path.basename(file), events });
     } catch (err) {
       process.stderr.write(`nodevol timeline: ${err instanceof Error ? err.message : String(err)}\n`);
       return EXIT_TIMELINE_USAGE;
@@ -71,6 +78,14 @@ async function timeline(files: readonly string[], flags: TimelineFlags): Promise
   }
   process.stdout.write(flags.output === 'json' ? `${JSON.stringify(runs, null, 2)}\n` : renderSideBySide(runs, { width: process.stdout.columns ?? 120 }));
   return EXIT_TIMELINE_OK;
+}
+
+/**
+ * Whether an agent trace predates the read of node.status at start: its status lines say neither
+ * 'read' nor 'written', and the first of each life carried an assumed empty volumesInUse.
+ */
+function assumesStartStatus(events: readonly TraceEvent[]): boolean {
+  return events.some((e) => e.kind === 'step' && e.label.startsWith(AGENT_STARTED_PREFIX)) && events.some((e) => e.kind === 'status' && e.source === undefined);
 }
 
 /** Steps numbered in file order: each agent life (and each appended run) becomes a column. */

@@ -255,16 +255,16 @@ function layoutRun(run: TraceRun, clock: RunClock, columnX: ReadonlyMap<number, 
         const x0 = xOf(e.t);
         const x1 = next === undefined ? endX : xOf(next.t);
         const inUse = new Set(e.volumesInUse);
-        const notInUse = e.volumesAttached.filter((v) => !inUse.has(v));
+        const notInUse = (e.volumesAttached ?? []).filter((v) => !inUse.has(v));
         push('status', {
           x: x0,
           width: Math.max(SLOT_PX - 4, x1 - x0 - 2),
-          label: `in use: ${list(e.volumesInUse)} · attached: ${list(e.volumesAttached)}`,
+          label: `in use: ${list(e.volumesInUse)} · attached: ${e.volumesAttached === undefined ? '?' : list(e.volumesAttached)}`,
           tone: notInUse.length > 0 ? 'warn' : 'ok',
           tip: [
             `at ${ms(e.t)}`,
             `volumesInUse: ${e.volumesInUse.join(', ') || '(none)'}`,
-            `volumesAttached: ${e.volumesAttached.join(', ') || '(none)'}`,
+            `volumesAttached: ${e.volumesAttached === undefined ? '(not read yet)' : e.volumesAttached.join(', ') || '(none)'}`,
             ...(notInUse.length > 0 ? [`attached but not reported in use (the attach/detach controller may detach these): ${notInUse.join(', ')}`] : []),
           ].join('\n'),
         });

@@ -59,6 +59,33 @@ describe('nodevol timeline', () => {
     assert.match(r.stderr, new RegExp(`^nodevol timeline: ${bad.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}:2: field t: `));
   });
 
+  it('a trace of an older agent is drawn, with a warning that its volumesInUse at start was assumed', async () => {
+    const old = path.join(dir, 'old-agent.jsonl');
+    const VOL = 'kubernetes.io/csi/d^vol-1';
+    await writeFile(
+      old,
+      [
+        traceLine({ kind: 'step', t: 0, index: 0, label: 'agent started: pid 7, boot 1111-aaaa, CSIGlobalMountReconstruction=true' }),
+        traceLine({ kind: 'status', t: 1, volumesInUse: [], volumesAttached: [VOL] }),
+      ].join(''),
+    );
+    const r = nodevol(['timeline', old]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stderr, /older nodevol agent.*assumed empty, not read/);
+    // A trace of today's agent says where each list came from: no warning.
+    const now = path.join(dir, 'new-agent.jsonl');
+    await writeFile(
+      now,
+      [
+        traceLine({ kind: 'step', t: 0, index: 0, label: 'agent started: pid 8, boot 1111-aaaa, CSIGlobalMountReconstruction=true' }),
+        traceLine({ kind: 'status', t: 1, volumesInUse: [VOL], volumesAttached: [VOL], source: 'read' }),
+      ].join(''),
+    );
+    const n = nodevol(['timeline', now]);
+    assert.equal(n.status, 0, n.stderr);
+    assert.equal(n.stderr, '');
+  });
+
   it('a FIFO is refused at once, not waited on', () => {
     const fifo = path.join(dir, 'fifo');
     const mk = spawnSync('mkfifo', [fifo]);
