@@ -77,10 +77,7 @@ async function demo(flags: DemoFlags): Promise<number> {
     runs.push(
       simRunToTrace({
         label: `${GATE}=${String(on)}`,
-        summary:
-          invariants.length === 0
-            ? `No invariant violated: ${result.endReason === 'converged' ? 'every volume ends where it should' : result.endReason}.`
-            : `Violated: ${invariants.join(', ')}.`,
+        ...(invariants.length === 0 ? { summary: result.endReason === 'converged' ? 'Every volume ends where it should.' : `The run ended: ${result.endReason}.` } : {}),
         trace: result.trace,
         violations: result.violations,
       }),
@@ -90,7 +87,7 @@ async function demo(flags: DemoFlags): Promise<number> {
   if (flags.html !== false) {
     const html = renderTimelineHtml({
       title: `nodevol demo: ${scenario.name}`,
-      subtitle: `${scenario.description} Gate off above, gate on below, the same steps in the same columns; hover any box for its details.`.trim(),
+      subtitle: `${scenario.description} Below, gate off above gate on: the same steps in the same columns.`.trim(),
       runs,
     });
     try {
