@@ -12,9 +12,11 @@ import { loadBuiltinScenario, loadScenarioFile, ScenarioError, type Scenario } f
 import { simulate } from '../sim/simulation.js';
 import type { TraceRun } from '../timeline/events.js';
 import { simRunToTrace } from '../timeline/fromSim.js';
+import { analyzeInUse } from '../timeline/inUse.js';
 import { renderTimelineHtml } from '../timeline/html.js';
 import { renderSideBySide } from '../timeline/terminal.js';
 import { examples } from './flags.js';
+import { terminalColumns } from './terminal.js';
 
 export const DEMO_SCENARIO = 'kep-story-1-drain-reboot';
 export const DEFAULT_DEMO_HTML = 'nodevol-demo.html';
@@ -101,17 +103,21 @@ async function demo(flags: DemoFlags): Promise<number> {
     process.stdout.write(`${JSON.stringify({ scenario: scenario.name, seed: flags.seed, runs }, null, 2)}\n`);
     return 0;
   }
-  const off = outcomes[0]?.violations ?? [];
-  const on = outcomes[1]?.violations ?? [];
+  // The narrated timeline takes the terminal's width (up to 160); prose, up to 100 columns.
+  const width = Math.min(terminalColumns(120), 160);
+  const prose = (text: string): string => wrapText(text, Math.min(width, 100));
+  const verdicts = outcomes.map((o, i) => {
+    const headline = runs[i] === undefined ? '' : `${analyzeInUse(runs[i].events).verdict.headline}; `;
+    return prose(`${GATE}=${String(o.gate)}: ${headline}${o.violations.length === 0 ? 'no invariant violated' : `violated ${o.violations.join(', ')}`}.`);
+  });
   const lines = [
-    `nodevol demo: ${scenario.name} (seed ${flags.seed}), the real volume manager in the simulator`,
-    ...(scenario.description === '' ? [] : [wrapText(scenario.description, 100)]),
+    prose(`nodevol demo: ${scenario.name} (seed ${flags.seed}), the real volume manager in the simulator`),
+    ...(scenario.description === '' ? [] : [prose(scenario.description)]),
     '',
-    renderSideBySide(runs, { width: Math.min(process.stdout.columns ?? 120, 160), color: process.stdout.isTTY && process.env['NO_COLOR'] === undefined }),
-    `${GATE}=false: ${off.length === 0 ? 'no invariant violated' : `violated ${off.join(', ')}`}.`,
-    `${GATE}=true:  ${on.length === 0 ? 'no invariant violated' : `violated ${on.join(', ')}`}.`,
-    ...(flags.html === false ? [] : [`The timeline report is in ${flags.html}: open it in a browser (it loads nothing from the network).`]),
-    'Find every crash point on your own: nodevol explore --scenario kep-story-1 --crash both',
+    renderSideBySide(runs, { width, color: process.stdout.isTTY && process.env['NO_COLOR'] === undefined }),
+    ...verdicts,
+    ...(flags.html === false ? [] : [prose(`The timeline report is in ${flags.html}: open it in a browser (it loads nothing from the network).`)]),
+    prose('Find every crash point on your own: nodevol explore --scenario kep-story-1 --crash both'),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
   return 0;

@@ -9,6 +9,7 @@ import { renderTimelineHtml } from '../timeline/html.js';
 import { renderSideBySide } from '../timeline/terminal.js';
 import { parseTraceFile } from '../timeline/traceFile.js';
 import { examples } from './flags.js';
+import { terminalColumns } from './terminal.js';
 import { AGENT_STARTED_PREFIX } from '../agent/trace.js';
 import { writeFileSync } from 'node:fs';
 import { NodeFileSystem } from '../adapters/node/nodeFs.js';
@@ -76,7 +77,7 @@ async function timeline(files: readonly string[], flags: TimelineFlags): Promise
     process.stderr.write(`nodevol timeline: wrote ${flags.html} (${html.length} bytes)\n`);
     return EXIT_TIMELINE_OK;
   }
-  process.stdout.write(flags.output === 'json' ? `${JSON.stringify(runs, null, 2)}\n` : renderSideBySide(runs, { width: process.stdout.columns ?? 120 }));
+  process.stdout.write(flags.output === 'json' ? `${JSON.stringify(runs, null, 2)}\n` : renderSideBySide(runs, { width: terminalColumns(120) }));
   return EXIT_TIMELINE_OK;
 }
 

@@ -11,8 +11,8 @@ import { traceLine } from '../../src/timeline/traceFile.js';
 const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..', '..');
 const BIN = path.join(REPO_ROOT, 'bin', 'nodevol.js');
 
-function nodevol(args: readonly string[]): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 30_000 });
+function nodevol(args: readonly string[], columns = '140'): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 30_000, env: { ...process.env, COLUMNS: columns } });
   if (r.error !== undefined) throw r.error;
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
@@ -48,6 +48,26 @@ describe('nodevol timeline', () => {
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /^step +gate-off\.jsonl +gate-on\.jsonl$/m);
     assert.match(r.stdout, /── node reboots: every mount gone ──/);
+  });
+
+  it('wraps at the terminal width between words: an agent\'s gate list breaks after its commas, never inside a name', async () => {
+    const gates = ['CSIDurableBlockVolumePaths', 'CSIGlobalMountReconstruction', 'CSIKeepListedVolumeOnStageFailure', 'CSIListGlobalVolumesWithoutStagingDir', 'CSIUnpublishBeforeUnstageAfterReconstruction'];
+    const file = path.join(dir, 'agent.jsonl');
+    await writeFile(
+      file,
+      [
+        traceLine({ kind: 'step', t: 0, index: 0, label: `agent started: pid 7, boot 597e9134-36d0-4597-ae2e-fbe96e0038d8, ${gates.map((g) => `${g}=true`).join(',')}` }),
+        traceLine({ kind: 'status', t: 1, volumesInUse: [], volumesAttached: [], source: 'read' }),
+      ].join(''),
+    );
+    for (const columns of [60, 100, 200]) {
+      const r = nodevol(['timeline', file, file], String(columns));
+      assert.equal(r.status, 0, r.stderr);
+      const lines = r.stdout.split('\n');
+      for (const l of lines) assert.ok([...l].length <= columns, `COLUMNS=${columns}: ${l}`);
+      for (const g of gates) assert.ok(lines.some((l) => l.includes(`${g}=true`)), `COLUMNS=${columns}: ${g} cut:\n${r.stdout}`);
+      assert.ok(lines.some((l) => l.includes('597e9134-36d0-4597-ae2e-fbe96e0038d8')), r.stdout);
+    }
   });
 
   it('a bad line exits 2 with one message naming the file, the line and the field', async () => {

@@ -133,6 +133,17 @@ describe('timeline in the terminal', () => {
     for (const l of lines) assert.ok(l.length <= 140, `${l.length}: ${l}`);
   });
 
+  it('too narrow for two runs side by side, tells them one after the other, every line within the width', () => {
+    const text = renderSideBySide(storyOneRuns(), { width: 60 });
+    const lines = text.split('\n');
+    for (const l of lines) assert.ok([...l].length <= 60, `${[...l].length}: ${l}`);
+    const off = lines.indexOf('CSIGlobalMountReconstruction=false');
+    const on = lines.indexOf('CSIGlobalMountReconstruction=true');
+    assert.ok(off >= 0 && on > off, text);
+    assert.ok(lines.slice(off, on).some((l) => l.trim() === 'volumesInUse = []'), text);
+    assert.ok(lines.slice(on).some((l) => l.includes('deletePod uid-1 (NodeUnstageVolume hangs)')), text);
+  });
+
   it('colours only when asked', () => {
     const ESC = '\u001b[';
     assert.ok(!renderSideBySide(storyOneRuns()).includes(ESC));
