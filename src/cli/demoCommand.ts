@@ -15,7 +15,7 @@ import { simRunToTrace } from '../timeline/fromSim.js';
 import { analyzeInUse } from '../timeline/inUse.js';
 import { renderTimelineHtml } from '../timeline/html.js';
 import { renderSideBySide } from '../timeline/terminal.js';
-import { examples } from './flags.js';
+import { addHelpAfter, examples } from './flags.js';
 import { terminalColumns } from './terminal.js';
 
 export const DEMO_SCENARIO = 'kep-story-1-drain-reboot';
@@ -32,7 +32,7 @@ interface DemoFlags {
 export function demoCommand(setExitCode: (code: number) => void): Command {
   const cmd = new Command('demo')
     .description(
-      'See the bug and the fix in a minute: KEP-6058 story 1 (drain, then a reboot while NodeUnstageVolume runs)\n' +
+      'See the bug and the fix in a second: KEP-6058 story 1 (drain, then a reboot while NodeUnstageVolume runs) ' +
         'played in the simulator on the real engine, with CSIGlobalMountReconstruction off and on, side by side.',
     )
     .option('--scenario <name|file>', 'a built-in scenario name or a scenario file', DEMO_SCENARIO)
@@ -40,8 +40,8 @@ export function demoCommand(setExitCode: (code: number) => void): Command {
     .option('--no-html', 'write no HTML report')
     .option('--seed <n>', 'seed of the scheduler', (v) => Number.parseInt(v, 10), 1)
     .addOption(new Option('-o, --output <format>', 'text: the narrated timeline; json: the traces').choices(['text', 'json']).default('text'));
-  cmd.addHelpText(
-    'after',
+  addHelpAfter(
+    cmd,
     '\nExit codes: 0 played (the gate-off run is expected to show the bug); 2 could not run (bad scenario, report not writable).\n' +
       examples([
         ['The bug and the fix, in the terminal and in nodevol-demo.html', 'nodevol demo'],

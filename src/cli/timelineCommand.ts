@@ -8,7 +8,7 @@ import type { TraceEvent, TraceRun } from '../timeline/events.js';
 import { renderTimelineHtml } from '../timeline/html.js';
 import { renderSideBySide } from '../timeline/terminal.js';
 import { parseTraceFile } from '../timeline/traceFile.js';
-import { examples } from './flags.js';
+import { addHelpAfter, examples } from './flags.js';
 import { terminalColumns } from './terminal.js';
 import { AGENT_STARTED_PREFIX } from '../agent/trace.js';
 import { writeFileSync } from 'node:fs';
@@ -27,24 +27,24 @@ interface TimelineFlags {
 }
 
 export function timelineCommand(setExitCode: (code: number) => void): Command {
-  return new Command('timeline')
+  const cmd = new Command('timeline')
     .description('Draw trace files written by `nodevol agent --trace` as a timeline: one run per file, one above the other.')
     .argument('<file...>', 'trace files (JSON lines)')
     .option('--html <out>', 'write the self-contained HTML report here instead of printing text')
     .option('--title <title>', 'title of the report')
-    .addOption(new Option('-o, --output <format>', 'what to print without --html').choices(['text', 'json']).default('text'))
-    .addHelpText(
-      'after',
-      '\nExit codes: 0 drawn; 2 a file could not be read or is not a trace (the message names file, line and field).\n' +
-        examples([
-          ['On the node: record what the agent does', 'nodevol agent --trace /var/log/nodevol-trace.jsonl ...'],
-          ['Draw it as a self-contained HTML report', 'nodevol timeline /var/log/nodevol-trace.jsonl --html trace.html'],
-          ['Two runs side by side in the terminal', 'nodevol timeline before.jsonl after.jsonl'],
-        ]),
-    )
-    .action(async (files: string[], flags: TimelineFlags) => {
-      setExitCode(await timeline(files, flags));
-    });
+    .addOption(new Option('-o, --output <format>', 'what to print without --html').choices(['text', 'json']).default('text'));
+  addHelpAfter(
+    cmd,
+    '\nExit codes: 0 drawn; 2 a file could not be read or is not a trace (the message names file, line and field).\n' +
+      examples([
+        ['On the node: record what the agent does', 'nodevol agent --trace /var/log/nodevol-trace.jsonl ...'],
+        ['Draw it as a self-contained HTML report', 'nodevol timeline /var/log/nodevol-trace.jsonl --html trace.html'],
+        ['Two runs side by side in the terminal', 'nodevol timeline before.jsonl after.jsonl'],
+      ]),
+  );
+  return cmd.action(async (files: string[], flags: TimelineFlags) => {
+    setExitCode(await timeline(files, flags));
+  });
 }
 
 async function timeline(files: readonly string[], flags: TimelineFlags): Promise<number> {
