@@ -1,10 +1,13 @@
 /**
  * `nodevol demo`: KEP-6058 story 1 (a drain, then a reboot while NodeUnstageVolume is still
  * running) played in the simulator twice, gate off and gate on, on the real engine; printed as a
- * narrated side-by-side timeline and written as the HTML timeline report. No root, no kubelet,
- * no file touched but the report.
+ * narrated side-by-side timeline and written as the HTML timeline report: to a new temp dir
+ * unless --html names the file, never into the working tree unasked. No root, no kubelet, no
+ * file touched but the report.
  */
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
 import { Command, Option } from 'commander';
 import { FeatureGate } from '../features/features.js';
 import { errorMessage } from '../host/fs.js';
@@ -19,12 +22,14 @@ import { addHelpAfter, examples } from './flags.js';
 import { terminalColumns } from './terminal.js';
 
 export const DEMO_SCENARIO = 'kep-story-1-drain-reboot';
-export const DEFAULT_DEMO_HTML = 'nodevol-demo.html';
+/** The report's file name in the temp dir it is written to by default. */
+export const DEMO_HTML_NAME = 'nodevol-demo.html';
 const GATE = 'CSIGlobalMountReconstruction';
 
 interface DemoFlags {
   scenario: string;
-  html: string | false;
+  /** undefined: a new temp dir; false: --no-html. */
+  html: string | false | undefined;
   seed: number;
   output: 'text' | 'json';
 }
@@ -36,7 +41,7 @@ export function demoCommand(setExitCode: (code: number) => void): Command {
         'played in the simulator on the real engine, with CSIGlobalMountReconstruction off and on, side by side.',
     )
     .option('--scenario <name|file>', 'a built-in scenario name or a scenario file', DEMO_SCENARIO)
-    .option('--html <file>', 'where the HTML timeline report is written', DEFAULT_DEMO_HTML)
+    .option('--html <file>', `write the HTML timeline report here (default: ${DEMO_HTML_NAME} in a new temp dir, whose path is printed)`)
     .option('--no-html', 'write no HTML report')
     .option('--seed <n>', 'seed of the scheduler', (v) => Number.parseInt(v, 10), 1)
     .addOption(new Option('-o, --output <format>', 'text: the narrated timeline; json: the traces').choices(['text', 'json']).default('text'));
@@ -44,7 +49,7 @@ export function demoCommand(setExitCode: (code: number) => void): Command {
     cmd,
     '\nExit codes: 0 played (the gate-off run is expected to show the bug); 2 could not run (bad scenario, report not writable).\n' +
       examples([
-        ['The bug and the fix, in the terminal and in nodevol-demo.html', 'nodevol demo'],
+        ['The bug and the fix, in the terminal and as an HTML report in a new temp dir', 'nodevol demo'],
         ['Another scenario, report elsewhere', 'nodevol demo --scenario kep-story-2 --html /tmp/story2.html'],
         ['The traces as JSON', 'nodevol demo -o json --no-html'],
       ]),
@@ -86,6 +91,7 @@ async function demo(flags: DemoFlags): Promise<number> {
     );
   }
 
+  let report: string | undefined;
   if (flags.html !== false) {
     const html = renderTimelineHtml({
       title: `nodevol demo: ${scenario.name}`,
@@ -93,14 +99,17 @@ async function demo(flags: DemoFlags): Promise<number> {
       runs,
     });
     try {
-      writeFileSync(flags.html, html);
+      report = flags.html ?? path.join(mkdtempSync(path.join(tmpdir(), 'nodevol-demo-')), DEMO_HTML_NAME);
+      writeFileSync(report, html);
     } catch (err) {
-      return fail(`--html ${flags.html}: ${errorMessage(err)}`);
+      return fail(flags.html === undefined ? `writing the report to a new temp dir in ${tmpdir()}: ${errorMessage(err)}` : `--html ${flags.html}: ${errorMessage(err)}`);
     }
   }
 
   if (flags.output === 'json') {
     process.stdout.write(`${JSON.stringify({ scenario: scenario.name, seed: flags.seed, runs }, null, 2)}\n`);
+    // stdout is the JSON: the report's path goes to stderr.
+    if (report !== undefined) process.stderr.write(`nodevol demo: the timeline report is in ${report}\n`);
     return 0;
   }
   // The narrated timeline takes the terminal's width (up to 160); prose, up to 100 columns.
@@ -116,7 +125,7 @@ async function demo(flags: DemoFlags): Promise<number> {
     '',
     renderSideBySide(runs, { width, color: process.stdout.isTTY && process.env['NO_COLOR'] === undefined }),
     ...verdicts,
-    ...(flags.html === false ? [] : [prose(`The timeline report is in ${flags.html}: open it in a browser (it loads nothing from the network).`)]),
+    ...(report === undefined ? [] : [prose(`The timeline report is in ${report}: open it in a browser (it loads nothing from the network).`)]),
     prose('Find every crash point on your own: nodevol explore --scenario kep-story-1 --crash both'),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);

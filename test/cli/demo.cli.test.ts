@@ -1,6 +1,6 @@
 // `nodevol demo` as a new user runs it: no root, no node; both timelines printed, the report written.
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -39,8 +39,32 @@ describe('nodevol demo', () => {
     assert.ok((await stat(html)).size < 500 * 1024, 'the story-1 report stays under 500 KB');
   });
 
-  it('-o json prints both runs\' trace events; --no-html writes nothing', () => {
-    const r = runNodevol(['demo', '-o', 'json', '--no-html'], { cwd: dir });
+  it('without --html writes the report to a new temp dir and prints its path, never into the working directory', async () => {
+    const cwd = await mkdtemp(path.join(dir, 'cwd-'));
+    const temp = await mkdtemp(path.join(dir, 'tmp-'));
+    const env = { ...process.env, COLUMNS: '140', TMPDIR: temp };
+    const r = runNodevol(['demo'], { cwd, env });
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(await readdir(cwd), []);
+    const printed = /The timeline report is in (\S+):\s+open it/.exec(r.stdout)?.[1];
+    assert.ok(printed !== undefined, r.stdout);
+    assert.match(printed, new RegExp(`^${temp.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}/nodevol-demo-[^/]+/nodevol-demo\\.html$`));
+    assert.match(await readFile(printed, 'utf8'), /data-violation="in-use-reported"/);
+    // With -o json, stdout is the JSON alone: the path goes to stderr.
+    const j = runNodevol(['demo', '-o', 'json'], { cwd, env });
+    assert.equal(j.status, 0, j.stderr);
+    JSON.parse(j.stdout);
+    const path2 = /^nodevol demo: the timeline report is in (\S+)$/m.exec(j.stderr)?.[1];
+    assert.ok(path2 !== undefined && path2 !== printed && (await stat(path2)).size > 0, j.stderr);
+    assert.deepEqual(await readdir(cwd), []);
+  });
+
+  it('-o json prints both runs\' trace events; --no-html writes nothing', async () => {
+    const cwd = await mkdtemp(path.join(dir, 'cwd-'));
+    const temp = await mkdtemp(path.join(dir, 'tmp-'));
+    const r = runNodevol(['demo', '-o', 'json', '--no-html'], { cwd, env: { ...process.env, TMPDIR: temp } });
+    assert.deepEqual([...(await readdir(cwd)), ...(await readdir(temp))], []);
+    assert.equal(r.stderr, '');
     assert.equal(r.status, 0, r.stderr);
     const out = JSON.parse(r.stdout) as { scenario: string; runs: { label: string; events: { kind: string }[] }[] };
     assert.equal(out.scenario, 'kep-story-1-drain-reboot');
