@@ -76,7 +76,7 @@ describe('nodevol demo', () => {
     for (const columns of ['60', '200']) {
       const r = runNodevol(['demo', '--no-html'], { env: { ...process.env, COLUMNS: columns } });
       assert.equal(r.status, 0, r.stderr);
-      for (const line of r.stdout.split('\n')) assert.ok([...line].length <= Number(columns), `COLUMNS=${columns}: ${[...line].length}: ${line}`);
+      for (const line of r.stdout.split('\n')) assert.ok(line.length <= Number(columns), `COLUMNS=${columns}: ${line.length}: ${line}`);
       // No word cut in two: every word of the narration is whole on some line.
       assert.match(r.stdout, /\bNodeUnstageVolume\b/);
       assert.match(r.stdout, /\bin-use-reported\b/);

@@ -16,7 +16,8 @@ function help(command: string, columns: number): string {
   return r.stdout;
 }
 
-const width = (s: string): number => [...s].length;
+// Every character the help prints is one column and one UTF-16 unit (no emoji, no wide script).
+const width = (s: string): number => s.length;
 const indent = (s: string): number => /^ */.exec(s)?.[0].length ?? 0;
 
 /**

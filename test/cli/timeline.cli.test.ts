@@ -64,7 +64,7 @@ describe('nodevol timeline', () => {
       const r = nodevol(['timeline', file, file], String(columns));
       assert.equal(r.status, 0, r.stderr);
       const lines = r.stdout.split('\n');
-      for (const l of lines) assert.ok([...l].length <= columns, `COLUMNS=${columns}: ${l}`);
+      for (const l of lines) assert.ok(l.length <= columns, `COLUMNS=${columns}: ${l}`);
       for (const g of gates) assert.ok(lines.some((l) => l.includes(`${g}=true`)), `COLUMNS=${columns}: ${g} cut:\n${r.stdout}`);
       assert.ok(lines.some((l) => l.includes('597e9134-36d0-4597-ae2e-fbe96e0038d8')), r.stdout);
     }

@@ -136,7 +136,7 @@ describe('timeline in the terminal', () => {
   it('too narrow for two runs side by side, tells them one after the other, every line within the width', () => {
     const text = renderSideBySide(storyOneRuns(), { width: 60 });
     const lines = text.split('\n');
-    for (const l of lines) assert.ok([...l].length <= 60, `${[...l].length}: ${l}`);
+    for (const l of lines) assert.ok(l.length <= 60, `${l.length}: ${l}`);
     const off = lines.indexOf('CSIGlobalMountReconstruction=false');
     const on = lines.indexOf('CSIGlobalMountReconstruction=true');
     assert.ok(off >= 0 && on > off, text);
