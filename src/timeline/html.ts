@@ -124,7 +124,7 @@ function renderItem(item: TimelineItem, row: number): string {
 /** The legend: each colour once, with the one thing it means. */
 const KEY = `<div class="key">
 <p><span class="sw ok"></span>succeeded <span class="sw error"></span>failed <span class="sw pending"></span>no answer / still running <span class="sw added"></span>created / mounted <span class="sw removed"></span>removed / unmounted <span class="sw lost"></span>lost in the reboot <span class="crashkey"></span>restart / reboot <span class="sw warn"></span>warning logged <span class="vkey">!</span>invariant violated</p>
-<p><b>volumesInUse vs volumesAttached:</b> <span class="sw in-use"></span>every staged volume in use <span class="sw not-yet"></span>attached, nothing staged yet <span class="sw unsafe"></span>dropped while staged: another node may attach it <span class="sw safe"></span>unstaged, then dropped: safe — hover anything for its details</p>
+<p><b>volumesInUse vs volumesAttached:</b> <span class="sw in-use"></span>every staged volume in use <span class="sw not-yet"></span>attached, not in use, nothing staged <span class="sw unsafe"></span>dropped while staged: another node may attach it <span class="sw safe"></span>unstaged, then dropped: safe — hover anything for its details</p>
 </div>`;
 
 /** A long comma-separated list (an agent's gates) breaks after its commas, not inside a name. */

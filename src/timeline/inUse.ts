@@ -17,7 +17,7 @@ import type { StatusEvent, TraceEvent } from './events.js';
 /**
  * - `in-use`: every volume still on the node, and every attached one, is in volumesInUse.
  * - `not-yet`: an attached volume is not in volumesInUse, but nothing of it is on the node (it
- *   was never staged, or never reported yet): the controller may detach it safely.
+ *   was not staged yet, or was unstaged after an unsafe drop): the controller may detach it.
  * - `unsafe`: a volume left volumesInUse while still on the node and attached (or not known to
  *   be detached).
  * - `safe`: a volume left volumesInUse after its NodeUnstageVolume succeeded.
@@ -60,6 +60,8 @@ interface VolumeState {
   /** When NodeUnstageVolume last succeeded (answered). */
   unstagedAt: number | undefined;
   wasInUse: boolean;
+  /** Whether it left volumesInUse with nothing of it on the node (undefined: it has not left). */
+  droppedSafely: boolean | undefined;
   /** A CSI call for it was seen. */
   seen: boolean;
 }
@@ -89,7 +91,7 @@ export function analyzeInUse(events: readonly TraceEvent[]): InUseAnalysis {
   const stateOf = (handle: string, call: boolean): VolumeState => {
     let s = byHandle.get(handle);
     if (s === undefined) {
-      s = { staging: undefined, targets: new Set(), lastUnstage: undefined, unstagedAt: undefined, wasInUse: false, seen: false };
+      s = { staging: undefined, targets: new Set(), lastUnstage: undefined, unstagedAt: undefined, wasInUse: false, droppedSafely: undefined, seen: false };
       byHandle.set(handle, s);
     }
     if (call) s.seen = true;
@@ -134,7 +136,8 @@ export function analyzeInUse(events: readonly TraceEvent[]): InUseAnalysis {
   changes.sort((a, b) => a.t - b.t || a.order - b.order);
 
   const statuses = new Map<StatusEvent, StatusAssessment>();
-  let firstUnsafe: { e: StatusEvent; volume: string; s: VolumeState; attachedKnown: boolean } | undefined;
+  /** The first unsafe drop, with the volume's state as it was then. */
+  let firstUnsafe: { e: StatusEvent; volume: string; s: Pick<VolumeState, 'staging' | 'lastUnstage'> & { published: number }; attachedKnown: boolean } | undefined;
   let firstSafe: { e: StatusEvent; volume: string; unstagedAt: number | undefined } | undefined;
   let next = 0;
   let first = true;
@@ -161,11 +164,12 @@ export function analyzeInUse(events: readonly TraceEvent[]): InUseAnalysis {
       const s = state(volumeHandle(name));
       const attached = e.volumesAttached === undefined || e.volumesAttached.includes(name);
       const onNode = s.staging === 'staged' || s.staging === 'unknown' || s.targets.size > 0;
+      if (prevInUse.has(name)) s.droppedSafely = !onNode;
       if (onNode && attached) {
         unsafe.push(name);
-        if (firstUnsafe === undefined) firstUnsafe = { e, volume: name, s, attachedKnown: e.volumesAttached !== undefined };
-      } else if (!onNode && s.wasInUse && (attached || prevInUse.has(name))) {
-        // Dropped just now, or dropped and still attached (the controller has yet to detach it).
+        if (firstUnsafe === undefined) firstUnsafe = { e, volume: name, s: { staging: s.staging, lastUnstage: s.lastUnstage, published: s.targets.size }, attachedKnown: e.volumesAttached !== undefined };
+      } else if (!onNode && s.wasInUse && s.droppedSafely === true && (attached || prevInUse.has(name))) {
+        // Dropped safely just now, or since and still attached (the controller has yet to detach it).
         safe.push(name);
         afterUnstage ||= s.unstagedAt !== undefined;
         if (firstSafe === undefined || (firstSafe.unstagedAt === undefined && s.unstagedAt !== undefined)) firstSafe = { e, volume: name, unstagedAt: s.unstagedAt };
@@ -190,7 +194,7 @@ export function analyzeInUse(events: readonly TraceEvent[]): InUseAnalysis {
   if (firstUnsafe !== undefined) {
     const { e, volume, s, attachedKnown } = firstUnsafe;
     const h = volumeHandle(volume);
-    const never = s.staging === 'unknown' && s.targets.size === 0;
+    const never = s.staging === 'unknown' && s.published === 0;
     const where = s.staging === 'staged' || s.staging === 'unknown' ? 'staged' : 'published';
     const evidence =
       s.lastUnstage !== undefined

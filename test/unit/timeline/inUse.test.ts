@@ -76,6 +76,10 @@ describe('volumesInUse against what is on the node', () => {
     ];
     assert.deepEqual(states(failed), ['in-use', 'unsafe']);
     assert.match(analyzeInUse(failed).verdict.explanation, /its NodeUnstageVolume at step 1, start failed with INTERNAL/);
+    // A later success does not rewrite what was true when the volume was dropped.
+    const later: TraceEvent[] = [...failed, { kind: 'csi', t: 7, end: 8, method: 'NodeUnstageVolume', volumeId: 'vol-1', outcome: 'OK' }, { kind: 'status', t: 9, volumesInUse: [], volumesAttached: [V] }];
+    assert.deepEqual(states(later), ['in-use', 'unsafe', 'not-yet']);
+    assert.match(analyzeInUse(later).verdict.explanation, /while vol-1 was still attached and staged on this node \(its NodeUnstageVolume at step 1, start failed with INTERNAL\)/);
     const published: TraceEvent[] = [
       { kind: 'step', t: 0, index: 0, label: 'start' },
       { kind: 'csi', t: 1, end: 2, method: 'NodePublishVolume', volumeId: 'vol-1', outcome: 'OK', request: { targetPath: '/t/1' } },
@@ -84,7 +88,7 @@ describe('volumesInUse against what is on the node', () => {
       { kind: 'csi', t: 5, end: 6, method: 'NodeUnpublishVolume', volumeId: 'vol-1', outcome: 'OK', request: { targetPath: '/t/1' } },
       { kind: 'status', t: 7, volumesInUse: [], volumesAttached: [V] },
     ];
-    assert.deepEqual(states(published), ['in-use', 'unsafe', 'safe']);
+    assert.deepEqual(states(published), ['in-use', 'unsafe', 'not-yet']);
   });
 
   it('a volume not attached is no attach/detach risk: dropping it while staged is not flagged', () => {
