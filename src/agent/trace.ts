@@ -9,7 +9,9 @@
  *   rmdir, rename).
  * - Mount table: the driver mounts, not kubelet, so the table is read after every CSI call and
  *   at start, and the mount points under the root dir that appeared or disappeared are recorded.
- * - node.status: every volumesInUse written, with volumesAttached as last read.
+ * - node.status: what was read (the agent reads it once at start, before it writes) and every
+ *   volumesInUse written, each with volumesAttached as last read. Nothing is assumed: until the
+ *   first read, volumesAttached is left out; volumesInUse is only ever a list read or written.
  * - Errors and warnings logged.
  * - Each agent life starts with a `step` line naming the process and the boot; a life that did
  *   not end with the stop line was killed: the next start records a `restart` (same boot) or a
@@ -28,7 +30,8 @@ export type TraceSink = (event: TraceEvent) => void;
 
 /** The message of the line a clean stop writes last. */
 export const AGENT_STOPPED_MESSAGE = 'nodevol agent stopped';
-const STARTED_PREFIX = 'agent started';
+/** The start of the label of the step line each agent life begins with. */
+export const AGENT_STARTED_PREFIX = 'agent started';
 
 export interface AgentTracer {
   readonly emit: TraceSink;
@@ -55,8 +58,10 @@ export function createAgentTracer(options: {
   const rootPrefix = `${escapeMountPath(options.rootDir)}/`;
   /** Mount points under the root dir at the last look (escaped), with their sources. */
   let mounts: Map<string, string> | undefined;
-  let attached: readonly string[] = [];
-  let lastInUse: readonly string[] = [];
+  /** volumesAttached as last read (sorted); undefined until the first read. */
+  let attached: readonly string[] | undefined;
+  /** volumesInUse as last read or written; undefined until then. */
+  let lastInUse: readonly string[] | undefined;
   let checking: Promise<void> = Promise.resolve();
 
   const emit: TraceSink = (e) => {
@@ -142,17 +147,19 @@ export function createAgentTracer(options: {
       getNodeStatus: async (): Promise<NodeStatus> => {
         const status = await inner.getNodeStatus();
         const names = status.volumesAttached.map((v) => v.name).sort();
-        if (names.join('\n') !== attached.join('\n')) {
+        const inUse = [...status.volumesInUse];
+        if (!sameList(names, attached) || !sameList(inUse, lastInUse)) {
           attached = names;
-          emit({ kind: 'status', t: nowMs(), volumesInUse: [...lastInUse], volumesAttached: [...attached] });
+          lastInUse = inUse;
+          emit({ kind: 'status', t: nowMs(), volumesInUse: [...inUse], volumesAttached: [...names], source: 'read' });
         }
         return status;
       },
       setVolumesInUse: async (names) => {
         await inner.setVolumesInUse(names);
-        if (names.join('\n') === lastInUse.join('\n')) return;
+        if (sameList(names, lastInUse)) return;
         lastInUse = [...names];
-        emit({ kind: 'status', t: nowMs(), volumesInUse: [...lastInUse], volumesAttached: [...attached] });
+        emit({ kind: 'status', t: nowMs(), volumesInUse: [...names], ...(attached === undefined ? {} : { volumesAttached: [...attached] }), source: 'written' });
       },
     }),
     logger: (inner) => tracedLogger(inner, logLine),
@@ -180,10 +187,14 @@ export function createAgentTracer(options: {
           detail: `the previous agent (${previous.label}) ended without stopping`,
         });
       }
-      emit({ kind: 'step', t, index: 0, label: `${STARTED_PREFIX}: pid ${pid}, boot ${bootId}, ${gates}` });
+      emit({ kind: 'step', t, index: 0, label: `${AGENT_STARTED_PREFIX}: pid ${pid}, boot ${bootId}, ${gates}` });
     },
     stopped: (reason) => emit({ kind: 'log', t: nowMs(), severity: 'I', message: `${AGENT_STOPPED_MESSAGE} (${reason})` }),
   };
+}
+
+function sameList(a: readonly string[], b: readonly string[] | undefined): boolean {
+  return b !== undefined && a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
 /** What the end of an existing trace file says about the last agent life in it. */
@@ -200,7 +211,7 @@ function lastLife(tail: string): { label: string; bootId: string | undefined; st
   for (let i = lines.length - 1; i >= 0; i--) {
     try {
       const e = JSON.parse(lines[i] ?? '') as { kind?: unknown; label?: unknown };
-      if (e.kind === 'step' && typeof e.label === 'string' && e.label.startsWith(STARTED_PREFIX)) {
+      if (e.kind === 'step' && typeof e.label === 'string' && e.label.startsWith(AGENT_STARTED_PREFIX)) {
         const boot = /boot ([0-9a-f-]+)/.exec(e.label)?.[1];
         return { label: e.label, bootId: boot, stopped };
       }

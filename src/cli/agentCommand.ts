@@ -31,7 +31,7 @@ import { NODE_STATUS_UPDATE_PERIOD_MS } from '../volumemanager/volumeManager.js'
 import { composeNode } from '../agent/node.js';
 import type { CsiDriverRegistry } from '../host/csi.js';
 import { parseDuration } from './duration.js';
-import { addLoggingOptions, collect, stderrLogger } from './flags.js';
+import { addHelpAfter, addLoggingOptions, collect, stderrLogger } from './flags.js';
 
 export const EXIT_AGENT_OK = 0;
 export const EXIT_AGENT_FAILED = 1;
@@ -68,8 +68,8 @@ export function agentCommand(setExitCode: (code: number) => void): Command {
     .option('--shutdown-grace-period <duration>', 'how long SIGTERM waits for in-flight operations', '30s')
     .option('--trace <file>', 'append what the agent does (CSI calls, files, mounts, volumesInUse, errors) as JSON lines, for nodevol timeline');
   addLoggingOptions(cmd);
-  cmd.addHelpText(
-    'after',
+  addHelpAfter(
+    cmd,
     '\nExit codes: 0 stopped by SIGTERM/SIGINT; 1 failed while running; 2 could not start (bad flags, missing dirs, port in use); killed by SIGKILL (137) when a read stuck in a hung file system outlives the grace period + 2 s.\n',
   );
   cmd.action(async (flags: AgentFlags) => {
@@ -163,6 +163,12 @@ async function runAgent(flags: AgentFlags): Promise<number> {
     await trace.tracer.checkMounts();
   }
   const tracer = trace?.tracer;
+  const tracedCluster = tracer === undefined ? cluster : tracer.cluster(cluster);
+  if (tracer !== undefined) {
+    // The trace starts from node.status as read, so that its first volumesInUse is a fact, not an
+    // assumption; an unreadable status is left for the volume manager to report.
+    await tracedCluster.getNodeStatus().catch(() => undefined);
+  }
   const node = composeNode(
     {
       layout,
@@ -174,7 +180,7 @@ async function runAgent(flags: AgentFlags): Promise<number> {
       clock: realClock,
       mounter,
       csiDrivers: new DiscoveringDriverRegistry(grpcRegistry, layout, logger),
-      cluster: tracer === undefined ? cluster : tracer.cluster(cluster),
+      cluster: tracedCluster,
     },
     {
       metrics: {

@@ -17,7 +17,7 @@ import {
   type FullAuditReport,
 } from './auditOutput.js';
 import { auditExitCode, collectAudit, unreadMessage, type AuditRunFlags } from './auditRun.js';
-import { addLoggingOptions, collect, examples, stderrLogger } from './flags.js';
+import { addHelpAfter, addLoggingOptions, collect, examples, stderrLogger } from './flags.js';
 
 interface AuditFlags extends AuditRunFlags {
   output: AuditOutputFormat;
@@ -32,9 +32,9 @@ export const DEFAULT_AUDIT_METRICS_BIND_ADDRESS = '127.0.0.1:10263';
 export function auditCommand(setExitCode: (code: number) => void): Command {
   const cmd = new Command('audit')
     .description(
-      'Read-only check of a node: which CSI volumes kubelet tracks, which it recovers only with\n' +
-        'CSIGlobalMountReconstruction, and which it will lose (orphaned). With the cluster\'s view\n' +
-        '(--cluster-state, --kubeconfig, or in a pod) also: at-risk, attached-elsewhere, pod-gone.\n' +
+      'Read-only check of a node: which CSI volumes kubelet tracks, which it recovers only with ' +
+        'CSIGlobalMountReconstruction, and which it will lose (orphaned). With the cluster\'s view ' +
+        '(--cluster-state, --kubeconfig, or in a pod) also: at-risk, attached-elsewhere, pod-gone. ' +
         'Never writes, mounts or calls a driver.',
     )
     .option('--root-dir <dir>', 'kubelet root directory', DEFAULT_ROOT_DIR)
@@ -51,8 +51,8 @@ export function auditCommand(setExitCode: (code: number) => void): Command {
     .option('--metrics-bind-address <host:port>', 'with --interval: where /metrics and /healthz are served', DEFAULT_AUDIT_METRICS_BIND_ADDRESS);
   addClusterOptions(cmd);
   addLoggingOptions(cmd);
-  cmd.addHelpText(
-    'after',
+  addHelpAfter(
+    cmd,
     '\nExit codes (node-problem-detector custom plugin convention):\n' +
       '  0  nothing orphaned, no failed reconstruction, no cluster finding\n' +
       '  1  something is orphaned, fails reconstruction, is stuck (the agent\'s status file), or is at-risk / attached-elsewhere / pod-gone\n' +

@@ -3,7 +3,7 @@
  * from main.ts so that every command's --help ends with examples (kubectl's convention).
  */
 import type { Command } from 'commander';
-import { examples } from './flags.js';
+import { addHelpAfter, examples } from './flags.js';
 
 const EXAMPLES: Readonly<Record<string, readonly (readonly [string, string])[]>> = {
   agent: [
@@ -11,7 +11,10 @@ const EXAMPLES: Readonly<Record<string, readonly (readonly [string, string])[]>>
     ['A driver whose socket is not under the root dir', 'nodevol agent --root-dir /tmp/node/root --node-name node-1 --cluster-dir /tmp/node/cluster \\\n  --csi-endpoint mock.csi.nodevol.io=unix:///run/mock/csi.sock'],
   ],
   'mock-driver': [
-    ['A driver with one volume, its calls journalled', 'nodevol mock-driver --endpoint unix:///tmp/node/root/plugins/mock.csi.nodevol.io/csi.sock \\\n  --node-id node-1 --driver-name mock.csi.nodevol.io --state-dir /tmp/node/driver \\\n  --journal /tmp/node/journal.jsonl --volume pv-demo'],
+    [
+      'A driver with one volume, its calls journalled (its socket where the agent looks by default)',
+      'R=/tmp/node/root\nnodevol mock-driver --endpoint unix://$R/plugins/mock.csi.nodevol.io/csi.sock \\\n  --node-id node-1 --driver-name mock.csi.nodevol.io --state-dir /tmp/node/driver \\\n  --journal /tmp/node/journal.jsonl --volume pv-demo',
+    ],
     ['Hold every NodeUnstageVolume (faults are re-read when the file changes)', "echo 'faults: [{method: NodeUnstageVolume, hang: true}]' > /tmp/node/faults.yaml\nnodevol mock-driver ... --faults /tmp/node/faults.yaml"],
   ],
 };
@@ -20,6 +23,6 @@ const EXAMPLES: Readonly<Record<string, readonly (readonly [string, string])[]>>
 export function addOwnedElsewhereExamples(program: Command): void {
   for (const cmd of program.commands) {
     const items = EXAMPLES[cmd.name()];
-    if (items !== undefined) cmd.addHelpText('after', examples(items));
+    if (items !== undefined) addHelpAfter(cmd, examples(items));
   }
 }

@@ -4,7 +4,7 @@
  * lags behind a new flag.
  */
 import { Command, Argument, type Option } from 'commander';
-import { examples } from './flags.js';
+import { addHelpAfter, examples } from './flags.js';
 
 interface CommandInfo {
   readonly name: string;
@@ -19,7 +19,7 @@ function describeTree(root: Command): CommandInfo[] {
     .filter((c) => c.name() !== 'help')
     .map((c) => ({
       name: c.name(),
-      description: c.description().split('\n')[0] ?? '',
+      description: c.summary() || (c.description().split('\n')[0] ?? ''),
       words: c.registeredArguments.flatMap((a) => a.argChoices ?? []),
       flags: [
         ...c.options.map((o: Option) => ({
@@ -104,8 +104,8 @@ export function completionCommand(root: () => Command): Command {
   const cmd = new Command('completion')
     .description('Print a shell completion script for bash or zsh.')
     .addArgument(new Argument('<shell>', 'the shell').choices(['bash', 'zsh']));
-  cmd.addHelpText(
-    'after',
+  addHelpAfter(
+    cmd,
     examples([
       ['Load completion into the current bash', 'source <(nodevol completion bash)'],
       ['Install it for zsh', 'nodevol completion zsh > "${fpath[1]}/_nodevol"'],

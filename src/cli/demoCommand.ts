@@ -1,10 +1,13 @@
 /**
  * `nodevol demo`: KEP-6058 story 1 (a drain, then a reboot while NodeUnstageVolume is still
  * running) played in the simulator twice, gate off and gate on, on the real engine; printed as a
- * narrated side-by-side timeline and written as the HTML timeline report. No root, no kubelet,
- * no file touched but the report.
+ * narrated side-by-side timeline and written as the HTML timeline report: to a new temp dir
+ * unless --html names the file, never into the working tree unasked. No root, no kubelet, no
+ * file touched but the report.
  */
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
 import { Command, Option } from 'commander';
 import { FeatureGate } from '../features/features.js';
 import { errorMessage } from '../host/fs.js';
@@ -12,17 +15,21 @@ import { loadBuiltinScenario, loadScenarioFile, ScenarioError, type Scenario } f
 import { simulate } from '../sim/simulation.js';
 import type { TraceRun } from '../timeline/events.js';
 import { simRunToTrace } from '../timeline/fromSim.js';
+import { analyzeInUse } from '../timeline/inUse.js';
 import { renderTimelineHtml } from '../timeline/html.js';
 import { renderSideBySide } from '../timeline/terminal.js';
-import { examples } from './flags.js';
+import { addHelpAfter, examples } from './flags.js';
+import { terminalColumns } from './terminal.js';
 
 export const DEMO_SCENARIO = 'kep-story-1-drain-reboot';
-export const DEFAULT_DEMO_HTML = 'nodevol-demo.html';
+/** The report's file name in the temp dir it is written to by default. */
+export const DEMO_HTML_NAME = 'nodevol-demo.html';
 const GATE = 'CSIGlobalMountReconstruction';
 
 interface DemoFlags {
   scenario: string;
-  html: string | false;
+  /** undefined: a new temp dir; false: --no-html. */
+  html: string | false | undefined;
   seed: number;
   output: 'text' | 'json';
 }
@@ -30,19 +37,19 @@ interface DemoFlags {
 export function demoCommand(setExitCode: (code: number) => void): Command {
   const cmd = new Command('demo')
     .description(
-      'See the bug and the fix in a minute: KEP-6058 story 1 (drain, then a reboot while NodeUnstageVolume runs)\n' +
+      'See the bug and the fix in a second: KEP-6058 story 1 (drain, then a reboot while NodeUnstageVolume runs) ' +
         'played in the simulator on the real engine, with CSIGlobalMountReconstruction off and on, side by side.',
     )
     .option('--scenario <name|file>', 'a built-in scenario name or a scenario file', DEMO_SCENARIO)
-    .option('--html <file>', 'where the HTML timeline report is written', DEFAULT_DEMO_HTML)
+    .option('--html <file>', `write the HTML timeline report here (default: ${DEMO_HTML_NAME} in a new temp dir, whose path is printed)`)
     .option('--no-html', 'write no HTML report')
     .option('--seed <n>', 'seed of the scheduler', (v) => Number.parseInt(v, 10), 1)
     .addOption(new Option('-o, --output <format>', 'text: the narrated timeline; json: the traces').choices(['text', 'json']).default('text'));
-  cmd.addHelpText(
-    'after',
+  addHelpAfter(
+    cmd,
     '\nExit codes: 0 played (the gate-off run is expected to show the bug); 2 could not run (bad scenario, report not writable).\n' +
       examples([
-        ['The bug and the fix, in the terminal and in nodevol-demo.html', 'nodevol demo'],
+        ['The bug and the fix, in the terminal and as an HTML report in a new temp dir', 'nodevol demo'],
         ['Another scenario, report elsewhere', 'nodevol demo --scenario kep-story-2 --html /tmp/story2.html'],
         ['The traces as JSON', 'nodevol demo -o json --no-html'],
       ]),
@@ -77,44 +84,49 @@ async function demo(flags: DemoFlags): Promise<number> {
     runs.push(
       simRunToTrace({
         label: `${GATE}=${String(on)}`,
-        summary:
-          invariants.length === 0
-            ? `No invariant violated: ${result.endReason === 'converged' ? 'every volume ends where it should' : result.endReason}.`
-            : `Violated: ${invariants.join(', ')}.`,
+        ...(invariants.length === 0 ? { summary: result.endReason === 'converged' ? 'Every volume ends where it should.' : `The run ended: ${result.endReason}.` } : {}),
         trace: result.trace,
         violations: result.violations,
       }),
     );
   }
 
+  let report: string | undefined;
   if (flags.html !== false) {
     const html = renderTimelineHtml({
       title: `nodevol demo: ${scenario.name}`,
-      subtitle: `${scenario.description} Gate off above, gate on below, the same steps in the same columns; hover any box for its details.`.trim(),
+      subtitle: `${scenario.description} Below, gate off above gate on: the same steps in the same columns.`.trim(),
       runs,
     });
     try {
-      writeFileSync(flags.html, html);
+      report = flags.html ?? path.join(mkdtempSync(path.join(tmpdir(), 'nodevol-demo-')), DEMO_HTML_NAME);
+      writeFileSync(report, html);
     } catch (err) {
-      return fail(`--html ${flags.html}: ${errorMessage(err)}`);
+      return fail(flags.html === undefined ? `writing the report to a new temp dir in ${tmpdir()}: ${errorMessage(err)}` : `--html ${flags.html}: ${errorMessage(err)}`);
     }
   }
 
   if (flags.output === 'json') {
     process.stdout.write(`${JSON.stringify({ scenario: scenario.name, seed: flags.seed, runs }, null, 2)}\n`);
+    // stdout is the JSON: the report's path goes to stderr.
+    if (report !== undefined) process.stderr.write(`nodevol demo: the timeline report is in ${report}\n`);
     return 0;
   }
-  const off = outcomes[0]?.violations ?? [];
-  const on = outcomes[1]?.violations ?? [];
+  // The narrated timeline takes the terminal's width (up to 160); prose, up to 100 columns.
+  const width = Math.min(terminalColumns(120), 160);
+  const prose = (text: string): string => wrapText(text, Math.min(width, 100));
+  const verdicts = outcomes.map((o, i) => {
+    const headline = runs[i] === undefined ? '' : `${analyzeInUse(runs[i].events).verdict.headline}; `;
+    return prose(`${GATE}=${String(o.gate)}: ${headline}${o.violations.length === 0 ? 'no invariant violated' : `violated ${o.violations.join(', ')}`}.`);
+  });
   const lines = [
-    `nodevol demo: ${scenario.name} (seed ${flags.seed}), the real volume manager in the simulator`,
-    ...(scenario.description === '' ? [] : [wrapText(scenario.description, 100)]),
+    prose(`nodevol demo: ${scenario.name} (seed ${flags.seed}), the real volume manager in the simulator`),
+    ...(scenario.description === '' ? [] : [prose(scenario.description)]),
     '',
-    renderSideBySide(runs, { width: Math.min(process.stdout.columns ?? 120, 160), color: process.stdout.isTTY && process.env['NO_COLOR'] === undefined }),
-    `${GATE}=false: ${off.length === 0 ? 'no invariant violated' : `violated ${off.join(', ')}`}.`,
-    `${GATE}=true:  ${on.length === 0 ? 'no invariant violated' : `violated ${on.join(', ')}`}.`,
-    ...(flags.html === false ? [] : [`The timeline report is in ${flags.html}: open it in a browser (it loads nothing from the network).`]),
-    'Find every crash point on your own: nodevol explore --scenario kep-story-1 --crash both',
+    renderSideBySide(runs, { width, color: process.stdout.isTTY && process.env['NO_COLOR'] === undefined }),
+    ...verdicts,
+    ...(report === undefined ? [] : [prose(`The timeline report is in ${report}: open it in a browser (it loads nothing from the network).`)]),
+    prose('Find every crash point on your own: nodevol explore --scenario kep-story-1 --crash both'),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
   return 0;

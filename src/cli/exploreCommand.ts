@@ -20,7 +20,7 @@ import { WORKLOAD_SIZES, type WorkloadSize } from '../sim/generate.js';
 import { DEFAULT_MAX_CRASH_POINTS, swarm, type SwarmReport, type WorkerEntry } from '../sim/swarm.js';
 import { simRunToTrace } from '../timeline/fromSim.js';
 import { renderTimelineHtml } from '../timeline/html.js';
-import { collect, examples } from './flags.js';
+import { addHelpAfter, collect, examples } from './flags.js';
 
 export const EXPLORE_EXIT_OK = 0;
 export const EXPLORE_EXIT_VIOLATIONS = 1;
@@ -68,8 +68,8 @@ function shard(value: string): { index: number; count: number } {
 export function exploreCommand(setExitCode: (code: number) => void): Command {
   const cmd = new Command('explore')
     .description(
-      'Deterministic simulation: run the real volume manager under a seeded scheduler, crash (restart)\n' +
-        'or reboot it before and after every port call, optionally fail every CSI call once, and check\n' +
+      'Deterministic simulation: run the real volume manager under a seeded scheduler, crash (restart) ' +
+        'or reboot it before and after every port call, optionally fail every CSI call once, and check ' +
         'the safety invariants after every step. Prints violations with minimal traces and replay commands.',
     )
     .argument('[scenario.yaml]', 'a scenario file (see scenarios/ and docs/explorer.md)')
@@ -90,8 +90,8 @@ export function exploreCommand(setExitCode: (code: number) => void): Command {
     .option('--max-crash-points <n>', `with --generate: at most this many crash points a workload, sampled by seed (0: all; default ${DEFAULT_MAX_CRASH_POINTS})`, nonNegativeInt)
     .option('--out <dir>', 'with --generate: where shrunk counterexamples are written (default: a new temp dir)')
     .option('--shrink <n>', 'with --generate: how many workloads per invariant broken are shrunk to a case (default 1)', nonNegativeInt);
-  cmd.addHelpText(
-    'after',
+  addHelpAfter(
+    cmd,
     '\nInvariants:\n' +
       Object.keys(INVARIANTS)
         .map((n) => `  ${n}`)

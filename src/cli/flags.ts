@@ -1,8 +1,9 @@
 /** Flag helpers shared by every command, kubelet style. */
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, Help, InvalidArgumentError, Option } from 'commander';
 import type { Logger } from '../host/logger.js';
 import { sourceMappedCallerResolver } from '../adapters/node/sourceMapCaller.js';
 import { createKlogLogger, preciseWallClockMs, type LoggingFormat } from '../logging/klog.js';
+import { terminalColumns } from './terminal.js';
 
 /** klog's -v: a non-negative integer; `-v=4` (commander hands over "=4") is accepted as klog accepts it. */
 export function parseVerbosity(value: string): number {
@@ -64,4 +65,89 @@ export function examples(items: readonly (readonly [string, string])[]): string 
     lines.push('');
   }
   return lines.join('\n');
+}
+
+/** The width help is wrapped at: $COLUMNS, else the terminal's, else 80 (commander's default). */
+export function helpWidth(error = false): number {
+  return terminalColumns(80, error ? process.stderr : process.stdout);
+}
+
+/**
+ * Help wraps once, at the terminal's width: descriptions are single paragraphs in the source
+ * (no hard newlines), commander wraps them and the option table at {@link helpWidth}, and text
+ * added with {@link addHelpAfter} is wrapped the same way. When the flags leave too little room
+ * for a description column (or for its longest word), a description goes under its flag instead
+ * of running past the width.
+ */
+export function wrapHelpAtTerminalWidth(root: Command): void {
+  const visit = (cmd: Command): void => {
+    cmd.configureOutput({ getOutHelpWidth: () => helpWidth(false), getErrHelpWidth: () => helpWidth(true) });
+    cmd.configureHelp({ ...cmd.configureHelp(), formatItem: formatItemWithin });
+    for (const sub of cmd.commands) visit(sub);
+  };
+  visit(root);
+}
+
+/** Indent of a description put under its flag. */
+const UNDER_INDENT = 6;
+
+function formatItemWithin(this: Help, term: string, termWidth: number, description: string, helper: Help): string {
+  const width = helper.helpWidth ?? 80;
+  const column = width - termWidth - 4;
+  const longestWord = Math.max(0, ...description.split(/\s+/).map((w) => helper.displayWidth(w)));
+  if (description === '' || (column >= helper.minWidthToWrap && longestWord <= column)) return Help.prototype.formatItem.call(this, term, termWidth, description, helper);
+  const under = helper
+    .boxWrap(description, width - UNDER_INDENT)
+    .split('\n')
+    .map((l) => `${' '.repeat(UNDER_INDENT)}${l}`);
+  return [`  ${term}`, ...under].join('\n');
+}
+
+/** Appends `text` after a command's help (exit codes, notes, examples), wrapped by {@link wrapHelpText}. */
+export function addHelpAfter(cmd: Command, text: string): Command {
+  return cmd.addHelpText('after', (context) => wrapHelpText(text.replace(/\n+$/, ''), helpWidth(context.error)));
+}
+
+/**
+ * Wraps help text at `width` between words, keeping its line structure: a line that starts at
+ * column 0 is a paragraph; an indented `0  ...`, `-  ...` or `#  ...` line is a list item or an
+ * example's comment and continues under its text (a comment as another `#` line); any other
+ * indented line is a command and continues with a trailing backslash, as a shell reads it. A
+ * word longer than a line stays whole.
+ */
+export function wrapHelpText(text: string, width: number): string {
+  return text
+    .split('\n')
+    .flatMap((line) => {
+      if (line.length <= width) return [line];
+      const lead = /^ */.exec(line)?.[0] ?? '';
+      if (lead === '') return wrapWords(line, width, '', '');
+      const item = /^ +(?:\d+|[-*]) +/.exec(line)?.[0];
+      if (item !== undefined) return wrapWords(line, width, item, ' '.repeat(item.length));
+      if (line.startsWith(`${lead}# `)) return wrapWords(line, width, `${lead}# `, `${lead}# `);
+      // A command: continued with a backslash, as a shell reads it (one it already ends with stays last).
+      const continued = / \\$/.test(line);
+      const pieces = wrapWords(continued ? line.slice(0, -2) : line, width - 2, lead, `${lead}  `);
+      return pieces.map((l, i) => (i < pieces.length - 1 || continued ? `${l} \\` : l));
+    })
+    .join('\n');
+}
+
+/** `line` after its `head` (kept as it is), wrapped between words; continuation lines start with `continuation`. */
+function wrapWords(line: string, width: number, head: string, continuation: string): string[] {
+  const out: string[] = [];
+  let current = head;
+  let empty = true;
+  for (const word of line.slice(head.length).split(/ +/).filter((w) => w !== '')) {
+    if (empty) {
+      current += word;
+      empty = false;
+    } else if (current.length + 1 + word.length <= width) current += ` ${word}`;
+    else {
+      out.push(current);
+      current = continuation + word;
+    }
+  }
+  out.push(current);
+  return out;
 }

@@ -9,7 +9,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { addOwnedElsewhereExamples } from './commandExamples.js';
-import { examples, reportAllMissingRequired } from './flags.js';
+import { addHelpAfter, examples, reportAllMissingRequired, wrapHelpAtTerminalWidth } from './flags.js';
 import { nodevolVersion } from './versionCommand.js';
 
 export const EXIT_USAGE = 2;
@@ -102,7 +102,7 @@ export function runsOnce(argv: readonly string[]): boolean {
 export async function buildProgram(setExitCode: (code: number) => void, argv: readonly string[] = []): Promise<Command> {
   const program = new Command('nodevol')
     .description(
-      'A kubelet-compatible CSI volume manager with KEP-6058 global mount reconstruction.\n' +
+      'A kubelet-compatible CSI volume manager with KEP-6058 global mount reconstruction. ' +
         'Finds (and, as an agent, recovers) CSI volumes kubelet loses track of after a restart or reboot.',
     )
     .version(nodevolVersion())
@@ -116,8 +116,8 @@ export async function buildProgram(setExitCode: (code: number) => void, argv: re
       entry.name === wanted || loadAll ? (await entry.load())(setExitCode, program) : new Command(entry.name).description(entry.summary);
     program.addCommand(cmd.summary(entry.summary));
   }
-  program.addHelpText(
-    'after',
+  addHelpAfter(
+    program,
     '\nExit codes: 0 ok; 1 the audit found orphaned volumes or failed reconstructions; 2 could not run.\nSee docs/reference/ for every flag, output field and metric.\n' +
       examples([
         ['What will kubelet lose on this node?', 'nodevol audit'],
@@ -127,6 +127,7 @@ export async function buildProgram(setExitCode: (code: number) => void, argv: re
   );
   addOwnedElsewhereExamples(program);
   reportAllMissingRequired(program);
+  wrapHelpAtTerminalWidth(program);
   return program;
 }
 

@@ -13,7 +13,7 @@ import { EXIT_FAULT_CODE, startMockDriver, type MockDriver } from '../csi/mock/m
 import { errorMessage } from '../host/fs.js';
 import type { LoggingFormat } from '../logging/klog.js';
 import type { CsiNodeMode } from '../csi/nodeStateMachine.js';
-import { addLoggingOptions, collect, stderrLogger } from './flags.js';
+import { addHelpAfter, addLoggingOptions, collect, stderrLogger } from './flags.js';
 import { GrpcCsiClient } from '../csi/grpc/client.js';
 
 export const EXIT_MOCK_DRIVER_OK = 0;
@@ -57,8 +57,8 @@ export function mockDriverCommand(setExitCode: (code: number) => void): Command 
         .default('strict'),
     );
   addLoggingOptions(cmd);
-  cmd.addHelpText(
-    'after',
+  addHelpAfter(
+    cmd,
     '\nExit codes:\n  0  stopped by SIGTERM/SIGINT (socket removed)\n  2  could not start: bad flags, unusable endpoint or state dir, bad state.json\n  3  an exit fault fired\n',
   );
   cmd.action(async (flags: MockDriverFlags) => {

@@ -21,7 +21,7 @@ import { MountTableSnapshot } from '../mount/mountRefs.js';
 import { readMountInfoText } from '../mount/mountTable.js';
 import { addClusterOptions } from './auditCluster.js';
 import { collectAudit, type AuditRunFlags } from './auditRun.js';
-import { addLoggingOptions, collect, examples, stderrLogger } from './flags.js';
+import { addHelpAfter, addLoggingOptions, collect, examples, stderrLogger } from './flags.js';
 import { escapeText } from './terminal.js';
 
 interface RecoverFlags extends AuditRunFlags {
@@ -35,8 +35,8 @@ interface RecoverFlags extends AuditRunFlags {
 export function recoverCommand(setExitCode: (code: number) => void): Command {
   const cmd = new Command('recover')
     .description(
-      'For the volumes the audit calls orphaned, do what KEP-6058\'s gate would: NodeUnpublishVolume for any\n' +
-        'target left, NodeUnstageVolume through the driver\'s own socket, then remove the global vol_data.json\n' +
+      'For the volumes the audit calls orphaned, do what KEP-6058\'s gate would: NodeUnpublishVolume for any ' +
+        'target left, NodeUnstageVolume through the driver\'s own socket, then remove the global vol_data.json ' +
         'and directories, each only after success. Dry run unless --yes. Needs the cluster\'s view.',
     )
     .option('--yes', 'act (default: print the plan and change nothing)', false)
@@ -49,15 +49,15 @@ export function recoverCommand(setExitCode: (code: number) => void): Command {
     .option('--timeout <duration>', 'deadline of each CSI call', '2m');
   addClusterOptions(cmd);
   addLoggingOptions(cmd);
-  cmd.addHelpText(
-    'after',
-    '\nRefuses a volume that a pod on this node wants (per the cluster), that is in node.status.volumesInUse,\n' +
+  addHelpAfter(
+    cmd,
+    '\nRefuses a volume that a pod on this node wants (per the cluster), that is in node.status.volumesInUse, ' +
       'whose driver socket is missing, that is raw block, or whose paths leave the root dir.\n' +
       '\nExit codes:\n  0  every orphaned volume recovered (dry run: planned), or nothing to do\n  1  some volume refused or failed\n  2  could not run (bad flags, unreadable root dir or mount table, no cluster view, cluster API error)\n' +
       examples([
         ['Print the plan (changes nothing)', 'nodevol recover --cluster-state cluster.json --node-name node-1'],
         ['Act, keeping a journal', 'nodevol recover --cluster-state cluster.json --node-name node-1 --yes --journal /var/log/nodevol-recover.jsonl'],
-        ['In a pod with a service account, a driver socket elsewhere', 'nodevol recover --yes --csi-endpoint ebs.csi.aws.com=unix:///var/lib/kubelet/plugins/ebs.csi.aws.com/csi.sock'],
+        ['In a pod with a service account, a driver socket elsewhere', 'nodevol recover --yes --csi-endpoint ebs.csi.aws.com=unix:///csi/csi.sock'],
       ]),
   );
   cmd.action(async (flags: RecoverFlags) => {

@@ -29,3 +29,14 @@ export function escapeCell(s: string): string {
 export function escapeText(s: string): string {
   return s.replace(UNSAFE, (c) => (c === '\n' ? '\\n' : c === '\f' ? '\\f' : escapeChar(c)));
 }
+
+/**
+ * The width to print at: $COLUMNS when set to a positive number (as a shell exports it, or as a
+ * user asks for one), else the terminal's width when `stream` is one, else `fallback`.
+ */
+export function terminalColumns(fallback: number, stream: { readonly isTTY?: boolean; readonly columns?: number } = process.stdout): number {
+  const env = Number(process.env['COLUMNS']);
+  if (Number.isSafeInteger(env) && env > 0) return env;
+  if (stream.isTTY === true && stream.columns !== undefined && stream.columns > 0) return stream.columns;
+  return fallback;
+}

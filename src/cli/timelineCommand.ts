@@ -8,7 +8,9 @@ import type { TraceEvent, TraceRun } from '../timeline/events.js';
 import { renderTimelineHtml } from '../timeline/html.js';
 import { renderSideBySide } from '../timeline/terminal.js';
 import { parseTraceFile } from '../timeline/traceFile.js';
-import { examples } from './flags.js';
+import { addHelpAfter, examples } from './flags.js';
+import { terminalColumns } from './terminal.js';
+import { AGENT_STARTED_PREFIX } from '../agent/trace.js';
 import { writeFileSync } from 'node:fs';
 import { NodeFileSystem } from '../adapters/node/nodeFs.js';
 
@@ -25,24 +27,24 @@ interface TimelineFlags {
 }
 
 export function timelineCommand(setExitCode: (code: number) => void): Command {
-  return new Command('timeline')
+  const cmd = new Command('timeline')
     .description('Draw trace files written by `nodevol agent --trace` as a timeline: one run per file, one above the other.')
     .argument('<file...>', 'trace files (JSON lines)')
     .option('--html <out>', 'write the self-contained HTML report here instead of printing text')
     .option('--title <title>', 'title of the report')
-    .addOption(new Option('-o, --output <format>', 'what to print without --html').choices(['text', 'json']).default('text'))
-    .addHelpText(
-      'after',
-      '\nExit codes: 0 drawn; 2 a file could not be read or is not a trace (the message names file, line and field).\n' +
-        examples([
-          ['On the node: record what the agent does', 'nodevol agent --trace /var/log/nodevol-trace.jsonl ...'],
-          ['Draw it as a self-contained HTML report', 'nodevol timeline /var/log/nodevol-trace.jsonl --html trace.html'],
-          ['Two runs side by side in the terminal', 'nodevol timeline before.jsonl after.jsonl'],
-        ]),
-    )
-    .action(async (files: string[], flags: TimelineFlags) => {
-      setExitCode(await timeline(files, flags));
-    });
+    .addOption(new Option('-o, --output <format>', 'what to print without --html').choices(['text', 'json']).default('text'));
+  addHelpAfter(
+    cmd,
+    '\nExit codes: 0 drawn; 2 a file could not be read or is not a trace (the message names file, line and field).\n' +
+      examples([
+        ['On the node: record what the agent does', 'nodevol agent --trace /var/log/nodevol-trace.jsonl ...'],
+        ['Draw it as a self-contained HTML report', 'nodevol timeline /var/log/nodevol-trace.jsonl --html trace.html'],
+        ['Two runs side by side in the terminal', 'nodevol timeline before.jsonl after.jsonl'],
+      ]),
+  );
+  return cmd.action(async (files: string[], flags: TimelineFlags) => {
+    setExitCode(await timeline(files, flags));
+  });
 }
 
 async function timeline(files: readonly string[], flags: TimelineFlags): Promise<number> {
@@ -52,7 +54,13 @@ async function timeline(files: readonly string[], flags: TimelineFlags): Promise
   for (const file of files) {
     try {
       const text = new TextDecoder().decode(await fs.readFile(path.resolve(file), MAX_TRACE_FILE_BYTES));
-      runs.push({ label: path.basename(file), events: numberSteps(parseTraceFile(text, file)) });
+      const events = numberSteps(parseTraceFile(text, file));
+      if (assumesStartStatus(events)) {
+        process.stderr.write(
+          `nodevol timeline: ${file}: written by an older nodevol agent, which did not read node.status at start: the volumesInUse it shows before each life's first write is assumed empty, not read\n`,
+        );
+      }
+      runs.push({ label: path.basename(file), events });
     } catch (err) {
       process.stderr.write(`nodevol timeline: ${err instanceof Error ? err.message : String(err)}\n`);
       return EXIT_TIMELINE_USAGE;
@@ -69,8 +77,16 @@ async function timeline(files: readonly string[], flags: TimelineFlags): Promise
     process.stderr.write(`nodevol timeline: wrote ${flags.html} (${html.length} bytes)\n`);
     return EXIT_TIMELINE_OK;
   }
-  process.stdout.write(flags.output === 'json' ? `${JSON.stringify(runs, null, 2)}\n` : renderSideBySide(runs, { width: process.stdout.columns ?? 120 }));
+  process.stdout.write(flags.output === 'json' ? `${JSON.stringify(runs, null, 2)}\n` : renderSideBySide(runs, { width: terminalColumns(120) }));
   return EXIT_TIMELINE_OK;
+}
+
+/**
+ * Whether an agent trace predates the read of node.status at start: its status lines say neither
+ * 'read' nor 'written', and the first of each life carried an assumed empty volumesInUse.
+ */
+function assumesStartStatus(events: readonly TraceEvent[]): boolean {
+  return events.some((e) => e.kind === 'step' && e.label.startsWith(AGENT_STARTED_PREFIX)) && events.some((e) => e.kind === 'status' && e.source === undefined);
 }
 
 /** Steps numbered in file order: each agent life (and each appended run) becomes a column. */

@@ -1,7 +1,7 @@
 /** `nodevol version`: the version of this build, kubectl style (`-o json` for scripts). */
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
-import { examples } from './flags.js';
+import { addHelpAfter, examples } from './flags.js';
 
 /** The version in package.json (read once; dist/src/cli → the package root). */
 export function nodevolVersion(): string {
@@ -18,7 +18,7 @@ export function versionCommand(): Command {
   const cmd = new Command('version')
     .description('Print the nodevol version, the Node.js version and the CSI spec it speaks.')
     .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'));
-  cmd.addHelpText('after', examples([['The version', 'nodevol version'], ['For a script', 'nodevol version -o json']]));
+  addHelpAfter(cmd, examples([['The version', 'nodevol version'], ['For a script', 'nodevol version -o json']]));
   cmd.action((flags: { output: 'text' | 'json' }) => {
     const info = { nodevolVersion: nodevolVersion(), nodeVersion: process.version, csiSpec: 'v1', platform: `${process.platform}/${process.arch}` };
     process.stdout.write(

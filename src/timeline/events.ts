@@ -56,12 +56,22 @@ export interface MountEvent {
   readonly source?: string;
 }
 
-/** node.status as last written / read: what the attach/detach controller sees. */
+/**
+ * node.status as the attach/detach controller sees it: volumesInUse as read or as written, with
+ * volumesAttached as last read. Nothing in it is assumed: a value not yet read is left out.
+ */
 export interface StatusEvent {
   readonly kind: 'status';
   readonly t: number;
   readonly volumesInUse: readonly string[];
-  readonly volumesAttached: readonly string[];
+  /** Absent when node.status has not been read yet (a write came first). */
+  readonly volumesAttached?: readonly string[];
+  /**
+   * 'read': the agent read node.status; 'written': the agent wrote volumesInUse. Absent in a
+   * simulator run (the cluster's state at that step) and in a trace of an older agent, which
+   * recorded an assumed empty volumesInUse at each start (`nodevol timeline` warns of those).
+   */
+  readonly source?: 'read' | 'written';
 }
 
 /** The volume manager process ends (restart), or the whole node reboots. */

@@ -132,11 +132,15 @@ function scenarioLabel(label: string): string {
     typeof v === 'object' && v !== null
       ? Object.entries(v as Record<string, unknown>)
           .filter(([k]) => k !== 'times')
-          .map(([k, x]) => (k === 'method' || k === 'volume' ? String(x) : `${k} ${String(x)}`))
+          .map(([k, x]) => (k === 'method' || k === 'volume' || k === 'volumeId' ? String(x) : k === 'delayMs' && typeof x === 'number' ? `delay ${seconds(x)}` : `${k} ${String(x)}`))
           .join(' ')
       : String(v),
   );
   return [typeof kind === 'string' ? kind : 'step', ...words].join(' ');
+}
+
+function seconds(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
 }
 
 function trimSlash(p: string): string {

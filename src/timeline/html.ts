@@ -18,12 +18,10 @@ export interface TimelineDocument {
 /** Height of one row of items in a lane. */
 const ROW_PX = 20;
 const NAME_PX = 230;
-const HEAD_PX = 44;
 
 export function renderTimelineHtml(doc: TimelineDocument): string {
   const layout = layoutTimeline(doc.runs);
   const runs = layout.runs.map((run, i) => renderRun(run, i, layout)).join('\n');
-  const findings = renderFindings(layout);
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -35,14 +33,14 @@ export function renderTimelineHtml(doc: TimelineDocument): string {
 <body>
 <header>
 <h1>${esc(doc.title)}</h1>
+${renderVerdicts(layout)}
 ${doc.subtitle === undefined ? '' : `<p class="subtitle">${esc(doc.subtitle)}</p>`}
-<p class="key"><span class="sw ok"></span>succeeded <span class="sw error"></span>failed <span class="sw pending"></span>no answer / still running <span class="sw warn"></span>removed, or attached but not in use <span class="crashkey"></span>restart / reboot <span class="vkey">!</span>invariant violated — hover anything for its details</p>
+${KEY}
 </header>
 <main>
 <div class="scroller" style="--track:${layout.width}px">
 ${runs}
 </div>
-${findings}
 </main>
 <script>${SCRIPT}</script>
 </body>
@@ -50,18 +48,45 @@ ${findings}
 `;
 }
 
+/**
+ * The top of the report: per run, one headline (what it did with volumesInUse), the sentence
+ * that explains it, and the invariants it broke, each linked to its marker.
+ */
+function renderVerdicts(layout: TimelineLayout): string {
+  const cards = layout.runs.map((run, i) => {
+    const v = run.verdict;
+    const findings =
+      run.violations.length === 0
+        ? '<li class="none">no invariant violated</li>'
+        : run.violations
+            .map(
+              (x) =>
+                `<li id="f-${x.id}"><a href="#${x.id}" data-target="${x.id}"><b>${esc(x.invariant)}</b> at step ${x.stepIndex + 1}, ${esc(x.stepLabel)}</a>: ${esc(x.message)}</li>`,
+            )
+            .join('');
+    return `<article class="verdict v-${v.kind}" data-run="${i}" data-verdict="${v.kind}">
+<h2>${esc(run.label)}</h2>
+<p class="headline hl-${v.kind}">${esc(headlineText(run))}</p>
+<p class="why">${esc(v.explanation)}${run.summary === undefined ? '' : ` ${esc(run.summary)}`}</p>
+<ol class="findings">${findings}</ol>
+</article>`;
+  });
+  return `<section class="verdicts" style="--runs:${Math.min(3, Math.max(1, layout.runs.length))}">${cards.join('\n')}</section>`;
+}
+
+function headlineText(run: RunLayout): string {
+  return `${run.verdict.kind === 'unsafe' ? '✗' : '✓'} ${run.verdict.headline}`;
+}
+
 function renderRun(run: RunLayout, runIndex: number, layout: TimelineLayout): string {
   const heads = layout.columns
     .map(
       (c) =>
-        `<div class="col" data-step="${c.index}" style="left:${c.x}px;width:${c.width}px"><span class="n">${c.index + 1}</span> ${esc(c.label)}</div>`,
+        `<div class="col" data-step="${c.index}" style="width:${c.width}px" title="${esc(`${c.index + 1} ${c.label}`)}"><span class="n">${c.index + 1}</span> ${breakAfterCommas(esc(c.label))}</div>`,
     )
     .join('');
   const lanes = run.lanes.map((lane) => renderLane(lane)).join('\n');
-  const height = run.lanes.reduce((h, l) => h + laneHeight(l), 0);
-  const markers = run.markers
-    .map((m) => `<div class="crash ${m.crash}" style="left:${m.x}px;height:${height}px" title="${esc(m.tip)}"><span>${m.crash}</span></div>`)
-    .join('');
+  const markers = run.markers.map((m) => `<div class="crash ${m.crash}" style="left:${m.x}px" title="${esc(m.tip)}"><span>${m.crash}</span></div>`).join('');
   const violations = run.violations
     .map(
       (v) =>
@@ -69,41 +94,42 @@ function renderRun(run: RunLayout, runIndex: number, layout: TimelineLayout): st
     )
     .join('');
   return `<section class="run" data-run="${runIndex}">
-<div class="runhead"><h2>${esc(run.label)}</h2>${run.summary === undefined ? '' : `<p>${esc(run.summary)}</p>`}</div>
-<div class="row head"><div class="name">step</div><div class="track" style="height:${HEAD_PX}px">${heads}${violations}</div></div>
-<div class="body"><div class="overlay" style="height:${height}px">${markers}</div>
+<div class="runhead"><h2>${esc(run.label)}</h2><span class="headline hl-${run.verdict.kind}">${esc(headlineText(run))}</span></div>
+<div class="row head"><div class="name">step</div><div class="track">${heads}${violations}</div></div>
+<div class="body"><div class="overlay">${markers}</div>
 ${lanes}
 </div>
 </section>`;
 }
 
-function laneHeight(lane: LaneLayout): number {
-  return Math.max(1, lane.rows.length) * ROW_PX + 8;
+function laneHeight(rows: number): number {
+  return Math.max(1, rows) * ROW_PX + 8;
 }
 
 function renderLane(lane: LaneLayout): string {
   const items = lane.rows.flatMap((row, r) => row.map((item) => renderItem(item, r))).join('');
-  return `<div class="row lane" data-lane="${lane.id}"><div class="name">${esc(lane.title)}</div><div class="track" style="height:${laneHeight(lane)}px">${items}</div></div>`;
+  const full = `<div class="track full" style="height:${laneHeight(lane.rows.length)}px">${items}</div>`;
+  if (!lane.collapsed) return `<div class="row lane" data-lane="${lane.id}"><div class="name">${esc(lane.title)}</div>${full}</div>`;
+  // Collapsed: one row of ticks where something happened; the button shows the full lane.
+  const all = lane.rows.flat();
+  const ticks = all.map((item) => `<div class="tick ${item.tone}" style="left:${item.x}px" title="${esc(item.tip)}"></div>`).join('');
+  return `<div class="row lane collapsed" data-lane="${lane.id}"><div class="name"><button type="button" class="toggle" aria-expanded="false">${esc(lane.title)} <span class="count">(${all.length})</span></button></div><div class="track ticks" style="height:${laneHeight(1)}px">${ticks}</div>${full}</div>`;
 }
 
 function renderItem(item: TimelineItem, row: number): string {
-  return `<div class="item ${item.tone}" style="left:${item.x}px;top:${4 + row * ROW_PX}px;min-width:${item.width}px" title="${esc(item.tip)}">${esc(item.label)}</div>`;
+  const style = `left:${item.x}px;top:${4 + row * ROW_PX}px;${item.minor === true ? `width:${item.width}px` : `min-width:${item.width}px`}`;
+  return `<div class="item ${item.tone}${item.minor === true ? ' minor' : ''}" style="${style}" title="${esc(item.tip)}">${esc(item.label)}</div>`;
 }
 
-function renderFindings(layout: TimelineLayout): string {
-  const blocks = layout.runs.map((run) => {
-    const items =
-      run.violations.length === 0
-        ? '<li class="none">no invariant violated</li>'
-        : run.violations
-            .map(
-              (v) =>
-                `<li id="f-${v.id}"><a href="#${v.id}" data-target="${v.id}"><b>${esc(v.invariant)}</b> at step ${v.stepIndex + 1} (${esc(v.stepLabel)})</a>: ${esc(v.message)}</li>`,
-            )
-            .join('');
-    return `<h3>${esc(run.label)}</h3><ol>${items}</ol>`;
-  });
-  return `<section class="findings"><h2>Invariants</h2>${blocks.join('')}</section>`;
+/** The legend: each colour once, with the one thing it means. */
+const KEY = `<div class="key">
+<p><span class="sw ok"></span>succeeded <span class="sw error"></span>failed <span class="sw pending"></span>no answer / still running <span class="sw added"></span>created / mounted <span class="sw removed"></span>removed / unmounted <span class="sw lost"></span>lost in the reboot <span class="crashkey"></span>restart / reboot <span class="sw warn"></span>warning logged <span class="vkey">!</span>invariant violated</p>
+<p><b>volumesInUse vs volumesAttached:</b> <span class="sw in-use"></span>every staged volume in use <span class="sw not-yet"></span>attached, not in use, nothing staged <span class="sw unsafe"></span>dropped while staged: another node may attach it <span class="sw safe"></span>unstaged, then dropped: safe — hover anything for its details</p>
+</div>`;
+
+/** A long comma-separated list (an agent's gates) breaks after its commas, not inside a name. */
+function breakAfterCommas(html: string): string {
+  return html.replace(/,(?=\S)/g, ',<wbr>');
 }
 
 /** HTML-escapes text for element content and double-quoted attributes. */
@@ -115,53 +141,81 @@ const ESCAPES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '
 const CSS = `
 :root{--name:${NAME_PX}px;font:13px/1.35 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d2330;background:#fff}
 body{margin:0}
-header{padding:14px 18px 8px;border-bottom:1px solid #dde2ea}
-h1{font-size:18px;margin:0 0 4px}
-.subtitle{margin:0 0 6px;max-width:1100px;color:#3a4354}
-.key{margin:0;color:#4a5366;font-size:12px}
-.sw{display:inline-block;width:12px;height:10px;border-radius:2px;margin:0 4px 0 12px;vertical-align:-1px}
-.sw.ok{background:#57a773}.sw.error{background:#d62828}.sw.pending{background:#d9a400}.sw.warn{background:#e07b00}
-.crashkey{display:inline-block;width:3px;height:12px;background:#7b2cbf;margin:0 4px 0 12px;vertical-align:-2px}
-.vkey{display:inline-block;width:14px;height:14px;border-radius:7px;background:#d62828;color:#fff;font-weight:700;font-size:10px;text-align:center;line-height:14px;margin:0 4px 0 12px}
+header{padding:10px 18px 6px;border-bottom:1px solid #dde2ea}
+h1{font-size:17px;margin:0 0 6px}
+.verdicts{display:grid;grid-template-columns:repeat(var(--runs),minmax(0,1fr));gap:10px;margin:0 0 6px}
+.verdict{border:1px solid #dde2ea;border-left-width:6px;border-radius:4px;padding:6px 10px}
+.v-unsafe{border-left-color:#9b1111}.v-safe{border-left-color:#0f766e}.v-clean{border-left-color:#57a773}
+.verdict h2{font-size:12px;margin:0;color:#4a5366;font-weight:600}
+.verdict .headline{display:block;font-size:16px;font-weight:700;margin:2px 0}
+.hl-unsafe{color:#9b1111}.hl-safe{color:#0f766e}.hl-clean{color:#14502a}
+.verdict .why{margin:0 0 2px;color:#2f3748}
+.verdict ol{margin:0;padding-left:20px;font-size:12px}
+.verdict li{margin:1px 0}
+.verdict li.none{list-style:none;margin-left:-20px;color:#14502a}
+.verdict a{color:#a4161a}
+.subtitle{margin:0 0 4px;max-width:1500px;color:#4a5366;font-size:12px}
+.key{color:#4a5366;font-size:12px}
+.key p{margin:0}
+.sw{display:inline-block;width:12px;height:10px;border-radius:2px;margin:0 4px 0 10px;vertical-align:-1px;box-sizing:border-box;border:1px solid}
+.crashkey{display:inline-block;width:3px;height:12px;background:#7b2cbf;margin:0 4px 0 10px;vertical-align:-2px}
+.vkey{display:inline-block;width:14px;height:14px;border-radius:7px;background:#d62828;color:#fff;font-weight:700;font-size:10px;text-align:center;line-height:14px;margin:0 4px 0 10px}
 main{padding:0 0 24px}
 .scroller{overflow-x:auto;position:relative}
-.run{min-width:calc(var(--name) + var(--track));border-bottom:2px solid #c8cfdb;padding-bottom:6px}
-.runhead{position:sticky;left:0;width:min(100vw,1200px);padding:10px 18px 4px}
-.runhead h2{font-size:15px;margin:0}
-.runhead p{margin:2px 0 0;color:#3a4354}
+.run{min-width:calc(var(--name) + var(--track));border-bottom:2px solid #c8cfdb;padding-bottom:4px}
+.runhead{position:sticky;left:0;width:min(100vw,1500px);box-sizing:border-box;padding:6px 18px 3px;display:flex;gap:14px;align-items:baseline}
+.runhead h2{font-size:14px;margin:0}
+.runhead .headline{font-size:13px;font-weight:700}
 .row{display:flex}
 .name{position:sticky;left:0;z-index:3;flex:0 0 var(--name);box-sizing:border-box;padding:4px 10px 4px 18px;background:#f6f8fb;border-right:1px solid #dde2ea;border-top:1px solid #eef1f5;color:#2f3748;font-weight:600;font-size:12px}
-.track{position:relative;flex:0 0 var(--track);width:var(--track);border-top:1px solid #eef1f5;background-image:linear-gradient(90deg,transparent 0,transparent 100%)}
-.head .track{background:#fbfcfe}
-.col{position:absolute;top:0;bottom:0;box-sizing:border-box;border-left:1px solid #c8cfdb;padding:4px 6px;font-size:12px;color:#2f3748;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.track{position:relative;flex:0 0 var(--track);width:var(--track);border-top:1px solid #eef1f5}
+.head .track{background:#fbfcfe;display:flex;align-items:stretch}
+.lane[data-lane="status"] .track{background:#fafbfd}
+.col{flex:0 0 auto;box-sizing:border-box;border-left:1px solid #c8cfdb;padding:4px 6px 24px;font-size:12px;line-height:16px;color:#2f3748;overflow:hidden;white-space:normal;overflow-wrap:anywhere}
 .col .n{display:inline-block;min-width:16px;height:16px;border-radius:8px;background:#2f3748;color:#fff;text-align:center;font-size:10px;line-height:16px;margin-right:3px}
 .body{position:relative}
-.overlay{position:absolute;left:var(--name);top:0;width:var(--track);pointer-events:none;z-index:2}
-.crash{position:absolute;top:0;width:0;border-left:3px solid #7b2cbf;pointer-events:auto}
+.overlay{position:absolute;left:var(--name);top:0;bottom:0;width:var(--track);pointer-events:none;z-index:2}
+.crash{position:absolute;top:0;bottom:0;width:0;border-left:3px solid #7b2cbf;pointer-events:auto}
 .crash.restart{border-left-style:dashed}
 .crash span{position:absolute;top:0;left:3px;background:#7b2cbf;color:#fff;font-size:10px;padding:0 3px;border-radius:0 2px 2px 0}
-.item{position:absolute;box-sizing:border-box;height:17px;padding:0 4px;border-radius:3px;font-size:11px;line-height:17px;white-space:nowrap;border:1px solid;cursor:default}
-.item.ok{background:#e3f4e8;border-color:#57a773;color:#14502a}
-.item.error{background:#fde4e4;border-color:#d62828;color:#7a1010}
-.item.pending{background:repeating-linear-gradient(45deg,#fff4d6,#fff4d6 5px,#ffe8a8 5px,#ffe8a8 10px);border-color:#d9a400;color:#5c4500}
-.item.info{background:#e6eefc;border-color:#5b7fc7;color:#1b3566}
-.item.warn{background:#fff0e0;border-color:#e07b00;color:#6b3a00}
-.item.danger{background:#f4e1ff;border-color:#7b2cbf;color:#3e0a66}
+.item{position:absolute;box-sizing:border-box;height:17px;padding:0 4px;border-radius:3px;font-size:11px;line-height:15px;white-space:nowrap;border:1px solid;cursor:default}
+.item.minor{padding:0}
+.ok{background:#e3f4e8;border-color:#57a773;color:#14502a}
+.error{background:#fde4e4;border-color:#d62828;color:#7a1010}
+.pending{background:repeating-linear-gradient(45deg,#fff4d6,#fff4d6 5px,#ffe8a8 5px,#ffe8a8 10px);border-color:#d9a400;color:#5c4500}
+.added{background:#e6eefc;border-color:#5b7fc7;color:#1b3566}
+.removed{background:#fff;border-color:#6b7280;border-style:dashed;color:#374151}
+.lost{background:#f4e1ff;border-color:#7b2cbf;color:#3e0a66}
+.warn{background:#fff0e0;border-color:#e07b00;color:#6b3a00}
+.in-use{background:#e3f4e8;border-color:#57a773;color:#14502a}
+.not-yet{background:#eceff3;border-color:#aab2c0;color:#3a4354}
+.unsafe{background:#9b1111;border-color:#6a0000;color:#fff;font-weight:700}
+.safe{background:#d5f5ef;border-color:#0f766e;color:#0b4f49;font-weight:600}
+.lane .toggle{all:unset;cursor:pointer;display:block}
+.lane .toggle::before{content:"▸ ";color:#6b7280}
+.lane:not(.collapsed) .toggle::before{content:"▾ "}
+.lane .count{font-weight:400;color:#6b7280}
+.lane.collapsed .full,.lane:not(.collapsed) .ticks{display:none}
+.tick{position:absolute;top:6px;width:6px;height:14px;margin-left:2px;box-sizing:border-box;border:1px solid;border-radius:1px}
 .violation{position:absolute;bottom:2px;width:18px;height:18px;margin-left:-9px;border-radius:9px;background:#d62828;color:#fff;font-weight:700;text-align:center;line-height:18px;text-decoration:none;z-index:4;box-shadow:0 0 0 2px #fff}
-.violation.flash,.findings li.flash{outline:3px solid #ffb703}
-.findings{padding:8px 18px}
-.findings h2{font-size:15px;margin:6px 0}
-.findings h3{font-size:13px;margin:10px 0 2px}
-.findings ol{margin:0;padding-left:22px}
-.findings li{margin:2px 0}
-.findings li.none{list-style:none;color:#14502a}
-.findings a{color:#a4161a}
+.violation.flash,.verdict li.flash{outline:3px solid #ffb703}
 `;
 
-/** Clicking a finding scrolls its marker into view and flashes it (and the other way round). */
+/**
+ * Clicking a finding scrolls its marker into view and flashes it (and the other way round); a
+ * collapsed lane's button shows the whole lane, and hides it again.
+ */
 const SCRIPT = `
 document.addEventListener('click', function (ev) {
-  var a = ev.target instanceof Element ? ev.target.closest('a[href^="#"]') : null;
+  var t = ev.target instanceof Element ? ev.target : null;
+  var toggle = t ? t.closest('.lane .toggle') : null;
+  if (toggle) {
+    var lane = toggle.closest('.lane');
+    var collapsed = lane.classList.toggle('collapsed');
+    toggle.setAttribute('aria-expanded', collapsed ? 'false' : 'true');
+    return;
+  }
+  var a = t ? t.closest('a[href^="#"]') : null;
   if (!a) return;
   var el = document.getElementById(a.getAttribute('href').slice(1));
   if (!el) return;

@@ -9,28 +9,44 @@
  * so that step N starts at the same x in every run.
  */
 import type { CrashEvent, TraceEvent, TraceRun, ViolationEvent } from './events.js';
+import { analyzeInUse, volumeHandle, type InUseState, type InUseVerdict } from './inUse.js';
 
 /** Pixels per slot. */
 export const SLOT_PX = 28;
 /** Empty room at the start of each column. */
 export const COLUMN_PAD_PX = 10;
-/** Smallest column, so that a label fits. */
+/** Smallest column. */
 export const MIN_COLUMN_PX = 150;
+/** Widest a column grows for its label alone (a longer label takes more lines: the header grows). */
+export const MAX_LABEL_COLUMN_PX = 360;
+/** Lines a column's label aims for before the column is widened. */
+const HEAD_TARGET_LINES = 3;
 /** Room after the last column, for the labels of the last items. */
 export const TAIL_PX = 220;
 
 export type LaneId = 'operations' | 'csi' | 'files' | 'mounts' | 'status' | 'logs';
 
-export const LANES: readonly { readonly id: LaneId; readonly title: string }[] = [
+/**
+ * The lanes, in the order drawn: the one that decides safety first. The file lane is drawn
+ * collapsed (a tick per change; the report expands it on demand): the mkdirs and writes of a
+ * mount are many and say little next to the CSI calls and the mount table.
+ */
+export const LANES: readonly { readonly id: LaneId; readonly title: string; readonly collapsed?: boolean }[] = [
+  { id: 'status', title: 'node.status: volumesInUse vs volumesAttached' },
   { id: 'operations', title: 'volume manager operations' },
   { id: 'csi', title: 'CSI calls (at the driver)' },
-  { id: 'files', title: 'files under the root dir' },
   { id: 'mounts', title: 'mount table' },
-  { id: 'status', title: 'node.status: volumesInUse vs volumesAttached' },
+  { id: 'files', title: 'files under the root dir', collapsed: true },
   { id: 'logs', title: 'errors and warnings logged' },
 ];
 
-export type Tone = 'ok' | 'error' | 'pending' | 'info' | 'warn' | 'danger';
+/**
+ * One colour each: ok succeeded; error failed (or an error logged); pending no answer yet;
+ * added created or mounted; removed removed or unmounted; lost gone with a reboot; warn a
+ * warning logged; and for volumesInUse against volumesAttached (see inUse.ts): in-use,
+ * not-yet, unsafe (dropped while staged), safe (dropped after unstage).
+ */
+export type Tone = 'ok' | 'error' | 'pending' | 'added' | 'removed' | 'lost' | 'warn' | InUseState;
 
 export interface TimelineItem {
   readonly x: number;
@@ -39,11 +55,15 @@ export interface TimelineItem {
   readonly tone: Tone;
   /** Every detail, for the tooltip. */
   readonly tip: string;
+  /** Drawn as a small box without its label (routine calls: NodeGetCapabilities). */
+  readonly minor?: boolean;
 }
 
 export interface LaneLayout {
   readonly id: LaneId;
   readonly title: string;
+  /** Drawn collapsed until asked (one row of ticks). */
+  readonly collapsed: boolean;
   /** Items packed so that none overlaps another in its row. */
   readonly rows: readonly (readonly TimelineItem[])[];
 }
@@ -75,6 +95,8 @@ export interface ViolationLayout {
 export interface RunLayout {
   readonly label: string;
   readonly summary: string | undefined;
+  /** What the run did with volumesInUse: the report's headline for it. */
+  readonly verdict: InUseVerdict;
   readonly lanes: readonly LaneLayout[];
   readonly markers: readonly MarkerLayout[];
   readonly violations: readonly ViolationLayout[];
@@ -161,9 +183,12 @@ export function layoutTimeline(runs: readonly TraceRun[]): TimelineLayout {
   const columns: ColumnLayout[] = [];
   let x = 0;
   for (const index of [...stepLabels.keys()].sort((a, b) => a - b)) {
+    const label = stepLabels.get(index) ?? `step ${index}`;
     const slots = Math.max(0, ...clocks.map((c) => c.slotCount(index)));
-    const width = Math.max(MIN_COLUMN_PX, COLUMN_PAD_PX * 2 + (slots + 1) * SLOT_PX);
-    columns.push({ index, label: stepLabels.get(index) ?? `step ${index}`, x, width });
+    // A long label widens its column up to a point, then takes more lines: never cut.
+    const forLabel = Math.min(MAX_LABEL_COLUMN_PX, Math.ceil((label.length * HEAD_CHAR_PX) / HEAD_TARGET_LINES) + HEAD_LABEL_PAD_PX);
+    const width = Math.max(MIN_COLUMN_PX, COLUMN_PAD_PX * 2 + (slots + 1) * SLOT_PX, forLabel);
+    columns.push({ index, label, x, width });
     x += width;
   }
   // Room after the last column for the labels of what happens last.
@@ -172,6 +197,11 @@ export function layoutTimeline(runs: readonly TraceRun[]): TimelineLayout {
   const layouts = runs.map((run, i) => layoutRun(run, clocks[i] ?? new RunClock([]), columnX, columns, i));
   return { columns, width: x, runs: layouts };
 }
+
+/** Horizontal padding of a column label, the step number's badge included. */
+const HEAD_LABEL_PAD_PX = 36;
+/** About the width of a character of the 12px header font. */
+const HEAD_CHAR_PX = 7;
 
 function layoutRun(run: TraceRun, clock: RunClock, columnX: ReadonlyMap<number, number>, columns: readonly ColumnLayout[], runIndex: number): RunLayout {
   const xOf = (t: number): number => {
@@ -192,6 +222,7 @@ function layoutRun(run: TraceRun, clock: RunClock, columnX: ReadonlyMap<number, 
   const markers: MarkerLayout[] = [];
   const violations: ViolationLayout[] = [];
   const statuses = run.events.filter((e): e is Extract<TraceEvent, { kind: 'status' }> => e.kind === 'status');
+  const inUse = analyzeInUse(run.events);
 
   for (const e of run.events) {
     switch (e.kind) {
@@ -201,10 +232,13 @@ function layoutRun(run: TraceRun, clock: RunClock, columnX: ReadonlyMap<number, 
         const x0 = xOf(e.t);
         const x1 = e.end === undefined ? openEndX(e.t) : xOf(e.end);
         const answered = e.end !== undefined;
+        // NodeGetCapabilities precedes nearly every call: a small box, its name in the tooltip.
+        const minor = e.method === 'NodeGetCapabilities' && answered && e.outcome === 'OK';
         push('csi', {
           x: x0,
-          width: Math.max(SLOT_PX - 4, x1 - x0 + SLOT_PX - 4),
-          label: `${shortMethod(e.method)} ${shortId(e.volumeId)}${answered ? (e.outcome === 'OK' ? '' : ` → ${e.outcome}`) : ' (no answer)'}`,
+          width: minor ? SLOT_PX - 8 : Math.max(SLOT_PX - 4, x1 - x0 + SLOT_PX - 4),
+          label: minor ? '' : `${shortMethod(e.method)} ${shortId(e.volumeId)}${answered ? (e.outcome === 'OK' ? '' : ` → ${e.outcome}`) : ' (no answer)'}`,
+          ...(minor ? { minor } : {}),
           tone: !answered ? 'pending' : e.outcome === 'OK' ? 'ok' : 'error',
           tip: [
             `${e.method} volume ${e.volumeId || '-'}`,
@@ -237,7 +271,7 @@ function layoutRun(run: TraceRun, clock: RunClock, columnX: ReadonlyMap<number, 
           x: xOf(e.t),
           width: SLOT_PX - 4,
           label: `${fileVerb(e.action)} ${shortPath(e.path)}`,
-          tone: e.action === 'remove' || e.action === 'rmdir' ? 'warn' : e.action === 'lost' ? 'danger' : 'info',
+          tone: e.action === 'remove' || e.action === 'rmdir' ? 'removed' : e.action === 'lost' ? 'lost' : 'added',
           tip: `${e.action} ${e.path} at ${ms(e.t)}`,
         });
         break;
@@ -246,7 +280,7 @@ function layoutRun(run: TraceRun, clock: RunClock, columnX: ReadonlyMap<number, 
           x: xOf(e.t),
           width: SLOT_PX - 4,
           label: `${e.action === 'mount' ? '+' : '−'} ${shortPath(e.target)}`,
-          tone: e.action === 'mount' ? 'info' : e.action === 'lost' ? 'danger' : 'warn',
+          tone: e.action === 'mount' ? 'added' : e.action === 'lost' ? 'lost' : 'removed',
           tip: `${e.action} ${e.target}${e.source === undefined ? '' : ` (source ${e.source})`} at ${ms(e.t)}`,
         });
         break;
@@ -254,18 +288,19 @@ function layoutRun(run: TraceRun, clock: RunClock, columnX: ReadonlyMap<number, 
         const next = statuses[statuses.indexOf(e) + 1];
         const x0 = xOf(e.t);
         const x1 = next === undefined ? endX : xOf(next.t);
-        const inUse = new Set(e.volumesInUse);
-        const notInUse = e.volumesAttached.filter((v) => !inUse.has(v));
+        const a = inUse.statuses.get(e);
+        const state = a?.state ?? 'in-use';
+        const lists = `in use: ${list(e.volumesInUse)} · attached: ${e.volumesAttached === undefined ? '?' : list(e.volumesAttached)}`;
         push('status', {
           x: x0,
           width: Math.max(SLOT_PX - 4, x1 - x0 - 2),
-          label: `in use: ${list(e.volumesInUse)} · attached: ${list(e.volumesAttached)}`,
-          tone: notInUse.length > 0 ? 'warn' : 'ok',
+          label: a === undefined || a.label === '' ? lists : `${a.label} · ${lists}`,
+          tone: state,
           tip: [
-            `at ${ms(e.t)}`,
+            `at ${ms(e.t)}${e.source === undefined ? '' : e.source === 'read' ? ', as read by the agent' : ', as written by the agent'}`,
             `volumesInUse: ${e.volumesInUse.join(', ') || '(none)'}`,
-            `volumesAttached: ${e.volumesAttached.join(', ') || '(none)'}`,
-            ...(notInUse.length > 0 ? [`attached but not reported in use (the attach/detach controller may detach these): ${notInUse.join(', ')}`] : []),
+            `volumesAttached: ${e.volumesAttached === undefined ? '(not read yet)' : e.volumesAttached.join(', ') || '(none)'}`,
+            ...(a === undefined ? [] : [a.note]),
           ].join('\n'),
         });
         break;
@@ -295,7 +330,8 @@ function layoutRun(run: TraceRun, clock: RunClock, columnX: ReadonlyMap<number, 
   return {
     label: run.label,
     summary: run.summary,
-    lanes: LANES.map((l) => ({ id: l.id, title: l.title, rows: packRows(items.get(l.id) ?? []) })),
+    verdict: inUse.verdict,
+    lanes: LANES.map((l) => ({ id: l.id, title: l.title, collapsed: l.collapsed === true, rows: packRows(mergeMinor(items.get(l.id) ?? [])) })),
     markers,
     violations,
   };
@@ -312,6 +348,28 @@ function violationLayout(e: ViolationEvent, x: number, clock: RunClock, columns:
     message: e.message,
     t: e.t,
   };
+}
+
+/** Minor items at the same x become one box whose tooltip counts them ("NodeGetCapabilities ×6"). */
+function mergeMinor(items: readonly TimelineItem[]): TimelineItem[] {
+  const out: TimelineItem[] = [];
+  const atX = new Map<number, { index: number; tips: string[] }>();
+  for (const item of items) {
+    if (item.minor !== true) {
+      out.push(item);
+      continue;
+    }
+    const seen = atX.get(item.x);
+    if (seen === undefined) {
+      atX.set(item.x, { index: out.length, tips: [item.tip] });
+      out.push(item);
+    } else {
+      seen.tips.push(item.tip);
+      const first = out[seen.index];
+      if (first !== undefined) out[seen.index] = { ...first, tip: `${seen.tips.length} calls at this instant:\n${seen.tips.join('\n\n')}` };
+    }
+  }
+  return out;
 }
 
 /** Greedy interval packing: each item goes to the first row where it does not overlap. */
@@ -333,7 +391,7 @@ function packRows(items: readonly TimelineItem[]): TimelineItem[][] {
 
 /** Rough width of a label in the timeline's 11px font, so that labels do not run into each other. */
 function textWidth(label: string): number {
-  return Math.min(label.length, 48) * 6.2 + 8;
+  return label.length * 6.2 + 8;
 }
 
 function ms(t: number): string {
@@ -356,14 +414,20 @@ function shortId(id: string): string {
 
 /** kubernetes.io/csi/<driver>^<handle> → <handle>; other names unchanged (clipped). */
 function shortVolume(name: string): string {
-  const i = name.lastIndexOf('^');
-  return clip(i >= 0 ? name.slice(i + 1) : name.slice(name.lastIndexOf('/') + 1), 24);
+  return clip(name.includes('^') ? volumeHandle(name) : name.slice(name.lastIndexOf('/') + 1), 24);
 }
 
-/** The last two path components, which is what tells kubelet's paths apart. */
+/**
+ * The last two path components, which is what tells kubelet's paths apart; a SHA-256 directory
+ * name (the global mount's) is shown by its first 8 digits, as git shows a commit. The tooltip
+ * holds the whole path.
+ */
 function shortPath(p: string): string {
   const parts = p.split('/').filter((s) => s !== '');
-  return clip(parts.slice(-2).join('/'), 40);
+  return parts
+    .slice(-2)
+    .map((c) => (/^[0-9a-f]{64}$/.test(c) ? c.slice(0, 8) : c))
+    .join('/');
 }
 
 function fileVerb(a: FileEventAction): string {

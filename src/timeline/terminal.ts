@@ -80,28 +80,57 @@ export function narrate(run: TraceRun): Map<number, string[]> {
   return out;
 }
 
-/** Runs side by side, steps as row blocks, aligned. */
+/** Narrower than this, runs are told one after the other rather than side by side. */
+const MIN_CELL = 28;
+
+/**
+ * Runs side by side, steps as row blocks, aligned; every line at most `width` columns, wrapped
+ * between words (a comma-separated list, such as an agent's gates, also after its commas). A step
+ * label too long for the step column is told on its own lines above its block; a terminal too
+ * narrow for the runs side by side gets them one after the other.
+ */
 export function renderSideBySide(runs: readonly TraceRun[], options: TerminalOptions = {}): string {
-  const width = Math.max(60, options.width ?? 120);
+  const width = Math.max(40, options.width ?? 120);
   const steps = mergeSteps(runs.map((r) => stepsOf(r.events)));
   const stories = runs.map(narrate);
-  const stepCol = Math.min(28, Math.max(12, ...steps.map((s) => s.label.length + 3)));
+  const paint = (text: string, code: string): string => (options.color === true ? `\u001b[${code}m${text}\u001b[0m` : text);
+  const tone = (text: string): string => (text.startsWith('✗') ? '31' : text.startsWith('→') ? '33' : text.startsWith('──') ? '35' : '');
+  const painted = (text: string): string => (tone(text) === '' ? text : paint(text, tone(text)));
+  const stepCol = Math.min(28, Math.max(12, ...steps.map((s) => `${s.index + 1} ${s.label}`.length + 2)));
   const gap = 2;
   const cellWidth = Math.floor((width - stepCol - gap * runs.length) / Math.max(1, runs.length));
-  const paint = (text: string, code: string): string => (options.color === true ? `\u001b[${code}m${text}\u001b[0m` : text);
   const lines: string[] = [];
+
+  if (cellWidth < MIN_CELL) {
+    // One run after the other, each step's lines under it, indented.
+    for (const [r, run] of runs.entries()) {
+      for (const l of wrap(run.label, width)) lines.push(paint(l, '1'));
+      for (const step of steps) {
+        lines.push(...wrap(`${step.index + 1} ${step.label}`, width));
+        for (const text of stories[r]?.get(step.index) ?? []) for (const l of wrap(text, width - 4)) lines.push(`    ${painted(l)}`.trimEnd());
+      }
+      lines.push('');
+    }
+    return `${lines.join('\n')}\n`;
+  }
+
   lines.push((pad('step', stepCol) + runs.map((r) => ' '.repeat(gap) + pad(paint(clip(r.label, cellWidth), '1'), cellWidth, clip(r.label, cellWidth).length)).join('')).trimEnd());
   lines.push('─'.repeat(Math.min(width, stepCol + runs.length * (cellWidth + gap))));
   for (const step of steps) {
     const cells = stories.map((s) => (s.get(step.index) ?? []).flatMap((l) => wrap(l, cellWidth)));
     const height = Math.max(1, ...cells.map((c) => c.length));
-    const stepLines = wrap(`${step.index + 1} ${step.label}`, stepCol - 1);
+    const label = `${step.index + 1} ${step.label}`;
+    let stepLines = wrap(label, stepCol - 1);
+    if (stepLines.length > Math.max(3, height) || brokeAWord(label, stepCol - 1)) {
+      // Too long for the step column: on its own lines, the whole width.
+      lines.push(...wrap(label, width));
+      stepLines = [];
+    }
     for (let i = 0; i < Math.max(height, stepLines.length); i++) {
       let row = pad(stepLines[i] ?? '', stepCol);
       for (const cell of cells) {
         const text = cell[i] ?? '';
-        const tone = text.startsWith('✗') ? '31' : text.startsWith('→') ? '33' : text.startsWith('──') ? '35' : '';
-        row += ' '.repeat(gap) + pad(tone === '' ? text : paint(text, tone), cellWidth, text.length);
+        row += ' '.repeat(gap) + pad(painted(text), cellWidth, text.length);
       }
       lines.push(row.trimEnd());
     }
@@ -155,13 +184,29 @@ function names(list: readonly string[]): string {
   return `[${list.map((n) => n.slice(n.lastIndexOf('^') + 1)).join(', ')}]`;
 }
 
-function wrap(text: string, width: number): string[] {
+/**
+ * The pieces a line may break between: words (the space before each kept as its separator), and
+ * the parts of a comma-separated list (broken after a comma, with no separator).
+ */
+function pieces(text: string): { sep: string; word: string }[] {
+  const out: { sep: string; word: string }[] = [];
+  for (const [i, word] of text.split(' ').entries()) {
+    for (const [j, part] of word.split(/(?<=,)(?=.)/).entries()) out.push({ sep: i === 0 && j === 0 ? '' : j === 0 ? ' ' : '', word: part });
+  }
+  return out;
+}
+
+/**
+ * Greedy wrap at `width` columns between the pieces above; continuation lines are indented by
+ * two. A piece wider than a line is cut, the one case where a word breaks.
+ */
+export function wrap(text: string, width: number): string[] {
   if (text.length <= width) return [text];
   const out: string[] = [];
   let line = '';
-  for (const word of text.split(' ')) {
+  for (const { sep, word } of pieces(text)) {
     if (line === '') line = word;
-    else if (line.length + 1 + word.length <= width) line += ` ${word}`;
+    else if (line.length + sep.length + word.length <= width) line += sep + word;
     else {
       out.push(line);
       line = `  ${word}`;
@@ -173,6 +218,11 @@ function wrap(text: string, width: number): string[] {
   }
   if (line !== '') out.push(line);
   return out;
+}
+
+/** Whether wrapping `text` at `width` has to cut a word. */
+function brokeAWord(text: string, width: number): boolean {
+  return pieces(text).some((p, i) => p.word.length + (i === 0 ? 0 : 2) > width);
 }
 
 function clip(s: string, n: number): string {

@@ -30,7 +30,7 @@ const eventSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('operation'), t, end, name: str, volumeName: str, podName: str, error: str.optional() }).strict(),
   z.object({ kind: z.literal('file'), t, action: z.enum(['write', 'remove', 'mkdir', 'rmdir', 'rename', 'lost']), path: str }).strict(),
   z.object({ kind: z.literal('mount'), t, action: z.enum(['mount', 'unmount', 'lost']), target: str, source: str.optional() }).strict(),
-  z.object({ kind: z.literal('status'), t, volumesInUse: z.array(str), volumesAttached: z.array(str) }).strict(),
+  z.object({ kind: z.literal('status'), t, volumesInUse: z.array(str), volumesAttached: z.array(str).optional(), source: z.enum(['read', 'written']).optional() }).strict(),
   z.object({ kind: z.literal('crash'), t, crash: z.enum(['restart', 'reboot']), detail: str.optional() }).strict(),
   z.object({ kind: z.literal('violation'), t, invariant: str, message: str }).strict(),
   z.object({ kind: z.literal('log'), t, severity: z.enum(['I', 'W', 'E']), message: str }).strict(),

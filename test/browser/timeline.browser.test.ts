@@ -2,7 +2,8 @@
 /// <reference lib="dom.iterable" />
 // The timeline report in a real browser: what a person sees, not what the HTML string says.
 import assert from 'node:assert/strict';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -10,6 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Browser, Page } from 'puppeteer-core';
 import { renderTimelineHtml } from '../../src/timeline/html.js';
 import { findChromium, launchChromium } from '../support/browser.js';
+import { NODEVOL_BIN } from '../support/cliProcess.js';
 import { storyOneRuns } from '../support/timelineFixture.js';
 
 const chromium = findChromium();
@@ -44,7 +46,7 @@ describe('timeline report in headless Chromium', { skip }, () => {
     await browser?.close();
   });
 
-  it('shows both runs, each with its six lanes visible', async () => {
+  it('shows both runs, each with its six lanes visible, volumesInUse first', async () => {
     const runs = await page.$$eval('section.run', (els) =>
       els.map((s) => ({
         title: s.querySelector('h2')?.textContent ?? '',
@@ -52,7 +54,7 @@ describe('timeline report in headless Chromium', { skip }, () => {
       })),
     );
     assert.deepEqual(runs.map((r) => r.title), ['CSIGlobalMountReconstruction=false', 'CSIGlobalMountReconstruction=true']);
-    for (const r of runs) assert.deepEqual(r.lanes, ['operations', 'csi', 'files', 'mounts', 'status', 'logs']);
+    for (const r of runs) assert.deepEqual(r.lanes, ['status', 'operations', 'csi', 'mounts', 'files', 'logs']);
   });
 
   it('draws the violation marker inside the column of its step, aligned across runs', async () => {
@@ -81,7 +83,7 @@ describe('timeline report in headless Chromium', { skip }, () => {
   });
 
   it('a finding link scrolls to its marker and flashes it', async () => {
-    await page.click('.findings a[data-target="v-0-1"]');
+    await page.click('.verdict a[data-target="v-0-1"]');
     const flashed = await page.$eval('#v-0-1', (el) => el.classList.contains('flash'));
     assert.equal(flashed, true);
   });
@@ -151,3 +153,149 @@ describe('nodevol demo report in headless Chromium', { skip }, () => {
     }
   });
 });
+
+/** What `nodevol demo` writes, looked at as a person first sees it: 1600×1000, nothing scrolled. */
+describe('nodevol demo report: the first screen at 1600×1000', { skip }, () => {
+  const VIEW = { width: 1600, height: 1000 };
+  let browser: Browser;
+  let page: Page;
+  let dir: string;
+
+  before(async () => {
+    if (!('path' in chromium)) return;
+    dir = await mkdtemp(path.join(tmpdir(), 'nodevol-demo-first-screen-'));
+    const file = path.join(dir, 'demo.html');
+    const r = spawnSync(process.execPath, [NODEVOL_BIN, 'demo', '--html', file], { encoding: 'utf8', timeout: 120_000 });
+    assert.equal(r.status, 0, r.stderr);
+    browser = await launchChromium(chromium.path);
+    page = await browser.newPage();
+    await page.setViewport(VIEW);
+    await page.goto(pathToFileURL(file).href, { waitUntil: 'load' });
+  });
+
+  after(async () => {
+    await browser?.close();
+  });
+
+  it('opens with one headline per run, and the sentence that explains the violation, on screen', async () => {
+    const seen = await page.evaluate(() =>
+      [...document.querySelectorAll('.verdict')].map((v) => {
+        const h = v.querySelector('.headline');
+        const why = v.querySelector('.why');
+        const r = (el: Element | null) => (el === null ? null : el.getBoundingClientRect().toJSON() as DOMRect);
+        return { headline: h?.textContent ?? '', box: r(h), whyBox: r(why), why: why?.textContent ?? '', fits: h !== null && h.scrollWidth <= h.clientWidth };
+      }),
+    );
+    assert.deepEqual(seen.map((v) => v.headline), [
+      '✗ vol-1 dropped from volumesInUse while staged → another node may attach it',
+      '✓ vol-1 unstaged first, then dropped from volumesInUse: safe',
+    ]);
+    for (const v of seen) {
+      assert.ok(v.box !== null && inView(v.box, VIEW), `headline ${v.headline} at ${JSON.stringify(v.box)}`);
+      assert.ok(v.whyBox !== null && inView(v.whyBox, VIEW), `explanation at ${JSON.stringify(v.whyBox)}`);
+      assert.equal(v.fits, true, `headline cut: ${v.headline}`);
+    }
+    assert.match(seen[0]?.why ?? '', /volumesInUse became \[\] without vol-1, while vol-1 was still attached and staged on this node .*NodeUnstageVolume.*never answered.*attach it to another node/);
+  });
+
+  it("shows both runs' volumesInUse lanes on screen, one red where vol-1 is dropped while staged, the other teal where it is dropped after unstage", async () => {
+    const lanes = await page.evaluate(() =>
+      [...document.querySelectorAll('section.run')].map((run) => {
+        const lane = run.querySelector('.lane[data-lane="status"]');
+        const items = [...(lane?.querySelectorAll('.item') ?? [])].map((i) => ({ tone: i.className.replace('item ', ''), box: i.getBoundingClientRect().toJSON() as DOMRect, bg: getComputedStyle(i).backgroundColor }));
+        return { lane: lane?.getBoundingClientRect().toJSON() as DOMRect | undefined, head: run.querySelector('.runhead')?.getBoundingClientRect().toJSON() as DOMRect | undefined, items };
+      }),
+    );
+    assert.equal(lanes.length, 2);
+    for (const [i, l] of lanes.entries()) {
+      assert.ok(l.lane !== undefined && inView(l.lane, VIEW), `run ${i}: status lane at ${JSON.stringify(l.lane)}`);
+      assert.ok(l.head !== undefined && inView(l.head, VIEW), `run ${i}: run header at ${JSON.stringify(l.head)}`);
+      for (const item of l.items) assert.ok(inView(item.box, VIEW), `run ${i}: ${item.tone} at ${JSON.stringify(item.box)}`);
+    }
+    const tones = lanes.map((l) => l.items.sort((a, b) => a.box.left - b.box.left || a.box.top - b.box.top).map((x) => x.tone));
+    // Step 1 looks the same in both runs (attached, not yet in use: safe); the end tells them apart.
+    assert.deepEqual(tones, [
+      ['not-yet', 'in-use', 'in-use', 'unsafe'],
+      ['not-yet', 'in-use', 'in-use', 'safe'],
+    ]);
+    const unsafe = lanes[0]?.items.find((x) => x.tone === 'unsafe');
+    const safe = lanes[1]?.items.find((x) => x.tone === 'safe');
+    assert.notEqual(unsafe?.bg, safe?.bg);
+  });
+
+  it('gives each colour of the legend one meaning', async () => {
+    const swatches = await page.$$eval('.key .sw', (els) =>
+      els.map((e) => {
+        const c = getComputedStyle(e);
+        return { what: (e.nextSibling?.textContent ?? '').trim(), look: `${c.backgroundImage} ${c.backgroundColor} ${c.borderTopColor} ${c.borderTopStyle}` };
+      }),
+    );
+    assert.ok(swatches.some((s) => s.what.startsWith('dropped while staged')) && swatches.some((s) => s.what.startsWith('unstaged, then dropped')), JSON.stringify(swatches));
+    const byLook = new Map<string, string[]>();
+    for (const s of swatches) byLook.set(s.look, [...(byLook.get(s.look) ?? []), s.what]);
+    for (const [look, meanings] of byLook) {
+      // Green is "fine" in both rows of the legend: a call that succeeded, a volume in use.
+      if (meanings.length > 1) assert.deepEqual(meanings, ['succeeded', 'every staged volume in use'], look);
+    }
+  });
+
+  it('cuts no label: every step label whole in its column, no item label under another item', async () => {
+    const check = await page.evaluate(() => {
+      const cut: string[] = [];
+      for (const col of document.querySelectorAll('.col')) {
+        if (col.scrollWidth > col.clientWidth || col.scrollHeight > col.clientHeight) cut.push(`column: ${col.textContent ?? ''}`);
+        if ((col.textContent ?? '').includes('…')) cut.push(`column ellipsis: ${col.textContent ?? ''}`);
+      }
+      const overlaps: string[] = [];
+      for (const lane of document.querySelectorAll('.lane')) {
+        const boxes = [...lane.querySelectorAll('.item')].filter((i) => (i as HTMLElement).offsetParent !== null).map((i) => ({ text: i.textContent ?? '', r: i.getBoundingClientRect() }));
+        for (const a of boxes)
+          for (const b of boxes) if (a !== b && a.r.top === b.r.top && a.r.left < b.r.left && a.r.right > b.r.left + 0.5) overlaps.push(`${lane.getAttribute('data-lane') ?? ''}: "${a.text}" runs under "${b.text}"`);
+      }
+      return { cut, overlaps, columns: [...document.querySelectorAll('section.run[data-run="0"] .col')].map((c) => c.textContent ?? '') };
+    });
+    assert.deepEqual(check.cut, []);
+    assert.deepEqual(check.overlaps, []);
+    assert.ok(check.columns.some((c) => c.includes('fault NodeUnstageVolume vol-1 delay 60s')), check.columns.join(' | '));
+  });
+
+  it('draws the file lane collapsed (one row of ticks) until its button opens it', async () => {
+    const state = () =>
+      page.$$eval('.lane[data-lane="files"]', (lanes) =>
+        lanes.map((l) => ({
+          collapsed: l.classList.contains('collapsed'),
+          height: l.getBoundingClientRect().height,
+          itemsShown: [...l.querySelectorAll('.full .item')].filter((i) => (i as HTMLElement).offsetParent !== null).length,
+          ticks: [...l.querySelectorAll('.ticks .tick')].filter((i) => (i as HTMLElement).offsetParent !== null).length,
+          expanded: l.querySelector('.toggle')?.getAttribute('aria-expanded'),
+        })),
+      );
+    const before = await state();
+    for (const l of before) {
+      assert.equal(l.collapsed, true);
+      assert.equal(l.itemsShown, 0);
+      assert.ok(l.ticks > 0);
+      assert.ok(l.height <= 40, `collapsed lane ${l.height}px high`);
+      assert.equal(l.expanded, 'false');
+    }
+    await page.click('section.run[data-run="0"] .lane[data-lane="files"] .toggle');
+    const open = (await state())[0];
+    assert.equal(open?.collapsed, false);
+    assert.equal(open?.expanded, 'true');
+    assert.ok((open?.itemsShown ?? 0) > 10 && (open?.height ?? 0) > 100, JSON.stringify(open));
+    await page.click('section.run[data-run="0"] .lane[data-lane="files"] .toggle');
+    assert.equal((await state())[0]?.collapsed, true);
+  });
+
+  it('keeps a screenshot of the first screen', async (t) => {
+    await page.evaluate(() => window.scrollTo(0, 0));
+    const shot = path.join(dir, 'demo-first-screen-1600x1000.png');
+    await page.screenshot({ path: shot, fullPage: false });
+    t.diagnostic(`first screen: ${shot}`);
+    assert.ok((await stat(shot)).size > 10_000);
+  });
+});
+
+function inView(r: { top: number; bottom: number; left: number; right: number }, view: { width: number; height: number }): boolean {
+  return r.top >= 0 && r.left >= 0 && r.bottom <= view.height && r.right <= view.width;
+}

@@ -9,7 +9,10 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { CliProcess, NODEVOL_BIN } from '../support/cliProcess.js';
 import { waitFor } from '../support/e2e/waitFor.js';
+import type { TraceEvent } from '../../src/timeline/events.js';
 import { parseTraceFile } from '../../src/timeline/traceFile.js';
+
+const VOL = 'kubernetes.io/csi/mock.csi.nodevol.io^vol-1';
 
 describe('nodevol agent --trace', () => {
   let dir: string;
@@ -35,7 +38,8 @@ describe('nodevol agent --trace', () => {
     trace = path.join(dir, 'trace.jsonl');
     await mkdir(root);
     await mkdir(path.join(cluster, 'manifests'), { recursive: true });
-    await writeFile(path.join(cluster, 'node-status.json'), '{"volumesAttached":[],"volumesInUse":[]}\n');
+    // The Node already reports a volume in use: each life's trace starts from it as read.
+    await writeFile(path.join(cluster, 'node-status.json'), `${JSON.stringify({ volumesAttached: [{ name: VOL, devicePath: '' }], volumesInUse: [VOL] })}\n`);
   });
   after(async () => {
     await rm(dir, { recursive: true, force: true });
@@ -61,6 +65,23 @@ describe('nodevol agent --trace', () => {
       events.filter((e) => e.kind === 'step' || e.kind === 'crash' || (e.kind === 'log' && e.message.startsWith('nodevol agent stopped'))).map((e) => e.kind === 'crash' ? `crash ${e.crash}` : e.kind === 'log' ? e.message : 'start'),
       ['start', 'nodevol agent stopped (SIGTERM)', 'start', 'crash restart', 'start', 'nodevol agent stopped (SIGTERM)'],
     );
+
+    // Every life records node.status as it read it before anything else, never an assumed
+    // empty volumesInUse; a list recorded later was read or written, and says which.
+    const lives = events.reduce<TraceEvent[][]>((acc, e) => {
+      if (e.kind === 'step') acc.push([]);
+      acc[acc.length - 1]?.push(e);
+      return acc;
+    }, []);
+    assert.equal(lives.length, 3);
+    for (const life of lives) {
+      const statuses = life.filter((e) => e.kind === 'status');
+      assert.ok(statuses.length > 0, 'each life reads node.status');
+      assert.deepEqual(statuses[0], { ...statuses[0], source: 'read', volumesAttached: [VOL] });
+      for (const s of statuses) assert.ok(s.source === 'read' || s.source === 'written', JSON.stringify(s));
+    }
+    const firstStatus = lives[0]?.find((e) => e.kind === 'status');
+    assert.deepEqual(firstStatus?.kind === 'status' ? firstStatus.volumesInUse : undefined, [VOL]);
 
     const html = path.join(dir, 'trace.html');
     const r = spawnSync(process.execPath, [NODEVOL_BIN, 'timeline', trace, '--html', html], { encoding: 'utf8', timeout: 30_000 });

@@ -1,14 +1,15 @@
 // `nodevol demo` as a new user runs it: no root, no node; both timelines printed, the report written.
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { spawnSync } from 'node:child_process';
 import { NODEVOL_BIN } from '../support/cliProcess.js';
 
-function runNodevol(args: readonly string[], options: { cwd?: string } = {}): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [NODEVOL_BIN, ...args], { encoding: 'utf8', timeout: 60_000, ...options });
+function runNodevol(args: readonly string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): { status: number | null; stdout: string; stderr: string } {
+  // A fixed width: the output wraps at $COLUMNS, which the environment may set.
+  const r = spawnSync(process.execPath, [NODEVOL_BIN, ...args], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, COLUMNS: '140' }, ...options });
   if (r.error !== undefined) throw r.error;
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
@@ -29,21 +30,57 @@ describe('nodevol demo', () => {
     assert.match(r.stdout, /^step +CSIGlobalMountReconstruction=false +CSIGlobalMountReconstruction=true$/m);
     assert.match(r.stdout, /── node reboots: every mount gone ──/);
     assert.match(r.stdout, /→ the attach\/detach controller may now\s+detach it/);
-    assert.match(r.stdout, /^CSIGlobalMountReconstruction=false: violated in-use-reported, converges\.$/m);
-    assert.match(r.stdout, /^CSIGlobalMountReconstruction=true: {2}no invariant violated\.$/m);
+    // One verdict per run, as the report's headlines say it.
+    assert.match(r.stdout, /^CSIGlobalMountReconstruction=false: vol-1 dropped from volumesInUse while staged → another node may\s+attach it; violated in-use-reported, converges\.$/m);
+    assert.match(r.stdout, /^CSIGlobalMountReconstruction=true: vol-1 unstaged first, then dropped from volumesInUse: safe; no\s+invariant violated\.$/m);
     const report = await readFile(html, 'utf8');
     assert.equal(report.match(/<section class="run"/g)?.length, 2);
     assert.match(report, /data-violation="in-use-reported"/);
     assert.ok((await stat(html)).size < 500 * 1024, 'the story-1 report stays under 500 KB');
   });
 
-  it('-o json prints both runs\' trace events; --no-html writes nothing', () => {
-    const r = runNodevol(['demo', '-o', 'json', '--no-html'], { cwd: dir });
+  it('without --html writes the report to a new temp dir and prints its path, never into the working directory', async () => {
+    const cwd = await mkdtemp(path.join(dir, 'cwd-'));
+    const temp = await mkdtemp(path.join(dir, 'tmp-'));
+    const env = { ...process.env, COLUMNS: '140', TMPDIR: temp };
+    const r = runNodevol(['demo'], { cwd, env });
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(await readdir(cwd), []);
+    const printed = /The timeline report is in (\S+):\s+open it/.exec(r.stdout)?.[1];
+    assert.ok(printed !== undefined, r.stdout);
+    assert.match(printed, new RegExp(`^${temp.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}/nodevol-demo-[^/]+/nodevol-demo\\.html$`));
+    assert.match(await readFile(printed, 'utf8'), /data-violation="in-use-reported"/);
+    // With -o json, stdout is the JSON alone: the path goes to stderr.
+    const j = runNodevol(['demo', '-o', 'json'], { cwd, env });
+    assert.equal(j.status, 0, j.stderr);
+    JSON.parse(j.stdout);
+    const path2 = /^nodevol demo: the timeline report is in (\S+)$/m.exec(j.stderr)?.[1];
+    assert.ok(path2 !== undefined && path2 !== printed && (await stat(path2)).size > 0, j.stderr);
+    assert.deepEqual(await readdir(cwd), []);
+  });
+
+  it('-o json prints both runs\' trace events; --no-html writes nothing', async () => {
+    const cwd = await mkdtemp(path.join(dir, 'cwd-'));
+    const temp = await mkdtemp(path.join(dir, 'tmp-'));
+    const r = runNodevol(['demo', '-o', 'json', '--no-html'], { cwd, env: { ...process.env, TMPDIR: temp } });
+    assert.deepEqual([...(await readdir(cwd)), ...(await readdir(temp))], []);
+    assert.equal(r.stderr, '');
     assert.equal(r.status, 0, r.stderr);
     const out = JSON.parse(r.stdout) as { scenario: string; runs: { label: string; events: { kind: string }[] }[] };
     assert.equal(out.scenario, 'kep-story-1-drain-reboot');
     assert.deepEqual(out.runs.map((x) => x.label), ['CSIGlobalMountReconstruction=false', 'CSIGlobalMountReconstruction=true']);
     for (const run of out.runs) for (const kind of ['step', 'operation', 'csi', 'status', 'crash', 'file', 'mount']) assert.ok(run.events.some((e) => e.kind === kind), `${run.label}: no ${kind}`);
+  });
+
+  it('wraps every line at the terminal width, between words', () => {
+    for (const columns of ['60', '200']) {
+      const r = runNodevol(['demo', '--no-html'], { env: { ...process.env, COLUMNS: columns } });
+      assert.equal(r.status, 0, r.stderr);
+      for (const line of r.stdout.split('\n')) assert.ok(line.length <= Number(columns), `COLUMNS=${columns}: ${line.length}: ${line}`);
+      // No word cut in two: every word of the narration is whole on some line.
+      assert.match(r.stdout, /\bNodeUnstageVolume\b/);
+      assert.match(r.stdout, /\bin-use-reported\b/);
+    }
   });
 
   it('an unknown scenario exits 2 with one line', () => {

@@ -11,8 +11,8 @@ import { traceLine } from '../../src/timeline/traceFile.js';
 const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..', '..');
 const BIN = path.join(REPO_ROOT, 'bin', 'nodevol.js');
 
-function nodevol(args: readonly string[]): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 30_000 });
+function nodevol(args: readonly string[], columns = '140'): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 30_000, env: { ...process.env, COLUMNS: columns } });
   if (r.error !== undefined) throw r.error;
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
@@ -50,6 +50,26 @@ describe('nodevol timeline', () => {
     assert.match(r.stdout, /── node reboots: every mount gone ──/);
   });
 
+  it('wraps at the terminal width between words: an agent\'s gate list breaks after its commas, never inside a name', async () => {
+    const gates = ['CSIDurableBlockVolumePaths', 'CSIGlobalMountReconstruction', 'CSIKeepListedVolumeOnStageFailure', 'CSIListGlobalVolumesWithoutStagingDir', 'CSIUnpublishBeforeUnstageAfterReconstruction'];
+    const file = path.join(dir, 'agent.jsonl');
+    await writeFile(
+      file,
+      [
+        traceLine({ kind: 'step', t: 0, index: 0, label: `agent started: pid 7, boot 597e9134-36d0-4597-ae2e-fbe96e0038d8, ${gates.map((g) => `${g}=true`).join(',')}` }),
+        traceLine({ kind: 'status', t: 1, volumesInUse: [], volumesAttached: [], source: 'read' }),
+      ].join(''),
+    );
+    for (const columns of [60, 100, 200]) {
+      const r = nodevol(['timeline', file, file], String(columns));
+      assert.equal(r.status, 0, r.stderr);
+      const lines = r.stdout.split('\n');
+      for (const l of lines) assert.ok(l.length <= columns, `COLUMNS=${columns}: ${l}`);
+      for (const g of gates) assert.ok(lines.some((l) => l.includes(`${g}=true`)), `COLUMNS=${columns}: ${g} cut:\n${r.stdout}`);
+      assert.ok(lines.some((l) => l.includes('597e9134-36d0-4597-ae2e-fbe96e0038d8')), r.stdout);
+    }
+  });
+
   it('a bad line exits 2 with one message naming the file, the line and the field', async () => {
     const bad = path.join(dir, 'bad.jsonl');
     await writeFile(bad, `${traceLine({ kind: 'step', t: 0, index: 0, label: 'a' })}{"kind":"csi","t":"soon","method":"x","volumeId":"","outcome":"OK"}\n`);
@@ -57,6 +77,33 @@ describe('nodevol timeline', () => {
     assert.equal(r.status, 2);
     assert.equal(r.stdout, '');
     assert.match(r.stderr, new RegExp(`^nodevol timeline: ${bad.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}:2: field t: `));
+  });
+
+  it('a trace of an older agent is drawn, with a warning that its volumesInUse at start was assumed', async () => {
+    const old = path.join(dir, 'old-agent.jsonl');
+    const VOL = 'kubernetes.io/csi/d^vol-1';
+    await writeFile(
+      old,
+      [
+        traceLine({ kind: 'step', t: 0, index: 0, label: 'agent started: pid 7, boot 1111-aaaa, CSIGlobalMountReconstruction=true' }),
+        traceLine({ kind: 'status', t: 1, volumesInUse: [], volumesAttached: [VOL] }),
+      ].join(''),
+    );
+    const r = nodevol(['timeline', old]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stderr, /older nodevol agent.*assumed empty, not read/);
+    // A trace of today's agent says where each list came from: no warning.
+    const now = path.join(dir, 'new-agent.jsonl');
+    await writeFile(
+      now,
+      [
+        traceLine({ kind: 'step', t: 0, index: 0, label: 'agent started: pid 8, boot 1111-aaaa, CSIGlobalMountReconstruction=true' }),
+        traceLine({ kind: 'status', t: 1, volumesInUse: [VOL], volumesAttached: [VOL], source: 'read' }),
+      ].join(''),
+    );
+    const n = nodevol(['timeline', now]);
+    assert.equal(n.status, 0, n.stderr);
+    assert.equal(n.stderr, '');
   });
 
   it('a FIFO is refused at once, not waited on', () => {

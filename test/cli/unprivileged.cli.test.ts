@@ -57,15 +57,22 @@ describe(`commands that need no root, as ${IS_ROOT ? `uid ${NOBODY}` : `uid ${St
     rmSync(home, { recursive: true, force: true });
   });
 
-  it('nodevol demo plays both runs and writes its report in the working directory', () => {
+  it('nodevol demo plays both runs and writes its report to a new temp dir, not the working directory', () => {
     const r = nodevol(['demo'], home);
     assert.equal(r.status, 0, r.stderr);
     assert.equal(r.stderr, '');
-    assert.match(r.stdout, /^CSIGlobalMountReconstruction=false: violated in-use-reported, converges\.$/m);
-    assert.match(r.stdout, /^CSIGlobalMountReconstruction=true: {2}no invariant violated\.$/m);
-    const report = statSync(path.join(home, 'nodevol-demo.html'));
-    assert.ok(report.size > 0);
-    if (IS_ROOT) assert.equal(report.uid, NOBODY, 'written by the unprivileged user');
+    assert.ok(!existsSync(path.join(home, 'nodevol-demo.html')));
+    assert.match(r.stdout, /^CSIGlobalMountReconstruction=false: vol-1 dropped from volumesInUse while staged → another node may\s+attach it; violated in-use-reported, converges\.$/m);
+    assert.match(r.stdout, /^CSIGlobalMountReconstruction=true: vol-1 unstaged first, then dropped from volumesInUse: safe; no\s+invariant violated\.$/m);
+    const file = /The timeline report is in (\S+):\s+open it/.exec(r.stdout)?.[1];
+    assert.ok(file !== undefined && path.basename(file) === 'nodevol-demo.html', r.stdout);
+    try {
+      const report = statSync(file);
+      assert.ok(report.size > 0);
+      if (IS_ROOT) assert.equal(report.uid, NOBODY, 'written by the unprivileged user');
+    } finally {
+      rmSync(path.dirname(file), { recursive: true, force: true });
+    }
   });
 
   it('nodevol explore finds the same violations as for any other user (the simulator does not depend on who runs it)', () => {

@@ -268,7 +268,8 @@ const OUTSIDE_CITATIONS: readonly { readonly re: RegExp; readonly what: string }
   { re: /\bmodels[ -]to[ -]follow\b/i, what: 'the models-to-follow document' },
   { re: /\bissues?\s+#?\d+/i, what: 'an issue number (the tracker is not in the repository: say the fact)' },
   { re: /\bseeds?\/|\.zh\.txt\b/i, what: 'a seed document' },
-  { re: /\barticle\b/i, what: 'an article outside the repository' },
+  // `<article>` and `</article>` are HTML elements, not citations.
+  { re: /(?<![</])\barticle\b/i, what: 'an article outside the repository' },
   { re: /\/work\/shared\b/, what: 'a path outside the repository' },
 ];
 

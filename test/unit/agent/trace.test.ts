@@ -62,8 +62,39 @@ describe('agent trace', () => {
     await cluster.setVolumesInUse(['v1']);
     await cluster.setVolumesInUse([]);
     assert.deepEqual(
-      events.map((e) => (e.kind === 'status' ? `${e.volumesInUse.join(',')}|${e.volumesAttached.join(',')}` : e.kind)),
-      ['|v1', 'v1|v1', '|v1'],
+      events.map((e) => (e.kind === 'status' ? `${e.source ?? '?'} ${e.volumesInUse.join(',')}|${e.volumesAttached?.join(',') ?? 'unknown'}` : e.kind)),
+      ['read |v1', 'written v1|v1', 'written |v1'],
+    );
+  });
+
+  it('a restart that finds a volume in node.status records it as read, never an assumed empty list', async () => {
+    // The picture of the bug is `volumesInUse = []` before UnstageVolume: a trace must not draw
+    // it when node.status kept the volume.
+    const { events, tracer } = setup();
+    const inner = new FakeCluster();
+    inner.attach('v1');
+    inner.volumesInUse = ['v1'];
+    const cluster = tracer.cluster(inner);
+    await cluster.getNodeStatus();
+    await cluster.setVolumesInUse(['v1']);
+    await cluster.getNodeStatus();
+    await cluster.setVolumesInUse([]);
+    assert.deepEqual(
+      events.map((e) => (e.kind === 'status' ? `${e.source ?? '?'} ${e.volumesInUse.join(',')}|${e.volumesAttached?.join(',') ?? 'unknown'}` : e.kind)),
+      ['read v1|v1', 'written |v1'],
+    );
+  });
+
+  it('a write before any read records volumesAttached as unknown, not as empty', async () => {
+    const { events, tracer } = setup();
+    const inner = new FakeCluster();
+    inner.attach('v1');
+    const cluster = tracer.cluster(inner);
+    await cluster.setVolumesInUse(['v1']);
+    await cluster.getNodeStatus();
+    assert.deepEqual(
+      events.map((e) => (e.kind === 'status' ? `${e.source ?? '?'} ${e.volumesInUse.join(',')}|${e.volumesAttached?.join(',') ?? 'unknown'}` : e.kind)),
+      ['written v1|unknown', 'read v1|v1'],
     );
   });
 

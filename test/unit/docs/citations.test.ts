@@ -69,6 +69,7 @@ describe('no citation of a document outside the repository', () => {
       '// pkg/volume/csi/csi_block.go SetUpDevice; csi_attacher_test.go; KEP-6058 Design Details item 5',
       "// see docs/feature-gates.md#csiunstagecompletesbeforerestage and README.md's demo",
       '// test/hostile/issue14-auditTableEscaping.test.ts (a file name)',
+      '    return `<art' + 'icle class="verdict">…</art' + 'icle>`; // an HTML element',
     ].join('\n');
     assert.deepEqual(findOutsideCitations('y.ts', upstream), []);
   });

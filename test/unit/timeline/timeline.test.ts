@@ -58,14 +58,59 @@ describe('timeline HTML', () => {
     assert.match(html, /&lt;script&gt;alert\(1\)&lt;\/script&gt;/);
   });
 
-  it('has one section per run, six lanes each, and a findings entry linking to each violation marker', () => {
+  it('has one section per run, six lanes each (the file lane collapsed), and a findings entry linking to each violation marker', () => {
     const html = renderTimelineHtml({ title: 'story 1', runs: storyOneRuns() });
     assert.equal(html.match(/<section class="run"/g)?.length, 2);
-    assert.equal(html.match(/class="row lane"/g)?.length, 12);
+    assert.equal(html.match(/class="row lane[ "]/g)?.length, 12);
+    assert.equal(html.match(/class="row lane collapsed" data-lane="files"/g)?.length, 2);
+    assert.equal(html.match(/class="row lane collapsed"/g)?.length, 2, 'only the file lane starts collapsed');
     for (const id of ['v-0-0', 'v-0-1']) {
       assert.match(html, new RegExp(`id="${id}"[^>]*data-violation`));
       assert.match(html, new RegExp(`href="#${id}"`));
     }
+  });
+});
+
+describe('timeline report headlines', () => {
+  it('opens with one headline per run, before the first lane, in the colour of its verdict', () => {
+    const html = renderTimelineHtml({ title: 'story 1', runs: storyOneRuns() });
+    const headlines = [...html.matchAll(/<p class="headline hl-(\w+)">([^<]*)<\/p>/g)].map((m) => [m[1], m[2]]);
+    assert.deepEqual(headlines, [
+      ['unsafe', '✗ vol-1 dropped from volumesInUse while staged → another node may attach it'],
+      ['safe', '✓ vol-1 unstaged first, then dropped from volumesInUse: safe'],
+    ]);
+    assert.ok(html.indexOf('class="headline') < html.indexOf('class="row lane'));
+    // The sentence that explains the violation is at the top too, next to its headline.
+    assert.ok(html.indexOf('href="#v-0-0"') < html.indexOf('<section class="run"'));
+  });
+
+  it('the volumesInUse lane tells the runs apart: dropped while staged in one, unstaged then dropped in the other', () => {
+    const layout = layoutTimeline(storyOneRuns());
+    const tones = layout.runs.map((r) => r.lanes.find((l) => l.id === 'status')!.rows.flat().sort((a, b) => a.x - b.x).map((i) => i.tone));
+    assert.deepEqual(tones, [
+      ['in-use', 'unsafe'],
+      ['in-use', 'in-use', 'safe'],
+    ]);
+    const off = layout.runs[0]!.lanes.find((l) => l.id === 'status')!.rows.flat().find((i) => i.tone === 'unsafe')!;
+    assert.match(off.label, /^✗ vol-1 dropped while staged · in use: ∅ · attached: vol-1$/);
+  });
+
+  it('abbreviates the global mount hash as git does, and never clips a path label', () => {
+    const hash = 'd2e8363faaac7ae76def3b14091d8eb5755f6b92e9531627aeec833a8731c1f0';
+    const dir = `/var/lib/kubelet/plugins/kubernetes.io/csi/csi.example.com/${hash}`;
+    const layout = layoutTimeline([
+      {
+        label: 'run',
+        events: [
+          { kind: 'step', t: 0, index: 0, label: 'start' },
+          { kind: 'mount', t: 1, action: 'mount', target: `${dir}/globalmount` },
+          { kind: 'file', t: 2, action: 'write', path: `${dir}/vol_data.json` },
+          { kind: 'file', t: 3, action: 'mkdir', path: '/var/lib/kubelet/pods/0123456789abcdef-0123-4567-89ab-cdef01234567/volumes/kubernetes.io~csi' },
+        ],
+      },
+    ]);
+    const labels = layout.runs[0]!.lanes.flatMap((l) => l.rows.flat().map((i) => i.label));
+    assert.deepEqual(labels.sort(), ['+ d2e8363f/globalmount', 'mkdir volumes/kubernetes.io~csi', 'write d2e8363f/vol_data.json'].sort());
   });
 });
 
@@ -86,6 +131,17 @@ describe('timeline in the terminal', () => {
     assert.match(text, /→ the attach\/detach controller may now detach it/);
     // Every line fits the width asked for.
     for (const l of lines) assert.ok(l.length <= 140, `${l.length}: ${l}`);
+  });
+
+  it('too narrow for two runs side by side, tells them one after the other, every line within the width', () => {
+    const text = renderSideBySide(storyOneRuns(), { width: 60 });
+    const lines = text.split('\n');
+    for (const l of lines) assert.ok(l.length <= 60, `${l.length}: ${l}`);
+    const off = lines.indexOf('CSIGlobalMountReconstruction=false');
+    const on = lines.indexOf('CSIGlobalMountReconstruction=true');
+    assert.ok(off >= 0 && on > off, text);
+    assert.ok(lines.slice(off, on).some((l) => l.trim() === 'volumesInUse = []'), text);
+    assert.ok(lines.slice(on).some((l) => l.includes('deletePod uid-1 (NodeUnstageVolume hangs)')), text);
   });
 
   it('colours only when asked', () => {
