@@ -7,7 +7,7 @@
 //
 //   api        Kubernetes object types (Pod, PV, PVC) and the schemas of the objects read from
 //              outside (clusterObjects.ts)
-//   host       the ports: FileSystem, Clock, Logger, ClusterView, Mounter/MountTable (with the
+//   ports      the ports: FileSystem, Clock, Logger, ClusterView, Mounter/MountTable (with the
 //              mountinfo entry types), CSI client, VolumeManagerMetrics
 //   base       layout (kubelet's root dir, names, confinement), features (gates), logging (klog),
 //              mount (mountinfo, mount refs), timeline/events + traceFile (trace format)
@@ -29,7 +29,7 @@
 
 const L = {
   api: '^src/api/',
-  host: '^src/host/',
+  ports: '^src/ports/',
   base: '^src/(layout|features|logging|mount)/|^src/timeline/(events|traceFile)\\.ts$',
   csi: '^src/csi/[^/]+\\.ts$',
   volume: '^src/volume/(?!csi/)',
@@ -45,29 +45,29 @@ const L = {
 /** Which layers each layer may import (besides itself). */
 const MAY = {
   api: [],
-  host: ['api'],
-  base: ['host', 'api'],
-  csi: ['base', 'host', 'api'],
-  volume: ['csi', 'base', 'host', 'api'],
-  volumeCsi: ['volume', 'csi', 'base', 'host', 'api'],
-  opexec: ['volumeCsi', 'volume', 'csi', 'base', 'host', 'api'],
-  volumemanager: ['opexec', 'volumeCsi', 'volume', 'csi', 'base', 'host', 'api'],
+  ports: ['api'],
+  base: ['ports', 'api'],
+  csi: ['base', 'ports', 'api'],
+  volume: ['csi', 'base', 'ports', 'api'],
+  volumeCsi: ['volume', 'csi', 'base', 'ports', 'api'],
+  opexec: ['volumeCsi', 'volume', 'csi', 'base', 'ports', 'api'],
+  volumemanager: ['opexec', 'volumeCsi', 'volume', 'csi', 'base', 'ports', 'api'],
   // agent/ is a composition root for the real node: it also wires the gRPC adapter.
-  node: ['volumemanager', 'opexec', 'volumeCsi', 'volume', 'csi', 'base', 'host', 'api'],
-  adapters: ['csi', 'base', 'host', 'api'],
+  node: ['volumemanager', 'opexec', 'volumeCsi', 'volume', 'csi', 'base', 'ports', 'api'],
+  adapters: ['csi', 'base', 'ports', 'api'],
   // The simulator runs the agent's loops, housekeeping (kubelet/orphanedPodDirs) included.
-  sim: ['adapters', 'node', 'volumemanager', 'opexec', 'volumeCsi', 'volume', 'csi', 'base', 'host', 'api'],
-  cli: ['sim', 'adapters', 'node', 'volumemanager', 'opexec', 'volumeCsi', 'volume', 'csi', 'base', 'host', 'api'],
+  sim: ['adapters', 'node', 'volumemanager', 'opexec', 'volumeCsi', 'volume', 'csi', 'base', 'ports', 'api'],
+  cli: ['sim', 'adapters', 'node', 'volumemanager', 'opexec', 'volumeCsi', 'volume', 'csi', 'base', 'ports', 'api'],
 };
 
 const anyOf = (names) => names.map((n) => `(?:${L[n]})`).join('|');
 
 /** The layer of a path, for rules below (first match wins: csi/grpc is an adapter, not csi). */
-const ORDER = ['api', 'host', 'adapters', 'csi', 'base', 'volumeCsi', 'volume', 'opexec', 'volumemanager', 'node', 'sim', 'cli'];
+const ORDER = ['api', 'ports', 'adapters', 'csi', 'base', 'volumeCsi', 'volume', 'opexec', 'volumemanager', 'node', 'sim', 'cli'];
 
 /** Node built-ins the engine may never import (it talks to the world through the ports). */
 const WORLD = '^(node:)?(fs|fs/promises|child_process|net|http|https|http2|dgram|tls|worker_threads|cluster)$';
-const ENGINE = anyOf(['api', 'host', 'csi', 'volume', 'volumeCsi', 'opexec', 'volumemanager']) + '|^src/(layout|features|mount|kubelet|audit)/';
+const ENGINE = anyOf(['api', 'ports', 'csi', 'volume', 'volumeCsi', 'opexec', 'volumemanager']) + '|^src/(layout|features|mount|kubelet|audit)/';
 
 module.exports = {
   forbidden: [
@@ -75,7 +75,7 @@ module.exports = {
     {
       name: 'engine-uses-ports',
       severity: 'error',
-      comment: 'Engine code reads and changes the world only through the ports in src/host (lint also bans the globals).',
+      comment: 'Engine code reads and changes the world only through the ports in src/ports (lint also bans the globals).',
       from: { path: ENGINE },
       to: { dependencyTypes: ['core'], path: WORLD },
     },

@@ -1,5 +1,5 @@
 // ESLint flat config. The engine folders may not touch the outside world directly:
-// everything there goes through the ports in src/host (filesystem, mount table, clock, ...).
+// everything there goes through the ports in src/ports (filesystem, mount table, clock, ...).
 // The layer rules (who may import whom) are in .dependency-cruiser.cjs, also run by `npm run lint`.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
@@ -13,7 +13,7 @@ const engineFolders = [
   'src/mount/**',
   'src/features/**',
   'src/audit/**',
-  'src/host/**',
+  'src/ports/**',
   'src/kubelet/**',
 ];
 
@@ -58,8 +58,8 @@ export default tseslint.config(
     rules: {
       'no-restricted-imports': ['error', {
         paths: [
-          { name: 'node:fs', message: 'engine code reads the world through the FileSystem port (src/host/fs.ts)' },
-          { name: 'fs', message: 'engine code reads the world through the FileSystem port (src/host/fs.ts)' },
+          { name: 'node:fs', message: 'engine code reads the world through the FileSystem port (src/ports/fs.ts)' },
+          { name: 'fs', message: 'engine code reads the world through the FileSystem port (src/ports/fs.ts)' },
           { name: 'node:fs/promises', message: 'use the FileSystem port' },
           { name: 'fs/promises', message: 'use the FileSystem port' },
           { name: 'node:child_process', message: 'engine code runs nothing; use the Mounter port' },

@@ -38,7 +38,7 @@ import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { derivedPodUID } from '../src/adapters/node/clusterDir.js';
 import { GrpcCsiClient } from '../src/csi/grpc/client.js';
-import type { VolumeCapability } from '../src/host/csi.js';
+import type { VolumeCapability } from '../src/ports/csi.js';
 import { KubeletLayout } from '../src/layout/layout.js';
 import { NodeDisk } from '../test/support/e2e/nodeDisk.js';
 import { nodevolArgv } from '../test/support/e2e/paths.js';

@@ -21,7 +21,7 @@ import * as path from 'node:path';
 
 import { GrpcCsiClient } from '../src/csi/grpc/client.js';
 import { unixEndpoint } from '../src/csi/grpc/endpoint.js';
-import type { VolumeCapability } from '../src/host/csi.js';
+import type { VolumeCapability } from '../src/ports/csi.js';
 
 const BIN = path.resolve(import.meta.dirname, '..', '..', 'bin', 'nodevol.js');
 const CAP: VolumeCapability = { mount: { fsType: '', mountFlags: [], volumeMountGroup: '' }, accessMode: { mode: 'SINGLE_NODE_WRITER' } };

@@ -5,10 +5,10 @@
  * fail as transient and are retried, and the agent says so once in its log.
  */
 import { existsSync } from 'node:fs';
-import type { CsiDriverRegistry, CsiNodeClient } from '../host/csi.js';
+import type { CsiDriverRegistry, CsiNodeClient } from '../ports/csi.js';
 import type { GrpcCsiDriverRegistry } from '../csi/grpc/client.js';
 import { unixEndpoint } from '../csi/grpc/endpoint.js';
-import type { Logger } from '../host/logger.js';
+import type { Logger } from '../ports/logger.js';
 import type { KubeletLayout } from '../layout/layout.js';
 import { isSafePathComponent } from '../layout/names.js';
 

@@ -9,13 +9,13 @@
  *
  * Nothing here touches the world: every effect goes through the ports it is given.
  */
-import type { Clock } from '../host/clock.js';
-import { unreachableCluster, type ClusterView } from '../host/cluster.js';
-import { noCsiDrivers, type CsiDriverRegistry } from '../host/csi.js';
-import type { FileSystem } from '../host/fs.js';
-import type { Logger } from '../host/logger.js';
-import type { OrphanPodMetrics, StuckOperationMetrics, VolumeManagerMetrics } from '../host/metrics.js';
-import type { Mounter, MountTable } from '../host/mounter.js';
+import type { Clock } from '../ports/clock.js';
+import { unreachableCluster, type ClusterView } from '../ports/cluster.js';
+import { noCsiDrivers, type CsiDriverRegistry } from '../ports/csi.js';
+import type { FileSystem } from '../ports/fs.js';
+import type { Logger } from '../ports/logger.js';
+import type { OrphanPodMetrics, StuckOperationMetrics, VolumeManagerMetrics } from '../ports/metrics.js';
+import type { Mounter, MountTable } from '../ports/mounter.js';
 import type { FeatureGate } from '../features/features.js';
 import { instrumentedRegistry } from '../csi/instrumented.js';
 import { HOUSEKEEPING_PERIOD_MS, orphanedPodDirsCleanerFor, type OrphanedPodDirsCleaner } from '../kubelet/orphanedPodDirs.js';

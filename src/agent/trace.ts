@@ -17,11 +17,11 @@
  *   not end with the stop line was killed: the next start records a `restart` (same boot) or a
  *   `reboot` (another boot id) first.
  */
-import type { ClusterView } from '../host/cluster.js';
+import type { ClusterView } from '../ports/cluster.js';
 import type { NodeStatus } from '../api/core.js';
-import { errorMessage, type FileSystem } from '../host/fs.js';
-import type { Logger, LogValues } from '../host/logger.js';
-import type { Mounter } from '../host/mounter.js';
+import { errorMessage, type FileSystem } from '../ports/fs.js';
+import type { Logger, LogValues } from '../ports/logger.js';
+import type { Mounter } from '../ports/mounter.js';
 import { escapeMountPath } from '../mount/mountInfo.js';
 import type { CsiCallObserver } from '../csi/instrumented.js';
 import type { TraceEvent } from '../timeline/events.js';

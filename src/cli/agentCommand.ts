@@ -21,7 +21,7 @@ import { observedRegistry } from '../csi/instrumented.js';
 import { createAgentTracer, type AgentTracer } from '../agent/trace.js';
 import { bootId, openTraceFileSink, type TraceFileSink } from '../adapters/node/traceSink.js';
 import { FeatureGate, FeatureGateError } from '../features/features.js';
-import { errorMessage } from '../host/fs.js';
+import { errorMessage } from '../ports/fs.js';
 import { KubeletLayout } from '../layout/layout.js';
 import type { LoggingFormat } from '../logging/klog.js';
 import { createStuckOperationMetrics } from '../adapters/prometheus/stuckOperationMetrics.js';
@@ -29,7 +29,7 @@ import { createVolumeManagerMetrics } from '../adapters/prometheus/volumeManager
 import { createOrphanPodMetrics } from '../adapters/prometheus/orphanPodMetrics.js';
 import { NODE_STATUS_UPDATE_PERIOD_MS } from '../volumemanager/volumeManager.js';
 import { composeNode } from '../agent/node.js';
-import type { CsiDriverRegistry } from '../host/csi.js';
+import type { CsiDriverRegistry } from '../ports/csi.js';
 import { parseDuration } from './duration.js';
 import { addHelpAfter, addLoggingOptions, collect, stderrLogger } from './flags.js';
 

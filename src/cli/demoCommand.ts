@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Command, Option } from 'commander';
 import { FeatureGate } from '../features/features.js';
-import { errorMessage } from '../host/fs.js';
+import { errorMessage } from '../ports/fs.js';
 import { loadBuiltinScenario, loadScenarioFile, ScenarioError, type Scenario } from '../sim/scenario.js';
 import { simulate } from '../sim/simulation.js';
 import type { TraceRun } from '../timeline/events.js';

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { Command, InvalidArgumentError, Option } from 'commander';
 
 import { CSIGlobalMountReconstruction, FeatureGate, FeatureGateError } from '../features/features.js';
-import { errorMessage } from '../host/fs.js';
+import { errorMessage } from '../ports/fs.js';
 import { explore, type ExploreReport } from '../sim/explorer.js';
 import { INVARIANTS } from '../sim/invariants.js';
 import { builtinScenarioNames, loadBuiltinScenario, loadScenarioFile, ScenarioError, type Scenario } from '../sim/scenario.js';

@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { Command, Option } from 'commander';
 import { unixSocketPath } from '../csi/grpc/endpoint.js';
 import { EXIT_FAULT_CODE, startMockDriver, type MockDriver } from '../csi/mock/mockDriver.js';
-import { errorMessage } from '../host/fs.js';
+import { errorMessage } from '../ports/fs.js';
 import type { LoggingFormat } from '../logging/klog.js';
 import type { CsiNodeMode } from '../csi/nodeStateMachine.js';
 import { addHelpAfter, addLoggingOptions, collect, stderrLogger } from './flags.js';

@@ -15,7 +15,7 @@ import { executeRecovery, planRecovery, type RecoverJournalEntry } from '../audi
 import { EXIT_OK, EXIT_PROBLEM, EXIT_UNKNOWN } from '../audit/report.js';
 import type { GrpcCsiClient } from '../csi/grpc/client.js';
 import { unixEndpoint, unixSocketPath } from '../csi/grpc/endpoint.js';
-import { errorMessage } from '../host/fs.js';
+import { errorMessage } from '../ports/fs.js';
 import { DEFAULT_ROOT_DIR, KubeletLayout } from '../layout/layout.js';
 import { MountTableSnapshot } from '../mount/mountRefs.js';
 import { readMountInfoText } from '../mount/mountTable.js';

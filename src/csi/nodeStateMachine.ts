@@ -26,7 +26,7 @@
  * {@link CsiNodeState} is the per-volume record (staged path, published targets, access kind) with
  * snapshot/restore, so the simulator can copy a driver's state between runs.
  */
-import { GrpcStatus } from '../host/csi.js';
+import { GrpcStatus } from '../ports/csi.js';
 
 export type CsiNodeMode = 'strict' | 'lenient';
 export type CsiAccessKind = 'mount' | 'block';

@@ -23,11 +23,11 @@
  * No timer: time comes from the Clock port at each settled operation. Listener-safe: observe()
  * never throws; its asynchronous work (the target look-up, the file) is awaited by settled().
  */
-import type { StuckOperationMetrics } from '../host/metrics.js';
+import type { StuckOperationMetrics } from '../ports/metrics.js';
 import * as posix from 'node:path/posix';
-import type { Clock } from '../host/clock.js';
-import { errorCode, errorMessage, writeFileAtomic, type FileSystem } from '../host/fs.js';
-import type { Logger } from '../host/logger.js';
+import type { Clock } from '../ports/clock.js';
+import { errorCode, errorMessage, writeFileAtomic, type FileSystem } from '../ports/fs.js';
+import type { Logger } from '../ports/logger.js';
 import type { KubeletLayout } from '../layout/layout.js';
 import { CSI_PLUGIN_NAME } from '../layout/names.js';
 import type { OperationCompleteEvent } from './nestedPendingOperations.js';
@@ -93,7 +93,7 @@ export interface StuckOperationsFile {
 }
 
 /** The metric port: the number of stuck operations by plugin and operation (replaces every series). */
-export type { StuckOperationMetrics } from '../host/metrics.js';
+export type { StuckOperationMetrics } from '../ports/metrics.js';
 
 export interface StuckOperationTrackerOptions {
   readonly clock: Clock;

@@ -27,18 +27,18 @@ import {
   type CsiMethod,
   type CsiNodeClient,
   type NodeCapability,
-} from '../host/csi.js';
+} from '../ports/csi.js';
 import type { FeatureGate } from '../features/features.js';
-import type { Clock } from '../host/clock.js';
-import type { ClusterView } from '../host/cluster.js';
+import type { Clock } from '../ports/clock.js';
+import type { ClusterView } from '../ports/cluster.js';
 import type { Pod } from '../api/core.js';
-import { errorCode, errorMessage, FsError, type FileSystem } from '../host/fs.js';
-import type { Logger } from '../host/logger.js';
+import { errorCode, errorMessage, FsError, type FileSystem } from '../ports/fs.js';
+import type { Logger } from '../ports/logger.js';
 import { KubeletLayout } from '../layout/layout.js';
 import { sha256Hex } from '../layout/names.js';
 import { RecordingMetrics } from '../adapters/memory/recordingMetrics.js';
-import type { Mounter } from '../host/mounter.js';
-import type { MountTable } from '../host/mounter.js';
+import type { Mounter } from '../ports/mounter.js';
+import type { MountTable } from '../ports/mounter.js';
 import { constructPVSourceSpec } from '../volume/spec.js';
 import { type PersistentVolume } from '../api/core.js';
 import { FakeCluster } from '../adapters/memory/fakeCluster.js';

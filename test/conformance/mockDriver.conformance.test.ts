@@ -19,7 +19,7 @@ import { MemoryMounter } from '../../src/adapters/memory/memoryMounter.js';
 import { GrpcCsiClient, probeReady } from '../../src/csi/grpc/client.js';
 import { unixEndpoint } from '../../src/csi/grpc/endpoint.js';
 import { startMockDriver, type MockDriver } from '../../src/csi/mock/mockDriver.js';
-import { CsiCallError, GrpcStatus, type VolumeCapability } from '../../src/host/csi.js';
+import { CsiCallError, GrpcStatus, type VolumeCapability } from '../../src/ports/csi.js';
 import { CliMockDriver } from '../support/cliMockDriver.js';
 
 // This file runs from dist/test/conformance/: the repo root is three levels up.

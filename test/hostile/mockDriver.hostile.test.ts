@@ -15,7 +15,7 @@ import { MemoryMounter } from '../../src/adapters/memory/memoryMounter.js';
 import { GrpcCsiClient } from '../../src/csi/grpc/client.js';
 import { unixEndpoint } from '../../src/csi/grpc/endpoint.js';
 import { startMockDriver, type MockDriver, type MockDriverOptions } from '../../src/csi/mock/mockDriver.js';
-import { CsiCallError, GrpcStatus, type VolumeCapability } from '../../src/host/csi.js';
+import { CsiCallError, GrpcStatus, type VolumeCapability } from '../../src/ports/csi.js';
 
 const K = '/var/lib/kubelet';
 const STATE = '/var/lib/nodevol-mock';

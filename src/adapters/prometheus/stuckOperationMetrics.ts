@@ -7,7 +7,7 @@
  * Written by the StuckOperationTracker (src/operationexecutor/stuckOperations.ts).
  */
 import { Gauge, type Registry } from 'prom-client';
-import type { StuckOperationMetrics } from '../../host/metrics.js';
+import type { StuckOperationMetrics } from '../../ports/metrics.js';
 
 export const STUCK_OPERATIONS_METRIC = 'volume_manager_stuck_operations';
 

@@ -26,8 +26,8 @@
  */
 import * as posix from 'node:path/posix';
 
-import { errorCode, errorMessage, type FileSystem } from '../../host/fs.js';
-import type { Clock } from '../../host/clock.js';
+import { errorCode, errorMessage, type FileSystem } from '../../ports/fs.js';
+import type { Clock } from '../../ports/clock.js';
 import type { MemoryMounter } from '../../adapters/memory/memoryMounter.js';
 import {
   CsiNodeState,
@@ -55,7 +55,7 @@ import {
   type NodeUnpublishVolumeRequest,
   type NodeUnstageVolumeRequest,
   type VolumeCapability,
-} from '../../host/csi.js';
+} from '../../ports/csi.js';
 
 export interface FakeCsiDriverOptions {
   readonly name: string;

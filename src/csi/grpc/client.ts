@@ -26,7 +26,7 @@ import {
   type NodeUnpublishVolumeRequest,
   type NodeUnstageVolumeRequest,
   type VolumeCapability,
-} from '../../host/csi.js';
+} from '../../ports/csi.js';
 import {
   nodeCapabilitiesFromWire,
   toWireNodePublishRequest,
@@ -38,7 +38,7 @@ import {
   wireMap,
   wireString,
 } from './convert.js';
-import { FreshSharedCall } from '../../host/concurrency.js';
+import { FreshSharedCall } from '../../ports/concurrency.js';
 import { normalizeEndpoint, unixSocketPath } from './endpoint.js';
 import { csiServices, type UnaryMethod } from './loader.js';
 import type * as wire from './messages.js';

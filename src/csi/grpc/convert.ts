@@ -1,5 +1,5 @@
 /**
- * Between the engine's CSI types (src/host/csi.ts) and the csi.v1 wire messages
+ * Between the engine's CSI types (src/ports/csi.ts) and the csi.v1 wire messages
  * (messages.ts). The client maps outgoing Node requests with the `toWire*` functions; a server
  * that fronts an engine-typed driver (the in-process fake, later the mock driver) maps incoming
  * requests back with the `fromWire*` ones.
@@ -12,7 +12,7 @@ import type {
   NodeUnpublishVolumeRequest,
   NodeUnstageVolumeRequest,
   VolumeCapability,
-} from '../../host/csi.js';
+} from '../../ports/csi.js';
 import type * as wire from './messages.js';
 import type { MessageInit } from './messages.js';
 

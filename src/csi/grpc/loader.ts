@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import type * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 
-import { CSI_RPCS_BY_SERVICE } from '../../host/csi.js';
+import { CSI_RPCS_BY_SERVICE } from '../../ports/csi.js';
 import type { ControllerRpcs, IdentityRpcs, MessageInit, NodeRpcs } from './messages.js';
 
 /** The proto file, relative to the proto root. */

@@ -12,7 +12,7 @@
  * value names (one the proto does not list decodes as its number at run time, which the generated
  * types do not show: code reading an enum checks the name, as convert.ts does). Those decoded
  * shapes carry the plain names below. What a sender builds is the
- * looser {@link MessageInit} of the same type. The engine's own types stay in src/host/csi.ts;
+ * looser {@link MessageInit} of the same type. The engine's own types stay in src/ports/csi.ts;
  * convert.ts converts at the boundary.
  */
 
@@ -64,7 +64,7 @@ import type { VolumeCondition__Output as GenVolumeCondition } from './generated/
 import type { VolumeContentSource__Output as GenVolumeContentSource, _csi_v1_VolumeContentSource_SnapshotSource__Output as GenSnapshotSource, _csi_v1_VolumeContentSource_VolumeSource__Output as GenVolumeSource } from './generated/csi/v1/VolumeContentSource.js';
 import type { VolumeUsage__Output as GenVolumeUsage, _csi_v1_VolumeUsage_Unit as GenVolumeUsageUnitNameValues } from './generated/csi/v1/VolumeUsage.js';
 import type { BoolValue__Output as GenBoolValue } from './generated/google/protobuf/BoolValue.js';
-import type { AccessMode as EngineAccessMode, NodeCapability as EngineNodeCapability } from '../../host/csi.js';
+import type { AccessMode as EngineAccessMode, NodeCapability as EngineNodeCapability } from '../../ports/csi.js';
 
 /** map<string, string> */
 export type WireStringMap = Readonly<Record<string, string>>;
@@ -106,7 +106,7 @@ type EnumNames<T> = Extract<T, string>;
 
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 /**
- * `true` only while the engine's enums (src/host/csi.ts AccessMode, NodeCapability) list exactly
+ * `true` only while the engine's enums (src/ports/csi.ts AccessMode, NodeCapability) list exactly
  * the proto's values; convert.ts assigns `true` to it, so a drift fails the build.
  */
 export type EngineEnumsMatchProto = [Same<AccessModeName, EngineAccessMode>, Same<NodeCapabilityName, EngineNodeCapability>] extends [true, true] ? true : never;

@@ -18,7 +18,7 @@ import * as net from 'node:net';
 
 import * as grpc from '@grpc/grpc-js';
 
-import { GrpcStatus, type CsiRpcMethod } from '../../host/csi.js';
+import { GrpcStatus, type CsiRpcMethod } from '../../ports/csi.js';
 import { normalizeEndpoint, unixSocketPath } from './endpoint.js';
 import { csiServices, type CsiService } from './loader.js';
 import type * as wire from './messages.js';

@@ -33,8 +33,8 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 
 import { NodeFileSystem } from '../../adapters/node/nodeFs.js';
-import { errorCode, errorMessage, writeFileAtomic, type FileSystem } from '../../host/fs.js';
-import type { Logger } from '../../host/logger.js';
+import { errorCode, errorMessage, writeFileAtomic, type FileSystem } from '../../ports/fs.js';
+import type { Logger } from '../../ports/logger.js';
 import { CSI_FAULT_METHODS, CsiFaultBook, csiFaultsFileSchema, describeCsiFault, issuePath, type CsiFault, type CsiFaultMethod } from '../faults.js';
 
 /** Every RPC the mock driver serves (what a rule's `method` may name). */

@@ -44,18 +44,18 @@ import * as posix from 'node:path/posix';
 import { fileURLToPath } from 'node:url';
 import * as path from 'node:path';
 
-import { errorCode, errorMessage, FsError, pathExists, type FileSystem } from '../../host/fs.js';
-import type { Clock } from '../../host/clock.js';
-import { discardLogger, type Logger } from '../../host/logger.js';
+import { errorCode, errorMessage, FsError, pathExists, type FileSystem } from '../../ports/fs.js';
+import type { Clock } from '../../ports/clock.js';
+import { discardLogger, type Logger } from '../../ports/logger.js';
 import { NodeFileSystem } from '../../adapters/node/nodeFs.js';
 import { NodeMounter } from '../../adapters/node/nodeMounter.js';
 import { escapeMountPath } from '../../mount/mountInfo.js';
-import type { Mounter } from '../../host/mounter.js';
+import type { Mounter } from '../../ports/mounter.js';
 import { unixSocketPath } from '../grpc/endpoint.js';
 import { CsiStatusError, startCsiServer, type CsiServer, type ControllerHandlers, type IdentityHandlers, type NodeHandlers } from '../grpc/server.js';
 import type * as wire from '../grpc/messages.js';
 import type { MessageInit } from '../grpc/messages.js';
-import { GrpcStatus, grpcStatusName } from '../../host/csi.js';
+import { GrpcStatus, grpcStatusName } from '../../ports/csi.js';
 import { checkCoPath, checkVolumeId, normalizeAllowedRoots } from './confine.js';
 import {
   CsiNodeState,

@@ -13,7 +13,7 @@ import {
   type NodeUnpublishVolumeRequest,
   type NodeUnstageVolumeRequest,
   type VolumeCapability,
-} from '../../../src/host/csi.js';
+} from '../../../src/ports/csi.js';
 import { getMountRefs } from '../../../src/mount/mountRefs.js';
 import { FakeClock } from '../../support/fakeClock.js';
 

@@ -23,7 +23,7 @@ import {
   isFinalCsiError,
   type NodePublishVolumeRequest,
   type NodeStageVolumeRequest,
-} from '../../../src/host/csi.js';
+} from '../../../src/ports/csi.js';
 
 /** The decoded request of each RPC, by method name. */
 type RequestOf = {

@@ -36,11 +36,11 @@ import {
   type NodeUnpublishVolumeRequest,
   type NodeUnstageVolumeRequest,
   type VolumeCapability,
-} from '../../../src/host/csi.js';
+} from '../../../src/ports/csi.js';
 import { createKlogLogger } from '../../../src/logging/klog.js';
 import { FakeClock } from '../../support/fakeClock.js';
-import type { Mounter } from '../../../src/host/mounter.js';
-import { FsError } from '../../../src/host/fs.js';
+import type { Mounter } from '../../../src/ports/mounter.js';
+import { FsError } from '../../../src/ports/fs.js';
 
 // This file runs from dist/test/unit/csi/: the repo root is four levels up.
 const BIN = path.resolve(import.meta.dirname, '..', '..', '..', '..', 'bin', 'nodevol.js');

@@ -18,7 +18,7 @@ import type { JournalLine } from '../../../src/csi/mock/journal.js';
 import { mockBackingPaths, mockBlockDevicePath, mockVolumeId } from '../../../src/csi/mock/mockDriver.js';
 import { readMockState } from '../../../src/csi/mock/state.js';
 import { NodeFileSystem } from '../../../src/adapters/node/nodeFs.js';
-import { CsiCallError, GrpcStatus, type VolumeCapability } from '../../../src/host/csi.js';
+import { CsiCallError, GrpcStatus, type VolumeCapability } from '../../../src/ports/csi.js';
 import { CliMockDriver } from '../../support/cliMockDriver.js';
 
 // This file runs from dist/test/unit/csi/: the repo root is four levels up.

@@ -15,23 +15,23 @@ const CRUISER = path.join(REPO_ROOT, 'node_modules', 'dependency-cruiser', 'bin'
 /** file -> its source; every import is relative or a node built-in. */
 const FIXTURE: Readonly<Record<string, string>> = {
   'src/api/core.ts': 'export type Pod = { name: string };\n',
-  'src/host/fs.ts': "import type { Pod } from '../api/core.js';\nexport type P = Pod;\n",
-  'src/host/clock.ts': "import type { Spec } from '../volume/spec.js';\nexport type S = Spec;\n",
-  'src/volume/spec.ts': "import type { P } from '../host/fs.js';\nexport type Spec = P;\n",
+  'src/ports/fs.ts': "import type { Pod } from '../api/core.js';\nexport type P = Pod;\n",
+  'src/ports/clock.ts': "import type { Spec } from '../volume/spec.js';\nexport type S = Spec;\n",
+  'src/volume/spec.ts': "import type { P } from '../ports/fs.js';\nexport type Spec = P;\n",
   'src/volume/upward.ts': "import { run } from '../cli/main.js';\nexport const r = run;\n",
   'src/volume/world.ts': "import { readFileSync } from 'node:fs';\nexport const f = readFileSync;\n",
   'src/volumemanager/cache/asw.ts': "import { pass } from '../reconciler/reconciler.js';\nexport const p = pass;\n",
   'src/volumemanager/reconciler/reconciler.ts': "import type { Spec } from '../../volume/spec.js';\nexport const pass = (s?: Spec): Spec | undefined => s;\n",
   'src/operationexecutor/a.ts': "import { b } from './b.js';\nexport const a = (): number => b();\n",
   'src/operationexecutor/b.ts': "import { a } from './a.js';\nexport const b = (): number => a();\n",
-  'src/adapters/node/fsAdapter.ts': "import { readFileSync } from 'node:fs';\nimport type { P } from '../../host/fs.js';\nexport const x: [typeof readFileSync, P | undefined] = [readFileSync, undefined];\n",
+  'src/adapters/node/fsAdapter.ts': "import { readFileSync } from 'node:fs';\nimport type { P } from '../../ports/fs.js';\nexport const x: [typeof readFileSync, P | undefined] = [readFileSync, undefined];\n",
   // The two inversions the layout once needed exceptions for: the Mounter port handing out the
   // snapshot class of mount/, and the API server adapter reusing the audit's object schemas.
-  'src/mount/mountRefs.ts': "import type { P } from '../host/fs.js';\nexport class MountTableSnapshot { p?: P; }\n",
-  'src/host/mounter.ts': "import type { MountTableSnapshot } from '../mount/mountRefs.js';\nexport type T = MountTableSnapshot;\n",
+  'src/mount/mountRefs.ts': "import type { P } from '../ports/fs.js';\nexport class MountTableSnapshot { p?: P; }\n",
+  'src/ports/mounter.ts': "import type { MountTableSnapshot } from '../mount/mountRefs.js';\nexport type T = MountTableSnapshot;\n",
   'src/audit/clusterState.ts': "import type { Pod } from '../api/core.js';\nexport const schemas: Pod[] = [];\n",
   'src/adapters/node/clusterApi.ts': "import { schemas } from '../../audit/clusterState.js';\nexport const s = schemas;\n",
-  'src/api/clusterObjects.ts': "import type { P } from '../host/fs.js';\nexport type O = P;\n",
+  'src/api/clusterObjects.ts': "import type { P } from '../ports/fs.js';\nexport type O = P;\n",
   'src/cli/main.ts': "import type { Spec } from '../volume/spec.js';\nimport { x } from '../adapters/node/fsAdapter.js';\nexport const run = (s?: Spec): unknown => [s, x];\n",
 };
 
@@ -66,10 +66,10 @@ describe('layer rules (.dependency-cruiser.cjs)', () => {
 
   const cases: readonly { name: string; from: string; to: string; rule: string }[] = [
     { name: 'a lower layer importing a higher one is refused (volume -> cli)', from: 'src/volume/upward.ts', to: 'src/cli/main.ts', rule: 'not-in-allowed' },
-    { name: 'the ports importing the engine is refused (host -> volume)', from: 'src/host/clock.ts', to: 'src/volume/spec.ts', rule: 'not-in-allowed' },
-    { name: 'the Mounter port importing the mount table implementation is refused (host -> mount)', from: 'src/host/mounter.ts', to: 'src/mount/mountRefs.ts', rule: 'not-in-allowed' },
+    { name: 'the ports importing the engine is refused (ports -> volume)', from: 'src/ports/clock.ts', to: 'src/volume/spec.ts', rule: 'not-in-allowed' },
+    { name: 'the Mounter port importing the mount table implementation is refused (ports -> mount)', from: 'src/ports/mounter.ts', to: 'src/mount/mountRefs.ts', rule: 'not-in-allowed' },
     { name: 'an adapter importing the audit is refused (adapters -> node)', from: 'src/adapters/node/clusterApi.ts', to: 'src/audit/clusterState.ts', rule: 'not-in-allowed' },
-    { name: 'the object types importing the ports is refused (api imports nothing of ours)', from: 'src/api/clusterObjects.ts', to: 'src/host/fs.ts', rule: 'not-in-allowed' },
+    { name: 'the object types importing the ports is refused (api imports nothing of ours)', from: 'src/api/clusterObjects.ts', to: 'src/ports/fs.ts', rule: 'not-in-allowed' },
     { name: 'engine code importing node:fs is refused', from: 'src/volume/world.ts', to: 'fs', rule: 'engine-uses-ports' },
     { name: "the volume manager's caches importing the reconciler is refused", from: 'src/volumemanager/cache/asw.ts', to: 'src/volumemanager/reconciler/reconciler.ts', rule: 'volumemanager-cache-is-bottom' },
     { name: 'an import cycle is refused', from: 'src/operationexecutor/a.ts', to: 'src/operationexecutor/b.ts', rule: 'no-circular' },
@@ -82,7 +82,7 @@ describe('layer rules (.dependency-cruiser.cjs)', () => {
   }
 
   it('downward imports, adapters using node:fs and the cli wiring adapters are allowed', () => {
-    const allowed = ['src/host/fs.ts', 'src/mount/mountRefs.ts', 'src/audit/clusterState.ts', 'src/volume/spec.ts', 'src/adapters/node/fsAdapter.ts', 'src/cli/main.ts', 'src/volumemanager/reconciler/reconciler.ts'];
+    const allowed = ['src/ports/fs.ts', 'src/mount/mountRefs.ts', 'src/audit/clusterState.ts', 'src/volume/spec.ts', 'src/adapters/node/fsAdapter.ts', 'src/cli/main.ts', 'src/volumemanager/reconciler/reconciler.ts'];
     assert.deepEqual(violations.filter((v) => allowed.includes(v.from)), []);
   });
 

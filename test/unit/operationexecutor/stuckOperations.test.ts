@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { MemFs } from '../../../src/adapters/memory/memFs.js';
-import { isNotExist } from '../../../src/host/fs.js';
+import { isNotExist } from '../../../src/ports/fs.js';
 import type { UniqueVolumeName } from '../../../src/layout/names.js';
 import type { OperationCompleteEvent } from '../../../src/operationexecutor/nestedPendingOperations.js';
 import {

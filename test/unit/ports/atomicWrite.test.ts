@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
 import { MemFs } from '../../../src/adapters/memory/memFs.js';
-import { atomicTempPath, FsError, writeFileAtomic } from '../../../src/host/fs.js';
+import { atomicTempPath, FsError, writeFileAtomic } from '../../../src/ports/fs.js';
 import { FaultyFs } from '../../support/faultyFs.js';
 
 const DIR = '/var/lib/kubelet/plugins/kubernetes.io/csi/d/abc';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FreshSharedCall } from '../../../src/host/concurrency.js';
+import { FreshSharedCall } from '../../../src/ports/concurrency.js';
 
 /** A call whose answers the test releases one at a time. */
 function controlled(): { shared: FreshSharedCall<number>; started: () => number; settle: (ok: boolean) => void } {
