@@ -18,8 +18,8 @@
 //              (owns the ASW updater interfaces, VolumeToMount and the mount states it writes)
 //   volumemanager  cache < populator, reconciler < volumeManager.ts (see the forbidden rules)
 //   node       kubelet/ (node housekeeping), audit/, agent/
-//   adapters   beside the engine: adapters/node, adapters/memory, adapters/prometheus, csi/grpc,
-//              csi/fake, csi/mock
+//   adapters   beside the engine: adapters/node, adapters/memory, adapters/prometheus,
+//              adapters/grpc, csi/mock
 //   sim        sim/, timeline/ (the simulator and its reports)
 //   cli        the nodevol command: may import everything
 //
@@ -37,7 +37,7 @@ const L = {
   opexec: '^src/operationexecutor/',
   volumemanager: '^src/volumemanager/',
   node: '^src/(kubelet|audit|agent)/',
-  adapters: '^src/(adapters/|csi/(grpc|fake|mock)/)',
+  adapters: '^src/(adapters/|csi/mock/)',
   sim: '^src/(sim|timeline)/',
   cli: '^src/cli/',
 };
@@ -52,7 +52,6 @@ const MAY = {
   volumeCsi: ['volume', 'csi', 'base', 'ports', 'api'],
   opexec: ['volumeCsi', 'volume', 'csi', 'base', 'ports', 'api'],
   volumemanager: ['opexec', 'volumeCsi', 'volume', 'csi', 'base', 'ports', 'api'],
-  // agent/ is a composition root for the real node: it also wires the gRPC adapter.
   node: ['volumemanager', 'opexec', 'volumeCsi', 'volume', 'csi', 'base', 'ports', 'api'],
   adapters: ['csi', 'base', 'ports', 'api'],
   // The simulator runs the agent's loops, housekeeping (kubelet/orphanedPodDirs) included.
@@ -62,7 +61,7 @@ const MAY = {
 
 const anyOf = (names) => names.map((n) => `(?:${L[n]})`).join('|');
 
-/** The layer of a path, for rules below (first match wins: csi/grpc is an adapter, not csi). */
+/** The layer of a path, for rules below (first match wins: csi/mock is an adapter, not csi). */
 const ORDER = ['api', 'ports', 'adapters', 'csi', 'base', 'volumeCsi', 'volume', 'opexec', 'volumemanager', 'node', 'sim', 'cli'];
 
 /** Node built-ins the engine may never import (it talks to the world through the ports). */
@@ -109,11 +108,6 @@ module.exports = {
       from: { path: L[layer], pathNot: anyOf(ORDER.slice(0, ORDER.indexOf(layer)).filter((l) => l !== layer)) },
       to: { path: anyOf([layer, ...MAY[layer]]) },
     })),
-    {
-      comment: 'agent/ is the composition root of the real node: it wires the gRPC CSI client adapter',
-      from: { path: '^src/agent/' },
-      to: { path: anyOf(['adapters']) },
-    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

@@ -37,7 +37,7 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { derivedPodUID } from '../src/adapters/node/clusterDir.js';
-import { GrpcCsiClient } from '../src/csi/grpc/client.js';
+import { GrpcCsiClient } from '../src/adapters/grpc/client.js';
 import type { VolumeCapability } from '../src/ports/csi.js';
 import { KubeletLayout } from '../src/layout/layout.js';
 import { NodeDisk } from '../test/support/e2e/nodeDisk.js';

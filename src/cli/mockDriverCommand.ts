@@ -8,13 +8,13 @@
 import { realpathSync } from 'node:fs';
 import * as path from 'node:path';
 import { Command, Option } from 'commander';
-import { unixSocketPath } from '../csi/grpc/endpoint.js';
+import { unixSocketPath } from '../adapters/grpc/endpoint.js';
 import { EXIT_FAULT_CODE, startMockDriver, type MockDriver } from '../csi/mock/mockDriver.js';
 import { errorMessage } from '../ports/fs.js';
 import type { LoggingFormat } from '../logging/klog.js';
 import type { CsiNodeMode } from '../csi/nodeStateMachine.js';
 import { addHelpAfter, addLoggingOptions, collect, stderrLogger } from './flags.js';
-import { GrpcCsiClient } from '../csi/grpc/client.js';
+import { GrpcCsiClient } from '../adapters/grpc/client.js';
 
 export const EXIT_MOCK_DRIVER_OK = 0;
 export const EXIT_MOCK_DRIVER_USAGE = 2;

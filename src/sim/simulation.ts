@@ -16,7 +16,7 @@
  * kept, in-flight calls lost, locks cleared) and cuts power under the filesystem (DurableFs).
  */
 import { MemoryMounter } from '../adapters/memory/memoryMounter.js';
-import { FakeCsiDriver, type FakeCsiFaultHandle, type FakeCsiRequest } from '../csi/fake/fakeCsiDriver.js';
+import { FakeCsiDriver, type FakeCsiFaultHandle, type FakeCsiRequest } from '../adapters/memory/fakeCsiDriver.js';
 import { composeNode, type ComposedNode } from '../agent/node.js';
 import type { LoopScheduler } from '../agent/runtime.js';
 import {

@@ -6,7 +6,7 @@
  */
 import { MemFs } from '../../src/adapters/memory/memFs.js';
 import { MemoryMounter } from '../../src/adapters/memory/memoryMounter.js';
-import { FakeCsiDriver } from '../../src/csi/fake/fakeCsiDriver.js';
+import { FakeCsiDriver } from '../../src/adapters/memory/fakeCsiDriver.js';
 import { composeNode, type ComposedNode } from '../../src/agent/node.js';
 import type { CsiDriverRegistry, NodeCapability } from '../../src/ports/csi.js';
 import type { Clock } from '../../src/ports/clock.js';

@@ -15,7 +15,7 @@
 import * as posix from 'node:path/posix';
 
 import { errorCode, errorMessage, type FileSystem } from '../../ports/fs.js';
-import { CsiStatusError } from '../grpc/server.js';
+import { CsiStatusError } from '../../adapters/grpc/server.js';
 import { GrpcStatus } from '../../ports/csi.js';
 
 /** Directories a staging or target path may never be, nor (for the first group) lie under. */

@@ -1,7 +1,7 @@
 /**
  * nodevol's mock CSI driver: a real csi.v1 server on a unix socket, in the spirit of
  * csi-driver-host-path, for node e2e tests. It shares the in-memory fake's semantics
- * (src/csi/fake/fakeCsiDriver.ts): the spec's argument checks in the same order, idempotent
+ * (src/adapters/memory/fakeCsiDriver.ts): the spec's argument checks in the same order, idempotent
  * calls, NodeUnstageVolume refused with FAILED_PRECONDITION while the volume is published, block
  * volumes bound as files; and it really mounts, through the Mounter port (bind mounts with
  * mount(8) for the CLI, the MemoryMounter in unit tests).
@@ -51,10 +51,10 @@ import { NodeFileSystem } from '../../adapters/node/nodeFs.js';
 import { NodeMounter } from '../../adapters/node/nodeMounter.js';
 import { escapeMountPath } from '../../mount/mountInfo.js';
 import type { Mounter } from '../../ports/mounter.js';
-import { unixSocketPath } from '../grpc/endpoint.js';
-import { CsiStatusError, startCsiServer, type CsiServer, type ControllerHandlers, type IdentityHandlers, type NodeHandlers } from '../grpc/server.js';
-import type * as wire from '../grpc/messages.js';
-import type { MessageInit } from '../grpc/messages.js';
+import { unixSocketPath } from '../../adapters/grpc/endpoint.js';
+import { CsiStatusError, startCsiServer, type CsiServer, type ControllerHandlers, type IdentityHandlers, type NodeHandlers } from '../../adapters/grpc/server.js';
+import type * as wire from '../../adapters/grpc/messages.js';
+import type { MessageInit } from '../../adapters/grpc/messages.js';
 import { GrpcStatus, grpcStatusName } from '../../ports/csi.js';
 import { checkCoPath, checkVolumeId, normalizeAllowedRoots } from './confine.js';
 import {

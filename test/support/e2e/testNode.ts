@@ -13,7 +13,7 @@
 import { existsSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 
-import { GrpcCsiClient } from '../../../src/csi/grpc/client.js';
+import { GrpcCsiClient } from '../../../src/adapters/grpc/client.js';
 import type { VolumeCapability } from '../../../src/ports/csi.js';
 import { readMockState, type MockVolumeRecord } from '../../../src/csi/mock/state.js';
 import { NodeFileSystem } from '../../../src/adapters/node/nodeFs.js';

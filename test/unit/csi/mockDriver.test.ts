@@ -12,8 +12,8 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 
 import { MemFs } from '../../../src/adapters/memory/memFs.js';
 import { MemoryMounter } from '../../../src/adapters/memory/memoryMounter.js';
-import { GrpcCsiClient } from '../../../src/csi/grpc/client.js';
-import { unixEndpoint } from '../../../src/csi/grpc/endpoint.js';
+import { GrpcCsiClient } from '../../../src/adapters/grpc/client.js';
+import { unixEndpoint } from '../../../src/adapters/grpc/endpoint.js';
 import { parseFaults } from '../../../src/csi/mock/faults.js';
 import { REDACTED, type JournalCallLine, type JournalLine, type JournalPhaseLine } from '../../../src/csi/mock/journal.js';
 import {

@@ -12,8 +12,8 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
-import { GrpcCsiClient } from '../../../src/csi/grpc/client.js';
-import { unixEndpoint } from '../../../src/csi/grpc/endpoint.js';
+import { GrpcCsiClient } from '../../../src/adapters/grpc/client.js';
+import { unixEndpoint } from '../../../src/adapters/grpc/endpoint.js';
 import type { JournalLine } from '../../../src/csi/mock/journal.js';
 import { mockBackingPaths, mockBlockDevicePath, mockVolumeId } from '../../../src/csi/mock/mockDriver.js';
 import { readMockState } from '../../../src/csi/mock/state.js';

@@ -86,12 +86,12 @@ describe('layer rules (.dependency-cruiser.cjs)', () => {
     assert.deepEqual(violations.filter((v) => allowed.includes(v.from)), []);
   });
 
-  it('has no exceptions: every allowed rule is a whole layer (or the agent wiring its adapters)', () => {
+  it('has no exceptions: every allowed rule is a whole layer', () => {
     const config = createRequire(import.meta.url)(path.join(REPO_ROOT, '.dependency-cruiser.cjs')) as {
       allowed: readonly { comment: string; from: { path?: string } }[];
     };
-    // One rule for npm packages, one per layer ("<layer> may import: ..."), one for the agent.
-    const extra = config.allowed.filter((r) => !/^(npm packages and node built-ins|[A-Za-z]+ may import: itself|agent\/ is the composition root)/.test(r.comment));
+    // One rule for npm packages, one per layer ("<layer> may import: ...").
+    const extra = config.allowed.filter((r) => !/^(npm packages and node built-ins|[A-Za-z]+ may import: itself)/.test(r.comment));
     assert.deepEqual(extra.map((r) => r.comment), [], 'an allowed rule that is not a whole layer: an exception to the layer rules');
     assert.ok(config.allowed.every((r) => !/EXCEPTION/i.test(r.comment)), 'no rule is an exception');
   });

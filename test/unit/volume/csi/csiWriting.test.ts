@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { MemFs } from '../../../../src/adapters/memory/memFs.js';
 import { MemoryMounter } from '../../../../src/adapters/memory/memoryMounter.js';
-import { FakeCsiDriver } from '../../../../src/csi/fake/fakeCsiDriver.js';
+import { FakeCsiDriver } from '../../../../src/adapters/memory/fakeCsiDriver.js';
 import { FsError } from '../../../../src/ports/fs.js';
 import {
   GrpcStatus,

@@ -3,14 +3,17 @@
  * the conventional socket <root-dir>/plugins/<driver>/csi.sock when it exists (kubelet's plugin
  * registration dir layout). A driver with neither is "not registered": operations on its volumes
  * fail as transient and are retried, and the agent says so once in its log.
+ *
+ * The CSI driver registry port over gRPC clients and the socket files on disk: an adapter, wired
+ * by `nodevol agent` (src/cli/agentCommand.ts) like the other real-node adapters.
  */
 import { existsSync } from 'node:fs';
-import type { CsiDriverRegistry, CsiNodeClient } from '../ports/csi.js';
-import type { GrpcCsiDriverRegistry } from '../csi/grpc/client.js';
-import { unixEndpoint } from '../csi/grpc/endpoint.js';
-import type { Logger } from '../ports/logger.js';
-import type { KubeletLayout } from '../layout/layout.js';
-import { isSafePathComponent } from '../layout/names.js';
+import type { CsiDriverRegistry, CsiNodeClient } from '../../ports/csi.js';
+import type { GrpcCsiDriverRegistry } from './client.js';
+import { unixEndpoint } from './endpoint.js';
+import type { Logger } from '../../ports/logger.js';
+import type { KubeletLayout } from '../../layout/layout.js';
+import { isSafePathComponent } from '../../layout/names.js';
 
 /** Parses one `--csi-endpoint` value: DRIVER=unix:///abs/path. */
 export function parseCsiEndpointFlag(value: string): { driver: string; endpoint: string } {

@@ -28,7 +28,7 @@ import * as posix from 'node:path/posix';
 
 import { errorCode, errorMessage, type FileSystem } from '../../ports/fs.js';
 import type { Clock } from '../../ports/clock.js';
-import type { MemoryMounter } from '../../adapters/memory/memoryMounter.js';
+import type { MemoryMounter } from './memoryMounter.js';
 import {
   CsiNodeState,
   VolumeLocks,
@@ -41,8 +41,8 @@ import {
   type CsiNodeMode,
   type NodeRules,
   type NodeStateSnapshot,
-} from '../nodeStateMachine.js';
-import { CsiFaultBook, type CsiFault, type CsiFaultHandle } from '../faults.js';
+} from '../../csi/nodeStateMachine.js';
+import { CsiFaultBook, type CsiFault, type CsiFaultHandle } from '../../csi/faults.js';
 import {
   CsiCallError,
   GrpcStatus,

@@ -1,4 +1,4 @@
-// The typed wire code in src/csi/grpc/generated/ is what `npm run gen:proto`
+// The typed wire code in src/adapters/grpc/generated/ is what `npm run gen:proto`
 // (@grpc/proto-loader's proto-loader-gen-types) makes of proto/csi/v1/csi.proto today: this test
 // regenerates it into a temp dir with the same options and compares every file, so a .proto
 // change without a regeneration (or a hand edit of a generated file) fails CI.
@@ -10,9 +10,9 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 
-// This file runs from dist/test/unit/csi/: the repo root is four levels up.
+// This file runs from dist/test/unit/adapters/: the repo root is four levels up.
 const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..', '..', '..');
-const GENERATED = path.join(REPO_ROOT, 'src', 'csi', 'grpc', 'generated');
+const GENERATED = path.join(REPO_ROOT, 'src', 'adapters', 'grpc', 'generated');
 
 async function files(dir: string, prefix = ''): Promise<string[]> {
   const out: string[] = [];
@@ -33,13 +33,13 @@ function genArgs(outDir: string): string[] {
   assert.ok(command !== undefined, `gen:proto runs proto-loader-gen-types: ${script}`);
   const args = command.split(/\s+/).slice(1);
   const o = args.indexOf('-O');
-  assert.ok(o >= 0 && args[o + 1] === 'src/csi/grpc/generated', 'gen:proto writes src/csi/grpc/generated');
+  assert.ok(o >= 0 && args[o + 1] === 'src/adapters/grpc/generated', 'gen:proto writes src/adapters/grpc/generated');
   args[o + 1] = outDir;
   return args;
 }
 
 describe('generated wire types', () => {
-  it('src/csi/grpc/generated is exactly what npm run gen:proto makes of proto/ (regenerate and commit when this fails)', async () => {
+  it('src/adapters/grpc/generated is exactly what npm run gen:proto makes of proto/ (regenerate and commit when this fails)', async () => {
     const out = await mkdtemp(path.join(tmpdir(), 'nodevol-gen-'));
     try {
       const bin = path.join(REPO_ROOT, 'node_modules', '@grpc', 'proto-loader', 'build', 'bin', 'proto-loader-gen-types.js');

@@ -6,17 +6,17 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
-import { GrpcCsiClient, GrpcCsiDriverRegistry, probeReady } from '../../../src/csi/grpc/client.js';
+import { GrpcCsiClient, GrpcCsiDriverRegistry, probeReady } from '../../../src/adapters/grpc/client.js';
 import {
   fromWireNodePublishRequest,
   fromWireNodeStageRequest,
   toWireNodePublishRequest,
   toWireNodeStageRequest,
-} from '../../../src/csi/grpc/convert.js';
-import { InvalidCsiEndpointError, unixEndpoint } from '../../../src/csi/grpc/endpoint.js';
-import { csiServices, protoPath } from '../../../src/csi/grpc/loader.js';
-import type * as wire from '../../../src/csi/grpc/messages.js';
-import { CsiStatusError, startCsiServer, type CsiCallContext, type CsiServer, type CsiServerHandlers } from '../../../src/csi/grpc/server.js';
+} from '../../../src/adapters/grpc/convert.js';
+import { InvalidCsiEndpointError, unixEndpoint } from '../../../src/adapters/grpc/endpoint.js';
+import { csiServices, protoPath } from '../../../src/adapters/grpc/loader.js';
+import type * as wire from '../../../src/adapters/grpc/messages.js';
+import { CsiStatusError, startCsiServer, type CsiCallContext, type CsiServer, type CsiServerHandlers } from '../../../src/adapters/grpc/server.js';
 import {
   CsiCallError,
   GrpcStatus,

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 
 import { MemFs } from '../../../src/adapters/memory/memFs.js';
 import { MemoryMounter } from '../../../src/adapters/memory/memoryMounter.js';
-import { FakeCsiDriver, fakeDevicePath } from '../../../src/csi/fake/fakeCsiDriver.js';
+import { FakeCsiDriver, fakeDevicePath } from '../../../src/adapters/memory/fakeCsiDriver.js';
 import {
   CsiCallError,
   GrpcStatus,

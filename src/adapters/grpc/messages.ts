@@ -1,7 +1,7 @@
 /**
  * The csi.v1 messages as nodevol's gRPC code sees them: ALIASES of the types
  * @grpc/proto-loader's proto-loader-gen-types generates from proto/csi/v1/csi.proto into
- * ./generated/ (`npm run gen:proto`; test/unit/csi/generatedWire.test.ts fails when they are out
+ * ./generated/ (`npm run gen:proto`; test/unit/adapters/generatedWire.test.ts fails when they are out
  * of date). Nothing here describes a message by hand.
  *
  * The loader options (loader.ts: keepCase false, longs Number, enums String, defaults, oneofs)

@@ -4,8 +4,8 @@
  * and the server handlers.
  *
  * The .proto is not compiled into dist/: it is read at run time from the repository (or
- * package) root, found relative to this module: dist/src/csi/grpc/loader.js sits four levels
- * below the root (../../../../proto), src/csi/grpc/loader.ts three; {@link protoRoot} walks up
+ * package) root, found relative to this module: dist/src/adapters/grpc/loader.js sits four levels
+ * below the root (../../../../proto), src/adapters/grpc/loader.ts three; {@link protoRoot} walks up
  * from import.meta.url until it finds proto/csi/v1/csi.proto.
  *
  * `google/protobuf/wrappers.proto` (for ProbeResponse.ready) is one of the well-known files
@@ -40,8 +40,8 @@ let cachedRoot: string | undefined;
 
 /**
  * The directory holding csi/v1/csi.proto: `<root>/proto`, where root is the first ancestor of
- * this module's directory that has it (dist/src/csi/grpc → ../../../../proto;
- * src/csi/grpc → ../../../proto).
+ * this module's directory that has it (dist/src/adapters/grpc → ../../../../proto;
+ * src/adapters/grpc → ../../../proto).
  */
 export function protoRoot(): string {
   if (cachedRoot !== undefined) return cachedRoot;
