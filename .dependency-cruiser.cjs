@@ -19,7 +19,8 @@
 //   volumemanager  cache < populator, reconciler < volumeManager.ts (see the forbidden rules)
 //   node       kubelet/ (node housekeeping), audit/, agent/
 //   adapters   beside the engine: adapters/node, adapters/memory, adapters/prometheus,
-//              adapters/grpc, csi/mock
+//              adapters/grpc
+//   mockdriver nodevol mock-driver: a CSI driver program over the adapters, not the engine
 //   sim        sim/, timeline/ (the simulator and its reports)
 //   cli        the nodevol command: may import everything
 //
@@ -37,7 +38,8 @@ const L = {
   opexec: '^src/operationexecutor/',
   volumemanager: '^src/volumemanager/',
   node: '^src/(kubelet|audit|agent)/',
-  adapters: '^src/(adapters/|csi/mock/)',
+  adapters: '^src/adapters/',
+  mockdriver: '^src/mockdriver/',
   sim: '^src/(sim|timeline)/',
   cli: '^src/cli/',
 };
@@ -54,15 +56,17 @@ const MAY = {
   volumemanager: ['opexec', 'volumeCsi', 'volume', 'csi', 'base', 'ports', 'api'],
   node: ['volumemanager', 'opexec', 'volumeCsi', 'volume', 'csi', 'base', 'ports', 'api'],
   adapters: ['csi', 'base', 'ports', 'api'],
-  // The simulator runs the agent's loops, housekeeping (kubelet/orphanedPodDirs) included.
-  sim: ['adapters', 'node', 'volumemanager', 'opexec', 'volumeCsi', 'volume', 'csi', 'base', 'ports', 'api'],
-  cli: ['sim', 'adapters', 'node', 'volumemanager', 'opexec', 'volumeCsi', 'volume', 'csi', 'base', 'ports', 'api'],
+  mockdriver: ['adapters', 'csi', 'base', 'ports', 'api'],
+  // The simulator runs the agent's loops, housekeeping (kubelet/orphanedPodDirs) included; its
+  // generated workloads name volumes as the mock driver does (mockdriver/volumeId.ts).
+  sim: ['mockdriver', 'adapters', 'node', 'volumemanager', 'opexec', 'volumeCsi', 'volume', 'csi', 'base', 'ports', 'api'],
+  cli: ['sim', 'mockdriver', 'adapters', 'node', 'volumemanager', 'opexec', 'volumeCsi', 'volume', 'csi', 'base', 'ports', 'api'],
 };
 
 const anyOf = (names) => names.map((n) => `(?:${L[n]})`).join('|');
 
-/** The layer of a path, for rules below (first match wins: csi/mock is an adapter, not csi). */
-const ORDER = ['api', 'ports', 'adapters', 'csi', 'base', 'volumeCsi', 'volume', 'opexec', 'volumemanager', 'node', 'sim', 'cli'];
+/** The layer of a path, for rules below (first match wins: volume/csi is volumeCsi, not volume). */
+const ORDER = ['api', 'ports', 'adapters', 'mockdriver', 'csi', 'base', 'volumeCsi', 'volume', 'opexec', 'volumemanager', 'node', 'sim', 'cli'];
 
 /** Node built-ins the engine may never import (it talks to the world through the ports). */
 const WORLD = '^(node:)?(fs|fs/promises|child_process|net|http|https|http2|dgram|tls|worker_threads|cluster)$';

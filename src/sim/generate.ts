@@ -22,7 +22,7 @@
  * lost: the pod-local file of a volume that has no global one, a Block volume's only file).
  */
 import { GrpcStatus } from '../ports/csi.js';
-import { mockVolumeId } from '../csi/mock/volumeId.js';
+import { mockVolumeId } from '../mockdriver/volumeId.js';
 import type { CsiFault } from '../csi/faults.js';
 import { Prng } from './prng.js';
 import { NODE_FAULT_METHODS, type Scenario, type ScenarioDriver, type ScenarioPod, type ScenarioStep, type ScenarioVolume } from './scenario.js';

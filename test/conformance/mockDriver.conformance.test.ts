@@ -18,7 +18,7 @@ import { MemFs } from '../../src/adapters/memory/memFs.js';
 import { MemoryMounter } from '../../src/adapters/memory/memoryMounter.js';
 import { GrpcCsiClient, probeReady } from '../../src/adapters/grpc/client.js';
 import { unixEndpoint } from '../../src/adapters/grpc/endpoint.js';
-import { startMockDriver, type MockDriver } from '../../src/csi/mock/mockDriver.js';
+import { startMockDriver, type MockDriver } from '../../src/mockdriver/mockDriver.js';
 import { CsiCallError, GrpcStatus, type VolumeCapability } from '../../src/ports/csi.js';
 import { CliMockDriver } from '../support/cliMockDriver.js';
 

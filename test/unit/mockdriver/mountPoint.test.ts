@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 
-import { isMountPointByMountId, mountIdOf } from '../../../src/csi/mock/mountPoint.js';
+import { isMountPointByMountId, mountIdOf } from '../../../src/mockdriver/mountPoint.js';
 
 describe('mock driver: targeted mount-point check', () => {
   it('"/" and /proc are mount points; a plain directory, a file and a symlink to a plain directory are not; a missing path rejects ENOENT', async () => {

@@ -14,9 +14,9 @@
  */
 import * as posix from 'node:path/posix';
 
-import { errorCode, errorMessage, type FileSystem } from '../../ports/fs.js';
-import { CsiStatusError } from '../../adapters/grpc/server.js';
-import { GrpcStatus } from '../../ports/csi.js';
+import { errorCode, errorMessage, type FileSystem } from '../ports/fs.js';
+import { CsiStatusError } from '../adapters/grpc/server.js';
+import { GrpcStatus } from '../ports/csi.js';
 
 /** Directories a staging or target path may never be, nor (for the first group) lie under. */
 const SYSTEM_TREES = ['/bin', '/boot', '/dev', '/etc', '/lib', '/lib32', '/lib64', '/libx32', '/proc', '/sbin', '/sys', '/usr'];

@@ -16,7 +16,7 @@
  */
 import { promises as fsp } from 'node:fs';
 
-import type { Logger } from '../../ports/logger.js';
+import type { Logger } from '../ports/logger.js';
 
 /** What a secret's value is replaced with (csi-lib-utils' protosanitizer uses the same text). */
 export const REDACTED = '***stripped***';

@@ -18,7 +18,7 @@
  * id kubelet sends, its backing directory bind-mounted on the target, and deleted by its last
  * unpublish, as in csi-driver-host-path.
  *
- * State (src/csi/mock/state.ts: one durable record file per volume, written before the call
+ * State (src/mockdriver/state.ts: one durable record file per volume, written before the call
  * answers) survives restarts; mounts do not survive a reboot, and the
  * driver copes: a NodeStage/NodePublish whose record is there but whose mount is not mounts
  * again; a NodeUnstage/NodeUnpublish whose mount is gone just clears the record (and removes the
@@ -44,18 +44,18 @@ import * as posix from 'node:path/posix';
 import { fileURLToPath } from 'node:url';
 import * as path from 'node:path';
 
-import { errorCode, errorMessage, FsError, pathExists, type FileSystem } from '../../ports/fs.js';
-import type { Clock } from '../../ports/clock.js';
-import { discardLogger, type Logger } from '../../ports/logger.js';
-import { NodeFileSystem } from '../../adapters/node/nodeFs.js';
-import { NodeMounter } from '../../adapters/node/nodeMounter.js';
-import { escapeMountPath } from '../../mount/mountInfo.js';
-import type { Mounter } from '../../ports/mounter.js';
-import { unixSocketPath } from '../../adapters/grpc/endpoint.js';
-import { CsiStatusError, startCsiServer, type CsiServer, type ControllerHandlers, type IdentityHandlers, type NodeHandlers } from '../../adapters/grpc/server.js';
-import type * as wire from '../../adapters/grpc/messages.js';
-import type { MessageInit } from '../../adapters/grpc/messages.js';
-import { GrpcStatus, grpcStatusName } from '../../ports/csi.js';
+import { errorCode, errorMessage, FsError, pathExists, type FileSystem } from '../ports/fs.js';
+import type { Clock } from '../ports/clock.js';
+import { discardLogger, type Logger } from '../ports/logger.js';
+import { NodeFileSystem } from '../adapters/node/nodeFs.js';
+import { NodeMounter } from '../adapters/node/nodeMounter.js';
+import { escapeMountPath } from '../mount/mountInfo.js';
+import type { Mounter } from '../ports/mounter.js';
+import { unixSocketPath } from '../adapters/grpc/endpoint.js';
+import { CsiStatusError, startCsiServer, type CsiServer, type ControllerHandlers, type IdentityHandlers, type NodeHandlers } from '../adapters/grpc/server.js';
+import type * as wire from '../adapters/grpc/messages.js';
+import type { MessageInit } from '../adapters/grpc/messages.js';
+import { GrpcStatus, grpcStatusName } from '../ports/csi.js';
 import { checkCoPath, checkVolumeId, normalizeAllowedRoots } from './confine.js';
 import {
   CsiNodeState,
@@ -69,8 +69,8 @@ import {
   type CsiRefusal,
   type NodeRules,
   type NodeVolumeView,
-} from '../nodeStateMachine.js';
-import { describeCsiFault, type CsiFault } from '../faults.js';
+} from '../csi/nodeStateMachine.js';
+import { describeCsiFault, type CsiFault } from '../csi/faults.js';
 import { MockFaultBook, type MockRpcMethod } from './faults.js';
 import { mockVolumeId } from './volumeId.js';
 import { MockJournal, redactSecrets, type JournalError, type JournalLine } from './journal.js';

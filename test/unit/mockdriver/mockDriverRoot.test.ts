@@ -14,9 +14,9 @@ import { after, before, describe, it } from 'node:test';
 
 import { GrpcCsiClient } from '../../../src/adapters/grpc/client.js';
 import { unixEndpoint } from '../../../src/adapters/grpc/endpoint.js';
-import type { JournalLine } from '../../../src/csi/mock/journal.js';
-import { mockBackingPaths, mockBlockDevicePath, mockVolumeId } from '../../../src/csi/mock/mockDriver.js';
-import { readMockState } from '../../../src/csi/mock/state.js';
+import type { JournalLine } from '../../../src/mockdriver/journal.js';
+import { mockBackingPaths, mockBlockDevicePath, mockVolumeId } from '../../../src/mockdriver/mockDriver.js';
+import { readMockState } from '../../../src/mockdriver/state.js';
 import { NodeFileSystem } from '../../../src/adapters/node/nodeFs.js';
 import { CsiCallError, GrpcStatus, type VolumeCapability } from '../../../src/ports/csi.js';
 import { CliMockDriver } from '../../support/cliMockDriver.js';

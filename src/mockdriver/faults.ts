@@ -32,10 +32,10 @@ import { promises as fsp } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 
-import { NodeFileSystem } from '../../adapters/node/nodeFs.js';
-import { errorCode, errorMessage, writeFileAtomic, type FileSystem } from '../../ports/fs.js';
-import type { Logger } from '../../ports/logger.js';
-import { CSI_FAULT_METHODS, CsiFaultBook, csiFaultsFileSchema, describeCsiFault, issuePath, type CsiFault, type CsiFaultMethod } from '../faults.js';
+import { NodeFileSystem } from '../adapters/node/nodeFs.js';
+import { errorCode, errorMessage, writeFileAtomic, type FileSystem } from '../ports/fs.js';
+import type { Logger } from '../ports/logger.js';
+import { CSI_FAULT_METHODS, CsiFaultBook, csiFaultsFileSchema, describeCsiFault, issuePath, type CsiFault, type CsiFaultMethod } from '../csi/faults.js';
 
 /** Every RPC the mock driver serves (what a rule's `method` may name). */
 export const MOCK_RPC_METHODS = CSI_FAULT_METHODS;

@@ -17,7 +17,7 @@ import * as posix from 'node:path/posix';
 
 import { z } from 'zod';
 
-import { errorCode, errorMessage, pathExists, writeFileAtomic, type FileSystem } from '../../ports/fs.js';
+import { errorCode, errorMessage, pathExists, writeFileAtomic, type FileSystem } from '../ports/fs.js';
 
 /** The directory of per-volume records, under the state dir. */
 export const STATE_DIR_NAME = 'state';

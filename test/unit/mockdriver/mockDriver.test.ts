@@ -14,8 +14,8 @@ import { MemFs } from '../../../src/adapters/memory/memFs.js';
 import { MemoryMounter } from '../../../src/adapters/memory/memoryMounter.js';
 import { GrpcCsiClient } from '../../../src/adapters/grpc/client.js';
 import { unixEndpoint } from '../../../src/adapters/grpc/endpoint.js';
-import { parseFaults } from '../../../src/csi/mock/faults.js';
-import { REDACTED, type JournalCallLine, type JournalLine, type JournalPhaseLine } from '../../../src/csi/mock/journal.js';
+import { parseFaults } from '../../../src/mockdriver/faults.js';
+import { REDACTED, type JournalCallLine, type JournalLine, type JournalPhaseLine } from '../../../src/mockdriver/journal.js';
 import {
   DEFAULT_CAPACITY_BYTES,
   EXIT_FAULT_CODE,
@@ -26,8 +26,8 @@ import {
   startMockDriver,
   type MockDriver,
   type MockDriverOptions,
-} from '../../../src/csi/mock/mockDriver.js';
-import { readMockState, renderVolumeRecord, volumeRecordPath } from '../../../src/csi/mock/state.js';
+} from '../../../src/mockdriver/mockDriver.js';
+import { readMockState, renderVolumeRecord, volumeRecordPath } from '../../../src/mockdriver/state.js';
 import {
   CsiCallError,
   GrpcStatus,
