@@ -10,7 +10,8 @@
 //   ports      the ports: FileSystem, Clock, Logger, ClusterView, Mounter/MountTable (with the
 //              mountinfo entry types), CSI client, VolumeManagerMetrics
 //   base       layout (kubelet's root dir, names, confinement), features (gates), logging (klog),
-//              mount (mountinfo, mount refs), timeline/events + traceFile (trace format)
+//              mount (mountinfo, mount refs), trace (the trace formats: timeline events, the
+//              trace file, agent lives, the simulator's trace)
 //   csi        CSI contracts beside the engine: types, the instrumented client, the node state machine
 //   volume     plugin framework, specs, volume/util
 //   volumeCsi  the CSI volume plugin
@@ -31,7 +32,7 @@
 const L = {
   api: '^src/api/',
   ports: '^src/ports/',
-  base: '^src/(layout|features|logging|mount)/|^src/timeline/(events|traceFile)\\.ts$',
+  base: '^src/(layout|features|logging|mount|trace)/',
   csi: '^src/csi/[^/]+\\.ts$',
   volume: '^src/volume/(?!csi/)',
   volumeCsi: '^src/volume/csi/',

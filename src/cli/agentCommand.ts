@@ -18,7 +18,7 @@ import { setupDataDirs } from '../agent/dataDirs.js';
 import { limitYoungGeneration } from '../agent/idleMemory.js';
 import { GrpcCsiDriverRegistry } from '../adapters/grpc/client.js';
 import { observedRegistry } from '../csi/instrumented.js';
-import { createAgentTracer, type AgentTracer } from '../agent/trace.js';
+import { createAgentTracer, type AgentTracer } from '../agent/tracer.js';
 import { bootId, openTraceFileSink, type TraceFileSink } from '../adapters/node/traceSink.js';
 import { FeatureGate, FeatureGateError } from '../features/features.js';
 import { errorMessage } from '../ports/fs.js';

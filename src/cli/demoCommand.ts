@@ -13,7 +13,7 @@ import { FeatureGate } from '../features/features.js';
 import { errorMessage } from '../ports/fs.js';
 import { loadBuiltinScenario, loadScenarioFile, ScenarioError, type Scenario } from '../sim/scenario.js';
 import { simulate } from '../sim/simulation.js';
-import type { TraceRun } from '../timeline/events.js';
+import type { TraceRun } from '../trace/events.js';
 import { simRunToTrace } from '../timeline/fromSim.js';
 import { analyzeInUse } from '../timeline/inUse.js';
 import { renderTimelineHtml } from '../timeline/html.js';

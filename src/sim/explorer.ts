@@ -23,7 +23,7 @@ import {
   type Perturbation,
   type SimResult,
 } from './simulation.js';
-import type { SimTrace, TraceStep } from './trace.js';
+import type { SimTrace, TraceStep } from '../trace/simTrace.js';
 
 /** Depth-2 runs per seed above which the second crashes are sampled by seed. */
 export const DEPTH2_SAMPLE = 250;

@@ -47,7 +47,7 @@ import { removalHits, type InvariantName, type Violation } from './invariants.js
 import { fnv1a, Prng, RunningHash } from './prng.js';
 import type { Scenario, ScenarioFault, ScenarioVolume } from './scenario.js';
 import type { CsiFault } from '../csi/faults.js';
-import type { CsiRecord, PortCallRecord, TraceEventKind, TraceStep } from './trace.js';
+import type { CsiRecord, PortCallRecord, TraceEventKind, TraceStep } from '../trace/simTrace.js';
 
 export const SIM_ROOT = '/var/lib/kubelet';
 export const SIM_NODE = 'sim-node';

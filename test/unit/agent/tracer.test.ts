@@ -2,10 +2,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { MemFs } from '../../../src/adapters/memory/memFs.js';
 import { MemoryMounter } from '../../../src/adapters/memory/memoryMounter.js';
-import { AGENT_STOPPED_MESSAGE, createAgentTracer } from '../../../src/agent/trace.js';
+import { createAgentTracer } from '../../../src/agent/tracer.js';
+import { AGENT_STOPPED_MESSAGE } from '../../../src/trace/agentLife.js';
 import { FakeCluster } from '../../../src/adapters/memory/fakeCluster.js';
-import type { TraceEvent } from '../../../src/timeline/events.js';
-import { traceLine } from '../../../src/timeline/traceFile.js';
+import type { TraceEvent } from '../../../src/trace/events.js';
+import { traceLine } from '../../../src/trace/traceFile.js';
 
 const ROOT = '/var/lib/kubelet';
 

@@ -1,5 +1,5 @@
 /**
- * `nodevol agent --trace FILE`: what the agent does, as trace events (src/timeline/events.ts),
+ * `nodevol agent --trace FILE`: what the agent does, as trace events (src/trace/events.ts),
  * one JSON line each, appended, so that `nodevol timeline FILE` draws a real node's run the way
  * the simulator's runs are drawn. The ports the engine already uses are decorated; the engine
  * does not know it is traced.
@@ -15,7 +15,7 @@
  * - Errors and warnings logged.
  * - Each agent life starts with a `step` line naming the process and the boot; a life that did
  *   not end with the stop line was killed: the next start records a `restart` (same boot) or a
- *   `reboot` (another boot id) first.
+ *   `reboot` (another boot id) first (the lines are src/trace/agentLife.ts).
  */
 import type { ClusterView } from '../ports/cluster.js';
 import type { NodeStatus } from '../api/core.js';
@@ -24,14 +24,10 @@ import type { Logger, LogValues } from '../ports/logger.js';
 import type { Mounter } from '../ports/mounter.js';
 import { escapeMountPath } from '../mount/mountInfo.js';
 import type { CsiCallObserver } from '../csi/instrumented.js';
-import type { TraceEvent } from '../timeline/events.js';
+import type { TraceEvent } from '../trace/events.js';
+import { agentStartedStep, agentStoppedLine, lastAgentLife } from '../trace/agentLife.js';
 
 export type TraceSink = (event: TraceEvent) => void;
-
-/** The message of the line a clean stop writes last. */
-export const AGENT_STOPPED_MESSAGE = 'nodevol agent stopped';
-/** The start of the label of the step line each agent life begins with. */
-export const AGENT_STARTED_PREFIX = 'agent started';
 
 export interface AgentTracer {
   readonly emit: TraceSink;
@@ -178,7 +174,7 @@ export function createAgentTracer(options: {
     checkMounts,
     started: ({ pid, bootId, gates, previousTail }) => {
       const t = nowMs();
-      const previous = lastLife(previousTail);
+      const previous = lastAgentLife(previousTail);
       if (previous !== undefined && !previous.stopped) {
         emit({
           kind: 'crash',
@@ -187,39 +183,14 @@ export function createAgentTracer(options: {
           detail: `the previous agent (${previous.label}) ended without stopping`,
         });
       }
-      emit({ kind: 'step', t, index: 0, label: `${AGENT_STARTED_PREFIX}: pid ${pid}, boot ${bootId}, ${gates}` });
+      emit(agentStartedStep(t, { pid, bootId, gates }));
     },
-    stopped: (reason) => emit({ kind: 'log', t: nowMs(), severity: 'I', message: `${AGENT_STOPPED_MESSAGE} (${reason})` }),
+    stopped: (reason) => emit(agentStoppedLine(nowMs(), reason)),
   };
 }
 
 function sameList(a: readonly string[], b: readonly string[] | undefined): boolean {
   return b !== undefined && a.length === b.length && a.every((x, i) => x === b[i]);
-}
-
-/** What the end of an existing trace file says about the last agent life in it. */
-function lastLife(tail: string): { label: string; bootId: string | undefined; stopped: boolean } | undefined {
-  const lines = tail.split('\n').filter((l) => l.trim() !== '');
-  if (lines.length === 0) return undefined;
-  let stopped = false;
-  try {
-    const last = JSON.parse(lines[lines.length - 1] ?? '') as { kind?: unknown; message?: unknown };
-    stopped = last.kind === 'log' && typeof last.message === 'string' && last.message.startsWith(AGENT_STOPPED_MESSAGE);
-  } catch {
-    // a torn last line: the writer died mid-line
-  }
-  for (let i = lines.length - 1; i >= 0; i--) {
-    try {
-      const e = JSON.parse(lines[i] ?? '') as { kind?: unknown; label?: unknown };
-      if (e.kind === 'step' && typeof e.label === 'string' && e.label.startsWith(AGENT_STARTED_PREFIX)) {
-        const boot = /boot ([0-9a-f-]+)/.exec(e.label)?.[1];
-        return { label: e.label, bootId: boot, stopped };
-      }
-    } catch {
-      // skip
-    }
-  }
-  return { label: 'unknown', bootId: undefined, stopped };
 }
 
 function tracedLogger(inner: Logger, record: (severity: 'W' | 'E', msg: string, values: LogValues | undefined, err?: unknown) => void): Logger {
