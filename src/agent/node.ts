@@ -22,7 +22,7 @@ import { HOUSEKEEPING_PERIOD_MS, orphanedPodDirsCleanerFor, type OrphanedPodDirs
 import type { KubeletLayout } from '../layout/layout.js';
 import type { UniqueVolumeName } from '../layout/names.js';
 import { ReadOnlyMounter } from '../mount/readOnlyMounter.js';
-import { podVolumeDirsNaming, StuckOperationTracker } from '../operationexecutor/stuckOperations.js';
+import { podVolumeDirsNaming, StuckOperationTracker } from '../kubelet/stuckOperations.js';
 import type { VolumePluginMgr } from '../volume/plugins.js';
 import { specName } from '../volume/spec.js';
 import type { VolumeHost } from '../volume/volumeHost.js';

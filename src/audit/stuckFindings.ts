@@ -23,7 +23,7 @@ import {
   STUCK_OPERATIONS_DIR_NAME,
   stuckOperationsPath,
   type StuckOperationsFile,
-} from '../operationexecutor/stuckOperations.js';
+} from '../kubelet/stuckOperationsFile.js';
 import { rootEscapeReason } from '../layout/confinement.js';
 import type { AuditFailed, AuditStuck, AuditStuckSection, AuditVolume } from './report.js';
 

@@ -14,8 +14,8 @@
  * - keeps the gauge volume_manager_stuck_operations{plugin_name, operation_name} (a nodevol
  *   metric in kubelet's naming) equal to the number of such operations;
  * - persists them in a small bounded status file, `<root-dir>/nodevol/stuck-operations.json`
- *   (atomic, durable, at most {@link MAX_STUCK_ENTRIES} entries of bounded size), which
- *   `nodevol audit` reads to report the volume without anyone reading a log;
+ *   (stuckOperationsFile.ts: atomic, durable, bounded), which `nodevol audit` reads to report
+ *   the volume without anyone reading a log;
  * - on the next success of the same operation key, logs that it recovered and clears the episode.
  *   An episode whose operation is no longer retried at all (no failure for
  *   {@link STUCK_FORGET_AFTER_MS}: the volume left the actual state some other way) is dropped.
@@ -23,33 +23,33 @@
  * No timer: time comes from the Clock port at each settled operation. Listener-safe: observe()
  * never throws; its asynchronous work (the target look-up, the file) is awaited by settled().
  */
-import type { StuckOperationMetrics } from '../ports/metrics.js';
 import * as posix from 'node:path/posix';
+import type { StuckOperationMetrics } from '../ports/metrics.js';
 import type { Clock } from '../ports/clock.js';
-import { errorCode, errorMessage, writeFileAtomic, type FileSystem } from '../ports/fs.js';
+import { errorCode, errorMessage, type FileSystem } from '../ports/fs.js';
 import type { Logger } from '../ports/logger.js';
 import type { KubeletLayout } from '../layout/layout.js';
 import { CSI_PLUGIN_NAME } from '../layout/names.js';
-import type { OperationCompleteEvent } from './nestedPendingOperations.js';
-import { OP } from './operationGenerator.js';
-import { goDuration, grpcCodeOf, operationErrorText } from './operationLog.js';
+import type { OperationCompleteEvent } from '../operationexecutor/nestedPendingOperations.js';
+import { OP } from '../operationexecutor/operationGenerator.js';
+import { goDuration, grpcCodeOf, operationErrorText } from '../operationexecutor/operationLog.js';
+import {
+  cutStuckError,
+  MAX_STUCK_ENTRIES,
+  MAX_STUCK_TARGETS,
+  removeStuckOperationsFile,
+  STUCK_OPERATIONS_FILE_VERSION,
+  stuckOperationsPath,
+  writeStuckOperationsFile,
+  type StuckOperation,
+} from './stuckOperationsFile.js';
 
 /** Continuous failure after which a teardown operation is called stuck. */
 export const STUCK_AFTER_MS = 60_000;
 /** An episode with no failure for this long is no longer retried: forgotten (> 2 x kubelet's 2m2s backoff cap). */
 export const STUCK_FORGET_AFTER_MS = 5 * 60_000;
-/** Bounds of the status file: entries, characters of an error, bytes of the whole file. */
-export const MAX_STUCK_ENTRIES = 1_000;
-export const MAX_STUCK_ERROR_CHARS = 2_048;
-export const MAX_STUCK_TARGETS = 16;
-export const MAX_STUCK_FILE_BYTES = 4 * 1024 * 1024;
 /** A failure that changes no episode's state (only its count) rewrites the file at most this often. */
 export const STUCK_FILE_REFRESH_MS = 10_000;
-/** The status file, relative to the root dir. */
-export const STUCK_OPERATIONS_DIR_NAME = 'nodevol';
-export const STUCK_OPERATIONS_FILE_NAME = 'stuck-operations.json';
-export const STUCK_OPERATIONS_FILE_VERSION = 1;
-
 /** The operations that take a volume (or a pod's use of it) down: the ones that can leave it stuck. */
 export const TEARDOWN_OPERATIONS: ReadonlySet<string> = new Set([OP.unmount, OP.unmountDevice, OP.unmap, OP.unmapDevice]);
 
@@ -60,40 +60,6 @@ const CSI_CALL: Readonly<Record<string, string>> = {
   [OP.unmountDevice]: 'NodeUnstageVolume',
   [OP.unmapDevice]: 'NodeUnstageVolume',
 };
-
-export function stuckOperationsPath(rootDir: string): string {
-  return posix.join(rootDir, STUCK_OPERATIONS_DIR_NAME, STUCK_OPERATIONS_FILE_NAME);
-}
-
-/** One stuck operation, as the status file stores it (times RFC 3339). */
-export interface StuckOperation {
-  readonly volumeName: string;
-  /** The CSI driver, from the unique volume name; '' when the volume is not a CSI one. */
-  readonly driver: string;
-  /** The operation key's pod ('' for a device operation). */
-  readonly podName: string;
-  /** storage_operation_duration_seconds' operation_name: unmount_device, volume_unmount, ... */
-  readonly operation: string;
-  readonly firstFailure: string;
-  readonly lastFailure: string;
-  readonly failures: number;
-  /** The last error, cut at MAX_STUCK_ERROR_CHARS. */
-  readonly lastError: string;
-  /** The gRPC status name in the error (Internal, FailedPrecondition, ...), when it came from the driver. */
-  readonly grpcCode?: string;
-  /** Pod volume directories (or publish targets) still naming the volume when it was found stuck. */
-  readonly targets: readonly string[];
-}
-
-/** The whole status file. */
-export interface StuckOperationsFile {
-  readonly version: number;
-  readonly writtenAt: string;
-  readonly entries: readonly StuckOperation[];
-}
-
-/** The metric port: the number of stuck operations by plugin and operation (replaces every series). */
-export type { StuckOperationMetrics } from '../ports/metrics.js';
 
 export interface StuckOperationTrackerOptions {
   readonly clock: Clock;
@@ -134,10 +100,6 @@ export function driverOfVolume(volumeName: string): string {
   const rest = volumeName.slice(prefix.length);
   const caret = rest.indexOf('^');
   return caret > 0 ? rest.slice(0, caret) : '';
-}
-
-function cut(s: string, max: number): string {
-  return s.length <= max ? s : `${s.slice(0, max)}…`;
 }
 
 export class StuckOperationTracker {
@@ -217,7 +179,7 @@ export class StuckOperationTracker {
       if (changed) this.#changed();
       return;
     }
-    const errorText = cut(operationErrorText(e.error), MAX_STUCK_ERROR_CHARS);
+    const errorText = cutStuckError(operationErrorText(e.error));
     const grpcCode = grpcCodeOf(e.error);
     let ep = episode;
     if (ep === undefined) {
@@ -384,31 +346,19 @@ export class StuckOperationTracker {
   async #writeStatusFile(): Promise<void> {
     const target = this.#o.statusFile;
     if (target === undefined) return;
-    const dir = posix.join(target.realRootDir, STUCK_OPERATIONS_DIR_NAME);
-    const file = posix.join(dir, STUCK_OPERATIONS_FILE_NAME);
     const entries = this.stuck();
     try {
       if (entries.length === 0) {
         // Nothing stuck: no file, and a root dir as clean as kubelet leaves it.
         if (!this.#fileMayExist) return;
-        await target.fs.unlink(file).catch((err: unknown) => {
-          if (errorCode(err) !== 'ENOENT') throw err;
-        });
+        await removeStuckOperationsFile(target.fs, target.realRootDir);
         this.#fileMayExist = false;
         return;
       }
-      await target.fs.mkdir(dir, { recursive: true, mode: 0o750 });
-      // Never write through a symlink: the directory must be a real one inside the root dir.
-      const st = await target.fs.lstat(dir);
-      if (st.type !== 'directory') throw new Error(`${dir} is not a directory (${st.type}); not written`);
-      const body: StuckOperationsFile = { version: STUCK_OPERATIONS_FILE_VERSION, writtenAt: new Date(this.#o.clock.nowMs()).toISOString(), entries };
-      const data = new TextEncoder().encode(`${JSON.stringify(body, null, 2)}\n`);
-      if (data.length > MAX_STUCK_FILE_BYTES) throw new Error(`status file would be ${data.length} bytes (limit ${MAX_STUCK_FILE_BYTES}); not written`);
-      // The one atomic, durable write of the FileSystem port (temp file `stuck-operations.json.tmp`).
-      await writeFileAtomic(target.fs, file, data, { mode: 0o640 });
+      await writeStuckOperationsFile(target.fs, target.realRootDir, { version: STUCK_OPERATIONS_FILE_VERSION, writtenAt: new Date(this.#o.clock.nowMs()).toISOString(), entries });
       this.#fileMayExist = true;
     } catch (err) {
-      this.#o.logger.error(err, 'Cannot write the stuck operations status file; nodevol audit will not see them', { file, err: errorMessage(err) });
+      this.#o.logger.error(err, 'Cannot write the stuck operations status file; nodevol audit will not see them', { file: stuckOperationsPath(target.realRootDir), err: errorMessage(err) });
     }
   }
 }
@@ -447,61 +397,3 @@ export async function podVolumeDirsNaming(fs: FileSystem, layout: KubeletLayout,
   return out;
 }
 
-// ---- reading the file back (nodevol audit) ---------------------------------------------------
-
-/** A status file that is not what this version writes: the reason, naming the field. */
-export class StuckOperationsFileError extends Error {
-  override readonly name = 'StuckOperationsFileError';
-}
-
-/** Validates a parsed status file; throws {@link StuckOperationsFileError} naming the field. */
-export function parseStuckOperationsFile(text: string, source: string): StuckOperationsFile {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (err) {
-    throw new StuckOperationsFileError(`${source}: not JSON: ${errorMessage(err)}`);
-  }
-  const bad = (field: string, what: string): never => {
-    throw new StuckOperationsFileError(`${source}: field ${field}: ${what}`);
-  };
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return bad('(top level)', 'not an object');
-  const o = raw as Record<string, unknown>;
-  if (o['version'] !== STUCK_OPERATIONS_FILE_VERSION) bad('version', `${JSON.stringify(o['version'])}, expected ${STUCK_OPERATIONS_FILE_VERSION}`);
-  const writtenAt = o['writtenAt'];
-  if (typeof writtenAt !== 'string' || Number.isNaN(Date.parse(writtenAt))) return bad('writtenAt', 'not an RFC 3339 time');
-  const list = o['entries'];
-  if (!Array.isArray(list)) return bad('entries', 'not a list');
-  if (list.length > MAX_STUCK_ENTRIES) bad('entries', `${list.length} entries, more than ${MAX_STUCK_ENTRIES}`);
-  const entries: StuckOperation[] = [];
-  list.forEach((item: unknown, i: number) => {
-    const at = `entries[${i}]`;
-    if (typeof item !== 'object' || item === null) return bad(at, 'not an object');
-    const e = item as Record<string, unknown>;
-    const str = (k: string): string => {
-      const v = e[k];
-      return typeof v === 'string' ? v : bad(`${at}.${k}`, 'not a string');
-    };
-    const failures = e['failures'];
-    if (typeof failures !== 'number' || !Number.isSafeInteger(failures) || failures < 1) return bad(`${at}.failures`, 'not a positive integer');
-    const targets = e['targets'];
-    if (!Array.isArray(targets) || targets.length > MAX_STUCK_TARGETS || !targets.every((t) => typeof t === 'string')) {
-      return bad(`${at}.targets`, `not a list of at most ${MAX_STUCK_TARGETS} strings`);
-    }
-    const grpcCode = e['grpcCode'];
-    if (grpcCode !== undefined && typeof grpcCode !== 'string') return bad(`${at}.grpcCode`, 'not a string');
-    entries.push({
-      volumeName: str('volumeName'),
-      driver: str('driver'),
-      podName: str('podName'),
-      operation: str('operation'),
-      firstFailure: str('firstFailure'),
-      lastFailure: str('lastFailure'),
-      failures,
-      lastError: cut(str('lastError'), MAX_STUCK_ERROR_CHARS),
-      ...(grpcCode === undefined ? {} : { grpcCode }),
-      targets,
-    });
-  });
-  return { version: STUCK_OPERATIONS_FILE_VERSION, writtenAt, entries };
-}

@@ -8,14 +8,9 @@ import { MemFs } from '../../../src/adapters/memory/memFs.js';
 import { isNotExist } from '../../../src/ports/fs.js';
 import type { UniqueVolumeName } from '../../../src/layout/names.js';
 import type { OperationCompleteEvent } from '../../../src/operationexecutor/nestedPendingOperations.js';
-import {
-  MAX_STUCK_ENTRIES,
-  parseStuckOperationsFile,
-  StuckOperationTracker,
-  stuckOperationsPath,
-  type StuckOperationMetrics,
-  type StuckOperationsFile,
-} from '../../../src/operationexecutor/stuckOperations.js';
+import type { StuckOperationMetrics } from '../../../src/ports/metrics.js';
+import { StuckOperationTracker } from '../../../src/kubelet/stuckOperations.js';
+import { MAX_STUCK_ENTRIES, parseStuckOperationsFile, stuckOperationsPath, type StuckOperationsFile } from '../../../src/kubelet/stuckOperationsFile.js';
 import { FakeClock } from '../../support/fakeClock.js';
 import { RecordingLogger } from '../../support/hosts.js';
 import { DRIVER, InMemoryNode, ROOT } from '../../support/inMemoryNode.js';
