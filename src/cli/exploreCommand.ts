@@ -15,7 +15,7 @@ import { errorMessage } from '../ports/fs.js';
 import { explore, type ExploreReport } from '../sim/explorer.js';
 import { INVARIANTS } from '../sim/invariants.js';
 import { builtinScenarioNames, loadBuiltinScenario, loadScenarioFile, ScenarioError, type Scenario } from '../sim/scenario.js';
-import { parsePlan, type Perturbation } from '../sim/simulation.js';
+import { parsePlan, type Perturbation } from '../sim/plan.js';
 import { WORKLOAD_SIZES, type WorkloadSize } from '../sim/generate.js';
 import { DEFAULT_MAX_CRASH_POINTS, swarm, type SwarmReport, type WorkerEntry } from '../sim/swarm.js';
 import { simRunToTrace } from '../timeline/fromSim.js';
