@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { NodeFileSystem } from '../../src/adapters/node/nodeFs.js';
-import { mockVolumeId } from '../../src/mockdriver/mockDriver.js';
+import { mockVolumeId } from '../../src/mockdriver/volumeId.js';
 import { readMockState } from '../../src/mockdriver/state.js';
 
 const BIN = path.resolve(import.meta.dirname, '../../../bin/nodevol.js');

@@ -16,17 +16,11 @@ import { GrpcCsiClient } from '../../../src/adapters/grpc/client.js';
 import { unixEndpoint } from '../../../src/adapters/grpc/endpoint.js';
 import { parseFaults } from '../../../src/mockdriver/faults.js';
 import { REDACTED, type JournalCallLine, type JournalLine, type JournalPhaseLine } from '../../../src/mockdriver/journal.js';
-import {
-  DEFAULT_CAPACITY_BYTES,
-  EXIT_FAULT_CODE,
-  mockBackingPaths,
-  mockBlockDevicePath,
-  mockVolumeId,
-  packageVersion,
-  startMockDriver,
-  type MockDriver,
-  type MockDriverOptions,
-} from '../../../src/mockdriver/mockDriver.js';
+import { EXIT_FAULT_CODE } from '../../../src/mockdriver/callPipeline.js';
+import { packageVersion } from '../../../src/mockdriver/identityServer.js';
+import { startMockDriver, type MockDriver, type MockDriverOptions } from '../../../src/mockdriver/mockDriver.js';
+import { DEFAULT_CAPACITY_BYTES, mockBackingPaths, mockBlockDevicePath } from '../../../src/mockdriver/volumes.js';
+import { mockVolumeId } from '../../../src/mockdriver/volumeId.js';
 import { readMockState, renderVolumeRecord, volumeRecordPath } from '../../../src/mockdriver/state.js';
 import {
   CsiCallError,
