@@ -1,7 +1,7 @@
 /**
  * The ONE CSI Node state machine both hand-written drivers share: the in-process fake
  * (src/adapters/memory/fakeCsiDriver.ts, used by unit tests and the simulator) and `nodevol mock-driver`
- * (src/mockdriver/mockDriver.ts, a real gRPC process). It holds no I/O: each driver asks it for a
+ * (src/mockdriver/nodeServer.ts, a real gRPC process). It holds no I/O: each driver asks it for a
  * decision (refuse with a gRPC code, or go ahead, telling whether the call is a repeat of one
  * already recorded), performs the mounts through its own ports, then records the outcome here.
  *
