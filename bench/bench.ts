@@ -32,7 +32,7 @@ import * as path from 'node:path/posix';
 import { NodeFileSystem } from '../src/adapters/node/nodeFs.js';
 import { runAudit } from '../src/audit/audit.js';
 import type { AuditReport } from '../src/audit/report.js';
-import type { FileSystem } from '../src/host/fs.js';
+import type { FileSystem } from '../src/ports/fs.js';
 import { BLOCK_DATA_DIR_NAME, BLOCK_PUBLISH_DIR_NAME, BLOCK_STAGING_DIR_NAME, VOLUME_DEVICES_DIR_NAME, VOLUMES_DIR_NAME, type KubeletLayout } from '../src/layout/layout.js';
 import { getMountRefs, MountTableSnapshot } from '../src/mount/mountRefs.js';
 import { auditInput } from '../test/support/hosts.js';

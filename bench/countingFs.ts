@@ -8,7 +8,7 @@
  * hence diagnostic runs only). The audit awaits its file system calls one after another, so the summed durations are
  * the wall time it spends in the file system; what is left of its wall time is its own work.
  */
-import type { FileSystem } from '../src/host/fs.js';
+import type { FileSystem } from '../src/ports/fs.js';
 
 export interface OpStats {
   calls: number;

@@ -19,8 +19,8 @@
  */
 import { mkdir, readFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import { GrpcCsiClient } from '../src/csi/grpc/client.js';
-import { CsiCallError, GrpcStatus, type VolumeCapability } from '../src/host/csi.js';
+import { GrpcCsiClient } from '../src/adapters/grpc/client.js';
+import { CsiCallError, GrpcStatus, type VolumeCapability } from '../src/ports/csi.js';
 
 export interface FloorVolume {
   readonly volumeId: string;

@@ -19,9 +19,9 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 
-import { GrpcCsiClient } from '../src/csi/grpc/client.js';
-import { unixEndpoint } from '../src/csi/grpc/endpoint.js';
-import type { VolumeCapability } from '../src/host/csi.js';
+import { GrpcCsiClient } from '../src/adapters/grpc/client.js';
+import { unixEndpoint } from '../src/adapters/grpc/endpoint.js';
+import type { VolumeCapability } from '../src/ports/csi.js';
 
 const BIN = path.resolve(import.meta.dirname, '..', '..', 'bin', 'nodevol.js');
 const CAP: VolumeCapability = { mount: { fsType: '', mountFlags: [], volumeMountGroup: '' }, accessMode: { mode: 'SINGLE_NODE_WRITER' } };

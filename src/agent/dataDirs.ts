@@ -4,7 +4,7 @@
  * start on a fresh root dir reconstructs an empty node instead of logging "cannot read pods/".
  * Existing directories are left as they are; nothing outside the root dir is created.
  */
-import type { FileSystem } from '../host/fs.js';
+import type { FileSystem } from '../ports/fs.js';
 import type { KubeletLayout } from '../layout/layout.js';
 
 /** kubelet's permission bits for its data dirs. */

@@ -9,20 +9,20 @@
  *
  * Nothing here touches the world: every effect goes through the ports it is given.
  */
-import type { Clock } from '../host/clock.js';
-import { unreachableCluster, type ClusterView } from '../host/cluster.js';
-import { noCsiDrivers, type CsiDriverRegistry } from '../host/csi.js';
-import type { FileSystem } from '../host/fs.js';
-import type { Logger } from '../host/logger.js';
-import type { OrphanPodMetrics, StuckOperationMetrics, VolumeManagerMetrics } from '../host/metrics.js';
-import type { Mounter, MountTable } from '../host/mounter.js';
+import type { Clock } from '../ports/clock.js';
+import { unreachableCluster, type ClusterView } from '../ports/cluster.js';
+import { noCsiDrivers, type CsiDriverRegistry } from '../ports/csi.js';
+import type { FileSystem } from '../ports/fs.js';
+import type { Logger } from '../ports/logger.js';
+import type { OrphanPodMetrics, StuckOperationMetrics, VolumeManagerMetrics } from '../ports/metrics.js';
+import type { Mounter, MountTable } from '../ports/mounter.js';
 import type { FeatureGate } from '../features/features.js';
 import { instrumentedRegistry } from '../csi/instrumented.js';
 import { HOUSEKEEPING_PERIOD_MS, orphanedPodDirsCleanerFor, type OrphanedPodDirsCleaner } from '../kubelet/orphanedPodDirs.js';
 import type { KubeletLayout } from '../layout/layout.js';
 import type { UniqueVolumeName } from '../layout/names.js';
 import { ReadOnlyMounter } from '../mount/readOnlyMounter.js';
-import { podVolumeDirsNaming, StuckOperationTracker } from '../operationexecutor/stuckOperations.js';
+import { podVolumeDirsNaming, StuckOperationTracker } from '../kubelet/stuckOperations.js';
 import type { VolumePluginMgr } from '../volume/plugins.js';
 import { specName } from '../volume/spec.js';
 import type { VolumeHost } from '../volume/volumeHost.js';

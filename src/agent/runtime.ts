@@ -4,7 +4,7 @@
  * --node-status-update-frequency - plus a clean stop. Timers live here, never in the engine.
  */
 import { getHeapStatistics } from 'node:v8';
-import type { Logger } from '../host/logger.js';
+import type { Logger } from '../ports/logger.js';
 import { CHECK_PERIOD_MS, exposeGc, IdleMemoryCompactor } from './idleMemory.js';
 import type { VolumeManager } from '../volumemanager/volumeManager.js';
 import { DSW_POPULATOR_LOOP_PERIOD_MS, RECONCILER_LOOP_PERIOD_MS } from '../volumemanager/volumeManager.js';

@@ -1,6 +1,6 @@
 /**
  * Kubernetes object types (core/v1 and storage/v1), reduced to the fields a node's volume
- * manager uses: the vocabulary shared by the ClusterView port (src/host/cluster.ts), the volume
+ * manager uses: the vocabulary shared by the ClusterView port (src/ports/cluster.ts), the volume
  * specs (src/volume/spec.ts) and the adapters that read manifests or the API server. Types only:
  * no behaviour, no imports.
  */

@@ -8,14 +8,14 @@
  * CSI plugin and the FileSystem port's read methods.
  */
 import { CSIGlobalMountReconstruction, FeatureGate } from '../features/features.js';
-import { errorMessage, escapeUndecodable, isNotExist, overrideFileSystem, type FileSystem } from '../host/fs.js';
-import type { Logger } from '../host/logger.js';
+import { errorMessage, escapeUndecodable, isNotExist, overrideFileSystem, type FileSystem } from '../ports/fs.js';
+import type { Logger } from '../ports/logger.js';
 import { BLOCK_STAGING_DIR_NAME, GLOBAL_MOUNT_DIR_NAME, type KubeletLayout } from '../layout/layout.js';
 import { CSI_PLUGIN_NAME, csiVolumeName, getUniqueVolumeName } from '../layout/names.js';
 import { MountInfoParseError } from '../mount/mountInfo.js';
-import type { MountTable } from '../host/mounter.js';
+import type { MountTable } from '../ports/mounter.js';
 import { readOnlyVolumeHost } from '../agent/node.js';
-import type { Clock } from '../host/clock.js';
+import type { Clock } from '../ports/clock.js';
 import { CsiPlugin } from '../volume/csi/csiPlugin.js';
 import type { ListedGlobalVolume, SkippedGlobalDir } from '../volume/csi/globalVolumes.js';
 import { findInterruptedVolumeDataWrite, VOL_DATA_FILE_NAME } from '../volume/csi/volumeData.js';

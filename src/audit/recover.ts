@@ -16,10 +16,10 @@
  * Engine code: it reaches files, the mount table and drivers only through ports.
  */
 import * as path from 'node:path/posix';
-import type { CsiNodeClient } from '../host/csi.js';
-import { errorMessage, type FileSystem } from '../host/fs.js';
+import type { CsiNodeClient } from '../ports/csi.js';
+import { errorMessage, type FileSystem } from '../ports/fs.js';
 import type { KubeletLayout } from '../layout/layout.js';
-import type { MountTable } from '../host/mounter.js';
+import type { MountTable } from '../ports/mounter.js';
 import { getMountRefs } from '../mount/mountRefs.js';
 import { isDirMounted, removeMountDir } from '../volume/csi/csiUtil.js';
 import { VOL_DATA_FILE_NAME } from '../volume/csi/volumeData.js';

@@ -15,15 +15,15 @@
  * `writtenAt` says when it last wrote), nor what the driver would answer now.
  */
 import * as posix from 'node:path/posix';
-import { errorCode, errorMessage, type FileSystem } from '../host/fs.js';
-import type { MountTable } from '../host/mounter.js';
+import { errorCode, errorMessage, type FileSystem } from '../ports/fs.js';
+import type { MountTable } from '../ports/mounter.js';
 import {
   MAX_STUCK_FILE_BYTES,
   parseStuckOperationsFile,
   STUCK_OPERATIONS_DIR_NAME,
   stuckOperationsPath,
   type StuckOperationsFile,
-} from '../operationexecutor/stuckOperations.js';
+} from '../kubelet/stuckOperationsFile.js';
 import { rootEscapeReason } from '../layout/confinement.js';
 import type { AuditFailed, AuditStuck, AuditStuckSection, AuditVolume } from './report.js';
 

@@ -13,15 +13,15 @@ import { NodeFileSystem } from '../adapters/node/nodeFs.js';
 import { NodeMounter } from '../adapters/node/nodeMounter.js';
 import { withSyncStat } from '../adapters/node/syncReadFs.js';
 import { startHttpServer, DEFAULT_METRICS_BIND_ADDRESS, parseBindAddress } from '../agent/httpServer.js';
-import { DiscoveringDriverRegistry, parseCsiEndpointFlag } from '../agent/driverDiscovery.js';
+import { DiscoveringDriverRegistry, parseCsiEndpointFlag } from '../adapters/grpc/driverDiscovery.js';
 import { setupDataDirs } from '../agent/dataDirs.js';
 import { limitYoungGeneration } from '../agent/idleMemory.js';
-import { GrpcCsiDriverRegistry } from '../csi/grpc/client.js';
+import { GrpcCsiDriverRegistry } from '../adapters/grpc/client.js';
 import { observedRegistry } from '../csi/instrumented.js';
-import { createAgentTracer, type AgentTracer } from '../agent/trace.js';
+import { createAgentTracer, type AgentTracer } from '../agent/tracer.js';
 import { bootId, openTraceFileSink, type TraceFileSink } from '../adapters/node/traceSink.js';
 import { FeatureGate, FeatureGateError } from '../features/features.js';
-import { errorMessage } from '../host/fs.js';
+import { errorMessage } from '../ports/fs.js';
 import { KubeletLayout } from '../layout/layout.js';
 import type { LoggingFormat } from '../logging/klog.js';
 import { createStuckOperationMetrics } from '../adapters/prometheus/stuckOperationMetrics.js';
@@ -29,7 +29,7 @@ import { createVolumeManagerMetrics } from '../adapters/prometheus/volumeManager
 import { createOrphanPodMetrics } from '../adapters/prometheus/orphanPodMetrics.js';
 import { NODE_STATUS_UPDATE_PERIOD_MS } from '../volumemanager/volumeManager.js';
 import { composeNode } from '../agent/node.js';
-import type { CsiDriverRegistry } from '../host/csi.js';
+import type { CsiDriverRegistry } from '../ports/csi.js';
 import { parseDuration } from './duration.js';
 import { addHelpAfter, addLoggingOptions, collect, stderrLogger } from './flags.js';
 

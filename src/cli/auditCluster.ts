@@ -11,7 +11,7 @@ import { Command, Option } from 'commander';
 // The cluster state module (and zod, its schema library) is loaded only when a source is configured.
 import type { ClusterState } from '../audit/clusterState.js';
 import { NodeFileSystem } from '../adapters/node/nodeFs.js';
-import { errorMessage } from '../host/fs.js';
+import { errorMessage } from '../ports/fs.js';
 
 export interface ClusterFlags {
   readonly clusterState?: string;

@@ -9,8 +9,8 @@
  */
 import { Registry } from 'prom-client';
 import { parseBindAddress, startHttpServer } from '../agent/httpServer.js';
-import { errorMessage } from '../host/fs.js';
-import type { Logger } from '../host/logger.js';
+import { errorMessage } from '../ports/fs.js';
+import type { Logger } from '../ports/logger.js';
 import { EXIT_UNKNOWN } from '../audit/report.js';
 import { auditExitCode, collectAudit, type AuditRunFlags } from './auditRun.js';
 import { fullReport, renderProm, renderPromFailure } from './auditOutput.js';

@@ -11,11 +11,11 @@ import { fileURLToPath } from 'node:url';
 import { Command, InvalidArgumentError, Option } from 'commander';
 
 import { CSIGlobalMountReconstruction, FeatureGate, FeatureGateError } from '../features/features.js';
-import { errorMessage } from '../host/fs.js';
+import { errorMessage } from '../ports/fs.js';
 import { explore, type ExploreReport } from '../sim/explorer.js';
 import { INVARIANTS } from '../sim/invariants.js';
 import { builtinScenarioNames, loadBuiltinScenario, loadScenarioFile, ScenarioError, type Scenario } from '../sim/scenario.js';
-import { parsePlan, type Perturbation } from '../sim/simulation.js';
+import { parsePlan, type Perturbation } from '../sim/plan.js';
 import { WORKLOAD_SIZES, type WorkloadSize } from '../sim/generate.js';
 import { DEFAULT_MAX_CRASH_POINTS, swarm, type SwarmReport, type WorkerEntry } from '../sim/swarm.js';
 import { simRunToTrace } from '../timeline/fromSim.js';

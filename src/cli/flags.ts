@@ -1,6 +1,6 @@
 /** Flag helpers shared by every command, kubelet style. */
 import { Command, Help, InvalidArgumentError, Option } from 'commander';
-import type { Logger } from '../host/logger.js';
+import type { Logger } from '../ports/logger.js';
 import { sourceMappedCallerResolver } from '../adapters/node/sourceMapCaller.js';
 import { createKlogLogger, preciseWallClockMs, type LoggingFormat } from '../logging/klog.js';
 import { terminalColumns } from './terminal.js';

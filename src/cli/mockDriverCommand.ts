@@ -1,5 +1,5 @@
 /**
- * `nodevol mock-driver`: the mock CSI driver (src/csi/mock) as a process, for node e2e tests. It
+ * `nodevol mock-driver`: the mock CSI driver (src/mockdriver) as a process, for node e2e tests. It
  * serves csi.v1 Identity, Controller and Node on a unix socket and really bind-mounts (so it
  * needs root, or a user + mount namespace). SIGTERM/SIGINT close the server, remove the socket
  * and exit 0; an exit fault ends the process with code 3 and leaves the socket behind, like a
@@ -8,13 +8,14 @@
 import { realpathSync } from 'node:fs';
 import * as path from 'node:path';
 import { Command, Option } from 'commander';
-import { unixSocketPath } from '../csi/grpc/endpoint.js';
-import { EXIT_FAULT_CODE, startMockDriver, type MockDriver } from '../csi/mock/mockDriver.js';
-import { errorMessage } from '../host/fs.js';
+import { unixSocketPath } from '../adapters/grpc/endpoint.js';
+import { EXIT_FAULT_CODE } from '../mockdriver/callPipeline.js';
+import { startMockDriver, type MockDriver } from '../mockdriver/mockDriver.js';
+import { errorMessage } from '../ports/fs.js';
 import type { LoggingFormat } from '../logging/klog.js';
 import type { CsiNodeMode } from '../csi/nodeStateMachine.js';
 import { addHelpAfter, addLoggingOptions, collect, stderrLogger } from './flags.js';
-import { GrpcCsiClient } from '../csi/grpc/client.js';
+import { GrpcCsiClient } from '../adapters/grpc/client.js';
 
 export const EXIT_MOCK_DRIVER_OK = 0;
 export const EXIT_MOCK_DRIVER_USAGE = 2;

@@ -13,9 +13,9 @@ import { NodeFileSystem } from '../adapters/node/nodeFs.js';
 import { readOnlyVolumeHost } from '../agent/node.js';
 import { executeRecovery, planRecovery, type RecoverJournalEntry } from '../audit/recover.js';
 import { EXIT_OK, EXIT_PROBLEM, EXIT_UNKNOWN } from '../audit/report.js';
-import type { GrpcCsiClient } from '../csi/grpc/client.js';
-import { unixEndpoint, unixSocketPath } from '../csi/grpc/endpoint.js';
-import { errorMessage } from '../host/fs.js';
+import type { GrpcCsiClient } from '../adapters/grpc/client.js';
+import { unixEndpoint, unixSocketPath } from '../adapters/grpc/endpoint.js';
+import { errorMessage } from '../ports/fs.js';
 import { DEFAULT_ROOT_DIR, KubeletLayout } from '../layout/layout.js';
 import { MountTableSnapshot } from '../mount/mountRefs.js';
 import { readMountInfoText } from '../mount/mountTable.js';
@@ -130,7 +130,7 @@ async function recover(flags: RecoverFlags): Promise<number> {
       { fs, clock: realClock, logger, loadMountTable: loadTable },
     );
     // Loaded only here: --help and the other commands never load gRPC.
-    const { GrpcCsiClient: Client } = await import('../csi/grpc/client.js');
+    const { GrpcCsiClient: Client } = await import('../adapters/grpc/client.js');
     const clients = new Map<string, GrpcCsiClient>();
     const lines: string[] = [];
     const journal = (e: RecoverJournalEntry): void => {

@@ -4,13 +4,13 @@
  */
 import * as path from 'node:path';
 import { Command, Option } from 'commander';
-import type { TraceEvent, TraceRun } from '../timeline/events.js';
+import type { TraceEvent, TraceRun } from '../trace/events.js';
 import { renderTimelineHtml } from '../timeline/html.js';
 import { renderSideBySide } from '../timeline/terminal.js';
-import { parseTraceFile } from '../timeline/traceFile.js';
+import { parseTraceFile } from '../trace/traceFile.js';
 import { addHelpAfter, examples } from './flags.js';
 import { terminalColumns } from './terminal.js';
-import { AGENT_STARTED_PREFIX } from '../agent/trace.js';
+import { isAgentStart } from '../trace/agentLife.js';
 import { writeFileSync } from 'node:fs';
 import { NodeFileSystem } from '../adapters/node/nodeFs.js';
 
@@ -86,7 +86,7 @@ async function timeline(files: readonly string[], flags: TimelineFlags): Promise
  * 'read' nor 'written', and the first of each life carried an assumed empty volumesInUse.
  */
 function assumesStartStatus(events: readonly TraceEvent[]): boolean {
-  return events.some((e) => e.kind === 'step' && e.label.startsWith(AGENT_STARTED_PREFIX)) && events.some((e) => e.kind === 'status' && e.source === undefined);
+  return events.some(isAgentStart) && events.some((e) => e.kind === 'status' && e.source === undefined);
 }
 
 /** Steps numbered in file order: each agent life (and each appended run) becomes a column. */

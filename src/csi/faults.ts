@@ -23,7 +23,7 @@
  */
 import { z } from 'zod';
 
-import { CSI_RPCS_BY_SERVICE, GrpcStatus, grpcStatusName, type CsiRpcMethod, type GrpcStatusName } from '../host/csi.js';
+import { CSI_RPCS_BY_SERVICE, GrpcStatus, grpcStatusName, type CsiRpcMethod, type GrpcStatusName } from '../ports/csi.js';
 
 /** Every RPC a rule's `method` may name. */
 export const CSI_FAULT_METHODS = [...CSI_RPCS_BY_SERVICE.Identity, ...CSI_RPCS_BY_SERVICE.Controller, ...CSI_RPCS_BY_SERVICE.Node] as const;

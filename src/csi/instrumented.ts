@@ -4,9 +4,9 @@
  * observer; {@link instrumentedRegistry} uses it to record csi_operations_seconds the way
  * kubelet's csi client does; the agent's trace uses it to record the calls it draws.
  */
-import type { Clock } from '../host/clock.js';
-import type { VolumeManagerMetrics } from '../host/metrics.js';
-import { CsiCallError, grpcStatusName, type CsiDriverRegistry, type CsiMethod, type CsiNodeClient } from '../host/csi.js';
+import type { Clock } from '../ports/clock.js';
+import type { VolumeManagerMetrics } from '../ports/metrics.js';
+import { CsiCallError, grpcStatusName, type CsiDriverRegistry, type CsiMethod, type CsiNodeClient } from '../ports/csi.js';
 
 /** One finished CSI call, as the caller saw it. */
 export interface ObservedCsiCall {

@@ -1,7 +1,7 @@
 /**
  * The ONE CSI Node state machine both hand-written drivers share: the in-process fake
- * (src/csi/fake/fakeCsiDriver.ts, used by unit tests and the simulator) and `nodevol mock-driver`
- * (src/csi/mock/mockDriver.ts, a real gRPC process). It holds no I/O: each driver asks it for a
+ * (src/adapters/memory/fakeCsiDriver.ts, used by unit tests and the simulator) and `nodevol mock-driver`
+ * (src/mockdriver/nodeServer.ts, a real gRPC process). It holds no I/O: each driver asks it for a
  * decision (refuse with a gRPC code, or go ahead, telling whether the call is a repeat of one
  * already recorded), performs the mounts through its own ports, then records the outcome here.
  *
@@ -26,7 +26,7 @@
  * {@link CsiNodeState} is the per-volume record (staged path, published targets, access kind) with
  * snapshot/restore, so the simulator can copy a driver's state between runs.
  */
-import { GrpcStatus } from '../host/csi.js';
+import { GrpcStatus } from '../ports/csi.js';
 
 export type CsiNodeMode = 'strict' | 'lenient';
 export type CsiAccessKind = 'mount' | 'block';

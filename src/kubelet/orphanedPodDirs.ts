@@ -30,14 +30,14 @@
  * generation or a pods dir identity (the in-memory adapters), every sweep runs.
  */
 import * as path from 'node:path/posix';
-import type { ClusterView } from '../host/cluster.js';
-import { errorMessage, isNotExist, type DirEntry, type FileSystem } from '../host/fs.js';
-import type { Logger } from '../host/logger.js';
-import type { OrphanPodMetrics } from '../host/metrics.js';
+import type { ClusterView } from '../ports/cluster.js';
+import { errorMessage, isNotExist, type DirEntry, type FileSystem } from '../ports/fs.js';
+import type { Logger } from '../ports/logger.js';
+import type { OrphanPodMetrics } from '../ports/metrics.js';
 import { VOLUME_DEVICES_DIR_NAME, VOLUMES_DIR_NAME, type KubeletLayout } from '../layout/layout.js';
 import { escapeQualifiedName, CSI_PLUGIN_NAME } from '../layout/names.js';
-import type { Mounter } from '../host/mounter.js';
-import type { MountTable } from '../host/mounter.js';
+import type { Mounter } from '../ports/mounter.js';
+import type { MountTable } from '../ports/mounter.js';
 import { resolvesInsideRoot } from '../layout/confinement.js';
 import { VOL_DATA_FILE_NAME, VOL_DATA_TEMP_FILE_NAME } from '../volume/csi/volumeData.js';
 

@@ -3,7 +3,7 @@
  * FileSystem port, stays inside a directory. Everything nodevol reads or removes under
  * --root-dir is checked with these before it is followed.
  */
-import { errorCode, errorMessage, type FileSystem } from '../host/fs.js';
+import { errorCode, errorMessage, type FileSystem } from '../ports/fs.js';
 
 /** Whether the real path `real` is `root` or below it (both already resolved). */
 export function isInsideDir(real: string, root: string): boolean {

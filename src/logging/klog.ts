@@ -5,7 +5,7 @@
  * writes; `caller`, `msg`, `v`, `err`, then the key/value pairs). `file:line` names the source
  * file when a resolver maps the running JavaScript back to it (KlogOptions.resolveCaller). Selected with kubelet's `--logging-format=text|json`, verbosity with `-v N`.
  */
-import type { LogValues, Logger } from '../host/logger.js';
+import type { LogValues, Logger } from '../ports/logger.js';
 
 export type LoggingFormat = 'text' | 'json';
 

@@ -12,9 +12,9 @@
  * them is a comparison of escaped text. {@link unescapeMountPath} exists for display only.
  */
 
-import type { MountInfoEntry, MountInfoProblem } from '../host/mounter.js';
+import type { MountInfoEntry, MountInfoProblem } from '../ports/mounter.js';
 
-// The entry and problem types belong to the Mounter port (src/host/mounter.ts); re-exported for the parser's callers.
+// The entry and problem types belong to the Mounter port (src/ports/mounter.ts); re-exported for the parser's callers.
 export type { MountInfoEntry, MountInfoProblem };
 
 export interface ParsedMountInfo {

@@ -9,9 +9,9 @@
  */
 import * as posix from 'node:path/posix';
 
-import type { Clock } from '../host/clock.js';
-import { errorCode, type FileSystem } from '../host/fs.js';
-import type { MountTable } from '../host/mounter.js';
+import type { Clock } from '../ports/clock.js';
+import { errorCode, type FileSystem } from '../ports/fs.js';
+import type { MountTable } from '../ports/mounter.js';
 import {
   escapeMountPath,
   parseMountInfo,

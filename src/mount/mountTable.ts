@@ -7,9 +7,9 @@
  * consecutive reads are identical. On newer kernels one read is enough.
  */
 
-import type { MountInfoSource } from '../host/mounter.js';
+import type { MountInfoSource } from '../ports/mounter.js';
 
-// The source type belongs to the Mounter port (src/host/mounter.ts); re-exported for the readers.
+// The source type belongs to the Mounter port (src/ports/mounter.ts); re-exported for the readers.
 export type { MountInfoSource };
 
 /** kubelet's maxListTries: how many re-reads a consistent read may take. */

@@ -3,8 +3,8 @@
  * are refused. `nodevol audit` runs the CSI plugin with it, which is how the audit proves it can
  * never change the node's mounts.
  */
-import type { FileSystem } from '../host/fs.js';
-import type { Mounter, MountTable } from '../host/mounter.js';
+import type { FileSystem } from '../ports/fs.js';
+import type { Mounter, MountTable } from '../ports/mounter.js';
 
 export class ReadOnlyMounterError extends Error {
   override readonly name = 'ReadOnlyMounterError';

@@ -22,8 +22,8 @@
  *
  * Time comes only from the {@link Clock} port; nothing here sleeps or sets timers.
  */
-import type { Clock } from '../host/clock.js';
-import { discardLogger, type Logger } from '../host/logger.js';
+import type { Clock } from '../ports/clock.js';
+import { discardLogger, type Logger } from '../ports/logger.js';
 import { grpcCodeOf, noRetriesPermittedMsg, operationErrorText } from './operationLog.js';
 
 /** Backoff after the first failure of a key. */

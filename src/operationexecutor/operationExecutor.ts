@@ -3,9 +3,9 @@
  * generator for the volume mode and the key that serialises the operation, and hands both to
  * NestedPendingOperations. It also records storage_operation_duration_seconds.
  */
-import type { Clock } from '../host/clock.js';
+import type { Clock } from '../ports/clock.js';
 import { getVolumeMode, specName } from '../volume/spec.js';
-import type { VolumeManagerMetrics } from '../host/metrics.js';
+import type { VolumeManagerMetrics } from '../ports/metrics.js';
 import type { ActualStateOfWorldAttacherUpdater, ActualStateOfWorldMounterUpdater, AttachedVolume } from './actualStateOfWorldUpdater.js';
 import type { VolumeToMount } from './volumeToMount.js';
 import { EMPTY_POD_NAME, type NestedPendingOperations, type OperationCompleteEvent, type OperationKey } from './nestedPendingOperations.js';

@@ -6,8 +6,8 @@
  * The closure calls the plugin and records the outcome in the actual state through a narrow
  * updater.
  */
-import type { ClusterView } from '../host/cluster.js';
-import type { Logger } from '../host/logger.js';
+import type { ClusterView } from '../ports/cluster.js';
+import type { Logger } from '../ports/logger.js';
 import type { VolumePluginMgr, VolumeUnmounter } from '../volume/plugins.js';
 import { CSIKeepUncertainMountOnFinalError, CSIUnpublishBeforeUnstageAfterReconstruction } from '../features/features.js';
 import { specName, type Spec } from '../volume/spec.js';

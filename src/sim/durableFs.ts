@@ -17,7 +17,7 @@
 import { Volume } from 'memfs';
 
 import { MemFs } from '../adapters/memory/memFs.js';
-import { quietFsError, type DirEntry, type FileStat, type FileSystem, type WriteFileOptions } from '../host/fs.js';
+import { quietFsError, type DirEntry, type FileStat, type FileSystem, type WriteFileOptions } from '../ports/fs.js';
 
 /** ext4's default journal commit interval (mount option commit=5). */
 export const JOURNAL_COMMIT_INTERVAL_MS = 5000;

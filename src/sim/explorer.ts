@@ -15,15 +15,9 @@ import type { FeatureGate } from '../features/features.js';
 import { INVARIANT_NAMES, type InvariantName, type Violation } from './invariants.js';
 import { Prng } from './prng.js';
 import type { Scenario } from './scenario.js';
-import {
-  FAULT_KINDS,
-  formatPlan,
-  simulate,
-  type CrashKind,
-  type Perturbation,
-  type SimResult,
-} from './simulation.js';
-import type { SimTrace, TraceStep } from './trace.js';
+import { FAULT_KINDS, formatPlan, type CrashKind, type Perturbation } from './plan.js';
+import { simulate, type SimResult } from './simulation.js';
+import type { SimTrace, TraceStep } from '../trace/simTrace.js';
 
 /** Depth-2 runs per seed above which the second crashes are sampled by seed. */
 export const DEPTH2_SAMPLE = 250;

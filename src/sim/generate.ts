@@ -21,8 +21,8 @@
  * generator leaves out is what KEP-6058 leaves to an operator (both copies of a volume's data
  * lost: the pod-local file of a volume that has no global one, a Block volume's only file).
  */
-import { GrpcStatus } from '../host/csi.js';
-import { mockVolumeId } from '../csi/mock/volumeId.js';
+import { GrpcStatus } from '../ports/csi.js';
+import { mockVolumeId } from '../mockdriver/volumeId.js';
 import type { CsiFault } from '../csi/faults.js';
 import { Prng } from './prng.js';
 import { NODE_FAULT_METHODS, type Scenario, type ScenarioDriver, type ScenarioPod, type ScenarioStep, type ScenarioVolume } from './scenario.js';

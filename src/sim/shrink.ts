@@ -12,7 +12,9 @@
 import type { FeatureGate } from '../features/features.js';
 import type { InvariantName, Violation } from './invariants.js';
 import { checkScenario, ScenarioError, type Scenario, type ScenarioStep } from './scenario.js';
-import { simulate, type CallRecord, type Perturbation } from './simulation.js';
+import type { CallRecord } from './fencedPorts.js';
+import type { Perturbation } from './plan.js';
+import { simulate } from './simulation.js';
 
 export interface ShrinkInput {
   readonly scenario: Scenario;

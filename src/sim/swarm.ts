@@ -20,7 +20,7 @@ import { generateScenario, type WorkloadSize } from './generate.js';
 import { INVARIANT_NAMES, type InvariantName } from './invariants.js';
 import { scenarioYaml } from './scenario.js';
 import { shrinkCase } from './shrink.js';
-import { formatPlan, parsePlan, type CrashKind } from './simulation.js';
+import { formatPlan, parsePlan, type CrashKind } from './plan.js';
 
 export interface SwarmOptions {
   readonly seed: number;

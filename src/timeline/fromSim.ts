@@ -4,8 +4,8 @@
  * engine life; a CSI call is paired from the step that sent it to the step its answer reached
  * the engine; an invariant is shown where it was first seen, with how often it was seen again.
  */
-import type { TraceStep } from '../sim/trace.js';
-import type { TraceEvent, TraceRun } from './events.js';
+import type { TraceStep } from '../trace/simTrace.js';
+import type { TraceEvent, TraceRun } from '../trace/events.js';
 
 export interface SimRunInput {
   readonly label: string;

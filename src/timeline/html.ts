@@ -5,7 +5,7 @@
  * stay in view while scrolling. Every item's details are in its tooltip; each violation has a
  * marker on its step and an entry in the findings list that links to it.
  */
-import type { TraceRun } from './events.js';
+import type { TraceRun } from '../trace/events.js';
 import { layoutTimeline, type LaneLayout, type RunLayout, type TimelineItem, type TimelineLayout } from './layout.js';
 
 export interface TimelineDocument {

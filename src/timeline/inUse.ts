@@ -12,7 +12,7 @@
  * staged: nothing in the trace says it is not. CSI calls name the volume handle; node.status
  * names the unique volume name, `kubernetes.io/csi/<driver>^<handle>`, matched by its handle.
  */
-import type { StatusEvent, TraceEvent } from './events.js';
+import type { StatusEvent, TraceEvent } from '../trace/events.js';
 
 /**
  * - `in-use`: every volume still on the node, and every attached one, is in volumesInUse.

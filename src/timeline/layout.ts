@@ -8,7 +8,7 @@
  * real times stay in every item's tooltip. A step's column is as wide as the busiest run needs,
  * so that step N starts at the same x in every run.
  */
-import type { CrashEvent, TraceEvent, TraceRun, ViolationEvent } from './events.js';
+import type { CrashEvent, TraceEvent, TraceRun, ViolationEvent } from '../trace/events.js';
 import { analyzeInUse, volumeHandle, type InUseState, type InUseVerdict } from './inUse.js';
 
 /** Pixels per slot. */

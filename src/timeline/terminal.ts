@@ -4,7 +4,7 @@
  * attach/detach controller may do about them). For `nodevol demo` and for a terminal without a
  * browser.
  */
-import type { TraceEvent, TraceRun } from './events.js';
+import type { TraceEvent, TraceRun } from '../trace/events.js';
 
 export interface TerminalOptions {
   /** Total width in columns (default 120). */

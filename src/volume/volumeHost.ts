@@ -2,14 +2,14 @@
  * VolumeHost: what the node gives a volume plugin (pkg/volume/plugins.go VolumeHost), reduced to
  * nodevol's ports. Plugins reach files, the mount table, gates, logs and time only through it.
  */
-import type { CsiDriverRegistry } from '../host/csi.js';
+import type { CsiDriverRegistry } from '../ports/csi.js';
 import type { FeatureGate } from '../features/features.js';
-import type { Clock } from '../host/clock.js';
-import type { ClusterView } from '../host/cluster.js';
-import type { FileSystem } from '../host/fs.js';
-import type { Logger } from '../host/logger.js';
+import type { Clock } from '../ports/clock.js';
+import type { ClusterView } from '../ports/cluster.js';
+import type { FileSystem } from '../ports/fs.js';
+import type { Logger } from '../ports/logger.js';
 import type { KubeletLayout } from '../layout/layout.js';
-import type { Mounter } from '../host/mounter.js';
+import type { Mounter } from '../ports/mounter.js';
 
 export interface VolumeHost {
   readonly layout: KubeletLayout;

@@ -7,7 +7,7 @@
  * runtime (agent or simulator) drives populateOnce / reconcileOnce / syncNodeStatus on its own
  * schedule; nothing here owns a timer.
  */
-import type { VolumeManagerMetrics } from '../host/metrics.js';
+import type { VolumeManagerMetrics } from '../ports/metrics.js';
 import { createNestedPendingOperations, type NestedPendingOperations } from '../operationexecutor/nestedPendingOperations.js';
 import { OperationExecutor } from '../operationexecutor/operationExecutor.js';
 import { OperationGenerator, pluginLabel } from '../operationexecutor/operationGenerator.js';

@@ -9,8 +9,8 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { CliProcess, NODEVOL_BIN } from '../support/cliProcess.js';
 import { waitFor } from '../support/e2e/waitFor.js';
-import type { TraceEvent } from '../../src/timeline/events.js';
-import { parseTraceFile } from '../../src/timeline/traceFile.js';
+import type { TraceEvent } from '../../src/trace/events.js';
+import { parseTraceFile } from '../../src/trace/traceFile.js';
 
 const VOL = 'kubernetes.io/csi/mock.csi.nodevol.io^vol-1';
 

@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { NodeFileSystem } from '../../src/adapters/node/nodeFs.js';
-import { mockVolumeId } from '../../src/csi/mock/mockDriver.js';
-import { readMockState } from '../../src/csi/mock/state.js';
+import { mockVolumeId } from '../../src/mockdriver/volumeId.js';
+import { readMockState } from '../../src/mockdriver/state.js';
 
 const BIN = path.resolve(import.meta.dirname, '../../../bin/nodevol.js');
 

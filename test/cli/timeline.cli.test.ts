@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { storyOneRuns } from '../support/timelineFixture.js';
-import { traceLine } from '../../src/timeline/traceFile.js';
+import { traceLine } from '../../src/trace/traceFile.js';
 
 const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..', '..');
 const BIN = path.join(REPO_ROOT, 'bin', 'nodevol.js');

@@ -16,10 +16,10 @@ import { after, before, describe, it } from 'node:test';
 
 import { MemFs } from '../../src/adapters/memory/memFs.js';
 import { MemoryMounter } from '../../src/adapters/memory/memoryMounter.js';
-import { GrpcCsiClient, probeReady } from '../../src/csi/grpc/client.js';
-import { unixEndpoint } from '../../src/csi/grpc/endpoint.js';
-import { startMockDriver, type MockDriver } from '../../src/csi/mock/mockDriver.js';
-import { CsiCallError, GrpcStatus, type VolumeCapability } from '../../src/host/csi.js';
+import { GrpcCsiClient, probeReady } from '../../src/adapters/grpc/client.js';
+import { unixEndpoint } from '../../src/adapters/grpc/endpoint.js';
+import { startMockDriver, type MockDriver } from '../../src/mockdriver/mockDriver.js';
+import { CsiCallError, GrpcStatus, type VolumeCapability } from '../../src/ports/csi.js';
 import { CliMockDriver } from '../support/cliMockDriver.js';
 
 // This file runs from dist/test/conformance/: the repo root is three levels up.

@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { after, describe, it } from 'node:test';
 
 import { makeEphemeralVolumeHandle } from '../../src/layout/names.js';
-import { mockBackingPaths } from '../../src/csi/mock/mockDriver.js';
+import { mockBackingPaths } from '../../src/mockdriver/volumes.js';
 import { inlineUniqueVolumeName } from '../support/e2e/nodeDisk.js';
 import { killAll } from '../support/e2e/nodeNamespace.js';
 import { E2E_DRIVER, rootOnlySkip, TestNode } from '../support/e2e/testNode.js';

@@ -13,7 +13,7 @@ import { describe, it } from 'node:test';
 import { MemFs } from '../../src/adapters/memory/memFs.js';
 import { ClusterDirView, FULL_PASS_INTERVAL_MS, LAST_GOOD_DIR_NAME, type ClusterDirLimits } from '../../src/adapters/node/clusterDir.js';
 import { NodeFileSystem } from '../../src/adapters/node/nodeFs.js';
-import type { FileSystem } from '../../src/host/fs.js';
+import type { FileSystem } from '../../src/ports/fs.js';
 import { waitFor } from '../support/e2e/waitFor.js';
 import { FaultyFs } from '../support/faultyFs.js';
 

@@ -12,10 +12,10 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 
 import { MemFs } from '../../src/adapters/memory/memFs.js';
 import { MemoryMounter } from '../../src/adapters/memory/memoryMounter.js';
-import { GrpcCsiClient } from '../../src/csi/grpc/client.js';
-import { unixEndpoint } from '../../src/csi/grpc/endpoint.js';
-import { startMockDriver, type MockDriver, type MockDriverOptions } from '../../src/csi/mock/mockDriver.js';
-import { CsiCallError, GrpcStatus, type VolumeCapability } from '../../src/host/csi.js';
+import { GrpcCsiClient } from '../../src/adapters/grpc/client.js';
+import { unixEndpoint } from '../../src/adapters/grpc/endpoint.js';
+import { startMockDriver, type MockDriver, type MockDriverOptions } from '../../src/mockdriver/mockDriver.js';
+import { CsiCallError, GrpcStatus, type VolumeCapability } from '../../src/ports/csi.js';
 
 const K = '/var/lib/kubelet';
 const STATE = '/var/lib/nodevol-mock';

@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 
 import { NodeFileSystem } from '../../src/adapters/node/nodeFs.js';
-import { escapeUndecodable } from '../../src/host/fs.js';
+import { escapeUndecodable } from '../../src/ports/fs.js';
 
 const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..', '..');
 const BIN = path.join(REPO_ROOT, 'bin', 'nodevol.js');

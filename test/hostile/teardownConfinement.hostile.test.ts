@@ -9,7 +9,7 @@ import { describe, it } from 'node:test';
 
 import { MemFs } from '../../src/adapters/memory/memFs.js';
 import { MemoryMounter } from '../../src/adapters/memory/memoryMounter.js';
-import type { CsiNodeClient } from '../../src/host/csi.js';
+import type { CsiNodeClient } from '../../src/ports/csi.js';
 import { KubeletLayout } from '../../src/layout/layout.js';
 import { CsiAttacher } from '../../src/volume/csi/csiAttacher.js';
 import { CsiPlugin } from '../../src/volume/csi/csiPlugin.js';

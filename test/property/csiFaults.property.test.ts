@@ -9,8 +9,8 @@ import fc from 'fast-check';
 import { stringify } from 'yaml';
 
 import { CSI_FAULT_METHODS, csiFaultSchema, formatFaultDuration, MAX_FAULT_DURATION_MS, writtenFault, type CsiFault } from '../../src/csi/faults.js';
-import { MockFaultsError, parseFaults } from '../../src/csi/mock/faults.js';
-import { GrpcStatus, type GrpcStatusName } from '../../src/host/csi.js';
+import { MockFaultsError, parseFaults } from '../../src/mockdriver/faults.js';
+import { GrpcStatus, type GrpcStatusName } from '../../src/ports/csi.js';
 import { bound, runs } from './runs.js';
 
 const FILE = '/etc/mock/faults.yaml';

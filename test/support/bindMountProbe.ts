@@ -11,7 +11,7 @@
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 
-import { errorCode, errorMessage } from '../../src/host/fs.js';
+import { errorCode, errorMessage } from '../../src/ports/fs.js';
 import { NodeMounter } from '../../src/adapters/node/nodeMounter.js';
 import { isMountRootByMountId, liveMountIdProbe } from '../../src/adapters/node/mountId.js';
 

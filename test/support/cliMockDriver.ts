@@ -8,8 +8,8 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import * as path from 'node:path';
-import { GrpcCsiClient } from '../../src/csi/grpc/client.js';
-import { unixEndpoint } from '../../src/csi/grpc/endpoint.js';
+import { GrpcCsiClient } from '../../src/adapters/grpc/client.js';
+import { unixEndpoint } from '../../src/adapters/grpc/endpoint.js';
 import { parseMountInfo, unescapeMountPath } from '../../src/mount/mountInfo.js';
 import { waitFor } from './e2e/waitFor.js';
 

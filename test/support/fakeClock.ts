@@ -13,7 +13,7 @@
  *
  * This is the one fake Clock of the test suite; every test that needs virtual time uses it.
  */
-import type { Clock } from '../../src/host/clock.js';
+import type { Clock } from '../../src/ports/clock.js';
 
 interface Sleeper {
   readonly dueMs: number;

@@ -4,7 +4,7 @@
  * promise carrying an FsError, exactly what the real adapters hand back, so callers' handling
  * (`ignoreNotExist(fs.unlink(...))`, `.catch(...)`) sees it the same way.
  */
-import { FsError, type DirEntry, type FileStat, type FileSystem, type WriteFileOptions } from '../../src/host/fs.js';
+import { FsError, type DirEntry, type FileStat, type FileSystem, type WriteFileOptions } from '../../src/ports/fs.js';
 
 type Method = keyof FileSystem;
 

@@ -2,13 +2,13 @@
 import { NodeFileSystem } from '../../src/adapters/node/nodeFs.js';
 import type { AuditInput } from '../../src/audit/audit.js';
 import { FeatureGate } from '../../src/features/features.js';
-import type { FileSystem } from '../../src/host/fs.js';
-import type { Logger } from '../../src/host/logger.js';
-import { discardLogger } from '../../src/host/logger.js';
+import type { FileSystem } from '../../src/ports/fs.js';
+import type { Logger } from '../../src/ports/logger.js';
+import { discardLogger } from '../../src/ports/logger.js';
 import { MountTableSnapshot } from '../../src/mount/mountRefs.js';
 import { ReadOnlyMounter } from '../../src/mount/readOnlyMounter.js';
-import { noCsiDrivers } from '../../src/host/csi.js';
-import { unreachableCluster } from '../../src/host/cluster.js';
+import { noCsiDrivers } from '../../src/ports/csi.js';
+import { unreachableCluster } from '../../src/ports/cluster.js';
 import type { VolumeHost } from '../../src/volume/volumeHost.js';
 import { FakeClock } from './fakeClock.js';
 import type { NodeFixture } from './nodeFixture.js';

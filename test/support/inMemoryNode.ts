@@ -6,14 +6,14 @@
  */
 import { MemFs } from '../../src/adapters/memory/memFs.js';
 import { MemoryMounter } from '../../src/adapters/memory/memoryMounter.js';
-import { FakeCsiDriver } from '../../src/csi/fake/fakeCsiDriver.js';
+import { FakeCsiDriver } from '../../src/adapters/memory/fakeCsiDriver.js';
 import { composeNode, type ComposedNode } from '../../src/agent/node.js';
-import type { CsiDriverRegistry, NodeCapability } from '../../src/host/csi.js';
-import type { Clock } from '../../src/host/clock.js';
-import type { ClusterView } from '../../src/host/cluster.js';
+import type { CsiDriverRegistry, NodeCapability } from '../../src/ports/csi.js';
+import type { Clock } from '../../src/ports/clock.js';
+import type { ClusterView } from '../../src/ports/cluster.js';
 import type { Pod } from '../../src/api/core.js';
-import type { FileSystem } from '../../src/host/fs.js';
-import type { Mounter } from '../../src/host/mounter.js';
+import type { FileSystem } from '../../src/ports/fs.js';
+import type { Mounter } from '../../src/ports/mounter.js';
 import type { FeatureGate } from '../../src/features/features.js';
 import { KubeletLayout } from '../../src/layout/layout.js';
 import { RecordingMetrics } from '../../src/adapters/memory/recordingMetrics.js';

@@ -3,7 +3,7 @@
  * flight) as trace events, gate off and gate on, with the gate-off run's in-use-reported
  * violation after the reboot. The simulator produces the real ones; these pin the renderer.
  */
-import type { TraceEvent, TraceRun } from '../../src/timeline/events.js';
+import type { TraceEvent, TraceRun } from '../../src/trace/events.js';
 
 const VOL = 'kubernetes.io/csi/mock.csi.nodevol.io^vol-1';
 const GLOBAL = '/var/lib/kubelet/plugins/kubernetes.io/csi/mock.csi.nodevol.io/abc/globalmount';

@@ -15,7 +15,7 @@ import type {
   VolumeAttachmentInfo,
 } from '../../api/core.js';
 import { getAttachmentName } from '../../layout/names.js';
-import type { ClusterView } from '../../host/cluster.js';
+import type { ClusterView } from '../../ports/cluster.js';
 import type { PersistentVolume } from '../../api/core.js';
 
 export interface FakeClusterOptions {

@@ -22,7 +22,7 @@ import * as posix from 'node:path/posix';
 
 import { Volume } from 'memfs';
 
-import { FsError, errorCode, quietFsError, type DirEntry, type FileStat, type FileSystem, type FileType, type WriteFileOptions } from '../../host/fs.js';
+import { FsError, errorCode, quietFsError, type DirEntry, type FileStat, type FileSystem, type FileType, type WriteFileOptions } from '../../ports/fs.js';
 
 const MAX_SYMLINK_HOPS = 40;
 const DEFAULT_FILE_MODE = 0o644;

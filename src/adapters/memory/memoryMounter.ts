@@ -21,10 +21,10 @@
  */
 import * as posix from 'node:path/posix';
 
-import { FsError, type FileSystem } from '../../host/fs.js';
+import { FsError, type FileSystem } from '../../ports/fs.js';
 import { escapeMountPath } from '../../mount/mountInfo.js';
 import { MountTableSnapshot } from '../../mount/mountRefs.js';
-import type { Mounter, MountInfoEntry } from '../../host/mounter.js';
+import type { Mounter, MountInfoEntry } from '../../ports/mounter.js';
 import { MemFs } from './memFs.js';
 
 /**

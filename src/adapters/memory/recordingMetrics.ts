@@ -1,5 +1,5 @@
 /** The VolumeManagerMetrics port as a record of every call: the simulator's and the tests' metrics. */
-import type { ReconstructionSource, StorageOperationStatus, VolumeCount, VolumeManagerMetrics } from '../../host/metrics.js';
+import type { ReconstructionSource, StorageOperationStatus, VolumeCount, VolumeManagerMetrics } from '../../ports/metrics.js';
 
 export type RecordedMetricEvent =
   | { readonly kind: 'reconstructVolumeOperation'; readonly source: ReconstructionSource; readonly failed: boolean }

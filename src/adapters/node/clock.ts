@@ -1,5 +1,5 @@
 /** The real clock for the Clock port. */
-import type { Clock } from '../../host/clock.js';
+import type { Clock } from '../../ports/clock.js';
 
 export const realClock: Clock = {
   nowMs: () => Date.now(),

@@ -51,10 +51,10 @@ import type {
   VolumeAttachmentInfo,
 } from '../../api/core.js';
 import { getAttachmentName } from '../../layout/names.js';
-import type { ClusterView } from '../../host/cluster.js';
-import { mapConcurrently } from '../../host/concurrency.js';
-import { errorCode, errorMessage, type FileSystem } from '../../host/fs.js';
-import { discardLogger, type Logger } from '../../host/logger.js';
+import type { ClusterView } from '../../ports/cluster.js';
+import { mapConcurrently } from '../../ports/concurrency.js';
+import { errorCode, errorMessage, type FileSystem } from '../../ports/fs.js';
+import { discardLogger, type Logger } from '../../ports/logger.js';
 import type { PersistentVolume } from '../../api/core.js';
 import { parseManifestFile, type ManifestProblem, type ParsedFile } from './clusterManifests.js';
 import { ClusterDirWatcher } from './clusterDirWatcher.js';

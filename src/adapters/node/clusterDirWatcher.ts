@@ -8,8 +8,8 @@
 import { watch, type FSWatcher } from 'node:fs';
 import * as posix from 'node:path/posix';
 
-import { errorMessage } from '../../host/fs.js';
-import type { Logger } from '../../host/logger.js';
+import { errorMessage } from '../../ports/fs.js';
+import type { Logger } from '../../ports/logger.js';
 
 /** Symlinked manifests whose target is watched too (each takes an inotify watch). */
 export const MAX_WATCHED_SYMLINKS = 1_000;

@@ -10,9 +10,9 @@
 import { createHash } from 'node:crypto';
 import * as posix from 'node:path/posix';
 
-import { errorCode, writeFileAtomic, type FileStat, type FileSystem } from '../../host/fs.js';
-import { mapConcurrently } from '../../host/concurrency.js';
-import type { Logger } from '../../host/logger.js';
+import { errorCode, writeFileAtomic, type FileStat, type FileSystem } from '../../ports/fs.js';
+import { mapConcurrently } from '../../ports/concurrency.js';
+import type { Logger } from '../../ports/logger.js';
 import { parseManifestFile, type ParsedFile } from './clusterManifests.js';
 
 /** A file's last clean parse, and the hash of the bytes kept in the store. */

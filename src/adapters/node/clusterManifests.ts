@@ -15,7 +15,7 @@
 import { LineCounter, parseAllDocuments, type Document } from 'yaml';
 
 import type { CSIDriverInfo, PersistentVolumeClaim, Pod, SecretData, VolumeAttachmentInfo } from '../../api/core.js';
-import { errorMessage } from '../../host/fs.js';
+import { errorMessage } from '../../ports/fs.js';
 import type { PersistentVolume } from '../../api/core.js';
 import { isKnownKind, KIND_SCHEMAS, toCSIDriver, toPod, toPV, toSecretData, toVolumeAttachment } from './clusterSchemas.js';
 

@@ -6,7 +6,7 @@
  */
 import * as posix from 'node:path/posix';
 
-import { errorMessage, writeFileAtomic, type FileStat, type FileSystem } from '../../host/fs.js';
+import { errorMessage, writeFileAtomic, type FileStat, type FileSystem } from '../../ports/fs.js';
 import { formatFieldPath, isRecord, nodeStatusSchema } from './clusterManifests.js';
 import type { ClusterDirWatcher } from './clusterDirWatcher.js';
 

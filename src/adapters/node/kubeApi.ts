@@ -28,7 +28,7 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import * as path from 'node:path';
 
-import { errorMessage } from '../../host/fs.js';
+import { errorMessage } from '../../ports/fs.js';
 import { importExternal } from './importExternal.js';
 import { NodeFileSystem } from './nodeFs.js';
 

@@ -8,7 +8,7 @@
  * opens non-blocking and reads only regular files), and the read is bounded in time.
  */
 import { release } from 'node:os';
-import type { FileSystem } from '../../host/fs.js';
+import type { FileSystem } from '../../ports/fs.js';
 import type { MountInfoSource } from '../../mount/mountTable.js';
 import { NodeFileSystem } from './nodeFs.js';
 

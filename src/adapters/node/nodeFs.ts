@@ -5,13 +5,13 @@
  * Names that are not UTF-8 are neither dropped nor mangled: each byte that does not decode is
  * carried in the path string as the lone surrogate U+DC00+byte ("surrogateescape", as Python
  * does) and turned back into that byte when the path is handed to the kernel, so a directory
- * named with such bytes can be walked; escapeUndecodable (host/fs.ts) renders it as `\xNN` for
+ * named with such bytes can be walked; escapeUndecodable (ports/fs.ts) renders it as `\xNN` for
  * messages.
  */
 import { close, constants, fstat, fsync, open, promises as fsp, read, write, type Dirent, type Stats } from 'node:fs';
 import { promisify } from 'node:util';
-import type { DirEntry, FileStat, FileSystem, FileType, WriteFileOptions } from '../../host/fs.js';
-import { FsError } from '../../host/fs.js';
+import type { DirEntry, FileStat, FileSystem, FileType, WriteFileOptions } from '../../ports/fs.js';
+import { FsError } from '../../ports/fs.js';
 
 const UNDECODABLE = /[\uDC80-\uDCFF]/;
 const utf8 = new TextDecoder('utf-8', { fatal: true });

@@ -16,12 +16,12 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import * as posix from 'node:path/posix';
 
-import { FsError, errorCode, errorMessage, type FileStat, type FileSystem } from '../../host/fs.js';
-import { FreshSharedCall } from '../../host/concurrency.js';
-import { discardLogger, type Logger } from '../../host/logger.js';
+import { FsError, errorCode, errorMessage, type FileStat, type FileSystem } from '../../ports/fs.js';
+import { FreshSharedCall } from '../../ports/concurrency.js';
+import { discardLogger, type Logger } from '../../ports/logger.js';
 import { escapeMountPath } from '../../mount/mountInfo.js';
 import { readMountTableSnapshot, type MountTableSnapshot } from '../../mount/mountRefs.js';
-import type { Mounter } from '../../host/mounter.js';
+import type { Mounter } from '../../ports/mounter.js';
 import type { MountInfoSource } from '../../mount/mountTable.js';
 import { LIVE_MOUNTINFO, mountInfoFileSource } from './mountInfoFile.js';
 import { isMountRootByMountId, liveMountIdProbe, type MountIdProbe } from './mountId.js';

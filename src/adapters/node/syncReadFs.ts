@@ -13,8 +13,8 @@
  * construction, and this adapter makes a write impossible rather than merely absent.
  */
 import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, realpathSync, statSync } from 'node:fs';
-import type { DirEntry, FileStat, FileSystem } from '../../host/fs.js';
-import { FsError, overrideFileSystem } from '../../host/fs.js';
+import type { DirEntry, FileStat, FileSystem } from '../../ports/fs.js';
+import { FsError, overrideFileSystem } from '../../ports/fs.js';
 import { assertReadable, decodeFsName, direntType, fsPath, toStat, tooLarge } from './nodeFs.js';
 
 /** Runs a synchronous call and hands its result (or its error) back as a settled promise. */

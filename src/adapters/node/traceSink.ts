@@ -6,8 +6,8 @@
  * refused by name, never waited on.
  */
 import { closeSync, constants, fstatSync, openSync, readSync, writeSync } from 'node:fs';
-import type { TraceEvent } from '../../timeline/events.js';
-import { traceLine } from '../../timeline/traceFile.js';
+import type { TraceEvent } from '../../trace/events.js';
+import { traceLine } from '../../trace/traceFile.js';
 import { specialFileKind } from './nodeFs.js';
 
 /** How much of an existing trace file is read to find how the previous agent life ended. */

@@ -12,7 +12,7 @@
  */
 import { Gauge, type Registry } from 'prom-client';
 
-import type { OrphanPodMetrics } from '../../host/metrics.js';
+import type { OrphanPodMetrics } from '../../ports/metrics.js';
 
 export type { OrphanPodMetrics };
 

@@ -4,10 +4,10 @@
  * have failed continuously for over a minute. A nodevol metric, named in kubelet's style beside
  * volume_manager_total_volumes (plugin_name `kubernetes.io/csi:<driver>`, operation_name as in
  * storage_operation_duration_seconds); kubelet has no such gauge. ALPHA, like kubelet's own.
- * Written by the StuckOperationTracker (src/operationexecutor/stuckOperations.ts).
+ * Written by the StuckOperationTracker (src/kubelet/stuckOperations.ts).
  */
 import { Gauge, type Registry } from 'prom-client';
-import type { StuckOperationMetrics } from '../../host/metrics.js';
+import type { StuckOperationMetrics } from '../../ports/metrics.js';
 
 export const STUCK_OPERATIONS_METRIC = 'volume_manager_stuck_operations';
 

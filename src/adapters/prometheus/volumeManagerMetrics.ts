@@ -1,10 +1,10 @@
 /**
  * The VolumeManagerMetrics port over prom-client, under kubelet's names (see the table in
- * src/host/metrics.ts): what `nodevol agent` serves on /metrics.
+ * src/ports/metrics.ts): what `nodevol agent` serves on /metrics.
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
-import type { ReconstructionSource, StorageOperationStatus, VolumeCount, VolumeManagerMetrics, VolumeManagerState } from '../../host/metrics.js';
+import type { ReconstructionSource, StorageOperationStatus, VolumeCount, VolumeManagerMetrics, VolumeManagerState } from '../../ports/metrics.js';
 
 /** Bucket upper bounds, in seconds, of both histograms (kubelet's pkg/volume/util/metrics.go). */
 export const OPERATION_DURATION_BUCKETS_SECONDS: readonly number[] = [

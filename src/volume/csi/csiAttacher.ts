@@ -5,7 +5,7 @@
  */
 import * as path from 'node:path/posix';
 import { CSIUnstageCompletesBeforeRestage } from '../../features/features.js';
-import { errorMessage } from '../../host/fs.js';
+import { errorMessage } from '../../ports/fs.js';
 import type { DeviceMounter, DeviceUnmounter, MounterArgs } from '../plugins.js';
 import { specName, type Spec } from '../spec.js';
 import { isOperationFinishedError, TransientOperationFailure, UncertainProgressError } from '../util/errors.js';

@@ -5,8 +5,8 @@
  */
 import * as path from 'node:path/posix';
 import { CSIDurableBlockVolumePaths, CSIListGlobalVolumesWithoutStagingDir, CSIUnstageCompletesBeforeRestage } from '../../features/features.js';
-import type { CsiNodeClient } from '../../host/csi.js';
-import { errorMessage, isNotExist } from '../../host/fs.js';
+import type { CsiNodeClient } from '../../ports/csi.js';
+import { errorMessage, isNotExist } from '../../ports/fs.js';
 import { getAttachmentName } from '../../layout/names.js';
 import type { BlockVolumeMapper, BlockVolumeUnmapper, PodRef } from '../plugins.js';
 import { specName, type Spec } from '../spec.js';

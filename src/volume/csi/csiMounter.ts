@@ -29,7 +29,7 @@ import {
   uncertainIfDone,
 } from './csiUtil.js';
 import { saveVolumeData, volDataKey } from './volumeData.js';
-import { errorMessage } from '../../host/fs.js';
+import { errorMessage } from '../../ports/fs.js';
 import { isUncertainProgressError } from '../util/errors.js';
 
 export interface CsiMountTarget {

@@ -6,7 +6,7 @@
 import { joinName } from '../../layout/joinName.js';
 import * as path from 'node:path/posix';
 import { CSIGlobalMountReconstruction, CSIListGlobalVolumesWithoutStagingDir } from '../../features/features.js';
-import { errorMessage, isNotExist } from '../../host/fs.js';
+import { errorMessage, isNotExist } from '../../ports/fs.js';
 import { BLOCK_DATA_DIR_NAME, GLOBAL_MOUNT_DIR_NAME } from '../../layout/layout.js';
 import { CSI_PLUGIN_NAME, csiVolumeName, escapeQualifiedName, isSha256Hex, makeEphemeralVolumeHandle } from '../../layout/names.js';
 import { getMountRefs } from '../../mount/mountRefs.js';

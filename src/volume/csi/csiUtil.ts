@@ -5,8 +5,8 @@
  */
 import * as path from 'node:path/posix';
 import { CSIKeepUncertainMountOnFinalError } from '../../features/features.js';
-import { isFinalCsiError, type AccessMode, type CsiNodeClient, type VolumeCapability } from '../../host/csi.js';
-import { atomicTempPath, errorCode, errorMessage, isNotExist } from '../../host/fs.js';
+import { isFinalCsiError, type AccessMode, type CsiNodeClient, type VolumeCapability } from '../../ports/csi.js';
+import { atomicTempPath, errorCode, errorMessage, isNotExist } from '../../ports/fs.js';
 import type { PodRef } from '../plugins.js';
 import type { Spec, VolumeLifecycleMode } from '../spec.js';
 import { TransientOperationFailure, UncertainProgressError } from '../util/errors.js';

@@ -10,7 +10,7 @@
  * fallback declines rather than guessing.
  */
 import * as path from 'node:path/posix';
-import { errorMessage } from '../../host/fs.js';
+import { errorMessage } from '../../ports/fs.js';
 import { GLOBAL_MOUNT_DIR_NAME, POD_MOUNT_DIR_NAME } from '../../layout/layout.js';
 import { getReliableMountRefs } from '../../mount/mountRefs.js';
 import type { VolumeHost } from '../volumeHost.js';

@@ -10,7 +10,7 @@
  * A directory that cannot be described is skipped with a reason; it never hides the others.
  */
 import * as path from 'node:path/posix';
-import { errorCode, errorMessage, isNotExist, type DirEntry } from '../../host/fs.js';
+import { errorCode, errorMessage, isNotExist, type DirEntry } from '../../ports/fs.js';
 import {
   BLOCK_DATA_DIR_NAME,
   BLOCK_PUBLISH_DIR_NAME,

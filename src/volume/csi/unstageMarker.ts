@@ -9,8 +9,8 @@
  */
 import * as path from 'node:path/posix';
 
-import { errorMessage, isNotExist } from '../../host/fs.js';
-import type { CsiNodeClient } from '../../host/csi.js';
+import { errorMessage, isNotExist } from '../../ports/fs.js';
+import type { CsiNodeClient } from '../../ports/csi.js';
 import { TransientOperationFailure } from '../util/errors.js';
 import type { VolumeHost } from '../volumeHost.js';
 import { assertConfined, CsiPathError, csiLog, UNSTAGE_MARKER_FILE_NAME } from './csiUtil.js';

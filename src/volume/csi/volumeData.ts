@@ -13,7 +13,7 @@
  * FileSystem port.
  */
 import { posix } from 'node:path';
-import { atomicTempPath, errorCode, errorMessage, isNotExist, writeFileAtomic, type FileSystem } from '../../host/fs.js';
+import { atomicTempPath, errorCode, errorMessage, isNotExist, writeFileAtomic, type FileSystem } from '../../ports/fs.js';
 import { isInsideDir } from '../../layout/confinement.js';
 import { decodeVolumeData } from './volumeDataDecoder.js';
 import { encodeVolumeData } from './volumeDataEncoder.js';

@@ -2,7 +2,7 @@
  * What a vol_data.json decodes to, and the typed error every reader and writer of one throws.
  * Shared by the decoder (volumeDataDecoder.ts) and the file access (volumeData.ts).
  */
-import { isNotExist } from '../../host/fs.js';
+import { isNotExist } from '../../ports/fs.js';
 
 /**
  * The decoded content of a vol_data.json. Decoded records are frozen plain objects whose keys are

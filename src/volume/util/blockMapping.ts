@@ -5,7 +5,7 @@
  * fd lock only keeps a device from being detached while open).
  */
 import * as path from 'node:path/posix';
-import { errorMessage, isNotExist } from '../../host/fs.js';
+import { errorMessage, isNotExist } from '../../ports/fs.js';
 import { assertPathConfined } from './pathConfinement.js';
 import type { VolumeHost } from '../volumeHost.js';
 

@@ -6,7 +6,7 @@
  */
 import * as path from 'node:path/posix';
 
-import { errorMessage, escapeUndecodable, isNotExist } from '../../host/fs.js';
+import { errorMessage, escapeUndecodable, isNotExist } from '../../ports/fs.js';
 import type { VolumeHost } from '../volumeHost.js';
 
 export class CsiPathError extends Error {

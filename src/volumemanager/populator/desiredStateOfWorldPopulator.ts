@@ -6,11 +6,11 @@
  * When the cluster view cannot answer, the DSW keeps what it had and `hasAddedPods()` does not
  * become true: nothing is unmounted on the strength of an unanswered question.
  */
-import type { Clock } from '../../host/clock.js';
-import type { ClusterView } from '../../host/cluster.js';
+import type { Clock } from '../../ports/clock.js';
+import type { ClusterView } from '../../ports/cluster.js';
 import type { Pod, PodVolumeSource } from '../../api/core.js';
-import { errorMessage } from '../../host/fs.js';
-import type { Logger } from '../../host/logger.js';
+import { errorMessage } from '../../ports/fs.js';
+import type { Logger } from '../../ports/logger.js';
 import { getUniqueVolumeName, getUniqueVolumeNameWithPod, type UniquePodName } from '../../layout/names.js';
 import type { VolumePluginMgr } from '../../volume/plugins.js';
 import { specName, type Spec } from '../../volume/spec.js';

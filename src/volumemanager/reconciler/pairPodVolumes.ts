@@ -23,13 +23,13 @@
  * is removed as TearDown removes any.
  */
 import * as path from 'node:path/posix';
-import type { ClusterView } from '../../host/cluster.js';
+import type { ClusterView } from '../../ports/cluster.js';
 import type { Pod } from '../../api/core.js';
-import { errorMessage, isNotExist, type DirEntry, type FileSystem } from '../../host/fs.js';
-import type { Logger } from '../../host/logger.js';
+import { errorMessage, isNotExist, type DirEntry, type FileSystem } from '../../ports/fs.js';
+import type { Logger } from '../../ports/logger.js';
 import { POD_MOUNT_DIR_NAME, type KubeletLayout } from '../../layout/layout.js';
 import { CSI_PLUGIN_NAME, escapeQualifiedName, type UniquePodName, type UniqueVolumeName } from '../../layout/names.js';
-import type { Mounter } from '../../host/mounter.js';
+import type { Mounter } from '../../ports/mounter.js';
 import type { PersistentVolumeMode } from '../../api/core.js';
 import type { Spec } from '../../volume/spec.js';
 import type { PodVolume } from './podVolumes.js';

@@ -4,14 +4,14 @@
  * and volumeDevices/ (Block), every child - file, directory or symlink - is a candidate; nothing
  * checks that a mount exists.
  */
-import { errorMessage, type DirEntry, type FileSystem, type FileType } from '../../host/fs.js';
-import type { Logger } from '../../host/logger.js';
+import { errorMessage, type DirEntry, type FileSystem, type FileType } from '../../ports/fs.js';
+import type { Logger } from '../../ports/logger.js';
 import { VOLUME_DEVICES_DIR_NAME, VOLUMES_DIR_NAME, type KubeletLayout } from '../../layout/layout.js';
 import { joinName } from '../../layout/joinName.js';
 import { unescapeQualifiedName, type UniquePodName } from '../../layout/names.js';
 import type { PersistentVolumeMode } from '../../api/core.js';
 import { rootEscapeReason } from '../../layout/confinement.js';
-import { mapConcurrently } from '../../host/concurrency.js';
+import { mapConcurrently } from '../../ports/concurrency.js';
 
 /**
  * How many reconstruction reads run at once (libuv's thread pool has four threads by default).

@@ -5,8 +5,8 @@
  * reconstructed volumes from the node status. The loop that calls reconcileOnce() lives in the
  * runtime (agent) or in the simulator, never here.
  */
-import type { Clock } from '../../host/clock.js';
-import type { Logger } from '../../host/logger.js';
+import type { Clock } from '../../ports/clock.js';
+import type { Logger } from '../../ports/logger.js';
 import type { UniqueVolumeName } from '../../layout/names.js';
 import { isExpectedError } from '../../operationexecutor/nestedPendingOperations.js';
 import type { OperationExecutor } from '../../operationexecutor/operationExecutor.js';

@@ -15,15 +15,15 @@ import {
   CSIUnpublishBeforeUnstageAfterReconstruction,
   type FeatureGate,
 } from '../../features/features.js';
-import { mapConcurrently } from '../../host/concurrency.js';
-import type { Clock } from '../../host/clock.js';
-import type { ClusterView } from '../../host/cluster.js';
-import { isNotExist, type FileSystem } from '../../host/fs.js';
-import type { Logger } from '../../host/logger.js';
+import { mapConcurrently } from '../../ports/concurrency.js';
+import type { Clock } from '../../ports/clock.js';
+import type { ClusterView } from '../../ports/cluster.js';
+import { isNotExist, type FileSystem } from '../../ports/fs.js';
+import type { Logger } from '../../ports/logger.js';
 import type { KubeletLayout } from '../../layout/layout.js';
-import type { Mounter } from '../../host/mounter.js';
+import type { Mounter } from '../../ports/mounter.js';
 import { getUniqueVolumeName, type UniquePodName, type UniqueVolumeName } from '../../layout/names.js';
-import type { VolumeManagerMetrics } from '../../host/metrics.js';
+import type { VolumeManagerMetrics } from '../../ports/metrics.js';
 import type { OperationExecutor } from '../../operationexecutor/operationExecutor.js';
 import { BACKOFF_INITIAL_MS, BACKOFF_MAX_MS, isAlreadyExists, isBackoff, isExpectedError } from '../../operationexecutor/nestedPendingOperations.js';
 import { isBlockVolumePlugin, type GlobalVolume, type GlobalVolumeListerPlugin, type VolumePluginMgr } from '../../volume/plugins.js';

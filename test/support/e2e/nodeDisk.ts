@@ -25,7 +25,7 @@ import { stringify } from 'yaml';
 
 import { derivedPodUID, MANIFESTS_DIR_NAME, NODE_STATUS_FILE_NAME } from '../../../src/adapters/node/clusterDir.js';
 import { NodeFileSystem } from '../../../src/adapters/node/nodeFs.js';
-import { writeFileAtomic } from '../../../src/host/fs.js';
+import { writeFileAtomic } from '../../../src/ports/fs.js';
 import { KubeletLayout } from '../../../src/layout/layout.js';
 import { CSI_PLUGIN_NAME, csiVolumeName, getUniqueVolumeName, getUniqueVolumeNameWithPod } from '../../../src/layout/names.js';
 import { escapeMountPath, parseMountInfo } from '../../../src/mount/mountInfo.js';

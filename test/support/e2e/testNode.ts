@@ -13,9 +13,9 @@
 import { existsSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 
-import { GrpcCsiClient } from '../../../src/csi/grpc/client.js';
-import type { VolumeCapability } from '../../../src/host/csi.js';
-import { readMockState, type MockVolumeRecord } from '../../../src/csi/mock/state.js';
+import { GrpcCsiClient } from '../../../src/adapters/grpc/client.js';
+import type { VolumeCapability } from '../../../src/ports/csi.js';
+import { readMockState, type MockVolumeRecord } from '../../../src/mockdriver/state.js';
 import { NodeFileSystem } from '../../../src/adapters/node/nodeFs.js';
 import { escapeMountPath, type MountInfoEntry } from '../../../src/mount/mountInfo.js';
 import { NodeDisk, type JournalEntry, type PersistentVolumeOptions, type WrittenPersistentVolume } from './nodeDisk.js';

@@ -7,7 +7,7 @@ import * as path from 'node:path';
 
 import { MemFs } from '../../../src/adapters/memory/memFs.js';
 import { NodeFileSystem } from '../../../src/adapters/node/nodeFs.js';
-import { FsError, type FileSystem } from '../../../src/host/fs.js';
+import { FsError, type FileSystem } from '../../../src/ports/fs.js';
 import { removeMountDir } from '../../../src/volume/csi/csiUtil.js';
 import { FaultyFs } from '../../support/faultyFs.js';
 import { volumeHost } from '../../support/hosts.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
 import { MemFs } from '../../../src/adapters/memory/memFs.js';
-import { FsError } from '../../../src/host/fs.js';
+import { FsError } from '../../../src/ports/fs.js';
 
 const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
 const dec = (b: Uint8Array): string => new TextDecoder().decode(b);

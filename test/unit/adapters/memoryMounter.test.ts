@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 
 import { MemFs } from '../../../src/adapters/memory/memFs.js';
 import { MemoryMounter } from '../../../src/adapters/memory/memoryMounter.js';
-import { FsError } from '../../../src/host/fs.js';
+import { FsError } from '../../../src/ports/fs.js';
 import { getMountRefs } from '../../../src/mount/mountRefs.js';
 
 const K = '/var/lib/kubelet';

@@ -14,7 +14,7 @@ import {
   type CommandResult,
   type CommandRunner,
 } from '../../../src/adapters/node/nodeMounter.js';
-import { FsError } from '../../../src/host/fs.js';
+import { FsError } from '../../../src/ports/fs.js';
 import { isMountRootByMountId, liveMountIdProbe, parseMountId, type MountIdProbe } from '../../../src/adapters/node/mountId.js';
 import type { MountInfoSource } from '../../../src/mount/mountTable.js';
 import { withTimeout } from '../../support/e2e/waitFor.js';

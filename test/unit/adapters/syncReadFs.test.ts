@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { NodeFileSystem } from '../../../src/adapters/node/nodeFs.js';
 import { SyncReadFileSystem, withSyncStat } from '../../../src/adapters/node/syncReadFs.js';
-import { errorCode, type FileSystem } from '../../../src/host/fs.js';
+import { errorCode, type FileSystem } from '../../../src/ports/fs.js';
 
 let dir = '';
 const sync = new SyncReadFileSystem();

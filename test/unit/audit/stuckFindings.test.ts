@@ -12,7 +12,7 @@ import { runAudit } from '../../../src/audit/audit.js';
 import { exitCodeFor } from '../../../src/audit/report.js';
 import { readStuckOperations } from '../../../src/audit/stuckFindings.js';
 import { renderJson, renderProm, renderSummary, renderTable } from '../../../src/cli/auditOutput.js';
-import { stuckOperationsPath, type StuckOperation, type StuckOperationsFile } from '../../../src/operationexecutor/stuckOperations.js';
+import { stuckOperationsPath, type StuckOperation, type StuckOperationsFile } from '../../../src/kubelet/stuckOperationsFile.js';
 import { NODEVOL_BIN } from '../../support/cliProcess.js';
 import { list, node } from '../../support/clusterObjects.js';
 import { auditInput } from '../../support/hosts.js';

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
 import { CsiFaultBook, csiFaultSchema, describeCsiFault, formatFaultDuration, parseFaultDuration, writtenFault, type CsiFault } from '../../../src/csi/faults.js';
-import { GrpcStatus } from '../../../src/host/csi.js';
+import { GrpcStatus } from '../../../src/ports/csi.js';
 
 const issues = (v: unknown): string[] => {
   const r = csiFaultSchema.safeParse(v);

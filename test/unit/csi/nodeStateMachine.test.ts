@@ -10,8 +10,8 @@ import {
   decideUnpublish,
   decideUnstage,
 } from '../../../src/csi/nodeStateMachine.js';
-import { CsiCallError, GrpcStatus } from '../../../src/host/csi.js';
-import { FakeCsiDriver } from '../../../src/csi/fake/fakeCsiDriver.js';
+import { CsiCallError, GrpcStatus } from '../../../src/ports/csi.js';
+import { FakeCsiDriver } from '../../../src/adapters/memory/fakeCsiDriver.js';
 import { MemFs } from '../../../src/adapters/memory/memFs.js';
 import { MemoryMounter } from '../../../src/adapters/memory/memoryMounter.js';
 import { FakeClock } from '../../support/fakeClock.js';

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { observedRegistry, redactCsiRequest, STRIPPED, type ObservedCsiCall } from '../../../src/csi/instrumented.js';
-import type { CsiNodeClient, NodePublishVolumeRequest } from '../../../src/host/csi.js';
+import type { CsiNodeClient, NodePublishVolumeRequest } from '../../../src/ports/csi.js';
 import { FakeClock } from '../../support/fakeClock.js';
 
 const REQUEST: NodePublishVolumeRequest = {

@@ -20,7 +20,7 @@ const TEXT = /\.(ts|js|cjs|mjs|json|ya?ml|sh|md|txt)$|^[^.]+$/;
  * Not scanned: the generated CSI wire types (upstream's csi.proto comments) and the checker's own
  * definition of what a citation looks like.
  */
-const EXCLUDED = new Set(['src/csi/grpc/generated', 'test/support/docs.ts']);
+const EXCLUDED = new Set(['src/adapters/grpc/generated', 'test/support/docs.ts']);
 
 function scannedFiles(): string[] {
   const files: string[] = [...SCANNED_FILES];

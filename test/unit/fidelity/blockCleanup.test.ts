@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { GrpcStatus } from '../../../src/host/csi.js';
+import { GrpcStatus } from '../../../src/ports/csi.js';
 import { cleanupOrphanDeviceFiles } from '../../../src/volume/csi/csiBlock.js';
 import { InMemoryNode, ROOT } from '../../support/inMemoryNode.js';
 

@@ -3,7 +3,7 @@
 // NodePublishVolume). Each test reads the requests the driver got through the volume manager.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { NodeCapability, NodePublishVolumeRequest, NodeStageVolumeRequest } from '../../../src/host/csi.js';
+import type { NodeCapability, NodePublishVolumeRequest, NodeStageVolumeRequest } from '../../../src/ports/csi.js';
 import type { Pod } from '../../../src/api/core.js';
 import { InMemoryNode, NODE } from '../../support/inMemoryNode.js';
 

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import * as path from 'node:path/posix';
 import { describe, it } from 'node:test';
-import { CsiCallError, GrpcStatus, isFinalCsiError, type CsiNodeClient } from '../../../src/host/csi.js';
+import { CsiCallError, GrpcStatus, isFinalCsiError, type CsiNodeClient } from '../../../src/ports/csi.js';
 import { gates } from '../../support/hosts.js';
 import { DRIVER, InMemoryNode, NODE, ROOT } from '../../support/inMemoryNode.js';
 import { CsiPlugin } from '../../../src/volume/csi/csiPlugin.js';

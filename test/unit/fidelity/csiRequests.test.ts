@@ -3,7 +3,7 @@
 // NodePublishVolume and the access mode mappers). Each test reads the requests the driver got.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { GrpcStatus, type NodeCapability, type NodePublishVolumeRequest, type NodeStageVolumeRequest } from '../../../src/host/csi.js';
+import { GrpcStatus, type NodeCapability, type NodePublishVolumeRequest, type NodeStageVolumeRequest } from '../../../src/ports/csi.js';
 import type { Pod } from '../../../src/api/core.js';
 import { gates } from '../../support/hosts.js';
 import { DRIVER, InMemoryNode, NODE, ROOT } from '../../support/inMemoryNode.js';

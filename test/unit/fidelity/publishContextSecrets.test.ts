@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { CSIPersistentVolumeSource, Pod } from '../../../src/api/core.js';
-import type { NodeCapability, NodePublishVolumeRequest, NodeStageVolumeRequest } from '../../../src/host/csi.js';
+import type { NodeCapability, NodePublishVolumeRequest, NodeStageVolumeRequest } from '../../../src/ports/csi.js';
 import { getAttachmentName } from '../../../src/layout/names.js';
 import { DRIVER, InMemoryNode, NODE } from '../../support/inMemoryNode.js';
 import type { Spec } from '../../../src/volume/spec.js';

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { CSIDriverInfo, Pod } from '../../../src/api/core.js';
-import type { NodePublishVolumeRequest } from '../../../src/host/csi.js';
+import type { NodePublishVolumeRequest } from '../../../src/ports/csi.js';
 import { DRIVER, InMemoryNode, NODE } from '../../support/inMemoryNode.js';
 
 const TOKENS_KEY = 'csi.storage.k8s.io/serviceAccount.tokens';

@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import { register, Registry } from 'prom-client';
 
 import { createVolumeManagerMetrics, METRIC_NAMES, OPERATION_DURATION_BUCKETS_SECONDS } from '../../../src/adapters/prometheus/volumeManagerMetrics.js';
-import { noopVolumeManagerMetrics, type VolumeManagerMetrics } from '../../../src/host/metrics.js';
+import { noopVolumeManagerMetrics, type VolumeManagerMetrics } from '../../../src/ports/metrics.js';
 import { RecordingMetrics } from '../../../src/adapters/memory/recordingMetrics.js';
 
 const BUCKET_LE = ['0.1', '0.25', '0.5', '1', '2.5', '5', '10', '15', '25', '50', '120', '300', '600', '+Inf'];

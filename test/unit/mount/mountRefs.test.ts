@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { FsError } from '../../../src/host/fs.js';
+import { FsError } from '../../../src/ports/fs.js';
 import { MountInfoParseError } from '../../../src/mount/mountInfo.js';
 import {
   getMountRefs,

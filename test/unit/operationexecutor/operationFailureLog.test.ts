@@ -2,7 +2,7 @@
 // key, "No retries permitted until <time> (durationBeforeRetry <d>)" and the error with its gRPC code.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { GrpcStatus } from '../../../src/host/csi.js';
+import { GrpcStatus } from '../../../src/ports/csi.js';
 import { createNestedPendingOperations } from '../../../src/operationexecutor/nestedPendingOperations.js';
 import { goDuration, goTime, grpcCodeOf, noRetriesPermittedMsg } from '../../../src/operationexecutor/operationLog.js';
 import { FakeClock } from '../../support/fakeClock.js';

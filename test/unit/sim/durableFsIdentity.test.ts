@@ -10,7 +10,8 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import { FeatureGate } from '../../../src/features/features.js';
 import { DurableFs } from '../../../src/sim/durableFs.js';
 import { loadBuiltinScenario } from '../../../src/sim/scenario.js';
-import { SIM_ROOT, simulate } from '../../../src/sim/simulation.js';
+import { simulate } from '../../../src/sim/simulation.js';
+import { SIM_ROOT } from '../../../src/sim/world.js';
 
 const NOBODY = 65534;
 

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
 import { DurableFs } from '../../../src/sim/durableFs.js';
-import { SIM_ROOT } from '../../../src/sim/simulation.js';
+import { SIM_ROOT } from '../../../src/sim/world.js';
 
 const DIR = `${SIM_ROOT}/plugins/kubernetes.io/csi/d/h/globalmount`;
 

@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 
 import { generateScenario, SIZES, WORKLOAD_SIZES } from '../../../src/sim/generate.js';
 import { parseScenario, scenarioYaml, type Scenario } from '../../../src/sim/scenario.js';
-import { mockVolumeId } from '../../../src/csi/mock/volumeId.js';
+import { mockVolumeId } from '../../../src/mockdriver/volumeId.js';
 
 const SEEDS = Array.from({ length: 300 }, (_, i) => i + 1);
 const all = (size: 'small' | 'medium' | 'large' = 'medium'): Scenario[] => SEEDS.map((s) => generateScenario(s, size));

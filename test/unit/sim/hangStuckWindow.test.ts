@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FeatureGate } from '../../../src/features/features.js';
 import { loadBuiltinScenario } from '../../../src/sim/scenario.js';
-import { CSI_CLIENT_TIMEOUT_MS, STUCK_WINDOW_MS, simulate, type SimResult } from '../../../src/sim/simulation.js';
+import { CSI_CLIENT_TIMEOUT_MS } from '../../../src/sim/fencedPorts.js';
+import { STUCK_WINDOW_MS, simulate, type SimResult } from '../../../src/sim/simulation.js';
 
 const everyGate = (): FeatureGate => FeatureGate.parse(['AllAlpha=true']).gate;
 

@@ -75,7 +75,7 @@ describe('shrinking a counterexample to a minimal scenario', () => {
     const found = await explore({ scenario, gates: gateOff, crash: 'restart', depth: 1, faults: false, seed: 1, runs: 1, shrink: false, replayCommand: () => '' });
     const v = found.violations.find((x) => x.invariant === 'in-use-reported');
     assert.ok(v !== undefined && v.plan !== '', JSON.stringify(found.violations.map((x) => [x.invariant, x.plan])));
-    const { parsePlan } = await import('../../../src/sim/simulation.js');
+    const { parsePlan } = await import('../../../src/sim/plan.js');
     const r = await shrinkCase({ scenario, gates: gateOff, seed: 1, plan: parsePlan(v.plan), invariant: 'in-use-reported' });
     assert.equal(r.plan.length, 1, 'the crash is kept: without it nothing breaks');
     // One staged volume and the one pod deleted are enough (which of the two deleted pods' volumes is kept is the search's choice).

@@ -8,7 +8,9 @@ import { DurableFs, JOURNAL_COMMIT_INTERVAL_MS } from '../../../src/sim/durableF
 import { nodevolGates } from '../../../src/sim/gateProofs.js';
 import { removalHits } from '../../../src/sim/invariants.js';
 import { builtinScenarioNames, loadBuiltinScenario, parseScenario } from '../../../src/sim/scenario.js';
-import { CSI_CLIENT_TIMEOUT_MS, formatPlan, parsePlan, simulate, type Perturbation, type SimResult } from '../../../src/sim/simulation.js';
+import { CSI_CLIENT_TIMEOUT_MS } from '../../../src/sim/fencedPorts.js';
+import { formatPlan, parsePlan, type Perturbation } from '../../../src/sim/plan.js';
+import { simulate, type SimResult } from '../../../src/sim/simulation.js';
 
 const gates = (on: boolean): FeatureGate => FeatureGate.of({ CSIGlobalMountReconstruction: on });
 /** KEP-6058's gate and the given nodevol gates on. */

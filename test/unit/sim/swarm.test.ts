@@ -5,7 +5,8 @@ import { describe, it } from 'node:test';
 
 import { FeatureGate } from '../../../src/features/features.js';
 import { parseScenario } from '../../../src/sim/scenario.js';
-import { parsePlan, simulate } from '../../../src/sim/simulation.js';
+import { parsePlan } from '../../../src/sim/plan.js';
+import { simulate } from '../../../src/sim/simulation.js';
 import { swarm, type SwarmOptions, type SwarmReport } from '../../../src/sim/swarm.js';
 
 const KEP_ONLY = { CSIGlobalMountReconstruction: true };

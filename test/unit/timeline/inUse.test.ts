@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { StatusEvent, TraceEvent } from '../../../src/timeline/events.js';
+import type { StatusEvent, TraceEvent } from '../../../src/trace/events.js';
 import { analyzeInUse } from '../../../src/timeline/inUse.js';
 import { storyOneRuns } from '../../support/timelineFixture.js';
 

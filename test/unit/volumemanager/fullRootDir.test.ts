@@ -15,7 +15,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FeatureGate } from '../../../src/features/features.js';
-import { FsError, type FileSystem } from '../../../src/host/fs.js';
+import { FsError, type FileSystem } from '../../../src/ports/fs.js';
 import { sha256Hex, type UniqueVolumeName } from '../../../src/layout/names.js';
 import { DRIVER, InMemoryNode, ROOT } from '../../support/inMemoryNode.js';
 

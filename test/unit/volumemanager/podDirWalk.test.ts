@@ -4,10 +4,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { MemFs } from '../../../src/adapters/memory/memFs.js';
-import type { DirEntry, FileSystem } from '../../../src/host/fs.js';
-import { discardLogger } from '../../../src/host/logger.js';
+import type { DirEntry, FileSystem } from '../../../src/ports/fs.js';
+import { discardLogger } from '../../../src/ports/logger.js';
 import { KubeletLayout } from '../../../src/layout/layout.js';
-import { mapConcurrently } from '../../../src/host/concurrency.js';
+import { mapConcurrently } from '../../../src/ports/concurrency.js';
 import { getVolumesFromPodDir } from '../../../src/volumemanager/reconciler/podVolumes.js';
 
 const ROOT = '/var/lib/kubelet';

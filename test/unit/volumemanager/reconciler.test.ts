@@ -8,7 +8,7 @@
 // node; time moves only through the FakeClock (node.step).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { GrpcStatus } from '../../../src/host/csi.js';
+import { GrpcStatus } from '../../../src/ports/csi.js';
 import { sha256Hex, type UniquePodName, type UniqueVolumeName } from '../../../src/layout/names.js';
 import { DRIVER, InMemoryNode, ROOT } from '../../support/inMemoryNode.js';
 

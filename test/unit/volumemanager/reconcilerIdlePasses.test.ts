@@ -4,7 +4,7 @@
 // the guard. Time moves only through the FakeClock; a pass is observed by the DSW reads it makes.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { GrpcStatus } from '../../../src/host/csi.js';
+import { GrpcStatus } from '../../../src/ports/csi.js';
 import type { UniqueVolumeName } from '../../../src/layout/names.js';
 import { IDLE_PASS_MAX_SKIP_MS } from '../../../src/volumemanager/reconciler/reconciler.js';
 import { InMemoryNode } from '../../support/inMemoryNode.js';

@@ -8,8 +8,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { instrumentedRegistry } from '../../../src/csi/instrumented.js';
-import { GrpcStatus, type CsiMethod } from '../../../src/host/csi.js';
-import type { FileSystem } from '../../../src/host/fs.js';
+import { GrpcStatus, type CsiMethod } from '../../../src/ports/csi.js';
+import type { FileSystem } from '../../../src/ports/fs.js';
 import { makeEphemeralVolumeHandle, sha256Hex, type UniquePodName, type UniqueVolumeName } from '../../../src/layout/names.js';
 import { FaultyFs } from '../../support/faultyFs.js';
 import { gates } from '../../support/hosts.js';

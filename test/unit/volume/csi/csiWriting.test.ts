@@ -8,8 +8,8 @@ import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { MemFs } from '../../../../src/adapters/memory/memFs.js';
 import { MemoryMounter } from '../../../../src/adapters/memory/memoryMounter.js';
-import { FakeCsiDriver } from '../../../../src/csi/fake/fakeCsiDriver.js';
-import { FsError } from '../../../../src/host/fs.js';
+import { FakeCsiDriver } from '../../../../src/adapters/memory/fakeCsiDriver.js';
+import { FsError } from '../../../../src/ports/fs.js';
 import {
   GrpcStatus,
   type CsiNodeClient,
@@ -18,7 +18,7 @@ import {
   type NodeStageVolumeRequest,
   type NodeUnpublishVolumeRequest,
   type NodeUnstageVolumeRequest,
-} from '../../../../src/host/csi.js';
+} from '../../../../src/ports/csi.js';
 import { KubeletLayout } from '../../../../src/layout/layout.js';
 import { CsiAttacher } from '../../../../src/volume/csi/csiAttacher.js';
 import { CsiPlugin } from '../../../../src/volume/csi/csiPlugin.js';

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { posix } from 'node:path';
-import { FsError, type DirEntry, type FileStat, type FileSystem, type WriteFileOptions } from '../../../../src/host/fs.js';
+import { FsError, type DirEntry, type FileStat, type FileSystem, type WriteFileOptions } from '../../../../src/ports/fs.js';
 import {
   MAX_VOL_DATA_BYTES,
   VOL_DATA_FILE_NAME,

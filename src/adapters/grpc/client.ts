@@ -1,0 +1,422 @@
+/**
+ * The CSI client kubelet's csi plugin holds for each registered driver, over gRPC on the
+ * driver's unix socket: the engine's {@link CsiNodeClient} port, plus the Identity and
+ * Controller RPCs that tests and the CLI use.
+ *
+ * - One channel per client (all three services share it), plaintext, created lazily by grpc-js
+ *   on the first call. Calls do not wait for the socket to appear: with no server a call fails
+ *   at once with UNAVAILABLE (kubelet retries later, as it does for any uncertain error).
+ * - Every call carries a deadline: by default 2 minutes, kubelet's csiTimeout. A call that runs
+ *   past it fails with DEADLINE_EXCEEDED, which {@link isFinalCsiError} treats as uncertain.
+ * - Every failure is a {@link CsiCallError}: the gRPC status code and details of a call that
+ *   reached the transport; `code` undefined for one that was refused locally (a request that
+ *   cannot be encoded, a closed client).
+ */
+import * as grpc from '@grpc/grpc-js';
+
+import {
+  CsiCallError,
+  GrpcStatus,
+  type CsiDriverRegistry,
+  type CsiNodeClient,
+  type CsiRpcMethod,
+  type NodeCapability,
+  type NodePublishVolumeRequest,
+  type NodeStageVolumeRequest,
+  type NodeUnpublishVolumeRequest,
+  type NodeUnstageVolumeRequest,
+  type VolumeCapability,
+} from '../../ports/csi.js';
+import {
+  nodeCapabilitiesFromWire,
+  toWireNodePublishRequest,
+  toWireNodeStageRequest,
+  toWireNodeUnpublishRequest,
+  toWireNodeUnstageRequest,
+  toWireVolumeCapability,
+  wireBool,
+  wireMap,
+  wireString,
+} from './convert.js';
+import { FreshSharedCall } from '../../ports/concurrency.js';
+import { normalizeEndpoint, unixSocketPath } from './endpoint.js';
+import { csiServices, type UnaryMethod } from './loader.js';
+import type * as wire from './messages.js';
+import type { ControllerRpcs, IdentityRpcs, MessageInit, NodeRpcs } from './messages.js';
+
+/** kubelet's csiTimeout. */
+export const DEFAULT_CSI_TIMEOUT_MS = 2 * 60 * 1000;
+
+export interface GrpcCsiClientOptions {
+  /** Deadline of each Node call, in ms. Default {@link DEFAULT_CSI_TIMEOUT_MS}. */
+  readonly timeoutMs?: number;
+  /** Deadline of each Identity call. Default: timeoutMs. */
+  readonly identityTimeoutMs?: number;
+  /** Deadline of each Controller call. Default: timeoutMs. */
+  readonly controllerTimeoutMs?: number;
+  /** Extra grpc-js channel options (e.g. reconnect backoff). */
+  readonly channelOptions?: grpc.ChannelOptions;
+}
+
+export interface CsiIdentityClient {
+  getPluginInfo(): Promise<wire.GetPluginInfoResponse>;
+  getPluginCapabilities(): Promise<wire.GetPluginCapabilitiesResponse>;
+  /** The raw answer; see {@link probeReady}. */
+  probe(): Promise<wire.ProbeResponse>;
+}
+
+export interface CreateVolumeParams {
+  readonly name: string;
+  readonly volumeCapabilities: readonly VolumeCapability[];
+  readonly capacityRange?: MessageInit<wire.CapacityRange>;
+  readonly parameters?: wire.WireStringMap;
+  readonly secrets?: wire.WireStringMap;
+  readonly volumeContentSource?: MessageInit<wire.VolumeContentSource>;
+  readonly accessibilityRequirements?: MessageInit<wire.TopologyRequirement>;
+}
+
+export interface DeleteVolumeParams {
+  readonly volumeId: string;
+  readonly secrets?: wire.WireStringMap;
+}
+
+export interface ControllerPublishVolumeParams {
+  readonly volumeId: string;
+  readonly nodeId: string;
+  readonly volumeCapability: VolumeCapability;
+  readonly readonly: boolean;
+  readonly secrets?: wire.WireStringMap;
+  readonly volumeContext?: wire.WireStringMap;
+}
+
+export interface ControllerUnpublishVolumeParams {
+  readonly volumeId: string;
+  /** '' (the default): unpublish from every node. */
+  readonly nodeId?: string;
+  readonly secrets?: wire.WireStringMap;
+}
+
+export interface CsiControllerClient {
+  createVolume(params: CreateVolumeParams): Promise<wire.CreateVolumeResponse>;
+  deleteVolume(params: DeleteVolumeParams): Promise<void>;
+  controllerPublishVolume(params: ControllerPublishVolumeParams): Promise<wire.ControllerPublishVolumeResponse>;
+  controllerUnpublishVolume(params: ControllerUnpublishVolumeParams): Promise<void>;
+  /** The RPC capabilities the controller reported (types this proto does not know are dropped). */
+  controllerGetCapabilities(): Promise<readonly wire.ControllerCapabilityName[]>;
+}
+
+/** Probe's answer as the spec reads it: an unset `ready` means ready. */
+export function probeReady(res: wire.ProbeResponse): boolean {
+  return res.ready?.value ?? true;
+}
+
+interface ServiceErrorLike {
+  readonly code: number;
+  readonly details: string;
+}
+
+function isServiceError(err: unknown): err is ServiceErrorLike {
+  return (
+    typeof err === 'object' &&
+    err !== null &&
+    typeof (err as { code?: unknown }).code === 'number' &&
+    typeof (err as { details?: unknown }).details === 'string'
+  );
+}
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function checkTimeout(name: string, ms: number): number {
+  if (!Number.isFinite(ms) || ms <= 0) throw new RangeError(`${name} must be a positive number of milliseconds, got ${ms}`);
+  return ms;
+}
+
+const CONTROLLER_CAPABILITIES: ReadonlySet<string> = new Set<wire.ControllerCapabilityName>([
+  'UNKNOWN',
+  'CREATE_DELETE_VOLUME',
+  'PUBLISH_UNPUBLISH_VOLUME',
+  'LIST_VOLUMES',
+  'GET_CAPACITY',
+  'CREATE_DELETE_SNAPSHOT',
+  'LIST_SNAPSHOTS',
+  'CLONE_VOLUME',
+  'PUBLISH_READONLY',
+  'EXPAND_VOLUME',
+  'LIST_VOLUMES_PUBLISHED_NODES',
+  'VOLUME_CONDITION',
+  'GET_VOLUME',
+  'SINGLE_NODE_MULTI_WRITER',
+]);
+
+function isControllerCapability(v: unknown): v is wire.ControllerCapabilityName {
+  return typeof v === 'string' && CONTROLLER_CAPABILITIES.has(v);
+}
+
+export class GrpcCsiClient implements CsiNodeClient {
+  /** unix:///abs/path.sock, normalized. */
+  readonly endpoint: string;
+  readonly identity: CsiIdentityClient;
+  readonly controller: CsiControllerClient;
+  readonly #client: grpc.Client;
+  readonly #nodeTimeoutMs: number;
+  readonly #identityTimeoutMs: number;
+  readonly #controllerTimeoutMs: number;
+  #closed = false;
+  /** NodeGetCapabilities calls, shared by concurrent callers (each answered by a call sent after it asked). */
+  readonly #capabilitiesCalls = new FreshSharedCall(() =>
+    this.#unary('NodeGetCapabilities', csiServices().node.methods.NodeGetCapabilities, {}, this.#nodeTimeoutMs).then((res) =>
+      Object.freeze(nodeCapabilitiesFromWire(res)),
+    ),
+  );
+
+  /** Throws {@link InvalidCsiEndpointError} unless `endpoint` is unix:///absolute/path. */
+  constructor(endpoint: string, options: GrpcCsiClientOptions = {}) {
+    unixSocketPath(endpoint);
+    this.endpoint = normalizeEndpoint(endpoint);
+    this.#nodeTimeoutMs = checkTimeout('timeoutMs', options.timeoutMs ?? DEFAULT_CSI_TIMEOUT_MS);
+    this.#identityTimeoutMs = checkTimeout('identityTimeoutMs', options.identityTimeoutMs ?? this.#nodeTimeoutMs);
+    this.#controllerTimeoutMs = checkTimeout('controllerTimeoutMs', options.controllerTimeoutMs ?? this.#nodeTimeoutMs);
+    this.#client = new grpc.Client(this.endpoint, grpc.credentials.createInsecure(), { ...options.channelOptions });
+
+    const { identity, controller } = csiServices();
+    const idT = this.#identityTimeoutMs;
+    const ctlT = this.#controllerTimeoutMs;
+    this.identity = {
+      getPluginInfo: () => this.#unary('GetPluginInfo', identity.methods.GetPluginInfo, {}, idT),
+      getPluginCapabilities: () => this.#unary('GetPluginCapabilities', identity.methods.GetPluginCapabilities, {}, idT),
+      probe: () => this.#unary('Probe', identity.methods.Probe, {}, idT),
+    };
+    const m = controller.methods;
+    this.controller = {
+      createVolume: (p) =>
+        this.#unary(
+          'CreateVolume',
+          m.CreateVolume,
+          () => ({
+            name: wireString(p.name),
+            volumeCapabilities: p.volumeCapabilities.map(toWireVolumeCapability),
+            capacityRange: p.capacityRange ?? null,
+            parameters: wireMap(p.parameters),
+            secrets: wireMap(p.secrets),
+            volumeContentSource: p.volumeContentSource ?? null,
+            accessibilityRequirements: p.accessibilityRequirements ?? null,
+          }),
+          ctlT,
+        ),
+      deleteVolume: async (p) => {
+        await this.#unary('DeleteVolume', m.DeleteVolume, { volumeId: wireString(p.volumeId), secrets: wireMap(p.secrets) }, ctlT);
+      },
+      controllerPublishVolume: (p) =>
+        this.#unary(
+          'ControllerPublishVolume',
+          m.ControllerPublishVolume,
+          () => ({
+            volumeId: wireString(p.volumeId),
+            nodeId: wireString(p.nodeId),
+            volumeCapability: toWireVolumeCapability(p.volumeCapability),
+            readonly: wireBool(p.readonly),
+            secrets: wireMap(p.secrets),
+            volumeContext: wireMap(p.volumeContext),
+          }),
+          ctlT,
+        ),
+      controllerUnpublishVolume: async (p) => {
+        await this.#unary(
+          'ControllerUnpublishVolume',
+          m.ControllerUnpublishVolume,
+          { volumeId: wireString(p.volumeId), nodeId: wireString(p.nodeId ?? ''), secrets: wireMap(p.secrets) },
+          ctlT,
+        );
+      },
+      controllerGetCapabilities: async () => {
+        const res = await this.#unary('ControllerGetCapabilities', m.ControllerGetCapabilities, {}, ctlT);
+        const out: wire.ControllerCapabilityName[] = [];
+        for (const cap of res.capabilities) {
+          const t = cap.rpc?.type;
+          if (isControllerCapability(t) && !out.includes(t)) out.push(t);
+        }
+        return out;
+      },
+    };
+  }
+
+  // ---------------------------------------------------------------- CsiNodeClient
+
+  /**
+   * NodeGetCapabilities. kubelet asks before every stage and publish (up to three times per
+   * operation); at a thousand volumes at once that was a third of the agent's gRPC work and of the
+   * driver's calls. Concurrent callers share calls the way the mount table reads are shared: while
+   * one call is in flight, every new caller waits for the single call that starts when it settles,
+   * so each answer still comes from a call sent after the question was asked (as kubelet's own
+   * call would), an error reaches every caller that shared it, and nothing is kept afterwards.
+   */
+  nodeGetCapabilities(): Promise<readonly NodeCapability[]> {
+    return this.#capabilitiesCalls.call();
+  }
+
+  async nodeStageVolume(req: NodeStageVolumeRequest): Promise<void> {
+    await this.#unary('NodeStageVolume', csiServices().node.methods.NodeStageVolume, () => toWireNodeStageRequest(req), this.#nodeTimeoutMs);
+  }
+
+  async nodeUnstageVolume(req: NodeUnstageVolumeRequest): Promise<void> {
+    await this.#unary('NodeUnstageVolume', csiServices().node.methods.NodeUnstageVolume, toWireNodeUnstageRequest(req), this.#nodeTimeoutMs);
+  }
+
+  async nodePublishVolume(req: NodePublishVolumeRequest): Promise<void> {
+    await this.#unary('NodePublishVolume', csiServices().node.methods.NodePublishVolume, () => toWireNodePublishRequest(req), this.#nodeTimeoutMs);
+  }
+
+  async nodeUnpublishVolume(req: NodeUnpublishVolumeRequest): Promise<void> {
+    await this.#unary('NodeUnpublishVolume', csiServices().node.methods.NodeUnpublishVolume, toWireNodeUnpublishRequest(req), this.#nodeTimeoutMs);
+  }
+
+  // ---------------------------------------------------------------- more of the Node service
+
+  nodeGetInfo(): Promise<wire.NodeGetInfoResponse> {
+    return this.#unary('NodeGetInfo', csiServices().node.methods.NodeGetInfo, {}, this.#nodeTimeoutMs);
+  }
+
+  // ---------------------------------------------------------------- any RPC, as built by the caller
+
+  /**
+   * Any Identity RPC with the request exactly as given (fields left out are sent as the proto's
+   * defaults): for conformance tests, which must send what a well-behaved CO would not.
+   */
+  identityCall<M extends keyof IdentityRpcs & CsiRpcMethod>(method: M, request: MessageInit<IdentityRpcs[M][0]>): Promise<IdentityRpcs[M][1]> {
+    // UnaryMethods<IdentityRpcs> maps each M to exactly this; TypeScript cannot see it through the generic index.
+    const def = csiServices().identity.methods[method] as unknown as UnaryMethod<IdentityRpcs[M][0], IdentityRpcs[M][1]>;
+    return this.#unary(method, def, request, this.#identityTimeoutMs);
+  }
+
+  /** Any Controller RPC with the request exactly as given. */
+  controllerCall<M extends keyof ControllerRpcs & CsiRpcMethod>(method: M, request: MessageInit<ControllerRpcs[M][0]>): Promise<ControllerRpcs[M][1]> {
+    // UnaryMethods<ControllerRpcs> maps each M to exactly this; TypeScript cannot see it through the generic index.
+    const def = csiServices().controller.methods[method] as unknown as UnaryMethod<ControllerRpcs[M][0], ControllerRpcs[M][1]>;
+    return this.#unary(method, def, request, this.#controllerTimeoutMs);
+  }
+
+  /** Any Node RPC with the request exactly as given. */
+  nodeCall<M extends keyof NodeRpcs & CsiRpcMethod>(method: M, request: MessageInit<NodeRpcs[M][0]>): Promise<NodeRpcs[M][1]> {
+    // UnaryMethods<NodeRpcs> maps each M to exactly this; TypeScript cannot see it through the generic index.
+    const def = csiServices().node.methods[method] as unknown as UnaryMethod<NodeRpcs[M][0], NodeRpcs[M][1]>;
+    return this.#unary(method, def, request, this.#nodeTimeoutMs);
+  }
+
+  // ---------------------------------------------------------------- lifecycle
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Closes the channel; later calls fail with a CsiCallError without a code. Idempotent. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#client.close();
+  }
+
+  // ---------------------------------------------------------------- the call
+
+  /**
+   * One unary call with a deadline. `request` may be a thunk so that a request that cannot be
+   * encoded (both access types) rejects with a local CsiCallError instead of throwing.
+   */
+  #unary<Req, Res>(
+    method: CsiRpcMethod,
+    def: UnaryMethod<Req, Res>,
+    request: MessageInit<Req> | (() => MessageInit<Req>),
+    timeoutMs: number,
+  ): Promise<Res> {
+    return new Promise<Res>((resolve, reject) => {
+      if (this.#closed) {
+        reject(new CsiCallError(method, undefined, `CSI client for ${this.endpoint} is closed`));
+        return;
+      }
+      let argument: MessageInit<Req>;
+      try {
+        argument = typeof request === 'function' ? request() : request;
+      } catch (err) {
+        reject(new CsiCallError(method, undefined, message(err)));
+        return;
+      }
+      const options: grpc.CallOptions = { deadline: Date.now() + timeoutMs };
+      try {
+        this.#client.makeUnaryRequest(def.path, def.requestSerialize, def.responseDeserialize, argument, new grpc.Metadata(), options, (err, value) => {
+          if (err !== null) {
+            reject(isServiceError(err) ? new CsiCallError(method, err.code, err.details) : new CsiCallError(method, undefined, message(err)));
+          } else if (value === undefined) {
+            reject(new CsiCallError(method, GrpcStatus.INTERNAL, 'empty response'));
+          } else {
+            resolve(value);
+          }
+        });
+      } catch (err) {
+        // grpc-js throws synchronously only for a shut-down channel or bad call options.
+        reject(new CsiCallError(method, undefined, message(err)));
+      }
+    });
+  }
+}
+
+// ------------------------------------------------------------------------------ registry
+
+/**
+ * Registered drivers by name → endpoint (kubelet's csiDrivers store, fed by plugin
+ * registration). A driver's client is created on first use and kept until the driver is
+ * unregistered or re-registered at another endpoint.
+ */
+export class GrpcCsiDriverRegistry implements CsiDriverRegistry {
+  readonly #options: GrpcCsiClientOptions;
+  readonly #endpoints = new Map<string, string>();
+  readonly #clients = new Map<string, GrpcCsiClient>();
+
+  constructor(options: GrpcCsiClientOptions = {}) {
+    this.#options = options;
+  }
+
+  /** Registers (or moves) a driver. Throws {@link InvalidCsiEndpointError} for a bad endpoint. */
+  register(driverName: string, endpoint: string): void {
+    if (driverName === '') throw new Error('CSI driver name must not be empty');
+    const normalized = normalizeEndpoint(endpoint);
+    if (this.#endpoints.get(driverName) === normalized) return;
+    this.#dropClient(driverName);
+    this.#endpoints.set(driverName, normalized);
+  }
+
+  /** Forgets a driver and closes its client; false when it was not registered. */
+  unregister(driverName: string): boolean {
+    this.#dropClient(driverName);
+    return this.#endpoints.delete(driverName);
+  }
+
+  endpoint(driverName: string): string | undefined {
+    return this.#endpoints.get(driverName);
+  }
+
+  drivers(): string[] {
+    return [...this.#endpoints.keys()].sort();
+  }
+
+  client(driverName: string): GrpcCsiClient | undefined {
+    const endpoint = this.#endpoints.get(driverName);
+    if (endpoint === undefined) return undefined;
+    let c = this.#clients.get(driverName);
+    if (c === undefined) {
+      c = new GrpcCsiClient(endpoint, this.#options);
+      this.#clients.set(driverName, c);
+    }
+    return c;
+  }
+
+  /** Closes every client (registrations stay; a later client() opens a new one). */
+  close(): void {
+    for (const name of [...this.#clients.keys()]) this.#dropClient(name);
+  }
+
+  #dropClient(driverName: string): void {
+    this.#clients.get(driverName)?.close();
+    this.#clients.delete(driverName);
+  }
+}

@@ -1,0 +1,324 @@
+/**
+ * The fence between the engine and the simulated world: the ports one engine life runs on
+ * (FileSystem, Mounter, ClusterView, the CSI client registry, the Clock), each a wrapper that
+ * numbers the call and hands its effect to the scheduler instead of doing it. The effect lands on
+ * the world, and the engine's promise settles, only when the scheduler runs that event, and only
+ * while the life is alive: a crashed life's calls never land and never settle.
+ *
+ * The numbers are what a run's plan refers to (plan.ts): a crash lands just before a call (it
+ * never starts) or just after it (its effect landed, the engine never hears), a fault on the Nth
+ * CSI call. A CSI call is sent as one event and answered as another (the answer can be lost in a
+ * crash); the client gives up after kubelet's deadline while the driver may carry on.
+ */
+import type { FakeCsiDriver, FakeCsiFaultHandle } from '../adapters/memory/fakeCsiDriver.js';
+import type { Clock } from '../ports/clock.js';
+import type { ClusterView } from '../ports/cluster.js';
+import { CsiCallError, GrpcStatus, grpcStatusName, type CsiDriverRegistry, type CsiMethod, type CsiNodeClient } from '../ports/csi.js';
+import { errorCode, errorMessage, type FileSystem } from '../ports/fs.js';
+import type { Mounter, MountTable } from '../ports/mounter.js';
+import type { CsiRecord, PortCallRecord } from '../trace/simTrace.js';
+import { planFaultRule, type CrashKind, type FaultKind, type Perturbation } from './plan.js';
+import type { Domain, Scheduler } from './scheduler.js';
+import type { SimWorld } from './world.js';
+
+/** kubelet's CSI client timeout (csiTimeout, 2 minutes). */
+export const CSI_CLIENT_TIMEOUT_MS = 120_000;
+
+/** One engine life: its events' scheduler domain, and whether it still runs. */
+export interface EngineLife {
+  readonly id: number;
+  readonly domain: Domain;
+  alive: boolean;
+}
+
+export interface CrashPoint {
+  readonly seq: number;
+  readonly at: 'before' | 'after';
+  /** Hash of everything a crash keeps: files (and what is durable), mounts, driver, cluster, scenario progress. */
+  readonly state: string;
+  /** Engine life the call belongs to. */
+  readonly life: number;
+}
+
+/** One numbered call of a run: a port call, or a CSI call (with its index among the run's CSI calls). */
+export interface CallRecord {
+  readonly seq: number;
+  /** `fs.mkdir /var/lib/kubelet/...`, `csi.NodeStageVolume vol-1`. */
+  readonly label: string;
+  readonly csiIndex?: number;
+}
+
+/** What the fence tells the run it fences. */
+export interface FenceListener {
+  /** The plan crashes the engine at this call: the current life ends. */
+  crash(kind: CrashKind): void;
+  /** A call's effect landed, or a CSI call was sent or answered (the trace and the run's hash). */
+  record(call: PortCallRecord): void;
+  /** The CSI call of the current step, as sent and as answered. */
+  csi(call: CsiRecord): void;
+  /** Something perturbed the engine now: a planned fault taken or answered, an injected read error. */
+  perturbed(): void;
+  /** The engine removed a path (unlink, rmdir, the source of a rename). */
+  removed(path: string): void;
+  /** The engine wrote volumesInUse. */
+  inUseWritten(names: readonly string[]): void;
+  /** A CSI call failed to the engine: its life owes an error line. */
+  csiFailed(life: EngineLife, method: string): void;
+  /** The hash of what a crash now would keep (for the crash points). */
+  worldState(): string;
+}
+
+export interface FenceOptions {
+  readonly plan: readonly Perturbation[];
+  /** Record the world-state hash at every crash point (before/after each numbered call). */
+  readonly recordCrashPoints?: boolean;
+  /** Record every numbered call as it is made. */
+  readonly recordCalls?: boolean;
+}
+
+/** The ports of one engine life. */
+export interface FencedPorts {
+  readonly fs: FileSystem;
+  readonly mounter: Mounter;
+  readonly cluster: ClusterView;
+  readonly csiDrivers: CsiDriverRegistry;
+  readonly clock: Clock;
+}
+
+const NEVER = (): Promise<never> => new Promise<never>(() => undefined);
+
+export class Fence {
+  #seq = 0;
+  #csiCount = 0;
+  readonly #calls: CallRecord[] = [];
+  readonly #crashPoints: CrashPoint[] = [];
+
+  constructor(
+    private readonly sched: Scheduler,
+    private readonly world: SimWorld,
+    private readonly options: FenceOptions,
+    private readonly listener: FenceListener,
+  ) {}
+
+  /** Numbered calls so far (port and CSI calls). */
+  get portCalls(): number {
+    return this.#seq;
+  }
+
+  /** CSI calls so far. */
+  get csiCalls(): number {
+    return this.#csiCount;
+  }
+
+  /** With recordCalls: every numbered call, in order. */
+  get calls(): readonly CallRecord[] {
+    return this.#calls;
+  }
+
+  /** With recordCrashPoints: the world at every crash point. */
+  get crashPoints(): readonly CrashPoint[] {
+    return this.#crashPoints;
+  }
+
+  ports(life: EngineLife): FencedPorts {
+    return {
+      fs: this.#fs(life),
+      mounter: this.#mounter(life),
+      cluster: this.#cluster(life),
+      csiDrivers: {
+        client: (name) => {
+          const d = this.world.drivers.get(name);
+          return d === undefined ? undefined : this.#csi(life, d);
+        },
+      },
+      clock: {
+        nowMs: () => this.sched.now,
+        sleep: (ms) =>
+          this.#portCall(life, 'clock', 'sleep', `${ms}ms`, () => new Promise<void>((resolve) => this.sched.timer(life.domain, ms, 'timer', `sleep ${ms}ms`, resolve))),
+      },
+    };
+  }
+
+  #noteCrashPoint(life: EngineLife, seq: number, at: 'before' | 'after'): boolean {
+    if (this.options.recordCrashPoints === true) this.#crashPoints.push({ seq, at, state: this.listener.worldState(), life: life.id });
+    const hit = this.options.plan.find((p) => p.kind === 'crash' && p.seq === seq && p.at === at);
+    if (hit === undefined || hit.kind !== 'crash') return false;
+    this.listener.crash(hit.crash);
+    return true;
+  }
+
+  #portCall<T>(life: EngineLife, port: PortCallRecord['port'], op: string, args: string, effect: () => Promise<T>): Promise<T> {
+    if (!life.alive) return NEVER();
+    const seq = ++this.#seq;
+    if (this.options.recordCalls === true) this.#calls.push({ seq, label: `${port}.${op} ${args}` });
+    if (this.#noteCrashPoint(life, seq, 'before')) return NEVER();
+    return new Promise<T>((resolve, reject) => {
+      this.sched.ready(life.domain, 'port-call', `${port}.${op} #${seq}`, async () => {
+        let outcome: { ok: true; value: T } | { ok: false; err: unknown };
+        try {
+          outcome = { ok: true, value: await effect() };
+        } catch (err) {
+          outcome = { ok: false, err };
+        }
+        this.listener.record({ seq, life: life.id, port, op, args, result: outcome.ok ? 'ok' : (errorCode(outcome.err) ?? errorMessage(outcome.err)) });
+        if (this.#noteCrashPoint(life, seq, 'after') || !life.alive) return;
+        if (outcome.ok) resolve(outcome.value);
+        else reject(outcome.err instanceof Error ? outcome.err : new Error(String(outcome.err)));
+      });
+    });
+  }
+
+  #fs(life: EngineLife): FileSystem {
+    const fs = this.world.fs;
+    const read = <T>(op: string, p: string, f: () => Promise<T>): Promise<T> => this.#portCall(life, 'fs', op, p, f);
+    const write = (op: string, p: string, f: () => Promise<void>): Promise<void> =>
+      this.#portCall(life, 'fs', op, p, async () => {
+        await f();
+        this.world.changed();
+      });
+    const remove = (op: string, p: string, f: () => Promise<void>): Promise<void> =>
+      write(op, p, async () => {
+        await f();
+        this.listener.removed(p);
+      });
+    return {
+      readdir: (p) => read('readdir', p, () => fs.readdir(p)),
+      lstat: (p) => read('lstat', p, () => fs.lstat(p)),
+      stat: (p) => read('stat', p, () => fs.stat(p)),
+      realpath: (p) => read('realpath', p, () => fs.realpath(p)),
+      readFile: (p, max, o) =>
+        read('readFile', p, () => {
+          const injected = this.world.takeReadError(p);
+          if (injected === undefined) return fs.readFile(p, max, o);
+          this.listener.perturbed();
+          return Promise.reject(injected);
+        }),
+      readlink: (p) => read('readlink', p, () => fs.readlink(p)),
+      mkdir: (p, o) => write('mkdir', p, () => fs.mkdir(p, o)),
+      writeFile: (p, d, o) => write(o?.fsync === true ? 'writeFile+fsync' : 'writeFile', p, () => fs.writeFile(p, d, o)),
+      rename: (a, b) =>
+        write('rename', `${a} -> ${b}`, async () => {
+          await fs.rename(a, b);
+          this.listener.removed(a);
+        }),
+      fsyncDir: (p) => read('fsyncDir', p, () => fs.fsyncDir(p)),
+      rmdir: (p) => remove('rmdir', p, () => fs.rmdir(p)),
+      unlink: (p) => remove('unlink', p, () => fs.unlink(p)),
+      symlink: (t, p) => write('symlink', p, () => fs.symlink(t, p)),
+    };
+  }
+
+  #mounter(life: EngineLife): Mounter {
+    const m = this.world.mounter;
+    return {
+      isLikelyNotMountPoint: (p) => this.#portCall(life, 'mount', 'isLikelyNotMountPoint', p, () => m.isLikelyNotMountPoint(p)),
+      mount: (s, t, f, o) => this.#portCall(life, 'mount', 'mount', `${s} ${t}`, () => m.mount(s, t, f, o)),
+      unmount: (t) => this.#portCall(life, 'mount', 'unmount', t, () => m.unmount(t)),
+      readMountTable: (): Promise<MountTable> => this.#portCall(life, 'mount', 'readMountTable', '', () => m.readMountTable()),
+    };
+  }
+
+  #cluster(life: EngineLife): ClusterView {
+    const c = this.world.cluster;
+    const call = <T>(op: string, args: string, f: () => Promise<T>): Promise<T> => this.#portCall(life, 'cluster', op, args, f);
+    return {
+      // Served synchronously, as an informer's cache is: no port call, and a dead life hears nothing.
+      objectsVersion: () => c.objectsVersion?.() ?? 0,
+      onChange: (listener) =>
+        c.onChange?.(() => {
+          if (life.alive) listener();
+        }),
+      signalsEveryChange: () => true,
+      listPods: () => call('listPods', '', () => c.listPods()),
+      getPersistentVolumeClaim: (ns, n) => call('getPersistentVolumeClaim', `${ns}/${n}`, () => c.getPersistentVolumeClaim(ns, n)),
+      getPersistentVolume: (n) => call('getPersistentVolume', n, () => c.getPersistentVolume(n)),
+      getCSIDriver: (n) => call('getCSIDriver', n, () => c.getCSIDriver(n)),
+      getVolumeAttachment: (n) => call('getVolumeAttachment', n, () => c.getVolumeAttachment(n)),
+      getSecret: (ns, n) => call('getSecret', `${ns}/${n}`, () => c.getSecret(ns, n)),
+      requestServiceAccountToken: (r) => call('requestServiceAccountToken', `${r.namespace}/${r.serviceAccountName}`, () => c.requestServiceAccountToken(r)),
+      getNodeStatus: () => call('getNodeStatus', '', () => c.getNodeStatus()),
+      setVolumesInUse: (names) =>
+        call('setVolumesInUse', names.join(','), async () => {
+          const before = c.volumesInUse.join(',');
+          await c.setVolumesInUse(names);
+          if (before !== names.join(',')) this.world.changed();
+          this.listener.inUseWritten(names);
+        }),
+    };
+  }
+
+  #csi(life: EngineLife, driver: FakeCsiDriver): CsiNodeClient {
+    const call = <T>(method: CsiMethod, volumeId: string, request: Readonly<Record<string, unknown>>, invoke: () => Promise<T>): Promise<T> => {
+      if (!life.alive) return NEVER();
+      const seq = ++this.#seq;
+      const index = ++this.#csiCount;
+      if (this.options.recordCalls === true) this.#calls.push({ seq, label: `csi.${method} ${volumeId}`, csiIndex: index });
+      if (this.#noteCrashPoint(life, seq, 'before')) return NEVER();
+      const fault = this.options.plan.find((p) => p.kind === 'fault' && p.csiCall === index);
+      return new Promise<T>((resolve, reject) => {
+        this.sched.ready(life.domain, 'csi-send', `${method} ${volumeId} #${seq}`, () => {
+          const sentMs = this.sched.now;
+          // A planned fault applies to this call or to none: the driver takes its faults when a
+          // call arrives (synchronously, inside invoke()); one this call did not take (refused
+          // ABORTED as busy, or an earlier scenario fault matched first) is withdrawn below, so
+          // that it never lands on a later call.
+          const planned = fault !== undefined && fault.kind === 'fault' ? this.#injectPlanFault(driver, method, volumeId, fault.fault) : undefined;
+          this.listener.record({ seq, life: life.id, port: 'csi', op: method, args: volumeId, result: 'sent' });
+          this.listener.csi({ seq, driver: driver.name, method, volumeId, request: { ...request } });
+          const settle = (code: string, deliver: () => void): void => {
+            // The answer travels back to the engine as its own event: it may be lost in a crash.
+            this.sched.ready(life.domain, 'csi-reply', `${method} ${volumeId} #${seq} -> ${code}`, () => {
+              if (method === 'NodePublishVolume' && code === 'OK') this.world.noteSetUp(driver.name, volumeId, request);
+              this.listener.csi({ seq, driver: driver.name, method, volumeId, request: { ...request }, code, durationMs: this.sched.now - sentMs });
+              this.listener.record({ seq, life: life.id, port: 'csi', op: method, args: volumeId, result: code });
+              // A planned fault reaches the engine with this answer, not when the call arrived: a
+              // hang answers DEADLINE_EXCEEDED only after kubelet's 2-minute client deadline, and
+              // the operation's backoff (up to 2m2s) starts then. The stuck window counts from here.
+              if (tookPlanned) this.listener.perturbed();
+              if (this.#noteCrashPoint(life, seq, 'after') || !life.alive) return;
+              if (code !== 'OK' && method !== 'NodeGetCapabilities') this.listener.csiFailed(life, method);
+              deliver();
+            });
+          };
+          const pending = invoke();
+          const tookPlanned = planned !== undefined && planned.remaining() === 0;
+          planned?.remove();
+          // The client's deadline (kubelet's csiTimeout): a call the driver has not answered by
+          // then fails DEADLINE_EXCEEDED at the client, while the driver may carry on with it.
+          let answered = false;
+          const deadline = this.sched.timer(life.domain, CSI_CLIENT_TIMEOUT_MS, 'timer', `${method} ${volumeId} #${seq} deadline`, () => {
+            if (answered) return;
+            answered = true;
+            settle('DEADLINE_EXCEEDED', () => reject(new CsiCallError(method, GrpcStatus.DEADLINE_EXCEEDED, `context deadline exceeded after ${CSI_CLIENT_TIMEOUT_MS} ms`)));
+          });
+          const answer = (code: string, deliver: () => void): void => {
+            // A dead life hears nothing; an answer after the deadline reaches no one.
+            if (answered || !life.alive) return;
+            answered = true;
+            this.sched.cancel(deadline);
+            settle(code, deliver);
+          };
+          pending.then(
+            (v) => answer('OK', () => resolve(v)),
+            (err: unknown) => {
+              const code = err instanceof CsiCallError && err.code !== undefined ? grpcStatusName(err.code) : 'UNKNOWN';
+              answer(code, () => reject(err instanceof Error ? err : new Error(String(err))));
+            },
+          );
+        });
+      });
+    };
+    return {
+      nodeGetCapabilities: () => call('NodeGetCapabilities', '', {}, () => driver.nodeGetCapabilities()),
+      nodeStageVolume: (req) => call('NodeStageVolume', req.volumeId, { ...req }, () => driver.nodeStageVolume(req)),
+      nodeUnstageVolume: (req) => call('NodeUnstageVolume', req.volumeId, { ...req }, () => driver.nodeUnstageVolume(req)),
+      nodePublishVolume: (req) => call('NodePublishVolume', req.volumeId, { ...req }, () => driver.nodePublishVolume(req)),
+      nodeUnpublishVolume: (req) => call('NodeUnpublishVolume', req.volumeId, { ...req }, () => driver.nodeUnpublishVolume(req)),
+    };
+  }
+
+  #injectPlanFault(driver: FakeCsiDriver, method: CsiMethod, volumeId: string, fault: FaultKind): FakeCsiFaultHandle {
+    this.listener.perturbed();
+    return driver.inject(planFaultRule(fault, method, volumeId));
+  }
+}

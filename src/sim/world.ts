@@ -1,0 +1,358 @@
+/**
+ * The simulated node around the engine: what a crash of the engine keeps. The root dir's files
+ * (DurableFs: what was synced survives a power cut), the mount table, the cluster (pods, PVs,
+ * CSIDrivers, VolumeAttachments, node status), the CSI drivers (in-process fakes with their
+ * volume records, fault rules and the calls running at them), the pods the scenario runs, and
+ * the scenario's injected read errors. The engine reaches it only through the fenced ports
+ * (fencedPorts.ts); the scenario steps and the checks (checks.ts) use it directly.
+ *
+ * Every change to the world, whoever makes it, bumps {@link SimWorld.version} and
+ * {@link SimWorld.lastChangeMs}: the run's stuck window, and the memos of its convergence check
+ * and world-state hash, are keyed on them.
+ */
+import { MemoryMounter } from '../adapters/memory/memoryMounter.js';
+import { FakeCsiDriver, type FakeCsiRequest } from '../adapters/memory/fakeCsiDriver.js';
+import { FakeCluster } from '../adapters/memory/fakeCluster.js';
+import type { Pod, PersistentVolume } from '../api/core.js';
+import type { Clock } from '../ports/clock.js';
+import type { CsiMethod, NodeCapability } from '../ports/csi.js';
+import { FsError } from '../ports/fs.js';
+import { constructPVSourceSpec } from '../volume/spec.js';
+import { DurableFs } from './durableFs.js';
+import { fnv1a } from './prng.js';
+import type { FS_FAULT_CODES, Scenario, ScenarioFault, ScenarioVolume } from './scenario.js';
+import type { Scheduler } from './scheduler.js';
+
+export const SIM_ROOT = '/var/lib/kubelet';
+export const SIM_NODE = 'sim-node';
+
+/** The mount table, telling the world about every change (whoever makes it). */
+class ObservedMounter extends MemoryMounter {
+  onChange: () => void = () => undefined;
+  override async mount(source: string, target: string, fsType: string, options: readonly string[]): Promise<void> {
+    await super.mount(source, target, fsType, options);
+    this.onChange();
+  }
+  override async unmount(target: string): Promise<void> {
+    await super.unmount(target);
+    this.onChange();
+  }
+}
+
+/** A CSI call at a driver that has not finished there. */
+export interface InFlight {
+  readonly driver: string;
+  readonly method: CsiMethod;
+  readonly volumeId: string;
+}
+
+/** A volume the running pods want, with those pods. */
+export interface WantedVolume {
+  readonly driver: string;
+  readonly handle: string;
+  readonly pods: string[];
+  readonly vol: ScenarioVolume;
+}
+
+/** The unique volume name kubelet gives a CSI volume. */
+export function uniqueName(driver: string, handle: string): string {
+  return `kubernetes.io/csi/${driver}^${handle}`;
+}
+
+/** A pod's target path (filesystem `.../pods/<uid>/...`, block publish file `.../<uid>`). */
+export function ownsTarget(uid: string, target: string): boolean {
+  return target.includes(`/pods/${uid}/`) || target.endsWith(`/${uid}`);
+}
+
+export class SimWorld {
+  readonly fs: DurableFs;
+  /** The node's mount table (every change to it, by the engine or a driver, is a change to the world). */
+  readonly mounter: MemoryMounter;
+  readonly cluster = new FakeCluster({ watch: true });
+  readonly #drivers = new Map<string, FakeCsiDriver>();
+  /** CSI calls at the driver that have not finished there. */
+  readonly #inFlight = new Map<number, InFlight>();
+  readonly #running = new Set<string>();
+  /** driver|volumeId|pod uid of every NodePublishVolume that returned OK in this run (all lives). */
+  readonly #setUp = new Set<string>();
+  /** Scenario `readError` steps: path → errno and how many more reads of it fail. */
+  readonly #readErrors = new Map<string, { code: string; left: number }>();
+  /** Bumped at each reboot: the driver processes' timers belong to their epoch. */
+  #driverEpoch = 0;
+  #version = 0;
+  #lastChangeMs = 0;
+  #stateMemo: { key: string; hash: string } | undefined;
+  #filesMemo: { readonly version: number; readonly text: string } | undefined;
+
+  /** A CSI call arrives at a driver (called before the world counts it in flight). */
+  onArrive: (driver: string, method: CsiMethod, volumeId: string, request: FakeCsiRequest) => void = () => undefined;
+
+  constructor(
+    readonly scenario: Scenario,
+    private readonly sched: Scheduler,
+  ) {
+    this.fs = new DurableFs(() => this.sched.now);
+    const mounter = new ObservedMounter(this.fs.mem);
+    mounter.onChange = () => this.changed();
+    this.mounter = mounter;
+    this.fs.onChange = () => this.changed();
+    this.#setUpWorld();
+  }
+
+  /** Bumped on every change to the world; keys the memos of the run. */
+  get version(): number {
+    return this.#version;
+  }
+
+  /** Virtual time of the last change. */
+  get lastChangeMs(): number {
+    return this.#lastChangeMs;
+  }
+
+  get drivers(): ReadonlyMap<string, FakeCsiDriver> {
+    return this.#drivers;
+  }
+
+  get inFlight(): ReadonlyMap<number, InFlight> {
+    return this.#inFlight;
+  }
+
+  /** The uids of the pods the scenario runs now. */
+  get running(): ReadonlySet<string> {
+    return this.#running;
+  }
+
+  changed(): void {
+    this.#lastChangeMs = this.sched.now;
+    this.#version++;
+  }
+
+  #setUpWorld(): void {
+    this.fs.mem.writeRaw(`${SIM_ROOT}/.keep`, '');
+    // The VolumeAttachments of the attached volumes are this node's.
+    this.cluster.nodeName = SIM_NODE;
+    for (const d of this.scenario.drivers) {
+      const capabilities: NodeCapability[] = d.stageUnstage ? ['STAGE_UNSTAGE_VOLUME'] : [];
+      const driverClock: Clock = {
+        nowMs: () => this.sched.now,
+        sleep: (ms) =>
+          ms > 0
+            ? new Promise<void>((resolve) => {
+                this.sched.timer(`driver:${this.#driverEpoch}`, ms, 'timer', `driver ${d.name} sleep ${ms}ms`, resolve);
+              })
+            : Promise.resolve(),
+      };
+      const driver = new FakeCsiDriver({ name: d.name, fs: this.fs, mounter: this.mounter, clock: driverClock, capabilities, mode: d.mode, volumeLocks: true });
+      driver.observer = {
+        arrived: (seq, method, volumeId, request) => {
+          this.onArrive(d.name, method, volumeId, request);
+          this.#inFlight.set(this.#driverSeqKey(d.name, seq), { driver: d.name, method, volumeId });
+        },
+        finished: (call) => {
+          this.#inFlight.delete(this.#driverSeqKey(d.name, call.seq));
+          if (call.outcome === 'OK' && call.method !== 'NodeGetCapabilities') this.changed();
+        },
+      };
+      this.#drivers.set(d.name, driver);
+      // Both lifecycle modes: scenario drivers serve inline ephemeral volumes too (as csi-driver-host-path's CSIDriver lists them).
+      this.cluster.setCSIDriver({ name: d.name, attachRequired: d.attachRequired, podInfoOnMount: d.podInfoOnMount, volumeLifecycleModes: ['Persistent', 'Ephemeral'] });
+    }
+    for (const v of this.scenario.volumes) {
+      if (v.inline) continue;
+      const spec = constructPVSourceSpec(v.name, v.driver, v.handle, v.volumeMode);
+      const pv: PersistentVolume = spec.kind === 'persistent' ? spec.persistentVolume : { name: v.name };
+      const attachRequired = this.scenario.drivers.find((d) => d.name === v.driver)?.attachRequired ?? true;
+      this.cluster.addPersistentVolume(pv, { namespace: 'default', name: `claim-${v.name}` }, { attached: attachRequired });
+    }
+    for (const p of this.scenario.pods) if (p.running) this.addPod(p.uid);
+    this.fs.commit(0);
+  }
+
+  #driverSeqKey(driver: string, seq: number): number {
+    // Driver call seqs are per driver; fold the driver index in.
+    return [...this.#drivers.keys()].indexOf(driver) * 1_000_000 + seq;
+  }
+
+  // ---------------------------------------------------------------- the scenario's pods and volumes
+
+  #pod(uid: string): Pod {
+    const p = this.scenario.pods.find((x) => x.uid === uid);
+    if (p === undefined) throw new Error(`unknown pod ${uid}`);
+    const vols = p.volumes.map((n) => this.volume(n));
+    return {
+      uid,
+      namespace: 'default',
+      name: `pod-${uid}`,
+      nodeName: SIM_NODE,
+      volumes: vols.map((v) => (v.inline ? { name: v.name, csi: { driver: v.driver } } : { name: v.name, persistentVolumeClaim: { claimName: `claim-${v.name}` } })),
+      blockVolumeNames: vols.filter((v) => v.volumeMode === 'Block').map((v) => v.name),
+    };
+  }
+
+  /** A scenario volume by name or handle. */
+  volume(name: string): ScenarioVolume {
+    const v = this.scenario.volumes.find((x) => x.name === name || x.handle === name);
+    if (v === undefined) throw new Error(`unknown volume ${name}`);
+    return v;
+  }
+
+  addPod(uid: string): void {
+    this.cluster.addPod(this.#pod(uid));
+    this.#running.add(uid);
+  }
+
+  deletePod(uid: string): void {
+    this.cluster.deletePod(uid);
+    this.#running.delete(uid);
+  }
+
+  /** Wanted (running pods') volumes as driver/handle keys, and target paths of running pods. */
+  wanted(): Map<string, WantedVolume> {
+    const out = new Map<string, { driver: string; handle: string; pods: string[]; vol: ScenarioVolume }>();
+    for (const uid of this.#running) {
+      const p = this.scenario.pods.find((x) => x.uid === uid);
+      for (const n of p?.volumes ?? []) {
+        const v = this.volume(n);
+        const handle = v.inline ? '' : v.handle;
+        const key = v.inline ? `${v.driver}|inline|${uid}|${v.name}` : `${v.driver}|${handle}`;
+        const e = out.get(key) ?? { driver: v.driver, handle, pods: [], vol: v };
+        e.pods.push(uid);
+        out.set(key, e);
+      }
+    }
+    return out;
+  }
+
+  wantedByPod(uid: string, driver: string, volumeId: string): boolean {
+    const p = this.scenario.pods.find((x) => x.uid === uid);
+    return (p?.volumes ?? []).some((n) => {
+      const v = this.volume(n);
+      return v.driver === driver && (v.inline || v.handle === volumeId);
+    });
+  }
+
+  /** A NodePublishVolume returned OK: its pod's SetUp of the volume succeeded. */
+  noteSetUp(driver: string, volumeId: string, request: Readonly<Record<string, unknown>>): void {
+    const target = typeof request['targetPath'] === 'string' ? request['targetPath'] : '';
+    for (const p of this.scenario.pods) if (ownsTarget(p.uid, target)) this.#setUp.add(`${driver}|${volumeId}|${p.uid}`);
+  }
+
+  /** Whether the pod's SetUp of the volume succeeded in some life of this run. */
+  hasSetUp(driver: string, volumeId: string, uid: string): boolean {
+    return this.#setUp.has(`${driver}|${volumeId}|${uid}`);
+  }
+
+  // ---------------------------------------------------------------- what the scenario does to it
+
+  /** A scenario's fault rule goes to the driver of its volume, or to every driver when it names none. */
+  injectScenarioFault(f: ScenarioFault): void {
+    const vol = f.volumeId === undefined ? undefined : this.scenario.volumes.find((v) => !v.inline && v.handle === f.volumeId);
+    const drivers = vol === undefined ? [...this.#drivers.values()] : [this.#drivers.get(vol.driver)].filter((d): d is FakeCsiDriver => d !== undefined);
+    for (const d of drivers) d.inject(f);
+  }
+
+  clearFaults(): void {
+    for (const d of this.#drivers.values()) d.clearFaults();
+  }
+
+  /**
+   * The driver's process restarts: calls at it fail UNAVAILABLE, none of their work lands, its
+   * state (and the rules in force) stay.
+   */
+  restartDriver(name: string): void {
+    this.#drivers.get(name)?.reboot();
+    this.changed();
+  }
+
+  /** Writes below the root dir fail with `code` for `ms`; returns when the fault ends. */
+  failWrites(code: (typeof FS_FAULT_CODES)[number], ms: number): number {
+    const until = this.sched.now + ms;
+    this.fs.failWrites(SIM_ROOT, code, until);
+    this.sched.timer('world', ms, 'timer', `${code} ends`, () => this.changed());
+    this.changed();
+    return until;
+  }
+
+  /** The next `times` reads of the pod's vol_data.json of the volume fail with `code`. */
+  failReads(pod: string, volume: string, code: string, times: number): void {
+    const v = this.volume(volume);
+    this.#readErrors.set(`${SIM_ROOT}/pods/${pod}/volumes/kubernetes.io~csi/${v.name}/vol_data.json`, { code, left: times });
+    this.changed();
+  }
+
+  /** The error a scenario `readError` injects into this read of `p`, consuming one of its times. */
+  takeReadError(p: string): FsError | undefined {
+    const e = this.#readErrors.get(p);
+    if (e === undefined) return undefined;
+    if (--e.left <= 0) this.#readErrors.delete(p);
+    this.changed();
+    // EACCES fails the open, EIO the read itself.
+    return new FsError(e.code, p, e.code === 'EACCES' ? 'open' : 'read');
+  }
+
+  /** The volume's vol_data.json (the pod's, or the block volume's global one) is lost. */
+  loseVolumeData(pod: string, volume: string): void {
+    const v = this.volume(volume);
+    const file = v.volumeMode === 'Block' ? `${SIM_ROOT}/plugins/kubernetes.io/csi/volumeDevices/${v.name}/data/vol_data.json` : `${SIM_ROOT}/pods/${pod}/volumes/kubernetes.io~csi/${v.name}/vol_data.json`;
+    if (this.fs.loseFile(file)) this.changed();
+  }
+
+  /**
+   * The node reboots: the driver processes restart (their state kept, the calls at them and
+   * their timers lost, locks cleared), every mount goes, and the power is cut under the files.
+   */
+  reboot(): void {
+    this.sched.drop(`driver:${this.#driverEpoch}`);
+    this.#driverEpoch++;
+    for (const d of this.#drivers.values()) d.reboot();
+    this.#inFlight.clear();
+    this.mounter.reboot();
+    this.fs.powerCut();
+    this.changed();
+  }
+
+  // ---------------------------------------------------------------- its state
+
+  /** Hash of everything a crash keeps, with the scenario's progress (`stepIndex`). */
+  state(stepIndex: number): string {
+    const key = `${this.#version}|${stepIndex}|${this.fs.commits}|${this.fs.dirty}|${this.fs.writeFaultState()}|${[...this.#inFlight.keys()].join(',')}`;
+    if (this.#stateMemo?.key === key) return this.#stateMemo.hash;
+    const hash = this.#computeState(stepIndex);
+    this.#stateMemo = { key, hash };
+    return hash;
+  }
+
+  /** The files' part of the world state: re-read only after the page cache changed. */
+  #filesState(): string {
+    const version = this.fs.pageVersion;
+    if (this.#filesMemo?.version === version) return this.#filesMemo.text;
+    const parts: string[] = [];
+    for (const p of this.fs.mem.tree(SIM_ROOT)) {
+      if (p.endsWith('.json')) {
+        let content = '';
+        try {
+          content = this.fs.readTextSync(p);
+        } catch {
+          content = '?';
+        }
+        parts.push(`${p}=${fnv1a(content)}`);
+      } else parts.push(p);
+    }
+    const text = parts.join('\n');
+    this.#filesMemo = { version, text };
+    return text;
+  }
+
+  #computeState(stepIndex: number): string {
+    const parts: string[] = [`step ${stepIndex}`, `running ${[...this.#running].sort().join(',')}`, this.#filesState()];
+    parts.push(`durable ${this.fs.commits} ${this.fs.dirty} ${this.fs.writeFaultState()}`);
+    for (const e of this.mounter.entries()) parts.push(`m ${e.mountPoint} ${e.source}`);
+    for (const [name, d] of this.#drivers) {
+      parts.push(`d ${name} ${JSON.stringify(d.snapshot())}`);
+    }
+    for (const f of [...this.#inFlight.values()].map((x) => `${x.driver} ${x.method} ${x.volumeId}`).sort()) parts.push(`in-flight ${f}`);
+    parts.push(`inUse ${this.cluster.volumesInUse.join(',')}`);
+    for (const [p, e] of [...this.#readErrors].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) parts.push(`read-error ${p} ${e.code} ${e.left}`);
+    return fnv1a(parts.join('\n'));
+  }
+}
