@@ -62,8 +62,11 @@ describe('gate CSIUnpublishBeforeUnstageAfterReconstruction e2e (the KEP-6058 al
   it('gate on: NodeUnpublishVolume then NodeUnstageVolume both succeed, the directories are gone, and the volume leaves volumesInUse only afterwards', async () => {
     const { node, mark, vol, pod } = await alphaGap('alpha-gap-on', true);
     const name = vol.uniqueVolumeName;
-    await waitFor(async () => !existsSync(node.volumeDir(vol.volumeHandle)) && !(await node.disk.volumesInUse()).includes(name), {
-      what: 'the volume to be unpublished, unstaged and dropped',
+    // The agent logs "Updated node status volumesInUse" after it wrote node-status.json: wait for
+    // the logged write too, not only the file, or the log is read before its line.
+    const droppedInLog = async (): Promise<boolean> => (await node.statusWrites()).some((w) => !w.volumesInUse.includes(name));
+    await waitFor(async () => !existsSync(node.volumeDir(vol.volumeHandle)) && !(await node.disk.volumesInUse()).includes(name) && (await droppedInLog()), {
+      what: 'the volume to be unpublished, unstaged and dropped (file and log)',
       timeoutMs: 20_000,
       observe: async () => ({ calls: await node.calls(mark), mounts: await node.mountsUnder(node.disk.rootDir) }),
     });
