@@ -70,6 +70,14 @@ export const CSIUnstageCompletesBeforeRestage = 'CSIUnstageCompletesBeforeRestag
  * volume the driver still has staged.
  */
 export const CSIKeepUncertainMountOnFinalError = 'CSIKeepUncertainMountOnFinalError';
+/**
+ * nodevol: MountDevice that made the volume directory (it was not there) and then fails
+ * transiently before NodeStageVolume (NodeGetCapabilities for VOLUME_MOUNT_GROUP) removes what it
+ * made. Upstream keeps the directory and its vol_data.json; the device is not in the actual state,
+ * so when the pod goes before a retry nothing removes them (and with KEP-6058 the next start lists
+ * and reports in use a volume that was never staged here).
+ */
+export const CSIRemoveNewStagingDirOnTransientError = 'CSIRemoveNewStagingDirOnTransientError';
 /** The earlier name of {@link CSIKeepUncertainMountOnFinalError}, which covered reconstructed volumes only. */
 export const CSIKeepListedVolumeOnStageFailure = 'CSIKeepListedVolumeOnStageFailure';
 
@@ -80,7 +88,8 @@ export type FeatureName =
   | typeof CSIUnpublishBeforeUnstageAfterReconstruction
   | typeof CSIRetryReconstructionCleanup
   | typeof CSIKeepUncertainMountOnFinalError
-  | typeof CSIUnstageCompletesBeforeRestage;
+  | typeof CSIUnstageCompletesBeforeRestage
+  | typeof CSIRemoveNewStagingDirOnTransientError;
 
 const KNOWN_FEATURES: Readonly<Record<string, FeatureSpec>> = {
   [CSIGlobalMountReconstruction]: {
@@ -123,6 +132,12 @@ const KNOWN_FEATURES: Readonly<Record<string, FeatureSpec>> = {
     preRelease: 'Alpha',
     description:
       'nodevol: NodeUnstageVolume is recorded durably beside the global vol_data.json until it returns OK; a NodeStageVolume of a volume so marked is preceded by a NodeUnstageVolume that must return OK first (kubernetes#121357).',
+  },
+  [CSIRemoveNewStagingDirOnTransientError]: {
+    default: false,
+    preRelease: 'Alpha',
+    description:
+      'nodevol: a MountDevice that made the volume directory and fails transiently before NodeStageVolume (the VOLUME_MOUNT_GROUP capability check) removes the directory and its vol_data.json again; upstream leaves them to no one when the pod goes before a retry.',
   },
   [CSIKeepListedVolumeOnStageFailure]: {
     default: false,

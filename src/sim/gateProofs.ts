@@ -17,6 +17,8 @@ export const GATE_PROOFS: Readonly<Record<string, readonly string[]>> = {
   // A volume only the listing found; then, found by the explorer over generated workloads, a
   // filesystem stage and publish done then failed, and a raw block publish timed out then failed.
   CSIKeepUncertainMountOnFinalError: ['listed-restage-fails', 'staged-then-failed', 'published-then-failed', 'block-publish-timeout-then-failed'],
+  // Found by the explorer with --faults: the VOLUME_MOUNT_GROUP check of MountDevice fails.
+  CSIRemoveNewStagingDirOnTransientError: ['mount-group-check-fails'],
 };
 
 /** nodevol's own gates: every registered gate but KEP-6058's and the aliases. */

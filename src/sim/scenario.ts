@@ -35,8 +35,15 @@ const duration = z.string().regex(/^\d+(ms|s|m)$/, 'must be a duration such as 5
 /** A fault step is a rule of the one CSI fault model (src/csi/faults.ts), as faults files hold them. */
 const faultSchema = csiFaultSchema;
 
-/** The CSI calls a fault step of a scenario may name: the node calls the simulated drivers serve. */
+/** The node calls that carry a volume: the ones generated workloads fault (src/sim/generate.ts). */
 export const NODE_FAULT_METHODS = ['NodeStageVolume', 'NodeUnstageVolume', 'NodePublishVolume', 'NodeUnpublishVolume'] as const;
+
+/**
+ * The CSI calls a fault step of a scenario may name: the node calls the simulated drivers serve,
+ * and NodeGetCapabilities (kubelet asks it inside MountDevice and SetUp, before and after it
+ * writes the volume's directories; a rule for it names no volume).
+ */
+export const SCENARIO_FAULT_METHODS = [...NODE_FAULT_METHODS, 'NodeGetCapabilities'] as const;
 
 /** errnos a read of a file can fail with: EIO at the read, EACCES at the open. */
 export const READ_ERROR_CODES = ['EIO', 'EACCES'] as const;
@@ -287,8 +294,8 @@ function normalize(s: Parsed, file: string, lineOf: (p: (string | number)[]) => 
     if ('clearFaults' in raw) return { kind: 'clearFaults' };
     if ('fault' in raw) {
       const f = raw.fault;
-      if (!(NODE_FAULT_METHODS as readonly string[]).includes(f.method)) {
-        throw err(['steps', i, 'fault', 'method'], `the simulated drivers serve ${NODE_FAULT_METHODS.join(', ')}`);
+      if (!(SCENARIO_FAULT_METHODS as readonly string[]).includes(f.method)) {
+        throw err(['steps', i, 'fault', 'method'], `the simulated drivers serve ${SCENARIO_FAULT_METHODS.join(', ')}`);
       }
       if (f.volumeId !== undefined && !volumes.some((v) => !v.inline && v.handle === f.volumeId)) {
         throw err(['steps', i, 'fault', 'volumeId'], `no volume has the handle ${JSON.stringify(f.volumeId)}`);

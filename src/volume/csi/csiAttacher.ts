@@ -4,8 +4,8 @@
  * and NodeStageVolume / NodeUnstageVolume at <driver>/<sha256(handle)>/globalmount.
  */
 import * as path from 'node:path/posix';
-import { CSIUnstageCompletesBeforeRestage } from '../../features/features.js';
-import { errorMessage } from '../../ports/fs.js';
+import { CSIRemoveNewStagingDirOnTransientError, CSIUnstageCompletesBeforeRestage } from '../../features/features.js';
+import { errorMessage, pathExists } from '../../ports/fs.js';
 import type { DeviceMounter, DeviceUnmounter, MounterArgs } from '../plugins.js';
 import { specName, type Spec } from '../spec.js';
 import { isOperationFinishedError, TransientOperationFailure, UncertainProgressError } from '../util/errors.js';
@@ -74,8 +74,11 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
     if (stageUnstage && host.features.enabled(CSIUnstageCompletesBeforeRestage)) {
       await finishInterruptedUnstage(host, client, { volumeHandle: csi.volumeHandle, stagingPath: deviceMountPath, dataDir: path.dirname(deviceMountPath), caller: 'attacher.MountDevice' });
     }
-    await mkdirAll(host, deviceMountPath);
     const dataDir = path.dirname(deviceMountPath);
+    // Gate CSIRemoveNewStagingDirOnTransientError: whether this call makes the volume dir. If it
+    // does, nothing was ever staged at its staging path, so what it made may go again.
+    const makesVolumeDir = host.features.enabled(CSIRemoveNewStagingDirOnTransientError) && !(await pathExists(host.fs, dataDir));
+    await mkdirAll(host, deviceMountPath);
     // KEP-6058 item 1: specVolID and volumeLifecycleMode, unconditionally.
     const data: Record<string, string> = {
       [volDataKey.driverName]: csi.driver,
@@ -99,7 +102,7 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
         // (the old file is intact: the write is atomic).
         throw new UncertainProgressError(message);
       }
-      await this.cleanupAfterFinalError(deviceMountPath);
+      await this.cleanupMountDir(deviceMountPath);
       throw new Error(message);
     }
     if (!stageUnstage) {
@@ -107,8 +110,20 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
       host.logger.info(csiLog('attacher.MountDevice STAGE_UNSTAGE_VOLUME capability not set. Skipping MountDevice...'));
       return;
     }
-    // A failure here is transient, so the directory and vol_data.json stay (kubelet's deferred cleanup skips it).
-    const volumeMountGroup = await volumeMountGroupFor(client, args.fsGroup, 'attacher.MountDevice');
+    // A failure here is transient, so the directory and vol_data.json stay (kubelet's deferred
+    // cleanup skips it), and with them a volume dir no operation will remove when the pod goes
+    // before a retry: the device is not in the actual state. With the gate, a volume dir this call
+    // made goes again (no NodeStageVolume was sent, nothing can be staged there).
+    let volumeMountGroup: string;
+    try {
+      volumeMountGroup = await volumeMountGroupFor(client, args.fsGroup, 'attacher.MountDevice');
+    } catch (err) {
+      if (makesVolumeDir) {
+        host.logger.v(2).info(csiLog('attacher.MountDevice removes the volume dir it made: the transient failure came before NodeStageVolume'), { deviceMountPath });
+        await this.cleanupMountDir(deviceMountPath);
+      }
+      throw err;
+    }
     try {
       // csi_client.go NodeStageVolume maps the access mode first; its failure is returned as it is.
       const accessMode = await accessModeMapperFor(client).catch((err: unknown) => {
@@ -133,7 +148,7 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
         if (args.keepStagingOnFinalError === true) {
           host.logger.v(2).info(csiLog('attacher.MountDevice keeps the staging dir and its volume data after a final error: the device may still be staged'), { deviceMountPath });
         } else {
-          await this.cleanupAfterFinalError(deviceMountPath);
+          await this.cleanupMountDir(deviceMountPath);
         }
       }
       throw err;
@@ -141,7 +156,7 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
     host.logger.v(4).info(csiLog('attacher.MountDevice successfully requested NodeStageVolume'), { deviceMountPath });
   }
 
-  private async cleanupAfterFinalError(deviceMountPath: string): Promise<void> {
+  private async cleanupMountDir(deviceMountPath: string): Promise<void> {
     try {
       await removeMountDir(this.host, deviceMountPath);
     } catch (err) {

@@ -11,6 +11,7 @@ describe('feature gates', () => {
       CSIGlobalMountReconstruction: false,
       CSIKeepUncertainMountOnFinalError: false,
       CSIListGlobalVolumesWithoutStagingDir: false,
+      CSIRemoveNewStagingDirOnTransientError: false,
       CSIRetryReconstructionCleanup: false,
       CSIUnpublishBeforeUnstageAfterReconstruction: false,
       CSIUnstageCompletesBeforeRestage: false,

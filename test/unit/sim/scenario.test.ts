@@ -42,6 +42,15 @@ describe('scenario files', () => {
     assert.match(errorOf(base.replace('volumes: [pv-1]', 'volumes: [pv-9]')), /^x\.yaml:9: pods\[0\]\.volumes\[0\]: unknown volume "pv-9"$/);
   });
 
+  it('a fault step names a node call the simulated drivers serve, NodeGetCapabilities included; any other RPC is refused by name', () => {
+    const s = parseScenario(`${base}steps:\n  - fault: { method: NodeGetCapabilities, code: UNAVAILABLE, times: 1 }\n`, 'x.yaml');
+    assert.deepEqual(s.steps.map((x) => x.kind), ['fault']);
+    assert.match(
+      errorOf(`${base}steps:\n  - fault: { method: CreateVolume, code: UNAVAILABLE }\n`),
+      /^x\.yaml:11: steps\[0\]\.fault\.method: the simulated drivers serve NodeStageVolume, NodeUnstageVolume, NodePublishVolume, NodeUnpublishVolume, NodeGetCapabilities$/,
+    );
+  });
+
   it('readError: a pod\'s vol_data.json fails its next N reads with EIO (default) or EACCES; bad values name the field', () => {
     const s = parseScenario(`${base}steps:\n  - readError: { pod: pod-a, volume: pv-1, times: 3 }\n  - readError: { pod: pod-a, volume: pv-1, code: EACCES, times: 1 }\n`, 'x.yaml');
     assert.deepEqual(s.steps, [

@@ -570,3 +570,80 @@ describe('gate CSIUnstageCompletesBeforeRestage (kubernetes#121357)', () => {
     assert.equal(await node.exists(VOL_DIR('vol-1')), false);
   });
 });
+
+describe('gate CSIRemoveNewStagingDirOnTransientError (found by the explorer with --faults)', () => {
+  const UNAVAILABLE = 14;
+
+  /**
+   * MountDevice makes the volume dir and writes vol_data.json; its VOLUME_MOUNT_GROUP check
+   * (NodeGetCapabilities, asked once the dir is there) fails with UNAVAILABLE, a transient
+   * failure; the pod goes before a retry succeeds.
+   */
+  async function mountGroupCheckFails(on: boolean): Promise<{ node: InMemoryNode; name: UniqueVolumeName; mark: number; failed: number }> {
+    const g = gates('CSIRemoveNewStagingDirOnTransientError', on);
+    const node = new InMemoryNode();
+    const name = u(node.addVolume('pv-1', 'vol-1'));
+    node.addPod('pod-a', ['pv-1']);
+    let podWanted = true;
+    let failed = 0;
+    node.driver.observer = {
+      arrived: (_seq, method) => {
+        if (podWanted && method === 'NodeGetCapabilities' && node.tree().includes(`${VOL_DIR('vol-1')}/vol_data.json`)) {
+          node.driver.inject({ method: 'NodeGetCapabilities', code: UNAVAILABLE, times: 1 });
+        }
+      },
+      finished: (call) => {
+        if (call.method === 'NodeGetCapabilities' && call.outcome === 'UNAVAILABLE') failed++;
+      },
+    };
+    const mark = node.driver.calls.length;
+    await node.startKubelet(g);
+    await node.stepUntil(() => failed >= 1);
+    podWanted = false;
+    node.cluster.deletePod('pod-a');
+    await node.steps(60);
+    return { node, name, mark, failed };
+  }
+
+  it('off: the volume dir and its vol_data.json stay after the pod went; nothing is staged, nothing will remove them', async () => {
+    const { node, name, mark } = await mountGroupCheckFails(false);
+    assert.deepEqual(csiCalls(node, mark), []);
+    assert.equal(node.driver.volume('vol-1')?.stagedAt, undefined);
+    assert.equal(node.kubelet.asw.volumeExists(name), false);
+    assert.ok(node.tree().includes(`${VOL_DIR('vol-1')}/vol_data.json`), node.tree().join('\n'));
+    assert.ok(node.tree().includes(`${VOL_DIR('vol-1')}/globalmount/`), node.tree().join('\n'));
+  });
+
+  it('on: MountDevice removes the volume dir it made; nothing of the volume is left', async () => {
+    const { node, name, mark } = await mountGroupCheckFails(true);
+    assert.deepEqual(csiCalls(node, mark), []);
+    assert.equal(node.kubelet.asw.volumeExists(name), false);
+    assert.deepEqual(node.tree().filter((p) => p.includes(sha256Hex('vol-1'))), []);
+    assert.deepEqual(node.cluster.volumesInUse, []);
+  });
+
+  it('on: a volume dir that was there before the call stays (only what this MountDevice made goes)', async () => {
+    const g = gates('CSIRemoveNewStagingDirOnTransientError', true);
+    const node = new InMemoryNode();
+    node.addVolume('pv-1', 'vol-1');
+    await node.fs.mkdir(`${VOL_DIR('vol-1')}/globalmount`, { recursive: true, mode: 0o750 });
+    node.addPod('pod-a', ['pv-1']);
+    let failed = 0;
+    node.driver.observer = {
+      arrived: (_seq, method) => {
+        if (failed === 0 && method === 'NodeGetCapabilities' && node.tree().includes(`${VOL_DIR('vol-1')}/vol_data.json`)) {
+          node.driver.inject({ method: 'NodeGetCapabilities', code: UNAVAILABLE, times: 1 });
+        }
+      },
+      finished: (call) => {
+        if (call.method === 'NodeGetCapabilities' && call.outcome === 'UNAVAILABLE') failed++;
+      },
+    };
+    await node.startKubelet(g);
+    await node.stepUntil(() => failed >= 1);
+    assert.ok(node.tree().includes(`${VOL_DIR('vol-1')}/vol_data.json`), 'kept: the dir was not made by this call');
+    // The retry stages the volume: the transient failure changed nothing else.
+    await node.stepUntil(() => node.kubelet.asw.getMountedVolumes().length === 1);
+    assert.notEqual(node.driver.volume('vol-1')?.stagedAt, undefined);
+  });
+});
