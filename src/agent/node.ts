@@ -161,7 +161,14 @@ export function composeNode(ports: NodePorts, options: NodeOptions): ComposedNod
   const runtime = new AgentRuntime(vm, ports.logger, {
     nodeStatusUpdatePeriodMs: options.nodeStatusUpdatePeriodMs ?? NODE_STATUS_UPDATE_PERIOD_MS,
     shutdownGraceMs: options.shutdownGraceMs ?? 30_000,
-    housekeeping: { periodMs: HOUSEKEEPING_PERIOD_MS, run: () => orphans.cleanupOrphanedPodDirs() },
+    housekeeping: {
+      periodMs: HOUSEKEEPING_PERIOD_MS,
+      run: async () => {
+        await orphans.cleanupOrphanedPodDirs();
+        // nodevol: the global listing's leftover dirs it could not remove (a no-op unless it failed).
+        for (const plugin of vm.plugins.findGlobalVolumeListerPlugins()) await plugin.removeLeftoverGlobalDirs?.();
+      },
+    },
     ...(onChange === undefined || signalsEveryChange === undefined
       ? {}
       : { clusterChanges: { subscribe: (listener: () => void) => onChange.call(ports.cluster, listener), signalsEveryChange: () => signalsEveryChange.call(ports.cluster) } }),

@@ -157,6 +157,12 @@ export interface GlobalVolumeListerPlugin extends DeviceMountableVolumePlugin {
    * rename). One unreadable directory never hides the others.
    */
   listGlobalVolumes(): Promise<GlobalVolume[]>;
+  /**
+   * nodevol (gate CSIListGlobalVolumesWithoutStagingDir): retries the removals of leftover
+   * volume directories that the listing found but could not remove (a read-only or busy root
+   * dir); each is checked again first. Run by the housekeeping loop. Kubelet has no such step.
+   */
+  removeLeftoverGlobalDirs?(): Promise<void>;
 }
 
 export function isDeviceMountablePlugin(p: VolumePlugin): p is DeviceMountableVolumePlugin {

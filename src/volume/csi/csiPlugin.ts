@@ -39,6 +39,9 @@ import { findInterruptedVolumeDataWrite, loadVolumeData, VOL_DATA_FILE_NAME, vol
 
 export { CsiSpecError };
 
+/** What a try to remove a leftover volume directory did: `kept` means it is no leftover (any more). */
+type LeftoverRemoval = 'removed' | 'kept' | 'failed';
+
 export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, AttachableVolumePlugin {
   readonly attachable = true;
   readonly deviceMountable = true;
@@ -182,16 +185,36 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
    * with nothing in it (no globalmount, no vol_data.json) names no volume and is removed. rmdir
    * cannot remove anything else; a mount point is left alone.
    */
-  private async removeEmptyVolumeDir(dir: string): Promise<void> {
-    if (!isSha256Hex(path.basename(dir))) return;
+  private async removeEmptyVolumeDir(dir: string): Promise<LeftoverRemoval> {
+    if (!isSha256Hex(path.basename(dir))) return 'kept';
     try {
-      if ((await this.host.fs.readdir(dir)).length > 0) return;
-      if (!(await this.host.mounter.isLikelyNotMountPoint(dir))) return;
+      if ((await this.host.fs.readdir(dir)).length > 0) return 'kept';
+      if (!(await this.host.mounter.isLikelyNotMountPoint(dir))) return 'kept';
       await this.host.fs.rmdir(dir);
       this.host.logger.v(2).info('Removed an empty global volume directory left by an interrupted UnmountDevice', { path: dir });
+      return 'removed';
     } catch (err) {
+      if (isNotExist(err)) return 'removed';
       this.host.logger.v(4).info('Could not remove an empty global volume directory', { path: dir, err: errorMessage(err) });
+      return 'failed';
     }
+  }
+
+  /**
+   * Leftover volume directories whose removal failed (EROFS, EBUSY …), by path: retried by
+   * {@link removeLeftoverGlobalDirs} until removed or no longer leftovers. In memory only: a
+   * restart lists them again.
+   */
+  readonly #leftoverDirs = new Map<string, (dir: string) => Promise<LeftoverRemoval>>();
+
+  private async removeLeftover(dir: string, remove: (dir: string) => Promise<LeftoverRemoval>): Promise<void> {
+    if ((await remove(dir)) === 'failed') this.#leftoverDirs.set(dir, remove);
+    else this.#leftoverDirs.delete(dir);
+  }
+
+  async removeLeftoverGlobalDirs(): Promise<void> {
+    if (!this.host.features.enabled(CSIListGlobalVolumesWithoutStagingDir)) return;
+    for (const [dir, remove] of [...this.#leftoverDirs]) await this.removeLeftover(dir, remove);
   }
 
   /**
@@ -201,21 +224,26 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
    * there, and the directory names no volume that could be unstaged: both are removed (rmdir
    * only, so nothing else can go). Anything more in either directory, or a mount, and it stays.
    */
-  private async removeVolumeDirBeforeItsRecord(dir: string): Promise<void> {
-    if (!isSha256Hex(path.basename(dir))) return;
+  private async removeVolumeDirBeforeItsRecord(dir: string): Promise<LeftoverRemoval> {
+    if (!isSha256Hex(path.basename(dir))) return 'kept';
     const { fs, mounter, logger } = this.host;
     const staging = path.join(dir, GLOBAL_MOUNT_DIR_NAME);
     try {
       const names = (await fs.readdir(dir)).map((e) => e.name);
-      if (names.length !== 1 || names[0] !== GLOBAL_MOUNT_DIR_NAME) return;
-      if ((await fs.lstat(staging)).type !== 'directory') return;
-      if ((await fs.readdir(staging)).length > 0) return;
-      if (!(await mounter.isLikelyNotMountPoint(staging))) return;
+      // Only the volume dir left (its staging dir went before a failed rmdir of it): empty now.
+      if (names.length === 0) return await this.removeEmptyVolumeDir(dir);
+      if (names.length !== 1 || names[0] !== GLOBAL_MOUNT_DIR_NAME) return 'kept';
+      if ((await fs.lstat(staging)).type !== 'directory') return 'kept';
+      if ((await fs.readdir(staging)).length > 0) return 'kept';
+      if (!(await mounter.isLikelyNotMountPoint(staging))) return 'kept';
       await fs.rmdir(staging);
       await fs.rmdir(dir);
       logger.v(2).info('Removed a global volume directory left by an interrupted MountDevice: an empty staging directory and no volume data file', { path: dir });
+      return 'removed';
     } catch (err) {
+      if (isNotExist(err)) return 'removed';
       logger.v(4).info('Could not remove a global volume directory left by an interrupted MountDevice', { path: dir, err: errorMessage(err) });
+      return 'failed';
     }
   }
 
@@ -301,7 +329,7 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
     if (skipped.reason === 'no-globalmount') {
       const { driver, volumeHandle } = skipped;
       if (driver === undefined && volumeHandle === undefined) {
-        await this.removeEmptyVolumeDir(skipped.path);
+        await this.removeLeftover(skipped.path, (dir) => this.removeEmptyVolumeDir(dir));
         return undefined;
       }
       if (driver === undefined || volumeHandle === undefined) return undefined;
@@ -318,7 +346,7 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
     }
     if (skipped.reason === 'interrupted-write' && skipped.volumeMode === 'Filesystem') return this.volumeFromInterruptedWrite(skipped);
     if (skipped.reason === 'unreadable-vol-data' && skipped.volumeMode === 'Filesystem') {
-      await this.removeVolumeDirBeforeItsRecord(skipped.path);
+      await this.removeLeftover(skipped.path, (dir) => this.removeVolumeDirBeforeItsRecord(dir));
       return undefined;
     }
     if (skipped.reason === 'not-staged' && skipped.volumeMode === 'Block') {
