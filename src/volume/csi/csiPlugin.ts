@@ -201,20 +201,24 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
   }
 
   /**
-   * Leftover volume directories whose removal failed (EROFS, EBUSY …), by path: retried by
+   * Leftover volume directories whose removal failed (EROFS, EBUSY …): retried by
    * {@link removeLeftoverGlobalDirs} until removed or no longer leftovers. In memory only: a
    * restart lists them again.
    */
-  readonly #leftoverDirs = new Map<string, (dir: string) => Promise<LeftoverRemoval>>();
+  readonly #leftoverDirs = new Set<string>();
 
-  private async removeLeftover(dir: string, remove: (dir: string) => Promise<LeftoverRemoval>): Promise<void> {
-    if ((await remove(dir)) === 'failed') this.#leftoverDirs.set(dir, remove);
+  private async removeLeftover(dir: string, removal: Promise<LeftoverRemoval>): Promise<void> {
+    if ((await removal) === 'failed') this.#leftoverDirs.add(dir);
     else this.#leftoverDirs.delete(dir);
   }
 
+  /**
+   * Each retry takes the broader of the two checks: an empty directory, or one holding only an
+   * empty, unmounted `globalmount` (an empty directory is the first one's rmdir failed half-way).
+   */
   async removeLeftoverGlobalDirs(): Promise<void> {
     if (!this.host.features.enabled(CSIListGlobalVolumesWithoutStagingDir)) return;
-    for (const [dir, remove] of [...this.#leftoverDirs]) await this.removeLeftover(dir, remove);
+    for (const dir of [...this.#leftoverDirs]) await this.removeLeftover(dir, this.removeVolumeDirBeforeItsRecord(dir));
   }
 
   /**
@@ -230,7 +234,8 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
     const staging = path.join(dir, GLOBAL_MOUNT_DIR_NAME);
     try {
       const names = (await fs.readdir(dir)).map((e) => e.name);
-      // Only the volume dir left (its staging dir went before a failed rmdir of it): empty now.
+      // Nothing left (the staging dir went before a failed rmdir of the volume dir, or the
+      // listing found it empty): the empty-dir rule.
       if (names.length === 0) return await this.removeEmptyVolumeDir(dir);
       if (names.length !== 1 || names[0] !== GLOBAL_MOUNT_DIR_NAME) return 'kept';
       if ((await fs.lstat(staging)).type !== 'directory') return 'kept';
@@ -329,7 +334,7 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
     if (skipped.reason === 'no-globalmount') {
       const { driver, volumeHandle } = skipped;
       if (driver === undefined && volumeHandle === undefined) {
-        await this.removeLeftover(skipped.path, (dir) => this.removeEmptyVolumeDir(dir));
+        await this.removeLeftover(skipped.path, this.removeEmptyVolumeDir(skipped.path));
         return undefined;
       }
       if (driver === undefined || volumeHandle === undefined) return undefined;
@@ -346,7 +351,7 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
     }
     if (skipped.reason === 'interrupted-write' && skipped.volumeMode === 'Filesystem') return this.volumeFromInterruptedWrite(skipped);
     if (skipped.reason === 'unreadable-vol-data' && skipped.volumeMode === 'Filesystem') {
-      await this.removeLeftover(skipped.path, (dir) => this.removeVolumeDirBeforeItsRecord(dir));
+      await this.removeLeftover(skipped.path, this.removeVolumeDirBeforeItsRecord(skipped.path));
       return undefined;
     }
     if (skipped.reason === 'not-staged' && skipped.volumeMode === 'Block') {
