@@ -28,17 +28,33 @@ import {
 } from './csiUtil.js';
 import { finishInterruptedUnstage, recordUnstageEnded, recordUnstageStarted } from './unstageMarker.js';
 import { isVolumeDataNotFound, loadVolumeData, saveVolumeDataUnlessSame, VOL_DATA_FILE_NAME, volDataKey } from './volumeData.js';
+import { VolumeDirClaims } from './volumeDirClaims.js';
 
 export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
-  constructor(private readonly host: VolumeHost) {}
+  /** `claims`: the plugin's, shared with its removal of leftover volume dirs (one per kubelet life). */
+  constructor(
+    private readonly host: VolumeHost,
+    private readonly claims: VolumeDirClaims = new VolumeDirClaims(),
+  ) {}
 
   getDeviceMountPath(spec: Spec): string {
     return makeDeviceMountPath(this.host, spec);
   }
 
   async mountDevice(spec: Spec, _devicePath: string, deviceMountPath: string, args: MounterArgs): Promise<void> {
-    const { host } = this;
     if (deviceMountPath === '') throw new Error(csiLog('attacher.MountDevice failed, deviceMountPath is empty'));
+    // The volume dir is this call's until it returns: a removal of a leftover there waits (nodevol).
+    const claim = this.claims.claimForMountDevice(path.dirname(deviceMountPath));
+    const release = typeof claim === 'function' ? claim : await claim;
+    try {
+      await this.mountDeviceClaimed(spec, deviceMountPath, args);
+    } finally {
+      release();
+    }
+  }
+
+  private async mountDeviceClaimed(spec: Spec, deviceMountPath: string, args: MounterArgs): Promise<void> {
+    const { host } = this;
     if (spec.kind !== 'persistent' || spec.persistentVolume.csi === undefined) {
       throw new Error(csiLog('attacher.MountDevice failed to get CSIPersistentVolumeSource'));
     }

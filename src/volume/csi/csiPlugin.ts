@@ -35,7 +35,8 @@ import type { VolumeHost } from '../volumeHost.js';
 import { findGlobalMountDataFromPodMount } from './globalMountFallback.js';
 import { listCsiGlobalVolumes, type GlobalVolumeListing, type SkippedGlobalDir } from './globalVolumes.js';
 import { resolvesInsideRoot } from '../../layout/confinement.js';
-import { findInterruptedVolumeDataWrite, loadVolumeData, VOL_DATA_FILE_NAME, volDataKey, type VolumeData } from './volumeData.js';
+import { findInterruptedVolumeDataWrite, loadVolumeData, VOL_DATA_FILE_NAME, VOL_DATA_TEMP_FILE_NAME, volDataKey, type VolumeData } from './volumeData.js';
+import { VolumeDirClaims } from './volumeDirClaims.js';
 
 export { CsiSpecError };
 
@@ -201,49 +202,83 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
   }
 
   /**
-   * Leftover volume directories whose removal failed (EROFS, EBUSY …): retried by
-   * {@link removeLeftoverGlobalDirs} until removed or no longer leftovers. In memory only: a
-   * restart lists them again.
+   * Leftover volume directories whose removal failed (EROFS, ENOSPC, EBUSY …) or had to wait for a
+   * MountDevice working there: retried by {@link removeLeftoverGlobalDirs} until removed or no
+   * longer leftovers. In memory only: a restart lists them again.
    */
   readonly #leftoverDirs = new Set<string>();
+  /** Shared with this plugin's MountDevice calls: a removal never overlaps one in the same dir. */
+  readonly #claims = new VolumeDirClaims();
 
-  private async removeLeftover(dir: string, removal: Promise<LeftoverRemoval>): Promise<void> {
-    if ((await removal) === 'failed') this.#leftoverDirs.add(dir);
+  private async removeLeftover(dir: string, check: (dir: string) => Promise<LeftoverRemoval>): Promise<void> {
+    const release = this.#claims.tryClaimForRemoval(dir);
+    if (release === undefined) {
+      // A MountDevice works there: no leftover while it does; the next pass looks again.
+      this.#leftoverDirs.add(dir);
+      return;
+    }
+    let removal: LeftoverRemoval;
+    try {
+      removal = await check(dir);
+    } finally {
+      release();
+    }
+    if (removal === 'failed') this.#leftoverDirs.add(dir);
     else this.#leftoverDirs.delete(dir);
   }
 
   /**
-   * Each retry takes the broader of the two checks: an empty directory, or one holding only an
-   * empty, unmounted `globalmount` (an empty directory is the first one's rmdir failed half-way).
+   * Each retry takes the broadest of the checks: an empty directory, or one holding only an
+   * empty, unmounted `globalmount` and/or the complete temp file of an interrupted vol_data.json
+   * write (an empty directory is the first one's rmdir failed half-way).
    */
   async removeLeftoverGlobalDirs(): Promise<void> {
     if (!this.host.features.enabled(CSIListGlobalVolumesWithoutStagingDir)) return;
-    for (const dir of [...this.#leftoverDirs]) await this.removeLeftover(dir, this.removeVolumeDirBeforeItsRecord(dir));
+    for (const dir of [...this.#leftoverDirs]) await this.removeLeftover(dir, (d) => this.removeVolumeDirBeforeItsRecord(d));
   }
 
   /**
-   * A MountDevice cut short between its mkdir of the staging directory and the write of
-   * vol_data.json leaves a volume directory holding only an empty, unmounted `globalmount`. The
-   * record is written (and synced) before NodeStageVolume is sent, so no stage was asked for
-   * there, and the directory names no volume that could be unstaged: both are removed (rmdir
-   * only, so nothing else can go). Anything more in either directory, or a mount, and it stays.
+   * A MountDevice cut short before its record was in place leaves a volume directory holding an
+   * empty, unmounted `globalmount` (cut between its mkdir and the write of vol_data.json), the
+   * temp file of that write (cut before its rename, whose completion failed at the listing), or
+   * both. The record is written, renamed and synced before NodeStageVolume is sent, so no stage
+   * was asked for there, and the directory names no volume that could be unstaged: all of it is
+   * removed (unlink of our temp file, then rmdir, so nothing else can go). The temp file must be
+   * a complete write naming this very directory; anything else in either directory, or a mount,
+   * and it stays.
    */
   private async removeVolumeDirBeforeItsRecord(dir: string): Promise<LeftoverRemoval> {
     if (!isSha256Hex(path.basename(dir))) return 'kept';
-    const { fs, mounter, logger } = this.host;
+    const { fs, mounter, logger, layout } = this.host;
     const staging = path.join(dir, GLOBAL_MOUNT_DIR_NAME);
     try {
       const names = (await fs.readdir(dir)).map((e) => e.name);
       // Nothing left (the staging dir went before a failed rmdir of the volume dir, or the
       // listing found it empty): the empty-dir rule.
       if (names.length === 0) return await this.removeEmptyVolumeDir(dir);
-      if (names.length !== 1 || names[0] !== GLOBAL_MOUNT_DIR_NAME) return 'kept';
-      if ((await fs.lstat(staging)).type !== 'directory') return 'kept';
-      if ((await fs.readdir(staging)).length > 0) return 'kept';
-      if (!(await mounter.isLikelyNotMountPoint(staging))) return 'kept';
-      await fs.rmdir(staging);
+      if (names.some((n) => n !== GLOBAL_MOUNT_DIR_NAME && n !== VOL_DATA_TEMP_FILE_NAME)) return 'kept';
+      const hasTemp = names.includes(VOL_DATA_TEMP_FILE_NAME);
+      const hasStaging = names.includes(GLOBAL_MOUNT_DIR_NAME);
+      let tempPath: string | undefined;
+      if (hasTemp) {
+        const found = await findInterruptedVolumeDataWrite(fs, dir);
+        const driver = found?.data?.[volDataKey.driverName] ?? '';
+        const handle = found?.data?.[volDataKey.volHandle] ?? '';
+        if (found === undefined || driver === '' || handle === '' || layout.csiDeviceMountPath(driver, handle) !== staging) return 'kept';
+        tempPath = found.tempPath;
+      }
+      if (hasStaging) {
+        if ((await fs.lstat(staging)).type !== 'directory') return 'kept';
+        if ((await fs.readdir(staging)).length > 0) return 'kept';
+        if (!(await mounter.isLikelyNotMountPoint(staging))) return 'kept';
+      }
+      if (tempPath !== undefined) await fs.unlink(tempPath);
+      if (hasStaging) await fs.rmdir(staging);
       await fs.rmdir(dir);
-      logger.v(2).info('Removed a global volume directory left by an interrupted MountDevice: an empty staging directory and no volume data file', { path: dir });
+      logger.v(2).info(
+        'Removed a global volume directory left by an interrupted MountDevice: no volume data file, so nothing was staged there',
+        { path: dir, ...(hasStaging ? { stagingDir: 'empty' } : {}), ...(tempPath === undefined ? {} : { tempFile: 'complete, never renamed' }) },
+      );
       return 'removed';
     } catch (err) {
       if (isNotExist(err)) return 'removed';
@@ -261,11 +296,11 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
   }
 
   newDeviceMounter(): DeviceMounter {
-    return new CsiAttacher(this.host);
+    return new CsiAttacher(this.host, this.#claims);
   }
 
   newDeviceUnmounter(): DeviceUnmounter {
-    return new CsiAttacher(this.host);
+    return new CsiAttacher(this.host, this.#claims);
   }
 
   newBlockVolumeMapper(spec: Spec, pod: PodRef): Promise<BlockVolumeMapper> {
@@ -334,7 +369,7 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
     if (skipped.reason === 'no-globalmount') {
       const { driver, volumeHandle } = skipped;
       if (driver === undefined && volumeHandle === undefined) {
-        await this.removeLeftover(skipped.path, this.removeEmptyVolumeDir(skipped.path));
+        await this.removeLeftover(skipped.path, (d) => this.removeEmptyVolumeDir(d));
         return undefined;
       }
       if (driver === undefined || volumeHandle === undefined) return undefined;
@@ -351,7 +386,7 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
     }
     if (skipped.reason === 'interrupted-write' && skipped.volumeMode === 'Filesystem') return this.volumeFromInterruptedWrite(skipped);
     if (skipped.reason === 'unreadable-vol-data' && skipped.volumeMode === 'Filesystem') {
-      await this.removeLeftover(skipped.path, this.removeVolumeDirBeforeItsRecord(skipped.path));
+      await this.removeLeftover(skipped.path, (d) => this.removeVolumeDirBeforeItsRecord(d));
       return undefined;
     }
     if (skipped.reason === 'not-staged' && skipped.volumeMode === 'Block') {
@@ -379,7 +414,10 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
    * directory this is, the write is finished - renamed onto vol_data.json and the directory
    * fsynced, what the writer was about to do - and the volume is listed like any other, so that
    * UnmountDevice sends an (idempotent) NodeUnstageVolume and removes the directory, or a pod
-   * that wants it stages it. A partial temp file, or one naming another directory, is left alone.
+   * that wants it stages it. When the rename fails (a full or read-only root dir), nothing was
+   * staged from that record, so the directory is removed instead (retried by housekeeping); a
+   * failed fsync of the directory after the rename is only logged. A partial temp file, or one
+   * naming another directory, is left alone.
    */
   private async volumeFromInterruptedWrite(skipped: SkippedGlobalDir): Promise<GlobalVolume | undefined> {
     const { host } = this;
@@ -392,10 +430,20 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
     const file = path.join(skipped.path, VOL_DATA_FILE_NAME);
     try {
       await host.fs.rename(found.tempPath, file);
+    } catch (err) {
+      // The write cannot be finished now (a full or read-only root dir). It was never renamed,
+      // so nothing was staged from it: the directory is removed instead, now or, when that
+      // fails too, by a later housekeeping pass.
+      host.logger.v(2).info('Could not finish an interrupted write of a global vol_data.json; the volume dir is removed instead', { path: found.tempPath, err: errorMessage(err) });
+      await this.removeLeftover(skipped.path, (d) => this.removeVolumeDirBeforeItsRecord(d));
+      return undefined;
+    }
+    try {
       await host.fs.fsyncDir(skipped.path);
     } catch (err) {
-      host.logger.v(2).info('Could not finish an interrupted write of a global vol_data.json', { path: found.tempPath, err: errorMessage(err) });
-      return undefined;
+      // The record is in place; should a power cut lose the rename, the next life finds the
+      // temp file again. Listed either way, so that UnmountDevice removes it.
+      host.logger.v(2).info('Could not sync the volume dir after finishing an interrupted write', { path: skipped.path, err: errorMessage(err) });
     }
     host.logger.v(2).info('Finished an interrupted write of a global vol_data.json; the volume is listed so that it is unstaged', { path: file });
     const specVolID = found.data?.[volDataKey.specVolID] ?? '';
