@@ -86,6 +86,8 @@ export interface ComposedNode {
   readonly orphans: OrphanedPodDirsCleaner;
   readonly stuck: StuckOperationTracker;
   readonly runtime: AgentRuntime;
+  /** One pass of kubelet's housekeeping, as the runtime's housekeeping loop runs it. */
+  housekeeping(): Promise<void>;
   /**
    * Starts the node: clears the stuck operations a previous life left, then reconstructs and
    * starts the loops (AgentRuntime.start).
@@ -157,18 +159,16 @@ export function composeNode(ports: NodePorts, options: NodeOptions): ComposedNod
     logger: ports.logger,
     ...(options.metrics.orphanPods === undefined ? {} : { metrics: options.metrics.orphanPods }),
   });
+  const housekeeping = async (): Promise<void> => {
+    await orphans.cleanupOrphanedPodDirs();
+    // nodevol: the global listing's leftover dirs it could not remove (a no-op unless it failed).
+    for (const plugin of vm.plugins.findGlobalVolumeListerPlugins()) await plugin.removeLeftoverGlobalDirs?.();
+  };
   const { onChange, signalsEveryChange } = ports.cluster;
   const runtime = new AgentRuntime(vm, ports.logger, {
     nodeStatusUpdatePeriodMs: options.nodeStatusUpdatePeriodMs ?? NODE_STATUS_UPDATE_PERIOD_MS,
     shutdownGraceMs: options.shutdownGraceMs ?? 30_000,
-    housekeeping: {
-      periodMs: HOUSEKEEPING_PERIOD_MS,
-      run: async () => {
-        await orphans.cleanupOrphanedPodDirs();
-        // nodevol: the global listing's leftover dirs it could not remove (a no-op unless it failed).
-        for (const plugin of vm.plugins.findGlobalVolumeListerPlugins()) await plugin.removeLeftoverGlobalDirs?.();
-      },
-    },
+    housekeeping: { periodMs: HOUSEKEEPING_PERIOD_MS, run: housekeeping },
     ...(onChange === undefined || signalsEveryChange === undefined
       ? {}
       : { clusterChanges: { subscribe: (listener: () => void) => onChange.call(ports.cluster, listener), signalsEveryChange: () => signalsEveryChange.call(ports.cluster) } }),
@@ -182,6 +182,7 @@ export function composeNode(ports: NodePorts, options: NodeOptions): ComposedNod
     orphans,
     stuck,
     runtime,
+    housekeeping,
     start: async () => {
       await stuck.start();
       await runtime.start();

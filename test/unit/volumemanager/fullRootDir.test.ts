@@ -15,45 +15,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FeatureGate } from '../../../src/features/features.js';
-import { FsError, type FileSystem } from '../../../src/ports/fs.js';
 import { sha256Hex, type UniqueVolumeName } from '../../../src/layout/names.js';
 import { DRIVER, InMemoryNode, ROOT } from '../../support/inMemoryNode.js';
+import { rootDirFault, type Fault } from '../../support/rootDirFault.js';
 
 const VOL_DIR = (h: string): string => `${ROOT}/plugins/kubernetes.io/csi/${DRIVER}/${sha256Hex(h)}`;
 const POD_DIR = (uid: string, pv: string): string => `${ROOT}/pods/${uid}/volumes/kubernetes.io~csi/${pv}`;
-
-type Fault = 'ENOSPC' | 'EROFS';
-
-/** What each fault refuses under the root dir: a full disk refuses what needs a new block or inode; a read-only one every change. */
-const REFUSED: Readonly<Record<Fault, readonly (keyof FileSystem)[]>> = {
-  ENOSPC: ['writeFile', 'mkdir', 'symlink'],
-  EROFS: ['writeFile', 'mkdir', 'symlink', 'rename', 'unlink', 'rmdir'],
-};
-
-/**
- * Makes the node's root dir full or read-only, or healthy again (undefined): the refused calls
- * under ROOT reject with the errno, as the real filesystem would, for kubelet and driver alike.
- */
-function rootDirFault(node: InMemoryNode): (fault: Fault | undefined) => void {
-  let current: Fault | undefined;
-  const fs = node.fs as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
-  for (const method of new Set([...REFUSED.ENOSPC, ...REFUSED.EROFS])) {
-    const inner = fs[method]!.bind(node.fs);
-    fs[method] = async (...args: unknown[]): Promise<unknown> => {
-      const p = String(args[method === 'symlink' ? 1 : 0]);
-      if (current !== undefined && REFUSED[current].includes(method) && p.startsWith(`${ROOT}/`)) {
-        // mkdir of a directory that exists changes nothing (EEXIST comes before EROFS; mkdir -p
-        // does not even ask).
-        const exists = method === 'mkdir' && (await node.exists(p));
-        if (!exists) throw new FsError(current, p, method);
-      }
-      return inner(...args);
-    };
-  }
-  return (fault) => {
-    current = fault;
-  };
-}
 
 interface Outcome {
   readonly node: InMemoryNode;

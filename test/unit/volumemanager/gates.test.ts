@@ -6,6 +6,7 @@ import { describe, it } from 'node:test';
 import { FeatureGate, type FeatureName } from '../../../src/features/features.js';
 import { sha256Hex, type UniqueVolumeName } from '../../../src/layout/names.js';
 import { DRIVER, InMemoryNode, ROOT } from '../../support/inMemoryNode.js';
+import { REFUSED, rootDirFault } from '../../support/rootDirFault.js';
 import { CsiPlugin } from '../../../src/volume/csi/csiPlugin.js';
 import { VolumePluginMgr, type ConstructOptions, type ReconstructedVolume } from '../../../src/volume/plugins.js';
 
@@ -207,6 +208,110 @@ describe('gate CSIListGlobalVolumesWithoutStagingDir', () => {
     await node.steps(40);
     assert.deepEqual(csiCalls(node, mark), ['NodeStageVolume OK', 'NodePublishVolume OK', 'NodeUnpublishVolume OK', 'NodeUnstageVolume OK']);
     assert.equal(await node.exists(VOL_DIR('vol-1')), false);
+  });
+});
+
+/**
+ * Explorer finding 17 (workload 2686 of the 10,000): the listing cannot finish an interrupted
+ * vol_data.json write because the root dir is full or read-only at that moment. The record was
+ * never renamed, so nothing was staged from it: the volume dir is removed instead, at once or by
+ * a later housekeeping pass; and never while a MountDevice of that volume works in it.
+ */
+describe('gate CSIListGlobalVolumesWithoutStagingDir: an interrupted write that cannot be finished', () => {
+  const TEMP_BYTES = '{"driverName":"csi.example.com","specVolID":"pv-1","volumeHandle":"vol-1","volumeLifecycleMode":"Persistent"}\n';
+
+  async function interruptedWriteLeft(node: InMemoryNode): Promise<void> {
+    node.addVolume('pv-1', 'vol-1');
+    await node.fs.mkdir(`${VOL_DIR('vol-1')}/globalmount`, { recursive: true, mode: 0o750 });
+    node.fs.writeRaw(`${VOL_DIR('vol-1')}/vol_data.json.tmp`, TEMP_BYTES);
+  }
+
+  it('on: the rename fails (a full root dir): the volume dir is removed instead, nothing called', async () => {
+    const node = new InMemoryNode();
+    const setFault = rootDirFault(node, { ...REFUSED, ENOSPC: [...REFUSED.ENOSPC, 'rename'] });
+    await interruptedWriteLeft(node);
+    setFault('ENOSPC');
+    const mark = node.driver.calls.length;
+    await node.startKubelet(gates('CSIListGlobalVolumesWithoutStagingDir', true));
+    await node.steps(5);
+    assert.equal(await node.exists(VOL_DIR('vol-1')), false);
+    assert.deepEqual(csiCalls(node, mark), []);
+  });
+
+  it('on: the root dir is read-only: kept while it is, removed by the next housekeeping pass once writable', async () => {
+    const node = new InMemoryNode();
+    const setFault = rootDirFault(node);
+    await interruptedWriteLeft(node);
+    setFault('EROFS');
+    const mark = node.driver.calls.length;
+    await node.startKubelet(gates('CSIListGlobalVolumesWithoutStagingDir', true));
+    await node.steps(5);
+    await node.composed?.housekeeping();
+    assert.deepEqual(node.tree().filter((p) => p.startsWith(VOL_DIR('vol-1'))), [`${VOL_DIR('vol-1')}/`, `${VOL_DIR('vol-1')}/globalmount/`, `${VOL_DIR('vol-1')}/vol_data.json.tmp`]);
+    setFault(undefined);
+    await node.steps(5);
+    assert.equal(await node.exists(VOL_DIR('vol-1')), true, 'the listing runs once a life: only housekeeping retries');
+    await node.composed?.housekeeping();
+    assert.equal(await node.exists(VOL_DIR('vol-1')), false);
+    assert.deepEqual(csiCalls(node, mark), []);
+  });
+
+  it('off: the same directory stays, read-only root dir or not', async () => {
+    const node = new InMemoryNode();
+    const setFault = rootDirFault(node);
+    await interruptedWriteLeft(node);
+    setFault('EROFS');
+    await node.startKubelet(gates('CSIListGlobalVolumesWithoutStagingDir', false));
+    await node.steps(5);
+    setFault(undefined);
+    await node.composed?.housekeeping();
+    assert.equal(await node.exists(`${VOL_DIR('vol-1')}/vol_data.json.tmp`), true);
+  });
+
+  it('on: a failed fsync of the directory after the rename is only logged; the volume is listed and unstaged', async () => {
+    const node = new InMemoryNode();
+    const setFault = rootDirFault(node, { ...REFUSED, EROFS: ['fsyncDir'] });
+    await interruptedWriteLeft(node);
+    setFault('EROFS');
+    const mark = node.driver.calls.length;
+    await node.startKubelet(gates('CSIListGlobalVolumesWithoutStagingDir', true));
+    await node.steps(40);
+    assert.deepEqual(csiCalls(node, mark), ['NodeUnstageVolume OK']);
+    assert.equal(await node.exists(VOL_DIR('vol-1')), false);
+  });
+
+  it('on: a housekeeping pass never takes the temp file a MountDevice of that volume is about to rename', async () => {
+    const node = new InMemoryNode();
+    const setFault = rootDirFault(node);
+    await interruptedWriteLeft(node);
+    setFault('EROFS');
+    const g = gates('CSIListGlobalVolumesWithoutStagingDir', true);
+    await node.startKubelet(g);
+    await node.steps(3);
+    setFault(undefined);
+    // MountDevice of the same volume stops just before its rename of the temp file it wrote.
+    const fs = node.fs as unknown as { rename: (from: string, to: string) => Promise<void> };
+    const rename = fs.rename.bind(node.fs);
+    let held = false;
+    let resume!: () => void;
+    const released = new Promise<void>((r) => (resume = r));
+    fs.rename = async (from, to) => {
+      if (from === `${VOL_DIR('vol-1')}/vol_data.json.tmp`) {
+        held = true;
+        await released;
+      }
+      return rename(from, to);
+    };
+    node.addPod('pod-a', ['pv-1']);
+    await node.stepUntil(() => held, 20);
+    await node.composed?.housekeeping();
+    assert.equal(await node.exists(`${VOL_DIR('vol-1')}/vol_data.json.tmp`), true, 'the removal waits for the MountDevice');
+    resume();
+    await node.stepUntil(() => node.kubelet.asw.getMountedVolumes().length === 1, 20);
+    await node.composed?.housekeeping();
+    assert.equal(await node.exists(`${VOL_DIR('vol-1')}/vol_data.json`), true, 'a staged volume dir is no leftover');
+    assert.equal(node.driver.volume('vol-1')?.stagedAt, `${VOL_DIR('vol-1')}/globalmount`);
+    assert.deepEqual(node.logger.messages().filter((m) => /MountDevice|MountVolume/.test(m) && /fail/i.test(m)), [], 'MountDevice never failed');
   });
 });
 
