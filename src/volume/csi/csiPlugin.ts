@@ -249,7 +249,7 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
    */
   private async removeVolumeDirBeforeItsRecord(dir: string): Promise<LeftoverRemoval> {
     if (!isSha256Hex(path.basename(dir))) return 'kept';
-    const { fs, mounter, logger, layout } = this.host;
+    const { fs, mounter, logger } = this.host;
     const staging = path.join(dir, GLOBAL_MOUNT_DIR_NAME);
     try {
       const names = (await fs.readdir(dir)).map((e) => e.name);
@@ -261,11 +261,9 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
       const hasStaging = names.includes(GLOBAL_MOUNT_DIR_NAME);
       let tempPath: string | undefined;
       if (hasTemp) {
-        const found = await findInterruptedVolumeDataWrite(fs, dir);
-        const driver = found?.data?.[volDataKey.driverName] ?? '';
-        const handle = found?.data?.[volDataKey.volHandle] ?? '';
-        if (found === undefined || driver === '' || handle === '' || layout.csiDeviceMountPath(driver, handle) !== staging) return 'kept';
-        tempPath = found.tempPath;
+        const write = await this.completeInterruptedWrite(dir);
+        if (write === undefined) return 'kept';
+        tempPath = write.tempPath;
       }
       if (hasStaging) {
         if ((await fs.lstat(staging)).type !== 'directory') return 'kept';
@@ -408,6 +406,20 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
   }
 
   /**
+   * The temp file of an interrupted vol_data.json write in `dir` when it is a complete write
+   * naming a driver and a handle whose volume directory `dir` is; undefined for anything else.
+   */
+  private async completeInterruptedWrite(dir: string): Promise<{ tempPath: string; data: VolumeData; driver: string; handle: string } | undefined> {
+    const found = await findInterruptedVolumeDataWrite(this.host.fs, dir);
+    const data = found?.data;
+    const driver = data?.[volDataKey.driverName] ?? '';
+    const handle = data?.[volDataKey.volHandle] ?? '';
+    if (found === undefined || data === undefined || driver === '' || handle === '') return undefined;
+    if (this.host.layout.csiDeviceMountPath(driver, handle) !== path.join(dir, GLOBAL_MOUNT_DIR_NAME)) return undefined;
+    return { tempPath: found.tempPath, data, driver, handle };
+  }
+
+  /**
    * Gate CSIListGlobalVolumesWithoutStagingDir: a volume directory holding only nodevol's temp
    * file of its vol_data.json (MountDevice's atomic write cut short before its rename; kubelet
    * never has one). When the temp file is a complete write naming a driver and a handle whose
@@ -421,12 +433,10 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
    */
   private async volumeFromInterruptedWrite(skipped: SkippedGlobalDir): Promise<GlobalVolume | undefined> {
     const { host } = this;
-    const found = await findInterruptedVolumeDataWrite(host.fs, skipped.path);
-    const driver = found?.data?.[volDataKey.driverName] ?? '';
-    const handle = found?.data?.[volDataKey.volHandle] ?? '';
-    if (found === undefined || driver === '' || handle === '') return undefined;
+    const found = await this.completeInterruptedWrite(skipped.path);
+    if (found === undefined) return undefined;
+    const { driver, handle } = found;
     const deviceMountPath = path.join(skipped.path, GLOBAL_MOUNT_DIR_NAME);
-    if (host.layout.csiDeviceMountPath(driver, handle) !== deviceMountPath) return undefined;
     const file = path.join(skipped.path, VOL_DATA_FILE_NAME);
     try {
       await host.fs.rename(found.tempPath, file);
@@ -446,10 +456,10 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
       host.logger.v(2).info('Could not sync the volume dir after finishing an interrupted write', { path: skipped.path, err: errorMessage(err) });
     }
     host.logger.v(2).info('Finished an interrupted write of a global vol_data.json; the volume is listed so that it is unstaged', { path: file });
-    const specVolID = found.data?.[volDataKey.specVolID] ?? '';
+    const specVolID = found.data[volDataKey.specVolID] ?? '';
     return {
       spec: constructPVSourceSpec(specVolID !== '' ? specVolID : handle, driver, handle),
-      seLinuxMountContext: found.data?.[volDataKey.seLinuxMountContext] ?? '',
+      seLinuxMountContext: found.data[volDataKey.seLinuxMountContext] ?? '',
       deviceMountPath,
       volumeMode: 'Filesystem',
     };

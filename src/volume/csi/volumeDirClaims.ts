@@ -50,9 +50,4 @@ export class VolumeDirClaims {
       end();
     };
   }
-
-  /** Whether anything works in `dir` now (for tests and logs). */
-  isClaimed(dir: string): boolean {
-    return this.#mountDevices.has(dir) || this.#removals.has(dir);
-  }
 }

@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import { FeatureGate, type FeatureName } from '../../../src/features/features.js';
 import { sha256Hex, type UniqueVolumeName } from '../../../src/layout/names.js';
 import { DRIVER, InMemoryNode, ROOT } from '../../support/inMemoryNode.js';
-import { REFUSED, rootDirFault } from '../../support/rootDirFault.js';
+import { REFUSED, rootDirFault, type Fault, type RefusedCalls } from '../../support/rootDirFault.js';
 import { CsiPlugin } from '../../../src/volume/csi/csiPlugin.js';
 import { VolumePluginMgr, type ConstructOptions, type ReconstructedVolume } from '../../../src/volume/plugins.js';
 
@@ -220,31 +220,35 @@ describe('gate CSIListGlobalVolumesWithoutStagingDir', () => {
 describe('gate CSIListGlobalVolumesWithoutStagingDir: an interrupted write that cannot be finished', () => {
   const TEMP_BYTES = '{"driverName":"csi.example.com","specVolID":"pv-1","volumeHandle":"vol-1","volumeLifecycleMode":"Persistent"}\n';
 
-  async function interruptedWriteLeft(node: InMemoryNode): Promise<void> {
+  /**
+   * A MountDevice cut between its temp file and its rename, then kubelet started with the gate
+   * `on` or off while the root dir has `fault` (refusing the `refused` calls).
+   */
+  async function startOverInterruptedWrite(
+    on: boolean,
+    fault: Fault,
+    refused: RefusedCalls = REFUSED,
+  ): Promise<{ node: InMemoryNode; setFault: (f: Fault | undefined) => void; mark: number }> {
+    const node = new InMemoryNode();
+    const setFault = rootDirFault(node, refused);
     node.addVolume('pv-1', 'vol-1');
     await node.fs.mkdir(`${VOL_DIR('vol-1')}/globalmount`, { recursive: true, mode: 0o750 });
     node.fs.writeRaw(`${VOL_DIR('vol-1')}/vol_data.json.tmp`, TEMP_BYTES);
+    setFault(fault);
+    const mark = node.driver.calls.length;
+    await node.startKubelet(gates('CSIListGlobalVolumesWithoutStagingDir', on));
+    return { node, setFault, mark };
   }
 
   it('on: the rename fails (a full root dir): the volume dir is removed instead, nothing called', async () => {
-    const node = new InMemoryNode();
-    const setFault = rootDirFault(node, { ...REFUSED, ENOSPC: [...REFUSED.ENOSPC, 'rename'] });
-    await interruptedWriteLeft(node);
-    setFault('ENOSPC');
-    const mark = node.driver.calls.length;
-    await node.startKubelet(gates('CSIListGlobalVolumesWithoutStagingDir', true));
+    const { node, mark } = await startOverInterruptedWrite(true, 'ENOSPC', { ...REFUSED, ENOSPC: [...REFUSED.ENOSPC, 'rename'] });
     await node.steps(5);
     assert.equal(await node.exists(VOL_DIR('vol-1')), false);
     assert.deepEqual(csiCalls(node, mark), []);
   });
 
   it('on: the root dir is read-only: kept while it is, removed by the next housekeeping pass once writable', async () => {
-    const node = new InMemoryNode();
-    const setFault = rootDirFault(node);
-    await interruptedWriteLeft(node);
-    setFault('EROFS');
-    const mark = node.driver.calls.length;
-    await node.startKubelet(gates('CSIListGlobalVolumesWithoutStagingDir', true));
+    const { node, setFault, mark } = await startOverInterruptedWrite(true, 'EROFS');
     await node.steps(5);
     await node.composed?.housekeeping();
     assert.deepEqual(node.tree().filter((p) => p.startsWith(VOL_DIR('vol-1'))), [`${VOL_DIR('vol-1')}/`, `${VOL_DIR('vol-1')}/globalmount/`, `${VOL_DIR('vol-1')}/vol_data.json.tmp`]);
@@ -257,11 +261,7 @@ describe('gate CSIListGlobalVolumesWithoutStagingDir: an interrupted write that 
   });
 
   it('off: the same directory stays, read-only root dir or not', async () => {
-    const node = new InMemoryNode();
-    const setFault = rootDirFault(node);
-    await interruptedWriteLeft(node);
-    setFault('EROFS');
-    await node.startKubelet(gates('CSIListGlobalVolumesWithoutStagingDir', false));
+    const { node, setFault } = await startOverInterruptedWrite(false, 'EROFS');
     await node.steps(5);
     setFault(undefined);
     await node.composed?.housekeeping();
@@ -269,24 +269,14 @@ describe('gate CSIListGlobalVolumesWithoutStagingDir: an interrupted write that 
   });
 
   it('on: a failed fsync of the directory after the rename is only logged; the volume is listed and unstaged', async () => {
-    const node = new InMemoryNode();
-    const setFault = rootDirFault(node, { ...REFUSED, EROFS: ['fsyncDir'] });
-    await interruptedWriteLeft(node);
-    setFault('EROFS');
-    const mark = node.driver.calls.length;
-    await node.startKubelet(gates('CSIListGlobalVolumesWithoutStagingDir', true));
+    const { node, mark } = await startOverInterruptedWrite(true, 'EROFS', { ...REFUSED, EROFS: ['fsyncDir'] });
     await node.steps(40);
     assert.deepEqual(csiCalls(node, mark), ['NodeUnstageVolume OK']);
     assert.equal(await node.exists(VOL_DIR('vol-1')), false);
   });
 
   it('on: a housekeeping pass never takes the temp file a MountDevice of that volume is about to rename', async () => {
-    const node = new InMemoryNode();
-    const setFault = rootDirFault(node);
-    await interruptedWriteLeft(node);
-    setFault('EROFS');
-    const g = gates('CSIListGlobalVolumesWithoutStagingDir', true);
-    await node.startKubelet(g);
+    const { node, setFault } = await startOverInterruptedWrite(true, 'EROFS');
     await node.steps(3);
     setFault(undefined);
     // MountDevice of the same volume stops just before its rename of the temp file it wrote.
