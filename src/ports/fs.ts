@@ -65,10 +65,63 @@ export interface FileSystem {
   symlink(target: string, path: string): Promise<void>;
   /** The target of the symlink at `path`. */
   readlink(path: string): Promise<string>;
+  /**
+   * Optional: removes `path` and everything below it, never following a symlink and never
+   * descending into a mount point, holding one directory descriptor per directory and making
+   * every removal relative to it, so nothing outside the tree it started in can be removed
+   * whatever is renamed meanwhile (adapters/node). Callers go through
+   * {@link removeTreeOneFilesystem}, which walks by path over the other methods where an adapter
+   * has no such primitive (the in-memory ones and the simulator's, where nothing races).
+   */
+  removeTree?(path: string, options: RemoveTreeOptions): Promise<void>;
+}
+
+export interface RemoveTreeOptions {
+  /** Only directories may be removed: a file, symlink or other entry anywhere fails it, named. */
+  readonly directoriesOnly: boolean;
+  /** A directory deeper than this many levels below `path` fails it. */
+  readonly maxDepth: number;
+}
+
+/** The errors of a tree removal, worded alike by every implementation. */
+export const removeTreeErrors = {
+  notADirectory: (p: string): Error => new Error(`cannot delete ${p}: not a directory`),
+  mountPoint: (p: string): Error => new Error(`cannot delete directory ${p}: it is a mount point`),
+  tooDeep: (p: string, maxDepth: number): Error => new Error(`${p}: deeper than ${maxDepth} levels; not removed`),
+};
+
+/**
+ * kubelet's RemoveAllOneFilesystem (pkg/util/removeall), and with `directoriesOnly` its
+ * RemoveDirsOneFilesystem: removes `path` (a file or symlink is unlinked, never followed) and,
+ * for a directory, everything below it, refusing to descend into a mount point; the first error
+ * ends it. Through the adapter's descriptor-relative {@link FileSystem.removeTree} when it has
+ * one; otherwise by path (kubelet's own way), asking `isLikelyNotMountPoint` before descending
+ * into each directory.
+ */
+export async function removeTreeOneFilesystem(
+  fs: FileSystem,
+  isLikelyNotMountPoint: (path: string) => Promise<boolean>,
+  path: string,
+  options: RemoveTreeOptions,
+): Promise<void> {
+  if (fs.removeTree !== undefined) return fs.removeTree(path, options);
+  const remove = async (p: string, type: FileType, depth: number): Promise<void> => {
+    if (type !== 'directory') {
+      if (options.directoriesOnly) throw removeTreeErrors.notADirectory(p);
+      await fs.unlink(p);
+      return;
+    }
+    if (depth > options.maxDepth) throw removeTreeErrors.tooDeep(p, options.maxDepth);
+    if (!(await isLikelyNotMountPoint(p))) throw removeTreeErrors.mountPoint(p);
+    for (const child of await fs.readdir(p)) await remove(`${p}/${child.name}`, child.type, depth + 1);
+    await fs.rmdir(p);
+  };
+  await remove(path, (await fs.lstat(path)).type, 0);
 }
 
 /** `fs` with some of its methods replaced; every other call goes to `fs` itself. */
 export function overrideFileSystem(fs: FileSystem, overrides: Partial<FileSystem>): FileSystem {
+  const removeTree = overrides.removeTree ?? fs.removeTree?.bind(fs);
   return {
     readdir: overrides.readdir ?? ((p) => fs.readdir(p)),
     lstat: overrides.lstat ?? ((p) => fs.lstat(p)),
@@ -83,6 +136,7 @@ export function overrideFileSystem(fs: FileSystem, overrides: Partial<FileSystem
     unlink: overrides.unlink ?? ((p) => fs.unlink(p)),
     symlink: overrides.symlink ?? ((target, p) => fs.symlink(target, p)),
     readlink: overrides.readlink ?? ((p) => fs.readlink(p)),
+    ...(removeTree === undefined ? {} : { removeTree }),
   };
 }
 

@@ -13,7 +13,7 @@
  */
 import { closeSync, open, readFileSync } from 'node:fs';
 
-import { fsPath } from './nodeFs.js';
+import { fsPath } from './fsNames.js';
 
 export interface MountIdProbe {
   /**

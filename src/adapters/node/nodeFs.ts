@@ -1,59 +1,70 @@
 /**
  * The FileSystem port over node:fs. Errors keep Node's errno `code`; reads are bounded; the
- * final path component is opened with O_NOFOLLOW when asked.
+ * final path component is opened with O_NOFOLLOW when asked. Names that are not UTF-8 travel as
+ * described in fsNames.ts.
  *
- * Names that are not UTF-8 are neither dropped nor mangled: each byte that does not decode is
- * carried in the path string as the lone surrogate U+DC00+byte ("surrogateescape", as Python
- * does) and turned back into that byte when the path is handed to the kernel, so a directory
- * named with such bytes can be walked; escapeUndecodable (ports/fs.ts) renders it as `\xNN` for
- * messages.
+ * Confinement: a NodeFileSystem made with `confineChangesTo` (the agent: its root dir and
+ * cluster dir; recover: the root dir; the mock driver: its state dir and allowed roots) makes
+ * every change - mkdir, writeFile, rename, rmdir, unlink, symlink - beneath those roots through
+ * directory descriptors (beneath.ts): no symlink below a root is ever followed, so no change can
+ * be sent out of the tree by a directory swapped for a symlink, even mid-operation; a change to a
+ * path outside every root is refused with EPERM (or, with `elsewhere: 'by-path'`, made by path as
+ * an unconfined NodeFileSystem does). Reads are never confined: they follow symlinks as the
+ * port's contract says, and the callers that must not leave a root check with realpath.
  */
 import { close, constants, fstat, fsync, open, promises as fsp, read, write, type Dirent, type Stats } from 'node:fs';
 import { promisify } from 'node:util';
-import type { DirEntry, FileStat, FileSystem, FileType, WriteFileOptions } from '../../ports/fs.js';
+import * as posix from 'node:path/posix';
+import type { DirEntry, FileStat, FileSystem, FileType, RemoveTreeOptions, WriteFileOptions } from '../../ports/fs.js';
 import { FsError } from '../../ports/fs.js';
+import { Beneath, type Located } from './beneath.js';
+import { decodeFsName, fsPath } from './fsNames.js';
 
-const UNDECODABLE = /[\uDC80-\uDCFF]/;
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+export { decodeFsName, fsPath } from './fsNames.js';
 
-/** A path for node:fs: the string itself, or its bytes when it carries undecodable bytes. */
-export function fsPath(p: string): string | Buffer {
-  if (!UNDECODABLE.test(p)) return p;
-  const parts: Buffer[] = [];
-  for (const ch of p) {
-    const cp = ch.codePointAt(0) ?? 0;
-    parts.push(cp >= 0xdc80 && cp <= 0xdcff ? Buffer.of(cp - 0xdc00) : Buffer.from(ch, 'utf8'));
-  }
-  return Buffer.concat(parts);
-}
-
-/** Bytes from the kernel as a path string: UTF-8, each undecodable byte as U+DC00+byte. */
-export function decodeFsName(bytes: Uint8Array): string {
-  try {
-    return utf8.decode(bytes);
-  } catch {
-    let out = '';
-    let i = 0;
-    while (i < bytes.length) {
-      const lead = bytes[i] ?? 0;
-      const len = lead < 0x80 ? 1 : lead >= 0xc2 && lead <= 0xdf ? 2 : lead >= 0xe0 && lead <= 0xef ? 3 : lead >= 0xf0 && lead <= 0xf4 ? 4 : 0;
-      if (len > 0 && i + len <= bytes.length) {
-        try {
-          out += utf8.decode(bytes.subarray(i, i + len));
-          i += len;
-          continue;
-        } catch {
-          // not a valid sequence: escape the lead byte below
-        }
-      }
-      out += String.fromCharCode(0xdc00 + lead);
-      i += 1;
-    }
-    return out;
-  }
+export interface NodeFileSystemOptions {
+  /**
+   * Directories - real paths, with no symlink in them - beneath which every change is made
+   * through directory descriptors and never follows a symlink (beneath.ts).
+   */
+  readonly confineChangesTo?: readonly string[];
+  /**
+   * A change to a path outside every root: refused with EPERM (the default), or made by path.
+   * Only the mock driver without `--allowed-root` uses 'by-path' (it trusts the CO's paths).
+   */
+  readonly elsewhere?: 'refuse' | 'by-path';
 }
 
 export class NodeFileSystem implements FileSystem {
+  readonly #beneath: Beneath | undefined;
+  readonly #refuseElsewhere: boolean;
+  /** For descriptor-relative removals outside any root (an unconfined file system). */
+  #anywhere: Beneath | undefined;
+
+  constructor(options: NodeFileSystemOptions = {}) {
+    const roots = options.confineChangesTo ?? [];
+    this.#beneath = roots.length === 0 ? undefined : new Beneath(roots);
+    this.#refuseElsewhere = this.#beneath !== undefined && options.elsewhere !== 'by-path';
+  }
+
+  /** The roots changes are confined to (empty: unconfined). */
+  get confinedTo(): readonly string[] {
+    return this.#beneath?.roots ?? [];
+  }
+
+  /**
+   * Where a change to `path` is made: beneath a root (its location), by path (undefined), or
+   * refused (throws EPERM naming the roots).
+   */
+  #confine(path: string, syscall: string): Located | undefined {
+    const beneath = this.#beneath;
+    if (beneath === undefined) return undefined;
+    const loc = beneath.locate(path);
+    if (loc !== undefined) return loc;
+    if (!this.#refuseElsewhere) return undefined;
+    throw new FsError('EPERM', path, syscall, `${syscall} ${path}: outside the directories this process may change (${beneath.roots.join(', ')}); refused`);
+  }
+
   async readdir(path: string): Promise<DirEntry[]> {
     const entries = await fsp.readdir(fsPath(path), { withFileTypes: true, encoding: 'buffer' });
     return entries.map((e) => ({ name: decodeFsName(e.name), type: direntType(e) }));
@@ -94,11 +105,23 @@ export class NodeFileSystem implements FileSystem {
   }
 
   async mkdir(path: string, options: { recursive: boolean; mode: number }): Promise<void> {
-    await fsp.mkdir(fsPath(path), options);
+    const loc = this.#confine(path, 'mkdir');
+    if (loc === undefined) {
+      await fsp.mkdir(fsPath(path), options);
+      return;
+    }
+    if (loc.name === '') {
+      // The root itself: it is there (a recursive mkdir succeeds) or it is made by path.
+      await fsp.mkdir(fsPath(loc.root), options);
+      return;
+    }
+    await this.#requireBeneath().mkdir(path, loc, options);
   }
 
   async writeFile(path: string, data: Uint8Array, options?: WriteFileOptions): Promise<void> {
-    const fd = await openFd(fsPath(path), 'w', options?.mode ?? 0o644);
+    const mode = options?.mode ?? 0o644;
+    const loc = this.#confine(path, 'open');
+    const fd = loc === undefined ? await openFd(fsPath(path), 'w', mode) : await this.#requireBeneath().openForWrite(path, this.#notRoot(loc, path, 'open'), mode);
     try {
       for (let off = 0; off < data.length; ) {
         const { bytesWritten } = await writeFd(fd, data, off, data.length - off, null);
@@ -110,8 +133,14 @@ export class NodeFileSystem implements FileSystem {
     }
   }
 
-  rename(from: string, to: string): Promise<void> {
-    return fsp.rename(fsPath(from), fsPath(to));
+  async rename(from: string, to: string): Promise<void> {
+    const fromLoc = this.#confine(from, 'rename');
+    const toLoc = this.#confine(to, 'rename');
+    if (fromLoc === undefined && toLoc === undefined) return fsp.rename(fsPath(from), fsPath(to));
+    if (fromLoc === undefined || toLoc === undefined) {
+      throw new FsError('EXDEV', from, 'rename', `rename ${from} -> ${to}: one side is beneath a confined root and the other is not; refused`);
+    }
+    return this.#requireBeneath().rename(from, this.#notRoot(fromLoc, from, 'rename'), to, this.#notRoot(toLoc, to, 'rename'));
   }
 
   async fsyncDir(path: string): Promise<void> {
@@ -123,20 +152,50 @@ export class NodeFileSystem implements FileSystem {
     }
   }
 
-  rmdir(path: string): Promise<void> {
-    return fsp.rmdir(fsPath(path));
+  async rmdir(path: string): Promise<void> {
+    const loc = this.#confine(path, 'rmdir');
+    if (loc === undefined) return fsp.rmdir(fsPath(path));
+    return this.#requireBeneath().rmdir(path, this.#notRoot(loc, path, 'rmdir'));
   }
 
-  unlink(path: string): Promise<void> {
-    return fsp.unlink(fsPath(path));
+  async unlink(path: string): Promise<void> {
+    const loc = this.#confine(path, 'unlink');
+    if (loc === undefined) return fsp.unlink(fsPath(path));
+    return this.#requireBeneath().unlink(path, this.#notRoot(loc, path, 'unlink'));
   }
 
-  symlink(target: string, path: string): Promise<void> {
-    return fsp.symlink(fsPath(target), fsPath(path));
+  async symlink(target: string, path: string): Promise<void> {
+    const loc = this.#confine(path, 'symlink');
+    if (loc === undefined) return fsp.symlink(fsPath(target), fsPath(path));
+    return this.#requireBeneath().symlink(target, path, this.#notRoot(loc, path, 'symlink'));
+  }
+
+  /**
+   * The port's descriptor-relative tree removal (beneath.ts): beneath a root when confined; an
+   * unconfined file system starts from the real path of `path`'s parent directory.
+   */
+  async removeTree(path: string, options: RemoveTreeOptions): Promise<void> {
+    const loc = this.#confine(path, 'remove');
+    if (loc !== undefined) return this.#requireBeneath().removeTree(path, this.#notRoot(loc, path, 'remove'), options);
+    const parent = await fsp.realpath(fsPath(posix.dirname(path)), { encoding: 'buffer' }).then(decodeFsName);
+    const name = posix.basename(path);
+    if (name === '' || name === '.' || name === '..') throw new FsError('EINVAL', path, 'remove', `remove ${path}: not a removable name`);
+    return (this.#anywhere ??= new Beneath([])).removeTree(path, { root: parent, parents: [], name }, options);
   }
 
   readlink(path: string): Promise<string> {
     return fsp.readlink(fsPath(path), { encoding: 'buffer' }).then(decodeFsName);
+  }
+
+  #requireBeneath(): Beneath {
+    if (this.#beneath === undefined) throw new Error('NodeFileSystem: not confined');
+    return this.#beneath;
+  }
+
+  /** A root itself is never removed, replaced or written as a file. */
+  #notRoot(loc: Located, path: string, syscall: string): Located {
+    if (loc.name === '') throw new FsError('EPERM', path, syscall, `${syscall} ${path}: it is a confinement root itself; refused`);
+    return loc;
   }
 }
 
