@@ -19,7 +19,7 @@
  */
 import type { ClusterView } from '../ports/cluster.js';
 import type { NodeStatus } from '../api/core.js';
-import { errorMessage, type FileSystem } from '../ports/fs.js';
+import { errorMessage, type FileSystem, type RemoveTreeOptions } from '../ports/fs.js';
 import type { Logger, LogValues } from '../ports/logger.js';
 import type { Mounter } from '../ports/mounter.js';
 import { escapeMountPath } from '../mount/mountInfo.js';
@@ -114,21 +114,25 @@ export function createAgentTracer(options: {
       });
       if (c.method !== 'NodeGetCapabilities') void checkMounts();
     },
-    fs: (inner) => ({
-      readdir: (p) => inner.readdir(p),
-      lstat: (p) => inner.lstat(p),
-      stat: (p) => inner.stat(p),
-      realpath: (p) => inner.realpath(p),
-      readFile: (p, max, o) => inner.readFile(p, max, o),
-      readlink: (p) => inner.readlink(p),
-      fsyncDir: (p) => inner.fsyncDir(p),
-      mkdir: (p, o) => fileChange('mkdir', p, () => inner.mkdir(p, o)),
-      writeFile: (p, d, o) => fileChange('write', p, () => inner.writeFile(p, d, o)),
-      rename: (from, to) => fileChange('rename', to, () => inner.rename(from, to)),
-      rmdir: (p) => fileChange('rmdir', p, () => inner.rmdir(p)),
-      unlink: (p) => fileChange('remove', p, () => inner.unlink(p)),
-      symlink: (target, p) => fileChange('write', p, () => inner.symlink(target, p)),
-    }),
+    fs: (inner) => {
+      const removeTree = inner.removeTree?.bind(inner);
+      return {
+        ...(removeTree === undefined ? {} : { removeTree: (p: string, o: RemoveTreeOptions) => fileChange('remove', p, () => removeTree(p, o)) }),
+        readdir: (p) => inner.readdir(p),
+        lstat: (p) => inner.lstat(p),
+        stat: (p) => inner.stat(p),
+        realpath: (p) => inner.realpath(p),
+        readFile: (p, max, o) => inner.readFile(p, max, o),
+        readlink: (p) => inner.readlink(p),
+        fsyncDir: (p) => inner.fsyncDir(p),
+        mkdir: (p, o) => fileChange('mkdir', p, () => inner.mkdir(p, o)),
+        writeFile: (p, d, o) => fileChange('write', p, () => inner.writeFile(p, d, o)),
+        rename: (from, to) => fileChange('rename', to, () => inner.rename(from, to)),
+        rmdir: (p) => fileChange('rmdir', p, () => inner.rmdir(p)),
+        unlink: (p) => fileChange('remove', p, () => inner.unlink(p)),
+        symlink: (target, p) => fileChange('write', p, () => inner.symlink(target, p)),
+      };
+    },
     cluster: (inner) => ({
       listPods: () => inner.listPods(),
       getPersistentVolumeClaim: (ns, name) => inner.getPersistentVolumeClaim(ns, name),

@@ -16,11 +16,17 @@
  *    "not a directory" and the pod is kept, as in kubelet;
  * 3. every other subdir is removed (files too) without crossing a mount point, then the pod dir.
  *
+ * Both removals of whole trees (2's `volumes/`, 3's subdirs) go through the FileSystem port's
+ * removeTreeOneFilesystem: on a real node, one directory descriptor per directory and every
+ * removal relative to it, so a directory swapped for a symlink mid-sweep cannot send a removal
+ * out of the tree (kubelet's RemoveAllOneFilesystem walks by path and can be sent out so).
+ *
  * Safety beyond kubelet's own checks: nothing is swept before the cluster view answered (an
  * unanswered list is never read as "every pod is gone"); the mount table is read once per sweep
- * and a pod dir holding any mount is left whole; each directory is checked again with
- * isLikelyNotMountPoint right before it is descended into; symlinks are removed, never followed;
- * a pods dir resolving outside the root dir is never swept.
+ * and a pod dir holding any mount is left whole; each directory is checked again right before it
+ * is descended into (a mount point is refused: on a real node by comparing the mounts of the open
+ * descriptors, elsewhere with isLikelyNotMountPoint); symlinks are removed, never followed; a pods
+ * dir resolving outside the root dir is never swept.
  *
  * An idle node sweeps for next to nothing: after a sweep that found no orphan, the next ones
  * only stat the pods dir and return while it (its inode, mtime and ctime: an entry added or
@@ -31,7 +37,7 @@
  */
 import * as path from 'node:path/posix';
 import type { ClusterView } from '../ports/cluster.js';
-import { errorMessage, isNotExist, type DirEntry, type FileSystem } from '../ports/fs.js';
+import { errorMessage, isNotExist, removeTreeOneFilesystem, type DirEntry, type FileSystem } from '../ports/fs.js';
 import type { Logger } from '../ports/logger.js';
 import type { OrphanPodMetrics } from '../ports/metrics.js';
 import { VOLUME_DEVICES_DIR_NAME, VOLUMES_DIR_NAME, type KubeletLayout } from '../layout/layout.js';
@@ -253,7 +259,7 @@ export class OrphanedPodDirsCleaner {
         const subPath = path.join(podDir, sub.name);
         // Never removed wholesale: removeOrphanedPodVolumeDirs had to remove it, directories only.
         if (sub.name === VOLUMES_DIR_NAME) return `${subPath} was found after it was removed`;
-        await this.removeAllOneFilesystem(subPath, sub.type, 0);
+        await removeTreeOneFilesystem(fs, (p) => this.deps.mounter.isLikelyNotMountPoint(p), subPath, { directoriesOnly: false, maxDepth: MAX_REMOVE_DEPTH });
       }
       await fs.rmdir(podDir);
     } catch (err) {
@@ -290,7 +296,7 @@ export class OrphanedPodDirsCleaner {
         await this.rmdirIfUnmounted(volumeDir, false);
       }
     }
-    await this.removeDirsOneFilesystem(volumesDir, 0);
+    await removeTreeOneFilesystem(fs, (p) => this.deps.mounter.isLikelyNotMountPoint(p), volumesDir, { directoriesOnly: true, maxDepth: MAX_REMOVE_DEPTH });
   }
 
   /**
@@ -332,32 +338,6 @@ export class OrphanedPodDirsCleaner {
       if (err instanceof Error && /mount point/.test(err.message)) throw err;
       // ENOTEMPTY and friends: the directories-only removal below explains what is left.
     }
-  }
-
-  /** Removes a tree of directories only; a file, symlink or mount point anywhere fails it. */
-  private async removeDirsOneFilesystem(dir: string, depth: number): Promise<void> {
-    const { fs } = this.deps;
-    if (depth > MAX_REMOVE_DEPTH) throw new Error(`${dir}: deeper than ${MAX_REMOVE_DEPTH} levels; not removed`);
-    if (!(await this.deps.mounter.isLikelyNotMountPoint(dir))) throw new Error(`cannot delete directory ${dir}: it is a mount point`);
-    for (const child of await fs.readdir(dir)) {
-      const childPath = path.join(dir, child.name);
-      if (child.type !== 'directory') throw new Error(`cannot delete ${childPath}: not a directory`);
-      await this.removeDirsOneFilesystem(childPath, depth + 1);
-    }
-    await fs.rmdir(dir);
-  }
-
-  /** RemoveAllOneFilesystem: removes a file, a symlink (not followed) or a tree that crosses no mount point. */
-  private async removeAllOneFilesystem(p: string, type: DirEntry['type'], depth: number): Promise<void> {
-    const { fs } = this.deps;
-    if (type !== 'directory') {
-      await fs.unlink(p);
-      return;
-    }
-    if (depth > MAX_REMOVE_DEPTH) throw new Error(`${p}: deeper than ${MAX_REMOVE_DEPTH} levels; not removed`);
-    if (!(await this.deps.mounter.isLikelyNotMountPoint(p))) throw new Error(`cannot delete directory ${p}: it is a mount point`);
-    for (const child of await fs.readdir(p)) await this.removeAllOneFilesystem(path.join(p, child.name), child.type, depth + 1);
-    await fs.rmdir(p);
   }
 
   /** kubelet's aggregate error line, written when the set of kept pods changes (not every sweep). */

@@ -10,7 +10,7 @@
 import { promises as fsp } from 'node:fs';
 import * as posix from 'node:path/posix';
 
-import { errorCode, errorMessage, FsError, pathExists, type FileSystem } from '../ports/fs.js';
+import { errorCode, errorMessage, pathExists, removeTreeOneFilesystem, type FileSystem } from '../ports/fs.js';
 import type { Clock } from '../ports/clock.js';
 import type { Logger } from '../ports/logger.js';
 import type { Mounter } from '../ports/mounter.js';
@@ -21,6 +21,8 @@ import { internal } from './status.js';
 
 /** How many directory entries NodeGetVolumeStats looks at to count used bytes. */
 const MAX_USAGE_ENTRIES = 10_000;
+/** How deep a volume's backing tree may be removed (a workload's directories, far below this). */
+const MAX_BACKING_DEPTH = 64;
 /** How many times an unmount that finds its target busy is tried, and the backoff step between tries. */
 const BUSY_UNMOUNT_ATTEMPTS = 5;
 const BUSY_UNMOUNT_BACKOFF_MS = 50;
@@ -181,22 +183,18 @@ export class MockStorage {
     }
   }
 
-  /** rm -r without following symlinks; refuses to descend into a mount point. */
+  /**
+   * rm -r of a volume's backing storage: never follows a symlink, never descends into a mount
+   * point, and on the real file system holds one descriptor per directory so that nothing outside
+   * the tree is removed whatever is renamed meanwhile (removeTreeOneFilesystem). A path already
+   * gone is fine.
+   */
   async removeTree(p: string): Promise<void> {
-    let type: string;
     try {
-      type = (await this.#o.fs.lstat(p)).type;
+      await removeTreeOneFilesystem(this.#o.fs, async (dir) => !(await this.isMountPoint(dir)), p, { directoriesOnly: false, maxDepth: MAX_BACKING_DEPTH });
     } catch (err) {
-      if (errorCode(err) === 'ENOENT') return;
-      throw err;
+      if (errorCode(err) !== 'ENOENT' || (await pathExists(this.#o.fs, p))) throw err;
     }
-    if (type !== 'directory') {
-      await this.#o.fs.unlink(p);
-      return;
-    }
-    if (await this.isMountPoint(p)) throw new FsError('EBUSY', p, 'rmdir', `${p} is a mount point`);
-    for (const entry of await this.#o.fs.readdir(p)) await this.removeTree(posix.join(p, entry.name));
-    await this.#o.fs.rmdir(p);
   }
 
   /** Bytes of the regular files under `dir`, looking at no more than MAX_USAGE_ENTRIES entries. */
