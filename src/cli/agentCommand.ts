@@ -78,6 +78,15 @@ export function agentCommand(setExitCode: (code: number) => void): Command {
   return cmd;
 }
 
+/**
+ * The agent's file system: it changes nothing outside its root dir and cluster dir (both real
+ * paths), and nothing beneath them through a symlink, however the trees are raced
+ * (adapters/node/beneath.ts; docs/security.md).
+ */
+export function agentFileSystem(realRootDir: string, realClusterDir: string): NodeFileSystem {
+  return new NodeFileSystem({ confineChangesTo: [realRootDir, realClusterDir] });
+}
+
 async function runAgent(flags: AgentFlags): Promise<number> {
   // A long-running process: its young generation stays small (agent/idleMemory.ts).
   limitYoungGeneration();
@@ -104,21 +113,25 @@ async function runAgent(flags: AgentFlags): Promise<number> {
     return usage(err instanceof FeatureGateError ? `invalid --feature-gates: ${err.message}` : errorMessage(err));
   }
 
-  const fs = new NodeFileSystem();
+  // Reads only, until the roots are known; every change goes through `fs` below.
+  const probe = new NodeFileSystem();
   const rootDir = path.resolve(flags.rootDir);
   let realRootDir: string;
   try {
-    if ((await fs.stat(rootDir)).type !== 'directory') return usage(`--root-dir ${rootDir}: not a directory`);
-    realRootDir = await fs.realpath(rootDir);
+    if ((await probe.stat(rootDir)).type !== 'directory') return usage(`--root-dir ${rootDir}: not a directory`);
+    realRootDir = await probe.realpath(rootDir);
   } catch (err) {
     return usage(`--root-dir ${rootDir}: ${errorMessage(err)}`);
   }
-  const clusterDir = path.resolve(flags.clusterDir);
+  let clusterDir: string;
   try {
-    if ((await fs.stat(clusterDir)).type !== 'directory') return usage(`--cluster-dir ${clusterDir}: not a directory`);
+    const given = path.resolve(flags.clusterDir);
+    if ((await probe.stat(given)).type !== 'directory') return usage(`--cluster-dir ${given}: not a directory`);
+    clusterDir = await probe.realpath(given);
   } catch (err) {
-    return usage(`--cluster-dir ${clusterDir}: ${errorMessage(err)}`);
+    return usage(`--cluster-dir ${path.resolve(flags.clusterDir)}: ${errorMessage(err)}`);
   }
+  const fs = agentFileSystem(realRootDir, clusterDir);
 
   const layout = new KubeletLayout(realRootDir);
   try {

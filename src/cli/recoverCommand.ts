@@ -78,6 +78,15 @@ function parseEndpoints(values: readonly string[]): Map<string, string> {
   return out;
 }
 
+/**
+ * recover's file system: every removal it makes is beneath the root dir (a real path), through
+ * directory descriptors, so a directory swapped for a symlink mid-run cannot send a removal
+ * elsewhere (adapters/node/beneath.ts; docs/security.md).
+ */
+export function recoverFileSystem(realRootDir: string): NodeFileSystem {
+  return new NodeFileSystem({ confineChangesTo: [realRootDir] });
+}
+
 async function recover(flags: RecoverFlags): Promise<number> {
   const fail = (msg: string): number => {
     process.stderr.write(`${msg}\n`);
@@ -107,7 +116,7 @@ async function recover(flags: RecoverFlags): Promise<number> {
     if (run.state === undefined) {
       return fail('nodevol recover: the cluster\'s view is required (--cluster-state FILE, --kubeconfig FILE, or run in a pod with a service account): without it no volume can be proven unwanted');
     }
-    const fs = new NodeFileSystem();
+    const fs = recoverFileSystem(run.realRootDir);
     const layout = new KubeletLayout(run.realRootDir);
     const loadTable = async (): Promise<MountTableSnapshot> =>
       MountTableSnapshot.parse(await readMountInfoText(mountInfoFileSource(flags.mountinfo)), { strict: true, source: flags.mountinfo });

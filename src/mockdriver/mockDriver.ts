@@ -121,12 +121,27 @@ const monotonicClock: Clock = {
   sleep: (ms) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref()),
 };
 
+/**
+ * The real file system, changes confined to the state dir (created here, then taken by its real
+ * path) and the allowed roots; without allowed roots, paths elsewhere are the CO's and are
+ * changed by path (confine.ts refuses only system dirs then).
+ */
+async function confinedNodeFileSystem(options: MockDriverOptions): Promise<MockDriverOptions & { readonly fs: FileSystem }> {
+  await fsp.mkdir(options.stateDir, { recursive: true, mode: 0o755 });
+  const stateDir = await fsp.realpath(options.stateDir);
+  const allowed = normalizeAllowedRoots(options.allowedRoots ?? []);
+  const fs = new NodeFileSystem({ confineChangesTo: [stateDir, ...allowed], elsewhere: allowed.length > 0 ? 'refuse' : 'by-path' });
+  return { ...options, stateDir, fs };
+}
+
 /** Starts the driver: loads the volume records (migrating a legacy state.json), serves on the endpoint. */
 export async function startMockDriver(options: MockDriverOptions): Promise<MockDriver> {
   if (options.nodeId === '') throw new Error('the mock driver needs a node id');
   if (options.driverName === '') throw new Error('the mock driver needs a driver name');
   if (!posix.isAbsolute(options.stateDir)) throw new Error(`the state dir must be an absolute path, got ${JSON.stringify(options.stateDir)}`);
-  const driver = new MockDriverImpl(options);
+  // Its own deletions (backing storage, records, target paths) stay beneath its state dir and
+  // the allowed roots, through directory descriptors (adapters/node/beneath.ts).
+  const driver = options.fs === undefined ? new MockDriverImpl(await confinedNodeFileSystem(options), true) : new MockDriverImpl({ ...options, fs: options.fs }, false);
   await driver.start();
   return driver;
 }
@@ -148,9 +163,10 @@ class MockDriverImpl implements MockDriver {
   #server: CsiServer | undefined;
   #stopped: Promise<void> | undefined;
 
-  constructor(options: MockDriverOptions) {
+  /** `realFs`: `options.fs` is the real file system (made by startMockDriver), not a test's. */
+  constructor(options: MockDriverOptions & { readonly fs: FileSystem }, realFs: boolean) {
     this.#options = options;
-    const fs = options.fs ?? new NodeFileSystem();
+    const fs = options.fs;
     this.#fs = fs;
     const logger = options.logger ?? discardLogger;
     this.#logger = logger;
@@ -162,13 +178,13 @@ class MockDriverImpl implements MockDriver {
       logger,
       clock,
       // The real kernel and the real file system: ask about the one path (mountPoint.ts).
-      targetedMountCheck: options.mounter === undefined && options.fs === undefined,
+      targetedMountCheck: options.mounter === undefined && realFs,
       allocate:
         options.allocateFile ??
-        (options.fs === undefined ? sparseFile : (filePath, size) => fs.writeFile(filePath, new Uint8Array(size), { mode: 0o600, fsync: true })),
+        (realFs ? sparseFile : (filePath, size) => fs.writeFile(filePath, new Uint8Array(size), { mode: 0o600, fsync: true })),
       grow:
         options.growFile ??
-        (options.fs === undefined
+        (realFs
           ? async (filePath, size) => {
               await fsp.truncate(filePath, size);
             }

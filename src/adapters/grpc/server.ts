@@ -13,12 +13,15 @@
  * - Each call has an AbortSignal that fires when the client cancels or its deadline passes,
  *   and when the server closes.
  */
-import { lstat, rm } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
+import { realpath } from 'node:fs/promises';
 import * as net from 'node:net';
+import * as posix from 'node:path/posix';
 
 import * as grpc from '@grpc/grpc-js';
 
 import { GrpcStatus, type CsiRpcMethod } from '../../ports/csi.js';
+import { Beneath } from '../node/beneath.js';
 import { normalizeEndpoint, unixSocketPath } from './endpoint.js';
 import { csiServices, type CsiService } from './loader.js';
 import type * as wire from './messages.js';
@@ -199,24 +202,37 @@ function isListening(socketPath: string): Promise<boolean> {
 
 /** Removes a socket file nobody listens on; refuses a live socket or a non-socket. */
 async function clearStaleSocket(socketPath: string): Promise<void> {
-  let isSocket: boolean;
+  let live = false;
+  let notSocket = false;
+  await unlinkSocketIf(socketPath, async (st) => {
+    notSocket = !st.isSocket();
+    live = !notSocket && (await isListening(socketPath));
+    return !notSocket && !live;
+  });
+  if (notSocket) throw new Error(`cannot serve CSI on ${socketPath}: it exists and is not a socket`);
+  if (live) throw new Error(`cannot serve CSI on ${socketPath}: another server is listening on it`);
+}
+
+async function removeSocketFile(socketPath: string): Promise<void> {
+  await unlinkSocketIf(socketPath, (st) => st.isSocket());
+}
+
+/**
+ * Unlinks the socket file when `test` accepts it: the check and the unlink are made in the one
+ * directory that holds it (opened by its real path), so a parent swapped for a symlink meanwhile
+ * cannot turn the removal onto another file of that name elsewhere.
+ */
+async function unlinkSocketIf(socketPath: string, test: (st: Stats) => boolean | Promise<boolean>): Promise<void> {
+  let dir: string;
   try {
-    isSocket = (await lstat(socketPath)).isSocket();
+    dir = await realpath(posix.dirname(socketPath));
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
     throw err;
   }
-  if (!isSocket) throw new Error(`cannot serve CSI on ${socketPath}: it exists and is not a socket`);
-  if (await isListening(socketPath)) throw new Error(`cannot serve CSI on ${socketPath}: another server is listening on it`);
-  await rm(socketPath, { force: true });
-}
-
-async function removeSocketFile(socketPath: string): Promise<void> {
-  try {
-    if ((await lstat(socketPath)).isSocket()) await rm(socketPath, { force: true });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
+  const name = posix.basename(socketPath);
+  const beneath = new Beneath([dir]);
+  await beneath.unlinkIf(socketPath, { root: dir, parents: [], name }, test);
 }
 
 function addService<Rpcs, H>(
