@@ -55,6 +55,13 @@ export async function serveAudit(flags: AuditRunFlags, interval: string, bindAdd
     return EXIT_UNKNOWN;
   }
   logger.info('Audit serving metrics', { address: `${bind.host}:${http.port}`, interval });
+  // The server keeps a rendering for a second: a new text is served from the next request on, so
+  // no verdict older than the last run is ever served.
+  const server = http;
+  const publish = (text: string): void => {
+    registry.text = text;
+    server.metricsChanged();
+  };
 
   let stop: () => void = () => undefined;
   const stopped = new Promise<void>((resolve) => {
@@ -68,9 +75,9 @@ export async function serveAudit(flags: AuditRunFlags, interval: string, bindAdd
       const run = await collectAudit(flags, logger, 'audit');
       if (typeof run === 'string') {
         logger.error(new Error(run), 'Audit could not run; serving no verdict');
-        registry.text = await renderPromFailure(Date.now());
+        publish(await renderPromFailure(Date.now()));
       } else {
-        registry.text = await renderProm(fullReport(run.report, run.cluster));
+        publish(await renderProm(fullReport(run.report, run.cluster)));
         lastCompletedMs = Date.now();
         logger.info('Audit finished', { exitCode: auditExitCode(run), volumes: run.report.summary.volumes, orphaned: run.report.summary.orphaned, findings: run.cluster?.findings.length ?? 0 });
       }

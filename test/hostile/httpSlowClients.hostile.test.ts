@@ -7,34 +7,16 @@
  * Waits are bounded wait-for-condition loops; the bounds are generous.
  */
 import assert from 'node:assert/strict';
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
 
 import { HTTP_LIMITS, startHttpServer } from '../../src/agent/httpServer.js';
 import { CliProcess } from '../support/cliProcess.js';
 import { NodeFixture } from '../support/nodeFixture.js';
+import { closedWithin, open, probe } from '../support/hostileHttp.js';
 
 const healthy = { health: () => ({ healthy: true }), ready: () => true };
-
-function open(port: number): Promise<Socket> {
-  return new Promise((resolve, reject) => {
-    const s = connect(port, '127.0.0.1', () => resolve(s));
-    s.once('error', reject);
-  });
-}
-
-/** Resolves when `socket` is closed by the other end, or to 'open' after `ms`. */
-function closedWithin(socket: Socket, ms: number): Promise<'closed' | 'open'> {
-  return new Promise((resolve) => {
-    if (socket.destroyed) return resolve('closed');
-    const t = setTimeout(() => resolve('open'), ms);
-    socket.once('close', () => {
-      clearTimeout(t);
-      resolve('closed');
-    });
-  });
-}
 
 /** A client that sends a request line and then one header line at a time, never the blank line ending them. */
 function slowHeaders(socket: Socket, everyMs: number): () => void {
@@ -46,18 +28,6 @@ function slowHeaders(socket: Socket, everyMs: number): () => void {
   }, everyMs);
   t.unref();
   return () => clearInterval(t);
-}
-
-/** GET; the status, or what went wrong (the connection refused, reset, or no answer within 1 s). */
-async function probe(port: number, path: string): Promise<number | string> {
-  try {
-    const res = await fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(1_000) });
-    await res.text();
-    return res.status;
-  } catch (err) {
-    const cause = (err as { cause?: { code?: string } }).cause;
-    return cause?.code ?? (err instanceof Error ? err.name : String(err));
-  }
 }
 
 /** Retries `f` until it yields `want`, at most for `ms`; returns the last result. */
@@ -118,15 +88,16 @@ describe('hostile HTTP clients: slow headers and probe slots', () => {
     const released = new Promise<void>((r) => {
       release = r;
     });
-    let started = 0;
     class Hanging extends Registry {
       override async metrics(): Promise<string> {
-        started++;
         await released;
         return '';
       }
     }
     const http = await startHttpServer({ host: '127.0.0.1', port: 0 }, new Hanging(), healthy, { ...HTTP_LIMITS, maxConnections: 4 });
+    // The four requests share one rendering: counted as they reach the server, not as they render.
+    let started = 0;
+    http.server.on('request', () => started++);
     const busy: Socket[] = [];
     try {
       for (let i = 0; i < 4; i++) {
