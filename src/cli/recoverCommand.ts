@@ -57,7 +57,7 @@ export function recoverCommand(setExitCode: (code: number) => void): Command {
   addLoggingOptions(cmd);
   addHelpAfter(
     cmd,
-    '\nRefuses a volume that a pod on this node wants (per the cluster), that is in node.status.volumesInUse, ' +
+    '\nRefuses a volume that a pod on this node wants (per the cluster), that two PersistentVolumes name, that is in node.status.volumesInUse, ' +
       'whose driver socket is missing, that is raw block, or whose paths leave the root dir.\n' +
       '\nExit codes:\n  0  every orphaned volume recovered (dry run: planned), or nothing to do\n  1  some volume refused or failed\n  2  could not run (bad flags, unreadable root dir or mount table, no cluster view, cluster API error)\n' +
       '  3  --yes: another nodevol agent or recover --yes holds the root dir; nothing done\n' +
