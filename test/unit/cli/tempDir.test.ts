@@ -16,7 +16,7 @@ describe('newTempDir', () => {
   });
   afterEach(() => {
     for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
+      if (v === undefined) Reflect.deleteProperty(process.env, k);
       else process.env[k] = v;
     }
   });
