@@ -231,7 +231,7 @@ export async function acquireProcessLock(options: {
   readonly command: string;
   /** The record's `since`; default the wall clock. */
   readonly now?: () => Date;
-  /** Runs between finding number n - 1 gone and linking n: where other processes may move meanwhile (tests). */
+  /** Runs between finding the holder of number n - 1 gone and linking n, where other processes may move meanwhile (tests). */
   readonly beforeLink?: (n: number) => Promise<void>;
 }): Promise<HeldLock | BusyLock> {
   const { base, dir, command } = options;
