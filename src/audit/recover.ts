@@ -5,7 +5,8 @@
  * succeeded, kubelet's removeMountDir of the target and of the global mount (the directory,
  * the global vol_data.json and the volume directory, each only when no longer a mount point).
  *
- * Safety, in order: nothing is planned without the cluster's view; a volume is refused when a
+ * Safety, in order: nothing is planned without the cluster's view; a volume is refused when two
+ * or more PersistentVolumes name its driver and handle (which one it belongs to is ambiguous), when a
  * pod bound to this node wants it (or a pod's claim cannot be resolved, so that cannot be
  * proven), when it is in node.status.volumesInUse, when it is a raw block volume, when a
  * target belongs to a pod that still exists, when the mount table could not be parsed, when
@@ -24,7 +25,7 @@ import { getMountRefs } from '../mount/mountRefs.js';
 import { isDirMounted, removeMountDir } from '../volume/csi/csiUtil.js';
 import { VOL_DATA_FILE_NAME } from '../volume/csi/volumeData.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
-import { wantedVolumes, type ClusterState } from './clusterState.js';
+import { csiUniqueName, wantedVolumes, type ClusterState } from './clusterState.js';
 import type { AuditReport, AuditVolume } from './report.js';
 
 export type RecoverAction = 'NodeUnpublishVolume' | 'NodeUnstageVolume' | 'rmdir' | 'unlink' | 'refuse';
@@ -93,6 +94,7 @@ export async function planRecovery(input: PlanInput): Promise<RecoverPlan> {
   const volumes: VolumePlan[] = [];
   const refusals: Refusal[] = [];
   const wanted = wantedVolumes(state);
+  const owners = persistentVolumesByVolume(state);
   const inUse = new Set(state.volumesInUse);
   const livePods = new Map(state.pods.map((p) => [p.uid, `${p.namespace}/${p.name}`]));
 
@@ -101,7 +103,7 @@ export async function planRecovery(input: PlanInput): Promise<RecoverPlan> {
     const refuse = (reason: string): void => {
       refusals.push({ uniqueName: v.uniqueName, driver: v.driver, reason });
     };
-    const reason = await refusalOf(v, input, wanted, inUse);
+    const reason = await refusalOf(v, input, wanted, inUse, owners);
     if (reason !== undefined) {
       refuse(reason);
       continue;
@@ -140,9 +142,36 @@ export async function planRecovery(input: PlanInput): Promise<RecoverPlan> {
   return { volumes, refusals };
 }
 
-async function refusalOf(v: AuditVolume, input: PlanInput, wanted: ReturnType<typeof wantedVolumes>, inUse: ReadonlySet<string>): Promise<string | undefined> {
+/** The names of the PersistentVolumes naming each CSI volume (driver and handle), by unique volume name, sorted. */
+function persistentVolumesByVolume(state: ClusterState): ReadonlyMap<string, readonly string[]> {
+  const out = new Map<string, string[]>();
+  for (const pv of state.persistentVolumes.values()) {
+    if (pv.driver === undefined || pv.volumeHandle === undefined) continue;
+    const name = csiUniqueName(pv.driver, pv.volumeHandle);
+    out.set(name, [...(out.get(name) ?? []), pv.name]);
+  }
+  for (const names of out.values()) names.sort();
+  return out;
+}
+
+/** "a and b", "a, b and c". */
+function andList(items: readonly string[]): string {
+  return items.length <= 1 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1] ?? ''}`;
+}
+
+async function refusalOf(
+  v: AuditVolume,
+  input: PlanInput,
+  wanted: ReturnType<typeof wantedVolumes>,
+  inUse: ReadonlySet<string>,
+  owners: ReadonlyMap<string, readonly string[]>,
+): Promise<string | undefined> {
   if (v.mode === 'Block') return 'raw block volumes are not handled by nodevol recover (unmap and unstage them with the agent and the gate on)';
   if (v.volumeHandle === null) return 'no volume handle';
+  const pvs = owners.get(v.uniqueName) ?? [];
+  if (pvs.length > 1) {
+    return `PersistentVolumes ${andList(pvs)} ${pvs.length === 2 ? 'both' : 'all'} name driver ${v.driver} volume handle ${v.volumeHandle}: which one the staged volume belongs to is ambiguous, so no claim on it can be ruled out; fix the PersistentVolumes, or clean it up by hand`;
+  }
   const pods = wanted.byVolume.get(v.uniqueName);
   if (pods !== undefined && pods.length > 0) {
     return `a pod on node ${input.state.nodeName} wants it per the cluster: ${pods.map((p) => `${p.namespace}/${p.name}`).join(', ')}`;

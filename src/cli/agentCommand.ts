@@ -30,8 +30,10 @@ import { createOrphanPodMetrics } from '../adapters/prometheus/orphanPodMetrics.
 import { NODE_STATUS_UPDATE_PERIOD_MS } from '../volumemanager/volumeManager.js';
 import { composeNode } from '../agent/node.js';
 import type { CsiDriverRegistry } from '../ports/csi.js';
+import { describeBusyLock } from '../adapters/node/processLock.js';
 import { parseDuration } from './duration.js';
 import { addHelpAfter, addLoggingOptions, collect, stderrLogger } from './flags.js';
+import { lockRootDir } from './rootDirLock.js';
 
 export const EXIT_AGENT_OK = 0;
 export const EXIT_AGENT_FAILED = 1;
@@ -70,7 +72,8 @@ export function agentCommand(setExitCode: (code: number) => void): Command {
   addLoggingOptions(cmd);
   addHelpAfter(
     cmd,
-    '\nExit codes: 0 stopped by SIGTERM/SIGINT; 1 failed while running; 2 could not start (bad flags, missing dirs, port in use); killed by SIGKILL (137) when a read stuck in a hung file system outlives the grace period + 2 s.\n',
+    '\nExit codes: 0 stopped by SIGTERM/SIGINT; 1 failed while running; 2 could not start (bad flags, missing dirs, port in use, ' +
+      'another nodevol agent or recover --yes holds the root dir); killed by SIGKILL (137) when a read stuck in a hung file system outlives the grace period + 2 s.\n',
   );
   cmd.action(async (flags: AgentFlags) => {
     setExitCode(await runAgent(flags));
@@ -87,7 +90,26 @@ export function agentFileSystem(realRootDir: string, realClusterDir: string): No
   return new NodeFileSystem({ confineChangesTo: [realRootDir, realClusterDir] });
 }
 
+/**
+ * The agent holds the root dir's lock (rootDirLock.ts) for its lifetime: it does not start while
+ * another agent or a `nodevol recover --yes` acts on the root dir. SIGKILL releases it too.
+ */
 async function runAgent(flags: AgentFlags): Promise<number> {
+  const taken = await lockRootDir(flags.rootDir, 'nodevol agent');
+  if (taken !== undefined && !('lock' in taken)) {
+    const why = 'busy' in taken ? `${describeBusyLock(taken.busy)}: one nodevol agent or recover --yes acts on a root dir at a time` : taken.error;
+    process.stderr.write(`nodevol agent: --root-dir ${flags.rootDir}: ${why}\n`);
+    return EXIT_AGENT_USAGE;
+  }
+  try {
+    return await runAgentHoldingRootDir(flags, taken?.realRootDir);
+  } finally {
+    await taken?.lock.release();
+  }
+}
+
+/** `lockedRootDir`: the real root dir whose lock is held (undefined: it did not resolve, and must not now). */
+async function runAgentHoldingRootDir(flags: AgentFlags, lockedRootDir: string | undefined): Promise<number> {
   // A long-running process: its young generation stays small (agent/idleMemory.ts).
   limitYoungGeneration();
   const logger = stderrLogger(flags);
@@ -123,6 +145,7 @@ async function runAgent(flags: AgentFlags): Promise<number> {
   } catch (err) {
     return usage(`--root-dir ${rootDir}: ${errorMessage(err)}`);
   }
+  if (realRootDir !== lockedRootDir) return usage(`--root-dir ${rootDir}: changed while the agent started (${lockedRootDir ?? 'missing'}, now ${realRootDir})`);
   let clusterDir: string;
   try {
     const given = path.resolve(flags.clusterDir);

@@ -5,8 +5,7 @@
  * unless --html names the file, never into the working tree unasked. No root, no kubelet, no
  * file touched but the report.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { Command, Option } from 'commander';
 import { FeatureGate } from '../features/features.js';
@@ -19,6 +18,7 @@ import { analyzeInUse } from '../timeline/inUse.js';
 import { renderTimelineHtml } from '../timeline/html.js';
 import { renderSideBySide } from '../timeline/terminal.js';
 import { addHelpAfter, examples } from './flags.js';
+import { newTempDir } from './tempDir.js';
 import { terminalColumns } from './terminal.js';
 
 export const DEMO_SCENARIO = 'kep-story-1-drain-reboot';
@@ -99,10 +99,14 @@ async function demo(flags: DemoFlags): Promise<number> {
       runs,
     });
     try {
-      report = flags.html ?? path.join(mkdtempSync(path.join(tmpdir(), 'nodevol-demo-')), DEMO_HTML_NAME);
+      report = flags.html ?? path.join(newTempDir('nodevol-demo-', ', or pass --html FILE or --no-html'), DEMO_HTML_NAME);
+    } catch (err) {
+      return fail(`the HTML report: ${errorMessage(err)}`);
+    }
+    try {
       writeFileSync(report, html);
     } catch (err) {
-      return fail(flags.html === undefined ? `writing the report to a new temp dir in ${tmpdir()}: ${errorMessage(err)}` : `--html ${flags.html}: ${errorMessage(err)}`);
+      return fail(flags.html === undefined ? `writing the HTML report ${report}: ${errorMessage(err)}` : `--html ${flags.html}: ${errorMessage(err)}`);
     }
   }
 

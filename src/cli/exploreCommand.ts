@@ -3,8 +3,7 @@
  * a seeded scheduler, crashes and reboots it at every port call, and checks the invariants.
  * Needs no root and touches no real file but --html's output.
  */
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -21,6 +20,7 @@ import { DEFAULT_MAX_CRASH_POINTS, swarm, type SwarmReport, type WorkerEntry } f
 import { simRunToTrace } from '../timeline/fromSim.js';
 import { renderTimelineHtml } from '../timeline/html.js';
 import { addHelpAfter, collect, examples } from './flags.js';
+import { newTempDir } from './tempDir.js';
 
 export const EXPLORE_EXIT_OK = 0;
 export const EXPLORE_EXIT_VIOLATIONS = 1;
@@ -237,7 +237,7 @@ async function runGenerated(flags: ExploreFlags, count: number, fail: (msg: stri
   const shown = gateString(shownGates(gates.snapshot(), {}));
   let outDir = flags.out;
   const caseDir = (): string => {
-    if (outDir === undefined) outDir = mkdtempSync(path.join(tmpdir(), 'nodevol-explore-'));
+    if (outDir === undefined) outDir = newTempDir('nodevol-explore-', ', or pass --out DIR');
     else mkdirSync(outDir, { recursive: true });
     return outDir;
   };

@@ -3,9 +3,11 @@
  * serves csi.v1 Identity, Controller and Node on a unix socket and really bind-mounts (so it
  * needs root, or a user + mount namespace). SIGTERM/SIGINT close the server, remove the socket
  * and exit 0; an exit fault ends the process with code 3 and leaves the socket behind, like a
- * crash (the next start removes it).
+ * crash (the next start removes it). One driver per state dir: it holds the lock
+ * `<state-dir>/lock/` (src/adapters/node/processLock.ts) while it runs, and a second one on the
+ * same state dir does not start (exit 2); the end of the first, SIGKILL included, releases it.
  */
-import { realpathSync } from 'node:fs';
+import { mkdirSync, realpathSync } from 'node:fs';
 import * as path from 'node:path';
 import { Command, Option } from 'commander';
 import { unixSocketPath } from '../adapters/grpc/endpoint.js';
@@ -16,10 +18,13 @@ import type { LoggingFormat } from '../logging/klog.js';
 import type { CsiNodeMode } from '../csi/nodeStateMachine.js';
 import { addHelpAfter, addLoggingOptions, collect, stderrLogger } from './flags.js';
 import { GrpcCsiClient } from '../adapters/grpc/client.js';
+import { acquireProcessLock, describeBusyLock, type HeldLock } from '../adapters/node/processLock.js';
 
 export const EXIT_MOCK_DRIVER_OK = 0;
 export const EXIT_MOCK_DRIVER_USAGE = 2;
 export const EXIT_MOCK_DRIVER_FAULT = EXIT_FAULT_CODE;
+/** The lock dir in the state dir: one driver per state dir. */
+export const MOCK_DRIVER_LOCK_DIR = 'lock';
 
 interface MockDriverFlags {
   endpoint: string;
@@ -60,7 +65,8 @@ export function mockDriverCommand(setExitCode: (code: number) => void): Command 
   addLoggingOptions(cmd);
   addHelpAfter(
     cmd,
-    '\nExit codes:\n  0  stopped by SIGTERM/SIGINT (socket removed)\n  2  could not start: bad flags, unusable endpoint or state dir, bad state.json\n  3  an exit fault fired\n',
+    '\nExit codes:\n  0  stopped by SIGTERM/SIGINT (socket removed)\n  2  could not start: bad flags, unusable endpoint or state dir, bad state.json, ' +
+      'another mock-driver running on the state dir\n  3  an exit fault fired\n',
   );
   cmd.action(async (flags: MockDriverFlags) => {
     setExitCode(await runMockDriver(flags));
@@ -92,6 +98,16 @@ async function runMockDriver(flags: MockDriverFlags): Promise<number> {
   if (flags.driverName === '') return usage('--driver-name must not be empty');
   if (flags.stateDir === '') return usage('--state-dir must not be empty');
   const file = (f: string | undefined): string | undefined => (f === undefined || f === '' ? undefined : path.resolve(f));
+  const stateDir = path.resolve(flags.stateDir);
+  let lock: HeldLock;
+  try {
+    mkdirSync(stateDir, { recursive: true, mode: 0o755 });
+    const taken = await acquireProcessLock({ base: stateDir, dir: path.join(stateDir, MOCK_DRIVER_LOCK_DIR), command: 'nodevol mock-driver' });
+    if (!taken.held) return usage(`--state-dir ${stateDir}: ${describeBusyLock(taken)}: two drivers on one state dir would overwrite each other's volume records`);
+    lock = taken;
+  } catch (err) {
+    return usage(`--state-dir ${stateDir}: ${errorMessage(err)}`);
+  }
 
   // Registered before the start, so a signal during it is not lost.
   let onSignal: ((signal: string) => void) | undefined;
@@ -109,7 +125,7 @@ async function runMockDriver(flags: MockDriverFlags): Promise<number> {
         endpoint: flags.endpoint,
         nodeId: flags.nodeId,
         driverName: flags.driverName,
-        stateDir: path.resolve(flags.stateDir),
+        stateDir,
         faultsFile: file(flags.faults),
         allowedRoots: (flags.allowedRoot.length > 0 ? flags.allowedRoot : flags.rootDir !== undefined && flags.rootDir !== '' ? [flags.rootDir] : []).map(realOrResolved),
         journalFile: file(flags.journal),
@@ -140,6 +156,7 @@ async function runMockDriver(flags: MockDriverFlags): Promise<number> {
   } finally {
     process.off('SIGTERM', handler);
     process.off('SIGINT', handler);
+    await lock.release();
   }
 }
 

@@ -2,7 +2,8 @@
  * `nodevol recover`: wiring of src/audit/recover.ts to the real node. Runs the audit (the same
  * flags), requires the cluster's view, plans, and with `--yes` acts through each driver's own
  * socket. Dry run by default. Exit codes: 0 every orphaned volume recovered (or planned, or
- * none), 1 some refused or failed, 2 could not run.
+ * none), 1 some refused or failed, 2 could not run, 3 another nodevol agent or recover --yes
+ * holds the root dir (rootDirLock.ts): nothing done.
  */
 import { appendFileSync, closeSync, openSync } from 'node:fs';
 import * as path from 'node:path';
@@ -22,7 +23,12 @@ import { readMountInfoText } from '../mount/mountTable.js';
 import { addClusterOptions } from './auditCluster.js';
 import { collectAudit, type AuditRunFlags } from './auditRun.js';
 import { addHelpAfter, addLoggingOptions, collect, examples, stderrLogger } from './flags.js';
+import { describeBusyLock } from '../adapters/node/processLock.js';
+import { lockRootDir, rootDirLockHolder } from './rootDirLock.js';
 import { escapeText } from './terminal.js';
+
+/** Another nodevol agent or recover --yes holds the root dir: nothing was read or done. */
+export const EXIT_RECOVER_BUSY = 3;
 
 interface RecoverFlags extends AuditRunFlags {
   yes: boolean;
@@ -51,9 +57,10 @@ export function recoverCommand(setExitCode: (code: number) => void): Command {
   addLoggingOptions(cmd);
   addHelpAfter(
     cmd,
-    '\nRefuses a volume that a pod on this node wants (per the cluster), that is in node.status.volumesInUse, ' +
+    '\nRefuses a volume that a pod on this node wants (per the cluster), that two PersistentVolumes name, that is in node.status.volumesInUse, ' +
       'whose driver socket is missing, that is raw block, or whose paths leave the root dir.\n' +
       '\nExit codes:\n  0  every orphaned volume recovered (dry run: planned), or nothing to do\n  1  some volume refused or failed\n  2  could not run (bad flags, unreadable root dir or mount table, no cluster view, cluster API error)\n' +
+      '  3  --yes: another nodevol agent or recover --yes holds the root dir; nothing done\n' +
       examples([
         ['Print the plan (changes nothing)', 'nodevol recover --cluster-state cluster.json --node-name node-1'],
         ['Act, keeping a journal', 'nodevol recover --cluster-state cluster.json --node-name node-1 --yes --journal /var/log/nodevol-recover.jsonl'],
@@ -87,7 +94,38 @@ export function recoverFileSystem(realRootDir: string): NodeFileSystem {
   return new NodeFileSystem({ confineChangesTo: [realRootDir] });
 }
 
+/**
+ * With --yes, recover holds the root dir's lock (rootDirLock.ts) from before it reads the node
+ * until it is done: it does not act while a nodevol agent or another recover --yes acts on the
+ * root dir (exit 3), and neither starts while it runs. A dry run takes no lock and writes
+ * nothing; it says on stderr when --yes would be refused.
+ */
 async function recover(flags: RecoverFlags): Promise<number> {
+  if (!flags.yes) {
+    const holder = await rootDirLockHolder(flags.rootDir);
+    if (holder !== undefined) process.stderr.write(`nodevol recover: note: ${describeBusyLock(holder)}: with --yes, recover would do nothing now (exit ${EXIT_RECOVER_BUSY})\n`);
+    return recoverHoldingRootDir(flags, undefined);
+  }
+  const taken = await lockRootDir(flags.rootDir, 'nodevol recover --yes');
+  if (taken !== undefined && !('lock' in taken)) {
+    if ('error' in taken) {
+      process.stderr.write(`nodevol recover: --root-dir ${flags.rootDir}: ${taken.error}\n`);
+      return EXIT_UNKNOWN;
+    }
+    process.stderr.write(
+      `nodevol recover: --root-dir ${flags.rootDir}: ${describeBusyLock(taken.busy)}: one nodevol agent or recover --yes acts on a root dir at a time; nothing done, run it again once that process has stopped\n`,
+    );
+    return EXIT_RECOVER_BUSY;
+  }
+  try {
+    return await recoverHoldingRootDir(flags, taken?.realRootDir);
+  } finally {
+    await taken?.lock.release();
+  }
+}
+
+/** `lockedRootDir`: with --yes, the real root dir whose lock is held (undefined: it did not resolve). */
+async function recoverHoldingRootDir(flags: RecoverFlags, lockedRootDir: string | undefined): Promise<number> {
   const fail = (msg: string): number => {
     process.stderr.write(`${msg}\n`);
     return EXIT_UNKNOWN;
@@ -113,6 +151,7 @@ async function recover(flags: RecoverFlags): Promise<number> {
   try {
     const run = await collectAudit(flags, logger, 'recover');
     if (typeof run === 'string') return fail(run);
+    if (flags.yes && run.realRootDir !== lockedRootDir) return fail(`nodevol recover: --root-dir ${flags.rootDir} changed while recover started (${lockedRootDir ?? 'missing'}, now ${run.realRootDir}): nothing done`);
     if (run.state === undefined) {
       return fail('nodevol recover: the cluster\'s view is required (--cluster-state FILE, --kubeconfig FILE, or run in a pod with a service account): without it no volume can be proven unwanted');
     }

@@ -60,8 +60,11 @@ export interface Located {
   readonly name: string;
 }
 
-/** `name` (one component: a path string, or the raw bytes of a listed name) in the directory open as `fd`. */
-function at(fd: number, name: string | Buffer): string | Buffer {
+/**
+ * `name` (one component: a path string, or the raw bytes of a listed name) in the directory open
+ * as `fd`, as a path the kernel resolves from that very directory.
+ */
+export function at(fd: number, name: string | Buffer): string | Buffer {
   if (typeof name === 'string') return fsPath(`${PROC_FD}/${fd}/${name}`);
   return Buffer.concat([Buffer.from(`${PROC_FD}/${fd}/`), name]);
 }
@@ -161,6 +164,20 @@ export class Beneath {
     } finally {
       await closeFd(fd).catch(() => undefined);
     }
+  }
+
+  /**
+   * Opens the directory `p` itself, reached from the root through real directories only (made
+   * with `create.mode` where missing); the caller owns (and closes) the descriptor.
+   */
+  openDir(p: string, loc: Located, create?: { readonly mode: number }): Promise<number> {
+    return this.inParent(
+      p,
+      loc,
+      'open',
+      (fd) => (loc.name === '' ? openFd(fsPath(loc.root), DIR_FLAGS) : this.#openChild(fd, loc.name, p, p, 'open', create)),
+      create,
+    );
   }
 
   /** Opens directory `name` of the directory `dirFd` without following a symlink; explains a refusal. */

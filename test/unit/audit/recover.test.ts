@@ -278,4 +278,43 @@ describe('nodevol recover: plan and execution', () => {
     assert.equal(journal[0]?.outcome, 'skipped');
     assert.ok(!existsSync(path.dirname(gm)));
   });
+
+  it('one driver and handle named by two PersistentVolumes: refused naming both, in the dry run and with --yes; the other volumes are recovered', async () => {
+    const gm1 = await fx.stage({ driver: DRIVER, handle: 'vol-1', specVolID: 'pv-a', mounted: false });
+    const gm2 = await fx.stage({ driver: DRIVER, handle: 'vol-2', specVolID: 'pv-2', mounted: false });
+    await driverSocket();
+    const cluster = [attachedNotInUse('vol-1', 'vol-2'), persistentVolume('pv-b', DRIVER, 'vol-1'), persistentVolume('pv-a', DRIVER, 'vol-1'), persistentVolume('pv-2', DRIVER, 'vol-2')];
+    const p = await plan(cluster);
+    assert.deepEqual(p.refusals, [
+      {
+        uniqueName: NAME('vol-1'),
+        driver: DRIVER,
+        reason: `PersistentVolumes pv-a and pv-b both name driver ${DRIVER} volume handle vol-1: which one the staged volume belongs to is ambiguous, so no claim on it can be ruled out; fix the PersistentVolumes, or clean it up by hand`,
+      },
+    ]);
+    assert.deepEqual(p.volumes.map((v) => v.uniqueName), [NAME('vol-2')]);
+
+    const dry = await execute(p, new RecordingClient(), false);
+    assert.deepEqual(dry.journal.filter((e) => e.volume === NAME('vol-1')).map((e) => `${e.action} ${e.outcome}`), ['refuse refused'], 'the dry run shows the refusal');
+    assert.deepEqual(dry.result.planned, [NAME('vol-2')]);
+
+    const client = new RecordingClient();
+    const { result } = await execute(p, client, true);
+    assert.deepEqual(client.calls, ['NodeGetCapabilities', `NodeUnstageVolume vol-2 ${gm2}`]);
+    assert.deepEqual(result.recovered, [NAME('vol-2')]);
+    assert.deepEqual(result.refused.map((r) => r.uniqueName), [NAME('vol-1')]);
+    assert.ok(existsSync(gm1) && existsSync(path.join(path.dirname(gm1), 'vol_data.json')), 'vol-1 left in place');
+    assert.ok(!existsSync(path.dirname(gm2)), 'vol-2 recovered');
+
+    const three = await plan([...cluster, persistentVolume('pv-c', DRIVER, 'vol-1')]);
+    assert.match(three.refusals[0]?.reason ?? '', /^PersistentVolumes pv-a, pv-b and pv-c all name driver /);
+  });
+
+  it('one handle under two drivers names two volumes: not ambiguous', async () => {
+    const gm = await fx.stage({ driver: DRIVER, handle: 'vol-1', specVolID: 'pv-a', mounted: false });
+    await driverSocket();
+    const p = await plan([attachedNotInUse('vol-1'), persistentVolume('pv-a', DRIVER, 'vol-1'), persistentVolume('pv-x', 'other.csi.example.com', 'vol-1')]);
+    assert.deepEqual(p.refusals, []);
+    assert.deepEqual(p.volumes.map((v) => v.deviceMountPath), [gm]);
+  });
 });

@@ -103,6 +103,7 @@ const EXIT_CODE_PAGES: readonly [RegExp, readonly string[]][] = [
   [/^EXIT_USAGE$/, ['audit', 'agent', 'mock-driver', 'explore', 'demo', 'timeline', 'recover', 'completion', 'version']],
   [/^EXIT_(OK|PROBLEM|UNKNOWN)$/, ['audit', 'recover']],
   [/^EXIT_AGENT_/, ['agent']],
+  [/^EXIT_RECOVER_/, ['recover']],
   [/^EXIT_MOCK_DRIVER_|^EXIT_FAULT_CODE$/, ['mock-driver']],
   [/^EXIT_TIMELINE_/, ['timeline']],
   [/^EXPLORE_EXIT_/, ['explore']],
