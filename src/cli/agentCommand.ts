@@ -150,7 +150,6 @@ async function runAgent(flags: AgentFlags): Promise<number> {
     const tracer = createAgentTracer({ sink: (e) => sink.write(e), nowMs: () => Date.now(), rootDir: realRootDir, mounter });
     trace = { sink, tracer };
   }
-  const wallClock = { nowMs: () => Date.now(), sleep: (ms: number) => realClock.sleep(ms) };
   if (trace !== undefined) {
     trace.tracer.started({
       pid: process.pid,
@@ -190,7 +189,7 @@ async function runAgent(flags: AgentFlags): Promise<number> {
       },
       nodeStatusUpdatePeriodMs: statusPeriodMs,
       shutdownGraceMs: graceMs,
-      ...(tracer === undefined ? {} : { observeCsi: (registry: CsiDriverRegistry) => observedRegistry(registry, wallClock, tracer.observeCsiCall) }),
+      ...(tracer === undefined ? {} : { observeCsi: (registry: CsiDriverRegistry) => observedRegistry(registry, realClock, tracer.observeCsiCall) }),
     },
   );
   if (tracer !== undefined) node.vm.executor.onOperationComplete((e) => tracer.operation(e));

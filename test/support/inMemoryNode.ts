@@ -85,7 +85,7 @@ export class InMemoryNode {
     const life = new Life();
     this.life = life;
     // Every port of this life is fenced: after crashKubelet() nothing of it lands or settles.
-    const clock: Clock = { nowMs: () => this.clock.nowMs(), sleep: (ms) => life.call(() => this.clock.sleep(ms)) as Promise<void> };
+    const clock: Clock = { nowMs: () => this.clock.nowMs(), wallMs: () => this.clock.wallMs(), sleep: (ms) => life.call(() => this.clock.sleep(ms)) as Promise<void> };
     const node = composeNode(
       {
         layout: this.layout,
