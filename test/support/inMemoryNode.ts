@@ -79,7 +79,10 @@ export class InMemoryNode {
    * Starts a fresh kubelet (volume manager) and runs reconstruction: `gateOn` sets
    * CSIGlobalMountReconstruction, or pass a whole FeatureGate.
    */
-  async startKubelet(gateOn: boolean | FeatureGate, options: { plugins?: (host: VolumeHost) => VolumePluginMgr } = {}): Promise<VolumeManager> {
+  async startKubelet(
+    gateOn: boolean | FeatureGate,
+    options: { plugins?: (host: VolumeHost) => VolumePluginMgr; /** The drivers instead of the in-memory one (a real gRPC registry). */ csiDrivers?: CsiDriverRegistry } = {},
+  ): Promise<VolumeManager> {
     this.life?.crash();
     const driver = this.driver;
     const life = new Life();
@@ -96,7 +99,7 @@ export class InMemoryNode {
         logger: this.logger,
         clock,
         mounter: life.fence<Mounter>(this.mounter),
-        csiDrivers: life.fence<CsiDriverRegistry>({ client: (n) => (n === driver.name ? driver : undefined) }),
+        csiDrivers: life.fence<CsiDriverRegistry>(options.csiDrivers ?? { client: (n) => (n === driver.name ? driver : undefined) }),
         cluster: life.fence<ClusterView>(this.cluster),
       },
       { metrics: { volumeManager: this.metrics }, ...(options.plugins === undefined ? {} : { plugins: options.plugins }) },

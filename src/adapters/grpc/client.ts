@@ -6,12 +6,20 @@
  * - One channel per client (all three services share it), plaintext, created lazily by grpc-js
  *   on the first call. Calls do not wait for the socket to appear: with no server a call fails
  *   at once with UNAVAILABLE (kubelet retries later, as it does for any uncertain error).
+ * - Every call goes to whatever serves the socket path now, as kubelet's, which dials the path
+ *   for each call: before a call the socket file is checked (one asynchronous stat), and when it
+ *   is no longer the file the channel was opened for (a driver restarted, or a new one removed
+ *   the old socket and bound the path) the channel is replaced. Calls in flight on the old
+ *   channel go on to their end there (the old driver answers them, or they fail UNAVAILABLE when
+ *   it dies); no call waits for grpc-js' reconnect backoff to reach the new driver.
  * - Every call carries a deadline: by default 2 minutes, kubelet's csiTimeout. A call that runs
  *   past it fails with DEADLINE_EXCEEDED, which {@link isFinalCsiError} treats as uncertain.
  * - Every failure is a {@link CsiCallError}: the gRPC status code and details of a call that
  *   reached the transport; `code` undefined for one that was refused locally (a request that
  *   cannot be encoded, a closed client).
  */
+import { stat } from 'node:fs/promises';
+
 import * as grpc from '@grpc/grpc-js';
 
 import {
@@ -39,6 +47,7 @@ import {
   wireString,
 } from './convert.js';
 import { FreshSharedCall } from '../../ports/concurrency.js';
+import { errorCode } from '../../ports/fs.js';
 import { normalizeEndpoint, unixSocketPath } from './endpoint.js';
 import { csiServices, type UnaryMethod } from './loader.js';
 import type * as wire from './messages.js';
@@ -46,6 +55,39 @@ import type { ControllerRpcs, IdentityRpcs, MessageInit, NodeRpcs } from './mess
 
 /** kubelet's csiTimeout. */
 export const DEFAULT_CSI_TIMEOUT_MS = 2 * 60 * 1000;
+
+/**
+ * The longest the check of the socket file before a call may take (a hung file system): past it,
+ * the call goes on over the channel the client has.
+ */
+export const SOCKET_CHECK_TIMEOUT_MS = 1_000;
+
+/** A channel and the socket file it was opened for (undefined until the first check). */
+interface Channel {
+  readonly client: grpc.Client;
+  socket: string | undefined;
+}
+
+/**
+ * What tells one socket file from the next bound on the same path: device, inode and change time
+ * (a new bind makes a new file; an inode number may be reused, its change time then differs);
+ * 'missing' when there is no file; undefined when it cannot be told (not in time, or an error).
+ */
+async function socketFileIdentity(socketPath: string): Promise<string | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), SOCKET_CHECK_TIMEOUT_MS);
+  });
+  const read = stat(socketPath, { bigint: true }).then(
+    (s) => `${s.dev}:${s.ino}:${s.ctimeNs}`,
+    (err: unknown) => (errorCode(err) === 'ENOENT' ? 'missing' : undefined),
+  );
+  try {
+    return await Promise.race([read, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 export interface GrpcCsiClientOptions {
   /** Deadline of each Node call, in ms. Default {@link DEFAULT_CSI_TIMEOUT_MS}. */
@@ -159,7 +201,11 @@ export class GrpcCsiClient implements CsiNodeClient {
   readonly endpoint: string;
   readonly identity: CsiIdentityClient;
   readonly controller: CsiControllerClient;
-  readonly #client: grpc.Client;
+  readonly #socketPath: string;
+  readonly #channelOptions: grpc.ChannelOptions;
+  #channel: Channel;
+  /** Channels opened because the socket file changed. */
+  #reconnects = 0;
   readonly #nodeTimeoutMs: number;
   readonly #identityTimeoutMs: number;
   readonly #controllerTimeoutMs: number;
@@ -173,12 +219,13 @@ export class GrpcCsiClient implements CsiNodeClient {
 
   /** Throws {@link InvalidCsiEndpointError} unless `endpoint` is unix:///absolute/path. */
   constructor(endpoint: string, options: GrpcCsiClientOptions = {}) {
-    unixSocketPath(endpoint);
+    this.#socketPath = unixSocketPath(endpoint);
     this.endpoint = normalizeEndpoint(endpoint);
     this.#nodeTimeoutMs = checkTimeout('timeoutMs', options.timeoutMs ?? DEFAULT_CSI_TIMEOUT_MS);
     this.#identityTimeoutMs = checkTimeout('identityTimeoutMs', options.identityTimeoutMs ?? this.#nodeTimeoutMs);
     this.#controllerTimeoutMs = checkTimeout('controllerTimeoutMs', options.controllerTimeoutMs ?? this.#nodeTimeoutMs);
-    this.#client = new grpc.Client(this.endpoint, grpc.credentials.createInsecure(), { ...options.channelOptions });
+    this.#channelOptions = { ...options.channelOptions };
+    this.#channel = this.#openChannel(undefined);
 
     const { identity, controller } = csiServices();
     const idT = this.#identityTimeoutMs;
@@ -310,11 +357,41 @@ export class GrpcCsiClient implements CsiNodeClient {
     return this.#closed;
   }
 
+  /** How many times a changed socket file made the client open a new channel. */
+  get reconnects(): number {
+    return this.#reconnects;
+  }
+
   /** Closes the channel; later calls fail with a CsiCallError without a code. Idempotent. */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.#client.close();
+    this.#channel.client.close();
+  }
+
+  // ---------------------------------------------------------------- the channel
+
+  #openChannel(socket: string | undefined): Channel {
+    return { client: new grpc.Client(this.endpoint, grpc.credentials.createInsecure(), this.#channelOptions), socket };
+  }
+
+  /**
+   * The channel for the next call: the one the client has while the socket file is the one it was
+   * opened for (or cannot be told), else a new one. The old channel is closed: grpc-js lets the
+   * calls in flight on it finish over its connection, and starts none.
+   */
+  async #channelForCall(): Promise<grpc.Client> {
+    const socket = await socketFileIdentity(this.#socketPath);
+    const current = this.#channel;
+    if (socket === undefined || this.#closed || current.socket === socket) return current.client;
+    if (current.socket === undefined) {
+      current.socket = socket;
+      return current.client;
+    }
+    current.client.close();
+    this.#channel = this.#openChannel(socket);
+    this.#reconnects++;
+    return this.#channel.client;
   }
 
   // ---------------------------------------------------------------- the call
@@ -341,21 +418,29 @@ export class GrpcCsiClient implements CsiNodeClient {
         reject(new CsiCallError(method, undefined, message(err)));
         return;
       }
-      const options: grpc.CallOptions = { deadline: Date.now() + timeoutMs };
-      try {
-        this.#client.makeUnaryRequest(def.path, def.requestSerialize, def.responseDeserialize, argument, new grpc.Metadata(), options, (err, value) => {
-          if (err !== null) {
-            reject(isServiceError(err) ? new CsiCallError(method, err.code, err.details) : new CsiCallError(method, undefined, message(err)));
-          } else if (value === undefined) {
-            reject(new CsiCallError(method, GrpcStatus.INTERNAL, 'empty response'));
-          } else {
-            resolve(value);
-          }
-        });
-      } catch (err) {
-        // grpc-js throws synchronously only for a shut-down channel or bad call options.
-        reject(new CsiCallError(method, undefined, message(err)));
-      }
+      void this.#channelForCall().then((client) => {
+        if (this.#closed) {
+          reject(new CsiCallError(method, undefined, `CSI client for ${this.endpoint} is closed`));
+          return;
+        }
+        // grpc-js takes an absolute deadline, read from the wall clock, and turns it into a timer
+        // (libuv's monotonic clock) as the call starts: a wall clock stepped later does not move it.
+        const options: grpc.CallOptions = { deadline: Date.now() + timeoutMs };
+        try {
+          client.makeUnaryRequest(def.path, def.requestSerialize, def.responseDeserialize, argument, new grpc.Metadata(), options, (err, value) => {
+            if (err !== null) {
+              reject(isServiceError(err) ? new CsiCallError(method, err.code, err.details) : new CsiCallError(method, undefined, message(err)));
+            } else if (value === undefined) {
+              reject(new CsiCallError(method, GrpcStatus.INTERNAL, 'empty response'));
+            } else {
+              resolve(value);
+            }
+          });
+        } catch (err) {
+          // grpc-js throws synchronously only for a shut-down channel or bad call options.
+          reject(new CsiCallError(method, undefined, message(err)));
+        }
+      });
     });
   }
 }
