@@ -7,11 +7,12 @@
  *   on the first call. Calls do not wait for the socket to appear: with no server a call fails
  *   at once with UNAVAILABLE (kubelet retries later, as it does for any uncertain error).
  * - Every call goes to whatever serves the socket path now, as kubelet's, which dials the path
- *   for each call: before a call the socket file is checked (one asynchronous stat), and when it
- *   is no longer the file the channel was opened for (a driver restarted, or a new one removed
- *   the old socket and bound the path) the channel is replaced. Calls in flight on the old
- *   channel go on to their end there (the old driver answers them, or they fail UNAVAILABLE when
- *   it dies); no call waits for grpc-js' reconnect backoff to reach the new driver.
+ *   for each call: before a call the socket file is checked (an asynchronous stat, shared by the
+ *   calls that start meanwhile, so a thousand at once cost two), and when it is no longer the
+ *   file the channel was opened for (a driver restarted, or a new one removed the old socket and
+ *   bound the path) the channel is replaced. Calls in flight on the old channel go on to their
+ *   end there (the old driver answers them, or they fail UNAVAILABLE when it dies); no call waits
+ *   for grpc-js' reconnect backoff to reach the new driver.
  * - Every call carries a deadline: by default 2 minutes, kubelet's csiTimeout. A call that runs
  *   past it fails with DEADLINE_EXCEEDED, which {@link isFinalCsiError} treats as uncertain.
  * - Every failure is a {@link CsiCallError}: the gRPC status code and details of a call that
@@ -242,6 +243,8 @@ export class GrpcCsiClient implements CsiNodeClient {
   readonly #driver: string;
   readonly #channelOptions: grpc.ChannelOptions;
   #channel: Channel;
+  /** The socket file checks, shared by concurrent calls (each answered by a stat started after it asked). */
+  readonly #socketCheck: FreshSharedCall<string | undefined>;
   /** Channels opened because the socket file changed. */
   #reconnects = 0;
   readonly #nodeTimeoutMs: number;
@@ -265,6 +268,8 @@ export class GrpcCsiClient implements CsiNodeClient {
     this.#driver = `CSI driver ${options.driverName === undefined ? '' : `${JSON.stringify(options.driverName)} `}at ${this.endpoint}`;
     this.#channelOptions = { ...options.channelOptions, 'grpc.max_receive_message_length': MAX_CSI_MESSAGE_BYTES };
     this.#channel = this.#openChannel(undefined);
+    const socketPath = this.#socketPath;
+    this.#socketCheck = new FreshSharedCall(() => socketFileIdentity(socketPath));
 
     const { identity, controller } = csiServices();
     const idT = this.#identityTimeoutMs;
@@ -461,7 +466,7 @@ export class GrpcCsiClient implements CsiNodeClient {
    * calls in flight on it finish over its connection, and starts none.
    */
   async #channelForCall(): Promise<grpc.Client> {
-    const socket = await socketFileIdentity(this.#socketPath);
+    const socket = await this.#socketCheck.call();
     const current = this.#channel;
     if (socket === undefined || this.#closed || current.socket === socket) return current.client;
     if (current.socket === undefined) {
