@@ -63,8 +63,9 @@ export interface NodeOptions {
   readonly nodeStatusUpdatePeriodMs?: number;
   /** How long a stop waits for in-flight work (--shutdown-grace-period). */
   readonly shutdownGraceMs?: number;
-  /** The loops' timers and the stall check's clock; default the real ones. */
+  /** The loops' timers; default the real ones. */
   readonly scheduler?: LoopScheduler;
+  /** The stall check's and idle wake-ups' monotonic clock; default the node's Clock port (nowMs). */
   readonly now?: () => number;
   /** Compact the heap once idle (a real process only). */
   readonly compactWhenIdle?: boolean;
@@ -173,7 +174,8 @@ export function composeNode(ports: NodePorts, options: NodeOptions): ComposedNod
       ? {}
       : { clusterChanges: { subscribe: (listener: () => void) => onChange.call(ports.cluster, listener), signalsEveryChange: () => signalsEveryChange.call(ports.cluster) } }),
     ...(options.scheduler === undefined ? {} : { scheduler: options.scheduler }),
-    ...(options.now === undefined ? {} : { now: options.now }),
+    // The loops' stall check and idle wake-ups read the node's monotonic clock unless told otherwise.
+    now: options.now ?? (() => ports.clock.nowMs()),
     ...(options.compactWhenIdle === undefined ? {} : { compactWhenIdle: options.compactWhenIdle }),
   });
   return {

@@ -22,7 +22,11 @@ export interface RuntimeOptions {
   readonly shutdownGraceMs: number;
   /** Default {@link DEFAULT_LOOP_STALL_THRESHOLD_MS}. */
   readonly loopStallThresholdMs?: number;
-  /** Wall clock for the stall check; default Date.now. */
+  /**
+   * Monotonic milliseconds for the stall check, the idle wake-ups and the idle heap compaction;
+   * default performance.now (never the wall clock: a clock stepped forward by an hour while an
+   * iteration runs must not fail /healthz, nor one stepped back hide a stuck loop).
+   */
   readonly now?: () => number;
   /**
    * Compact the heap once the agent goes idle (idleMemory.ts); default true where the volume
@@ -109,7 +113,7 @@ export class AgentRuntime {
   }
 
   private now(): number {
-    return (this.options.now ?? Date.now)();
+    return this.options.now === undefined ? performance.now() : this.options.now();
   }
 
   async start(): Promise<void> {

@@ -46,6 +46,11 @@ export interface AgentTracer {
 
 export function createAgentTracer(options: {
   readonly sink: TraceSink;
+  /**
+   * The wall clock every event is stamped with. Spans (CSI calls, operations) end at the wall time
+   * they are recorded and start their monotonic duration before, so a wall clock stepped during a
+   * call never draws one that ends before it starts.
+   */
   readonly nowMs: () => number;
   readonly rootDir: string;
   readonly mounter: Mounter;
@@ -102,10 +107,12 @@ export function createAgentTracer(options: {
   return {
     emit,
     observeCsiCall: (c) => {
+      // c.startMs/endMs are monotonic readings; the call ended just now.
+      const end = nowMs();
       emit({
         kind: 'csi',
-        t: c.startMs,
-        end: c.endMs,
+        t: end - (c.endMs - c.startMs),
+        end,
         method: c.method,
         volumeId: c.volumeId,
         outcome: c.code,

@@ -186,7 +186,6 @@ async function runAgentHoldingRootDir(flags: AgentFlags, lockedRootDir: string |
     const tracer = createAgentTracer({ sink: (e) => sink.write(e), nowMs: () => Date.now(), rootDir: realRootDir, mounter });
     trace = { sink, tracer };
   }
-  const wallClock = { nowMs: () => Date.now(), sleep: (ms: number) => realClock.sleep(ms) };
   if (trace !== undefined) {
     trace.tracer.started({
       pid: process.pid,
@@ -226,7 +225,7 @@ async function runAgentHoldingRootDir(flags: AgentFlags, lockedRootDir: string |
       },
       nodeStatusUpdatePeriodMs: statusPeriodMs,
       shutdownGraceMs: graceMs,
-      ...(tracer === undefined ? {} : { observeCsi: (registry: CsiDriverRegistry) => observedRegistry(registry, wallClock, tracer.observeCsiCall) }),
+      ...(tracer === undefined ? {} : { observeCsi: (registry: CsiDriverRegistry) => observedRegistry(registry, realClock, tracer.observeCsiCall) }),
     },
   );
   if (tracer !== undefined) node.vm.executor.onOperationComplete((e) => tracer.operation(e));

@@ -15,6 +15,7 @@ export interface ObservedCsiCall {
   /** '' for calls about no volume (NodeGetCapabilities). */
   readonly volumeId: string;
   readonly request: unknown;
+  /** The registry's Clock.nowMs (monotonic) when the call started and ended: only their difference means anything. */
   readonly startMs: number;
   readonly endMs: number;
   /** 'OK', the gRPC status name, or 'UNKNOWN' for an error that never reached the driver. */

@@ -20,7 +20,10 @@
  *   An episode whose operation is no longer retried at all (no failure for
  *   {@link STUCK_FORGET_AFTER_MS}: the volume left the actual state some other way) is dropped.
  *
- * No timer: time comes from the Clock port at each settled operation. Listener-safe: observe()
+ * No timer: time comes from the Clock port at each settled operation; every duration (stuck
+ * after, forget after, the file refresh) is measured on its monotonic clock, and the wall clock
+ * only stamps what is printed (the times in the status file and the log), so a wall clock
+ * stepped by hours neither calls a volume stuck early nor postpones it. Listener-safe: observe()
  * never throws; its asynchronous work (the target look-up, the file) is awaited by settled().
  */
 import * as posix from 'node:path/posix';
@@ -83,8 +86,12 @@ interface Episode {
   readonly podName: string;
   operation: string;
   readonly driver: string;
+  /** Monotonic (Clock.nowMs): what durations are measured with. */
   readonly firstFailureMs: number;
   lastFailureMs: number;
+  /** Wall clock (Clock.wallMs) at the same moments: only printed. */
+  readonly firstFailureWallMs: number;
+  lastFailureWallMs: number;
   failures: number;
   lastError: string;
   grpcCode: string | undefined;
@@ -154,6 +161,7 @@ export class StuckOperationTracker {
 
   #observe(e: OperationCompleteEvent): void {
     const now = this.#o.clock.nowMs();
+    const wallNow = this.#o.clock.wallMs();
     const key = `${e.key.volumeName}\u0000${e.key.podName}`;
     let changed = this.#forgetAbandoned(now);
     const episode = this.#episodes.get(key);
@@ -190,6 +198,8 @@ export class StuckOperationTracker {
         driver: driverOfVolume(e.key.volumeName),
         firstFailureMs: now,
         lastFailureMs: now,
+        firstFailureWallMs: wallNow,
+        lastFailureWallMs: wallNow,
         failures: 0,
         lastError: '',
         grpcCode: undefined,
@@ -200,6 +210,7 @@ export class StuckOperationTracker {
     }
     ep.operation = e.operationName;
     ep.lastFailureMs = now;
+    ep.lastFailureWallMs = wallNow;
     ep.failures++;
     ep.lastError = errorText;
     ep.grpcCode = grpcCode;
@@ -236,7 +247,7 @@ export class StuckOperationTracker {
         volume: ep.volumeName,
         driver: ep.driver,
         operation: ep.operation,
-        lastFailure: new Date(ep.lastFailureMs).toISOString(),
+        lastFailure: new Date(ep.lastFailureWallMs).toISOString(),
       });
     }
     return changed;
@@ -290,8 +301,8 @@ export class StuckOperationTracker {
       driver: e.driver,
       podName: e.podName,
       operation: e.operation,
-      firstFailure: new Date(e.firstFailureMs).toISOString(),
-      lastFailure: new Date(e.lastFailureMs).toISOString(),
+      firstFailure: new Date(e.firstFailureWallMs).toISOString(),
+      lastFailure: new Date(e.lastFailureWallMs).toISOString(),
       failures: e.failures,
       lastError: e.lastError,
       ...(e.grpcCode === undefined ? {} : { grpcCode: e.grpcCode }),
@@ -355,7 +366,7 @@ export class StuckOperationTracker {
         this.#fileMayExist = false;
         return;
       }
-      await writeStuckOperationsFile(target.fs, target.realRootDir, { version: STUCK_OPERATIONS_FILE_VERSION, writtenAt: new Date(this.#o.clock.nowMs()).toISOString(), entries });
+      await writeStuckOperationsFile(target.fs, target.realRootDir, { version: STUCK_OPERATIONS_FILE_VERSION, writtenAt: new Date(this.#o.clock.wallMs()).toISOString(), entries });
       this.#fileMayExist = true;
     } catch (err) {
       this.#o.logger.error(err, 'Cannot write the stuck operations status file; nodevol audit will not see them', { file: stuckOperationsPath(target.realRootDir), err: errorMessage(err) });

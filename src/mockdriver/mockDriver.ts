@@ -117,6 +117,7 @@ export interface MockDriver {
 /** The real clock: monotonic milliseconds, setTimeout sleeps. */
 const monotonicClock: Clock = {
   nowMs: () => performance.now(),
+  wallMs: () => Date.now(),
   // Unref'd: a delay held past stop() must not keep the process alive.
   sleep: (ms) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref()),
 };

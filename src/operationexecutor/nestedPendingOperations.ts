@@ -401,7 +401,8 @@ class NestedPendingOperationsImpl implements NestedPendingOperations {
       const grpcCode = grpcCodeOf(error);
       const msg = noRetriesPermittedMsg({
         key: entry.key,
-        lastErrorTimeMs: entry.backoff.lastErrorTimeMs,
+        // Printed: the wall clock now (the failure is now); the backoff itself runs on nowMs().
+        lastErrorTimeMs: this.clock.wallMs(),
         durationBeforeRetryMs: entry.backoff.durationBeforeRetryMs,
         errorText: failurePrefix === undefined ? text : `${failurePrefix} : ${text}`,
       });

@@ -74,7 +74,7 @@ export function grpcCodeOf(err: unknown): string | undefined {
 
 export interface NoRetriesPermitted {
   readonly key: LoggedOperationKey;
-  /** Clock time of the failure. */
+  /** Wall-clock time of the failure (Clock.wallMs): printed only. */
   readonly lastErrorTimeMs: number;
   readonly durationBeforeRetryMs: number;
   /** What the operation failed with, prefixed by what failed for which volume and pod when known. */

@@ -133,6 +133,8 @@ export class Fence {
       },
       clock: {
         nowMs: () => this.sched.now,
+        // The simulated node's wall clock never steps: virtual time is both.
+        wallMs: () => this.sched.now,
         sleep: (ms) =>
           this.#portCall(life, 'clock', 'sleep', `${ms}ms`, () => new Promise<void>((resolve) => this.sched.timer(life.domain, ms, 'timer', `sleep ${ms}ms`, resolve))),
       },

@@ -135,6 +135,7 @@ export class SimWorld {
       const capabilities: NodeCapability[] = d.stageUnstage ? ['STAGE_UNSTAGE_VOLUME'] : [];
       const driverClock: Clock = {
         nowMs: () => this.sched.now,
+        wallMs: () => this.sched.now,
         sleep: (ms) =>
           ms > 0
             ? new Promise<void>((resolve) => {

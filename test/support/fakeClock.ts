@@ -11,6 +11,10 @@
  * With `autoAdvance`, sleep() itself moves time forward and resolves at once: for code under test
  * that retries with sleeps (mount-ref retries, recover's waits) and has no harness driving time.
  *
+ * Its wall clock (`wallMs()`) is the virtual time plus an offset that only {@link FakeClock.stepWall}
+ * changes, as an operator or NTP stepping the machine's clock would: the monotonic time does not
+ * move, and no sleeper wakes.
+ *
  * This is the one fake Clock of the test suite; every test that needs virtual time uses it.
  */
 import type { Clock } from '../../src/ports/clock.js';
@@ -24,6 +28,8 @@ interface Sleeper {
 export interface FakeClockOptions {
   /** Virtual time at construction (default 0). */
   readonly startMs?: number;
+  /** wallMs() - nowMs() at construction (default 0: the wall clock reads the virtual time). */
+  readonly wallOffsetMs?: number;
   /** Event-loop turns to let pass after each wake-up (default 1). */
   readonly settleTurns?: number;
   /** sleep(ms) moves time forward by ms and resolves at once; nobody calls advance(). */
@@ -36,6 +42,7 @@ function realTurn(): Promise<void> {
 
 export class FakeClock implements Clock {
   #now: number;
+  #wallOffsetMs: number;
   #seq = 0;
   #sleepers: Sleeper[] = [];
   readonly #settleTurns: number;
@@ -47,12 +54,22 @@ export class FakeClock implements Clock {
 
   constructor(options: FakeClockOptions = {}) {
     this.#now = options.startMs ?? 0;
+    this.#wallOffsetMs = options.wallOffsetMs ?? 0;
     this.#settleTurns = Math.max(1, options.settleTurns ?? 1);
     this.#autoAdvance = options.autoAdvance ?? false;
   }
 
   nowMs(): number {
     return this.#now;
+  }
+
+  wallMs(): number {
+    return this.#now + this.#wallOffsetMs;
+  }
+
+  /** Steps the wall clock by `deltaMs` (negative: back), as `date -s` would. Monotonic time stays. */
+  stepWall(deltaMs: number): void {
+    this.#wallOffsetMs += deltaMs;
   }
 
   /** Resolves once virtual time reaches now + ms. A zero, negative or NaN delay resolves at once. */

@@ -79,13 +79,16 @@ export class InMemoryNode {
    * Starts a fresh kubelet (volume manager) and runs reconstruction: `gateOn` sets
    * CSIGlobalMountReconstruction, or pass a whole FeatureGate.
    */
-  async startKubelet(gateOn: boolean | FeatureGate, options: { plugins?: (host: VolumeHost) => VolumePluginMgr } = {}): Promise<VolumeManager> {
+  async startKubelet(
+    gateOn: boolean | FeatureGate,
+    options: { plugins?: (host: VolumeHost) => VolumePluginMgr; /** The drivers instead of the in-memory one (a real gRPC registry). */ csiDrivers?: CsiDriverRegistry } = {},
+  ): Promise<VolumeManager> {
     this.life?.crash();
     const driver = this.driver;
     const life = new Life();
     this.life = life;
     // Every port of this life is fenced: after crashKubelet() nothing of it lands or settles.
-    const clock: Clock = { nowMs: () => this.clock.nowMs(), sleep: (ms) => life.call(() => this.clock.sleep(ms)) as Promise<void> };
+    const clock: Clock = { nowMs: () => this.clock.nowMs(), wallMs: () => this.clock.wallMs(), sleep: (ms) => life.call(() => this.clock.sleep(ms)) as Promise<void> };
     const node = composeNode(
       {
         layout: this.layout,
@@ -96,7 +99,7 @@ export class InMemoryNode {
         logger: this.logger,
         clock,
         mounter: life.fence<Mounter>(this.mounter),
-        csiDrivers: life.fence<CsiDriverRegistry>({ client: (n) => (n === driver.name ? driver : undefined) }),
+        csiDrivers: life.fence<CsiDriverRegistry>(options.csiDrivers ?? { client: (n) => (n === driver.name ? driver : undefined) }),
         cluster: life.fence<ClusterView>(this.cluster),
       },
       { metrics: { volumeManager: this.metrics }, ...(options.plugins === undefined ? {} : { plugins: options.plugins }) },

@@ -6,12 +6,30 @@
  * - One channel per client (all three services share it), plaintext, created lazily by grpc-js
  *   on the first call. Calls do not wait for the socket to appear: with no server a call fails
  *   at once with UNAVAILABLE (kubelet retries later, as it does for any uncertain error).
+ * - Every call goes to whatever serves the socket path now, as kubelet's, which dials the path
+ *   for each call: before a call the socket file is checked (an asynchronous stat, shared by the
+ *   calls that start meanwhile, so a thousand at once cost two), and when it is no longer the
+ *   file the channel was opened for (a driver restarted, or a new one removed the old socket and
+ *   bound the path) the channel is replaced. Calls in flight on the old channel go on to their
+ *   end there (the old driver answers them, or they fail UNAVAILABLE when it dies); no call waits
+ *   for grpc-js' reconnect backoff to reach the new driver.
  * - Every call carries a deadline: by default 2 minutes, kubelet's csiTimeout. A call that runs
  *   past it fails with DEADLINE_EXCEEDED, which {@link isFinalCsiError} treats as uncertain.
  * - Every failure is a {@link CsiCallError}: the gRPC status code and details of a call that
  *   reached the transport; `code` undefined for one that was refused locally (a request that
  *   cannot be encoded, a closed client).
+ * - Answers are bounded before they are decoded: at most {@link MAX_CSI_MESSAGE_BYTES} (4 MiB,
+ *   grpc-go's and so kubelet's default receive limit; grpc-js refuses a longer message from its
+ *   5-byte length prefix, and stops inflating a compressed one there), and at most
+ *   {@link MAX_NODE_ANSWER_BYTES} for the Node calls the volume manager makes, whose answers are a
+ *   few bytes (a 4 MiB NodeGetCapabilities answer of a million empty entries decodes into some
+ *   200 MB of objects). An answer the client refuses — too long, not a protobuf message of the
+ *   method's response type, ended without a gRPC status, NodeGetInfo without node_id — fails
+ *   with an error naming the driver, its socket and the method: RESOURCE_EXHAUSTED for a size
+ *   (uncertain, as grpc-go's), INTERNAL for the rest (final, as grpc-go's unmarshal error).
  */
+import { stat } from 'node:fs/promises';
+
 import * as grpc from '@grpc/grpc-js';
 
 import {
@@ -39,6 +57,7 @@ import {
   wireString,
 } from './convert.js';
 import { FreshSharedCall } from '../../ports/concurrency.js';
+import { errorCode } from '../../ports/fs.js';
 import { normalizeEndpoint, unixSocketPath } from './endpoint.js';
 import { csiServices, type UnaryMethod } from './loader.js';
 import type * as wire from './messages.js';
@@ -47,6 +66,64 @@ import type { ControllerRpcs, IdentityRpcs, MessageInit, NodeRpcs } from './mess
 /** kubelet's csiTimeout. */
 export const DEFAULT_CSI_TIMEOUT_MS = 2 * 60 * 1000;
 
+/** The longest answer the client reads (grpc.max_receive_message_length): grpc-go's default, 4 MiB. */
+export const MAX_CSI_MESSAGE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The longest answer to the Node calls the volume manager makes (NodeGetCapabilities, the
+ * stage and publish calls, NodeGetInfo): their answers are empty or a few entries, and the CSI
+ * spec asks for at most 4 KiB in a map; refused before it is decoded.
+ */
+export const MAX_NODE_ANSWER_BYTES = 64 * 1024;
+
+const SMALL_ANSWERS: ReadonlySet<CsiRpcMethod> = new Set<CsiRpcMethod>([
+  'NodeGetCapabilities',
+  'NodeStageVolume',
+  'NodeUnstageVolume',
+  'NodePublishVolume',
+  'NodeUnpublishVolume',
+  'NodeGetInfo',
+]);
+
+/** grpc-js' own refusals of what a server sent (1.14: stream-decoder, compression-filter, call-stream). */
+const REFUSED_BY_GRPC_JS: readonly { readonly code: number; readonly details: RegExp }[] = [
+  { code: GrpcStatus.RESOURCE_EXHAUSTED, details: /^Received message (larger than max|that decompresses to a size larger than)/ },
+  { code: GrpcStatus.INTERNAL, details: /^Failed to decompress|Call ended without gRPC status/ },
+];
+
+/**
+ * The longest the check of the socket file before a call may take (a hung file system): past it,
+ * the call goes on over the channel the client has.
+ */
+export const SOCKET_CHECK_TIMEOUT_MS = 1_000;
+
+/** A channel and the socket file it was opened for (undefined until the first check). */
+interface Channel {
+  readonly client: grpc.Client;
+  socket: string | undefined;
+}
+
+/**
+ * What tells one socket file from the next bound on the same path: device, inode and change time
+ * (a new bind makes a new file; an inode number may be reused, its change time then differs);
+ * 'missing' when there is no file; undefined when it cannot be told (not in time, or an error).
+ */
+async function socketFileIdentity(socketPath: string): Promise<string | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), SOCKET_CHECK_TIMEOUT_MS);
+  });
+  const read = stat(socketPath, { bigint: true }).then(
+    (s) => `${s.dev}:${s.ino}:${s.ctimeNs}`,
+    (err: unknown) => (errorCode(err) === 'ENOENT' ? 'missing' : undefined),
+  );
+  try {
+    return await Promise.race([read, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export interface GrpcCsiClientOptions {
   /** Deadline of each Node call, in ms. Default {@link DEFAULT_CSI_TIMEOUT_MS}. */
   readonly timeoutMs?: number;
@@ -54,8 +131,10 @@ export interface GrpcCsiClientOptions {
   readonly identityTimeoutMs?: number;
   /** Deadline of each Controller call. Default: timeoutMs. */
   readonly controllerTimeoutMs?: number;
-  /** Extra grpc-js channel options (e.g. reconnect backoff). */
+  /** Extra grpc-js channel options (e.g. reconnect backoff); the receive limit stays {@link MAX_CSI_MESSAGE_BYTES}. */
   readonly channelOptions?: grpc.ChannelOptions;
+  /** The driver's name, for errors about its answers (the registry gives it). */
+  readonly driverName?: string;
 }
 
 export interface CsiIdentityClient {
@@ -159,7 +238,15 @@ export class GrpcCsiClient implements CsiNodeClient {
   readonly endpoint: string;
   readonly identity: CsiIdentityClient;
   readonly controller: CsiControllerClient;
-  readonly #client: grpc.Client;
+  readonly #socketPath: string;
+  /** "CSI driver "name" at unix:///…" */
+  readonly #driver: string;
+  readonly #channelOptions: grpc.ChannelOptions;
+  #channel: Channel;
+  /** The socket file checks, shared by concurrent calls (each answered by a stat started after it asked). */
+  readonly #socketCheck: FreshSharedCall<string | undefined>;
+  /** Channels opened because the socket file changed. */
+  #reconnects = 0;
   readonly #nodeTimeoutMs: number;
   readonly #identityTimeoutMs: number;
   readonly #controllerTimeoutMs: number;
@@ -173,12 +260,16 @@ export class GrpcCsiClient implements CsiNodeClient {
 
   /** Throws {@link InvalidCsiEndpointError} unless `endpoint` is unix:///absolute/path. */
   constructor(endpoint: string, options: GrpcCsiClientOptions = {}) {
-    unixSocketPath(endpoint);
+    this.#socketPath = unixSocketPath(endpoint);
     this.endpoint = normalizeEndpoint(endpoint);
     this.#nodeTimeoutMs = checkTimeout('timeoutMs', options.timeoutMs ?? DEFAULT_CSI_TIMEOUT_MS);
     this.#identityTimeoutMs = checkTimeout('identityTimeoutMs', options.identityTimeoutMs ?? this.#nodeTimeoutMs);
     this.#controllerTimeoutMs = checkTimeout('controllerTimeoutMs', options.controllerTimeoutMs ?? this.#nodeTimeoutMs);
-    this.#client = new grpc.Client(this.endpoint, grpc.credentials.createInsecure(), { ...options.channelOptions });
+    this.#driver = `CSI driver ${options.driverName === undefined ? '' : `${JSON.stringify(options.driverName)} `}at ${this.endpoint}`;
+    this.#channelOptions = { ...options.channelOptions, 'grpc.max_receive_message_length': MAX_CSI_MESSAGE_BYTES };
+    this.#channel = this.#openChannel(undefined);
+    const socketPath = this.#socketPath;
+    this.#socketCheck = new FreshSharedCall(() => socketFileIdentity(socketPath));
 
     const { identity, controller } = csiServices();
     const idT = this.#identityTimeoutMs;
@@ -274,8 +365,11 @@ export class GrpcCsiClient implements CsiNodeClient {
 
   // ---------------------------------------------------------------- more of the Node service
 
-  nodeGetInfo(): Promise<wire.NodeGetInfoResponse> {
-    return this.#unary('NodeGetInfo', csiServices().node.methods.NodeGetInfo, {}, this.#nodeTimeoutMs);
+  /** NodeGetInfo; an answer without node_id (which the spec requires) is refused. */
+  async nodeGetInfo(): Promise<wire.NodeGetInfoResponse> {
+    const res = await this.#unary('NodeGetInfo', csiServices().node.methods.NodeGetInfo, {}, this.#nodeTimeoutMs);
+    if (res.nodeId === '') throw this.#invalidAnswer('NodeGetInfo', GrpcStatus.INTERNAL, 'node_id is empty (the CSI spec requires it)');
+    return res;
   }
 
   // ---------------------------------------------------------------- any RPC, as built by the caller
@@ -310,11 +404,79 @@ export class GrpcCsiClient implements CsiNodeClient {
     return this.#closed;
   }
 
+  /** How many times a changed socket file made the client open a new channel. */
+  get reconnects(): number {
+    return this.#reconnects;
+  }
+
   /** Closes the channel; later calls fail with a CsiCallError without a code. Idempotent. */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.#client.close();
+    this.#channel.client.close();
+  }
+
+  /** An answer the client refused: the error names the driver, its socket and the method. */
+  #invalidAnswer(method: CsiRpcMethod, code: number, what: string): CsiCallError {
+    return new CsiCallError(method, code, `invalid ${method} answer from ${this.#driver}: ${what}`);
+  }
+
+  /**
+   * The response decoder for one call: refuses an answer over the method's bound before decoding
+   * it, and records why it refused (grpc-js then fails the call with INTERNAL, which the callback
+   * replaces with that reason).
+   */
+  #decoder<Res>(method: CsiRpcMethod, def: Pick<UnaryMethod<unknown, Res>, 'responseDeserialize'>): { readonly decode: (bytes: Buffer) => Res; readonly refused: () => CsiCallError | undefined } {
+    let refused: CsiCallError | undefined;
+    const limit = SMALL_ANSWERS.has(method) ? MAX_NODE_ANSWER_BYTES : MAX_CSI_MESSAGE_BYTES;
+    return {
+      decode: (bytes) => {
+        if (bytes.length > limit) {
+          refused = this.#invalidAnswer(method, GrpcStatus.RESOURCE_EXHAUSTED, `the answer is ${bytes.length} bytes, more than the ${limit} a ${method} answer may have`);
+          throw refused;
+        }
+        try {
+          return def.responseDeserialize(bytes);
+        } catch (err) {
+          refused = this.#invalidAnswer(method, GrpcStatus.INTERNAL, `${bytes.length} bytes that are not a csi.v1 ${method}Response: ${message(err)}`);
+          throw refused;
+        }
+      },
+      refused: () => refused,
+    };
+  }
+
+  /** A failed call's error: the decoder's or grpc-js' refusal of the answer named as such, else the status as it came. */
+  #callError(method: CsiRpcMethod, err: unknown, refused: CsiCallError | undefined): CsiCallError {
+    if (refused !== undefined) return refused;
+    if (!isServiceError(err)) return new CsiCallError(method, undefined, message(err));
+    if (REFUSED_BY_GRPC_JS.some((r) => r.code === err.code && r.details.test(err.details))) return this.#invalidAnswer(method, err.code, err.details);
+    return new CsiCallError(method, err.code, err.details);
+  }
+
+  // ---------------------------------------------------------------- the channel
+
+  #openChannel(socket: string | undefined): Channel {
+    return { client: new grpc.Client(this.endpoint, grpc.credentials.createInsecure(), this.#channelOptions), socket };
+  }
+
+  /**
+   * The channel for the next call: the one the client has while the socket file is the one it was
+   * opened for (or cannot be told), else a new one. The old channel is closed: grpc-js lets the
+   * calls in flight on it finish over its connection, and starts none.
+   */
+  async #channelForCall(): Promise<grpc.Client> {
+    const socket = await this.#socketCheck.call();
+    const current = this.#channel;
+    if (socket === undefined || this.#closed || current.socket === socket) return current.client;
+    if (current.socket === undefined) {
+      current.socket = socket;
+      return current.client;
+    }
+    current.client.close();
+    this.#channel = this.#openChannel(socket);
+    this.#reconnects++;
+    return this.#channel.client;
   }
 
   // ---------------------------------------------------------------- the call
@@ -341,21 +503,30 @@ export class GrpcCsiClient implements CsiNodeClient {
         reject(new CsiCallError(method, undefined, message(err)));
         return;
       }
-      const options: grpc.CallOptions = { deadline: Date.now() + timeoutMs };
-      try {
-        this.#client.makeUnaryRequest(def.path, def.requestSerialize, def.responseDeserialize, argument, new grpc.Metadata(), options, (err, value) => {
-          if (err !== null) {
-            reject(isServiceError(err) ? new CsiCallError(method, err.code, err.details) : new CsiCallError(method, undefined, message(err)));
-          } else if (value === undefined) {
-            reject(new CsiCallError(method, GrpcStatus.INTERNAL, 'empty response'));
-          } else {
-            resolve(value);
-          }
-        });
-      } catch (err) {
-        // grpc-js throws synchronously only for a shut-down channel or bad call options.
-        reject(new CsiCallError(method, undefined, message(err)));
-      }
+      void this.#channelForCall().then((client) => {
+        if (this.#closed) {
+          reject(new CsiCallError(method, undefined, `CSI client for ${this.endpoint} is closed`));
+          return;
+        }
+        // grpc-js takes an absolute deadline, read from the wall clock, and turns it into a timer
+        // (libuv's monotonic clock) as the call starts: a wall clock stepped later does not move it.
+        const options: grpc.CallOptions = { deadline: Date.now() + timeoutMs };
+        const decoder = this.#decoder(method, def);
+        try {
+          client.makeUnaryRequest(def.path, def.requestSerialize, decoder.decode, argument, new grpc.Metadata(), options, (err, value) => {
+            if (err !== null) {
+              reject(this.#callError(method, err, decoder.refused()));
+            } else if (value === undefined) {
+              reject(new CsiCallError(method, GrpcStatus.INTERNAL, 'empty response'));
+            } else {
+              resolve(value);
+            }
+          });
+        } catch (err) {
+          // grpc-js throws synchronously only for a shut-down channel or bad call options.
+          reject(new CsiCallError(method, undefined, message(err)));
+        }
+      });
     });
   }
 }
@@ -404,7 +575,7 @@ export class GrpcCsiDriverRegistry implements CsiDriverRegistry {
     if (endpoint === undefined) return undefined;
     let c = this.#clients.get(driverName);
     if (c === undefined) {
-      c = new GrpcCsiClient(endpoint, this.#options);
+      c = new GrpcCsiClient(endpoint, { ...this.#options, driverName });
       this.#clients.set(driverName, c);
     }
     return c;

@@ -108,7 +108,10 @@ export interface ClusterDirOptions {
    * safety net. Off by default; the agent turns it on.
    */
   readonly watch?: boolean;
-  /** Wall clock for the full-pass interval; default Date.now. */
+  /**
+   * Monotonic milliseconds for the full-pass interval; default performance.now (never the wall
+   * clock: stepped back by an hour, it would hold the safety-net pass off for that hour).
+   */
   readonly now?: () => number;
 }
 
@@ -182,7 +185,7 @@ export class ClusterDirView implements ClusterView {
     this.#fs = options.fs ?? new NodeFileSystem();
     this.#logger = options.logger ?? discardLogger;
     this.#limits = { ...DEFAULT_CLUSTER_DIR_LIMITS, ...options.limits };
-    this.#now = options.now ?? Date.now;
+    this.#now = options.now ?? (() => performance.now());
     this.#watches = new ClusterDirWatcher({ dir: this.dir, manifestsDir: this.manifestsDir, manifestsDirName: MANIFESTS_DIR_NAME, logger: this.#logger, enabled: options.watch === true });
     this.#status = new NodeStatusFile({
       dir: this.dir,

@@ -49,8 +49,24 @@ describe('agent trace', () => {
     await tracer.checkMounts();
     assert.deepEqual(
       events.map((e) => (e.kind === 'mount' ? `${e.action} ${e.target}` : e.kind === 'csi' ? `${e.method} ${e.outcome} ${e.t}-${e.end}` : e.kind)),
-      ['NodeStageVolume OK 5-9', `mount ${ROOT}/g/globalmount`, 'NodeUnstageVolume INTERNAL 10-12', `unmount ${ROOT}/g/globalmount`],
+      // Each call ends at the wall time it is recorded (the test's wall clock counts one per
+      // reading) and starts its monotonic duration (4, then 2) before.
+      ['NodeStageVolume OK 997-1001', `mount ${ROOT}/g/globalmount`, 'NodeUnstageVolume INTERNAL 1002-1004', `unmount ${ROOT}/g/globalmount`],
     );
+  });
+
+  it('a wall clock stepped back an hour during a CSI call: the call is drawn ending after it starts, as long as it lasted', () => {
+    const events: TraceEvent[] = [];
+    const wallAtStart = Date.UTC(2026, 11, 1, 10, 0, 0);
+    let wall = wallAtStart;
+    const tracer = createAgentTracer({ sink: (e) => events.push(e), nowMs: () => wall, rootDir: ROOT, mounter: new MemoryMounter(MemFs.create()) });
+    // The call ran from monotonic 5,000 to 5,250 ms; meanwhile the wall clock went back an hour.
+    wall = wallAtStart + 250 - 3_600_000;
+    tracer.observeCsiCall({ driverName: 'd', method: 'NodeGetCapabilities', volumeId: '', request: undefined, startMs: 5_000, endMs: 5_250, code: 'OK', error: undefined });
+    const csi = events.find((e) => e.kind === 'csi');
+    assert.ok(csi?.kind === 'csi');
+    assert.equal(csi.end, wall, 'stamped with the wall clock when recorded');
+    assert.equal((csi.end ?? Number.NaN) - csi.t, 250, 'lasting its monotonic duration');
   });
 
   it('records volumesInUse when it is written and changes, with volumesAttached as last read', async () => {
