@@ -32,7 +32,7 @@ export function addClusterOptions(cmd: Command): Command {
     .addOption(new Option('--node-name <name>', 'this node\'s name in the cluster (default: $NODE_NAME, then the host name)'))
     .option(
       '--request-timeout <duration>',
-      'API server: how long one request may take (e.g. 10s, 500ms)',
+      'API server: how long one request may take, from sending it to the last byte of the answer; then it is abandoned and its connection closed (e.g. 10s, 500ms)',
       DEFAULT_REQUEST_TIMEOUT,
     );
 }
@@ -72,13 +72,26 @@ export function clusterSourceKind(flags: ClusterFlags): ClusterSourceKind {
 /** A failure to read the cluster's view: the command prints it as one line and exits 2. */
 export class ClusterSourceError extends Error {
   override readonly name = 'ClusterSourceError';
+  constructor(
+    message: string,
+    /** The API server's Retry-After (ms) on the answer that failed the read, when it gave one. */
+    readonly retryAfterMs?: number,
+  ) {
+    super(message);
+  }
+}
+
+/** What one read of the cluster's view may be given besides the flags. */
+export interface ClusterReadOptions {
+  /** Aborts the API requests still running; their connections are closed. */
+  readonly signal?: AbortSignal;
 }
 
 /**
  * The cluster's view for this node, or undefined when no source is configured. Throws a
  * {@link ClusterSourceError} (one line) for anything else.
  */
-export async function loadClusterState(flags: ClusterFlags): Promise<ClusterState | undefined> {
+export async function loadClusterState(flags: ClusterFlags, options: ClusterReadOptions = {}): Promise<ClusterState | undefined> {
   const kind = clusterSourceKind(flags);
   if (flags.clusterState !== undefined && flags.kubeconfig !== undefined) {
     throw new ClusterSourceError('--cluster-state and --kubeconfig are exclusive: give one source of the cluster\'s view');
@@ -108,10 +121,16 @@ export async function loadClusterState(flags: ClusterFlags): Promise<ClusterStat
     case 'in-cluster': {
       const [{ readClusterObjectsFromApi }, { clusterStateFor }] = await Promise.all([import('../adapters/node/clusterApi.js'), import('../audit/clusterState.js')]);
       try {
-        const { server, objects } = await readClusterObjectsFromApi({ nodeName, timeoutMs, ...(flags.kubeconfig !== undefined ? { kubeconfig: path.resolve(flags.kubeconfig) } : {}) });
+        const { server, objects } = await readClusterObjectsFromApi({
+          nodeName,
+          timeoutMs,
+          ...(flags.kubeconfig !== undefined ? { kubeconfig: path.resolve(flags.kubeconfig) } : {}),
+          ...(options.signal !== undefined ? { signal: options.signal } : {}),
+        });
         return clusterStateFor(objects, nodeName, server);
       } catch (err) {
-        throw new ClusterSourceError(`cluster API: ${errorMessage(err)}`);
+        const retryAfterMs = typeof err === 'object' && err !== null && 'retryAfterMs' in err && typeof err.retryAfterMs === 'number' ? err.retryAfterMs : undefined;
+        throw new ClusterSourceError(`cluster API: ${errorMessage(err)}`, retryAfterMs);
       }
     }
   }
