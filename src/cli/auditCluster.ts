@@ -42,7 +42,8 @@ export function requestTimeoutMs(flags: ClusterFlags): number {
   const value = flags.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT;
   let ms: number;
   try {
-    ms = parseDuration(value);
+    // kubectl's bare 0 (no timeout) is a duration here too, refused below.
+    ms = value.trim() === '0' ? 0 : parseDuration(value);
   } catch (err) {
     throw new ClusterSourceError(`--request-timeout: ${errorMessage(err)}`);
   }

@@ -14,6 +14,7 @@ import { parseBindAddress, startHttpServer } from '../agent/httpServer.js';
 import { errorMessage } from '../ports/fs.js';
 import type { Logger } from '../ports/logger.js';
 import { EXIT_UNKNOWN } from '../audit/report.js';
+import { requestTimeoutMs } from './auditCluster.js';
 import { auditExitCode, collectAudit, type AuditRunFlags } from './auditRun.js';
 import { fullReport, renderProm, renderPromFailure } from './auditOutput.js';
 import { parseDuration } from './duration.js';
@@ -62,6 +63,7 @@ export async function serveAudit(flags: AuditRunFlags, interval: string, bindAdd
     intervalMs = parseDuration(interval);
     if (intervalMs < 1000) throw new Error('must be at least 1s');
     bind = parseBindAddress(bindAddress);
+    requestTimeoutMs(flags);
   } catch (err) {
     process.stderr.write(`nodevol audit: ${errorMessage(err)}\n`);
     return EXIT_UNKNOWN;

@@ -6,10 +6,11 @@
  * must not grow with the cycles (before the fix it grew by one per cycle, 1 → 21).
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 
-import { CliProcess } from '../support/cliProcess.js';
+import { CliProcess, NODEVOL_BIN } from '../support/cliProcess.js';
 import { waitFor } from '../support/e2e/waitFor.js';
 import { fakeApiServer, writeKubeconfig } from '../support/fakeApiServer.js';
 import { NodeFixture } from '../support/nodeFixture.js';
@@ -70,6 +71,30 @@ describe('hostile API server: a trickling answer under audit --interval', () => 
           p.child.kill('SIGKILL');
         });
       }
+      await api.close();
+      await fx.cleanup();
+    }
+  });
+
+  it('--request-timeout must be a positive duration: 0 (no bound) and garbage are exit 2 naming the flag, before any request', async () => {
+    const fx = await NodeFixture.create();
+    const api = await fakeApiServer([]);
+    try {
+      const kubeconfig = path.join(fx.base, 'kubeconfig');
+      await writeKubeconfig(kubeconfig, api.url);
+      const mountinfo = await fx.writeMountInfo();
+      for (const [value, want] of [['0', /--request-timeout 0: must be more than 0: every API request is bounded/], ['0s', /--request-timeout 0s: must be more than 0/], ['5x', /--request-timeout: invalid duration "5x"/]] as const) {
+        const r = spawnSync(process.execPath, [NODEVOL_BIN, 'audit', '--root-dir', fx.root, '--mountinfo', mountinfo, '--kubeconfig', kubeconfig, '--node-name', 'node-1', '--request-timeout', value], { encoding: 'utf8', env: envWithoutCluster(), timeout: 60_000 });
+        assert.equal(r.status, 2, `${value}: ${r.stderr}`);
+        assert.equal(r.stdout, '');
+        assert.match(r.stderr, want);
+        // --interval refuses it at the start, as its own flags, rather than failing every cycle.
+        const serve = spawnSync(process.execPath, [NODEVOL_BIN, 'audit', '--root-dir', fx.root, '--mountinfo', mountinfo, '--kubeconfig', kubeconfig, '--node-name', 'node-1', '--interval', '1s', '--metrics-bind-address', '127.0.0.1:0', '--request-timeout', value], { encoding: 'utf8', env: envWithoutCluster(), timeout: 60_000 });
+        assert.equal(serve.status, 2, `--interval, ${value}: ${serve.stderr}`);
+        assert.match(serve.stderr, want);
+      }
+      assert.equal(api.requests.length, 0);
+    } finally {
       await api.close();
       await fx.cleanup();
     }
