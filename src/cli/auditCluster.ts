@@ -12,18 +12,43 @@ import { Command, Option } from 'commander';
 import type { ClusterState } from '../audit/clusterState.js';
 import { NodeFileSystem } from '../adapters/node/nodeFs.js';
 import { errorMessage } from '../ports/fs.js';
+import { parseDuration } from './duration.js';
 
 export interface ClusterFlags {
   readonly clusterState?: string;
   readonly kubeconfig?: string;
   readonly nodeName?: string;
+  /** kubectl's --request-timeout: the bound of each API request (Go duration). */
+  readonly requestTimeout?: string;
 }
+
+/** The bound of each API request unless --request-timeout says otherwise. */
+export const DEFAULT_REQUEST_TIMEOUT = '30s';
 
 export function addClusterOptions(cmd: Command): Command {
   return cmd
     .option('--cluster-state <file>', 'the cluster\'s view: the JSON of `kubectl get nodes,pods,pv,pvc,volumeattachments,csidrivers -A -o json`')
     .option('--kubeconfig <file>', 'read the cluster\'s view from the API server with this kubeconfig (default: in-cluster when a service account is mounted)')
-    .addOption(new Option('--node-name <name>', 'this node\'s name in the cluster (default: $NODE_NAME, then the host name)'));
+    .addOption(new Option('--node-name <name>', 'this node\'s name in the cluster (default: $NODE_NAME, then the host name)'))
+    .option(
+      '--request-timeout <duration>',
+      'API server: how long one request may take, from sending it to the last byte of the answer; then it is abandoned and its connection closed (e.g. 10s, 500ms)',
+      DEFAULT_REQUEST_TIMEOUT,
+    );
+}
+
+/** --request-timeout in ms: a positive Go duration (kubectl's 0, no timeout, is refused: every request is bounded). */
+export function requestTimeoutMs(flags: ClusterFlags): number {
+  const value = flags.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT;
+  let ms: number;
+  try {
+    // kubectl's bare 0 (no timeout) is a duration here too, refused below.
+    ms = value.trim() === '0' ? 0 : parseDuration(value);
+  } catch (err) {
+    throw new ClusterSourceError(`--request-timeout: ${errorMessage(err)}`);
+  }
+  if (ms <= 0) throw new ClusterSourceError(`--request-timeout ${value}: must be more than 0: every API request is bounded`);
+  return ms;
 }
 
 /** The service account token the in-cluster config reads (src/adapters/node/kubeApi.ts). */
@@ -48,18 +73,32 @@ export function clusterSourceKind(flags: ClusterFlags): ClusterSourceKind {
 /** A failure to read the cluster's view: the command prints it as one line and exits 2. */
 export class ClusterSourceError extends Error {
   override readonly name = 'ClusterSourceError';
+  constructor(
+    message: string,
+    /** The API server's Retry-After (ms) on the answer that failed the read, when it gave one. */
+    readonly retryAfterMs?: number,
+  ) {
+    super(message);
+  }
+}
+
+/** What one read of the cluster's view may be given besides the flags. */
+export interface ClusterReadOptions {
+  /** Aborts the API requests still running; their connections are closed. */
+  readonly signal?: AbortSignal;
 }
 
 /**
  * The cluster's view for this node, or undefined when no source is configured. Throws a
  * {@link ClusterSourceError} (one line) for anything else.
  */
-export async function loadClusterState(flags: ClusterFlags): Promise<ClusterState | undefined> {
+export async function loadClusterState(flags: ClusterFlags, options: ClusterReadOptions = {}): Promise<ClusterState | undefined> {
   const kind = clusterSourceKind(flags);
   if (flags.clusterState !== undefined && flags.kubeconfig !== undefined) {
     throw new ClusterSourceError('--cluster-state and --kubeconfig are exclusive: give one source of the cluster\'s view');
   }
   const nodeName = resolveNodeName(flags);
+  const timeoutMs = requestTimeoutMs(flags);
   switch (kind) {
     case 'none':
       return undefined;
@@ -83,10 +122,16 @@ export async function loadClusterState(flags: ClusterFlags): Promise<ClusterStat
     case 'in-cluster': {
       const [{ readClusterObjectsFromApi }, { clusterStateFor }] = await Promise.all([import('../adapters/node/clusterApi.js'), import('../audit/clusterState.js')]);
       try {
-        const { server, objects } = await readClusterObjectsFromApi({ nodeName, ...(flags.kubeconfig !== undefined ? { kubeconfig: path.resolve(flags.kubeconfig) } : {}) });
+        const { server, objects } = await readClusterObjectsFromApi({
+          nodeName,
+          timeoutMs,
+          ...(flags.kubeconfig !== undefined ? { kubeconfig: path.resolve(flags.kubeconfig) } : {}),
+          ...(options.signal !== undefined ? { signal: options.signal } : {}),
+        });
         return clusterStateFor(objects, nodeName, server);
       } catch (err) {
-        throw new ClusterSourceError(`cluster API: ${errorMessage(err)}`);
+        const retryAfterMs = typeof err === 'object' && err !== null && 'retryAfterMs' in err && typeof err.retryAfterMs === 'number' ? err.retryAfterMs : undefined;
+        throw new ClusterSourceError(`cluster API: ${errorMessage(err)}`, retryAfterMs);
       }
     }
   }

@@ -20,7 +20,7 @@ import { escapeMountPath, parseMountInfo } from '../mount/mountInfo.js';
 import { MountTableSnapshot } from '../mount/mountRefs.js';
 import { rebaseMountPoints } from '../mount/rebase.js';
 import { readMountInfoText } from '../mount/mountTable.js';
-import { loadClusterState, type ClusterFlags } from './auditCluster.js';
+import { ClusterSourceError, loadClusterState, type ClusterFlags } from './auditCluster.js';
 
 /** The flags every command that runs the audit shares (audit, recover). */
 export interface AuditRunFlags extends ClusterFlags {
@@ -46,8 +46,16 @@ export interface AuditRun {
   readonly unread: readonly string[];
 }
 
+/** What the long-running audit gives one run besides the flags. */
+export interface AuditRunContext {
+  /** Aborts the run's API requests (their connections closed): the run then fails. */
+  readonly signal?: AbortSignal;
+  /** Told the API server's Retry-After (ms) when the cluster's view failed on an answer that had one. */
+  readonly onRetryAfter?: (ms: number) => void;
+}
+
 /** Runs the audit; a string is the one-line reason it could not run (exit 2). */
-export async function collectAudit(flags: AuditRunFlags, logger: Logger, command: string): Promise<AuditRun | string> {
+export async function collectAudit(flags: AuditRunFlags, logger: Logger, command: string, context: AuditRunContext = {}): Promise<AuditRun | string> {
   let features: FeatureGate;
   try {
     const parsed = FeatureGate.parse(flags.featureGates);
@@ -94,8 +102,9 @@ export async function collectAudit(flags: AuditRunFlags, logger: Logger, command
   // The cluster's view first: an API error must stop the run before any verdict is printed.
   let state: ClusterState | undefined;
   try {
-    state = await loadClusterState(flags);
+    state = await loadClusterState(flags, context.signal !== undefined ? { signal: context.signal } : {});
   } catch (err) {
+    if (err instanceof ClusterSourceError && err.retryAfterMs !== undefined) context.onRetryAfter?.(err.retryAfterMs);
     return `nodevol ${command}: ${errorMessage(err)}`;
   }
 

@@ -5,16 +5,48 @@
  *
  * After a run that could not complete (unreadable root dir or mount table, cluster API error)
  * /metrics serves `nodevol_audit_last_run_success 0` and no verdict at all: a stale or partial
- * verdict would be a wrong one. SIGTERM and SIGINT stop it.
+ * verdict would be a wrong one. SIGTERM and SIGINT stop it, aborting the run in progress (its API
+ * requests are destroyed with their connections). A run that failed on an API answer with a
+ * Retry-After longer than the interval puts the next run after it (bounded).
  */
 import { Registry } from 'prom-client';
 import { parseBindAddress, startHttpServer } from '../agent/httpServer.js';
 import { errorMessage } from '../ports/fs.js';
 import type { Logger } from '../ports/logger.js';
 import { EXIT_UNKNOWN } from '../audit/report.js';
+import { requestTimeoutMs } from './auditCluster.js';
 import { auditExitCode, collectAudit, type AuditRunFlags } from './auditRun.js';
 import { fullReport, renderProm, renderPromFailure } from './auditOutput.js';
 import { parseDuration } from './duration.js';
+
+/** The longest Retry-After the next run waits for; a longer one (or a huge one) is cut to this. */
+export const MAX_RETRY_AFTER_WAIT_MS = 10 * 60_000;
+
+/**
+ * When the next run starts: after the interval, or after the API server's Retry-After when the
+ * last run failed on an answer asking for longer (at most {@link MAX_RETRY_AFTER_WAIT_MS}).
+ */
+export function nextRunDelayMs(intervalMs: number, retryAfterMs: number | undefined): number {
+  return retryAfterMs === undefined ? intervalMs : Math.max(intervalMs, Math.min(retryAfterMs, MAX_RETRY_AFTER_WAIT_MS));
+}
+
+function waitOrStop(ms: number, signal: AbortSignal): Promise<'tick' | 'stop'> {
+  return new Promise((resolve) => {
+    if (signal.aborted) {
+      resolve('stop');
+      return;
+    }
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      resolve('stop');
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve('tick');
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
 
 /** A registry whose exposition is the text of the last audit run. */
 class LastRunRegistry extends Registry {
@@ -31,6 +63,7 @@ export async function serveAudit(flags: AuditRunFlags, interval: string, bindAdd
     intervalMs = parseDuration(interval);
     if (intervalMs < 1000) throw new Error('must be at least 1s');
     bind = parseBindAddress(bindAddress);
+    requestTimeoutMs(flags);
   } catch (err) {
     process.stderr.write(`nodevol audit: ${errorMessage(err)}\n`);
     return EXIT_UNKNOWN;
@@ -63,16 +96,21 @@ export async function serveAudit(flags: AuditRunFlags, interval: string, bindAdd
     server.metricsChanged();
   };
 
-  let stop: () => void = () => undefined;
-  const stopped = new Promise<void>((resolve) => {
-    stop = resolve;
-  });
-  const onSignal = (): void => stop();
+  // SIGTERM/SIGINT abort the run in progress too: its API requests are destroyed, not awaited.
+  const stopping = new AbortController();
+  const onSignal = (): void => stopping.abort(new Error('nodevol audit is stopping'));
   process.once('SIGTERM', onSignal);
   process.once('SIGINT', onSignal);
   try {
     for (;;) {
-      const run = await collectAudit(flags, logger, 'audit');
+      let retryAfterMs: number | undefined;
+      const run = await collectAudit(flags, logger, 'audit', {
+        signal: stopping.signal,
+        onRetryAfter: (ms) => {
+          retryAfterMs = ms;
+        },
+      });
+      if (stopping.signal.aborted) break;
       if (typeof run === 'string') {
         logger.error(new Error(run), 'Audit could not run; serving no verdict');
         publish(await renderPromFailure(Date.now()));
@@ -81,13 +119,9 @@ export async function serveAudit(flags: AuditRunFlags, interval: string, bindAdd
         lastCompletedMs = Date.now();
         logger.info('Audit finished', { exitCode: auditExitCode(run), volumes: run.report.summary.volumes, orphaned: run.report.summary.orphaned, findings: run.cluster?.findings.length ?? 0 });
       }
-      let timer: NodeJS.Timeout | undefined;
-      const tick = new Promise<'tick'>((resolve) => {
-        timer = setTimeout(() => resolve('tick'), intervalMs);
-      });
-      const why = await Promise.race([tick, stopped.then(() => 'stop' as const)]);
-      clearTimeout(timer);
-      if (why === 'stop') break;
+      const waitMs = nextRunDelayMs(intervalMs, retryAfterMs);
+      if (waitMs > intervalMs) logger.info('The API server asked to be called again later (Retry-After): the next audit waits for it', { retryAfterMs, waitMs });
+      if ((await waitOrStop(waitMs, stopping.signal)) === 'stop') break;
     }
   } finally {
     process.off('SIGTERM', onSignal);

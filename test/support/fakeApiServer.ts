@@ -4,14 +4,20 @@
  * selector, list PVs, VolumeAttachments and CSIDrivers, get PVC) from a set of objects, in real
  * Kubernetes JSON, and records every request. Lists can be served in pages (`pageSize`), the
  * way a real API server answers `limit`: `metadata.continue` names the next page, and
- * `remainingItemCount` counts what is left. `fail` answers a request with a Status instead;
- * `answer` replaces the body of a request outright (a hostile or broken server).
+ * `remainingItemCount` counts what is left. `fail` answers a request with a Status instead (with
+ * extra headers, e.g. Retry-After); `answer` replaces the body of a request outright (a hostile or
+ * broken server); `trickle` answers 200 and then one byte at a time, never ending the answer (a
+ * hung or throttled API server, or a proxy in front of one).
+ *
+ * It counts its connections as the server sees them: `openSockets()` now, and, for each request,
+ * how many were open when it arrived (`requests[i].openSockets`): a client that leaks a connection
+ * per request shows as a count that grows.
  *
  * Not named *.test.ts: npm test runs only *.test.js files.
  */
 import { writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { typedList, type KubeObject } from './clusterObjects.js';
 
 export interface RecordedRequest {
@@ -19,12 +25,18 @@ export interface RecordedRequest {
   readonly path: string;
   readonly query: Record<string, string>;
   readonly authorization: string | undefined;
+  /** The connections open on the server when this request arrived (this one included). */
+  readonly openSockets: number;
+  /** When it arrived (Date.now()). */
+  readonly atMs: number;
 }
 
 export interface StatusAnswer {
   readonly code: number;
   readonly reason: string;
   readonly message: string;
+  /** Extra response headers, e.g. `{ 'Retry-After': '1' }`. */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 export interface FakeApiServerOptions {
@@ -34,28 +46,73 @@ export interface FakeApiServerOptions {
   readonly answer?: (req: IncomingMessage) => unknown;
   /** Items per page of every list, whatever `limit` asks for (a server may page as it likes). */
   readonly pageSize?: number;
+  /**
+   * Answers this request with 200 and headers at once, then one byte of a JSON object every
+   * `trickleEveryMs` (default 50 ms) and never the end of it: the socket is never idle, the
+   * answer never complete. The trickle stops when the connection closes, when the server is
+   * closed, and in any case after {@link MAX_TRICKLE_MS}.
+   */
+  readonly trickle?: (req: IncomingMessage) => boolean;
+  readonly trickleEveryMs?: number;
 }
+
+/** No trickle outlives this, whatever the client does. */
+export const MAX_TRICKLE_MS = 5 * 60_000;
 
 export interface FakeApiServer {
   readonly server: Server;
   readonly url: string;
   readonly requests: RecordedRequest[];
+  /** Connections open on the server now. */
+  openSockets(): number;
+  /** Connections accepted since the start. */
+  acceptedSockets(): number;
   close(): Promise<void>;
 }
 
 export async function fakeApiServer(objects: readonly KubeObject[], o: FakeApiServerOptions = {}): Promise<FakeApiServer> {
   const requests: RecordedRequest[] = [];
   const of = (kind: string): KubeObject[] => objects.filter((x) => x.kind === kind);
+  const sockets = new Set<Socket>();
+  let accepted = 0;
+  const trickles = new Set<NodeJS.Timeout>();
   const server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
-    requests.push({ method: req.method ?? '', path: url.pathname, query: Object.fromEntries(url.searchParams), authorization: req.headers.authorization });
-    const send = (code: number, body: unknown): void => {
-      res.writeHead(code, { 'Content-Type': 'application/json' }).end(JSON.stringify(body));
+    requests.push({
+      method: req.method ?? '',
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      authorization: req.headers.authorization,
+      openSockets: sockets.size,
+      atMs: Date.now(),
+    });
+    const send = (code: number, body: unknown, headers: Readonly<Record<string, string>> = {}): void => {
+      res.writeHead(code, { ...headers, 'Content-Type': 'application/json' }).end(JSON.stringify(body));
     };
-    const status = (code: number, reason: string, message: string): void =>
-      send(code, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code });
+    const status = (code: number, reason: string, message: string, headers?: Readonly<Record<string, string>>): void =>
+      send(code, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code }, headers);
+    if (o.trickle?.(req) === true) {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.write('{"kind":"Status","padding":"');
+      const started = Date.now();
+      const t = setInterval(() => {
+        if (res.destroyed || Date.now() - started > MAX_TRICKLE_MS) {
+          clearInterval(t);
+          trickles.delete(t);
+          res.destroy();
+          return;
+        }
+        res.write(' ');
+      }, o.trickleEveryMs ?? 50);
+      trickles.add(t);
+      res.on('close', () => {
+        clearInterval(t);
+        trickles.delete(t);
+      });
+      return;
+    }
     const failure = o.fail?.(req);
-    if (failure !== undefined) return status(failure.code, failure.reason, failure.message);
+    if (failure !== undefined) return status(failure.code, failure.reason, failure.message, failure.headers);
     const replaced = o.answer?.(req);
     if (replaced !== undefined) return send(200, replaced);
     if (req.method !== 'GET') return status(405, 'MethodNotAllowed', 'read-only test server');
@@ -89,14 +146,23 @@ export async function fakeApiServer(objects: readonly KubeObject[], o: FakeApiSe
     if (p === '/apis/storage.k8s.io/v1/csidrivers') return sendList('CSIDriverList', 'storage.k8s.io/v1', of('CSIDriver'));
     return status(404, 'NotFound', `the server could not find the requested resource (${p})`);
   });
+  server.on('connection', (socket: Socket) => {
+    accepted++;
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
     server,
     url: `http://127.0.0.1:${port}`,
     requests,
+    openSockets: () => sockets.size,
+    acceptedSockets: () => accepted,
     close: () =>
       new Promise<void>((resolve) => {
+        for (const t of trickles) clearInterval(t);
+        trickles.clear();
         server.closeAllConnections();
         server.close(() => resolve());
       }),

@@ -15,56 +15,97 @@
  * server never load it. Any failure is one {@link ClusterApiError} line naming the
  * request and the server's answer; the caller exits 2 rather than give a verdict without it.
  *
+ * No request outlives the read: each is bounded as a whole (`timeoutMs`, ./kubeApi.ts), the first
+ * failure aborts the requests still running beside it, and the caller's AbortSignal aborts them
+ * all; an aborted request's connection is closed. 401 and 403 say that the credentials or their
+ * RBAC are wrong and are not asked again; a 429 or 5xx with Retry-After is retried within
+ * bounds by the client, and a longer Retry-After is handed to the caller
+ * ({@link ClusterApiError.retryAfterMs}) so that the next run waits for it.
+ *
  * Every object is checked with the schemas of src/api/clusterObjects.ts (the same ones the
  * `--cluster-state` file goes through); reducing them to one node's view is the audit's job.
  */
 import { parseObject, readListPage, schemas, type ClusterObjects, type ListPage, type PersistentVolumeClaimObject } from '../../api/clusterObjects.js';
-import { coreV1Api, KubeApiError, KubeRestClient, loadInCluster, loadKubeconfig, type KubeRestConfig } from './kubeApi.js';
+import {
+  coreV1Api,
+  KubeApiError,
+  KubeRestClient,
+  loadInCluster,
+  loadKubeconfig,
+  type KubeRestClientOptions,
+  type KubeRestConfig,
+  type KubeRetryPolicy,
+} from './kubeApi.js';
 
 export class ClusterApiError extends Error {
   override readonly name = 'ClusterApiError';
+  constructor(
+    message: string,
+    /** The Retry-After of the answer that failed the read, in ms, when it carried one. */
+    readonly retryAfterMs?: number,
+  ) {
+    super(message);
+  }
 }
 
 export interface ClusterApiOptions {
   /** A kubeconfig file; without it the in-cluster service account is used. */
   readonly kubeconfig?: string;
   readonly nodeName: string;
-  /** Per-request timeout; default 30 s. */
+  /** The bound of each request, from sending it to the last byte of the answer; default 30 s. */
   readonly timeoutMs?: number;
   /** Objects per page of a list; default {@link DEFAULT_PAGE_LIMIT}. */
   readonly pageLimit?: number;
+  /** Aborts every request still running (their connections closed) and the read rejects. */
+  readonly signal?: AbortSignal;
+  /** How 429 and 5xx answers with Retry-After are retried; default: the client's (./kubeApi.ts). */
+  readonly retry?: Partial<KubeRetryPolicy>;
+  /** The wait between attempts (tests record it); default a timer that the signal ends. */
+  readonly sleep?: KubeRestClientOptions['sleep'];
 }
 
 export { SERVICE_ACCOUNT_DIR } from './kubeApi.js';
 
-/** Bounds each request: a hung API server is an error, not a hang. */
-function withTimeout<T>(what: string, p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new ClusterApiError(`${what}: no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+/** What an HTTP status says about the request, for the codes whose fix is not in the message. */
+function statusHint(err: KubeApiError): string {
+  switch (err.code) {
+    case 401:
+      return ' (the API server did not accept the credentials: check the kubeconfig\'s user or the service account token; not retried)';
+    case 403:
+      return ' (the credentials lack the RBAC permission for this request; the audit needs get on nodes and persistentvolumeclaims, list on pods, persistentvolumes, volumeattachments and csidrivers; not retried)';
+    default:
+      break;
+  }
+  if (err.retries > 0) return ` (asked ${err.retries + 1} times, waiting as Retry-After said)`;
+  if (err.retryAfterSeconds !== undefined && err.maxWaitMs !== undefined && (err.code === 429 || err.code >= 500) && err.retryAfterSeconds * 1000 > err.maxWaitMs) {
+    return ` (Retry-After ${err.retryAfterSeconds} s: longer than the ${err.maxWaitMs / 1000} s nodevol waits within one run; not retried)`;
+  }
+  return '';
 }
 
 /** One line for a failed request: the status code and the API server's Status message when there is one. */
 function describe(what: string, err: unknown): ClusterApiError {
   if (err instanceof ClusterApiError) return err;
-  if (typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'number') {
-    const body = 'body' in err ? err.body : undefined;
-    let message = '';
-    if (typeof body === 'string') {
-      try {
-        const parsed: unknown = JSON.parse(body);
-        if (typeof parsed === 'object' && parsed !== null && 'message' in parsed && typeof parsed.message === 'string') message = parsed.message;
-      } catch {
-        message = body.slice(0, 200);
-      }
-    }
-    message = message.replace(/\s+/g, ' ').trim();
-    return new ClusterApiError(`${what}: HTTP ${err.code}${message === '' ? '' : `: ${message}`}`);
+  if (err instanceof KubeApiError) {
+    // Retry-After counts only where it asks to come back later: 429 and 5xx (as the client retries).
+    const retryAfterMs = err.retryAfterSeconds !== undefined && (err.code === 429 || err.code >= 500) ? err.retryAfterSeconds * 1000 : undefined;
+    return new ClusterApiError(`${what}: HTTP ${err.code}${statusMessage(err.body)}${statusHint(err)}`, retryAfterMs);
   }
   const msg = err instanceof Error ? err.message : String(err);
   return new ClusterApiError(`${what}: ${msg.split('\n')[0] ?? msg}`);
+}
+
+/** `: <the Status message>` of an error answer, or its first 200 characters; '' when empty. */
+function statusMessage(body: string): string {
+  let message = '';
+  try {
+    const parsed: unknown = JSON.parse(body);
+    if (typeof parsed === 'object' && parsed !== null && 'message' in parsed && typeof parsed.message === 'string') message = parsed.message;
+  } catch {
+    message = body.slice(0, 200);
+  }
+  message = message.replace(/\s+/g, ' ').trim();
+  return message === '' ? '' : `: ${message}`;
 }
 
 /** Objects asked for per page, kubectl's default --chunk-size. */
@@ -166,23 +207,46 @@ export async function readClusterObjectsFromApi(o: ClusterApiOptions): Promise<C
     throw describe(o.kubeconfig !== undefined ? `--kubeconfig ${o.kubeconfig}` : 'in-cluster config', err);
   }
   const server = config.server;
-  const ms = o.timeoutMs ?? 30_000;
-  const client = new KubeRestClient(config, ms);
-  const core = coreV1Api(client);
+  const client = new KubeRestClient(config, {
+    ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
+    ...(o.retry !== undefined ? { retry: o.retry } : {}),
+    ...(o.sleep !== undefined ? { sleep: o.sleep } : {}),
+  });
+  // One controller for every request of this read: the caller's signal, or the first failure,
+  // aborts them all, and nothing is left running when the read returns or throws.
+  const reads = new AbortController();
+  const onCallerAbort = (): void => reads.abort(o.signal?.reason);
+  if (o.signal?.aborted === true) reads.abort(o.signal.reason);
+  o.signal?.addEventListener('abort', onCallerAbort, { once: true });
+  try {
+    return await readObjects(o, server, client, reads);
+  } finally {
+    o.signal?.removeEventListener('abort', onCallerAbort);
+    reads.abort(new Error('the read of the cluster\'s view is over'));
+  }
+}
+
+async function readObjects(o: ClusterApiOptions, server: string, client: KubeRestClient, reads: AbortController): Promise<ClusterApiObjects> {
+  const signal = reads.signal;
+  const core = coreV1Api(client, { signal });
   const call = async <T>(what: string, f: () => Promise<T>): Promise<T> => {
     try {
-      return await withTimeout(what, f(), ms);
+      return await f();
     } catch (err) {
       throw describe(`${server}: ${what}`, err);
     }
   };
-  // Lists are read as the server sent them (client.get: raw JSON) and checked page by page.
+  // Lists are read as the server sent them (client.get: raw JSON) and checked page by page; the
+  // first list to fail aborts the others.
   const list = (what: string, kind: string, apiPath: string, query: Readonly<Record<string, string>> = {}): Promise<readonly unknown[]> =>
     listAllPages({
       what: `${server}: ${what}`,
       kind,
       limit: o.pageLimit ?? DEFAULT_PAGE_LIMIT,
-      fetchPage: (p) => withTimeout(`${server}: ${what}`, client.get(apiPath, { ...query, ...pageQuery(p) }), ms),
+      fetchPage: (p) => client.get(apiPath, { ...query, ...pageQuery(p) }, { signal }),
+    }).catch((err: unknown) => {
+      reads.abort(err);
+      throw err;
     });
 
   const node = await call(`get node ${o.nodeName}`, () => core.readNode({ name: o.nodeName }));
@@ -205,7 +269,7 @@ export async function readClusterObjectsFromApi(o: ClusterApiOptions): Promise<C
     const [namespace = '', name = ''] = key.split('/');
     let c: unknown;
     try {
-      c = await withTimeout(`${server}: get persistentvolumeclaim ${key}`, core.readNamespacedPersistentVolumeClaim({ name, namespace }), ms);
+      c = await core.readNamespacedPersistentVolumeClaim({ name, namespace });
     } catch (err) {
       // A deleted claim is an answer (the pod cannot mount it); anything else is not.
       if (err instanceof KubeApiError && err.code === 404) continue;

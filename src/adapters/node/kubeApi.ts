@@ -20,7 +20,10 @@
  * service account's `ca.crt` and `token` (re-read for every request: the kubelet rotates it).
  *
  * Every read is bounded: a kubeconfig, a certificate, a key or a token file at 1 MiB, an answer
- * at {@link MAX_RESPONSE_BYTES}. A non-2xx answer is a {@link KubeApiError} with the status
+ * at {@link MAX_RESPONSE_BYTES}, and each request as a whole in time (`timeoutMs`, from sending it
+ * to the last byte): a request past its bound, or whose caller's AbortSignal fired, is destroyed
+ * with its connection. A 429 or 5xx with a Retry-After in seconds is asked again after it, within
+ * bounds ({@link KubeRetryPolicy}). A non-2xx answer is a {@link KubeApiError} with the status
  * code and the body (the API server's Status), as client-node's ApiException had, so callers
  * read `code` (404: not found) and `body`.
  */
@@ -58,14 +61,26 @@ export class KubeConfigError extends Error {
   override readonly name = 'KubeConfigError';
 }
 
-/** An answer other than 2xx: `code` is the HTTP status, `body` the text (a Status object). */
+/**
+ * An answer other than 2xx: `code` is the HTTP status, `body` the text (a Status object),
+ * `retryAfterSeconds` the answer's Retry-After when it was a number of seconds, `retries` how
+ * often the request had been asked again before this answer, and `maxWaitMs` the longest
+ * Retry-After the client would have waited for.
+ */
 export class KubeApiError extends Error {
   override readonly name = 'KubeApiError';
+  readonly retries: number;
+  readonly retryAfterSeconds: number | undefined;
+  readonly maxWaitMs: number | undefined;
   constructor(
     readonly code: number,
     readonly body: string,
+    more: { readonly retries?: number; readonly retryAfterSeconds?: number; readonly maxWaitMs?: number } = {},
   ) {
     super(`HTTP ${code}`);
+    this.retries = more.retries ?? 0;
+    this.retryAfterSeconds = more.retryAfterSeconds;
+    this.maxWaitMs = more.maxWaitMs;
   }
 }
 
@@ -200,38 +215,152 @@ export async function loadInCluster(env: NodeJS.ProcessEnv = process.env, dir: s
   return { server: `https://${host.includes(':') ? `[${host}]` : host}:${port}`, ca, insecureSkipTLSVerify: false, tokenFile: path.join(dir, 'token') };
 }
 
+/** What a GET may be given besides the path and the query. */
+export interface KubeRequestOptions {
+  /** Aborting it abandons the request at once: its connection is closed, a retry wait ends. */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * When an answer is asked again (client-go's rule: a 429 or a 5xx whose Retry-After is a number
+ * of seconds; nothing else is retried), and how long nodevol waits for it.
+ */
+export interface KubeRetryPolicy {
+  /** Retries of one request at most. */
+  readonly maxRetries: number;
+  /** The longest Retry-After honoured by waiting; a server asking for more is not asked again in this run. */
+  readonly maxWaitMs: number;
+  /** The shortest wait: a Retry-After of 0 never makes a tight loop. */
+  readonly minWaitMs: number;
+}
+
+export const DEFAULT_RETRY_POLICY: KubeRetryPolicy = { maxRetries: 3, maxWaitMs: 10_000, minWaitMs: 1_000 };
+
+/** The bound of one request unless told otherwise. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+
+export interface KubeRestClientOptions {
+  /**
+   * The bound of one request (each attempt), from sending it to the last byte of the answer; past
+   * it the request is destroyed with its connection. Default {@link DEFAULT_REQUEST_TIMEOUT_MS}.
+   */
+  readonly timeoutMs?: number;
+  readonly retry?: Partial<KubeRetryPolicy>;
+  /** Waits between attempts; must reject when `signal` aborts. Default: a timer. */
+  readonly sleep?: (ms: number, signal: AbortSignal | undefined) => Promise<void>;
+}
+
+/** A request abandoned at its bound (--request-timeout). */
+export class KubeTimeoutError extends Error {
+  override readonly name = 'KubeTimeoutError';
+}
+
+/**
+ * The seconds of a Retry-After header in its delta-seconds form (RFC 9110), as client-go reads
+ * it; an HTTP date, a negative, fractional or non-numeric value is no Retry-After.
+ */
+export function parseRetryAfterSeconds(value: string | readonly string[] | undefined): number | undefined {
+  if (typeof value !== 'string') return undefined;
+  const m = /^\s*(\d{1,10})\s*$/.exec(value);
+  return m === null ? undefined : Number(m[1]);
+}
+
+/** A timer that ends early, rejecting with the abort reason, when `signal` aborts. */
+export function abortableSleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (signal?.aborted === true) {
+      reject(abortReason(signal));
+      return;
+    }
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(abortReason(signal));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+function abortReason(signal: AbortSignal | undefined): Error {
+  const reason: unknown = signal?.reason;
+  const why = reason instanceof Error ? reason.message : typeof reason === 'string' ? reason : 'aborted';
+  return new Error(`abandoned: ${why}`);
+}
+
+interface HttpAnswer {
+  readonly status: number;
+  readonly body: string;
+  readonly retryAfter: string | undefined;
+}
+
 /** GET-only client over one {@link KubeRestConfig}. */
 export class KubeRestClient {
   readonly #base: URL;
+  readonly #timeoutMs: number;
+  readonly #retry: KubeRetryPolicy;
+  readonly #sleep: (ms: number, signal: AbortSignal | undefined) => Promise<void>;
 
   constructor(
     readonly config: KubeRestConfig,
-    private readonly timeoutMs = 30_000,
+    options: KubeRestClientOptions = {},
   ) {
     this.#base = new URL(config.server);
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    if (!Number.isFinite(this.#timeoutMs) || this.#timeoutMs <= 0) throw new RangeError(`timeoutMs must be a positive number of milliseconds, got ${this.#timeoutMs}`);
+    this.#retry = { ...DEFAULT_RETRY_POLICY, ...options.retry };
+    this.#sleep = options.sleep ?? abortableSleep;
   }
 
-  /** GETs `apiPath` (e.g. /api/v1/nodes/n) with `query`; the parsed JSON of a 2xx answer. */
-  async get(apiPath: string, query: Readonly<Record<string, string | number | undefined>> = {}): Promise<unknown> {
+  /**
+   * GETs `apiPath` (e.g. /api/v1/nodes/n) with `query`; the parsed JSON of a 2xx answer. A 429 or
+   * 5xx with a Retry-After of at most `maxWaitMs` is asked again after that wait (at least
+   * `minWaitMs`), `maxRetries` times at most; any other answer is a {@link KubeApiError} at once.
+   */
+  async get(apiPath: string, query: Readonly<Record<string, string | number | undefined>> = {}, options: KubeRequestOptions = {}): Promise<unknown> {
     const url = new URL(this.#base.href);
     url.pathname = `${url.pathname.replace(/\/+$/, '')}${apiPath}`;
     for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
+    for (let retries = 0; ; retries++) {
+      const { status, body, retryAfter } = await this.#request(url, await this.#headers(), options.signal);
+      if (status >= 200 && status <= 299) {
+        try {
+          return JSON.parse(body) as unknown;
+        } catch {
+          throw new Error(`${url.pathname}: the answer is not JSON (HTTP ${status}, ${body.length} bytes)`);
+        }
+      }
+      const retryAfterSeconds = parseRetryAfterSeconds(retryAfter);
+      const retriable = (status === 429 || (status >= 500 && status <= 599)) && retryAfterSeconds !== undefined;
+      const waitMs = retryAfterSeconds === undefined ? 0 : Math.max(retryAfterSeconds * 1000, this.#retry.minWaitMs);
+      if (!retriable || waitMs > this.#retry.maxWaitMs || retries >= this.#retry.maxRetries) {
+        throw new KubeApiError(status, body, { retries, ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}), maxWaitMs: this.#retry.maxWaitMs });
+      }
+      await this.#sleep(waitMs, options.signal);
+    }
+  }
+
+  /** The request headers; the token file is read again for every request (the kubelet rotates it). */
+  async #headers(): Promise<Record<string, string>> {
     const headers: Record<string, string> = { Accept: 'application/json', 'User-Agent': 'nodevol' };
     const c = this.config;
     let token = c.token;
     if (token === undefined && c.tokenFile !== undefined) token = (await readBounded(c.tokenFile)).toString('utf8').trim();
     if (token !== undefined && token !== '') headers['Authorization'] = `Bearer ${token}`;
     else if (c.basicAuth !== undefined) headers['Authorization'] = `Basic ${Buffer.from(`${c.basicAuth.username}:${c.basicAuth.password}`).toString('base64')}`;
-    const { status, body } = await this.#request(url, headers);
-    if (status < 200 || status > 299) throw new KubeApiError(status, body);
-    try {
-      return JSON.parse(body) as unknown;
-    } catch {
-      throw new Error(`${url.pathname}: the answer is not JSON (HTTP ${status}, ${body.length} bytes)`);
-    }
+    return headers;
   }
 
-  #request(url: URL, headers: Record<string, string>): Promise<{ status: number; body: string }> {
+  /**
+   * One request, bounded as a whole: connecting, the headers and every byte of the body within
+   * `timeoutMs`. Node's own socket timeout only measures silence, so a server that trickles a
+   * byte now and then would hold it for ever. At the bound, on `signal`, on an oversized answer
+   * or on any error, the request is destroyed, and with it its socket (no agent: a socket is
+   * never pooled) and the answer's stream: nothing of it outlives the rejection.
+   */
+  #request(url: URL, headers: Record<string, string>, signal: AbortSignal | undefined): Promise<HttpAnswer> {
     const c = this.config;
     const options: https.RequestOptions = {
       method: 'GET',
@@ -246,23 +375,51 @@ export class KubeRestClient {
           }
         : {}),
     };
+    if (signal?.aborted === true) return Promise.reject(abortReason(signal));
     return new Promise((resolve, reject) => {
-      const req = (url.protocol === 'https:' ? https : http).request(url, options, (res) => {
+      let settled = false;
+      let res: http.IncomingMessage | undefined;
+      const settle = (err: Error | undefined, answer?: HttpAnswer): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        if (err === undefined && answer !== undefined) {
+          resolve(answer);
+          return;
+        }
+        res?.destroy();
+        req.destroy();
+        reject(err ?? new Error(`${url.pathname}: no answer`));
+      };
+      const onAbort = (): void => settle(abortReason(signal));
+      const timer = setTimeout(
+        () => settle(new KubeTimeoutError(`no complete answer within ${this.#timeoutMs} ms: the request was abandoned and its connection closed`)),
+        this.#timeoutMs,
+      );
+      const req = (url.protocol === 'https:' ? https : http).request(url, options, (answer) => {
+        res = answer;
         const chunks: Buffer[] = [];
         let size = 0;
-        res.on('data', (chunk: Buffer) => {
+        answer.on('data', (chunk: Buffer) => {
           size += chunk.length;
           if (size > MAX_RESPONSE_BYTES) {
-            req.destroy(new Error(`${url.pathname}: the answer is larger than ${MAX_RESPONSE_BYTES} bytes`));
+            settle(new Error(`${url.pathname}: the answer is larger than ${MAX_RESPONSE_BYTES} bytes`));
             return;
           }
           chunks.push(chunk);
         });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-        res.on('error', reject);
+        answer.on('end', () => {
+          const retryAfter = answer.headers['retry-after'];
+          settle(undefined, { status: answer.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), retryAfter });
+        });
+        answer.on('error', (err) => settle(err));
+        answer.on('close', () => {
+          if (!answer.complete) settle(new Error('the connection closed before the answer was complete'));
+        });
       });
-      req.setTimeout(this.timeoutMs, () => req.destroy(new Error(`no answer within ${this.timeoutMs} ms`)));
-      req.on('error', reject);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      req.on('error', (err) => settle(err));
       req.end();
     });
   }
@@ -275,12 +432,15 @@ const seg = (s: string): string => encodeURIComponent(s);
  * Lists are not here: they are read page by page, following `continue` (clusterApi.ts
  * listAllPages), never as one answer taken for the whole list.
  */
-export function coreV1Api(client: KubeRestClient): {
+export function coreV1Api(
+  client: KubeRestClient,
+  options: KubeRequestOptions = {},
+): {
   readNode(p: { name: string }): Promise<unknown>;
   readNamespacedPersistentVolumeClaim(p: { name: string; namespace: string }): Promise<unknown>;
 } {
   return {
-    readNode: ({ name }) => client.get(`/api/v1/nodes/${seg(name)}`),
-    readNamespacedPersistentVolumeClaim: ({ name, namespace }) => client.get(`/api/v1/namespaces/${seg(namespace)}/persistentvolumeclaims/${seg(name)}`),
+    readNode: ({ name }) => client.get(`/api/v1/nodes/${seg(name)}`, {}, options),
+    readNamespacedPersistentVolumeClaim: ({ name, namespace }) => client.get(`/api/v1/namespaces/${seg(namespace)}/persistentvolumeclaims/${seg(name)}`, {}, options),
   };
 }

@@ -1,0 +1,96 @@
+// A request to the API server that runs out of time is abandoned AND its connection closed: the
+// fake API server (127.0.0.1) counts its open connections, and a timed-out GET, a timed-out list
+// among the audit's reads, a list whose sibling failed, and a read the caller aborted each leave
+// none open. The server answers 200 and then trickles one byte every 20 ms: never idle, never
+// complete, so only a bound on the whole request can end it.
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { after, afterEach, before, describe, it } from 'node:test';
+
+import { ClusterApiError, readClusterObjectsFromApi } from '../../../src/adapters/node/clusterApi.js';
+import { KubeRestClient } from '../../../src/adapters/node/kubeApi.js';
+import { node } from '../../support/clusterObjects.js';
+import { waitFor, withTimeout } from '../../support/e2e/waitFor.js';
+import { fakeApiServer, writeKubeconfig, type FakeApiServer } from '../../support/fakeApiServer.js';
+
+const NODE = 'node-1';
+
+/** Whatever `p` rejects with; fails when it resolves or takes more than `ms`. */
+async function rejection(p: Promise<unknown>, ms: number, what: string): Promise<Error> {
+  try {
+    await withTimeout(p, ms, what);
+  } catch (err) {
+    assert.ok(err instanceof Error);
+    assert.notEqual(err.name, 'WaitTimeoutError', err.message);
+    return err;
+  }
+  assert.fail(`${what}: resolved`);
+}
+
+async function noSocketLeft(api: FakeApiServer): Promise<void> {
+  await waitFor(() => api.openSockets() === 0, { what: 'every connection to the API server closed', timeoutMs: 2_000, intervalMs: 10, observe: () => `${api.openSockets()} open` });
+}
+
+describe('API requests that time out leave no connection open', () => {
+  let dir = '';
+  let kubeconfig = '';
+  let api: FakeApiServer | undefined;
+  before(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'nodevol-api-timeouts-'));
+    kubeconfig = path.join(dir, 'kubeconfig');
+  });
+  afterEach(async () => {
+    await api?.close();
+    api = undefined;
+  });
+  after(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('a GET whose answer trickles: rejected at the bound, its connection closed', async () => {
+    api = await fakeApiServer([], { trickle: () => true, trickleEveryMs: 20 });
+    const client = new KubeRestClient({ server: api.url, insecureSkipTLSVerify: false }, { timeoutMs: 200 });
+    const err = await rejection(client.get(`/api/v1/nodes/${NODE}`), 5_000, 'the trickling GET to be rejected');
+    await noSocketLeft(api);
+    assert.match(err.message, /no complete answer within 200 ms/);
+    assert.equal(api.requests.length, 1);
+  });
+
+  it('the audit\'s reads: a trickling list fails the read naming it, and no connection stays open', async () => {
+    api = await fakeApiServer([node(NODE)], { trickle: (req) => (req.url ?? '').startsWith('/api/v1/persistentvolumes'), trickleEveryMs: 20 });
+    await writeKubeconfig(kubeconfig, api.url);
+    const err = await rejection(readClusterObjectsFromApi({ kubeconfig, nodeName: NODE, timeoutMs: 300 }), 5_000, 'the audit\'s reads to fail');
+    await noSocketLeft(api);
+    assert.ok(err instanceof ClusterApiError, String(err));
+    assert.match(err.message, /list persistentvolumes: no complete answer within 300 ms/);
+  });
+
+  it('a list that fails (403) aborts the lists still running beside it, long before their own bound', async () => {
+    api = await fakeApiServer([node(NODE)], {
+      trickle: (req) => (req.url ?? '').startsWith('/api/v1/persistentvolumes'),
+      trickleEveryMs: 20,
+      fail: (req) => ((req.url ?? '').startsWith('/api/v1/pods') ? { code: 403, reason: 'Forbidden', message: 'pods is forbidden' } : undefined),
+    });
+    await writeKubeconfig(kubeconfig, api.url);
+    // The bound of each request is 60 s: only the sibling's failure can end the trickling list in time.
+    const read = readClusterObjectsFromApi({ kubeconfig, nodeName: NODE, timeoutMs: 60_000 });
+    const err = await rejection(read, 5_000, 'the reads to fail on the 403');
+    assert.match(err.message, /list pods .*HTTP 403/);
+    await noSocketLeft(api);
+  });
+
+  it('the caller\'s AbortSignal abandons every request at once and closes its connection', async () => {
+    api = await fakeApiServer([node(NODE)], { trickle: () => true, trickleEveryMs: 20 });
+    await writeKubeconfig(kubeconfig, api.url);
+    const stop = new AbortController();
+    const read = readClusterObjectsFromApi({ kubeconfig, nodeName: NODE, timeoutMs: 60_000, signal: stop.signal });
+    const server = api;
+    await waitFor(() => server.requests.length === 1, { what: 'the first request to arrive', timeoutMs: 2_000, intervalMs: 5 });
+    stop.abort(new Error('SIGTERM'));
+    const err = await rejection(read, 2_000, 'the read to end on abort');
+    assert.match(err.message, /get node node-1: abandoned: SIGTERM/);
+    await noSocketLeft(api);
+  });
+});
