@@ -10,6 +10,7 @@
  * Retry-After longer than the interval puts the next run after it (bounded).
  */
 import { Registry } from 'prom-client';
+import { realClock } from '../adapters/node/clock.js';
 import { parseBindAddress, startHttpServer } from '../agent/httpServer.js';
 import { errorMessage } from '../ports/fs.js';
 import type { Logger } from '../ports/logger.js';
@@ -70,18 +71,20 @@ export async function serveAudit(flags: AuditRunFlags, interval: string, bindAdd
   }
   const registry = new LastRunRegistry();
   registry.text = await renderPromFailure(Date.now());
-  let lastCompletedMs = 0;
+  // When the last audit completed, on the monotonic clock: a wall clock stepped by hours must not
+  // make /healthz fail (or pass) the liveness probe.
+  let lastCompletedMs: number | undefined;
   let http;
   try {
     http = await startHttpServer(bind, registry, {
       health: () => {
-        if (lastCompletedMs === 0) return { healthy: false, reason: 'no audit has completed yet' };
-        const sinceMs = Date.now() - lastCompletedMs;
+        if (lastCompletedMs === undefined) return { healthy: false, reason: 'no audit has completed yet' };
+        const sinceMs = Math.round(realClock.nowMs() - lastCompletedMs);
         return sinceMs <= 2 * intervalMs
           ? { healthy: true }
           : { healthy: false, reason: `no audit has completed for ${sinceMs} ms (interval ${intervalMs} ms)` };
       },
-      ready: () => lastCompletedMs > 0,
+      ready: () => lastCompletedMs !== undefined,
     });
   } catch (err) {
     process.stderr.write(`nodevol audit: --metrics-bind-address ${bindAddress}: ${errorMessage(err)}\n`);
@@ -116,7 +119,7 @@ export async function serveAudit(flags: AuditRunFlags, interval: string, bindAdd
         publish(await renderPromFailure(Date.now()));
       } else {
         publish(await renderProm(fullReport(run.report, run.cluster)));
-        lastCompletedMs = Date.now();
+        lastCompletedMs = realClock.nowMs();
         logger.info('Audit finished', { exitCode: auditExitCode(run), volumes: run.report.summary.volumes, orphaned: run.report.summary.orphaned, findings: run.cluster?.findings.length ?? 0 });
       }
       const waitMs = nextRunDelayMs(intervalMs, retryAfterMs);
