@@ -65,7 +65,7 @@ export function mockDriverCommand(setExitCode: (code: number) => void): Command 
   addLoggingOptions(cmd);
   addHelpAfter(
     cmd,
-    '\nExit codes:\n  0  stopped by SIGTERM/SIGINT (socket removed)\n  2  could not start: bad flags, endpoint, state dir or state.json; state dir in use\n  3  an exit fault fired\n',
+    '\nExit codes:\n  0  stopped by SIGTERM/SIGINT (socket removed)\n  2  could not start: bad flags, endpoint, state dir, state.json; dir in use\n  3  an exit fault fired\n',
   );
   cmd.action(async (flags: MockDriverFlags) => {
     setExitCode(await runMockDriver(flags));
