@@ -321,10 +321,13 @@ export class Beneath {
     );
   }
 
-  /** Opens (creating or truncating) the file `p` for writing, never through a symlink; the caller closes the descriptor. */
-  openForWrite(p: string, loc: Located, mode: number): Promise<number> {
+  /**
+   * Opens the file `p` for writing, never through a symlink (by default creating or truncating
+   * it; `flags` replaces O_CREAT | O_TRUNC); the caller closes the descriptor.
+   */
+  openForWrite(p: string, loc: Located, mode: number, flags: number = constants.O_CREAT | constants.O_TRUNC): Promise<number> {
     return this.inParent(p, loc, 'open', (fd) =>
-      openFd(at(fd, loc.name), constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, mode).catch((err: unknown) => {
+      openFd(at(fd, loc.name), constants.O_WRONLY | constants.O_NOFOLLOW | flags, mode).catch((err: unknown) => {
         if (errorCode(err) === 'ELOOP') throw new FsError('ELOOP', p, 'open', `open ${p}: it is a symlink; refusing to write through it`);
         throw renamed(err, p, 'open');
       }),
