@@ -24,7 +24,7 @@ import { addClusterOptions } from './auditCluster.js';
 import { collectAudit, type AuditRunFlags } from './auditRun.js';
 import { addHelpAfter, addLoggingOptions, collect, examples, stderrLogger } from './flags.js';
 import { describeBusyLock } from '../adapters/node/processLock.js';
-import { lockRootDir, rootDirLockHolder } from './rootDirLock.js';
+import { rootDirLockHolder, withRootDirLock } from './rootDirLock.js';
 import { escapeText } from './terminal.js';
 
 /** Another nodevol agent or recover --yes holds the root dir: nothing was read or done. */
@@ -106,22 +106,19 @@ async function recover(flags: RecoverFlags): Promise<number> {
     if (holder !== undefined) process.stderr.write(`nodevol recover: note: ${describeBusyLock(holder)}: with --yes, recover would do nothing now (exit ${EXIT_RECOVER_BUSY})\n`);
     return recoverHoldingRootDir(flags, undefined);
   }
-  const taken = await lockRootDir(flags.rootDir, 'nodevol recover --yes');
-  if (taken !== undefined && !('lock' in taken)) {
-    if ('error' in taken) {
-      process.stderr.write(`nodevol recover: --root-dir ${flags.rootDir}: ${taken.error}\n`);
-      return EXIT_UNKNOWN;
-    }
-    process.stderr.write(
-      `nodevol recover: --root-dir ${flags.rootDir}: ${describeBusyLock(taken.busy)}: one nodevol agent or recover --yes acts on a root dir at a time; nothing done, run it again once that process has stopped\n`,
-    );
-    return EXIT_RECOVER_BUSY;
-  }
-  try {
-    return await recoverHoldingRootDir(flags, taken?.realRootDir);
-  } finally {
-    await taken?.lock.release();
-  }
+  return withRootDirLock(
+    flags.rootDir,
+    'nodevol recover --yes',
+    (locked) => recoverHoldingRootDir(flags, locked),
+    (why) => {
+      if ('error' in why) {
+        process.stderr.write(`nodevol recover: --root-dir ${flags.rootDir}: ${why.message}\n`);
+        return EXIT_UNKNOWN;
+      }
+      process.stderr.write(`nodevol recover: --root-dir ${flags.rootDir}: ${why.message}; nothing done, run it again once that process has stopped\n`);
+      return EXIT_RECOVER_BUSY;
+    },
+  );
 }
 
 /** `lockedRootDir`: with --yes, the real root dir whose lock is held (undefined: it did not resolve). */

@@ -84,12 +84,16 @@ async function mountOf(fd: number): Promise<string> {
   return id !== undefined ? `mnt:${id}` : `dev:${(await fstatP(fd)).dev}`;
 }
 
-/** The roots, normalized; a root must be an absolute path with no symlink in it (a realpath). */
-export function normalizeRoots(roots: readonly string[]): string[] {
+/**
+ * The roots, normalized: absolute, no trailing slash, never "/" itself (which would confine
+ * nothing). `what` names them in errors. A confinement root must also have no symlink in it (a
+ * realpath): that is the caller's to ensure.
+ */
+export function normalizeRoots(roots: readonly string[], what = 'confinement root'): string[] {
   return roots.map((r) => {
-    if (!posix.isAbsolute(r)) throw new Error(`confinement root ${JSON.stringify(r)} must be an absolute path`);
+    if (!posix.isAbsolute(r)) throw new Error(`${what} ${JSON.stringify(r)} must be an absolute path`);
     const n = posix.normalize(r).replace(/\/+$/, '');
-    if (n === '') throw new Error('confinement root "/" would confine nothing; name the directory');
+    if (n === '') throw new Error(`${what} "/" would admit every path; name the directory`);
     return n;
   });
 }
