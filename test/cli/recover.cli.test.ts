@@ -3,10 +3,11 @@
 // --csi-endpoint given, not the conventional socket). Against an API server that answers in
 // pages, --yes never unstages a volume that a pod on a later page wants (a gRPC CSI server
 // here records every call; no mount is involved, so no root is needed).
+// With --mountinfo-root-dir, --yes tells a real driver the node's paths and removes under --root-dir.
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
@@ -123,5 +124,59 @@ describe('nodevol recover (process)', () => {
     assert.match(r.stdout, /refused kubernetes\.io\/csi\/ebs\.csi\.example\.com\^vol-1: .*default\/again/);
     assert.ok(existsSync(gm) && existsSync(path.join(path.dirname(gm), 'vol_data.json')), 'nothing removed');
     assert.ok(api.requests.some((q) => q.path === '/api/v1/pods' && q.query['continue'] === '1'), 'the second page was read');
+  });
+});
+
+describe('nodevol recover --mountinfo-root-dir --yes (a root dir the node names otherwise)', () => {
+  let fx: NodeFixture;
+  let csi: CsiServer | undefined;
+  beforeEach(async () => {
+    fx = await NodeFixture.create();
+  });
+  afterEach(async () => {
+    await csi?.close();
+    csi = undefined;
+    await fx.cleanup();
+  });
+
+  it('the driver is told the paths as the mount table names them; the removals are made under --root-dir', async () => {
+    const gm = await fx.stage({ driver: DRIVER, handle: 'vol-1', specVolID: 'pv-1' });
+    const podDir = await fx.podVolume({ uid: 'gone-pod', specName: 'pv-1', driver: DRIVER, handle: 'vol-1', boundFrom: gm, file: 'absent' });
+    const target = path.join(podDir, 'mount');
+    // The mount table of a node whose kubelet root dir is /var/lib/kubelet; the driver unmounts by rewriting it.
+    const mountinfo = path.join(fx.base, 'mountinfo');
+    const writeTable = (): Promise<void> => writeFile(mountinfo, fx.mountInfo().replaceAll(fx.root, '/var/lib/kubelet'));
+    await writeTable();
+    const calls: string[] = [];
+    const socket = fx.layout.driverSocketPath(DRIVER);
+    await mkdir(path.dirname(socket), { recursive: true });
+    csi = await startCsiServer(unixEndpoint(socket), {
+      identity: { probe: () => Promise.resolve({}) },
+      node: {
+        nodeGetCapabilities: () => Promise.resolve({ capabilities: [{ rpc: { type: 'STAGE_UNSTAGE_VOLUME' } }] }),
+        nodeUnpublishVolume: async (req) => {
+          calls.push(`NodeUnpublishVolume ${req.volumeId} ${req.targetPath}`);
+          const keep = fx.mountAt(gm)!;
+          fx.unmountAll();
+          fx.mount(keep);
+          await writeTable();
+          return {};
+        },
+        nodeUnstageVolume: async (req) => {
+          calls.push(`NodeUnstageVolume ${req.volumeId} ${req.stagingTargetPath}`);
+          fx.unmountAll();
+          await writeTable();
+          return {};
+        },
+      },
+    });
+    const clusterFile = path.join(fx.base, 'cluster.json');
+    await writeFile(clusterFile, JSON.stringify(list([node('node-1', { volumesAttached: [`kubernetes.io/csi/${DRIVER}^vol-1`], volumesInUse: [] })])));
+    const r = await nodevolAsync(['recover', '--yes', '--root-dir', fx.root, '--mountinfo', mountinfo, '--mountinfo-root-dir', '/var/lib/kubelet', '--cluster-state', clusterFile, '--node-name', 'node-1']);
+    const asNode = (p: string): string => p.replace(fx.root, '/var/lib/kubelet');
+    assert.deepEqual(calls, [`NodeUnpublishVolume vol-1 ${asNode(target)}`, `NodeUnstageVolume vol-1 ${asNode(gm)}`], `${r.stdout}\n${r.stderr}`);
+    assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+    assert.ok(!existsSync(podDir) && !existsSync(path.dirname(gm)), 'removed under --root-dir');
+    assert.match(r.stdout, /\n1 recovered, 0 failed, 0 refused\.\n$/);
   });
 });
