@@ -63,6 +63,10 @@ export function recoverCommand(setExitCode: (code: number) => void): Command {
       '  3  --yes: another nodevol agent or recover --yes holds the root dir; nothing done\n' +
       examples([
         ['Print the plan (changes nothing)', 'nodevol recover --cluster-state cluster.json --node-name node-1'],
+        [
+          'The plan for the example node of a clone (no root)',
+          'nodevol recover --root-dir examples/node/kubelet --mountinfo examples/node/mountinfo --mountinfo-root-dir /var/lib/kubelet --cluster-state examples/node/cluster.json --node-name node-1',
+        ],
         ['Act, keeping a journal', 'nodevol recover --cluster-state cluster.json --node-name node-1 --yes --journal /var/log/nodevol-recover.jsonl'],
         ['In a pod with a service account, a driver socket elsewhere', 'nodevol recover --yes --csi-endpoint ebs.csi.aws.com=unix:///csi/csi.sock'],
       ]),
