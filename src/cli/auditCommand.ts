@@ -1,8 +1,6 @@
 /** `nodevol audit`: wiring of the read-only node audit to real files and the real mount table. */
 import { Command, Option } from 'commander';
 import { EXIT_UNKNOWN } from '../audit/report.js';
-import { LIVE_MOUNTINFO } from '../adapters/node/mountInfoFile.js';
-import { DEFAULT_ROOT_DIR } from '../layout/layout.js';
 import { addClusterOptions } from './auditCluster.js';
 import {
   AUDIT_OUTPUT_FORMATS,
@@ -16,8 +14,8 @@ import {
   type AuditOutputFormat,
   type FullAuditReport,
 } from './auditOutput.js';
-import { auditExitCode, collectAudit, unreadMessage, type AuditRunFlags } from './auditRun.js';
-import { addHelpAfter, addLoggingOptions, collect, examples, stderrLogger } from './flags.js';
+import { addAuditRunOptions, auditExitCode, collectAudit, unreadMessage, type AuditRunFlags } from './auditRun.js';
+import { addHelpAfter, addLoggingOptions, examples, stderrLogger } from './flags.js';
 
 interface AuditFlags extends AuditRunFlags {
   output: AuditOutputFormat;
@@ -36,14 +34,8 @@ export function auditCommand(setExitCode: (code: number) => void): Command {
         'CSIGlobalMountReconstruction, and which it will lose (orphaned). With the cluster\'s view ' +
         '(--cluster-state, --kubeconfig, or in a pod) also: at-risk, attached-elsewhere, pod-gone. ' +
         'Never writes, mounts or calls a driver.',
-    )
-    .option('--root-dir <dir>', 'kubelet root directory', DEFAULT_ROOT_DIR)
-    .option('--mountinfo <file>', 'mount table to read (a captured copy works too)', LIVE_MOUNTINFO)
-    .option(
-      '--mountinfo-root-dir <dir>',
-      'the kubelet root dir as the mount table names it, when --root-dir is a copy or is mounted elsewhere (default: --root-dir)',
-    )
-    .option('--feature-gates <gates>', 'kubelet feature gates to evaluate with, e.g. CSIGlobalMountReconstruction=true', collect, [])
+    );
+  addAuditRunOptions(cmd)
     .option('--stuck-operations <file>', 'the agent\'s stuck operations status file (default: <root-dir>/nodevol/stuck-operations.json, read when present)')
     .addOption(new Option('-o, --output <format>', 'output format').choices([...AUDIT_OUTPUT_FORMATS]).default('table'))
     .option('--no-headers', 'table/wide: print the rows only (kubectl --no-headers)')

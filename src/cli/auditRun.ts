@@ -3,24 +3,26 @@
  * flags to report, plus the cluster's view and findings when a source is configured.
  */
 import * as path from 'node:path';
+import type { Command } from 'commander';
 import { runAudit, unreadSources } from '../audit/audit.js';
 import { addVolumesInUse, readStuckOperations } from '../audit/stuckFindings.js';
 import type { ClusterAudit } from '../audit/clusterFindings.js';
 import type { ClusterState } from '../audit/clusterState.js';
 import { EXIT_PROBLEM, EXIT_UNKNOWN, exitCodeFor, type AuditReport } from '../audit/report.js';
 import { realClock } from '../adapters/node/clock.js';
-import { mountInfoFileSource } from '../adapters/node/mountInfoFile.js';
+import { LIVE_MOUNTINFO, mountInfoFileSource } from '../adapters/node/mountInfoFile.js';
 import { SyncReadFileSystem } from '../adapters/node/syncReadFs.js';
 import { FeatureGate, FeatureGateError } from '../features/features.js';
-import { errorCode, errorMessage } from '../ports/fs.js';
+import { errorCode, errorMessage, type FileSystem } from '../ports/fs.js';
 import type { Logger } from '../ports/logger.js';
-import { KubeletLayout } from '../layout/layout.js';
+import { DEFAULT_ROOT_DIR, KubeletLayout } from '../layout/layout.js';
 import type { LoggingFormat } from '../logging/klog.js';
 import { escapeMountPath, parseMountInfo } from '../mount/mountInfo.js';
 import { MountTableSnapshot } from '../mount/mountRefs.js';
 import { rebaseMountPoints } from '../mount/rebase.js';
 import { readMountInfoText } from '../mount/mountTable.js';
 import { ClusterSourceError, loadClusterState, type ClusterFlags } from './auditCluster.js';
+import { collect } from './flags.js';
 
 /** The flags every command that runs the audit shares (audit, recover). */
 export interface AuditRunFlags extends ClusterFlags {
@@ -33,6 +35,42 @@ export interface AuditRunFlags extends ClusterFlags {
   stuckOperations?: string;
   v: number;
   loggingFormat: LoggingFormat;
+}
+
+/** Descriptions a command may word its own way; the flags, their defaults and parsers are the same. */
+export interface AuditRunOptionDescriptions {
+  readonly mountinfo?: string;
+  readonly featureGates?: string;
+}
+
+/**
+ * The flags that decide what the audit finds, defined once for every command that runs it (audit,
+ * recover): --root-dir, --mountinfo, --mountinfo-root-dir, --feature-gates. (--stuck-operations
+ * adds the audit's stuck findings only, and stays the audit's.)
+ */
+export function addAuditRunOptions(cmd: Command, describe: AuditRunOptionDescriptions = {}): Command {
+  return cmd
+    .option('--root-dir <dir>', 'kubelet root directory', DEFAULT_ROOT_DIR)
+    .option('--mountinfo <file>', describe.mountinfo ?? 'mount table to read (a captured copy works too)', LIVE_MOUNTINFO)
+    .option(
+      '--mountinfo-root-dir <dir>',
+      'the kubelet root dir as the mount table names it, when --root-dir is a copy or is mounted elsewhere (default: --root-dir)',
+    )
+    .option('--feature-gates <gates>', describe.featureGates ?? 'kubelet feature gates to evaluate with, e.g. CSIGlobalMountReconstruction=true', collect, []);
+}
+
+/**
+ * The mount table of --mountinfo, with the mount points under --mountinfo-root-dir moved under
+ * the (real) root dir, so that every look-up by a path of the root dir matches.
+ */
+export async function readRunMountTable(
+  flags: Pick<AuditRunFlags, 'mountinfo' | 'mountinfoRootDir'>,
+  realRootDir: string,
+  options: { readonly strict: boolean; readonly fs?: FileSystem },
+): Promise<MountTableSnapshot> {
+  const text = await readMountInfoText(mountInfoFileSource(flags.mountinfo, options.fs));
+  const parsed = parseMountInfo(text, { strict: options.strict, source: flags.mountinfo });
+  return new MountTableSnapshot(flags.mountinfoRootDir === undefined ? parsed : rebaseMountPoints(parsed, path.posix.resolve(flags.mountinfoRootDir), realRootDir));
 }
 
 /** One audit run: the report, and the cluster's view and findings when a source is configured. */
@@ -83,11 +121,7 @@ export async function collectAudit(flags: AuditRunFlags, logger: Logger, command
 
   let mountTable: MountTableSnapshot;
   try {
-    const text = await readMountInfoText(mountInfoFileSource(flags.mountinfo, fs));
-    const parsed = parseMountInfo(text, { strict: false, source: flags.mountinfo });
-    mountTable = new MountTableSnapshot(
-      flags.mountinfoRootDir === undefined ? parsed : rebaseMountPoints(parsed, path.posix.resolve(flags.mountinfoRootDir), realRootDir),
-    );
+    mountTable = await readRunMountTable(flags, realRootDir, { strict: false, fs });
   } catch (err) {
     return `nodevol ${command}: --mountinfo ${flags.mountinfo}: ${errorMessage(err)}`;
   }
