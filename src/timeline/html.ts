@@ -123,7 +123,7 @@ function renderItem(item: TimelineItem, row: number): string {
 
 /** The legend: each colour once, with the one thing it means. */
 const KEY = `<div class="key">
-<p><span class="sw ok"></span>succeeded <span class="sw error"></span>failed <span class="sw pending"></span>no answer / still running <span class="sw added"></span>created / mounted <span class="sw removed"></span>removed / unmounted <span class="sw lost"></span>lost in the reboot <span class="crashkey"></span>restart / reboot <span class="sw warn"></span>warning logged <span class="vkey">!</span>invariant violated</p>
+<p><span class="sw ok"></span>succeeded <span class="sw error"></span>failed <span class="sw pending"></span>no answer / still running <span class="sw added"></span>created / mounted <span class="sw removed"></span>removed / unmounted <span class="sw lost"></span>lost in the reboot <span class="crashkey"></span>restart / reboot <span class="sw warn"></span>warning logged <span class="sw reason"></span>found at start (why a volume is kept) <span class="vkey">!</span>invariant violated</p>
 <p><b>volumesInUse vs volumesAttached:</b> <span class="sw in-use"></span>every staged volume in use <span class="sw not-yet"></span>attached, not in use, nothing staged <span class="sw unsafe"></span>dropped while staged: another node may attach it <span class="sw safe"></span>unstaged, then dropped: safe — hover anything for its details</p>
 </div>`;
 
@@ -187,6 +187,7 @@ main{padding:0 0 24px}
 .removed{background:#fff;border-color:#6b7280;border-style:dashed;color:#374151}
 .lost{background:#f4e1ff;border-color:#7b2cbf;color:#3e0a66}
 .warn{background:#fff0e0;border-color:#e07b00;color:#6b3a00}
+.reason{background:#ecebff;border-color:#4c3fc2;border-width:1px 1px 1px 4px;color:#241a7a;font-weight:600}
 .in-use{background:#e3f4e8;border-color:#57a773;color:#14502a}
 .not-yet{background:#eceff3;border-color:#aab2c0;color:#3a4354}
 .unsafe{background:#9b1111;border-color:#6a0000;color:#fff;font-weight:700}

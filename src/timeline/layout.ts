@@ -8,7 +8,7 @@
  * real times stay in every item's tooltip. A step's column is as wide as the busiest run needs,
  * so that step N starts at the same x in every run.
  */
-import type { CrashEvent, TraceEvent, TraceRun, ViolationEvent } from '../trace/events.js';
+import type { CrashEvent, ReconstructEvent, TraceEvent, TraceRun, ViolationEvent } from '../trace/events.js';
 import { analyzeInUse, volumeHandle, type InUseState, type InUseVerdict } from './inUse.js';
 
 /** Pixels per slot. */
@@ -33,7 +33,7 @@ export type LaneId = 'operations' | 'csi' | 'files' | 'mounts' | 'status' | 'log
  */
 export const LANES: readonly { readonly id: LaneId; readonly title: string; readonly collapsed?: boolean }[] = [
   { id: 'status', title: 'node.status: volumesInUse vs volumesAttached' },
-  { id: 'operations', title: 'volume manager operations' },
+  { id: 'operations', title: 'volume manager: found at start, operations' },
   { id: 'csi', title: 'CSI calls (at the driver)' },
   { id: 'mounts', title: 'mount table' },
   { id: 'files', title: 'files under the root dir', collapsed: true },
@@ -43,10 +43,10 @@ export const LANES: readonly { readonly id: LaneId; readonly title: string; read
 /**
  * One colour each: ok succeeded; error failed (or an error logged); pending no answer yet;
  * added created or mounted; removed removed or unmounted; lost gone with a reboot; warn a
- * warning logged; and for volumesInUse against volumesAttached (see inUse.ts): in-use,
+ * warning logged; reason what reconstruction found at start; and for volumesInUse against volumesAttached (see inUse.ts): in-use,
  * not-yet, unsafe (dropped while staged), safe (dropped after unstage).
  */
-export type Tone = 'ok' | 'error' | 'pending' | 'added' | 'removed' | 'lost' | 'warn' | InUseState;
+export type Tone = 'ok' | 'error' | 'pending' | 'added' | 'removed' | 'lost' | 'warn' | 'reason' | InUseState;
 
 export interface TimelineItem {
   readonly x: number;
@@ -305,6 +305,18 @@ function layoutRun(run: TraceRun, clock: RunClock, columnX: ReadonlyMap<number, 
         });
         break;
       }
+      case 'reconstruct': {
+        // Why the volume manager holds a volume it did not mount in this life: drawn with its
+        // operations, where the NodeUnstageVolume it leads to follows.
+        push('operations', {
+          x: xOf(e.t),
+          width: SLOT_PX - 4,
+          label: reconstructLabel(e),
+          tone: 'reason',
+          tip: reconstructTip(e, ms(e.t)),
+        });
+        break;
+      }
       case 'log':
         if (e.severity === 'I') break;
         push('logs', {
@@ -335,6 +347,51 @@ function layoutRun(run: TraceRun, clock: RunClock, columnX: ReadonlyMap<number, 
     markers,
     violations,
   };
+}
+
+/** "vol-1: global listing → uncertain": how reconstruction found the volume, and what it made of it. */
+function reconstructLabel(e: ReconstructEvent): string {
+  switch (e.found) {
+    case 'global-listing':
+      return `${shortVolume(e.volumeName)}: global listing → uncertain`;
+    case 'pod-directory':
+      return `${shortVolume(e.volumeName)}: pod dir${e.podName === undefined ? '' : ` ${shortPod(e.podName)}`} → uncertain`;
+    case 'failed':
+      return `✗ ${shortVolume(e.volumeName)}: pod dir${e.podName === undefined ? '' : ` ${shortPod(e.podName)}`} not reconstructed`;
+    default: {
+      const unreachable: never = e.found;
+      return unreachable;
+    }
+  }
+}
+
+function reconstructTip(e: ReconstructEvent, at: string): string {
+  const uncertain = 'The volume manager added it to its actual state as uncertain: it stays in volumesInUse, and it is unmounted (NodeUnstageVolume) unless a pod wants it again.';
+  switch (e.found) {
+    case 'global-listing':
+      return [
+        `reconstruction at ${at}: the CSI plugin listed the global mount of ${e.volumeName}, which no pod directory names (CSIGlobalMountReconstruction)`,
+        ...(e.detail === undefined ? [] : [`global mount: ${e.detail}`]),
+        uncertain,
+      ].join('\n');
+    case 'pod-directory':
+      return [`reconstruction at ${at}: the volume directory of pod ${e.podName ?? '?'} names ${e.volumeName}`, uncertain].join('\n');
+    case 'failed':
+      return [
+        `reconstruction at ${at}: the volume directory ${e.volumeName} of pod ${e.podName ?? '?'} could not be reconstructed`,
+        ...(e.detail === undefined ? [] : [`error: ${clip(e.detail, 600)}`]),
+        'The volume manager does not know this volume from it: it only cleans up the directory.',
+      ].join('\n');
+    default: {
+      const unreachable: never = e.found;
+      return unreachable;
+    }
+  }
+}
+
+/** A pod UID is shown by its first 8 characters; a short name whole. */
+function shortPod(name: string): string {
+  return /^[0-9a-f]{8}-[0-9a-f]{4}-/.test(name) ? name.slice(0, 8) : clip(name, 24);
 }
 
 function violationLayout(e: ViolationEvent, x: number, clock: RunClock, columns: readonly ColumnLayout[], runIndex: number, n: number): ViolationLayout {

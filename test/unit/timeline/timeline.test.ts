@@ -95,6 +95,19 @@ describe('timeline report headlines', () => {
     assert.match(off.label, /^✗ vol-1 dropped while staged · in use: ∅ · attached: vol-1$/);
   });
 
+  it('shows why the gate-on run kept vol-1: the global listing found it uncertain, in the step it happened, before its unstage', () => {
+    const layout = layoutTimeline(storyOneRuns());
+    const ops = (run: number) => layout.runs[run]!.lanes.find((l) => l.id === 'operations')!.rows.flat();
+    const reason = ops(1).find((i) => i.tone === 'reason');
+    assert.equal(reason?.label, 'vol-1: global listing → uncertain');
+    assert.match(reason?.tip ?? '', /listed the global mount of kubernetes\.io\/csi\/mock\.csi\.nodevol\.io\^vol-1, which no pod directory names/);
+    const col = layout.columns.find((c) => c.index === 2)!;
+    assert.ok(reason !== undefined && reason.x >= col.x && reason.x < col.x + col.width, 'in the reboot step, where the fixture finds it');
+    const unstage = ops(1).find((i) => i.label.startsWith('unmount_device') && i.tone === 'ok');
+    assert.ok(unstage !== undefined && unstage.x > reason.x, 'before the unstage it leads to');
+    assert.equal(ops(0).filter((i) => i.tone === 'reason').length, 0, 'gate off: nothing found it');
+  });
+
   it('abbreviates the global mount hash as git does, and never clips a path label', () => {
     const hash = 'd2e8363faaac7ae76def3b14091d8eb5755f6b92e9531627aeec833a8731c1f0';
     const dir = `/var/lib/kubelet/plugins/kubernetes.io/csi/csi.example.com/${hash}`;
@@ -128,6 +141,8 @@ describe('timeline in the terminal', () => {
     assert.ok(block.some((l) => l.slice(0, split).includes('volumesInUse = []')), text);
     assert.ok(block.some((l) => l.slice(split).includes('volumesInUse = [vol-1]')), text);
     assert.match(text, /✗ in-use-reported/);
+    assert.ok(block.some((l) => l.slice(split).includes('vol-1 found by the global listing')), text);
+    assert.ok(!block.some((l) => l.slice(0, split).includes('global listing')), text);
     assert.match(text, /→ the attach\/detach controller may now detach it/);
     // Every line fits the width asked for.
     for (const l of lines) assert.ok(l.length <= 140, `${l.length}: ${l}`);
