@@ -123,7 +123,15 @@ describe('timeline HTML', () => {
 
   it('escapes every text that comes from the trace', () => {
     const runs = storyOneRuns();
-    const hostile = { ...runs[0]!, label: '<script>alert(1)</script>', events: [...runs[0]!.events, { kind: 'file' as const, t: 10, action: 'write' as const, path: '/x/"><img onerror=alert(1)>' }] };
+    const hostile = {
+      ...runs[0]!,
+      label: '<script>alert(1)</script>',
+      events: [
+        ...runs[0]!.events,
+        { kind: 'file' as const, t: 10, action: 'write' as const, path: '/x/"><img onerror=alert(1)>' },
+        { kind: 'reconstruct' as const, t: 11, found: 'failed' as const, volumeName: '<img src=x>', podName: '"><img onerror=alert(2)>', detail: '<img src=y>' },
+      ],
+    };
     const html = renderTimelineHtml({ title: '<b>t</b>', runs: [hostile] });
     assert.doesNotMatch(html, /<script>alert/);
     assert.doesNotMatch(html, /<img/);
