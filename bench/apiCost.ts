@@ -2,17 +2,14 @@
  * API cost bench: what one `nodevol audit --kubeconfig …` of one node costs the API server of a
  * large cluster, counted at the server: requests, bytes of the answers' bodies, connections.
  *
- * The cluster (test/support/fakeApiServer.ts on 127.0.0.1, answering real Kubernetes JSON and
- * paging lists by `limit` as an API server does) holds BENCH_API_NODES nodes (default 5,000),
- * each with BENCH_API_PODS pods (default 10), each pod with its own claim, a ReadWriteOnce CSI
- * PersistentVolume and a VolumeAttachment to its node (attached), and one CSIDriver. The audited
- * node, node-00001, has its BENCH_API_PODS volumes staged and published on disk (a NodeFixture),
- * and is audited in three states:
- *   healthy             every volume tracked, in use, attached here;
- *   at-risk             one volume's pod was deleted (drain) while the volume stays staged: no pod
- *                       dir, still attached here, gone from volumesInUse (KEP-6058 story 1);
- *   attached-elsewhere  the same, after the attach/detach controller detached it from
- *                       node-00001 and attached it to node-00002, where its pod now runs.
+ * The cluster (test/support/apiCostCluster.ts, served by test/support/fakeApiServer.ts on
+ * 127.0.0.1, which answers real Kubernetes JSON and pages lists by `limit` as an API server does)
+ * holds BENCH_API_NODES nodes (default 5,000), each with BENCH_API_PODS pods (default 10), each pod
+ * with its own claim, a ReadWriteOnce CSI PersistentVolume and a VolumeAttachment to its node
+ * (attached), and one CSIDriver. The audited node, node-00001, has its BENCH_API_PODS volumes
+ * staged and published on disk (a NodeFixture), and is audited in three states: healthy, at-risk
+ * (KEP-6058 story 1: a volume's pod drained away, the volume still staged and attached here) and
+ * attached-elsewhere (that volume detached here and attached to node-00002).
  * Each state's findings are printed with its counts, so that two builds can be compared on the
  * same answers. BENCH_API_BASELINE=<dir> (a copy holding bin/nodevol.js and its dist/) runs that
  * build too, in the same run, side by side.
@@ -27,15 +24,12 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { claim, csiDriver, node, persistentVolume, pod, volumeAttachment, type KubeObject } from '../test/support/clusterObjects.js';
-import { fakeApiServer, writeKubeconfig, type RecordedRequest } from '../test/support/fakeApiServer.js';
-import { NodeFixture } from '../test/support/nodeFixture.js';
+import { AUDITED, benchCluster, benchNode, STATES, type State } from '../test/support/apiCostCluster.js';
+import type { KubeObject } from '../test/support/clusterObjects.js';
+import { fakeApiServer, requestKind, writeKubeconfig } from '../test/support/fakeApiServer.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '..', '..');
-const DRIVER = 'ebs.csi.example.com';
-const AUDITED = 'node-00001';
-const OTHER = 'node-00002';
 
 function positiveInt(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -43,70 +37,6 @@ function positiveInt(name: string, fallback: number): number {
   const n = Number(raw);
   if (!Number.isSafeInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
   return n;
-}
-
-const nodeName = (i: number): string => `node-${String(i).padStart(5, '0')}`;
-const handle = (n: number, j: number): string => `vol-${n}-${j}`;
-const uniqueName = (h: string): string => `kubernetes.io/csi/${DRIVER}^${h}`;
-
-export type State = 'healthy' | 'at-risk' | 'attached-elsewhere';
-export const STATES: readonly State[] = ['healthy', 'at-risk', 'attached-elsewhere'];
-
-/**
- * The cluster of `nodes` nodes × `pods` pods (see the header) in `state`. Node 1's last volume is
- * the one story 1 happens to. The objects of the other nodes are shared between states.
- */
-export function benchCluster(nodes: number, pods: number): (state: State) => KubeObject[] {
-  const shared: KubeObject[] = [csiDriver(DRIVER)];
-  for (let n = 2; n <= nodes; n++) {
-    const name = nodeName(n);
-    const names: string[] = [];
-    for (let j = 1; j <= pods; j++) {
-      const h = handle(n, j);
-      names.push(uniqueName(h));
-      shared.push(
-        pod(`app-${n}-${j}`, { nodeName: name, claims: [`data-${n}-${j}`], uid: `uid-${n}-${j}` }),
-        claim(`data-${n}-${j}`, `pv-${n}-${j}`),
-        persistentVolume(`pv-${n}-${j}`, DRIVER, h, { namespace: 'default', name: `data-${n}-${j}` }),
-        volumeAttachment(DRIVER, h, `pv-${n}-${j}`, name),
-      );
-    }
-    if (n !== 2) shared.push(node(name, { volumesInUse: names, volumesAttached: names }));
-  }
-  return (state) => {
-    const own: KubeObject[] = [];
-    const all: string[] = [];
-    for (let j = 1; j <= pods; j++) {
-      const h = handle(1, j);
-      all.push(uniqueName(h));
-      const lost = j === pods && state !== 'healthy';
-      own.push(claim(`data-1-${j}`, `pv-1-${j}`), persistentVolume(`pv-1-${j}`, DRIVER, h, { namespace: 'default', name: `data-1-${j}` }));
-      if (!lost) own.push(pod(`app-1-${j}`, { nodeName: AUDITED, claims: [`data-1-${j}`], uid: `uid-1-${j}` }));
-      if (lost && state === 'attached-elsewhere') {
-        own.push(pod(`app-1-${j}`, { nodeName: OTHER, claims: [`data-1-${j}`], uid: `uid-1-${j}-moved` }), volumeAttachment(DRIVER, h, `pv-1-${j}`, OTHER));
-      } else {
-        own.push(volumeAttachment(DRIVER, h, `pv-1-${j}`, AUDITED));
-      }
-    }
-    const lostName = all[all.length - 1] ?? '';
-    const inUse = state === 'healthy' ? all : all.filter((v) => v !== lostName);
-    const attached = state === 'attached-elsewhere' ? inUse : all;
-    const other = Array.from({ length: pods }, (_, j) => uniqueName(handle(2, j + 1)));
-    const otherAttached = state === 'attached-elsewhere' ? [...other, lostName] : other;
-    return [node(AUDITED, { volumesInUse: inUse, volumesAttached: attached }), node(OTHER, { volumesInUse: otherAttached, volumesAttached: otherAttached }), ...own, ...shared];
-  };
-}
-
-/** Node 1's disk in `state`: every volume staged; published to its pod but for the lost one. */
-export async function benchNode(pods: number, state: State): Promise<{ fx: NodeFixture; mountinfo: string }> {
-  const fx = await NodeFixture.create();
-  for (let j = 1; j <= pods; j++) {
-    const h = handle(1, j);
-    const gm = await fx.stage({ driver: DRIVER, handle: h, specVolID: `pv-1-${j}` });
-    if (j === pods && state !== 'healthy') continue;
-    await fx.podVolume({ uid: `uid-1-${j}`, specName: `pv-1-${j}`, driver: DRIVER, handle: h, nodeName: AUDITED, boundFrom: gm });
-  }
-  return { fx, mountinfo: await fx.writeMountInfo() };
 }
 
 export interface AuditCost {
@@ -120,16 +50,6 @@ export interface AuditCost {
   /** Requests by what they asked for (`GET pvc`, `LIST persistentvolumes` …). */
   readonly byKind: ReadonlyMap<string, { requests: number; bytes: number }>;
   readonly stderr: string;
-}
-
-/** What a request asked for, without its names: `GET persistentvolumes`, `LIST pods` … */
-export function requestKind(r: RecordedRequest): string {
-  const parts = r.path.split('/').filter((s) => s !== '');
-  // /api/v1/<resource>[/<name>], /api/v1/namespaces/<ns>/<resource>/<name>, /apis/<group>/<version>/<resource>[/<name>]
-  const rest = parts[0] === 'api' ? parts.slice(2) : parts.slice(3);
-  const resource = rest[0] === 'namespaces' && rest.length >= 3 ? rest[2] : rest[0];
-  const named = rest[0] === 'namespaces' ? rest.length >= 4 : rest.length >= 2;
-  return `${named ? 'GET' : 'LIST'} ${resource ?? '?'}`;
 }
 
 function run(bin: string, args: readonly string[]): Promise<{ status: number; stdout: string; stderr: string }> {

@@ -201,6 +201,17 @@ export async function fakeApiServer(objects: readonly KubeObject[], o: FakeApiSe
   };
 }
 
+/** What a request asked for, without its names: `GET persistentvolumes`, `LIST pods` … */
+export function requestKind(r: RecordedRequest): string {
+  const parts = r.path.split('/').filter((s) => s !== '');
+  // /api/v1/<resource>[/<name>], /api/v1/namespaces/<ns>/<resource>/<name>, /apis/<group>/<version>/<resource>[/<name>]
+  const rest = parts[0] === 'api' ? parts.slice(2) : parts.slice(3);
+  const namespaced = rest[0] === 'namespaces' && rest.length >= 3;
+  const resource = namespaced ? rest[2] : rest[0];
+  const named = namespaced ? rest.length >= 4 : rest.length >= 2;
+  return `${named ? 'GET' : 'LIST'} ${resource ?? '?'}`;
+}
+
 /** A kubeconfig naming `server`, with a bearer token (test-token). */
 export async function writeKubeconfig(file: string, server: string): Promise<void> {
   await writeFile(
