@@ -211,6 +211,9 @@ export async function withClusterApi<T>(o: ClusterApiOptions, use: (reader: Clus
     ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
     ...(o.retry !== undefined ? { retry: o.retry } : {}),
     ...(o.sleep !== undefined ? { sleep: o.sleep } : {}),
+    // The reads of one audit share their connections (a TLS handshake each saved); close() below
+    // closes them all when the read is over.
+    keepAlive: true,
   });
   // One controller for every request of this read: the caller's signal, or the first failure,
   // aborts them all, and nothing is left running when the read returns or throws.
@@ -223,6 +226,7 @@ export async function withClusterApi<T>(o: ClusterApiOptions, use: (reader: Clus
   } finally {
     o.signal?.removeEventListener('abort', onCallerAbort);
     reads.abort(new Error('the read of the cluster\'s view is over'));
+    client.close();
   }
 }
 

@@ -13,7 +13,7 @@ import { after, afterEach, before, describe, it } from 'node:test';
 import { ClusterApiError, withClusterApi, type ClusterApiOptions } from '../../../src/adapters/node/clusterApi.js';
 import { KubeRestClient } from '../../../src/adapters/node/kubeApi.js';
 import { readClusterObjects, type StagedVolume } from '../../../src/audit/clusterReads.js';
-import { node, volumeAttachment } from '../../support/clusterObjects.js';
+import { claim, node, persistentVolume, pod, volumeAttachment } from '../../support/clusterObjects.js';
 import { waitFor, withTimeout } from '../../support/e2e/waitFor.js';
 import { fakeApiServer, writeKubeconfig, type FakeApiServer } from '../../support/fakeApiServer.js';
 
@@ -95,6 +95,27 @@ describe('API requests that time out leave no connection open', () => {
     const err = await rejection(read, 5_000, 'the reads to fail on the 403');
     assert.match(err.message, /list volumeattachments \(page [23]\): HTTP 403/);
     assert.ok(pvListRunning, 'the list of PVs was running beside it');
+    await noSocketLeft(api);
+  });
+
+  it('the audit\'s reads share their connections, and none is left open once the read is over', async () => {
+    const handles = ['a', 'b', 'c', 'd', 'e', 'f'];
+    const objects = [
+      node(NODE, { volumesInUse: handles.map((h) => `kubernetes.io/csi/${LOST.driver}^${h}`) }),
+      ...handles.flatMap((h) => [
+        pod(`app-${h}`, { nodeName: NODE, claims: [`c-${h}`] }),
+        claim(`c-${h}`, `pv-${h}`),
+        persistentVolume(`pv-${h}`, LOST.driver, h),
+        volumeAttachment(LOST.driver, h, `pv-${h}`, NODE),
+      ]),
+    ];
+    api = await fakeApiServer(objects);
+    await writeKubeconfig(kubeconfig, api.url);
+    const staged = handles.map((h): StagedVolume => ({ uniqueName: `kubernetes.io/csi/${LOST.driver}^${h}`, driver: LOST.driver, volumeHandle: h }));
+    await readClusterObjectsFromApi({ kubeconfig }, staged);
+    // node, pods, 6 claims, 6 PVs, the CSIDriver (404), 6 VolumeAttachments: 21 requests, at most 4 at once.
+    assert.equal(api.requests.length, 21);
+    assert.ok(api.acceptedSockets() <= 5, `${api.acceptedSockets()} connections for ${api.requests.length} requests`);
     await noSocketLeft(api);
   });
 
