@@ -40,12 +40,12 @@ function nodevol(args: readonly string[]): Promise<{ status: number; stdout: str
 const findingsOf = (stdout: string): string[] => ((JSON.parse(stdout) as { cluster?: { findings: { kind: string; uniqueName?: string }[] } }).cluster?.findings ?? []).map((f) => `${f.kind} ${f.uniqueName ?? ''}`).sort();
 
 /** Audits node 1 of a cluster of `nodes` nodes × K pods in `state`, through the API server; and, with `file`, from the same objects as a --cluster-state file. */
-async function audit(nodes: number, state: State, source: 'api' | 'file' = 'api'): Promise<Audit> {
+async function audit(nodes: number, state: State, source: 'api' | 'file' = 'api', extra: readonly string[] = []): Promise<Audit> {
   const objects = benchCluster(nodes, K)(state);
   const { fx, mountinfo } = await benchNode(K, state);
   const api = await fakeApiServer(objects);
   try {
-    const args = ['audit', '--root-dir', fx.root, '--mountinfo', mountinfo, '--node-name', AUDITED, '-o', 'json'];
+    const args = ['audit', '--root-dir', fx.root, '--mountinfo', mountinfo, '--node-name', AUDITED, '-o', 'json', ...extra];
     if (source === 'api') {
       const kubeconfig = path.join(fx.base, 'kubeconfig');
       await writeKubeconfig(kubeconfig, api.url);
@@ -120,6 +120,16 @@ describe('what an audit costs the API server', () => {
     // 400 × K objects of each kind, 500 a page.
     assert.equal(t['LIST persistentvolumes'], Math.ceil((400 * K) / 500));
     assert.equal(t['LIST volumeattachments'], Math.ceil((400 * K) / 500));
+  });
+
+  it('-v 2 logs the reads of the run, and why the lists were read when they were', async () => {
+    const healthy = await audit(20, 'healthy', 'api', ['-v', '2']);
+    const lines = (a: Audit): string[] => a.stderr.split('\n').filter((l) => l.includes('Read the cluster\'s view'));
+    assert.equal(lines(healthy).length, 1, healthy.stderr);
+    assert.match(lines(healthy)[0] ?? '', /"get volumeattachment":4/);
+    assert.doesNotMatch(lines(healthy)[0] ?? '', /listedEveryVolumeAttachmentBecause/);
+    const elsewhere = await audit(20, 'attached-elsewhere', 'api', ['-v', '2']);
+    assert.match(lines(elsewhere)[0] ?? '', new RegExp(`listedEveryVolumeAttachmentBecause=".*\\^vol-1-${K}: no VolumeAttachment csi-[0-9a-f]{64}"`));
   });
 
   it('every state gives the findings the whole view gives (the same objects as a --cluster-state file)', async () => {
