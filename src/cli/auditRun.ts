@@ -8,6 +8,7 @@ import { runAudit, unreadSources } from '../audit/audit.js';
 import { addVolumesInUse, readStuckOperations } from '../audit/stuckFindings.js';
 import type { ClusterAudit } from '../audit/clusterFindings.js';
 import type { ClusterState } from '../audit/clusterState.js';
+import { stagedVolumes } from '../audit/clusterReads.js';
 import { EXIT_PROBLEM, EXIT_UNKNOWN, exitCodeFor, type AuditReport } from '../audit/report.js';
 import { realClock } from '../adapters/node/clock.js';
 import { LIVE_MOUNTINFO, mountInfoFileSource } from '../adapters/node/mountInfoFile.js';
@@ -90,6 +91,8 @@ export interface AuditRunContext {
   readonly signal?: AbortSignal;
   /** Told the API server's Retry-After (ms) when the cluster's view failed on an answer that had one. */
   readonly onRetryAfter?: (ms: number) => void;
+  /** Whether this report needs every PersistentVolume of the cluster (recover); default no. */
+  readonly everyPersistentVolume?: (report: AuditReport) => boolean;
 }
 
 /** Runs the audit; a string is the one-line reason it could not run (exit 2). */
@@ -133,15 +136,6 @@ export async function collectAudit(flags: AuditRunFlags, logger: Logger, command
     });
   }
 
-  // The cluster's view first: an API error must stop the run before any verdict is printed.
-  let state: ClusterState | undefined;
-  try {
-    state = await loadClusterState(flags, context.signal !== undefined ? { signal: context.signal } : {});
-  } catch (err) {
-    if (err instanceof ClusterSourceError && err.retryAfterMs !== undefined) context.onRetryAfter?.(err.retryAfterMs);
-    return `nodevol ${command}: ${errorMessage(err)}`;
-  }
-
   const layout = new KubeletLayout(realRootDir);
   const stuckOperations = await readStuckOperations(fs, realRootDir, flags.stuckOperations === undefined ? undefined : path.resolve(flags.stuckOperations));
   if (stuckOperations !== undefined && 'error' in stuckOperations) {
@@ -166,6 +160,20 @@ export async function collectAudit(flags: AuditRunFlags, logger: Logger, command
       rootDir: realRootDir,
       mountinfo: flags.mountinfo,
     });
+  }
+  // The cluster's view after the walk (what the API server is asked for depends on the volumes
+  // staged here: src/audit/clusterReads.ts), before anything is printed: an error gives no verdict.
+  let state: ClusterState | undefined;
+  try {
+    state = await loadClusterState(flags, {
+      ...(context.signal !== undefined ? { signal: context.signal } : {}),
+      staged: stagedVolumes(report),
+      everyPersistentVolume: context.everyPersistentVolume?.(report) === true,
+      logger,
+    });
+  } catch (err) {
+    if (err instanceof ClusterSourceError && err.retryAfterMs !== undefined) context.onRetryAfter?.(err.retryAfterMs);
+    return `nodevol ${command}: ${errorMessage(err)}`;
   }
   const unread = unreadSources(report, layout);
   const cluster = state === undefined ? undefined : (await import('../audit/clusterFindings.js')).clusterAudit(report, state);

@@ -150,7 +150,9 @@ async function recoverHoldingRootDir(flags: RecoverFlags, lockedRootDir: string 
     }
   }
   try {
-    const run = await collectAudit(flags, logger, 'recover');
+    // A volume two PersistentVolumes name is refused, which only the whole list can rule out:
+    // read it when there is an orphaned volume to plan for.
+    const run = await collectAudit(flags, logger, 'recover', { everyPersistentVolume: (report) => report.volumes.some((v) => v.verdict === 'orphaned' && v.global !== null) });
     if (typeof run === 'string') return fail(run);
     if (flags.yes && run.realRootDir !== lockedRootDir) return fail(`nodevol recover: --root-dir ${flags.rootDir} changed while recover started (${lockedRootDir ?? 'missing'}, now ${run.realRootDir}): nothing done`);
     if (run.state === undefined) {

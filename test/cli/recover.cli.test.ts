@@ -1,12 +1,14 @@
 // `nodevol recover` as a process: it will not run without the cluster's view, rejects a
 // malformed --csi-endpoint, and -o json prints the journal lines of the plan (through the
 // --csi-endpoint given, not the conventional socket). Against an API server that answers in
-// pages, --yes never unstages a volume that a pod on a later page wants (a gRPC CSI server
-// here records every call; no mount is involved, so no root is needed). On the shipped example
-// node (examples/node with its cluster.json), the documented first run prints the page's output
-// (docs/reference/recover.md, README.md): the whole plan, the story-2 target included, with a
-// warning per volume for the missing driver; --yes refuses both and removes nothing. With
-// --mountinfo-root-dir, --yes tells a real driver the node's paths and removes under --root-dir.
+// pages, --yes never unstages a volume that a pod on a later page wants, nor one that two
+// PersistentVolumes name (which only the list of every PV shows: recover reads it, where the
+// audit reads PVs by name) (a gRPC CSI server here records every call; no mount is involved, so
+// no root is needed). On the shipped example node (examples/node with its cluster.json), the
+// documented first run prints the page's output (docs/reference/recover.md, README.md): the whole
+// plan, the story-2 target included, with a warning per volume for the missing driver; --yes
+// refuses both and removes nothing. With --mountinfo-root-dir, --yes tells a real driver the
+// node's paths and removes under --root-dir.
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
@@ -152,6 +154,40 @@ describe('nodevol recover (process)', () => {
     assert.match(r.stdout, /refused kubernetes\.io\/csi\/ebs\.csi\.example\.com\^vol-1: .*default\/again/);
     assert.ok(existsSync(gm) && existsSync(path.join(path.dirname(gm), 'vol_data.json')), 'nothing removed');
     assert.ok(api.requests.some((q) => q.path === '/api/v1/pods' && q.query['continue'] === '1'), 'the second page was read');
+  });
+
+  it('--yes through the API server: two PersistentVolumes naming the orphaned volume make it refused (recover lists every PV)', async () => {
+    const gm = await fx.stage({ driver: DRIVER, handle: 'vol-1', specVolID: 'pv-1', mounted: false });
+    const calls: string[] = [];
+    csi = await startCsiServer(unixEndpoint(path.join(fx.base, 'csi.sock')), {
+      identity: { probe: () => Promise.resolve({}) },
+      node: {
+        nodeGetCapabilities: () => Promise.resolve({ capabilities: [{ rpc: { type: 'STAGE_UNSTAGE_VOLUME' } }] }),
+        nodeUnstageVolume: (req) => {
+          calls.push(`NodeUnstageVolume ${req.volumeId}`);
+          return Promise.resolve({});
+        },
+      },
+    });
+    // Story 1: attached here (its VolumeAttachment names pv-1), out of volumesInUse. Nothing on
+    // this node names pv-1-copy: only the list of every PV finds it.
+    api = await fakeApiServer(
+      [
+        node('node-1', { volumesAttached: [`kubernetes.io/csi/${DRIVER}^vol-1`], volumesInUse: [] }),
+        persistentVolume('pv-1', DRIVER, 'vol-1'),
+        persistentVolume('pv-1-copy', DRIVER, 'vol-1'),
+        volumeAttachment(DRIVER, 'vol-1', 'pv-1', 'node-1'),
+      ],
+      { pageSize: 1 },
+    );
+    const kubeconfig = path.join(fx.base, 'kubeconfig');
+    await writeKubeconfig(kubeconfig, api.url);
+    const r = await nodevolAsync(['recover', '--yes', '--root-dir', fx.root, '--mountinfo', await fx.writeMountInfo(), '--kubeconfig', kubeconfig, '--node-name', 'node-1', '--csi-endpoint', `${DRIVER}=${csi.endpoint}`]);
+    assert.deepEqual(calls, [], `a volume two PVs name was unstaged:\n${r.stdout}\n${r.stderr}`);
+    assert.equal(r.status, 1, `${r.stdout}\n${r.stderr}`);
+    assert.match(r.stdout, /refused kubernetes\.io\/csi\/ebs\.csi\.example\.com\^vol-1: PersistentVolumes pv-1 and pv-1-copy both name driver/);
+    assert.ok(existsSync(gm));
+    assert.equal(api.requests.filter((q) => q.path === '/api/v1/persistentvolumes').length, 2, 'every page of the PV list');
   });
 });
 

@@ -139,7 +139,16 @@ describe('deploy/base', () => {
   it('the ClusterRole grants get/list only, on exactly what the audit reads, to the DaemonSet\'s service account', () => {
     const role = typed(find(objects, 'ClusterRole', 'nodevol-audit'), k8s.V1ClusterRole);
     const grants = (role.rules ?? []).flatMap((r) => (r.resources ?? []).flatMap((res) => r.verbs.map((v) => `${(r.apiGroups ?? [''])[0] ?? ''}/${res}:${v}`))).sort();
-    assert.deepEqual(grants, ['/nodes:get', '/persistentvolumeclaims:get', '/persistentvolumes:list', '/pods:list', 'storage.k8s.io/csidrivers:list', 'storage.k8s.io/volumeattachments:list']);
+    assert.deepEqual(grants, [
+      '/nodes:get',
+      '/persistentvolumeclaims:get',
+      '/persistentvolumes:get',
+      '/persistentvolumes:list',
+      '/pods:list',
+      'storage.k8s.io/csidrivers:get',
+      'storage.k8s.io/volumeattachments:get',
+      'storage.k8s.io/volumeattachments:list',
+    ]);
     const binding = typed(find(objects, 'ClusterRoleBinding', 'nodevol-audit'), k8s.V1ClusterRoleBinding);
     assert.equal(binding.roleRef.name, 'nodevol-audit');
     assert.deepEqual(binding.subjects?.map((s) => [s.kind, s.name, s.namespace]), [['ServiceAccount', 'nodevol-audit', 'nodevol-system']]);
