@@ -320,7 +320,7 @@ describe('deploy/npd (node-problem-detector with the audit as a custom plugin)',
     const mountinfo = await fx.writeMountInfo();
     const missing = runRule(path.join(fx.root, 'nope'), mountinfo);
     assert.equal(missing.status, 2);
-    assert.match(missing.stdout, /^UNKNOWN: --root-dir \S+nope does not exist: [^\n]+\n$/);
+    assert.match(missing.stdout, /^UNKNOWN: --root-dir \S+nope does not exist\n$/);
     const noTable = runRule(fx.root, path.join(fx.root, 'no-mountinfo'));
     assert.equal(noTable.status, 2);
     assert.match(noTable.stdout, /^UNKNOWN: --mountinfo \S+no-mountinfo: [^\n]*ENOENT[^\n]*\n$/);
