@@ -20,7 +20,6 @@ import {
 } from './auditOutput.js';
 import { AuditRunFailure } from './auditFailure.js';
 import { auditExitCode, collectAuditRun, nothingReadFailure, unreadMessage, type AuditRunFlags } from './auditRun.js';
-import { writeOutputFile } from './outputFile.js';
 import { addHelpAfter, addLoggingOptions, collect, examples, stderrLogger } from './flags.js';
 import type { Logger } from '../ports/logger.js';
 
@@ -126,6 +125,8 @@ async function audit(flags: AuditFlags): Promise<number> {
     return code;
   }
   try {
+    // Loaded only here: the audit's start-up stays what it was without the flag.
+    const { writeOutputFile } = await import('./outputFile.js');
     await writeOutputFile(flags.outputFile, text ?? '');
   } catch (err) {
     process.stderr.write(`nodevol audit: --output-file ${flags.outputFile}: ${errorMessage(err)}\n`);
