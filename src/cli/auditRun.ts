@@ -22,7 +22,8 @@ import { escapeMountPath, parseMountInfo } from '../mount/mountInfo.js';
 import { MountTableSnapshot } from '../mount/mountRefs.js';
 import { rebaseMountPoints } from '../mount/rebase.js';
 import { readMountInfoText } from '../mount/mountTable.js';
-import { ClusterSourceError, loadClusterState, type ClusterFlags } from './auditCluster.js';
+import { ClusterSourceError, loadClusterState, requestTimeoutMs, type ClusterFlags } from './auditCluster.js';
+import { AuditRunFailure, type AuditFailureReason } from './auditFailure.js';
 import { collect } from './flags.js';
 
 /** The flags every command that runs the audit shares (audit, recover). */
@@ -97,13 +98,20 @@ export interface AuditRunContext {
 
 /** Runs the audit; a string is the one-line reason it could not run (exit 2). */
 export async function collectAudit(flags: AuditRunFlags, logger: Logger, command: string, context: AuditRunContext = {}): Promise<AuditRun | string> {
+  const run = await collectAuditRun(flags, logger, command, context);
+  return run instanceof AuditRunFailure ? run.message : run;
+}
+
+/** Runs the audit; an {@link AuditRunFailure} says why it could not run (exit 2), from a fixed set of reasons. */
+export async function collectAuditRun(flags: AuditRunFlags, logger: Logger, command: string, context: AuditRunContext = {}): Promise<AuditRun | AuditRunFailure> {
+  const fail = (reason: AuditFailureReason, message: string, brief?: string): AuditRunFailure => new AuditRunFailure(reason, message, brief);
   let features: FeatureGate;
   try {
     const parsed = FeatureGate.parse(flags.featureGates);
     features = parsed.gate;
     for (const w of parsed.warnings) logger.warning(w);
   } catch (err) {
-    if (err instanceof FeatureGateError) return `nodevol ${command}: invalid --feature-gates: ${err.message}`;
+    if (err instanceof FeatureGateError) return fail('flags', `nodevol ${command}: invalid --feature-gates: ${err.message}`);
     throw err;
   }
 
@@ -116,17 +124,22 @@ export async function collectAudit(flags: AuditRunFlags, logger: Logger, command
     if (st.type !== 'directory') throw new Error('not a directory');
     realRootDir = await fs.realpath(rootDir);
   } catch (err) {
+    // The advice is for a person at a terminal; a Node condition (the brief) says only what is wrong.
     return errorCode(err) === 'ENOENT'
-      ? `nodevol ${command}: --root-dir ${rootDir} does not exist: pass this node's kubelet root dir with --root-dir, ` +
-          'see the bug and the fix with no node: nodevol demo; or audit the example node: nodevol audit --root-dir examples/node/kubelet --mountinfo examples/node/mountinfo --mountinfo-root-dir /var/lib/kubelet'
-      : `nodevol ${command}: --root-dir ${rootDir}: ${errorMessage(err)}`;
+      ? fail(
+          'root-dir',
+          `nodevol ${command}: --root-dir ${rootDir} does not exist: pass this node's kubelet root dir with --root-dir, ` +
+            'see the bug and the fix with no node: nodevol demo; or audit the example node: nodevol audit --root-dir examples/node/kubelet --mountinfo examples/node/mountinfo --mountinfo-root-dir /var/lib/kubelet',
+          `--root-dir ${rootDir} does not exist`,
+        )
+      : fail('root-dir', `nodevol ${command}: --root-dir ${rootDir}: ${errorMessage(err)}`);
   }
 
   let mountTable: MountTableSnapshot;
   try {
     mountTable = await readRunMountTable(flags, realRootDir, { strict: false, fs });
   } catch (err) {
-    return `nodevol ${command}: --mountinfo ${flags.mountinfo}: ${errorMessage(err)}`;
+    return fail('mountinfo', `nodevol ${command}: --mountinfo ${flags.mountinfo}: ${errorMessage(err)}`);
   }
   for (const p of mountTable.problems) {
     logger.warning('Mount table line could not be parsed; kubelet would fail every mount-reference look-up', {
@@ -173,12 +186,30 @@ export async function collectAudit(flags: AuditRunFlags, logger: Logger, command
     });
   } catch (err) {
     if (err instanceof ClusterSourceError && err.retryAfterMs !== undefined) context.onRetryAfter?.(err.retryAfterMs);
-    return `nodevol ${command}: ${errorMessage(err)}`;
+    return fail(clusterFailureReason(flags), `nodevol ${command}: ${errorMessage(err)}`);
   }
   const unread = unreadSources(report, layout);
   const cluster = state === undefined ? undefined : (await import('../audit/clusterFindings.js')).clusterAudit(report, state);
   if (state !== undefined && report.stuckOperations !== undefined) addVolumesInUse(report.stuckOperations, state.volumesInUse);
   return { report, realRootDir, features, unread, ...(state !== undefined ? { state } : {}), ...(cluster !== undefined ? { cluster } : {}) };
+}
+
+/** Which source of the cluster's view a failure to read it is about: a flag, the file, or the API server. */
+function clusterFailureReason(flags: ClusterFlags): AuditFailureReason {
+  if (flags.clusterState !== undefined && flags.kubeconfig !== undefined) return 'flags';
+  try {
+    requestTimeoutMs(flags);
+  } catch {
+    return 'flags';
+  }
+  return flags.clusterState !== undefined ? 'cluster-state' : 'cluster-api';
+}
+
+/** A run that read neither the pods dir nor the CSI plugin dir is a failure (exit 2) too: nothing was audited. */
+export function nothingReadFailure(run: AuditRun, command: string): AuditRunFailure | undefined {
+  if (run.unread.length < 2) return undefined;
+  const message = unreadMessage(run, command) ?? `nodevol ${command}: nothing was audited`;
+  return new AuditRunFailure('nothing-read', message);
 }
 
 /**

@@ -136,7 +136,7 @@ describe('nodevol audit as a process', () => {
       assert.equal(report.summary.undescribed, 1);
       const s = audit('-o', 'summary', ...gates);
       assert.equal(s.status, 1);
-      assert.equal(s.stdout, `PROBLEM: 1 mounted global mount(s) no vol_data.json describes (${gm})\n`);
+      assert.equal(s.stdout, `PROBLEM: 1 undescribed global mount(s) (${gm})\n`);
       const p = audit('-o', 'prom', ...gates);
       assert.equal(p.status, 1);
       assert.ok(p.stdout.split('\n').includes('nodevol_audit_undescribed_global_mounts{reason="unreadable-vol-data"} 1'), p.stdout);
