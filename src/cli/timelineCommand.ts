@@ -57,7 +57,7 @@ async function timeline(files: readonly string[], flags: TimelineFlags): Promise
       const events = numberSteps(parseTraceFile(text, file));
       if (assumesStartStatus(events)) {
         process.stderr.write(
-          `nodevol timeline: ${file}: written by an older nodevol agent, which did not read node.status at start: the volumesInUse it shows before each life's first write is assumed empty, not read\n`,
+          `nodevol timeline: ${file}: from an older nodevol agent, which did not read node.status at start: volumesInUse before each life's first write is assumed empty, not read\n`,
         );
       }
       runs.push({ label: path.basename(file), events });
@@ -74,7 +74,7 @@ async function timeline(files: readonly string[], flags: TimelineFlags): Promise
       process.stderr.write(`nodevol timeline: --html ${flags.html}: ${err instanceof Error ? err.message : String(err)}\n`);
       return EXIT_TIMELINE_USAGE;
     }
-    process.stderr.write(`nodevol timeline: wrote ${flags.html} (${html.length} bytes)\n`);
+    process.stderr.write(`nodevol timeline: wrote ${flags.html} (${Buffer.byteLength(html)} bytes)\n`);
     return EXIT_TIMELINE_OK;
   }
   process.stdout.write(flags.output === 'json' ? `${JSON.stringify(runs, null, 2)}\n` : renderSideBySide(runs, { width: terminalColumns(120) }));
