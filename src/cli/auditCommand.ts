@@ -109,6 +109,8 @@ async function audit(flags: AuditFlags): Promise<number> {
   // Nothing was audited: an "OK: 0 CSI volume(s)" line would contradict the exit code.
   if (code === EXIT_UNKNOWN && flags.output === 'summary') process.stdout.write(renderSummaryUnknown(unread ?? 'nothing was audited'));
   else process.stdout.write(await renderAudit(fullReport(run.report, run.cluster), flags));
+  // kubectl get's table printers, on no row: this line on stderr (json and yaml print the empty report).
+  if ((flags.output === 'table' || flags.output === 'wide') && run.report.volumes.length === 0 && code !== EXIT_UNKNOWN) process.stderr.write('No resources found\n');
   if (unread !== undefined) process.stderr.write(`${unread}\n`);
   return code;
 }

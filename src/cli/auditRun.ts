@@ -76,8 +76,7 @@ export async function collectAudit(flags: AuditRunFlags, logger: Logger, command
     realRootDir = await fs.realpath(rootDir);
   } catch (err) {
     return errorCode(err) === 'ENOENT'
-      ? `nodevol ${command}: --root-dir ${rootDir} does not exist: pass this node's kubelet root dir with --root-dir, ` +
-          'see the bug and the fix with no node: nodevol demo; or audit the example node: nodevol audit --root-dir examples/node/kubelet --mountinfo examples/node/mountinfo --mountinfo-root-dir /var/lib/kubelet'
+      ? `nodevol ${command}: --root-dir ${rootDir} does not exist: pass this node's kubelet root dir; with no node, try nodevol demo or the example node (README.md)`
       : `nodevol ${command}: --root-dir ${rootDir}: ${errorMessage(err)}`;
   }
 
