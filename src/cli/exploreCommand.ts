@@ -102,7 +102,7 @@ export function exploreCommand(setExitCode: (code: number) => void): Command {
         ['The same with the KEP-6058 gate on', 'nodevol explore --scenario kep-story-1 --crash both --feature-gates CSIGlobalMountReconstruction=true'],
         ['A second crash during every recovery, shard 0 of 4, as JSON', 'nodevol explore --scenario kep-story-1 --depth 2 --shard 0/4 -o json'],
         ['Your own scenario, its first counterexample as a timeline', 'nodevol explore my-scenario.yaml --html counterexample.html'],
-        ['100 generated workloads with every gate on, on every core', 'nodevol explore --generate 100 --feature-gates CSIGlobalMountReconstruction=true,...'],
+        ['100 generated workloads with every gate on (AllAlpha: each is Alpha), on every core', 'nodevol explore --generate 100 --feature-gates AllAlpha=true'],
         ['Shard 3 of 16 of a big search (one Indexed Job pod)', 'nodevol explore --generate 10000 --shard 3/16 -o json'],
       ]),
   );

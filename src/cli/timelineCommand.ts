@@ -37,8 +37,8 @@ export function timelineCommand(setExitCode: (code: number) => void): Command {
     cmd,
     '\nExit codes: 0 drawn; 2 a file could not be read or is not a trace (the message names file, line and field).\n' +
       examples([
-        ['On the node: record what the agent does', 'nodevol agent --trace /var/log/nodevol-trace.jsonl ...'],
-        ['Draw it as a self-contained HTML report', 'nodevol timeline /var/log/nodevol-trace.jsonl --html trace.html'],
+        ['On the node: record what the agent does', 'nodevol agent --root-dir /tmp/node/root --node-name node-1 --cluster-dir /tmp/node/cluster --trace /tmp/node/trace.jsonl'],
+        ['Draw it as a self-contained HTML report', 'nodevol timeline /tmp/node/trace.jsonl --html trace.html'],
         ['Two runs side by side in the terminal', 'nodevol timeline before.jsonl after.jsonl'],
       ]),
   );
