@@ -17,7 +17,7 @@ const EXAMPLES: Readonly<Record<string, readonly (readonly [string, string])[]>>
     ],
     [
       'The same driver holding every NodeUnstageVolume (faults are re-read when the file changes)',
-      "echo 'faults: [{method: NodeUnstageVolume, hang: true}]' > /tmp/node/faults.yaml\nnodevol mock-driver --endpoint unix:///tmp/node/root/plugins/mock.csi.nodevol.io/csi.sock \\\n  --node-id node-1 --driver-name mock.csi.nodevol.io --state-dir /tmp/node/driver --faults /tmp/node/faults.yaml",
+      "R=/tmp/node/root\necho 'faults: [{method: NodeUnstageVolume, hang: true}]' > /tmp/node/faults.yaml\nnodevol mock-driver --endpoint unix://$R/plugins/mock.csi.nodevol.io/csi.sock \\\n  --node-id node-1 --driver-name mock.csi.nodevol.io --state-dir /tmp/node/driver --faults /tmp/node/faults.yaml",
     ],
   ],
 };

@@ -99,7 +99,7 @@ export function demoCommand(setExitCode: (code: number) => void): Command {
         ['The bug and the KEP\'s fix for one crash, in the terminal and as an HTML report in a new temp dir', 'nodevol demo'],
         [
           `Not every crash is safe with the KEP's gate alone: ${STORY_1_GAP.invariants.join(' and ')} breaks; ${STORY_1_GAP.closedBy.join(' and ')} closes it`,
-          `nodevol explore --scenario ${STORY_1_GAP.scenario} --feature-gates ${GATE}=true\nnodevol explore --scenario ${STORY_1_GAP.scenario} --feature-gates ${[GATE, ...STORY_1_GAP.closedBy].map((g) => `${g}=true`).join(',')}`,
+          `nodevol explore --scenario ${STORY_1_GAP.scenario} --feature-gates ${GATE}=true\nnodevol explore --scenario ${STORY_1_GAP.scenario} ${[GATE, ...STORY_1_GAP.closedBy].map((g) => `--feature-gates ${g}=true`).join(' ')}`,
         ],
         ['Another scenario, report elsewhere', 'nodevol demo --scenario kep-story-2 --html /tmp/story2.html'],
         ['The traces as JSON', 'nodevol demo -o json --no-html'],

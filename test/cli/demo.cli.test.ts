@@ -107,7 +107,7 @@ describe('nodevol demo', () => {
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /^ {2}# Not every crash is safe with the KEP's gate alone: converges breaks; CSIListGlobalVolumesWithoutStagingDir closes it$/m);
     assert.match(r.stdout, /^ {2}nodevol explore --scenario kep-story-1 --feature-gates CSIGlobalMountReconstruction=true$/m);
-    assert.match(r.stdout, /^ {2}nodevol explore --scenario kep-story-1 --feature-gates CSIGlobalMountReconstruction=true,CSIListGlobalVolumesWithoutStagingDir=true$/m);
+    assert.match(r.stdout, /^ {2}nodevol explore --scenario kep-story-1 --feature-gates CSIGlobalMountReconstruction=true --feature-gates CSIListGlobalVolumesWithoutStagingDir=true$/m);
   });
 
   it('an unknown scenario exits 2 with one line', () => {
