@@ -127,7 +127,7 @@ export async function collectAudit(flags: AuditRunFlags, logger: Logger, command
     ...(stuckOperations === undefined ? {} : { stuckOperations }),
   });
   if (report.volumes.length > 0 && !namesPathUnder(mountTable, realRootDir)) {
-    logger.warning('The mount table names no mount under the root dir: every volume reads as not mounted. If --root-dir is a copy of a node or is mounted elsewhere, pass --mountinfo-root-dir with the path the mount table uses', {
+    logger.warning('The mount table names no mount under the root dir: every volume reads as not mounted (a copied or moved root dir needs --mountinfo-root-dir)', {
       rootDir: realRootDir,
       mountinfo: flags.mountinfo,
     });

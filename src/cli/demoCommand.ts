@@ -10,14 +10,14 @@ import * as path from 'node:path';
 import { Command, Option } from 'commander';
 import { FeatureGate } from '../features/features.js';
 import { errorMessage } from '../ports/fs.js';
-import { loadBuiltinScenario, loadScenarioFile, ScenarioError, type Scenario } from '../sim/scenario.js';
+import { builtinScenarioNames, loadBuiltinScenario, loadScenarioFile, ScenarioError, type Scenario } from '../sim/scenario.js';
 import { simulate } from '../sim/simulation.js';
 import type { TraceRun } from '../trace/events.js';
 import { simRunToTrace } from '../timeline/fromSim.js';
 import { analyzeInUse } from '../timeline/inUse.js';
 import { renderTimelineHtml } from '../timeline/html.js';
 import { renderSideBySide } from '../timeline/terminal.js';
-import { addHelpAfter, examples } from './flags.js';
+import { addHelpAfter, examples, unknownScenario } from './flags.js';
 import { newTempDir } from './tempDir.js';
 import { terminalColumns } from './terminal.js';
 
@@ -118,6 +118,7 @@ async function demo(flags: DemoFlags): Promise<number> {
   };
   let scenario: Scenario;
   const isFile = /[/.]/.test(flags.scenario);
+  if (!isFile && !builtinScenarioNames().includes(flags.scenario)) return fail(unknownScenario(flags.scenario));
   try {
     scenario = isFile ? loadScenarioFile(flags.scenario) : loadBuiltinScenario(flags.scenario);
   } catch (err) {

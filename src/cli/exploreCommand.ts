@@ -19,7 +19,7 @@ import { WORKLOAD_SIZES, type WorkloadSize } from '../sim/generate.js';
 import { DEFAULT_MAX_CRASH_POINTS, swarm, type SwarmReport, type WorkerEntry } from '../sim/swarm.js';
 import { simRunToTrace } from '../timeline/fromSim.js';
 import { renderTimelineHtml } from '../timeline/html.js';
-import { addHelpAfter, collect, examples } from './flags.js';
+import { addHelpAfter, collect, examples, unknownScenario } from './flags.js';
 import { newTempDir } from './tempDir.js';
 
 export const EXPLORE_EXIT_OK = 0;
@@ -147,6 +147,7 @@ async function run(file: string | undefined, flags: ExploreFlags): Promise<numbe
   }
   if (flags.jobs !== undefined || flags.maxCrashPoints !== undefined || flags.out !== undefined || flags.shrink !== undefined) return fail('--jobs, --max-crash-points, --out and --shrink go with --generate');
   if ((file === undefined) === (flags.scenario === undefined)) return fail('give exactly one of SCENARIO.yaml or --scenario NAME');
+  if (flags.scenario !== undefined && !builtinScenarioNames().includes(flags.scenario)) return fail(unknownScenario(flags.scenario));
   let scenario: Scenario;
   try {
     scenario = file !== undefined ? loadScenarioFile(file) : loadBuiltinScenario(flags.scenario ?? '');

@@ -56,6 +56,11 @@ export function stderrLogger(flags: { readonly v: number; readonly loggingFormat
   });
 }
 
+/** `--scenario NAME` not built in: one short line (`nodevol explore --help` lists the names; the list made it 460 characters). */
+export function unknownScenario(name: string): string {
+  return `unknown scenario ${JSON.stringify(name)}: nodevol explore --help lists the built-in ones; or give a scenario file`;
+}
+
 /** An "Examples:" block for --help, kubectl style: a comment line, then the command(s), indented. */
 export function examples(items: readonly (readonly [string, string])[]): string {
   const lines = ['', 'Examples:'];

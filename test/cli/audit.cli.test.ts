@@ -403,5 +403,7 @@ describe('nodevol CLI: the shipped example node (examples/node)', () => {
       [false, false, false],
     );
     assert.match(r.stderr, /^W.*The mount table names no mount under the root dir.*--mountinfo-root-dir/m);
+    const msg = /"(The mount table names no mount[^"]*)"/.exec(r.stderr)?.[1] ?? '';
+    assert.ok(msg.length > 0 && msg.length < 200, `${msg.length}: ${msg}`);
   });
 });

@@ -111,9 +111,13 @@ describe('nodevol demo', () => {
   });
 
   it('an unknown scenario exits 2 with one line', () => {
-    const r = runNodevol(['demo', '--scenario', 'no-such-story', '--no-html']);
-    assert.equal(r.status, 2);
-    assert.equal(r.stdout, '');
-    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+    for (const command of ['demo', 'explore']) {
+      const r = runNodevol([command, '--scenario', 'no-such-story', ...(command === 'demo' ? ['--no-html'] : [])]);
+      assert.equal(r.status, 2);
+      assert.equal(r.stdout, '');
+      assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+      // Under 200 characters: the 18 built-in names are in explore --help, not in the message.
+      assert.equal(r.stderr, `nodevol ${command}: unknown scenario "no-such-story": nodevol explore --help lists the built-in ones; or give a scenario file\n`);
+    }
   });
 });
