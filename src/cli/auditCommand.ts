@@ -135,6 +135,8 @@ async function auditOnce(flags: AuditFlags, logger: Logger): Promise<{ text: str
   if (nothing !== undefined) return failedRun(nothing, flags.output);
   const unread = unreadMessage(run, 'audit');
   const text = await renderAudit(fullReport(run.report, run.cluster), flags);
+  // kubectl get's table printers, on no row: this line on stderr (json and yaml print the empty report).
+  if ((flags.output === 'table' || flags.output === 'wide') && run.report.volumes.length === 0) process.stderr.write('No resources found\n');
   if (unread !== undefined) process.stderr.write(`${unread}\n`);
   return { text, code: auditExitCode(run) };
 }

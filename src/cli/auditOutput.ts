@@ -8,7 +8,7 @@
 import type { Gauge, Registry } from 'prom-client';
 import type { ClusterAudit, ClusterFinding } from '../audit/clusterFindings.js';
 import { CLUSTER_FINDING_KINDS } from '../audit/findingKinds.js';
-import type { AuditReport, AuditVolume, SkipReason, Verdict } from '../audit/report.js';
+import type { AuditFailed, AuditReport, AuditVolume, SkipReason, Verdict } from '../audit/report.js';
 import { escapeCell, escapeText } from './terminal.js';
 import { importExternal } from '../adapters/node/importExternal.js';
 import { AUDIT_FAILURE_REASONS, type AuditFailureReason, type AuditRunFailure } from './auditFailure.js';
@@ -221,7 +221,8 @@ export function renderTable(report: FullAuditReport, options: TableOptions): str
     }
     rows.push(row.map((c, i) => (options.wide && i === row.length - 1 ? c : escapeCell(c))));
   }
-  const all = options.noHeaders ? rows : [header, ...rows];
+  // No row, no header: kubectl prints none (and says "No resources found" on stderr: auditCommand.ts).
+  const all = options.noHeaders || rows.length === 0 ? rows : [header, ...rows];
   const widths = header.map((_, i) => Math.max(0, ...all.map((r) => (r[i] ?? '').length)));
   const lines = all.map((r, rowIndex) =>
     r
@@ -235,7 +236,6 @@ export function renderTable(report: FullAuditReport, options: TableOptions): str
       .trimEnd(),
   );
   if (options.noHeaders) return lines.length === 0 ? '' : `${lines.join('\n')}\n`;
-  if (report.volumes.length === 0) lines.push(report.undescribed.length === 0 ? 'No CSI volumes found.' : 'No CSI volume kubelet can describe; see UNDESCRIBED below.');
   if (report.undescribed.length > 0) {
     lines.push('', 'UNDESCRIBED (mounted global mounts no vol_data.json describes: no kubelet rebuilds or unstages them)');
     for (const u of report.undescribed) {
@@ -245,7 +245,10 @@ export function renderTable(report: FullAuditReport, options: TableOptions): str
   }
   if (report.failed.length > 0) {
     lines.push('', 'FAILED RECONSTRUCTION');
-    for (const f of report.failed) lines.push(`  pod ${escapeText(podName(cluster, f.podUID))} volume ${escapeText(f.specName)}: ${escapeText(f.error)}`);
+    for (const f of report.failed) {
+      const pod = cluster?.pods[f.podUID] === undefined ? '' : ` (pod ${podName(cluster, f.podUID)})`;
+      lines.push(`  ${escapeText(f.path)}${escapeText(pod)}`, `    ${escapeText(failureCause(f))}`);
+    }
   }
   if (report.skipped.length > 0) {
     lines.push('', 'SKIPPED');
@@ -267,15 +270,28 @@ export function renderTable(report: FullAuditReport, options: TableOptions): str
     .filter(([k, v]) => v || k === 'CSIGlobalMountReconstruction')
     .map(([k, v]) => `${k}=${v}`)
     .join(',');
-  let summary = `${s.volumes} volumes: ${s.tracked} tracked, ${s.recovered} recovered, ${s.orphaned} orphaned; ${s.failed} failed, ${s.skipped} skipped (feature gates: ${gate})`;
+  let summary = `${s.volumes} ${s.volumes === 1 ? 'volume' : 'volumes'}: ${s.tracked} tracked, ${s.recovered} recovered, ${s.orphaned} orphaned; ${s.failed} failed, ${s.skipped} skipped (feature gates: ${gate})`;
   if (s.undescribed > 0) summary += `; ${s.undescribed} undescribed`;
   if (s.stuck !== undefined) summary += `; ${s.stuck} stuck`;
   if (cluster !== undefined) {
     const n = (k: ClusterFinding['kind']): number => cluster.findings.filter((f) => f.kind === k).length;
     summary += `; cluster: ${n('at-risk')} at-risk, ${n('attached-elsewhere')} attached-elsewhere, ${n('pod-gone')} pod-gone`;
   }
+  // Nothing at all: no summary either, as kubectl prints nothing on stdout; else no blank line first.
+  if (lines.length === 0) return '';
   lines.push('', summary);
-  return `${lines.join('\n')}\n`;
+  return `${(lines[0] === '' ? lines.slice(1) : lines).join('\n')}\n`;
+}
+
+/**
+ * A failed reconstruction's error without what its entry already says: kubelet's wrapper naming
+ * the pod, the volume and the directory, and the directory before each file in it (the error
+ * named the directory three times).
+ */
+function failureCause(f: AuditFailed): string {
+  const wrapper = `could not construct volume information for pod ${f.podUID} volume ${JSON.stringify(f.specName)} (${f.path}): `;
+  const cause = f.error.startsWith(wrapper) ? f.error.slice(wrapper.length) : f.error;
+  return cause.split(`${f.path}/`).join('');
 }
 
 function findingSubject(f: ClusterFinding): string {

@@ -128,8 +128,7 @@ export async function collectAuditRun(flags: AuditRunFlags, logger: Logger, comm
     return errorCode(err) === 'ENOENT'
       ? fail(
           'root-dir',
-          `nodevol ${command}: --root-dir ${rootDir} does not exist: pass this node's kubelet root dir with --root-dir, ` +
-            'see the bug and the fix with no node: nodevol demo; or audit the example node: nodevol audit --root-dir examples/node/kubelet --mountinfo examples/node/mountinfo --mountinfo-root-dir /var/lib/kubelet',
+          `nodevol ${command}: --root-dir ${rootDir} does not exist: pass this node's kubelet root dir; with no node, try nodevol demo or the example node (README.md)`,
           `--root-dir ${rootDir} does not exist`,
         )
       : fail('root-dir', `nodevol ${command}: --root-dir ${rootDir}: ${errorMessage(err)}`);
@@ -169,7 +168,7 @@ export async function collectAuditRun(flags: AuditRunFlags, logger: Logger, comm
     ...(stuckOperations === undefined ? {} : { stuckOperations }),
   });
   if (report.volumes.length > 0 && !namesPathUnder(mountTable, realRootDir)) {
-    logger.warning('The mount table names no mount under the root dir: every volume reads as not mounted. If --root-dir is a copy of a node or is mounted elsewhere, pass --mountinfo-root-dir with the path the mount table uses', {
+    logger.warning('The mount table names no mount under the root dir: every volume reads as not mounted (a copied or moved root dir needs --mountinfo-root-dir)', {
       rootDir: realRootDir,
       mountinfo: flags.mountinfo,
     });

@@ -13,6 +13,8 @@ export interface TimelineDocument {
   /** One paragraph under the title: what the reader is looking at. */
   readonly subtitle?: string;
   readonly runs: readonly TraceRun[];
+  /** Per run (same index), a line under its headline: what its verdict does not cover. */
+  readonly notes?: readonly (string | undefined)[];
 }
 
 /** Height of one row of items in a lane. */
@@ -35,7 +37,7 @@ export function renderTimelineHtml(doc: TimelineDocument): string {
 <body>
 <header>
 <h1>${esc(doc.title)}</h1>
-${renderVerdicts(layout)}
+${renderVerdicts(layout, doc.notes ?? [])}
 ${doc.subtitle === undefined ? '' : `<p class="subtitle">${esc(doc.subtitle)}</p>`}
 ${KEY}
 </header>
@@ -54,7 +56,7 @@ ${runs}
  * The top of the report: per run, one headline (what it did with volumesInUse), the sentence
  * that explains it, and the invariants it broke, each linked to its marker.
  */
-function renderVerdicts(layout: TimelineLayout): string {
+function renderVerdicts(layout: TimelineLayout, notes: readonly (string | undefined)[]): string {
   const cards = layout.runs.map((run, i) => {
     const v = run.verdict;
     const findings =
@@ -69,7 +71,7 @@ function renderVerdicts(layout: TimelineLayout): string {
     return `<article class="verdict v-${v.kind}" data-run="${i}" data-verdict="${v.kind}">
 <h2>${esc(run.label)}</h2>
 <p class="headline hl-${v.kind}">${esc(headlineText(run))}</p>
-<p class="why">${esc(v.explanation)}${run.summary === undefined ? '' : ` ${esc(run.summary)}`}</p>
+${notes[i] === undefined ? '' : `<p class="note">${esc(notes[i])}</p>\n`}<p class="why">${esc(v.explanation)}${run.summary === undefined ? '' : ` ${esc(run.summary)}`}</p>
 <ol class="findings">${findings}</ol>
 </article>`;
   });
@@ -153,6 +155,7 @@ h1{font-size:17px;margin:0 0 6px}
 .verdict .headline{display:block;font-size:16px;font-weight:700;margin:2px 0}
 .hl-unsafe{color:#9b1111}.hl-safe{color:#0f766e}.hl-clean{color:#14502a}
 .verdict .why{margin:0 0 2px;color:#2f3748}
+.verdict .note{margin:0 0 4px;padding:2px 6px;border-left:3px solid #b7791f;background:#fdf6e3;color:#5c3d0a;font-weight:600}
 .verdict ol{margin:0;padding-left:20px;font-size:12px}
 .verdict li{margin:1px 0}
 .verdict li.none{list-style:none;margin-left:-20px;color:#14502a}
