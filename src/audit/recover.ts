@@ -222,7 +222,8 @@ async function driverSocketProblem(driver: string, input: PlanInput): Promise<st
     const st = await input.fs.lstat(socketPath);
     if (st.type !== 'other') return `driver socket ${socketPath} is not a socket: --yes refuses this volume until the ${driver} node plugin listens there`;
   } catch (err) {
-    return `driver socket ${socketPath} is missing (${errorCode(err) ?? errorMessage(err)}): --yes refuses this volume until the ${driver} node plugin runs on this node`;
+    // The socket's path is in each call line below ("via unix://…"): not repeated here, so the line stays short.
+    return `no driver socket (${errorCode(err) ?? errorMessage(err)}): --yes refuses this volume until the ${driver} node plugin runs on this node`;
   }
   return undefined;
 }

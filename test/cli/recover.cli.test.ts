@@ -218,7 +218,7 @@ describe('nodevol recover on the shipped example node (examples/node)', () => {
     assert.equal(r.status, 1, r.stderr);
     assert.equal(r.stderr, '');
     const lines = journal(r.stdout);
-    const warning = `driver socket ${path.join(ROOT, 'plugins', 'ebs.csi.aws.com', 'csi.sock')} is missing (ENOENT): --yes refuses this volume until the ebs.csi.aws.com node plugin runs on this node`;
+    const warning = 'no driver socket (ENOENT): --yes refuses this volume until the ebs.csi.aws.com node plugin runs on this node';
     assert.deepEqual(
       lines.map((l) => [l.volume.replace(/^.*\^/, ''), l.action, l.outcome, l.path ?? l.reason]),
       [
@@ -242,7 +242,7 @@ describe('nodevol recover on the shipped example node (examples/node)', () => {
 
   it('without --mountinfo-root-dir the shared warning names the flag, which recover accepts', () => {
     const r = nodevol(['recover', '--root-dir', 'examples/node/kubelet', ...EXAMPLE, '-o', 'json'], REPO_ROOT);
-    assert.match(r.stderr, /^W.*The mount table names no mount under the root dir.*pass --mountinfo-root-dir/m);
+    assert.match(r.stderr, /^W.*The mount table names no mount under the root dir.*needs --mountinfo-root-dir/m);
     // Nothing reads as mounted: the story-2 target is not seen, so the plan has no NodeUnpublishVolume.
     assert.ok(!journal(r.stdout).some((l) => l.action === 'NodeUnpublishVolume'), r.stdout);
     const help = nodevol(['recover', '--help']);
