@@ -54,6 +54,12 @@ export interface MountedVolume {
   readonly deviceMountPath: string;
 }
 
+/** What an unmount needs: a MountedVolume whose spec is undefined for a failed reconstruction's cleanup. */
+export type UnmountTarget = Pick<
+  MountedVolume,
+  'podName' | 'podUID' | 'volumeName' | 'innerVolumeSpecName' | 'outerVolumeSpecName' | 'pluginName'
+> & { readonly volumeSpec: Spec | undefined };
+
 /** The narrow updater a mount/unmount operation receives. */
 export interface ActualStateOfWorldMounterUpdater {
   markVolumeAsMounted(opts: MarkVolumeOpts): void;

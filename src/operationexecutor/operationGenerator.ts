@@ -15,7 +15,10 @@ import { isOperationFinishedError, isUncertainProgressError } from '../volume/ut
 import { mapBlockVolume, unmapBlockVolume } from '../volume/util/blockMapping.js';
 import { checkNodeAffinity } from '../volume/util/nodeAffinity.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
-import type { ActualStateOfWorldAttacherUpdater, ActualStateOfWorldMounterUpdater, AttachedVolume, MarkVolumeOpts, MountedVolume } from './actualStateOfWorldUpdater.js';
+import type { ActualStateOfWorldAttacherUpdater, ActualStateOfWorldMounterUpdater, AttachedVolume, MarkVolumeOpts, UnmountTarget } from './actualStateOfWorldUpdater.js';
+import type { OperationGeneratorHooks } from './operationGeneratorHooks.js';
+
+export type { UnmountTarget };
 import type { VolumeToMount } from './volumeToMount.js';
 import { hasMountRefs } from '../mount/mountRefs.js';
 import type { GeneratedOperation } from './nestedPendingOperations.js';
@@ -34,12 +37,6 @@ export const OP = {
   unmapDevice: 'unmap_device',
 } as const;
 
-/** What an unmount needs: a MountedVolume whose spec is undefined for a failed reconstruction's cleanup. */
-export type UnmountTarget = Pick<
-  MountedVolume,
-  'podName' | 'podUID' | 'volumeName' | 'innerVolumeSpecName' | 'outerVolumeSpecName' | 'pluginName'
-> & { readonly volumeSpec: Spec | undefined };
-
 export interface Operation extends GeneratedOperation {
   /** storage_operation_duration_seconds volume_plugin label. */
   readonly pluginLabel: string;
@@ -50,6 +47,8 @@ export interface OperationGeneratorDeps {
   readonly host: VolumeHost;
   readonly cluster: ClusterView;
   readonly logger: Logger;
+  /** nodevol's hooks (operationGeneratorHooks.ts); absent: kubelet's decisions. */
+  readonly hooks?: OperationGeneratorHooks;
 }
 
 export class OperationGenerator {

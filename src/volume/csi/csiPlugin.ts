@@ -28,6 +28,7 @@ import type {
 } from '../plugins.js';
 import { constructInlineSpec, constructPVSourceSpec, specName, type Spec, type VolumeLifecycleMode } from '../spec.js';
 import { CsiAttacher } from './csiAttacher.js';
+import { upstreamCsiHooks, type CsiHooks } from './csiHooks.js';
 import { CsiSpecError, makeDeviceMountPath, persistentSource } from './csiUtil.js';
 import { CsiBlockUnmapper, newCsiBlockMapper } from './csiBlock.js';
 import { CsiMounter, CsiUnmounter } from './csiMounter.js';
@@ -49,7 +50,14 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
   readonly blockVolume = true;
   readonly globalVolumeLister = true;
 
-  constructor(private readonly host: VolumeHost) {}
+  /**
+   * `hooks`: nodevol's (csiHooks.ts), passed to every attacher, mounter and mapper the plugin
+   * builds; kubelet's by default.
+   */
+  constructor(
+    private readonly host: VolumeHost,
+    readonly hooks: CsiHooks = upstreamCsiHooks,
+  ) {}
 
   getPluginName(): string {
     return CSI_PLUGIN_NAME;

@@ -32,6 +32,7 @@ import type { DesiredStateOfWorld } from '../cache/desiredStateOfWorld.js';
 import { getVolumesFromPodDir, RECONSTRUCTION_CONCURRENCY, type PodVolume } from './podVolumes.js';
 import { pairFailedPodVolumesWithListed, pairPublishedBlockTargets, type ListedVolume } from './pairPodVolumes.js';
 import { reconstructVolumeSpec, type ReconstructedSpec } from './reconstructVolume.js';
+import type { ReconstructHooks } from './reconstructHooks.js';
 
 export interface ReconstructorDeps {
   readonly fs: FileSystem;
@@ -50,6 +51,8 @@ export interface ReconstructorDeps {
   readonly clock?: Clock;
   /** The mount table (gate CSIUnpublishBeforeUnstageAfterReconstruction's pairing checks mount points). */
   readonly mounter?: Mounter;
+  /** nodevol's hooks (reconstructHooks.ts); absent: kubelet's reconstruction. */
+  readonly hooks?: ReconstructHooks;
 }
 
 /** One reconstructed pod volume plus what updateStates needs. */
