@@ -2,6 +2,7 @@
  * nodevol's gates, each a folder of src/nodevol/ with its policy (ARCHITECTURE.md, "The kubelet
  * copy and nodevol's gates"). The order is the order of composition.
  */
+import { durableBlockVolumePaths } from './durableBlockVolumePaths/index.js';
 import type { NodevolGate } from './nodevolGate.js';
 
-export const NODEVOL_GATES: readonly NodevolGate[] = [];
+export const NODEVOL_GATES: readonly NodevolGate[] = [durableBlockVolumePaths];

@@ -4,13 +4,14 @@
  * volumeDevices/publish/<spec>/<podUID>, and their teardown.
  */
 import * as path from 'node:path/posix';
-import { CSIDurableBlockVolumePaths, CSIListGlobalVolumesWithoutStagingDir, CSIUnstageCompletesBeforeRestage } from '../../features/features.js';
+import { CSIListGlobalVolumesWithoutStagingDir, CSIUnstageCompletesBeforeRestage } from '../../features/features.js';
 import type { CsiNodeClient } from '../../ports/csi.js';
 import { errorMessage, isNotExist } from '../../ports/fs.js';
 import { getAttachmentName } from '../../layout/names.js';
 import type { BlockVolumeMapper, BlockVolumeUnmapper, PodRef } from '../plugins.js';
 import { specName, type Spec } from '../spec.js';
 import type { VolumeHost } from '../volumeHost.js';
+import { upstreamCsiHooks, type CsiHooks } from './csiHooks.js';
 import {
   accessModeMapperFor,
   assertConfined,
@@ -43,7 +44,7 @@ export interface BlockIdentity {
  * NewBlockVolumeMapper writes the block data file every time a mapper is built (reconstruction
  * included), as kubelet does.
  */
-export async function newCsiBlockMapper(host: VolumeHost, spec: Spec, pod: PodRef): Promise<CsiBlockMapper> {
+export async function newCsiBlockMapper(host: VolumeHost, spec: Spec, pod: PodRef, hooks: CsiHooks = upstreamCsiHooks): Promise<CsiBlockMapper> {
   if (spec.kind !== 'persistent' || spec.persistentVolume.csi === undefined) {
     throw new Error(csiLog('block volume mapper requires a CSI PersistentVolume'));
   }
@@ -58,7 +59,7 @@ export async function newCsiBlockMapper(host: VolumeHost, spec: Spec, pod: PodRe
     [volDataKey.nodeName]: host.nodeName,
     [volDataKey.attachmentID]: getAttachmentName(id.volumeHandle, id.driverName, host.nodeName),
   });
-  return new CsiBlockMapper(host, id, spec, pod);
+  return new CsiBlockMapper(host, id, spec, pod, hooks);
 }
 
 export class CsiBlockMapper implements BlockVolumeMapper {
@@ -67,6 +68,7 @@ export class CsiBlockMapper implements BlockVolumeMapper {
     private readonly id: BlockIdentity,
     private readonly spec: Spec,
     private readonly pod: PodRef,
+    private readonly hooks: CsiHooks = upstreamCsiHooks,
   ) {}
 
   getGlobalMapPath(): string {
@@ -105,9 +107,7 @@ export class CsiBlockMapper implements BlockVolumeMapper {
       await finishInterruptedUnstage(host, client, { volumeHandle: id.volumeHandle, stagingPath, dataDir: host.layout.csiBlockDataDir(id.specName), caller: 'blockMapper.SetUpDevice' });
     }
     await mkdirAll(host, stagingPath);
-    // Gate CSIDurableBlockVolumePaths: the staging dir survives a power cut before the driver
-    // stages into it (upstream's plain mkdir may be lost while the driver's state is not).
-    if (host.features.enabled(CSIDurableBlockVolumePaths)) await host.fs.fsyncDir(path.dirname(stagingPath));
+    if (this.hooks.stagingPathCreated !== undefined) await this.hooks.stagingPathCreated(host, stagingPath);
     try {
       // csi_client.go NodeStageVolume maps the access mode first; its failure is returned as it is (final).
       const accessMode = await accessModeMapperFor(client).catch((err: unknown) => {
@@ -193,7 +193,7 @@ export class CsiBlockMapper implements BlockVolumeMapper {
     const publishDir = host.layout.csiBlockPublishDir(id.specName);
     await mkdirAll(host, publishDir);
     const publishPath = host.layout.csiBlockPublishPath(id.specName, id.podUID);
-    if (host.features.enabled(CSIDurableBlockVolumePaths)) await createDurableTarget(host, publishPath);
+    if (this.hooks.publishPathParentCreated !== undefined) await this.hooks.publishPathParentCreated(host, publishPath);
     // csi_client.go NodePublishVolume maps the access mode first; its failure is returned as it is (final).
     const accessMode = await accessModeMapperFor(client).catch((err: unknown) => {
       throw new Error(csiLog(`blockMapper.publishVolumeForBlock failed: ${errorMessage(err)}`));
@@ -290,22 +290,6 @@ async function isDirectory(host: VolumeHost, p: string): Promise<boolean> {
     if (isNotExist(err)) return false;
     throw err;
   }
-}
-
-/**
- * Gate CSIDurableBlockVolumePaths: the publish target (an empty file the driver bind mounts the
- * device onto; CSI lets the CO create it) exists durably before NodePublishVolume, so that after a
- * power cut the target is still on disk to be unpublished (gate
- * CSIUnpublishBeforeUnstageAfterReconstruction pairs it with its volume).
- */
-async function createDurableTarget(host: VolumeHost, publishPath: string): Promise<void> {
-  try {
-    await host.fs.lstat(publishPath);
-  } catch (err) {
-    if (!isNotExist(err)) throw err;
-    await host.fs.writeFile(publishPath, new Uint8Array(0), { mode: 0o640, fsync: true });
-  }
-  await host.fs.fsyncDir(path.dirname(publishPath));
 }
 
 /**

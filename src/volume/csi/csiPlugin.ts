@@ -310,7 +310,7 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
   }
 
   newBlockVolumeMapper(spec: Spec, pod: PodRef): Promise<BlockVolumeMapper> {
-    return newCsiBlockMapper(this.host, spec, pod);
+    return newCsiBlockMapper(this.host, spec, pod, this.hooks);
   }
 
   /** NewBlockVolumeUnmapper: driver and handle from the block data file of the spec name. */
