@@ -4,5 +4,6 @@
  */
 import { durableBlockVolumePaths } from './durableBlockVolumePaths/index.js';
 import type { NodevolGate } from './nodevolGate.js';
+import { removeNewStagingDirOnTransientError } from './removeNewStagingDirOnTransientError/index.js';
 
-export const NODEVOL_GATES: readonly NodevolGate[] = [durableBlockVolumePaths];
+export const NODEVOL_GATES: readonly NodevolGate[] = [durableBlockVolumePaths, removeNewStagingDirOnTransientError];

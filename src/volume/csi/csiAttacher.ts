@@ -4,12 +4,13 @@
  * and NodeStageVolume / NodeUnstageVolume at <driver>/<sha256(handle)>/globalmount.
  */
 import * as path from 'node:path/posix';
-import { CSIRemoveNewStagingDirOnTransientError, CSIUnstageCompletesBeforeRestage } from '../../features/features.js';
-import { errorMessage, pathExists } from '../../ports/fs.js';
+import { CSIUnstageCompletesBeforeRestage } from '../../features/features.js';
+import { errorMessage } from '../../ports/fs.js';
 import type { DeviceMounter, DeviceUnmounter, MounterArgs } from '../plugins.js';
 import { specName, type Spec } from '../spec.js';
 import { isOperationFinishedError, TransientOperationFailure, UncertainProgressError } from '../util/errors.js';
 import type { VolumeHost } from '../volumeHost.js';
+import { upstreamCsiHooks, type CsiHooks } from './csiHooks.js';
 import {
   accessModeMapperFor,
   assertConfined,
@@ -31,10 +32,14 @@ import { isVolumeDataNotFound, loadVolumeData, saveVolumeDataUnlessSame, VOL_DAT
 import { VolumeDirClaims } from './volumeDirClaims.js';
 
 export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
-  /** `claims`: the plugin's, shared with its removal of leftover volume dirs (one per kubelet life). */
+  /**
+   * `claims`: the plugin's, shared with its removal of leftover volume dirs (one per kubelet
+   * life). `hooks`: nodevol's (csiHooks.ts), kubelet's by default.
+   */
   constructor(
     private readonly host: VolumeHost,
     private readonly claims: VolumeDirClaims = new VolumeDirClaims(),
+    private readonly hooks: CsiHooks = upstreamCsiHooks,
   ) {}
 
   getDeviceMountPath(spec: Spec): string {
@@ -91,9 +96,8 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
       await finishInterruptedUnstage(host, client, { volumeHandle: csi.volumeHandle, stagingPath: deviceMountPath, dataDir: path.dirname(deviceMountPath), caller: 'attacher.MountDevice' });
     }
     const dataDir = path.dirname(deviceMountPath);
-    // Gate CSIRemoveNewStagingDirOnTransientError: whether this call makes the volume dir. If it
-    // does, nothing was ever staged at its staging path, so what it made may go again.
-    const makesVolumeDir = host.features.enabled(CSIRemoveNewStagingDirOnTransientError) && !(await pathExists(host.fs, dataDir));
+    const newVolumeDir = this.hooks.newVolumeDir;
+    const makesVolumeDir = newVolumeDir !== undefined && !(await newVolumeDir.exists(host.fs, dataDir));
     await mkdirAll(host, deviceMountPath);
     // KEP-6058 item 1: specVolID and volumeLifecycleMode, unconditionally.
     const data: Record<string, string> = {
@@ -126,18 +130,12 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
       host.logger.info(csiLog('attacher.MountDevice STAGE_UNSTAGE_VOLUME capability not set. Skipping MountDevice...'));
       return;
     }
-    // A failure here is transient, so the directory and vol_data.json stay (kubelet's deferred
-    // cleanup skips it), and with them a volume dir no operation will remove when the pod goes
-    // before a retry: the device is not in the actual state. With the gate, a volume dir this call
-    // made goes again (no NodeStageVolume was sent, nothing can be staged there).
+    // A failure to ask is transient: the directory and vol_data.json stay.
     let volumeMountGroup: string;
     try {
       volumeMountGroup = await volumeMountGroupFor(client, args.fsGroup, 'attacher.MountDevice');
     } catch (err) {
-      if (makesVolumeDir) {
-        host.logger.v(2).info(csiLog('attacher.MountDevice removes the volume dir it made: the transient failure came before NodeStageVolume'), { deviceMountPath });
-        await this.cleanupMountDir(deviceMountPath);
-      }
+      if (makesVolumeDir && newVolumeDir !== undefined) await newVolumeDir.afterTransientError(host, deviceMountPath, () => this.cleanupMountDir(deviceMountPath));
       throw err;
     }
     try {

@@ -302,11 +302,11 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
   }
 
   newDeviceMounter(): DeviceMounter {
-    return new CsiAttacher(this.host, this.#claims);
+    return new CsiAttacher(this.host, this.#claims, this.hooks);
   }
 
   newDeviceUnmounter(): DeviceUnmounter {
-    return new CsiAttacher(this.host, this.#claims);
+    return new CsiAttacher(this.host, this.#claims, this.hooks);
   }
 
   newBlockVolumeMapper(spec: Spec, pod: PodRef): Promise<BlockVolumeMapper> {
