@@ -5,5 +5,6 @@
 import { durableBlockVolumePaths } from './durableBlockVolumePaths/index.js';
 import type { NodevolGate } from './nodevolGate.js';
 import { removeNewStagingDirOnTransientError } from './removeNewStagingDirOnTransientError/index.js';
+import { unstageCompletesBeforeRestage } from './unstageCompletesBeforeRestage/index.js';
 
-export const NODEVOL_GATES: readonly NodevolGate[] = [durableBlockVolumePaths, removeNewStagingDirOnTransientError];
+export const NODEVOL_GATES: readonly NodevolGate[] = [durableBlockVolumePaths, removeNewStagingDirOnTransientError, unstageCompletesBeforeRestage];

@@ -4,7 +4,6 @@
  * and NodeStageVolume / NodeUnstageVolume at <driver>/<sha256(handle)>/globalmount.
  */
 import * as path from 'node:path/posix';
-import { CSIUnstageCompletesBeforeRestage } from '../../features/features.js';
 import { errorMessage } from '../../ports/fs.js';
 import type { DeviceMounter, DeviceUnmounter, MounterArgs } from '../plugins.js';
 import { specName, type Spec } from '../spec.js';
@@ -27,7 +26,6 @@ import {
   volumeMountGroupFor,
   uncertainIfDone,
 } from './csiUtil.js';
-import { finishInterruptedUnstage, recordUnstageEnded, recordUnstageStarted } from './unstageMarker.js';
 import { isVolumeDataNotFound, loadVolumeData, saveVolumeDataUnlessSame, VOL_DATA_FILE_NAME, volDataKey } from './volumeData.js';
 import { VolumeDirClaims } from './volumeDirClaims.js';
 
@@ -92,8 +90,8 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
     }
 
     // Before anything in the volume dir changes: a failure after this point may remove the dir.
-    if (stageUnstage && host.features.enabled(CSIUnstageCompletesBeforeRestage)) {
-      await finishInterruptedUnstage(host, client, { volumeHandle: csi.volumeHandle, stagingPath: deviceMountPath, dataDir: path.dirname(deviceMountPath), caller: 'attacher.MountDevice' });
+    if (stageUnstage && this.hooks.beforeNodeStageVolume !== undefined) {
+      await this.hooks.beforeNodeStageVolume(host, client, { volumeHandle: csi.volumeHandle, stagingPath: deviceMountPath, dataDir: path.dirname(deviceMountPath), caller: 'attacher.MountDevice' });
     }
     const dataDir = path.dirname(deviceMountPath);
     const newVolumeDir = this.hooks.newVolumeDir;
@@ -208,14 +206,14 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
       return;
     }
     await assertConfined(host, deviceMountPath, 'NodeUnstageVolume');
-    const marked = host.features.enabled(CSIUnstageCompletesBeforeRestage);
-    if (marked) await recordUnstageStarted(host, dataDir, 'attacher.UnmountDevice');
+    const record = this.hooks.nodeUnstageVolumeRecord;
+    if (record !== undefined) await record.started(host, dataDir, 'attacher.UnmountDevice');
     try {
       await client.nodeUnstageVolume({ volumeId: volumeHandle, stagingTargetPath: deviceMountPath });
     } catch (err) {
       throw new Error(csiLog(`attacher.UnmountDevice failed: ${errorMessage(err)}`));
     }
-    if (marked) await recordUnstageEnded(host, dataDir);
+    if (record !== undefined) await record.ended(host, dataDir);
     try {
       await removeMountDir(host, deviceMountPath);
     } catch (err) {

@@ -4,7 +4,7 @@
  * volumeDevices/publish/<spec>/<podUID>, and their teardown.
  */
 import * as path from 'node:path/posix';
-import { CSIListGlobalVolumesWithoutStagingDir, CSIUnstageCompletesBeforeRestage } from '../../features/features.js';
+import { CSIListGlobalVolumesWithoutStagingDir } from '../../features/features.js';
 import type { CsiNodeClient } from '../../ports/csi.js';
 import { errorMessage, isNotExist } from '../../ports/fs.js';
 import { getAttachmentName } from '../../layout/names.js';
@@ -30,7 +30,6 @@ import {
   uncertainIfDone,
 } from './csiUtil.js';
 import { isOperationFinishedError, TransientOperationFailure } from '../util/errors.js';
-import { finishInterruptedUnstage, recordUnstageEnded, recordUnstageStarted } from './unstageMarker.js';
 import { saveVolumeData, volDataKey } from './volumeData.js';
 
 export interface BlockIdentity {
@@ -102,9 +101,8 @@ export class CsiBlockMapper implements BlockVolumeMapper {
       }
     }
     const stagingPath = host.layout.csiBlockStagingPath(id.specName);
-    // Gate CSIUnstageCompletesBeforeRestage: an unstage of this volume not seen to end is ended first.
-    if (host.features.enabled(CSIUnstageCompletesBeforeRestage)) {
-      await finishInterruptedUnstage(host, client, { volumeHandle: id.volumeHandle, stagingPath, dataDir: host.layout.csiBlockDataDir(id.specName), caller: 'blockMapper.SetUpDevice' });
+    if (this.hooks.beforeNodeStageVolume !== undefined) {
+      await this.hooks.beforeNodeStageVolume(host, client, { volumeHandle: id.volumeHandle, stagingPath, dataDir: host.layout.csiBlockDataDir(id.specName), caller: 'blockMapper.SetUpDevice' });
     }
     await mkdirAll(host, stagingPath);
     if (this.hooks.stagingPathCreated !== undefined) await this.hooks.stagingPathCreated(host, stagingPath);
@@ -222,6 +220,7 @@ export class CsiBlockUnmapper implements BlockVolumeUnmapper {
   constructor(
     private readonly host: VolumeHost,
     private readonly id: BlockIdentity,
+    private readonly hooks: CsiHooks = upstreamCsiHooks,
   ) {}
 
   async unmapPodDevice(): Promise<void> {
@@ -264,31 +263,22 @@ export class CsiBlockUnmapper implements BlockVolumeUnmapper {
   }
 
   /**
-   * NodeUnstageVolume at the staging path; with gate CSIUnstageCompletesBeforeRestage, recorded
-   * beside the volume's data file from before it is sent until it returned OK (the data dir is
-   * the block volume's own: without one, nothing is recorded).
+   * NodeUnstageVolume at the staging path; a record of it (nodeUnstageVolumeRecord) is kept
+   * beside the volume's data file only when that dir exists (the block volume's own).
    */
   private async unstage(client: CsiNodeClient, stagingPath: string): Promise<void> {
     const { host, id } = this;
     await assertConfined(host, stagingPath, 'NodeUnstageVolume');
     const dataDir = host.layout.csiBlockDataDir(id.specName);
-    const marked = host.features.enabled(CSIUnstageCompletesBeforeRestage) && (await isDirectory(host, dataDir));
-    if (marked) await recordUnstageStarted(host, dataDir, 'blockMapper.TearDownDevice');
+    const record = this.hooks.nodeUnstageVolumeRecord;
+    const recorded = record !== undefined && (await record.dataDirExists(host, dataDir));
+    if (record !== undefined && recorded) await record.started(host, dataDir, 'blockMapper.TearDownDevice');
     try {
       await client.nodeUnstageVolume({ volumeId: id.volumeHandle, stagingTargetPath: stagingPath });
     } catch (err) {
       throw new Error(csiLog(`blockMapper.TearDownDevice failed: ${errorMessage(err)}`));
     }
-    if (marked) await recordUnstageEnded(host, dataDir);
-  }
-}
-
-async function isDirectory(host: VolumeHost, p: string): Promise<boolean> {
-  try {
-    return (await host.fs.lstat(p)).type === 'directory';
-  } catch (err) {
-    if (isNotExist(err)) return false;
-    throw err;
+    if (record !== undefined && recorded) await record.ended(host, dataDir);
   }
 }
 

@@ -322,12 +322,16 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
     } catch (err) {
       throw new CsiSpecError(`unmapper failed to load volume data file [${dataPath}]: ${errorMessage(err)}`);
     }
-    return new CsiBlockUnmapper(this.host, {
-      driverName: data[volDataKey.driverName] ?? '',
-      volumeHandle: data[volDataKey.volHandle] ?? '',
-      specName: specVolName,
-      podUID,
-    });
+    return new CsiBlockUnmapper(
+      this.host,
+      {
+        driverName: data[volDataKey.driverName] ?? '',
+        volumeHandle: data[volDataKey.volHandle] ?? '',
+        specName: specVolName,
+        podUID,
+      },
+      this.hooks,
+    );
   }
 
   /** ConstructBlockVolumeSpec: reads volumeDevices/<escaped specVolName>/data/vol_data.json; mapPath is only logged. */

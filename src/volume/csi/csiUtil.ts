@@ -119,7 +119,8 @@ export async function removeMountDir(host: VolumeHost, mountPath: string): Promi
     if (isNotExist(err)) return;
     // A crash between the atomic write's temp file and its rename leaves that temp file behind:
     // it is ours by name, so it goes, and the directory with it (kubelet has no temp file); so
-    // does an unstage marker left by an UnmountDevice cut short after its NodeUnstageVolume.
+    // does nodevol's unstage marker (UNSTAGE_MARKER_FILE_NAME) left by an UnmountDevice cut short
+    // after its NodeUnstageVolume.
     if (errorCode(err) !== 'ENOTEMPTY' || !(await removeVolumeDataTempFiles(host, volPath))) {
       throw new Error(csiLog(`failed to delete volume path [${volPath}]: ${errorMessage(err)}`));
     }
@@ -136,8 +137,11 @@ export function isVolumeDataTempFile(name: string): boolean {
 
 
 /**
- * CSIUnstageCompletesBeforeRestage: an empty file beside the global vol_data.json, present from
- * before NodeUnstageVolume is sent until it returned OK (kubelet has no such file).
+ * nodevol's own file names in a volume dir, beside the atomic write's temp file: the unstage
+ * marker, an empty file beside the volume's vol_data.json from before NodeUnstageVolume is sent
+ * until it returned OK (src/nodevol/unstageCompletesBeforeRestage writes it; kubelet has no such
+ * file). removeMountDir removes it whatever the gates say: it runs only once the device is
+ * unstaged (or never was), so a marker left by a gate turned off later never keeps a dir alive.
  */
 export const UNSTAGE_MARKER_FILE_NAME = 'unstage-in-progress';
 
