@@ -5,6 +5,12 @@
 import { durableBlockVolumePaths } from './durableBlockVolumePaths/index.js';
 import type { NodevolGate } from './nodevolGate.js';
 import { removeNewStagingDirOnTransientError } from './removeNewStagingDirOnTransientError/index.js';
+import { retryReconstructionCleanup } from './retryReconstructionCleanup/index.js';
 import { unstageCompletesBeforeRestage } from './unstageCompletesBeforeRestage/index.js';
 
-export const NODEVOL_GATES: readonly NodevolGate[] = [durableBlockVolumePaths, removeNewStagingDirOnTransientError, unstageCompletesBeforeRestage];
+export const NODEVOL_GATES: readonly NodevolGate[] = [
+  durableBlockVolumePaths,
+  removeNewStagingDirOnTransientError,
+  unstageCompletesBeforeRestage,
+  retryReconstructionCleanup,
+];

@@ -96,7 +96,6 @@ export class VolumeManager {
       logger: host.logger,
       metrics,
       mounter: host.mounter,
-      clock: host.clock,
       hooks: hooks.reconstruct,
     });
     this.reconciler = createReconciler({
