@@ -6,6 +6,7 @@ import { durableBlockVolumePaths } from './durableBlockVolumePaths/index.js';
 import type { NodevolGate } from './nodevolGate.js';
 import { removeNewStagingDirOnTransientError } from './removeNewStagingDirOnTransientError/index.js';
 import { retryReconstructionCleanup } from './retryReconstructionCleanup/index.js';
+import { unpublishBeforeUnstageAfterReconstruction } from './unpublishBeforeUnstageAfterReconstruction/index.js';
 import { unstageCompletesBeforeRestage } from './unstageCompletesBeforeRestage/index.js';
 
 export const NODEVOL_GATES: readonly NodevolGate[] = [
@@ -13,4 +14,5 @@ export const NODEVOL_GATES: readonly NodevolGate[] = [
   removeNewStagingDirOnTransientError,
   unstageCompletesBeforeRestage,
   retryReconstructionCleanup,
+  unpublishBeforeUnstageAfterReconstruction,
 ];

@@ -9,7 +9,7 @@
 import type { ClusterView } from '../ports/cluster.js';
 import type { Logger } from '../ports/logger.js';
 import type { VolumePluginMgr, VolumeUnmounter } from '../volume/plugins.js';
-import { CSIKeepUncertainMountOnFinalError, CSIUnpublishBeforeUnstageAfterReconstruction } from '../features/features.js';
+import { CSIKeepUncertainMountOnFinalError } from '../features/features.js';
 import { specName, type Spec } from '../volume/spec.js';
 import { isOperationFinishedError, isUncertainProgressError } from '../volume/util/errors.js';
 import { mapBlockVolume, unmapBlockVolume } from '../volume/util/blockMapping.js';
@@ -52,7 +52,11 @@ export interface OperationGeneratorDeps {
 }
 
 export class OperationGenerator {
-  constructor(private readonly deps: OperationGeneratorDeps) {}
+  private readonly hooks: OperationGeneratorHooks;
+
+  constructor(private readonly deps: OperationGeneratorDeps) {
+    this.hooks = deps.hooks ?? {};
+  }
 
   /**
    * VerifyControllerAttachedVolume: a non-attachable volume is marked attached at once; an
@@ -215,15 +219,9 @@ export class OperationGenerator {
     try {
       unmounter = await plugin.newUnmounter(mv.innerVolumeSpecName, mv.podUID);
     } catch (err) {
-      // Gate CSIUnpublishBeforeUnstageAfterReconstruction: the pod-local record is gone, but the
-      // actual state holds the volume's spec (a mount of this life, or a pod directory paired with
-      // a listed volume at reconstruction): TearDown from that, rather than never.
-      if (mv.volumeSpec === undefined || plugin.newUnmounterFromSpec === undefined || !this.deps.host.features.enabled(CSIUnpublishBeforeUnstageAfterReconstruction)) throw err;
-      unmounter = plugin.newUnmounterFromSpec(mv.volumeSpec, mv.innerVolumeSpecName, mv.podUID);
-      logger.info('UnmountVolume: the pod volume record is unreadable, tearing down with the spec from the actual state', {
-        ...unmountLogValues(mv),
-        err: err instanceof Error ? err.message : String(err),
-      });
+      const fallback = this.hooks.unmounterAfterNewUnmounterError?.(plugin, mv, err);
+      if (fallback === undefined) throw err;
+      unmounter = fallback;
     }
     return {
       operationName: OP.unmount,

@@ -114,12 +114,6 @@ export interface VolumePlugin {
   newMounter(spec: Spec, pod: PodRef): Promise<VolumeMounter>;
   /** Builds an unmounter from what is on disk; rejects when that cannot be read. */
   newUnmounter(specName: string, podUID: string): Promise<VolumeUnmounter>;
-  /**
-   * nodevol addition (gate CSIUnpublishBeforeUnstageAfterReconstruction): an unmounter built from
-   * a spec the volume manager holds, for a pod volume directory whose own record is gone.
-   * `specName` is the directory's name. Absent for plugins that cannot.
-   */
-  newUnmounterFromSpec?(spec: Spec, specName: string, podUID: string): VolumeUnmounter;
 }
 
 export interface AttachableVolumePlugin extends VolumePlugin {

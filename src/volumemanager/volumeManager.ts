@@ -95,7 +95,6 @@ export class VolumeManager {
       features: host.features,
       logger: host.logger,
       metrics,
-      mounter: host.mounter,
       hooks: hooks.reconstruct,
     });
     this.reconciler = createReconciler({

@@ -182,14 +182,6 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
   }
 
   /**
-   * The driver and handle from the spec instead of the pod-local file (which is lost): a PV's
-   * CSI source, or an inline volume's driver with the handle kubelet derives from the pod.
-   */
-  newUnmounterFromSpec(spec: Spec, specVolName: string, podUID: string): VolumeUnmounter {
-    return new CsiUnmounter(this.host, { ...driverAndHandle(spec, podUID), specName: specVolName, podUID });
-  }
-
-  /**
    * The last step of removeMountDir, for a teardown cut short just before it: a volume directory
    * with nothing in it (no globalmount, no vol_data.json) names no volume and is removed. rmdir
    * cannot remove anything else; a mount point is left alone.
@@ -484,7 +476,7 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
 }
 
 /** A PV's CSI driver and handle, or an inline volume's driver with the handle derived from the pod. */
-function driverAndHandle(spec: Spec, podUID: string): { driverName: string; volumeHandle: string } {
+export function driverAndHandle(spec: Spec, podUID: string): { driverName: string; volumeHandle: string } {
   if (spec.kind === 'persistent') {
     const src = persistentSource(spec, true);
     return { driverName: src.driver, volumeHandle: src.volumeHandle };

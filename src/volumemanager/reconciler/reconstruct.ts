@@ -11,7 +11,6 @@
 import {
   CSIGlobalMountReconstruction,
   CSIKeepUncertainMountOnFinalError,
-  CSIUnpublishBeforeUnstageAfterReconstruction,
   type FeatureGate,
 } from '../../features/features.js';
 import { mapConcurrently } from '../../ports/concurrency.js';
@@ -19,8 +18,7 @@ import type { ClusterView } from '../../ports/cluster.js';
 import type { FileSystem } from '../../ports/fs.js';
 import type { Logger } from '../../ports/logger.js';
 import type { KubeletLayout } from '../../layout/layout.js';
-import type { Mounter } from '../../ports/mounter.js';
-import { getUniqueVolumeName, type UniquePodName, type UniqueVolumeName } from '../../layout/names.js';
+import { getUniqueVolumeName, type UniqueVolumeName } from '../../layout/names.js';
 import type { VolumeManagerMetrics } from '../../ports/metrics.js';
 import type { OperationExecutor } from '../../operationexecutor/operationExecutor.js';
 import { isExpectedError } from '../../operationexecutor/nestedPendingOperations.js';
@@ -28,9 +26,8 @@ import { isBlockVolumePlugin, type GlobalVolume, type GlobalVolumeListerPlugin, 
 import type { ActualStateOfWorld } from '../cache/actualStateOfWorld.js';
 import type { DesiredStateOfWorld } from '../cache/desiredStateOfWorld.js';
 import { getVolumesFromPodDir, RECONSTRUCTION_CONCURRENCY, type PodVolume } from './podVolumes.js';
-import { pairFailedPodVolumesWithListed, pairPublishedBlockTargets, type ListedVolume } from './pairPodVolumes.js';
 import { reconstructVolumeSpec, type ReconstructedSpec } from './reconstructVolume.js';
-import { upstreamReconstructHooks, type ReconstructHooks } from './reconstructHooks.js';
+import { upstreamReconstructHooks, type PodVolumesWalked, type ReconstructHooks, type RegisteredGlobalVolume } from './reconstructHooks.js';
 
 export interface ReconstructorDeps {
   readonly fs: FileSystem;
@@ -45,8 +42,6 @@ export interface ReconstructorDeps {
   readonly features: FeatureGate;
   readonly logger: Logger;
   readonly metrics: VolumeManagerMetrics;
-  /** The mount table (gate CSIUnpublishBeforeUnstageAfterReconstruction's pairing checks mount points). */
-  readonly mounter?: Mounter;
   /** nodevol's hooks (reconstructHooks.ts); absent: kubelet's reconstruction. */
   readonly hooks?: ReconstructHooks;
 }
@@ -64,8 +59,8 @@ export class Reconstructor {
   private volumesFailedReconstruction: PodVolume[] = [];
   /** Volumes the global listing registered in this pass, with their device mount paths. */
   private listedThisPass = new Map<UniqueVolumeName, string>();
-  /** The same volumes with what pairing needs (gate CSIUnpublishBeforeUnstageAfterReconstruction). */
-  private listedVolumes: ListedVolume[] = [];
+  /** The same volumes as the hooks see them (afterPodVolumesWalked). */
+  private listedVolumes: RegisteredGlobalVolume[] = [];
   private readonly hooks: ReconstructHooks;
 
   constructor(private readonly deps: ReconstructorDeps) {
@@ -99,7 +94,7 @@ export class Reconstructor {
       logger.error(err, 'Cannot get volumes from disk, skip sync states for volume reconstruction');
       this.reportListedWithoutPodDirectory(new Set());
       // Listed block volumes' publish targets do not depend on the pod directories.
-      await this.pairFailedWithListed(new Map());
+      this.volumesFailedReconstruction = [...(await this.hooks.afterPodVolumesWalked(this.podVolumesWalked(new Map())))];
       return;
     }
 
@@ -143,7 +138,7 @@ export class Reconstructor {
     }
 
     this.reportListedWithoutPodDirectory(new Set(byVolume.keys()));
-    await this.pairFailedWithListed(byVolume);
+    this.volumesFailedReconstruction = [...(await this.hooks.afterPodVolumesWalked(this.podVolumesWalked(byVolume)))];
     if (byVolume.size > 0) {
       this.updateStates(byVolume);
       // One entry per pod volume, as kubelet assigns them; a volume the listing already queued
@@ -284,39 +279,9 @@ export class Reconstructor {
     });
   }
 
-  /**
-   * Gate CSIUnpublishBeforeUnstageAfterReconstruction (with the KEP's gate): the pod volume
-   * directories that failed reconstruction and carry the PV name of a listed volume become
-   * uncertain pod mounts of it, so that the reconciler's UnmountVolume (TearDown, NodeUnpublish)
-   * runs for each before UnmountDevice; they leave upstream's one-shot cleanup list. See
-   * pairPodVolumes.ts for the pairing rule and why a wrong pairing is harmless.
-   */
-  private async pairFailedWithListed(byVolume: ReadonlyMap<UniqueVolumeName, readonly ReconstructedPodVolume[]>): Promise<void> {
-    const { features, asw, logger, mounter } = this.deps;
-    if (!features.enabled(CSIUnpublishBeforeUnstageAfterReconstruction) || !features.enabled(CSIGlobalMountReconstruction)) return;
-    if (mounter === undefined || this.listedVolumes.length === 0) return;
-    const deps = { cluster: this.deps.cluster, mounter, logger, fs: this.deps.fs, layout: this.deps.layout };
-    const { paired, unpaired } = await pairFailedPodVolumesWithListed(deps, this.volumesFailedReconstruction, this.listedVolumes);
-    this.volumesFailedReconstruction = unpaired;
-    const known = (podName: UniquePodName, volumeName: UniqueVolumeName): boolean =>
-      asw.getPossiblyMountedVolumesForPod(podName).some((m) => m.volumeName === volumeName) || paired.some((p) => p.podName === podName && p.listed.volumeName === volumeName);
-    // Block volumes whose pod directory named them were reconstructed before this; updateStates
-    // runs after, so the pod walk's findings count as known too.
-    const fromPodDirs = new Set([...byVolume].flatMap(([name, pods]) => pods.map((p) => `${p.volume.podName}|${name}`)));
-    paired.push(...(await pairPublishedBlockTargets(deps, this.listedVolumes, (p, v) => known(p, v) || fromPodDirs.has(`${p}|${v}`))));
-    for (const { podName, innerVolumeSpecName, listed } of paired) {
-      asw.checkAndMarkVolumeAsUncertainViaReconstruction({
-        podName,
-        podUID: podName,
-        volumeName: listed.volumeName,
-        volumeSpec: listed.spec,
-        outerVolumeSpecName: '',
-        innerVolumeSpecName,
-        pluginName: listed.pluginName,
-        volumeMountState: 'VolumeMountUncertain',
-        seLinuxMountContext: listed.seLinuxMountContext,
-      });
-    }
+  /** What afterPodVolumesWalked is given. */
+  private podVolumesWalked(byVolume: ReadonlyMap<UniqueVolumeName, readonly ReconstructedPodVolume[]>): PodVolumesWalked {
+    return { failed: this.volumesFailedReconstruction, registered: this.listedVolumes, fromPodDirs: byVolume, asw: this.deps.asw };
   }
 
   /**
