@@ -175,8 +175,8 @@ export function composeNode(ports: NodePorts, options: NodeOptions): ComposedNod
   });
   const housekeeping = async (): Promise<void> => {
     await orphans.cleanupOrphanedPodDirs();
-    // nodevol: the global listing's leftover dirs it could not remove (a no-op unless it failed).
-    for (const plugin of vm.plugins.findGlobalVolumeListerPlugins()) await plugin.removeLeftoverGlobalDirs?.();
+    // nodevol's gates' periodic work, after kubelet's (resolves at once when there is none).
+    await policy.housekeeping();
   };
   const { onChange, signalsEveryChange } = ports.cluster;
   const runtime = new AgentRuntime(vm, ports.logger, {

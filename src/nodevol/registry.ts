@@ -3,6 +3,7 @@
  * copy and nodevol's gates"). The order is the order of composition.
  */
 import { durableBlockVolumePaths } from './durableBlockVolumePaths/index.js';
+import { listGlobalVolumesWithoutStagingDir } from './listGlobalVolumesWithoutStagingDir/index.js';
 import type { NodevolGate } from './nodevolGate.js';
 import { removeNewStagingDirOnTransientError } from './removeNewStagingDirOnTransientError/index.js';
 import { retryReconstructionCleanup } from './retryReconstructionCleanup/index.js';
@@ -15,4 +16,5 @@ export const NODEVOL_GATES: readonly NodevolGate[] = [
   unstageCompletesBeforeRestage,
   retryReconstructionCleanup,
   unpublishBeforeUnstageAfterReconstruction,
+  listGlobalVolumesWithoutStagingDir,
 ];

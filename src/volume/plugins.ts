@@ -146,17 +146,11 @@ export interface BlockVolumePlugin extends VolumePlugin {
 export interface GlobalVolumeListerPlugin extends DeviceMountableVolumePlugin {
   readonly globalVolumeLister: true;
   /**
-   * Only reads (nodevol's gate CSIListGlobalVolumesWithoutStagingDir lets the CSI plugin also
-   * rmdir an empty volume directory, and finish its own interrupted vol_data.json write with a
-   * rename). One unreadable directory never hides the others.
+   * Only reads (the CSI plugin's globalDirSkipped hook may also remove a leftover volume
+   * directory, or finish nodevol's own interrupted vol_data.json write with a rename). One
+   * unreadable directory never hides the others.
    */
   listGlobalVolumes(): Promise<GlobalVolume[]>;
-  /**
-   * nodevol (gate CSIListGlobalVolumesWithoutStagingDir): retries the removals of leftover
-   * volume directories that the listing found but could not remove (a read-only or busy root
-   * dir); each is checked again first. Run by the housekeeping loop. Kubelet has no such step.
-   */
-  removeLeftoverGlobalDirs?(): Promise<void>;
 }
 
 export function isDeviceMountablePlugin(p: VolumePlugin): p is DeviceMountableVolumePlugin {

@@ -27,16 +27,11 @@ import {
   uncertainIfDone,
 } from './csiUtil.js';
 import { isVolumeDataNotFound, loadVolumeData, saveVolumeDataUnlessSame, VOL_DATA_FILE_NAME, volDataKey } from './volumeData.js';
-import { VolumeDirClaims } from './volumeDirClaims.js';
 
 export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
-  /**
-   * `claims`: the plugin's, shared with its removal of leftover volume dirs (one per kubelet
-   * life). `hooks`: nodevol's (csiHooks.ts), kubelet's by default.
-   */
+  /** `hooks`: nodevol's (csiHooks.ts), kubelet's by default. */
   constructor(
     private readonly host: VolumeHost,
-    private readonly claims: VolumeDirClaims = new VolumeDirClaims(),
     private readonly hooks: CsiHooks = upstreamCsiHooks,
   ) {}
 
@@ -46,17 +41,22 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
 
   async mountDevice(spec: Spec, _devicePath: string, deviceMountPath: string, args: MounterArgs): Promise<void> {
     if (deviceMountPath === '') throw new Error(csiLog('attacher.MountDevice failed, deviceMountPath is empty'));
-    // The volume dir is this call's until it returns: a removal of a leftover there waits (nodevol).
-    const claim = this.claims.claimForMountDevice(path.dirname(deviceMountPath));
-    const release = typeof claim === 'function' ? claim : await claim;
+    // The hook's claim on the volume dir, for the whole call (none without the hook: no await).
+    const claim = this.hooks.beginMountDevice?.(path.dirname(deviceMountPath));
+    const release = claim === undefined || typeof claim === 'function' ? claim : await claim;
     try {
-      await this.mountDeviceClaimed(spec, deviceMountPath, args);
+      await this.mountDeviceBody(spec, deviceMountPath, args);
     } finally {
-      release();
+      release?.();
     }
   }
 
-  private async mountDeviceClaimed(spec: Spec, deviceMountPath: string, args: MounterArgs): Promise<void> {
+  /**
+   * MountDevice itself; mountDevice() above only brackets it with the beginMountDevice hook. Two
+   * async layers, as they were when the claim was always taken: the simulator's interleavings
+   * depend on the number of microtask turns (see csiHooks.ts).
+   */
+  private async mountDeviceBody(spec: Spec, deviceMountPath: string, args: MounterArgs): Promise<void> {
     const { host } = this;
     if (spec.kind !== 'persistent' || spec.persistentVolume.csi === undefined) {
       throw new Error(csiLog('attacher.MountDevice failed to get CSIPersistentVolumeSource'));

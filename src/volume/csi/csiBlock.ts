@@ -4,7 +4,6 @@
  * volumeDevices/publish/<spec>/<podUID>, and their teardown.
  */
 import * as path from 'node:path/posix';
-import { CSIListGlobalVolumesWithoutStagingDir } from '../../features/features.js';
 import type { CsiNodeClient } from '../../ports/csi.js';
 import { errorMessage, isNotExist } from '../../ports/fs.js';
 import { getAttachmentName } from '../../layout/names.js';
@@ -246,10 +245,8 @@ export class CsiBlockUnmapper implements BlockVolumeUnmapper {
       if (!isNotExist(err)) throw err;
       staged = false;
     }
-    // Gate CSIListGlobalVolumesWithoutStagingDir: a staging dir lost with a power cut does not
-    // mean the driver unstaged; NodeUnstageVolume is idempotent, so it is sent all the same
-    // (upstream skips it when the staging dir is gone).
-    const unstageAnyway = !staged && host.features.enabled(CSIListGlobalVolumesWithoutStagingDir);
+    // Kubelet skips NodeUnstageVolume when the staging path is gone; the hook sends it all the same.
+    const unstageAnyway = !staged && this.hooks.unstageWhenStagingPathGone === true;
     if (unstageAnyway && (await supportsStageUnstage(client))) await this.unstage(client, stagingPath);
     if (staged) {
       if (await supportsStageUnstage(client)) {
