@@ -10,7 +10,6 @@
  */
 import {
   CSIGlobalMountReconstruction,
-  CSIKeepUncertainMountOnFinalError,
   type FeatureGate,
 } from '../../features/features.js';
 import { mapConcurrently } from '../../ports/concurrency.js';
@@ -269,7 +268,6 @@ export class Reconstructor {
       metrics.reconstructVolumeOperation('global-mount', true);
       return;
     }
-    if (this.deps.features.enabled(CSIKeepUncertainMountOnFinalError)) asw.markDeviceFoundDuringReconstruction(name);
     this.volumesNeedUpdateFromNodeStatus.push(name);
     this.listedThisPass.set(name, gv.deviceMountPath);
     this.listedVolumes.push({ volumeName: name, pluginName: plugin.getPluginName(), spec: gv.spec, volumeMode: gv.volumeMode, seLinuxMountContext: gv.seLinuxMountContext });
