@@ -3,6 +3,7 @@
  * copy and nodevol's gates"). The order is the order of composition.
  */
 import { durableBlockVolumePaths } from './durableBlockVolumePaths/index.js';
+import { keepUncertainMountOnFinalError } from './keepUncertainMountOnFinalError/index.js';
 import { listGlobalVolumesWithoutStagingDir } from './listGlobalVolumesWithoutStagingDir/index.js';
 import type { NodevolGate } from './nodevolGate.js';
 import { removeNewStagingDirOnTransientError } from './removeNewStagingDirOnTransientError/index.js';
@@ -17,4 +18,5 @@ export const NODEVOL_GATES: readonly NodevolGate[] = [
   retryReconstructionCleanup,
   unpublishBeforeUnstageAfterReconstruction,
   listGlobalVolumesWithoutStagingDir,
+  keepUncertainMountOnFinalError,
 ];

@@ -42,20 +42,13 @@ export interface PodRef {
   readonly serviceAccountName?: string;
 }
 
+/**
+ * The args of MountDevice, SetUp and (nodevol: kubelet's takes none) SetUpDevice. The operation
+ * generator's mounterArgs hook may add nodevol's own facts (a module augmentation in src/nodevol/).
+ */
 export interface MounterArgs {
   readonly fsGroup?: number;
   readonly seLinuxLabel?: string;
-  /**
-   * nodevol (gate CSIKeepUncertainMountOnFinalError): MountDevice keeps the staging directory
-   * and its record after a final error, because an uncertain device may still be staged.
-   */
-  readonly keepStagingOnFinalError?: boolean;
-  /**
-   * nodevol (gate CSIKeepUncertainMountOnFinalError): SetUp keeps the pod volume directory and
-   * its vol_data.json after an error, because an uncertain mount (found at reconstruction, or an
-   * earlier call timed out) may still be published at the driver.
-   */
-  readonly keepTargetOnFinalError?: boolean;
 }
 
 /** Mounter: SetUp publishes the volume into the pod's volume directory. */
@@ -85,10 +78,10 @@ export interface BlockVolumeMapper {
   getGlobalMapPath(spec: Spec): string;
   getPodDeviceMapPath(): { dir: string; name: string };
   /**
-   * NodeStageVolume at the staging path; returns it ('' without STAGE_UNSTAGE). With
-   * `keepStagingOnFinalError` a final error leaves the staging dir and the volume's data file.
+   * NodeStageVolume at the staging path; returns it ('' without STAGE_UNSTAGE). `args`: what the
+   * operation generator's mounterArgs hook gave (none in kubelet), for the CSI plugin's hooks.
    */
-  setUpDevice(args?: { readonly keepStagingOnFinalError?: boolean }): Promise<string>;
+  setUpDevice(args?: MounterArgs): Promise<string>;
   /** NodePublishVolume at the publish path; returns it. */
   mapPodDevice(): Promise<string>;
 }

@@ -24,7 +24,6 @@ import {
   removeMountDir,
   supportsStageUnstage,
   volumeMountGroupFor,
-  uncertainIfDone,
 } from './csiUtil.js';
 import { isVolumeDataNotFound, loadVolumeData, saveVolumeDataUnlessSame, VOL_DATA_FILE_NAME, volDataKey } from './volumeData.js';
 
@@ -113,14 +112,9 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
       if (outcome === 'unchanged') host.logger.v(2).info(csiLog('attacher.MountDevice could not rewrite the volume data file, which already holds these bytes; going on'), { dir: dataDir });
     } catch (err) {
       const message = csiLog(`failed to save volume info data: ${errorMessage(err)}`);
-      if (args.keepStagingOnFinalError === true) {
-        // Gate CSIKeepUncertainMountOnFinalError: an uncertain device (found on disk at
-        // reconstruction, or an earlier call timed out) may be staged; a file that could not be
-        // written says nothing about it. Uncertain: the device keeps its state and its record
-        // (the old file is intact: the write is atomic).
-        throw new UncertainProgressError(message);
-      }
-      await this.cleanupMountDir(deviceMountPath);
+      const decision = this.hooks.onFinishedError?.({ operation: 'MountDevice', step: 'saveVolumeData', path: deviceMountPath, args }) ?? 'cleanup';
+      if (decision === 'uncertain') throw new UncertainProgressError(message);
+      if (decision === 'cleanup') await this.cleanupMountDir(deviceMountPath);
       throw new Error(message);
     }
     if (!stageUnstage) {
@@ -155,13 +149,11 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
         });
     } catch (err) {
       if (isOperationFinishedError(err)) {
-        const uncertain = await uncertainIfDone(host, err, deviceMountPath, 'attacher.MountDevice');
+        const uncertain = await this.hooks.uncertainAfterFinishedError(host, err, deviceMountPath, 'attacher.MountDevice');
         if (uncertain !== undefined) throw uncertain;
-        if (args.keepStagingOnFinalError === true) {
-          host.logger.v(2).info(csiLog('attacher.MountDevice keeps the staging dir and its volume data after a final error: the device may still be staged'), { deviceMountPath });
-        } else {
-          await this.cleanupMountDir(deviceMountPath);
-        }
+        const decision = this.hooks.onFinishedError?.({ operation: 'MountDevice', step: 'NodeStageVolume', path: deviceMountPath, args }) ?? 'cleanup';
+        if (decision === 'uncertain') throw new UncertainProgressError(errorMessage(err));
+        if (decision === 'cleanup') await this.cleanupMountDir(deviceMountPath);
       }
       throw err;
     }

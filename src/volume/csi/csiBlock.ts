@@ -7,7 +7,7 @@ import * as path from 'node:path/posix';
 import type { CsiNodeClient } from '../../ports/csi.js';
 import { errorMessage, isNotExist } from '../../ports/fs.js';
 import { getAttachmentName } from '../../layout/names.js';
-import type { BlockVolumeMapper, BlockVolumeUnmapper, PodRef } from '../plugins.js';
+import type { BlockVolumeMapper, BlockVolumeUnmapper, MounterArgs, PodRef } from '../plugins.js';
 import { specName, type Spec } from '../spec.js';
 import type { VolumeHost } from '../volumeHost.js';
 import { upstreamCsiHooks, type CsiHooks } from './csiHooks.js';
@@ -26,9 +26,8 @@ import {
   podInfoEnabled,
   skipAttach,
   supportsStageUnstage,
-  uncertainIfDone,
 } from './csiUtil.js';
-import { isOperationFinishedError, TransientOperationFailure } from '../util/errors.js';
+import { isOperationFinishedError, TransientOperationFailure, UncertainProgressError } from '../util/errors.js';
 import { saveVolumeData, volDataKey } from './volumeData.js';
 
 export interface BlockIdentity {
@@ -82,7 +81,7 @@ export class CsiBlockMapper implements BlockVolumeMapper {
    * CSIDriver says attachRequired: false), the STAGE_UNSTAGE_VOLUME check, the stage secrets,
    * the staging dir, then NodeStageVolume (which first maps the access mode).
    */
-  async setUpDevice(args: { readonly keepStagingOnFinalError?: boolean } = {}): Promise<string> {
+  async setUpDevice(args: MounterArgs = {}): Promise<string> {
     const { host, id } = this;
     const publishContext = await this.publishContext('SetupDevice');
     const client = clientFor(host, id.driverName);
@@ -124,13 +123,11 @@ export class CsiBlockMapper implements BlockVolumeMapper {
         });
     } catch (err) {
       if (isOperationFinishedError(err)) {
-        const uncertain = await uncertainIfDone(host, err, stagingPath, 'blockMapper.SetUpDevice', { orNotEmpty: true });
+        const uncertain = await this.hooks.uncertainAfterFinishedError(host, err, stagingPath, 'blockMapper.SetUpDevice', { orNotEmpty: true });
         if (uncertain !== undefined) throw uncertain;
-        if (args.keepStagingOnFinalError === true) {
-          host.logger.v(2).info(csiLog('blockMapper.SetUpDevice keeps the staging dir and the volume data after a final error: the device may still be staged'), { stagingPath });
-        } else {
-          await cleanupOrphanDeviceFilesLogged(host, id.specName);
-        }
+        const decision = this.hooks.onFinishedError?.({ operation: 'SetUpDevice', step: 'NodeStageVolume', path: stagingPath, args }) ?? 'cleanup';
+        if (decision === 'uncertain') throw new UncertainProgressError(errorMessage(err));
+        if (decision === 'cleanup') await cleanupOrphanDeviceFilesLogged(host, id.specName);
       }
       throw err;
     }
@@ -208,7 +205,7 @@ export class CsiBlockMapper implements BlockVolumeMapper {
       });
     } catch (err) {
       const classified = classifyCsiError(err, 'blockMapper.publishVolumeForBlock failed');
-      if (isOperationFinishedError(classified)) throw (await uncertainIfDone(host, classified, publishPath, 'blockMapper.MapPodDevice')) ?? classified;
+      if (isOperationFinishedError(classified)) throw (await this.hooks.uncertainAfterFinishedError(host, classified, publishPath, 'blockMapper.MapPodDevice')) ?? classified;
       throw classified;
     }
     return publishPath;

@@ -26,11 +26,11 @@ import {
   supportsStageUnstage,
   unsupportedVolumeLifecycleMode,
   volumeMountGroupFor,
-  uncertainIfDone,
 } from './csiUtil.js';
+import { upstreamCsiHooks, type CsiHooks } from './csiHooks.js';
 import { saveVolumeData, volDataKey } from './volumeData.js';
 import { errorMessage } from '../../ports/fs.js';
-import { isUncertainProgressError } from '../util/errors.js';
+import { isUncertainProgressError, UncertainProgressError } from '../util/errors.js';
 
 export interface CsiMountTarget {
   readonly driverName: string;
@@ -48,6 +48,7 @@ export class CsiMounter implements VolumeMounter {
     private readonly target: CsiMountTarget,
     private readonly spec: Spec,
     private readonly pod: PodRef,
+    private readonly hooks: CsiHooks = upstreamCsiHooks,
   ) {}
 
   getPath(): string {
@@ -148,15 +149,15 @@ export class CsiMounter implements VolumeMounter {
       await saveVolumeData(host.fs, volDir, data);
     } catch (err) {
       const msg = csiLog(`mounter.SetUpAt failed to save volume info data: ${errorMessage(err)}`);
-      if (args.keepTargetOnFinalError === true) {
-        this.logKeep(dir);
-      } else {
+      const decision = this.hooks.onFinishedError?.({ operation: 'SetUp', step: 'saveVolumeData', path: dir, args }) ?? 'cleanup';
+      if (decision === 'cleanup') {
         try {
           await removeMountDir(host, dir);
         } catch (cleanupErr) {
           host.logger.error(cleanupErr, csiLog('mounter.SetUpAt failed to remove mount dir after error'), { dir });
         }
       }
+      if (decision === 'uncertain') throw new UncertainProgressError(msg);
       throw new TransientOperationFailure(msg);
     }
 
@@ -182,29 +183,22 @@ export class CsiMounter implements VolumeMounter {
         });
     } catch (err) {
       if (!isUncertainProgressError(err)) {
-        const uncertain = await uncertainIfDone(host, err, dir, 'mounter.SetUpAt');
+        const uncertain = await this.hooks.uncertainAfterFinishedError(host, err, dir, 'mounter.SetUpAt');
         if (uncertain !== undefined) throw uncertain;
-      }
-      if (!isUncertainProgressError(err) && args.keepTargetOnFinalError === true) {
-        // Gate CSIKeepUncertainMountOnFinalError: the driver may still have the target published
-        // (from before a reboot, or by a call that timed out); its record is what TearDown
-        // unpublishes it with.
-        this.logKeep(dir);
-      } else if (!isUncertainProgressError(err)) {
         // A final error: nothing is published there, clean up what SetUp created.
-        try {
-          await removeMountDir(host, dir);
-        } catch (cleanupErr) {
-          host.logger.error(cleanupErr, csiLog('mounter.SetupAt failed to remove mount dir after a NodePublish() error'), { dir });
+        const decision = this.hooks.onFinishedError?.({ operation: 'SetUp', step: 'NodePublishVolume', path: dir, args }) ?? 'cleanup';
+        if (decision === 'uncertain') throw new UncertainProgressError(errorMessage(err));
+        if (decision === 'cleanup') {
+          try {
+            await removeMountDir(host, dir);
+          } catch (cleanupErr) {
+            host.logger.error(cleanupErr, csiLog('mounter.SetupAt failed to remove mount dir after a NodePublish() error'), { dir });
+          }
         }
       }
       throw err;
     }
     host.logger.v(4).info(csiLog('mounter.SetUp successfully requested NodePublish'), { dir, pod: `${this.pod.namespace}/${this.pod.name}` });
-  }
-
-  private logKeep(dir: string): void {
-    this.host.logger.v(2).info(csiLog('mounter.SetUpAt keeps the pod volume dir and its volume data after an error: the target may still be published'), { dir });
   }
 }
 

@@ -157,7 +157,7 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
   async newMounter(spec: Spec, pod: PodRef): Promise<VolumeMounter> {
     const lifecycle = getVolumeLifecycleMode(spec);
     const { driverName, volumeHandle } = driverAndHandle(spec, pod.uid);
-    return Promise.resolve(new CsiMounter(this.host, { driverName, volumeHandle, specName: specName(spec), podUID: pod.uid, lifecycle }, spec, pod));
+    return Promise.resolve(new CsiMounter(this.host, { driverName, volumeHandle, specName: specName(spec), podUID: pod.uid, lifecycle }, spec, pod, this.hooks));
   }
 
   /**

@@ -4,7 +4,6 @@
  * kubelet's operation error classes, and a guard that keeps every removal under the root dir.
  */
 import * as path from 'node:path/posix';
-import { CSIKeepUncertainMountOnFinalError } from '../../features/features.js';
 import { isFinalCsiError, type AccessMode, type CsiNodeClient, type VolumeCapability } from '../../ports/csi.js';
 import { atomicTempPath, errorCode, errorMessage, isNotExist } from '../../ports/fs.js';
 import type { PodRef } from '../plugins.js';
@@ -57,37 +56,6 @@ export function assertConfined(host: VolumeHost, p: string, what: string): Promi
 export async function isDirMounted(host: VolumeHost, dir: string): Promise<boolean> {
   try {
     return !(await host.mounter.isLikelyNotMountPoint(dir));
-  } catch (err) {
-    if (isNotExist(err)) return false;
-    throw err;
-  }
-}
-
-/**
- * Gate CSIKeepUncertainMountOnFinalError: after a final NodeStageVolume / NodePublishVolume
- * error, whether `p` shows that the driver did the work anyway: it is a mount point, or (a raw
- * block staging dir, `orNotEmpty`) holds anything, since kubelet made it empty. When that cannot
- * be told (the check itself fails) it counts as shown: the cost is one idempotent call later.
- * Returns the error to throw instead (uncertain, same text), or undefined when nothing shows or
- * the gate is off.
- */
-export async function uncertainIfDone(host: VolumeHost, err: unknown, p: string, caller: string, opts: { readonly orNotEmpty?: boolean } = {}): Promise<UncertainProgressError | undefined> {
-  if (!host.features.enabled(CSIKeepUncertainMountOnFinalError)) return undefined;
-  let shown: boolean;
-  try {
-    shown = (await isDirMounted(host, p)) || (opts.orNotEmpty === true && (await holdsAnything(host, p)));
-  } catch {
-    shown = true;
-  }
-  if (!shown) return undefined;
-  host.logger.info(csiLog(`${caller} failed, but the driver's work is there: uncertain, the path and its record stay`), { path: p, err: errorMessage(err) });
-  return new UncertainProgressError(errorMessage(err));
-}
-
-/** Whether directory `p` has any entry; a missing one has none. */
-async function holdsAnything(host: VolumeHost, p: string): Promise<boolean> {
-  try {
-    return (await host.fs.readdir(p)).length > 0;
   } catch (err) {
     if (isNotExist(err)) return false;
     throw err;
