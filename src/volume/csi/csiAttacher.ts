@@ -7,13 +7,12 @@ import * as path from 'node:path/posix';
 import { errorMessage } from '../../ports/fs.js';
 import type { DeviceMounter, DeviceUnmounter, MounterArgs } from '../plugins.js';
 import { specName, type Spec } from '../spec.js';
-import { isOperationFinishedError, TransientOperationFailure, UncertainProgressError } from '../util/errors.js';
+import { TransientOperationFailure, UncertainProgressError } from '../util/errors.js';
 import type { VolumeHost } from '../volumeHost.js';
 import { upstreamCsiHooks, type CsiHooks } from './csiHooks.js';
+import { stageOrPublish } from './stageOrPublish.js';
 import {
-  accessModeMapperFor,
   assertConfined,
-  classifyCsiError,
   clientFor,
   csiLog,
   getCredentialsFromSecret,
@@ -22,6 +21,7 @@ import {
   mkdirAll,
   mountCapability,
   removeMountDir,
+  removeMountDirLogged,
   supportsStageUnstage,
   volumeMountGroupFor,
 } from './csiUtil.js';
@@ -130,42 +130,29 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
       if (makesVolumeDir && newVolumeDir !== undefined) await newVolumeDir.afterTransientError(host, deviceMountPath, () => this.cleanupMountDir(deviceMountPath));
       throw err;
     }
-    try {
-      // csi_client.go NodeStageVolume maps the access mode first; its failure is returned as it is.
-      const accessMode = await accessModeMapperFor(client).catch((err: unknown) => {
-        throw new Error(csiLog(`attacher.MountDevice failed: ${errorMessage(err)}`));
-      });
-      await client
-        .nodeStageVolume({
+    // A final error: the deferred removeMountDir of the staging path.
+    await stageOrPublish(host, this.hooks, client, {
+      caller: 'attacher.MountDevice',
+      spec,
+      path: deviceMountPath,
+      workShown: { caller: 'attacher.MountDevice' },
+      removal: { operation: 'MountDevice', step: 'NodeStageVolume', args, remove: () => this.cleanupMountDir(deviceMountPath) },
+      accessModeFailure: 'handled',
+      send: (accessMode) =>
+        client.nodeStageVolume({
           volumeId: csi.volumeHandle,
           publishContext,
           stagingTargetPath: deviceMountPath,
-          volumeCapability: mountCapability(spec, csi.fsType ?? '', volumeMountGroup, accessMode(spec)),
+          volumeCapability: mountCapability(spec, csi.fsType ?? '', volumeMountGroup, accessMode),
           secrets,
           volumeContext: csi.volumeAttributes ?? {},
-        })
-        .catch((err: unknown) => {
-          throw classifyCsiError(err, 'attacher.MountDevice failed');
-        });
-    } catch (err) {
-      if (isOperationFinishedError(err)) {
-        const uncertain = await this.hooks.uncertainAfterFinishedError(host, err, deviceMountPath, 'attacher.MountDevice');
-        if (uncertain !== undefined) throw uncertain;
-        const decision = this.hooks.onFinishedError?.({ operation: 'MountDevice', step: 'NodeStageVolume', path: deviceMountPath, args }) ?? 'cleanup';
-        if (decision === 'uncertain') throw new UncertainProgressError(errorMessage(err));
-        if (decision === 'cleanup') await this.cleanupMountDir(deviceMountPath);
-      }
-      throw err;
-    }
+        }),
+    });
     host.logger.v(4).info(csiLog('attacher.MountDevice successfully requested NodeStageVolume'), { deviceMountPath });
   }
 
-  private async cleanupMountDir(deviceMountPath: string): Promise<void> {
-    try {
-      await removeMountDir(this.host, deviceMountPath);
-    } catch (err) {
-      this.host.logger.error(err, csiLog('attacher.MountDevice failed to remove mount dir after error'), { deviceMountPath });
-    }
+  private cleanupMountDir(deviceMountPath: string): Promise<void> {
+    return removeMountDirLogged(this.host, deviceMountPath, 'attacher.MountDevice failed to remove mount dir after error', { deviceMountPath });
   }
 
   async unmountDevice(deviceMountPath: string): Promise<void> {

@@ -12,12 +12,10 @@ import { specName, type Spec } from '../spec.js';
 import type { VolumeHost } from '../volumeHost.js';
 import { upstreamCsiHooks, type CsiHooks } from './csiHooks.js';
 import {
-  accessModeMapperFor,
   assertConfined,
   attachmentMetadata,
   assertUnderRoot,
   blockCapability,
-  classifyCsiError,
   clientFor,
   csiLog,
   getCredentialsFromSecret,
@@ -27,7 +25,8 @@ import {
   skipAttach,
   supportsStageUnstage,
 } from './csiUtil.js';
-import { isOperationFinishedError, TransientOperationFailure, UncertainProgressError } from '../util/errors.js';
+import { TransientOperationFailure } from '../util/errors.js';
+import { stageOrPublish } from './stageOrPublish.js';
 import { saveVolumeData, volDataKey } from './volumeData.js';
 
 export interface BlockIdentity {
@@ -104,33 +103,25 @@ export class CsiBlockMapper implements BlockVolumeMapper {
     }
     await mkdirAll(host, stagingPath);
     if (this.hooks.stagingPathCreated !== undefined) await this.hooks.stagingPathCreated(host, stagingPath);
-    try {
-      // csi_client.go NodeStageVolume maps the access mode first; its failure is returned as it is (final).
-      const accessMode = await accessModeMapperFor(client).catch((err: unknown) => {
-        throw new Error(csiLog(`blockMapper.stageVolumeForBlock failed: ${errorMessage(err)}`));
-      });
-      await client
-        .nodeStageVolume({
+    // A final error: cleanupOrphanDeviceFiles.
+    await stageOrPublish(host, this.hooks, client, {
+      caller: 'blockMapper.stageVolumeForBlock',
+      spec: this.spec,
+      path: stagingPath,
+      // kubelet made the staging dir empty: anything in it is the driver's.
+      workShown: { caller: 'blockMapper.SetUpDevice', orNotEmpty: true },
+      removal: { operation: 'SetUpDevice', step: 'NodeStageVolume', args, remove: () => cleanupOrphanDeviceFilesLogged(host, id.specName) },
+      accessModeFailure: 'handled',
+      send: (accessMode) =>
+        client.nodeStageVolume({
           volumeId: id.volumeHandle,
           publishContext,
           stagingTargetPath: stagingPath,
-          volumeCapability: blockCapability(this.spec, accessMode(this.spec)),
+          volumeCapability: blockCapability(this.spec, accessMode),
           secrets,
           volumeContext: this.spec.kind === 'persistent' ? (this.spec.persistentVolume.csi?.volumeAttributes ?? {}) : {},
-        })
-        .catch((err: unknown) => {
-          throw classifyCsiError(err, 'blockMapper.stageVolumeForBlock failed');
-        });
-    } catch (err) {
-      if (isOperationFinishedError(err)) {
-        const uncertain = await this.hooks.uncertainAfterFinishedError(host, err, stagingPath, 'blockMapper.SetUpDevice', { orNotEmpty: true });
-        if (uncertain !== undefined) throw uncertain;
-        const decision = this.hooks.onFinishedError?.({ operation: 'SetUpDevice', step: 'NodeStageVolume', path: stagingPath, args }) ?? 'cleanup';
-        if (decision === 'uncertain') throw new UncertainProgressError(errorMessage(err));
-        if (decision === 'cleanup') await cleanupOrphanDeviceFilesLogged(host, id.specName);
-      }
-      throw err;
-    }
+        }),
+    });
     return stagingPath;
   }
 
@@ -188,26 +179,26 @@ export class CsiBlockMapper implements BlockVolumeMapper {
     await mkdirAll(host, publishDir);
     const publishPath = host.layout.csiBlockPublishPath(id.specName, id.podUID);
     if (this.hooks.publishPathParentCreated !== undefined) await this.hooks.publishPathParentCreated(host, publishPath);
-    // csi_client.go NodePublishVolume maps the access mode first; its failure is returned as it is (final).
-    const accessMode = await accessModeMapperFor(client).catch((err: unknown) => {
-      throw new Error(csiLog(`blockMapper.publishVolumeForBlock failed: ${errorMessage(err)}`));
+    // A final error: kubelet removes nothing.
+    await stageOrPublish(host, this.hooks, client, {
+      caller: 'blockMapper.publishVolumeForBlock',
+      spec: this.spec,
+      path: publishPath,
+      workShown: { caller: 'blockMapper.MapPodDevice' },
+      removal: 'none',
+      accessModeFailure: 'returned',
+      send: (accessMode) =>
+        client.nodePublishVolume({
+          volumeId: id.volumeHandle,
+          publishContext,
+          stagingTargetPath: stageUnstage ? host.layout.csiBlockStagingPath(id.specName) : '',
+          targetPath: publishPath,
+          volumeCapability: blockCapability(this.spec, accessMode),
+          readonly: this.spec.readOnly,
+          secrets,
+          volumeContext,
+        }),
     });
-    try {
-      await client.nodePublishVolume({
-        volumeId: id.volumeHandle,
-        publishContext,
-        stagingTargetPath: stageUnstage ? host.layout.csiBlockStagingPath(id.specName) : '',
-        targetPath: publishPath,
-        volumeCapability: blockCapability(this.spec, accessMode(this.spec)),
-        readonly: this.spec.readOnly,
-        secrets,
-        volumeContext,
-      });
-    } catch (err) {
-      const classified = classifyCsiError(err, 'blockMapper.publishVolumeForBlock failed');
-      if (isOperationFinishedError(classified)) throw (await this.hooks.uncertainAfterFinishedError(host, classified, publishPath, 'blockMapper.MapPodDevice')) ?? classified;
-      throw classified;
-    }
     return publishPath;
   }
 }

@@ -96,6 +96,18 @@ export async function removeMountDir(host: VolumeHost, mountPath: string): Promi
   }
 }
 
+/**
+ * removeMountDir after a failed MountDevice or SetUp, as kubelet's deferred cleanup runs it: its
+ * own failure is logged at error level (`message`, with `values`), never returned.
+ */
+export async function removeMountDirLogged(host: VolumeHost, mountPath: string, message: string, values: Record<string, string>): Promise<void> {
+  try {
+    await removeMountDir(host, mountPath);
+  } catch (err) {
+    host.logger.error(err, csiLog(message), values);
+  }
+}
+
 /** `vol_data.json.tmp`: the temp file of the atomic vol_data.json write ({@link atomicTempPath}). */
 const VOLUME_DATA_TEMP_FILE_NAME = path.basename(atomicTempPath(VOL_DATA_FILE_NAME));
 
