@@ -10,7 +10,7 @@
  */
 import {
   CSIGlobalMountReconstruction,
-  type FeatureGate,
+  type KubeletFeatureGate,
 } from '../../features/features.js';
 import { mapConcurrently } from '../../ports/concurrency.js';
 import type { ClusterView } from '../../ports/cluster.js';
@@ -38,7 +38,7 @@ export interface ReconstructorDeps {
   readonly dsw: DesiredStateOfWorld;
   readonly executor: OperationExecutor;
   readonly cluster: ClusterView;
-  readonly features: FeatureGate;
+  readonly features: KubeletFeatureGate;
   readonly logger: Logger;
   readonly metrics: VolumeManagerMetrics;
   /** nodevol's hooks (reconstructHooks.ts); absent: kubelet's reconstruction. */
