@@ -12,7 +12,7 @@
  * - node.status: what was read (the agent reads it once at start, before it writes) and every
  *   volumesInUse written, each with volumesAttached as last read. Nothing is assumed: until the
  *   first read, volumesAttached is left out; volumesInUse is only ever a list read or written.
- * - Errors and warnings logged.
+ * - Errors and warnings logged, and what reconstruction found at start (src/trace/reconstruction.ts).
  * - Each agent life starts with a `step` line naming the process and the boot; a life that did
  *   not end with the stop line was killed: the next start records a `restart` (same boot) or a
  *   `reboot` (another boot id) first (the lines are src/trace/agentLife.ts).
@@ -26,6 +26,7 @@ import { escapeMountPath } from '../mount/mountInfo.js';
 import type { CsiCallObserver } from '../csi/instrumented.js';
 import type { TraceEvent } from '../trace/events.js';
 import { agentStartedStep, agentStoppedLine, lastAgentLife } from '../trace/agentLife.js';
+import { reconstructionFinding } from '../trace/reconstruction.js';
 
 export type TraceSink = (event: TraceEvent) => void;
 
@@ -169,7 +170,11 @@ export function createAgentTracer(options: {
         emit({ kind: 'status', t: nowMs(), volumesInUse: [...names], ...(attached === undefined ? {} : { volumesAttached: [...attached] }), source: 'written' });
       },
     }),
-    logger: (inner) => tracedLogger(inner, logLine),
+    logger: (inner) =>
+      tracedLogger(inner, logLine, (msg, values) => {
+        const finding = reconstructionFinding(msg, values);
+        if (finding !== undefined) emit({ kind: 'reconstruct', t: nowMs(), ...finding });
+      }),
     operation: (e) => {
       const end = nowMs();
       emit({
@@ -204,9 +209,12 @@ function sameList(a: readonly string[], b: readonly string[] | undefined): boole
   return b !== undefined && a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
-function tracedLogger(inner: Logger, record: (severity: 'W' | 'E', msg: string, values: LogValues | undefined, err?: unknown) => void): Logger {
+function tracedLogger(inner: Logger, record: (severity: 'W' | 'E', msg: string, values: LogValues | undefined, err?: unknown) => void, found: (msg: string, values: LogValues | undefined) => void): Logger {
   return {
-    info: (msg, values) => inner.info(msg, values),
+    info: (msg, values) => {
+      found(msg, values);
+      inner.info(msg, values);
+    },
     warning: (msg, values) => {
       record('W', msg, values);
       inner.warning(msg, values);
@@ -215,7 +223,8 @@ function tracedLogger(inner: Logger, record: (severity: 'W' | 'E', msg: string, 
       record('E', msg, values, err);
       inner.error(err, msg, values);
     },
-    v: (level) => tracedLogger(inner.v(level), record),
+    // Recorded whatever the verbosity: reconstruction's findings are V(2) lines.
+    v: (level) => tracedLogger(inner.v(level), record, found),
     enabled: (level) => inner.enabled(level),
   };
 }

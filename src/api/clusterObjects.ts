@@ -57,6 +57,8 @@ const pvSchema = z.object({
   metadata: meta,
   spec: z.object({
     csi: csiPvSource.nullish(),
+    /** The attach/detach controller attaches a volume to a second node only when these allow it. */
+    accessModes: z.array(z.string()).nullish(),
     claimRef: z.object({ namespace: z.string().nullish(), name: z.string().nullish() }).nullish(),
   }),
 });

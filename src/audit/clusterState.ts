@@ -1,11 +1,14 @@
 /**
  * The cluster's view of one node, as the audit and `nodevol recover` use it: the Node's
  * `status.volumesInUse` / `volumesAttached`, the pods bound to the node, the claims and PVs they
- * name, every VolumeAttachment and the CSIDriver objects.
+ * name, the VolumeAttachments and the CSIDriver objects.
  *
  * Two sources give the same Kubernetes objects, checked by the schemas of src/api/clusterObjects.ts:
  * a file holding what `kubectl get nodes,pods,pv,pvc,volumeattachments,csidrivers -A -o json`
- * prints (a `List`), and the API server (src/adapters/node/clusterApi.ts).
+ * prints (a `List`: every object), and the API server (src/adapters/node/clusterApi.ts), from
+ * which the audit reads the objects its findings need (./clusterReads.ts: the PVs,
+ * VolumeAttachments and CSIDrivers of its node's volumes, every PV and VolumeAttachment only when
+ * a volume may be attached elsewhere), so that the findings are the same from either.
  */
 import { ClusterStateError, type ClusterObjects } from '../api/clusterObjects.js';
 import { CSI_PLUGIN_NAME, csiVolumeName, getUniqueVolumeName } from '../layout/names.js';

@@ -10,25 +10,33 @@
  * pod bound to this node wants it (or a pod's claim cannot be resolved, so that cannot be
  * proven), when it is in node.status.volumesInUse, when it is a raw block volume, when a
  * target belongs to a pod that still exists, when the mount table could not be parsed, when
- * any path leaves the root dir or has a symlink in it, and when the driver's socket is missing.
- * One volume's failure stops only that volume. Every planned, done, failed and refused action
- * is a journal entry. A dry run (the default) makes no call and changes nothing.
+ * any path leaves the root dir or has a symlink in it. A driver socket that is missing (or is
+ * not a socket) does not hide the plan: the dry run shows the volume's whole plan with a warning,
+ * and only --yes refuses the volume. One volume's failure stops only that volume. Every planned,
+ * done, failed and refused action is a journal entry, naming only paths that exist. A dry run
+ * (the default) makes no call and changes nothing.
+ *
+ * Paths: every path of the plan is one of this process' file system, under the root dir it
+ * reads (removals, mount table look-ups); a CSI call names the path as the node's mount table
+ * and its drivers name it (`nodeRootDir`, from --mountinfo-root-dir), which differs when the
+ * root dir is the host's mounted elsewhere (in a debug container, say).
  *
  * Engine code: it reaches files, the mount table and drivers only through ports.
  */
 import * as path from 'node:path/posix';
 import type { CsiNodeClient } from '../ports/csi.js';
-import { errorMessage, type FileSystem } from '../ports/fs.js';
+import { errorCode, errorMessage, type FileSystem } from '../ports/fs.js';
 import type { KubeletLayout } from '../layout/layout.js';
 import type { MountTable } from '../ports/mounter.js';
 import { getMountRefs } from '../mount/mountRefs.js';
-import { isDirMounted, removeMountDir } from '../volume/csi/csiUtil.js';
+import { isDirMounted, isVolumeDataTempFile, removeMountDir, UNSTAGE_MARKER_FILE_NAME } from '../volume/csi/csiUtil.js';
 import { VOL_DATA_FILE_NAME } from '../volume/csi/volumeData.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
 import { csiUniqueName, wantedVolumes, type ClusterState } from './clusterState.js';
 import type { AuditReport, AuditVolume } from './report.js';
 
-export type RecoverAction = 'NodeUnpublishVolume' | 'NodeUnstageVolume' | 'rmdir' | 'unlink' | 'refuse';
+/** `check`: a dry run's warning (a precondition --yes would refuse the volume for, with its reason). */
+export type RecoverAction = 'NodeUnpublishVolume' | 'NodeUnstageVolume' | 'rmdir' | 'unlink' | 'refuse' | 'check';
 export type RecoverOutcome = 'planned' | 'ok' | 'failed' | 'refused' | 'skipped';
 
 /** One line of the JSON-lines journal. */
@@ -45,6 +53,12 @@ export interface RecoverJournalEntry {
   readonly error?: string;
 }
 
+/** One removal removeMountDir makes after a call succeeded. */
+export interface RemovalStep {
+  readonly action: 'rmdir' | 'unlink';
+  readonly path: string;
+}
+
 export interface VolumePlan {
   readonly uniqueName: string;
   readonly driver: string;
@@ -53,6 +67,12 @@ export interface VolumePlan {
   /** Publish targets still bind-mounted from the global mount. */
   readonly targets: readonly string[];
   readonly deviceMountPath: string;
+  /** Each target and the global mount as the driver is told it (the node's naming, see `nodeRootDir`). */
+  readonly callPaths: ReadonlyMap<string, string>;
+  /** What removeMountDir would remove after the call on each target and the global mount: only what exists now. */
+  readonly removals: ReadonlyMap<string, readonly RemovalStep[]>;
+  /** Why --yes refuses the volume as things stand (its driver's socket); the dry run shows the plan with it. */
+  readonly warning?: string;
 }
 
 export interface Refusal {
@@ -75,6 +95,11 @@ export interface PlanInput {
   readonly mountTable: MountTable | Error;
   /** unix:///abs/csi.sock of a driver: --csi-endpoint, else <root>/plugins/<driver>/csi.sock. */
   readonly endpointFor: (driver: string) => { readonly endpoint: string; readonly socketPath: string };
+  /**
+   * The root dir as the node's mount table and its drivers name it (--mountinfo-root-dir), when
+   * it is not `layout.rootDir`: the paths a CSI call names are moved under it.
+   */
+  readonly nodeRootDir?: string;
 }
 
 /** Whether `p` exists and is exactly its own real path (no symlink anywhere in it) under the root. */
@@ -103,7 +128,7 @@ export async function planRecovery(input: PlanInput): Promise<RecoverPlan> {
     const refuse = (reason: string): void => {
       refusals.push({ uniqueName: v.uniqueName, driver: v.driver, reason });
     };
-    const reason = await refusalOf(v, input, wanted, inUse, owners);
+    const reason = refusalOf(v, input, wanted, inUse, owners);
     if (reason !== undefined) {
       refuse(reason);
       continue;
@@ -137,7 +162,12 @@ export async function planRecovery(input: PlanInput): Promise<RecoverPlan> {
       continue;
     }
     const { endpoint } = input.endpointFor(v.driver);
-    volumes.push({ uniqueName: v.uniqueName, driver: v.driver, volumeHandle: handle, endpoint, targets: targets.sort(), deviceMountPath });
+    const mounts = [...targets.sort(), deviceMountPath];
+    const callPaths = new Map(mounts.map((m) => [m, nodePath(layout.rootDir, input.nodeRootDir, m)]));
+    const removals = new Map<string, readonly RemovalStep[]>();
+    for (const m of mounts) removals.set(m, await existingRemovalSteps(fs, m));
+    const warning = await driverSocketProblem(v.driver, input);
+    volumes.push({ uniqueName: v.uniqueName, driver: v.driver, volumeHandle: handle, endpoint, targets, deviceMountPath, callPaths, removals, ...(warning !== undefined ? { warning } : {}) });
   }
   return { volumes, refusals };
 }
@@ -159,13 +189,13 @@ function andList(items: readonly string[]): string {
   return items.length <= 1 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1] ?? ''}`;
 }
 
-async function refusalOf(
+function refusalOf(
   v: AuditVolume,
   input: PlanInput,
   wanted: ReturnType<typeof wantedVolumes>,
   inUse: ReadonlySet<string>,
   owners: ReadonlyMap<string, readonly string[]>,
-): Promise<string | undefined> {
+): string | undefined {
   if (v.mode === 'Block') return 'raw block volumes are not handled by nodevol recover (unmap and unstage them with the agent and the gate on)';
   if (v.volumeHandle === null) return 'no volume handle';
   const pvs = owners.get(v.uniqueName) ?? [];
@@ -182,14 +212,27 @@ async function refusalOf(
   }
   if (inUse.has(v.uniqueName)) return `it is in node.status.volumesInUse of ${input.state.nodeName}: kubelet still reports it in use`;
   if (input.mountTable instanceof Error) return `the mount table could not be read strictly (${input.mountTable.message}): whether it is mounted cannot be proven`;
-  const { socketPath } = input.endpointFor(v.driver);
+  return undefined;
+}
+
+/** Why the driver cannot be called through its socket now, or undefined when the socket is there. */
+async function driverSocketProblem(driver: string, input: PlanInput): Promise<string | undefined> {
+  const { socketPath } = input.endpointFor(driver);
   try {
     const st = await input.fs.lstat(socketPath);
-    if (st.type !== 'other') return `driver socket ${socketPath} is not a socket`;
+    if (st.type !== 'other') return `driver socket ${socketPath} is not a socket: --yes refuses this volume until the ${driver} node plugin listens there`;
   } catch (err) {
-    return `driver socket ${socketPath} is missing (${errorMessage(err)}): is the ${v.driver} node plugin running on this node?`;
+    // The socket's path is in each call line below ("via unix://…"): not repeated here, so the line stays short.
+    return `no driver socket (${errorCode(err) ?? errorMessage(err)}): --yes refuses this volume until the ${driver} node plugin runs on this node`;
   }
   return undefined;
+}
+
+/** `p` (under `rootDir`) as the node names it when the node names the root dir `nodeRootDir`. */
+export function nodePath(rootDir: string, nodeRootDir: string | undefined, p: string): string {
+  if (nodeRootDir === undefined || nodeRootDir === rootDir) return p;
+  const rel = path.relative(rootDir, p);
+  return rel === '' ? nodeRootDir : path.join(nodeRootDir, rel);
 }
 
 export interface ExecuteInput {
@@ -206,18 +249,43 @@ export interface ExecuteInput {
 export interface RecoverResult {
   readonly recovered: readonly string[];
   readonly failed: readonly { readonly uniqueName: string; readonly error: string }[];
+  /** The plan's refusals, and with --yes the volumes refused for their warning. */
   readonly refused: readonly Refusal[];
   readonly planned: readonly string[];
+  /** Dry run: the planned volumes --yes would refuse as things stand (their warning). */
+  readonly warned: readonly string[];
 }
 
-/** The paths removeMountDir removes for a mount path, in order. */
-export function removalSteps(mountPath: string): { action: 'rmdir' | 'unlink'; path: string }[] {
+/**
+ * What removeMountDir removes for a mount path, in its order, as far as it exists now: the
+ * directory, the volume dir's vol_data.json, the temp file of an interrupted vol_data.json write
+ * and the unstage marker (removed with the volume dir), and the volume dir.
+ */
+export async function existingRemovalSteps(fs: FileSystem, mountPath: string): Promise<RemovalStep[]> {
   const volDir = path.dirname(mountPath);
-  return [
-    { action: 'rmdir', path: mountPath },
-    { action: 'unlink', path: path.join(volDir, VOL_DATA_FILE_NAME) },
-    { action: 'rmdir', path: volDir },
-  ];
+  const exists = async (p: string): Promise<boolean> => {
+    try {
+      await fs.lstat(p);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const steps: RemovalStep[] = [];
+  if (await exists(mountPath)) steps.push({ action: 'rmdir', path: mountPath });
+  const dataFile = path.join(volDir, VOL_DATA_FILE_NAME);
+  if (await exists(dataFile)) steps.push({ action: 'unlink', path: dataFile });
+  let entries: Awaited<ReturnType<FileSystem['readdir']>> = [];
+  try {
+    entries = await fs.readdir(volDir);
+  } catch {
+    // No volume dir (or unreadable): nothing more to name; the removal reports its own error.
+  }
+  for (const e of [...entries].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+    if (e.type === 'file' && (isVolumeDataTempFile(e.name) || e.name === UNSTAGE_MARKER_FILE_NAME)) steps.push({ action: 'unlink', path: path.join(volDir, e.name) });
+  }
+  if (await exists(volDir)) steps.push({ action: 'rmdir', path: volDir });
+  return steps;
 }
 
 export async function executeRecovery(input: ExecuteInput): Promise<RecoverResult> {
@@ -225,37 +293,51 @@ export async function executeRecovery(input: ExecuteInput): Promise<RecoverResul
   const recovered: string[] = [];
   const failed: { uniqueName: string; error: string }[] = [];
   const planned: string[] = [];
+  const warned: string[] = [];
+  const refused: Refusal[] = [...plan.refusals];
   for (const r of plan.refusals) {
     journal({ time: input.nowIso(), volume: r.uniqueName, driver: r.driver, action: 'refuse', outcome: 'refused', reason: r.reason });
   }
   for (const v of plan.volumes) {
     const base = { volume: v.uniqueName, driver: v.driver };
     const entry = (e: Omit<RecoverJournalEntry, 'time' | 'volume' | 'driver'>): void => journal({ time: input.nowIso(), ...base, ...e });
+    const callPath = (p: string): string => v.callPaths.get(p) ?? p;
+    if (input.act && v.warning !== undefined) {
+      refused.push({ uniqueName: v.uniqueName, driver: v.driver, reason: v.warning });
+      entry({ action: 'refuse', outcome: 'refused', reason: v.warning });
+      continue;
+    }
     if (!input.act) {
-      for (const t of v.targets) {
-        entry({ action: 'NodeUnpublishVolume', outcome: 'planned', volumeId: v.volumeHandle, path: t, endpoint: v.endpoint });
-        for (const s of removalSteps(t)) entry({ action: s.action, outcome: 'planned', path: s.path });
+      if (v.warning !== undefined) {
+        entry({ action: 'check', outcome: 'failed', reason: v.warning });
+        warned.push(v.uniqueName);
       }
-      entry({ action: 'NodeUnstageVolume', outcome: 'planned', volumeId: v.volumeHandle, path: v.deviceMountPath, endpoint: v.endpoint });
-      for (const s of removalSteps(v.deviceMountPath)) entry({ action: s.action, outcome: 'planned', path: s.path });
+      for (const t of v.targets) {
+        entry({ action: 'NodeUnpublishVolume', outcome: 'planned', volumeId: v.volumeHandle, path: callPath(t), endpoint: v.endpoint });
+        for (const s of v.removals.get(t) ?? []) entry({ action: s.action, outcome: 'planned', path: s.path });
+      }
+      entry({ action: 'NodeUnstageVolume', outcome: 'planned', volumeId: v.volumeHandle, path: callPath(v.deviceMountPath), endpoint: v.endpoint });
+      for (const s of v.removals.get(v.deviceMountPath) ?? []) entry({ action: s.action, outcome: 'planned', path: s.path });
       planned.push(v.uniqueName);
       continue;
     }
     try {
       const client = input.clientFor(v.endpoint);
       for (const t of v.targets) {
-        await step(() => client.nodeUnpublishVolume({ volumeId: v.volumeHandle, targetPath: t }), () =>
-          entry({ action: 'NodeUnpublishVolume', outcome: 'ok', volumeId: v.volumeHandle, path: t, endpoint: v.endpoint }),
-        (error) => entry({ action: 'NodeUnpublishVolume', outcome: 'failed', volumeId: v.volumeHandle, path: t, endpoint: v.endpoint, error }));
+        const targetPath = callPath(t);
+        await step(() => client.nodeUnpublishVolume({ volumeId: v.volumeHandle, targetPath }), () =>
+          entry({ action: 'NodeUnpublishVolume', outcome: 'ok', volumeId: v.volumeHandle, path: targetPath, endpoint: v.endpoint }),
+        (error) => entry({ action: 'NodeUnpublishVolume', outcome: 'failed', volumeId: v.volumeHandle, path: targetPath, endpoint: v.endpoint, error }));
         await removeAfter(host, t, entry);
       }
       const caps = await client.nodeGetCapabilities();
+      const stagingTargetPath = callPath(v.deviceMountPath);
       if (caps.includes('STAGE_UNSTAGE_VOLUME')) {
-        await step(() => client.nodeUnstageVolume({ volumeId: v.volumeHandle, stagingTargetPath: v.deviceMountPath }), () =>
-          entry({ action: 'NodeUnstageVolume', outcome: 'ok', volumeId: v.volumeHandle, path: v.deviceMountPath, endpoint: v.endpoint }),
-        (error) => entry({ action: 'NodeUnstageVolume', outcome: 'failed', volumeId: v.volumeHandle, path: v.deviceMountPath, endpoint: v.endpoint, error }));
+        await step(() => client.nodeUnstageVolume({ volumeId: v.volumeHandle, stagingTargetPath }), () =>
+          entry({ action: 'NodeUnstageVolume', outcome: 'ok', volumeId: v.volumeHandle, path: stagingTargetPath, endpoint: v.endpoint }),
+        (error) => entry({ action: 'NodeUnstageVolume', outcome: 'failed', volumeId: v.volumeHandle, path: stagingTargetPath, endpoint: v.endpoint, error }));
       } else {
-        entry({ action: 'NodeUnstageVolume', outcome: 'skipped', volumeId: v.volumeHandle, path: v.deviceMountPath, reason: 'the driver has no STAGE_UNSTAGE_VOLUME capability (kubelet skips the call too)' });
+        entry({ action: 'NodeUnstageVolume', outcome: 'skipped', volumeId: v.volumeHandle, path: stagingTargetPath, reason: 'the driver has no STAGE_UNSTAGE_VOLUME capability (kubelet skips the call too)' });
       }
       await removeAfter(host, v.deviceMountPath, entry);
       recovered.push(v.uniqueName);
@@ -263,7 +345,7 @@ export async function executeRecovery(input: ExecuteInput): Promise<RecoverResul
       failed.push({ uniqueName: v.uniqueName, error: errorMessage(err) });
     }
   }
-  return { recovered, failed, refused: plan.refusals, planned };
+  return { recovered, failed, refused, planned, warned };
 }
 
 class StepFailed extends Error {}
@@ -278,18 +360,34 @@ async function step(call: () => Promise<void>, ok: () => void, fail: (error: str
   ok();
 }
 
-/** removeMountDir after a successful call; a path still mounted is a failure, never removed. */
+/**
+ * removeMountDir after a successful call; a path still mounted is a failure, never removed. The
+ * journal names what existed once the call returned (a driver may remove its target itself):
+ * each removed path ok, and on an error the first path still there failed.
+ */
 async function removeAfter(host: VolumeHost, mountPath: string, entry: (e: Omit<RecoverJournalEntry, 'time' | 'volume' | 'driver'>) => void): Promise<void> {
   if (await isDirMounted(host, mountPath)) {
     const error = `${mountPath} is still a mount point after the driver reported success: left in place`;
     entry({ action: 'rmdir', outcome: 'failed', path: mountPath, error });
     throw new StepFailed(error);
   }
+  const steps = await existingRemovalSteps(host.fs, mountPath);
+  let failure: Error | undefined;
   try {
     await removeMountDir(host, mountPath);
   } catch (err) {
-    entry({ action: 'rmdir', outcome: 'failed', path: mountPath, error: errorMessage(err) });
-    throw err;
+    failure = err instanceof Error ? err : new Error(String(err));
   }
-  for (const s of removalSteps(mountPath)) entry({ action: s.action, outcome: 'ok', path: s.path });
+  if (failure === undefined) {
+    for (const s of steps) entry({ action: s.action, outcome: 'ok', path: s.path });
+    return;
+  }
+  const left = new Set((await existingRemovalSteps(host.fs, mountPath)).map((s) => s.path));
+  const stuck = steps.find((s) => left.has(s.path)) ?? { action: 'rmdir' as const, path: mountPath };
+  for (const s of steps) {
+    if (s === stuck) break;
+    entry({ action: s.action, outcome: 'ok', path: s.path });
+  }
+  entry({ action: stuck.action, outcome: 'failed', path: stuck.path, error: errorMessage(failure) });
+  throw failure;
 }

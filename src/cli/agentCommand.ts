@@ -30,10 +30,9 @@ import { createOrphanPodMetrics } from '../adapters/prometheus/orphanPodMetrics.
 import { NODE_STATUS_UPDATE_PERIOD_MS } from '../volumemanager/volumeManager.js';
 import { composeNode } from '../agent/node.js';
 import type { CsiDriverRegistry } from '../ports/csi.js';
-import { describeBusyLock } from '../adapters/node/processLock.js';
 import { parseDuration } from './duration.js';
 import { addHelpAfter, addLoggingOptions, collect, stderrLogger } from './flags.js';
-import { lockRootDir } from './rootDirLock.js';
+import { withRootDirLock } from './rootDirLock.js';
 
 export const EXIT_AGENT_OK = 0;
 export const EXIT_AGENT_FAILED = 1;
@@ -95,17 +94,15 @@ export function agentFileSystem(realRootDir: string, realClusterDir: string): No
  * another agent or a `nodevol recover --yes` acts on the root dir. SIGKILL releases it too.
  */
 async function runAgent(flags: AgentFlags): Promise<number> {
-  const taken = await lockRootDir(flags.rootDir, 'nodevol agent');
-  if (taken !== undefined && !('lock' in taken)) {
-    const why = 'busy' in taken ? `${describeBusyLock(taken.busy)}: one nodevol agent or recover --yes acts on a root dir at a time` : taken.error;
-    process.stderr.write(`nodevol agent: --root-dir ${flags.rootDir}: ${why}\n`);
-    return EXIT_AGENT_USAGE;
-  }
-  try {
-    return await runAgentHoldingRootDir(flags, taken?.realRootDir);
-  } finally {
-    await taken?.lock.release();
-  }
+  return withRootDirLock(
+    flags.rootDir,
+    'nodevol agent',
+    (locked) => runAgentHoldingRootDir(flags, locked),
+    (why) => {
+      process.stderr.write(`nodevol agent: --root-dir ${flags.rootDir}: ${why.message}\n`);
+      return EXIT_AGENT_USAGE;
+    },
+  );
 }
 
 /** `lockedRootDir`: the real root dir whose lock is held (undefined: it did not resolve, and must not now). */

@@ -2,7 +2,9 @@
  * Where `nodevol audit` and `nodevol recover` get the cluster's view from:
  * `--cluster-state FILE` (kubectl's List JSON), `--kubeconfig FILE`, or, with neither, the
  * in-cluster service account when one is mounted. `--node-name` defaults to $NODE_NAME, then
- * the host name. The API client is loaded only on this path (a dynamic import).
+ * the host name. The API client is loaded only on this path (a dynamic import). From the API
+ * server the audit reads only what its node's findings need (src/audit/clusterReads.ts), which
+ * depends on the volumes staged on the node: the caller hands them in.
  */
 import { existsSync } from 'node:fs';
 import * as os from 'node:os';
@@ -10,8 +12,10 @@ import * as path from 'node:path';
 import { Command, Option } from 'commander';
 // The cluster state module (and zod, its schema library) is loaded only when a source is configured.
 import type { ClusterState } from '../audit/clusterState.js';
+import type { StagedVolume } from '../audit/clusterReads.js';
 import { NodeFileSystem } from '../adapters/node/nodeFs.js';
 import { errorMessage } from '../ports/fs.js';
+import type { Logger } from '../ports/logger.js';
 import { parseDuration } from './duration.js';
 
 export interface ClusterFlags {
@@ -86,6 +90,12 @@ export class ClusterSourceError extends Error {
 export interface ClusterReadOptions {
   /** Aborts the API requests still running; their connections are closed. */
   readonly signal?: AbortSignal;
+  /** The volumes staged on this node (the audit's report): which API reads the findings need. */
+  readonly staged?: readonly StagedVolume[];
+  /** Read every PersistentVolume from the API server (recover: a volume two PVs name is refused). */
+  readonly everyPersistentVolume?: boolean;
+  /** Told, at -v 2, which reads were made and why the cluster-wide lists were (when they were). */
+  readonly logger?: Logger;
 }
 
 /**
@@ -120,15 +130,26 @@ export async function loadClusterState(flags: ClusterFlags, options: ClusterRead
     }
     case 'kubeconfig':
     case 'in-cluster': {
-      const [{ readClusterObjectsFromApi }, { clusterStateFor }] = await Promise.all([import('../adapters/node/clusterApi.js'), import('../audit/clusterState.js')]);
+      const [{ withClusterApi }, { clusterStateFor }, { readClusterObjects }] = await Promise.all([
+        import('../adapters/node/clusterApi.js'),
+        import('../audit/clusterState.js'),
+        import('../audit/clusterReads.js'),
+      ]);
       try {
-        const { server, objects } = await readClusterObjectsFromApi({
-          nodeName,
+        const api = {
           timeoutMs,
           ...(flags.kubeconfig !== undefined ? { kubeconfig: path.resolve(flags.kubeconfig) } : {}),
           ...(options.signal !== undefined ? { signal: options.signal } : {}),
+        };
+        return await withClusterApi(api, async (reader) => {
+          const read = await readClusterObjects(reader, { nodeName, staged: options.staged ?? [], everyPersistentVolume: options.everyPersistentVolume === true });
+          options.logger?.v(2).info('Read the cluster\'s view', {
+            server: reader.source,
+            reads: read.reads,
+            ...(read.listedBecause !== undefined ? { listedEveryVolumeAttachmentBecause: read.listedBecause } : {}),
+          });
+          return clusterStateFor(read.objects, nodeName, reader.source);
         });
-        return clusterStateFor(objects, nodeName, server);
       } catch (err) {
         const retryAfterMs = typeof err === 'object' && err !== null && 'retryAfterMs' in err && typeof err.retryAfterMs === 'number' ? err.retryAfterMs : undefined;
         throw new ClusterSourceError(`cluster API: ${errorMessage(err)}`, retryAfterMs);

@@ -8,9 +8,10 @@
 import type { Gauge, Registry } from 'prom-client';
 import type { ClusterAudit, ClusterFinding } from '../audit/clusterFindings.js';
 import { CLUSTER_FINDING_KINDS } from '../audit/findingKinds.js';
-import type { AuditReport, AuditVolume, SkipReason, Verdict } from '../audit/report.js';
+import type { AuditFailed, AuditReport, AuditVolume, SkipReason, Verdict } from '../audit/report.js';
 import { escapeCell, escapeText } from './terminal.js';
 import { importExternal } from '../adapters/node/importExternal.js';
+import { AUDIT_FAILURE_REASONS, type AuditFailureReason, type AuditRunFailure } from './auditFailure.js';
 
 export const AUDIT_OUTPUT_FORMATS = ['table', 'wide', 'json', 'yaml', 'prom', 'summary'] as const;
 export type AuditOutputFormat = (typeof AUDIT_OUTPUT_FORMATS)[number];
@@ -148,12 +149,24 @@ function lastRunSuccess(GaugeClass: typeof Gauge, registry: Registry): Gauge {
   });
 }
 
-/** What /metrics serves after a run that could not complete: no verdict, only the failure. */
-export async function renderPromFailure(nowMs: number): Promise<string> {
+/**
+ * What `-o prom` prints, and /metrics serves, after a run that could not complete: no verdict,
+ * only the failure and, when a run failed (not before the first one), why: one series of
+ * `nodevol_audit_last_run_failure_info` whose `reason` is one of {@link AUDIT_FAILURE_REASONS}.
+ */
+export async function renderPromFailure(nowMs: number, reason?: AuditFailureReason): Promise<string> {
   const { Gauge, Registry } = await importExternal<typeof import('prom-client')>('prom-client');
   const registry = new Registry();
   lastRunSuccess(Gauge, registry).set(0);
   new Gauge({ name: 'nodevol_audit_last_run_timestamp_seconds', help: 'Unix time the last nodevol audit ran.', registers: [registry] }).set(nowMs / 1000);
+  if (reason !== undefined) {
+    new Gauge({
+      name: 'nodevol_audit_last_run_failure_info',
+      help: `Why the last audit could not run (value 1; only after a failed run): reason is one of ${AUDIT_FAILURE_REASONS.join(', ')}.`,
+      labelNames: ['reason'],
+      registers: [registry],
+    }).set({ reason }, 1);
+  }
   return registry.metrics();
 }
 
@@ -208,7 +221,8 @@ export function renderTable(report: FullAuditReport, options: TableOptions): str
     }
     rows.push(row.map((c, i) => (options.wide && i === row.length - 1 ? c : escapeCell(c))));
   }
-  const all = options.noHeaders ? rows : [header, ...rows];
+  // No row, no header: kubectl prints none (and says "No resources found" on stderr: auditCommand.ts).
+  const all = options.noHeaders || rows.length === 0 ? rows : [header, ...rows];
   const widths = header.map((_, i) => Math.max(0, ...all.map((r) => (r[i] ?? '').length)));
   const lines = all.map((r, rowIndex) =>
     r
@@ -222,7 +236,6 @@ export function renderTable(report: FullAuditReport, options: TableOptions): str
       .trimEnd(),
   );
   if (options.noHeaders) return lines.length === 0 ? '' : `${lines.join('\n')}\n`;
-  if (report.volumes.length === 0) lines.push(report.undescribed.length === 0 ? 'No CSI volumes found.' : 'No CSI volume kubelet can describe; see UNDESCRIBED below.');
   if (report.undescribed.length > 0) {
     lines.push('', 'UNDESCRIBED (mounted global mounts no vol_data.json describes: no kubelet rebuilds or unstages them)');
     for (const u of report.undescribed) {
@@ -232,7 +245,10 @@ export function renderTable(report: FullAuditReport, options: TableOptions): str
   }
   if (report.failed.length > 0) {
     lines.push('', 'FAILED RECONSTRUCTION');
-    for (const f of report.failed) lines.push(`  pod ${escapeText(podName(cluster, f.podUID))} volume ${escapeText(f.specName)}: ${escapeText(f.error)}`);
+    for (const f of report.failed) {
+      const pod = cluster?.pods[f.podUID] === undefined ? '' : ` (pod ${podName(cluster, f.podUID)})`;
+      lines.push(`  ${escapeText(f.path)}${escapeText(pod)}`, `    ${escapeText(failureCause(f))}`);
+    }
   }
   if (report.skipped.length > 0) {
     lines.push('', 'SKIPPED');
@@ -254,15 +270,28 @@ export function renderTable(report: FullAuditReport, options: TableOptions): str
     .filter(([k, v]) => v || k === 'CSIGlobalMountReconstruction')
     .map(([k, v]) => `${k}=${v}`)
     .join(',');
-  let summary = `${s.volumes} volumes: ${s.tracked} tracked, ${s.recovered} recovered, ${s.orphaned} orphaned; ${s.failed} failed, ${s.skipped} skipped (feature gates: ${gate})`;
+  let summary = `${s.volumes} ${s.volumes === 1 ? 'volume' : 'volumes'}: ${s.tracked} tracked, ${s.recovered} recovered, ${s.orphaned} orphaned; ${s.failed} failed, ${s.skipped} skipped (feature gates: ${gate})`;
   if (s.undescribed > 0) summary += `; ${s.undescribed} undescribed`;
   if (s.stuck !== undefined) summary += `; ${s.stuck} stuck`;
   if (cluster !== undefined) {
     const n = (k: ClusterFinding['kind']): number => cluster.findings.filter((f) => f.kind === k).length;
     summary += `; cluster: ${n('at-risk')} at-risk, ${n('attached-elsewhere')} attached-elsewhere, ${n('pod-gone')} pod-gone`;
   }
+  // Nothing at all: no summary either, as kubectl prints nothing on stdout; else no blank line first.
+  if (lines.length === 0) return '';
   lines.push('', summary);
-  return `${lines.join('\n')}\n`;
+  return `${(lines[0] === '' ? lines.slice(1) : lines).join('\n')}\n`;
+}
+
+/**
+ * A failed reconstruction's error without what its entry already says: kubelet's wrapper naming
+ * the pod, the volume and the directory, and the directory before each file in it (the error
+ * named the directory three times).
+ */
+function failureCause(f: AuditFailed): string {
+  const wrapper = `could not construct volume information for pod ${f.podUID} volume ${JSON.stringify(f.specName)} (${f.path}): `;
+  const cause = f.error.startsWith(wrapper) ? f.error.slice(wrapper.length) : f.error;
+  return cause.split(`${f.path}/`).join('');
 }
 
 function findingSubject(f: ClusterFinding): string {
@@ -271,44 +300,131 @@ function findingSubject(f: ClusterFinding): string {
 }
 
 /**
+ * The longest `-o summary` line, in bytes: node-problem-detector's `max_output_length` in
+ * deploy/npd (NPD cuts the output there, and a Node condition's message should be whole).
+ */
+export const SUMMARY_MAX_BYTES = 200;
+
+const utf8 = new TextEncoder();
+const byteLength = (s: string): number => utf8.encode(s).length;
+
+/** `s` cut to at most `max` bytes, on a character boundary, ending in `…` when cut. */
+export function cutToBytes(s: string, max: number): string {
+  if (byteLength(s) <= max) return s;
+  let out = '';
+  let used = 0;
+  const room = max - byteLength('…');
+  for (const ch of s) {
+    const n = byteLength(ch);
+    if (used + n > room) break;
+    out += ch;
+    used += n;
+  }
+  return `${out}…`;
+}
+
+/**
+ * `s` cut to at most `max` bytes by eliding its middle (`…`): the start (what failed) and the end
+ * (why: `does not exist`, an errno) stay, a long path between them goes.
+ */
+export function cutMiddleToBytes(s: string, max: number): string {
+  if (byteLength(s) <= max) return s;
+  const chars = Array.from(s);
+  const tailRoom = Math.floor((max - byteLength('…')) / 3);
+  let tail = '';
+  let tailBytes = 0;
+  for (let i = chars.length - 1; i >= 0; i--) {
+    const n = byteLength(chars[i] ?? '');
+    if (tailBytes + n > tailRoom) break;
+    tail = (chars[i] ?? '') + tail;
+    tailBytes += n;
+  }
+  const head = cutToBytes(s, max - tailBytes);
+  return `${head}${tail}`;
+}
+
+/** A count of the summary line, and the names it may show when there is room. */
+interface SummaryPart {
+  readonly head: string;
+  readonly names: readonly string[];
+  readonly total: number;
+}
+
+const namesText = (shown: readonly string[], total: number): string => (shown.length === 0 ? '' : ` (${shown.join(', ')}${total > shown.length ? ', …' : ''})`);
+
+/**
+ * `PROBLEM: ` and every count (always whole), then as many names as {@link SUMMARY_MAX_BYTES}
+ * leaves room for, in order; a name too long for the room left is cut (`…`) rather than dropped
+ * when it is the first of its count. Every piece is escaped for a terminal before it is measured.
+ */
+function fitProblemLine(parts: readonly SummaryPart[]): string {
+  const heads = parts.map((p) => escapeText(p.head));
+  const lineOf = (rendered: readonly string[]): string => `PROBLEM: ${rendered.join(', ')}`;
+  const bare = lineOf(heads);
+  if (byteLength(bare) > SUMMARY_MAX_BYTES) return cutToBytes(bare, SUMMARY_MAX_BYTES);
+  const rendered = [...heads];
+  parts.forEach((p, i) => {
+    const shown: string[] = [];
+    for (const raw of p.names) {
+      const name = escapeText(raw);
+      const withIt = [...rendered];
+      withIt[i] = `${heads[i] ?? ''}${namesText([...shown, name], p.total)}`;
+      const over = byteLength(lineOf(withIt)) - SUMMARY_MAX_BYTES;
+      if (over <= 0) {
+        shown.push(name);
+        rendered[i] = withIt[i] ?? '';
+        continue;
+      }
+      // The first name of a count, cut to the room left, if enough of it stays to recognise.
+      const keep = byteLength(name) - over;
+      if (shown.length === 0 && keep >= 16) {
+        shown.push(cutToBytes(name, keep));
+        rendered[i] = `${heads[i] ?? ''}${namesText(shown, p.total)}`;
+      }
+      break;
+    }
+  });
+  return lineOf(rendered);
+}
+
+/**
  * `-o summary`: one line, for node-problem-detector's custom plugin (it shows the first line of
- * the output as the condition's message): "OK: …" or "PROBLEM: …" naming the first volumes.
+ * the output as the condition's message): "OK: …" or "PROBLEM: …" with every count and the first
+ * names that fit, at most {@link SUMMARY_MAX_BYTES} bytes.
  */
 export function renderSummary(report: FullAuditReport): string {
   const orphaned = report.volumes.filter((v) => v.verdict === 'orphaned');
   const findings = report.cluster?.findings ?? [];
-  const parts: string[] = [];
+  const parts: SummaryPart[] = [];
   if (orphaned.length > 0) {
-    const names = orphaned.slice(0, 3).map((v) => `${v.driver}^${v.volumeHandle ?? v.specName}`);
-    parts.push(`${orphaned.length} orphaned (${names.join(', ')}${orphaned.length > 3 ? ', …' : ''})`);
+    parts.push({ head: `${orphaned.length} orphaned`, names: orphaned.slice(0, 3).map((v) => `${v.driver}^${v.volumeHandle ?? v.specName}`), total: orphaned.length });
   }
-  if (report.failed.length > 0) parts.push(`${report.failed.length} pod volume dir(s) fail reconstruction`);
-  const first = report.undescribed[0];
-  if (first !== undefined) {
-    parts.push(`${report.undescribed.length} mounted global mount(s) no vol_data.json describes (${first.deviceMountPath}${report.undescribed.length > 1 ? ', …' : ''})`);
+  if (report.failed.length > 0) parts.push({ head: `${report.failed.length} fail reconstruction`, names: [], total: report.failed.length });
+  if (report.undescribed.length > 0) {
+    parts.push({ head: `${report.undescribed.length} undescribed global mount(s)`, names: report.undescribed.slice(0, 1).map((u) => u.deviceMountPath), total: report.undescribed.length });
   }
   const stuck = report.stuckOperations?.findings ?? [];
   if (stuck.length > 0) {
-    const names = stuck.slice(0, 2).map((f) => f.uniqueName.replace(/^kubernetes\.io\/csi\//, ''));
-    parts.push(`${stuck.length} stuck (${names.join(', ')}${stuck.length > 2 ? ', …' : ''})`);
+    parts.push({ head: `${stuck.length} stuck`, names: stuck.slice(0, 2).map((f) => f.uniqueName.replace(/^kubernetes\.io\/csi\//, '')), total: stuck.length });
   }
   for (const k of CLUSTER_FINDING_KINDS) {
     const n = findings.filter((f) => f.kind === k).length;
-    if (n > 0) parts.push(`${n} ${k}`);
+    if (n > 0) parts.push({ head: `${n} ${k}`, names: [], total: n });
   }
   const line =
     parts.length === 0
-      ? `OK: ${report.summary.volumes} CSI volume(s), none orphaned${report.cluster !== undefined ? ', no cluster finding' : ''}`
-      : `PROBLEM: ${parts.join(', ')}`;
-  return `${escapeText(line)}\n`;
+      ? escapeText(`OK: ${report.summary.volumes} CSI volume(s), none orphaned${report.cluster !== undefined ? ', no cluster finding' : ''}`)
+      : fitProblemLine(parts);
+  return `${line}\n`;
 }
 
 /**
- * `-o summary` when the audit could not run (exit 2): "UNKNOWN: <why>", one line on stdout, so
- * that node-problem-detector (which reads stdout only) has a message for the unknown condition.
- * The stderr line stays as it is.
+ * `-o summary` when the audit could not run (exit 2): "UNKNOWN: <why>", one line on stdout of at
+ * most {@link SUMMARY_MAX_BYTES} bytes, so that node-problem-detector (which reads stdout only) has
+ * a message for the unknown condition: the failure's brief (no advice for a terminal). The stderr
+ * line stays as it is.
  */
-export function renderSummaryUnknown(reason: string): string {
-  const firstLine = reason.replace(/^nodevol [a-z-]+: /, '').split('\n')[0] ?? '';
-  return `${escapeText(`UNKNOWN: ${firstLine}`)}\n`;
+export function renderSummaryUnknown(failure: AuditRunFailure): string {
+  const firstLine = failure.brief.split('\n')[0] ?? '';
+  return `${cutMiddleToBytes(escapeText(`UNKNOWN: ${firstLine}`), SUMMARY_MAX_BYTES)}\n`;
 }

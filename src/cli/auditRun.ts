@@ -3,24 +3,28 @@
  * flags to report, plus the cluster's view and findings when a source is configured.
  */
 import * as path from 'node:path';
+import type { Command } from 'commander';
 import { runAudit, unreadSources } from '../audit/audit.js';
 import { addVolumesInUse, readStuckOperations } from '../audit/stuckFindings.js';
 import type { ClusterAudit } from '../audit/clusterFindings.js';
 import type { ClusterState } from '../audit/clusterState.js';
+import { stagedVolumes } from '../audit/clusterReads.js';
 import { EXIT_PROBLEM, EXIT_UNKNOWN, exitCodeFor, type AuditReport } from '../audit/report.js';
 import { realClock } from '../adapters/node/clock.js';
-import { mountInfoFileSource } from '../adapters/node/mountInfoFile.js';
+import { LIVE_MOUNTINFO, mountInfoFileSource } from '../adapters/node/mountInfoFile.js';
 import { SyncReadFileSystem } from '../adapters/node/syncReadFs.js';
 import { FeatureGate, FeatureGateError } from '../features/features.js';
-import { errorCode, errorMessage } from '../ports/fs.js';
+import { errorCode, errorMessage, type FileSystem } from '../ports/fs.js';
 import type { Logger } from '../ports/logger.js';
-import { KubeletLayout } from '../layout/layout.js';
+import { DEFAULT_ROOT_DIR, KubeletLayout } from '../layout/layout.js';
 import type { LoggingFormat } from '../logging/klog.js';
 import { escapeMountPath, parseMountInfo } from '../mount/mountInfo.js';
 import { MountTableSnapshot } from '../mount/mountRefs.js';
 import { rebaseMountPoints } from '../mount/rebase.js';
 import { readMountInfoText } from '../mount/mountTable.js';
-import { ClusterSourceError, loadClusterState, type ClusterFlags } from './auditCluster.js';
+import { ClusterSourceError, loadClusterState, requestTimeoutMs, type ClusterFlags } from './auditCluster.js';
+import { AuditRunFailure, type AuditFailureReason } from './auditFailure.js';
+import { collect } from './flags.js';
 
 /** The flags every command that runs the audit shares (audit, recover). */
 export interface AuditRunFlags extends ClusterFlags {
@@ -33,6 +37,42 @@ export interface AuditRunFlags extends ClusterFlags {
   stuckOperations?: string;
   v: number;
   loggingFormat: LoggingFormat;
+}
+
+/** Descriptions a command may word its own way; the flags, their defaults and parsers are the same. */
+export interface AuditRunOptionDescriptions {
+  readonly mountinfo?: string;
+  readonly featureGates?: string;
+}
+
+/**
+ * The flags that decide what the audit finds, defined once for every command that runs it (audit,
+ * recover): --root-dir, --mountinfo, --mountinfo-root-dir, --feature-gates. (--stuck-operations
+ * adds the audit's stuck findings only, and stays the audit's.)
+ */
+export function addAuditRunOptions(cmd: Command, describe: AuditRunOptionDescriptions = {}): Command {
+  return cmd
+    .option('--root-dir <dir>', 'kubelet root directory', DEFAULT_ROOT_DIR)
+    .option('--mountinfo <file>', describe.mountinfo ?? 'mount table to read (a captured copy works too)', LIVE_MOUNTINFO)
+    .option(
+      '--mountinfo-root-dir <dir>',
+      'the kubelet root dir as the mount table names it, when --root-dir is a copy or is mounted elsewhere (default: --root-dir)',
+    )
+    .option('--feature-gates <gates>', describe.featureGates ?? 'kubelet feature gates to evaluate with, e.g. CSIGlobalMountReconstruction=true', collect, []);
+}
+
+/**
+ * The mount table of --mountinfo, with the mount points under --mountinfo-root-dir moved under
+ * the (real) root dir, so that every look-up by a path of the root dir matches.
+ */
+export async function readRunMountTable(
+  flags: Pick<AuditRunFlags, 'mountinfo' | 'mountinfoRootDir'>,
+  realRootDir: string,
+  options: { readonly strict: boolean; readonly fs?: FileSystem },
+): Promise<MountTableSnapshot> {
+  const text = await readMountInfoText(mountInfoFileSource(flags.mountinfo, options.fs));
+  const parsed = parseMountInfo(text, { strict: options.strict, source: flags.mountinfo });
+  return new MountTableSnapshot(flags.mountinfoRootDir === undefined ? parsed : rebaseMountPoints(parsed, path.posix.resolve(flags.mountinfoRootDir), realRootDir));
 }
 
 /** One audit run: the report, and the cluster's view and findings when a source is configured. */
@@ -52,17 +92,26 @@ export interface AuditRunContext {
   readonly signal?: AbortSignal;
   /** Told the API server's Retry-After (ms) when the cluster's view failed on an answer that had one. */
   readonly onRetryAfter?: (ms: number) => void;
+  /** Whether this report needs every PersistentVolume of the cluster (recover); default no. */
+  readonly everyPersistentVolume?: (report: AuditReport) => boolean;
 }
 
 /** Runs the audit; a string is the one-line reason it could not run (exit 2). */
 export async function collectAudit(flags: AuditRunFlags, logger: Logger, command: string, context: AuditRunContext = {}): Promise<AuditRun | string> {
+  const run = await collectAuditRun(flags, logger, command, context);
+  return run instanceof AuditRunFailure ? run.message : run;
+}
+
+/** Runs the audit; an {@link AuditRunFailure} says why it could not run (exit 2), from a fixed set of reasons. */
+export async function collectAuditRun(flags: AuditRunFlags, logger: Logger, command: string, context: AuditRunContext = {}): Promise<AuditRun | AuditRunFailure> {
+  const fail = (reason: AuditFailureReason, message: string, brief?: string): AuditRunFailure => new AuditRunFailure(reason, message, brief);
   let features: FeatureGate;
   try {
     const parsed = FeatureGate.parse(flags.featureGates);
     features = parsed.gate;
     for (const w of parsed.warnings) logger.warning(w);
   } catch (err) {
-    if (err instanceof FeatureGateError) return `nodevol ${command}: invalid --feature-gates: ${err.message}`;
+    if (err instanceof FeatureGateError) return fail('flags', `nodevol ${command}: invalid --feature-gates: ${err.message}`);
     throw err;
   }
 
@@ -75,21 +124,21 @@ export async function collectAudit(flags: AuditRunFlags, logger: Logger, command
     if (st.type !== 'directory') throw new Error('not a directory');
     realRootDir = await fs.realpath(rootDir);
   } catch (err) {
+    // The advice is for a person at a terminal; a Node condition (the brief) says only what is wrong.
     return errorCode(err) === 'ENOENT'
-      ? `nodevol ${command}: --root-dir ${rootDir} does not exist: pass this node's kubelet root dir with --root-dir, ` +
-          'see the bug and the fix with no node: nodevol demo; or audit the example node: nodevol audit --root-dir examples/node/kubelet --mountinfo examples/node/mountinfo --mountinfo-root-dir /var/lib/kubelet'
-      : `nodevol ${command}: --root-dir ${rootDir}: ${errorMessage(err)}`;
+      ? fail(
+          'root-dir',
+          `nodevol ${command}: --root-dir ${rootDir} does not exist: pass this node's kubelet root dir; with no node, try nodevol demo or the example node (README.md)`,
+          `--root-dir ${rootDir} does not exist`,
+        )
+      : fail('root-dir', `nodevol ${command}: --root-dir ${rootDir}: ${errorMessage(err)}`);
   }
 
   let mountTable: MountTableSnapshot;
   try {
-    const text = await readMountInfoText(mountInfoFileSource(flags.mountinfo, fs));
-    const parsed = parseMountInfo(text, { strict: false, source: flags.mountinfo });
-    mountTable = new MountTableSnapshot(
-      flags.mountinfoRootDir === undefined ? parsed : rebaseMountPoints(parsed, path.posix.resolve(flags.mountinfoRootDir), realRootDir),
-    );
+    mountTable = await readRunMountTable(flags, realRootDir, { strict: false, fs });
   } catch (err) {
-    return `nodevol ${command}: --mountinfo ${flags.mountinfo}: ${errorMessage(err)}`;
+    return fail('mountinfo', `nodevol ${command}: --mountinfo ${flags.mountinfo}: ${errorMessage(err)}`);
   }
   for (const p of mountTable.problems) {
     logger.warning('Mount table line could not be parsed; kubelet would fail every mount-reference look-up', {
@@ -97,15 +146,6 @@ export async function collectAudit(flags: AuditRunFlags, logger: Logger, command
       line: p.line,
       error: p.error,
     });
-  }
-
-  // The cluster's view first: an API error must stop the run before any verdict is printed.
-  let state: ClusterState | undefined;
-  try {
-    state = await loadClusterState(flags, context.signal !== undefined ? { signal: context.signal } : {});
-  } catch (err) {
-    if (err instanceof ClusterSourceError && err.retryAfterMs !== undefined) context.onRetryAfter?.(err.retryAfterMs);
-    return `nodevol ${command}: ${errorMessage(err)}`;
   }
 
   const layout = new KubeletLayout(realRootDir);
@@ -128,15 +168,47 @@ export async function collectAudit(flags: AuditRunFlags, logger: Logger, command
     ...(stuckOperations === undefined ? {} : { stuckOperations }),
   });
   if (report.volumes.length > 0 && !namesPathUnder(mountTable, realRootDir)) {
-    logger.warning('The mount table names no mount under the root dir: every volume reads as not mounted. If --root-dir is a copy of a node or is mounted elsewhere, pass --mountinfo-root-dir with the path the mount table uses', {
+    logger.warning('The mount table names no mount under the root dir: every volume reads as not mounted (a copied or moved root dir needs --mountinfo-root-dir)', {
       rootDir: realRootDir,
       mountinfo: flags.mountinfo,
     });
+  }
+  // The cluster's view after the walk (what the API server is asked for depends on the volumes
+  // staged here: src/audit/clusterReads.ts), before anything is printed: an error gives no verdict.
+  let state: ClusterState | undefined;
+  try {
+    state = await loadClusterState(flags, {
+      ...(context.signal !== undefined ? { signal: context.signal } : {}),
+      staged: stagedVolumes(report),
+      everyPersistentVolume: context.everyPersistentVolume?.(report) === true,
+      logger,
+    });
+  } catch (err) {
+    if (err instanceof ClusterSourceError && err.retryAfterMs !== undefined) context.onRetryAfter?.(err.retryAfterMs);
+    return fail(clusterFailureReason(flags), `nodevol ${command}: ${errorMessage(err)}`);
   }
   const unread = unreadSources(report, layout);
   const cluster = state === undefined ? undefined : (await import('../audit/clusterFindings.js')).clusterAudit(report, state);
   if (state !== undefined && report.stuckOperations !== undefined) addVolumesInUse(report.stuckOperations, state.volumesInUse);
   return { report, realRootDir, features, unread, ...(state !== undefined ? { state } : {}), ...(cluster !== undefined ? { cluster } : {}) };
+}
+
+/** Which source of the cluster's view a failure to read it is about: a flag, the file, or the API server. */
+function clusterFailureReason(flags: ClusterFlags): AuditFailureReason {
+  if (flags.clusterState !== undefined && flags.kubeconfig !== undefined) return 'flags';
+  try {
+    requestTimeoutMs(flags);
+  } catch {
+    return 'flags';
+  }
+  return flags.clusterState !== undefined ? 'cluster-state' : 'cluster-api';
+}
+
+/** A run that read neither the pods dir nor the CSI plugin dir is a failure (exit 2) too: nothing was audited. */
+export function nothingReadFailure(run: AuditRun, command: string): AuditRunFailure | undefined {
+  if (run.unread.length < 2) return undefined;
+  const message = unreadMessage(run, command) ?? `nodevol ${command}: nothing was audited`;
+  return new AuditRunFailure('nothing-read', message);
 }
 
 /**

@@ -3,9 +3,10 @@
  * audits every D and serves the last run's findings on /metrics as Prometheus gauges, so no
  * textfile collector is needed; /healthz says whether the last run completed within 2 × D.
  *
- * After a run that could not complete (unreadable root dir or mount table, cluster API error)
- * /metrics serves `nodevol_audit_last_run_success 0` and no verdict at all: a stale or partial
- * verdict would be a wrong one. SIGTERM and SIGINT stop it, aborting the run in progress (its API
+ * After a run that could not complete (unreadable root dir or mount table, cluster API error,
+ * neither the pods dir nor the CSI plugin dir readable) /metrics serves
+ * `nodevol_audit_last_run_success 0`, why (`nodevol_audit_last_run_failure_info{reason}`) and no
+ * verdict at all: a stale or partial verdict would be a wrong one. SIGTERM and SIGINT stop it, aborting the run in progress (its API
  * requests are destroyed with their connections). A run that failed on an API answer with a
  * Retry-After longer than the interval puts the next run after it (bounded).
  */
@@ -16,7 +17,8 @@ import { errorMessage } from '../ports/fs.js';
 import type { Logger } from '../ports/logger.js';
 import { EXIT_UNKNOWN } from '../audit/report.js';
 import { requestTimeoutMs } from './auditCluster.js';
-import { auditExitCode, collectAudit, type AuditRunFlags } from './auditRun.js';
+import { AuditRunFailure } from './auditFailure.js';
+import { auditExitCode, collectAuditRun, nothingReadFailure, type AuditRunFlags } from './auditRun.js';
 import { fullReport, renderProm, renderPromFailure } from './auditOutput.js';
 import { parseDuration } from './duration.js';
 
@@ -107,17 +109,18 @@ export async function serveAudit(flags: AuditRunFlags, interval: string, bindAdd
   try {
     for (;;) {
       let retryAfterMs: number | undefined;
-      const run = await collectAudit(flags, logger, 'audit', {
+      const run = await collectAuditRun(flags, logger, 'audit', {
         signal: stopping.signal,
         onRetryAfter: (ms) => {
           retryAfterMs = ms;
         },
       });
       if (stopping.signal.aborted) break;
-      if (typeof run === 'string') {
-        logger.error(new Error(run), 'Audit could not run; serving no verdict');
-        publish(await renderPromFailure(Date.now()));
-      } else {
+      const failure = run instanceof AuditRunFailure ? run : nothingReadFailure(run, 'audit');
+      if (failure !== undefined) {
+        logger.error(new Error(failure.message), 'Audit could not run; serving no verdict', { reason: failure.reason });
+        publish(await renderPromFailure(Date.now(), failure.reason));
+      } else if (!(run instanceof AuditRunFailure)) {
         publish(await renderProm(fullReport(run.report, run.cluster)));
         lastCompletedMs = realClock.nowMs();
         logger.info('Audit finished', { exitCode: auditExitCode(run), volumes: run.report.summary.volumes, orphaned: run.report.summary.orphaned, findings: run.cluster?.findings.length ?? 0 });

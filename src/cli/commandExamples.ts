@@ -15,7 +15,10 @@ const EXAMPLES: Readonly<Record<string, readonly (readonly [string, string])[]>>
       'A driver with one volume, its calls journalled (its socket where the agent looks by default)',
       'R=/tmp/node/root\nnodevol mock-driver --endpoint unix://$R/plugins/mock.csi.nodevol.io/csi.sock \\\n  --node-id node-1 --driver-name mock.csi.nodevol.io --state-dir /tmp/node/driver \\\n  --journal /tmp/node/journal.jsonl --volume pv-demo',
     ],
-    ['Hold every NodeUnstageVolume (faults are re-read when the file changes)', "echo 'faults: [{method: NodeUnstageVolume, hang: true}]' > /tmp/node/faults.yaml\nnodevol mock-driver ... --faults /tmp/node/faults.yaml"],
+    [
+      'The same driver holding every NodeUnstageVolume (faults are re-read when the file changes)',
+      "R=/tmp/node/root\necho 'faults: [{method: NodeUnstageVolume, hang: true}]' > /tmp/node/faults.yaml\nnodevol mock-driver --endpoint unix://$R/plugins/mock.csi.nodevol.io/csi.sock \\\n  --node-id node-1 --driver-name mock.csi.nodevol.io --state-dir /tmp/node/driver --faults /tmp/node/faults.yaml",
+    ],
   ],
 };
 

@@ -10,14 +10,14 @@ import * as path from 'node:path';
 import { Command, Option } from 'commander';
 import { FeatureGate } from '../features/features.js';
 import { errorMessage } from '../ports/fs.js';
-import { loadBuiltinScenario, loadScenarioFile, ScenarioError, type Scenario } from '../sim/scenario.js';
+import { builtinScenarioNames, loadBuiltinScenario, loadScenarioFile, ScenarioError, type Scenario } from '../sim/scenario.js';
 import { simulate } from '../sim/simulation.js';
 import type { TraceRun } from '../trace/events.js';
 import { simRunToTrace } from '../timeline/fromSim.js';
 import { analyzeInUse } from '../timeline/inUse.js';
 import { renderTimelineHtml } from '../timeline/html.js';
 import { renderSideBySide } from '../timeline/terminal.js';
-import { addHelpAfter, examples } from './flags.js';
+import { addHelpAfter, examples, unknownScenario } from './flags.js';
 import { newTempDir } from './tempDir.js';
 import { terminalColumns } from './terminal.js';
 
@@ -25,6 +25,53 @@ export const DEMO_SCENARIO = 'kep-story-1-drain-reboot';
 /** The report's file name in the temp dir it is written to by default. */
 export const DEMO_HTML_NAME = 'nodevol-demo.html';
 const GATE = 'CSIGlobalMountReconstruction';
+
+/**
+ * What KEP-6058's gate alone still leaves in a story when the explorer crashes it at every point
+ * (the demo plays one crash), and the gates that close it: said next to the gate-on run's "safe".
+ * From docs/explorer.md's matrix; test/unit/cli/demoGaps.test.ts runs each entry's explore.
+ */
+export interface GateAloneGap {
+  /** The built-in scenario the explorer crashes at every point. */
+  readonly scenario: string;
+  /** The invariants it breaks with KEP-6058's gate alone. */
+  readonly invariants: readonly string[];
+  /** What happens, in a few words (left out where the line would reach 200 characters). */
+  readonly what?: string;
+  /** With these gates on as well, it breaks none. */
+  readonly closedBy: readonly string[];
+}
+
+const STORY_1_GAP: GateAloneGap = {
+  scenario: 'kep-story-1',
+  invariants: ['converges'],
+  what: 'a restart after globalmount/ is removed leaks the volume dir',
+  closedBy: ['CSIListGlobalVolumesWithoutStagingDir'],
+};
+
+/** Built-in demo scenario → what the KEP's gate alone leaves in its story. */
+export const KEP_GATE_ALONE_GAPS: Readonly<Record<string, GateAloneGap>> = {
+  [DEMO_SCENARIO]: STORY_1_GAP,
+  'kep-story-1': STORY_1_GAP,
+  'kep-story-2': {
+    scenario: 'kep-story-2',
+    invariants: ['no-unstage-in-use', 'converges'],
+    closedBy: ['CSIUnpublishBeforeUnstageAfterReconstruction', 'CSIListGlobalVolumesWithoutStagingDir'],
+  },
+};
+
+/** The one line said next to the gate-on run's "safe" (under 200 characters). */
+export function gateAloneGapLine(gap: GateAloneGap): string {
+  const closes = gap.closedBy.length === 1 ? 'closes it' : 'close them';
+  const what = gap.what === undefined ? '' : ` (${gap.what})`;
+  return `Safe here only: explored with the gate alone, ${gap.scenario} breaks ${gap.invariants.join(', ')}${what}; ${gap.closedBy.join(' and ')} ${closes}.`;
+}
+
+/** The command that explores a demo's story at every crash point (the scripted story 1's is kep-story-1). */
+function exploreCommandFor(scenario: string, isFile: boolean): string {
+  if (isFile) return `nodevol explore ${scenario}`;
+  return `nodevol explore --scenario ${KEP_GATE_ALONE_GAPS[scenario]?.scenario ?? scenario}`;
+}
 
 interface DemoFlags {
   scenario: string;
@@ -49,7 +96,11 @@ export function demoCommand(setExitCode: (code: number) => void): Command {
     cmd,
     '\nExit codes: 0 played (the gate-off run is expected to show the bug); 2 could not run (bad scenario, report not writable).\n' +
       examples([
-        ['The bug and the fix, in the terminal and as an HTML report in a new temp dir', 'nodevol demo'],
+        ['The bug and the KEP\'s fix for one crash, in the terminal and as an HTML report in a new temp dir', 'nodevol demo'],
+        [
+          `Not every crash is safe with the KEP's gate alone: ${STORY_1_GAP.invariants.join(' and ')} breaks; ${STORY_1_GAP.closedBy.join(' and ')} closes it`,
+          `nodevol explore --scenario ${STORY_1_GAP.scenario} --feature-gates ${GATE}=true\nnodevol explore --scenario ${STORY_1_GAP.scenario} ${[GATE, ...STORY_1_GAP.closedBy].map((g) => `--feature-gates ${g}=true`).join(' ')}`,
+        ],
         ['Another scenario, report elsewhere', 'nodevol demo --scenario kep-story-2 --html /tmp/story2.html'],
         ['The traces as JSON', 'nodevol demo -o json --no-html'],
       ]),
@@ -66,8 +117,10 @@ async function demo(flags: DemoFlags): Promise<number> {
     return 2;
   };
   let scenario: Scenario;
+  const isFile = /[/.]/.test(flags.scenario);
+  if (!isFile && !builtinScenarioNames().includes(flags.scenario)) return fail(unknownScenario(flags.scenario));
   try {
-    scenario = /[/.]/.test(flags.scenario) ? loadScenarioFile(flags.scenario) : loadBuiltinScenario(flags.scenario);
+    scenario = isFile ? loadScenarioFile(flags.scenario) : loadBuiltinScenario(flags.scenario);
   } catch (err) {
     if (err instanceof ScenarioError) return fail(err.message);
     return fail(errorMessage(err));
@@ -91,12 +144,15 @@ async function demo(flags: DemoFlags): Promise<number> {
     );
   }
 
+  const gap = isFile ? undefined : KEP_GATE_ALONE_GAPS[flags.scenario];
+  const gapLine = gap === undefined ? undefined : gateAloneGapLine(gap);
   let report: string | undefined;
   if (flags.html !== false) {
     const html = renderTimelineHtml({
       title: `nodevol demo: ${scenario.name}`,
       subtitle: `${scenario.description} Below, gate off above gate on: the same steps in the same columns.`.trim(),
       runs,
+      notes: [undefined, gapLine],
     });
     try {
       report = flags.html ?? path.join(newTempDir('nodevol-demo-', ', or pass --html FILE or --no-html'), DEMO_HTML_NAME);
@@ -129,8 +185,9 @@ async function demo(flags: DemoFlags): Promise<number> {
     '',
     renderSideBySide(runs, { width, color: process.stdout.isTTY && process.env['NO_COLOR'] === undefined }),
     ...verdicts,
+    ...(gapLine === undefined ? [] : [prose(gapLine)]),
     ...(report === undefined ? [] : [prose(`The timeline report is in ${report}: open it in a browser (it loads nothing from the network).`)]),
-    prose('Find every crash point on your own: nodevol explore --scenario kep-story-1 --crash both'),
+    prose(`Find every crash point on your own: ${exploreCommandFor(flags.scenario, isFile)} --feature-gates ${GATE}=true (or =false)`),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
   return 0;

@@ -19,7 +19,7 @@ import { WORKLOAD_SIZES, type WorkloadSize } from '../sim/generate.js';
 import { DEFAULT_MAX_CRASH_POINTS, swarm, type SwarmReport, type WorkerEntry } from '../sim/swarm.js';
 import { simRunToTrace } from '../timeline/fromSim.js';
 import { renderTimelineHtml } from '../timeline/html.js';
-import { addHelpAfter, collect, examples } from './flags.js';
+import { addHelpAfter, collect, examples, unknownScenario } from './flags.js';
 import { newTempDir } from './tempDir.js';
 
 export const EXPLORE_EXIT_OK = 0;
@@ -102,7 +102,7 @@ export function exploreCommand(setExitCode: (code: number) => void): Command {
         ['The same with the KEP-6058 gate on', 'nodevol explore --scenario kep-story-1 --crash both --feature-gates CSIGlobalMountReconstruction=true'],
         ['A second crash during every recovery, shard 0 of 4, as JSON', 'nodevol explore --scenario kep-story-1 --depth 2 --shard 0/4 -o json'],
         ['Your own scenario, its first counterexample as a timeline', 'nodevol explore my-scenario.yaml --html counterexample.html'],
-        ['100 generated workloads with every gate on, on every core', 'nodevol explore --generate 100 --feature-gates CSIGlobalMountReconstruction=true,...'],
+        ['100 generated workloads with every gate on (AllAlpha: each is Alpha), on every core', 'nodevol explore --generate 100 --feature-gates AllAlpha=true'],
         ['Shard 3 of 16 of a big search (one Indexed Job pod)', 'nodevol explore --generate 10000 --shard 3/16 -o json'],
       ]),
   );
@@ -147,6 +147,7 @@ async function run(file: string | undefined, flags: ExploreFlags): Promise<numbe
   }
   if (flags.jobs !== undefined || flags.maxCrashPoints !== undefined || flags.out !== undefined || flags.shrink !== undefined) return fail('--jobs, --max-crash-points, --out and --shrink go with --generate');
   if ((file === undefined) === (flags.scenario === undefined)) return fail('give exactly one of SCENARIO.yaml or --scenario NAME');
+  if (flags.scenario !== undefined && !builtinScenarioNames().includes(flags.scenario)) return fail(unknownScenario(flags.scenario));
   let scenario: Scenario;
   try {
     scenario = file !== undefined ? loadScenarioFile(file) : loadBuiltinScenario(flags.scenario ?? '');

@@ -56,6 +56,11 @@ export function stderrLogger(flags: { readonly v: number; readonly loggingFormat
   });
 }
 
+/** `--scenario NAME` not built in: one short line (`nodevol explore --help` lists the names; the list made it 460 characters). */
+export function unknownScenario(name: string): string {
+  return `unknown scenario ${JSON.stringify(name)}: nodevol explore --help lists the built-in ones; or give a scenario file`;
+}
+
 /** An "Examples:" block for --help, kubectl style: a comment line, then the command(s), indented. */
 export function examples(items: readonly (readonly [string, string])[]): string {
   const lines = ['', 'Examples:'];
@@ -82,10 +87,26 @@ export function helpWidth(error = false): number {
 export function wrapHelpAtTerminalWidth(root: Command): void {
   const visit = (cmd: Command): void => {
     cmd.configureOutput({ getOutHelpWidth: () => helpWidth(false), getErrHelpWidth: () => helpWidth(true) });
-    cmd.configureHelp({ ...cmd.configureHelp(), formatItem: formatItemWithin });
+    cmd.configureHelp({ ...cmd.configureHelp(), formatItem: formatItemWithin, optionDescription: optionDescriptionDefaultOnce });
     for (const sub of cmd.commands) visit(sub);
   };
   visit(root);
+}
+
+/**
+ * An option's help description with its default said once: commander appends `(default: …)` to
+ * every option with a default value, which repeats a default the description already states
+ * (`act (default: print the plan …) (default: false)`) and prints the internal value of a boolean
+ * flag that is off unless given (`(default: false)`) or of a repeatable flag given no value
+ * (`(default: [])`). Those three print no `default:` of commander's; the choices stay.
+ */
+export function optionDescriptionDefaultOnce(this: Help, option: Option): string {
+  const value: unknown = option.defaultValue;
+  const redundant =
+    value === false || (Array.isArray(value) && value.length === 0) || (value !== undefined && /\bdefault\b/i.test(option.description));
+  if (!redundant) return Help.prototype.optionDescription.call(this, option);
+  const shown = Object.assign(Object.create(Object.getPrototypeOf(option) as object) as Option, option, { defaultValue: undefined, defaultValueDescription: undefined });
+  return Help.prototype.optionDescription.call(this, shown);
 }
 
 /** Indent of a description put under its flag. */

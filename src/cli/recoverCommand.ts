@@ -2,14 +2,14 @@
  * `nodevol recover`: wiring of src/audit/recover.ts to the real node. Runs the audit (the same
  * flags), requires the cluster's view, plans, and with `--yes` acts through each driver's own
  * socket. Dry run by default. Exit codes: 0 every orphaned volume recovered (or planned, or
- * none), 1 some refused or failed, 2 could not run, 3 another nodevol agent or recover --yes
- * holds the root dir (rootDirLock.ts): nothing done.
+ * none), 1 some refused or failed (a dry run: or --yes would refuse it, its driver's socket
+ * missing), 2 could not run, 3 another nodevol agent or recover --yes holds the root dir
+ * (rootDirLock.ts): nothing done.
  */
 import { appendFileSync, closeSync, openSync } from 'node:fs';
 import * as path from 'node:path';
 import { Command, Option } from 'commander';
 import { realClock } from '../adapters/node/clock.js';
-import { LIVE_MOUNTINFO, mountInfoFileSource } from '../adapters/node/mountInfoFile.js';
 import { NodeFileSystem } from '../adapters/node/nodeFs.js';
 import { readOnlyVolumeHost } from '../agent/node.js';
 import { executeRecovery, planRecovery, type RecoverJournalEntry } from '../audit/recover.js';
@@ -17,14 +17,13 @@ import { EXIT_OK, EXIT_PROBLEM, EXIT_UNKNOWN } from '../audit/report.js';
 import type { GrpcCsiClient } from '../adapters/grpc/client.js';
 import { unixEndpoint, unixSocketPath } from '../adapters/grpc/endpoint.js';
 import { errorMessage } from '../ports/fs.js';
-import { DEFAULT_ROOT_DIR, KubeletLayout } from '../layout/layout.js';
-import { MountTableSnapshot } from '../mount/mountRefs.js';
-import { readMountInfoText } from '../mount/mountTable.js';
+import { KubeletLayout } from '../layout/layout.js';
+import type { MountTableSnapshot } from '../mount/mountRefs.js';
 import { addClusterOptions } from './auditCluster.js';
-import { collectAudit, type AuditRunFlags } from './auditRun.js';
+import { addAuditRunOptions, collectAudit, readRunMountTable, type AuditRunFlags } from './auditRun.js';
 import { addHelpAfter, addLoggingOptions, collect, examples, stderrLogger } from './flags.js';
 import { describeBusyLock } from '../adapters/node/processLock.js';
-import { lockRootDir, rootDirLockHolder } from './rootDirLock.js';
+import { rootDirLockHolder, withRootDirLock } from './rootDirLock.js';
 import { escapeText } from './terminal.js';
 
 /** Another nodevol agent or recover --yes holds the root dir: nothing was read or done. */
@@ -45,10 +44,11 @@ export function recoverCommand(setExitCode: (code: number) => void): Command {
         'target left, NodeUnstageVolume through the driver\'s own socket, then remove the global vol_data.json ' +
         'and directories, each only after success. Dry run unless --yes. Needs the cluster\'s view.',
     )
-    .option('--yes', 'act (default: print the plan and change nothing)', false)
-    .option('--root-dir <dir>', 'kubelet root directory', DEFAULT_ROOT_DIR)
-    .option('--mountinfo <file>', 'the live mount table of the node\'s mount namespace', LIVE_MOUNTINFO)
-    .option('--feature-gates <gates>', 'feature gates the audit evaluates kubelet with (a volume the gate recovers is not orphaned)', collect, [])
+    .option('--yes', 'act (default: print the plan and change nothing)', false);
+  addAuditRunOptions(cmd, {
+    mountinfo: 'the mount table of the node\'s mount namespace: live with --yes (a captured copy for a dry run)',
+    featureGates: 'feature gates the audit evaluates kubelet with (a volume the gate recovers is not orphaned)',
+  })
     .option('--csi-endpoint <driver=unix:///abs/csi.sock>', 'a driver\'s socket; repeatable (default <root-dir>/plugins/<driver>/csi.sock)', collect, [])
     .option('--journal <file>', 'append the JSON-lines journal of every action to this file (created 0600)')
     .addOption(new Option('-o, --output <format>', 'text: the plan and the outcome; json: the journal lines').choices(['text', 'json']).default('text'))
@@ -58,11 +58,15 @@ export function recoverCommand(setExitCode: (code: number) => void): Command {
   addHelpAfter(
     cmd,
     '\nRefuses a volume that a pod on this node wants (per the cluster), that two PersistentVolumes name, that is in node.status.volumesInUse, ' +
-      'whose driver socket is missing, that is raw block, or whose paths leave the root dir.\n' +
-      '\nExit codes:\n  0  every orphaned volume recovered (dry run: planned), or nothing to do\n  1  some volume refused or failed\n  2  could not run (bad flags, unreadable root dir or mount table, no cluster view, cluster API error)\n' +
+      'that is raw block, or whose paths leave the root dir; with --yes also one whose driver socket is missing (the dry run shows its plan with a warning).\n' +
+      '\nExit codes:\n  0  every orphaned volume recovered (dry run: planned), or nothing to do\n  1  some volume refused or failed (dry run: or --yes would refuse it: its driver socket is missing)\n  2  could not run (bad flags, unreadable root dir or mount table, no cluster view, cluster API error)\n' +
       '  3  --yes: another nodevol agent or recover --yes holds the root dir; nothing done\n' +
       examples([
         ['Print the plan (changes nothing)', 'nodevol recover --cluster-state cluster.json --node-name node-1'],
+        [
+          'The plan for the example node of a clone (no root)',
+          'nodevol recover --root-dir examples/node/kubelet --mountinfo examples/node/mountinfo --mountinfo-root-dir /var/lib/kubelet --cluster-state examples/node/cluster.json --node-name node-1',
+        ],
         ['Act, keeping a journal', 'nodevol recover --cluster-state cluster.json --node-name node-1 --yes --journal /var/log/nodevol-recover.jsonl'],
         ['In a pod with a service account, a driver socket elsewhere', 'nodevol recover --yes --csi-endpoint ebs.csi.aws.com=unix:///csi/csi.sock'],
       ]),
@@ -106,22 +110,19 @@ async function recover(flags: RecoverFlags): Promise<number> {
     if (holder !== undefined) process.stderr.write(`nodevol recover: note: ${describeBusyLock(holder)}: with --yes, recover would do nothing now (exit ${EXIT_RECOVER_BUSY})\n`);
     return recoverHoldingRootDir(flags, undefined);
   }
-  const taken = await lockRootDir(flags.rootDir, 'nodevol recover --yes');
-  if (taken !== undefined && !('lock' in taken)) {
-    if ('error' in taken) {
-      process.stderr.write(`nodevol recover: --root-dir ${flags.rootDir}: ${taken.error}\n`);
-      return EXIT_UNKNOWN;
-    }
-    process.stderr.write(
-      `nodevol recover: --root-dir ${flags.rootDir}: ${describeBusyLock(taken.busy)}: one nodevol agent or recover --yes acts on a root dir at a time; nothing done, run it again once that process has stopped\n`,
-    );
-    return EXIT_RECOVER_BUSY;
-  }
-  try {
-    return await recoverHoldingRootDir(flags, taken?.realRootDir);
-  } finally {
-    await taken?.lock.release();
-  }
+  return withRootDirLock(
+    flags.rootDir,
+    'nodevol recover --yes',
+    (locked) => recoverHoldingRootDir(flags, locked),
+    (why) => {
+      if ('error' in why) {
+        process.stderr.write(`nodevol recover: --root-dir ${flags.rootDir}: ${why.message}\n`);
+        return EXIT_UNKNOWN;
+      }
+      process.stderr.write(`nodevol recover: --root-dir ${flags.rootDir}: ${why.message}; nothing done, run it again once that process has stopped\n`);
+      return EXIT_RECOVER_BUSY;
+    },
+  );
 }
 
 /** `lockedRootDir`: with --yes, the real root dir whose lock is held (undefined: it did not resolve). */
@@ -149,7 +150,9 @@ async function recoverHoldingRootDir(flags: RecoverFlags, lockedRootDir: string 
     }
   }
   try {
-    const run = await collectAudit(flags, logger, 'recover');
+    // A volume two PersistentVolumes name is refused, which only the whole list can rule out:
+    // read it when there is an orphaned volume to plan for.
+    const run = await collectAudit(flags, logger, 'recover', { everyPersistentVolume: (report) => report.volumes.some((v) => v.verdict === 'orphaned' && v.global !== null) });
     if (typeof run === 'string') return fail(run);
     if (flags.yes && run.realRootDir !== lockedRootDir) return fail(`nodevol recover: --root-dir ${flags.rootDir} changed while recover started (${lockedRootDir ?? 'missing'}, now ${run.realRootDir}): nothing done`);
     if (run.state === undefined) {
@@ -157,8 +160,8 @@ async function recoverHoldingRootDir(flags: RecoverFlags, lockedRootDir: string 
     }
     const fs = recoverFileSystem(run.realRootDir);
     const layout = new KubeletLayout(run.realRootDir);
-    const loadTable = async (): Promise<MountTableSnapshot> =>
-      MountTableSnapshot.parse(await readMountInfoText(mountInfoFileSource(flags.mountinfo)), { strict: true, source: flags.mountinfo });
+    // Rebased as the audit's (--mountinfo-root-dir): every look-up is by a path of this file system.
+    const loadTable = (): Promise<MountTableSnapshot> => readRunMountTable(flags, run.realRootDir, { strict: true });
     let table: MountTableSnapshot | Error;
     try {
       table = await loadTable();
@@ -170,7 +173,16 @@ async function recoverHoldingRootDir(flags: RecoverFlags, lockedRootDir: string 
       const endpoint = given ?? unixEndpoint(layout.driverSocketPath(driver));
       return { endpoint, socketPath: unixSocketPath(endpoint) };
     };
-    const plan = await planRecovery({ report: run.report, state: run.state, fs, layout, mountTable: table, endpointFor });
+    const plan = await planRecovery({
+      report: run.report,
+      state: run.state,
+      fs,
+      layout,
+      mountTable: table,
+      endpointFor,
+      // The driver is told each path as the node names it.
+      ...(flags.mountinfoRootDir !== undefined ? { nodeRootDir: path.posix.resolve(flags.mountinfoRootDir) } : {}),
+    });
 
     // Reads a fresh table for every check; recover itself never mounts or unmounts: the driver does.
     const host = readOnlyVolumeHost(
@@ -212,13 +224,21 @@ async function recoverHoldingRootDir(flags: RecoverFlags, lockedRootDir: string 
       if (plan.volumes.length === 0 && plan.refusals.length === 0) out.push('Nothing to recover: the audit finds no orphaned volume.');
       out.push(...lines);
       const n = plan.volumes.length;
-      if (!flags.yes && n > 0) out.push('', `Dry run: ${n} volume(s) planned, nothing changed. Run again with --yes to act.`);
+      if (!flags.yes && n > 0) {
+        const warned = result.warned.length;
+        out.push(
+          '',
+          `Dry run: ${n} volume(s) planned, nothing changed.` +
+            (warned > 0 ? ` With --yes, ${warned} of them would be refused as things stand (see each warning).` : '') +
+            ' Run again with --yes to act.',
+        );
+      }
       if (flags.yes && (n > 0 || result.refused.length > 0)) {
         out.push('', `${result.recovered.length} recovered, ${result.failed.length} failed, ${result.refused.length} refused.`);
       }
       process.stdout.write(`${out.join('\n')}\n`);
     }
-    return result.failed.length > 0 || result.refused.length > 0 ? EXIT_PROBLEM : EXIT_OK;
+    return result.failed.length > 0 || result.refused.length > 0 || result.warned.length > 0 ? EXIT_PROBLEM : EXIT_OK;
   } finally {
     if (journalFd !== undefined) closeSync(journalFd);
   }
@@ -229,6 +249,8 @@ function describeEntry(e: RecoverJournalEntry, act: boolean): string {
   switch (e.action) {
     case 'refuse':
       return `refused ${subject}: ${e.reason ?? ''}`;
+    case 'check':
+      return `${subject}: warning: ${e.reason ?? ''}`;
     case 'NodeUnpublishVolume':
     case 'NodeUnstageVolume': {
       const pathField = e.action === 'NodeUnpublishVolume' ? 'target_path' : 'staging_target_path';

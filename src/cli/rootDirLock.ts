@@ -8,7 +8,7 @@ import { realpathSync } from 'node:fs';
 import * as path from 'node:path';
 
 import { decodeFsName, fsPath } from '../adapters/node/nodeFs.js';
-import { acquireProcessLock, processLockHolder, type BusyLock, type HeldLock } from '../adapters/node/processLock.js';
+import { acquireProcessLock, describeBusyLock, processLockHolder, type BusyLock, type HeldLock } from '../adapters/node/processLock.js';
 import { STUCK_OPERATIONS_DIR_NAME } from '../kubelet/stuckOperationsFile.js';
 import { errorMessage } from '../ports/fs.js';
 
@@ -49,5 +49,36 @@ export async function rootDirLockHolder(rootDir: string): Promise<BusyLock | und
     return await processLockHolder(realRootDir, rootDirLockDir(realRootDir));
   } catch {
     return undefined;
+  }
+}
+
+/** Why the lock of a root dir was not taken: another process holds it, or it could not be taken at all. */
+export type RootDirLockRefusal = { readonly busy: BusyLock; readonly message: string } | { readonly error: string; readonly message: string };
+
+/**
+ * Runs `run` holding the lock of `rootDir` for `command`, and releases it however `run` ends;
+ * `refused` answers instead when the lock is held or cannot be taken (its `message` ends with
+ * "one nodevol agent or recover --yes acts on a root dir at a time" when held). `run` gets the
+ * real root dir whose lock is held, or undefined when the root dir did not resolve (the command
+ * reports that itself; nothing is held then).
+ */
+export async function withRootDirLock<T>(
+  rootDir: string,
+  command: string,
+  run: (lockedRealRootDir: string | undefined) => Promise<T>,
+  refused: (why: RootDirLockRefusal) => T,
+): Promise<T> {
+  const taken = await lockRootDir(rootDir, command);
+  if (taken !== undefined && !('lock' in taken)) {
+    return refused(
+      'busy' in taken
+        ? { busy: taken.busy, message: `${describeBusyLock(taken.busy)}: one nodevol agent or recover --yes acts on a root dir at a time` }
+        : { error: taken.error, message: taken.error },
+    );
+  }
+  try {
+    return await run(taken?.realRootDir);
+  } finally {
+    await taken?.lock.release();
   }
 }

@@ -37,8 +37,8 @@ export function timelineCommand(setExitCode: (code: number) => void): Command {
     cmd,
     '\nExit codes: 0 drawn; 2 a file could not be read or is not a trace (the message names file, line and field).\n' +
       examples([
-        ['On the node: record what the agent does', 'nodevol agent --trace /var/log/nodevol-trace.jsonl ...'],
-        ['Draw it as a self-contained HTML report', 'nodevol timeline /var/log/nodevol-trace.jsonl --html trace.html'],
+        ['On the node: record what the agent does', 'nodevol agent --root-dir /tmp/node/root --node-name node-1 --cluster-dir /tmp/node/cluster --trace /tmp/node/trace.jsonl'],
+        ['Draw it as a self-contained HTML report', 'nodevol timeline /tmp/node/trace.jsonl --html trace.html'],
         ['Two runs side by side in the terminal', 'nodevol timeline before.jsonl after.jsonl'],
       ]),
   );
@@ -57,7 +57,7 @@ async function timeline(files: readonly string[], flags: TimelineFlags): Promise
       const events = numberSteps(parseTraceFile(text, file));
       if (assumesStartStatus(events)) {
         process.stderr.write(
-          `nodevol timeline: ${file}: written by an older nodevol agent, which did not read node.status at start: the volumesInUse it shows before each life's first write is assumed empty, not read\n`,
+          `nodevol timeline: ${file}: from an older nodevol agent, which did not read node.status at start: volumesInUse before each life's first write is assumed empty, not read\n`,
         );
       }
       runs.push({ label: path.basename(file), events });
@@ -74,7 +74,7 @@ async function timeline(files: readonly string[], flags: TimelineFlags): Promise
       process.stderr.write(`nodevol timeline: --html ${flags.html}: ${err instanceof Error ? err.message : String(err)}\n`);
       return EXIT_TIMELINE_USAGE;
     }
-    process.stderr.write(`nodevol timeline: wrote ${flags.html} (${html.length} bytes)\n`);
+    process.stderr.write(`nodevol timeline: wrote ${flags.html} (${Buffer.byteLength(html)} bytes)\n`);
     return EXIT_TIMELINE_OK;
   }
   process.stdout.write(flags.output === 'json' ? `${JSON.stringify(runs, null, 2)}\n` : renderSideBySide(runs, { width: terminalColumns(120) }));

@@ -2,7 +2,7 @@
  * klog-compatible output for the Logger port: the text format
  * (`Lmmdd hh:mm:ss.uuuuuu threadid file:line] "msg" key="value"`) and the JSON format of
  * component-base/logs/json (`ts` in epoch milliseconds as a float, what its epochMillisTimeEncoder
- * writes; `caller`, `msg`, `v`, `err`, then the key/value pairs). `file:line` names the source
+ * writes, here always with three decimals; `caller`, `msg`, `v`, `err`, then the key/value pairs). `file:line` names the source
  * file when a resolver maps the running JavaScript back to it (KlogOptions.resolveCaller). Selected with kubelet's `--logging-format=text|json`, verbosity with `-v N`.
  */
 import type { LogValues, Logger } from '../ports/logger.js';
@@ -29,28 +29,40 @@ export interface KlogOptions {
 
 type Severity = 'I' | 'W' | 'E';
 
-/**
- * Wall-clock epoch milliseconds with a microsecond fraction, for the header's ".uuuuuu":
- * Date.now() counts whole milliseconds only, so the fraction comes from the monotonic
- * performance clock, anchored to Date.now() and re-anchored whenever the two drift apart by a
- * millisecond or more (a wall-clock step, NTP slewing).
- */
-export function preciseWallClockMs(): number {
-  const mono = performance.now();
-  const wall = Date.now();
-  let t = anchor.wallMs + (mono - anchor.monoMs);
-  // Date.now() is the true time rounded down: the estimate must lie in [wall, wall + 1). Outside
-  // it, move the anchor to the nearest end; a millisecond that has just ticked over makes the
-  // estimate exact again, so the anchor converges on the wall clock's sub-millisecond phase.
-  if (t < wall || t >= wall + 1) {
-    t = t < wall ? wall : wall + 0.999;
-    anchor.wallMs = t;
-    anchor.monoMs = mono;
-  }
-  return t;
+/** The clocks {@link preciseWallClock} reads. */
+export interface WallClockSources {
+  /** The wall clock in whole epoch milliseconds (Date.now). */
+  readonly wallMs: () => number;
+  /** A monotonic clock in fractional milliseconds (performance.now). */
+  readonly monoMs: () => number;
+  /** The epoch milliseconds, to the microsecond, that `monoMs() === 0` stands for (performance.timeOrigin). */
+  readonly originMs: number;
 }
 
-const anchor = { wallMs: Date.now(), monoMs: performance.now() };
+/**
+ * A wall clock in epoch milliseconds with a real microsecond fraction, for the header's
+ * ".uuuuuu" and JSON's `ts`: Date.now() counts whole milliseconds only, so the time is the
+ * monotonic clock from its origin (both to the microsecond). When the wall clock moves away from
+ * that by a millisecond or more (a step, NTP slewing), the estimate follows it to its millisecond
+ * and keeps the monotonic clock's sub-millisecond part: the fraction is never snapped to .000.
+ */
+export function preciseWallClock(sources: WallClockSources): () => number {
+  let offset = sources.originMs;
+  return () => {
+    const mono = sources.monoMs();
+    const wall = sources.wallMs();
+    let t = offset + mono;
+    // Date.now() is the true time rounded down: the estimate must lie in [wall, wall + 1).
+    if (t < wall || t >= wall + 1) {
+      t = wall + (t - Math.floor(t));
+      offset = t - mono;
+    }
+    return t;
+  };
+}
+
+/** {@link preciseWallClock} over Date.now, performance.now and performance.timeOrigin: the wall clock of every command's log. */
+export const preciseWallClockMs: () => number = preciseWallClock({ wallMs: () => Date.now(), monoMs: () => performance.now(), originMs: performance.timeOrigin });
 
 export function createKlogLogger(options: KlogOptions): Logger {
   return new KlogLogger(options, 0, new Map());
@@ -106,11 +118,13 @@ class KlogLogger implements Logger {
   private write(sev: Severity, msg: string, err: string | undefined, values: LogValues | undefined, caller: string): void {
     const ts = this.options.nowMs();
     if (this.options.format === 'json') {
-      const obj: Record<string, unknown> = { ts, caller, msg };
+      const obj: Record<string, unknown> = { caller, msg };
       if (sev === 'I') obj['v'] = this.level;
       if (err !== undefined) obj['err'] = err;
       for (const [k, v] of Object.entries(values ?? {})) obj[k] = jsonValue(v);
-      this.options.sink(JSON.stringify(obj));
+      // ts first, always a float with its microseconds (JSON.stringify would write a whole
+      // millisecond as an integer: one line's ts an integer, the next's a float).
+      this.options.sink(`{"ts":${ts.toFixed(3)},${JSON.stringify(obj).slice(1)}`);
       return;
     }
     let line = `${sev}${textHeaderTime(ts)} ${String(this.options.pid).padStart(7, ' ')} ${caller}] ${quote(msg)}`;

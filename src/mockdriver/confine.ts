@@ -17,6 +17,7 @@ import * as posix from 'node:path/posix';
 import { errorCode, errorMessage, type FileSystem } from '../ports/fs.js';
 import { CsiStatusError } from '../adapters/grpc/server.js';
 import { GrpcStatus } from '../ports/csi.js';
+import { normalizeRoots } from '../adapters/node/beneath.js';
 
 /** Directories a staging or target path may never be, nor (for the first group) lie under. */
 const SYSTEM_TREES = ['/bin', '/boot', '/dev', '/etc', '/lib', '/lib32', '/lib64', '/libx32', '/proc', '/sbin', '/sys', '/usr'];
@@ -41,12 +42,7 @@ function isUnder(p: string, dir: string): boolean {
 
 /** Normalizes the allowed roots: absolute, no trailing slash, never "/" itself. */
 export function normalizeAllowedRoots(roots: readonly string[]): string[] {
-  return roots.map((r) => {
-    if (!posix.isAbsolute(r)) throw new Error(`allowed root ${JSON.stringify(r)} must be an absolute path`);
-    const n = posix.normalize(r).replace(/\/+$/, '');
-    if (n === '') throw new Error('allowed root "/" would allow every path; name the kubelet root dir');
-    return n;
-  });
+  return normalizeRoots(roots, 'allowed root');
 }
 
 /**

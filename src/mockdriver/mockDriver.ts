@@ -36,7 +36,7 @@ import { MockIdentityServer } from './identityServer.js';
 import { MockJournal, type JournalLine } from './journal.js';
 import { MockNodeServer } from './nodeServer.js';
 import { MockStateStore, type MockVolumeRecord } from './state.js';
-import { MockStorage, sparseFile } from './storage.js';
+import { MockStorage } from './storage.js';
 import { MockVolumes } from './volumes.js';
 
 export interface MockDriverOptions {
@@ -127,7 +127,7 @@ const monotonicClock: Clock = {
  * path) and the allowed roots; without allowed roots, paths elsewhere are the CO's and are
  * changed by path (confine.ts refuses only system dirs then).
  */
-async function confinedNodeFileSystem(options: MockDriverOptions): Promise<MockDriverOptions & { readonly fs: FileSystem }> {
+async function confinedNodeFileSystem(options: MockDriverOptions): Promise<MockDriverOptions & { readonly fs: NodeFileSystem }> {
   await fsp.mkdir(options.stateDir, { recursive: true, mode: 0o755 });
   const stateDir = await fsp.realpath(options.stateDir);
   const allowed = normalizeAllowedRoots(options.allowedRoots ?? []);
@@ -142,7 +142,13 @@ export async function startMockDriver(options: MockDriverOptions): Promise<MockD
   if (!posix.isAbsolute(options.stateDir)) throw new Error(`the state dir must be an absolute path, got ${JSON.stringify(options.stateDir)}`);
   // Its own deletions (backing storage, records, target paths) stay beneath its state dir and
   // the allowed roots, through directory descriptors (adapters/node/beneath.ts).
-  const driver = options.fs === undefined ? new MockDriverImpl(await confinedNodeFileSystem(options), true) : new MockDriverImpl({ ...options, fs: options.fs }, false);
+  let driver: MockDriverImpl;
+  if (options.fs === undefined) {
+    const confined = await confinedNodeFileSystem(options);
+    driver = new MockDriverImpl(confined, confined.fs);
+  } else {
+    driver = new MockDriverImpl({ ...options, fs: options.fs }, undefined);
+  }
   await driver.start();
   return driver;
 }
@@ -164,8 +170,8 @@ class MockDriverImpl implements MockDriver {
   #server: CsiServer | undefined;
   #stopped: Promise<void> | undefined;
 
-  /** `realFs`: `options.fs` is the real file system (made by startMockDriver), not a test's. */
-  constructor(options: MockDriverOptions & { readonly fs: FileSystem }, realFs: boolean) {
+  /** `real`: the real file system startMockDriver made (`options.fs` itself), undefined when a test gave its own. */
+  constructor(options: MockDriverOptions & { readonly fs: FileSystem }, real: NodeFileSystem | undefined) {
     this.#options = options;
     const fs = options.fs;
     this.#fs = fs;
@@ -179,16 +185,16 @@ class MockDriverImpl implements MockDriver {
       logger,
       clock,
       // The real kernel and the real file system: ask about the one path (mountPoint.ts).
-      targetedMountCheck: options.mounter === undefined && realFs,
+      targetedMountCheck: options.mounter === undefined && real !== undefined,
       allocate:
         options.allocateFile ??
-        (realFs ? sparseFile : (filePath, size) => fs.writeFile(filePath, new Uint8Array(size), { mode: 0o600, fsync: true })),
+        (real !== undefined
+          ? (filePath, size) => real.resizeFile(filePath, size, { create: true, mode: 0o600 })
+          : (filePath, size) => fs.writeFile(filePath, new Uint8Array(size), { mode: 0o600, fsync: true })),
       grow:
         options.growFile ??
-        (realFs
-          ? async (filePath, size) => {
-              await fsp.truncate(filePath, size);
-            }
+        (real !== undefined
+          ? (filePath, size) => real.resizeFile(filePath, size, { create: false, mode: 0o600 })
           : async (filePath, size) => {
               const old = await fs.readFile(filePath, size);
               const grown = new Uint8Array(size);

@@ -7,7 +7,6 @@
  *
  * Every failure is an INTERNAL status naming the path, except where a caller says otherwise.
  */
-import { promises as fsp } from 'node:fs';
 import * as posix from 'node:path/posix';
 
 import { errorCode, errorMessage, pathExists, removeTreeOneFilesystem, type FileSystem } from '../ports/fs.js';
@@ -28,17 +27,6 @@ const BUSY_UNMOUNT_ATTEMPTS = 5;
 const BUSY_UNMOUNT_BACKOFF_MS = 50;
 /** How many stacked mounts an unmount loop takes off one path at most. */
 const MAX_STACKED_UNMOUNTS = 8;
-
-/** A sparse file of `sizeBytes` with node:fs (the block backing file on a real node). */
-export async function sparseFile(filePath: string, sizeBytes: number): Promise<void> {
-  const handle = await fsp.open(filePath, 'w', 0o600);
-  try {
-    await handle.truncate(sizeBytes);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
 
 export interface MockStorageOptions {
   readonly fs: FileSystem;

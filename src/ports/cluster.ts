@@ -2,7 +2,18 @@
  * The ClusterView port: what kubelet learns from the API server, reduced to what the volume
  * manager uses. Every method may reject (API server unreachable); the engine then unmounts and
  * unstages nothing that depends on the answer.
+ *
+ * The ClusterObjectReader port: the audit's reads of the Kubernetes objects themselves, one
+ * request each (see {@link ClusterObjectReader}).
  */
+import type {
+  CSIDriverObject,
+  NodeObject,
+  PersistentVolumeClaimObject,
+  PersistentVolumeObject,
+  PodObject,
+  VolumeAttachmentObject,
+} from '../api/clusterObjects.js';
 import type {
   CSIDriverInfo,
   NodeStatus,
@@ -71,3 +82,26 @@ export const unreachableCluster: ClusterView = {
   getNodeStatus: () => Promise.reject(new Error('no API server: cluster view unavailable')),
   setVolumesInUse: () => Promise.reject(new Error('no API server: cluster view unavailable')),
 };
+
+/**
+ * The Kubernetes objects the audit reads from the API server, each checked by the schemas of
+ * src/api/clusterObjects.ts, one request per call (a list: every page of it). The audit decides
+ * which to make (src/audit/clusterReads.ts); src/adapters/node/clusterApi.ts makes them. Every
+ * method may reject: the audit then gives no verdict. `undefined` is "not found" (HTTP 404).
+ */
+export interface ClusterObjectReader {
+  /** Where the objects come from, for messages (the API server's URL). */
+  readonly source: string;
+  /** GET nodes/<name>; not found rejects (no verdict without the node's status). */
+  getNode(name: string): Promise<NodeObject>;
+  /** LIST pods with the field selector spec.nodeName=<nodeName>. */
+  listPodsOnNode(nodeName: string): Promise<readonly PodObject[]>;
+  getPersistentVolumeClaim(namespace: string, name: string): Promise<PersistentVolumeClaimObject | undefined>;
+  getPersistentVolume(name: string): Promise<PersistentVolumeObject | undefined>;
+  getVolumeAttachment(name: string): Promise<VolumeAttachmentObject | undefined>;
+  getCSIDriver(name: string): Promise<CSIDriverObject | undefined>;
+  /** Every PersistentVolume of the cluster. */
+  listPersistentVolumes(): Promise<readonly PersistentVolumeObject[]>;
+  /** Every VolumeAttachment of the cluster. */
+  listVolumeAttachments(): Promise<readonly VolumeAttachmentObject[]>;
+}

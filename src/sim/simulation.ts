@@ -23,7 +23,8 @@ import { composeNode } from '../agent/node.js';
 import type { LoopScheduler } from '../agent/runtime.js';
 import type { FeatureGate } from '../features/features.js';
 import { errorMessage } from '../ports/fs.js';
-import type { Logger } from '../ports/logger.js';
+import type { Logger, LogValues } from '../ports/logger.js';
+import { reconstructionFinding } from '../trace/reconstruction.js';
 import { KubeletLayout } from '../layout/layout.js';
 import { RecordingMetrics } from '../adapters/memory/recordingMetrics.js';
 import type { InvariantName, Violation } from './invariants.js';
@@ -90,9 +91,12 @@ class LifeLogger implements Logger {
   constructor(
     private readonly lines: LogLine[],
     private readonly life: number,
+    /** Sees every info line with its values (the trace's reconstruction findings). */
+    private readonly onInfo?: (msg: string, values: LogValues | undefined) => void,
   ) {}
-  info(msg: string): void {
+  info(msg: string, values?: LogValues): void {
     this.lines.push({ life: this.life, severity: 'I', msg });
+    this.onInfo?.(msg, values);
   }
   warning(msg: string): void {
     this.lines.push({ life: this.life, severity: 'W', msg });
@@ -316,7 +320,18 @@ export class Simulation {
     this.#life = life;
     this.#restarting = false;
     this.#beginStep('start', `engine life ${life.id} starts`);
-    const logger = new LifeLogger(this.#logs, life.id);
+    const logger = new LifeLogger(
+      this.#logs,
+      life.id,
+      this.#opt.fullTrace === true
+        ? (msg, values) => {
+            // What reconstruction found, in the step it was found in (only the live life logs).
+            const finding = reconstructionFinding(msg, values);
+            const cur = this.#current;
+            if (finding !== undefined && cur !== undefined && life.alive) (cur.reconstructed ??= []).push(finding);
+          }
+        : undefined,
+    );
     const ports = this.#fence.ports(life);
     const scheduler: LoopScheduler = {
       setTimeout: (callback, ms, label) => (life.alive ? this.#sched.timer(life.domain, ms, 'timer', label ?? 'timer', callback) : -1),

@@ -82,6 +82,7 @@ export function simRunToTrace(input: SimRunInput): TraceRun {
         ...(op.error === undefined ? {} : { error: op.error }),
       });
     }
+    for (const r of s.reconstructed ?? []) events.push({ kind: 'reconstruct', t, ...r });
     const lost = s.event.kind === 'crash';
     for (const p of s.fs?.added ?? []) events.push({ kind: 'file', t, action: p.endsWith('/') ? 'mkdir' : 'write', path: trimSlash(p) });
     for (const p of s.fs?.removed ?? []) events.push({ kind: 'file', t, action: lost ? 'lost' : p.endsWith('/') ? 'rmdir' : 'remove', path: trimSlash(p) });

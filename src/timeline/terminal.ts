@@ -60,8 +60,17 @@ export function narrate(run: TraceRun): Map<number, string[]> {
         add(e.t, `✗ ${e.invariant}: ${e.message}`);
         if (e.invariant === 'in-use-reported') add(e.t, '→ the attach/detach controller may now detach it and attach it to another node while it is still staged here');
         break;
+      case 'reconstruct':
+        add(
+          e.t,
+          e.found === 'global-listing'
+            ? `${shortName(e.volumeName)} found by the global listing → uncertain, kept in volumesInUse`
+            : e.found === 'pod-directory'
+              ? `${shortName(e.volumeName)} found in a pod directory → uncertain`
+              : `✗ pod volume dir ${e.volumeName} not reconstructed`,
+        );
+        break;
       case 'log':
-        if (e.message.startsWith('Global mount with no pod directory')) add(e.t, 'global mount registered as uncertain (KEP-6058)');
         break;
       case 'file':
         if (e.action === 'rmdir' && e.path.endsWith('/globalmount')) add(e.t, 'staging dir removed');
@@ -181,7 +190,12 @@ function collapse(lines: readonly string[]): string[] {
 
 function names(list: readonly string[]): string {
   if (list.length === 0) return '[]';
-  return `[${list.map((n) => n.slice(n.lastIndexOf('^') + 1)).join(', ')}]`;
+  return `[${list.map(shortName).join(', ')}]`;
+}
+
+/** A unique volume name's handle (`kubernetes.io/csi/<driver>^<handle>` → `<handle>`). */
+function shortName(name: string): string {
+  return name.slice(name.lastIndexOf('^') + 1);
 }
 
 /**

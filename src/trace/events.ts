@@ -90,6 +90,34 @@ export interface ViolationEvent {
   readonly message: string;
 }
 
+/**
+ * What the volume manager's reconstruction found when it started (kubelet's reconstructVolumes):
+ * a volume it took into its actual state, and how it found it, or a pod volume directory it could
+ * not reconstruct. Why a volume stays in volumesInUse after a restart or a reboot, and why it is
+ * then unmounted and unstaged when no pod wants it. Recorded from the engine's own log lines
+ * (src/trace/reconstruction.ts), whatever the verbosity.
+ */
+export interface ReconstructEvent {
+  readonly kind: 'reconstruct';
+  readonly t: number;
+  /**
+   * `global-listing`: the CSI plugin listed its global mount, which no pod directory named
+   * (CSIGlobalMountReconstruction); `pod-directory`: a pod volume directory named it; `failed`:
+   * a pod volume directory could not be reconstructed (kubelet only cleans its mounts up).
+   * A volume found is added as uncertain: kept in volumesInUse, and unmounted (NodeUnstageVolume)
+   * unless a pod wants it again.
+   */
+  readonly found: ReconstructionSource;
+  /** The unique volume name; for `failed`, the volume's name in the pod directory (its spec name). */
+  readonly volumeName: string;
+  /** The pod whose directory named it (pod-directory, failed). */
+  readonly podName?: string;
+  /** The global mount path (global-listing) or the error (failed). */
+  readonly detail?: string;
+}
+
+export type ReconstructionSource = 'global-listing' | 'pod-directory' | 'failed';
+
 /** A log line worth showing on the timeline (errors and warnings). */
 export interface LogEvent {
   readonly kind: 'log';
@@ -98,7 +126,7 @@ export interface LogEvent {
   readonly message: string;
 }
 
-export type TraceEvent = StepEvent | CsiEvent | OperationEvent | FileEvent | MountEvent | StatusEvent | CrashEvent | ViolationEvent | LogEvent;
+export type TraceEvent = StepEvent | CsiEvent | OperationEvent | FileEvent | MountEvent | StatusEvent | CrashEvent | ViolationEvent | ReconstructEvent | LogEvent;
 
 /** One run to draw: a label (e.g. the feature gates) and its events. */
 export interface TraceRun {

@@ -10,6 +10,7 @@
  *     csi?: CsiRecord,                    // a CSI request/response at the driver
  *     fs?: { added[], removed[] },        // files and directories below the root dir
  *     operations?: OperationRecord[],     // volume manager operations that settled
+ *     reconstructed?: ReconstructionFinding[], // what reconstruction found (src/trace/reconstruction.ts)
  *     mounts?: { added[], removed[] },    // mount points
  *     volumesInUse, volumesAttached,      // node status after the step
  *     violations: string[]                // invariant names first seen at this step
@@ -18,6 +19,8 @@
  *
  * src/timeline/fromSim.ts turns a trace into the timeline report's events.
  */
+
+import type { ReconstructionFinding } from './reconstruction.js';
 
 export type TraceEventKind =
   | 'port-call' // an engine port call's effect lands (fs, mount, cluster, clock)
@@ -70,6 +73,8 @@ export interface TraceStep {
   fs?: { readonly added: string[]; readonly removed: string[] };
   /** Volume manager operations that settled in this step. */
   operations?: OperationRecord[];
+  /** What the engine's reconstruction found in this step: {found, volumeName, podName?, detail?}. */
+  reconstructed?: ReconstructionFinding[];
   mounts?: { readonly added: string[]; readonly removed: string[] };
   volumesInUse: readonly string[];
   volumesAttached: readonly string[];

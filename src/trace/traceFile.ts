@@ -33,6 +33,9 @@ const eventSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('status'), t, volumesInUse: z.array(str), volumesAttached: z.array(str).optional(), source: z.enum(['read', 'written']).optional() }).strict(),
   z.object({ kind: z.literal('crash'), t, crash: z.enum(['restart', 'reboot']), detail: str.optional() }).strict(),
   z.object({ kind: z.literal('violation'), t, invariant: str, message: str }).strict(),
+  z
+    .object({ kind: z.literal('reconstruct'), t, found: z.enum(['global-listing', 'pod-directory', 'failed']), volumeName: str, podName: str.optional(), detail: str.optional() })
+    .strict(),
   z.object({ kind: z.literal('log'), t, severity: z.enum(['I', 'W', 'E']), message: str }).strict(),
 ]);
 

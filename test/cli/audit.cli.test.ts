@@ -127,7 +127,7 @@ describe('nodevol audit as a process', () => {
       const t = audit(...gates);
       assert.equal(t.status, 1, t.stderr);
       assert.ok(!t.stdout.includes('No CSI volumes found.'), t.stdout);
-      assert.ok(t.stdout.includes(`\nUNDESCRIBED (mounted global mounts no vol_data.json describes: no kubelet rebuilds or unstages them)\n  unreadable-vol-data: ${gm}: `), t.stdout);
+      assert.ok(t.stdout.startsWith(`UNDESCRIBED (mounted global mounts no vol_data.json describes: no kubelet rebuilds or unstages them)\n  unreadable-vol-data: ${gm}: `), t.stdout);
       assert.match(t.stdout, /; 1 undescribed\n$/);
       const j = audit('-o', 'json', ...gates);
       assert.equal(j.status, 1);
@@ -136,7 +136,16 @@ describe('nodevol audit as a process', () => {
       assert.equal(report.summary.undescribed, 1);
       const s = audit('-o', 'summary', ...gates);
       assert.equal(s.status, 1);
-      assert.equal(s.stdout, `PROBLEM: 1 mounted global mount(s) no vol_data.json describes (${gm})\n`);
+      // The line is whole when it fits node-problem-detector's 200 bytes; a long temp dir (CI runs
+      // the unprivileged pass under one) cuts the path, never the count.
+      const whole = `PROBLEM: 1 undescribed global mount(s) (${gm})\n`;
+      if (Buffer.byteLength(whole) <= 201) {
+        assert.equal(s.stdout, whole);
+      } else {
+        const cut = /^PROBLEM: 1 undescribed global mount\(s\) \((.+)…\)\n$/.exec(s.stdout);
+        assert.ok(cut !== null && gm.startsWith(cut[1]!), s.stdout);
+        assert.ok(Buffer.byteLength(s.stdout) <= 201 && Buffer.byteLength(s.stdout) >= 195, s.stdout);
+      }
       const p = audit('-o', 'prom', ...gates);
       assert.equal(p.status, 1);
       assert.ok(p.stdout.split('\n').includes('nodevol_audit_undescribed_global_mounts{reason="unreadable-vol-data"} 1'), p.stdout);
@@ -180,6 +189,48 @@ describe('nodevol audit as a process', () => {
     assert.match(r.stdout, /\norphaned +recovered +ebs\.csi\.example\.com +vol-1 /);
     assert.ok(!r.stdout.includes('\u001b'), JSON.stringify(r.stdout));
     assert.ok(!r.stderr.includes('\u001b'), JSON.stringify(r.stderr));
+  });
+
+  it('no volume: no header row and nothing on stdout, "No resources found" on stderr, as kubectl get prints it (table, wide, --no-headers)', async () => {
+    await mkdir(path.join(fx.root, 'pods'), { recursive: true });
+    await mkdir(fx.layout.csiPluginDir(), { recursive: true });
+    mountinfo = await fx.writeMountInfo();
+    for (const extra of [[], ['-o', 'wide'], ['--no-headers']]) {
+      const r = audit(...extra);
+      assert.equal(r.status, 0, r.stderr);
+      assert.equal(r.stdout, '', extra.join(' '));
+      assert.equal(r.stderr, 'No resources found\n', extra.join(' '));
+    }
+    // json and yaml print the (empty) report itself, and nothing on stderr.
+    const j = audit('-o', 'json');
+    assert.equal(j.stderr, '');
+    assert.deepEqual((JSON.parse(j.stdout) as { volumes: unknown[] }).volumes, []);
+  });
+
+  it('one volume is "1 volume:" in the summary line', async () => {
+    await story1();
+    const r = audit();
+    assert.match(r.stdout, /\n1 volume: 0 tracked, 0 recovered, 1 orphaned; /);
+    assert.doesNotMatch(r.stdout, /volumes:/);
+  });
+
+  it('a failed reconstruction names its directory once, over two lines under 200 characters', async () => {
+    // Story 2: the pod-local vol_data.json lost, the bind mount still there.
+    const gm = await fx.stage({ driver: DRIVER, handle: 'vol-2', specVolID: 'pv-2' });
+    const dir = await fx.podVolume({ uid: 'uid-2', specName: 'pv-2', driver: DRIVER, handle: 'vol-2', boundFrom: gm, file: 'absent' });
+    mountinfo = await fx.writeMountInfo();
+    const r = audit();
+    assert.equal(r.status, 1, r.stderr);
+    const section = r.stdout.slice(r.stdout.indexOf('FAILED RECONSTRUCTION\n'));
+    const [title, first, second] = section.split('\n');
+    assert.equal(title, 'FAILED RECONSTRUCTION');
+    assert.equal(first, `  ${dir}`);
+    assert.match(second ?? '', /^ {4}\S.*vol_data\.json.*ENOENT/);
+    assert.equal(section.split(dir).length - 1, 1, section);
+    for (const line of [first, second]) assert.ok((line ?? '').length < 200, `${(line ?? '').length}: ${line}`);
+    // -o json keeps kubelet's whole error.
+    const j = JSON.parse(audit('-o', 'json').stdout) as { failed: { error: string }[] };
+    assert.match(j.failed[0]?.error ?? '', /^could not construct volume information for pod uid-2 volume "pv-2" \(/);
   });
 
   it('the default output is the table', async () => {
@@ -233,7 +284,9 @@ describe('nodevol audit as a process', () => {
     // One line, pointing at the flag and at something that works without a node.
     const lines = stderrLines(r);
     assert.equal(lines.length, 1, r.stderr);
-    assert.match(lines[0] ?? '', /does not exist: pass this node's kubelet root dir with --root-dir, see the bug and the fix with no node: nodevol demo; or audit the example node: nodevol audit --root-dir examples\/node\/kubelet/);
+    assert.match(lines[0] ?? '', /does not exist: pass this node's kubelet root dir; with no node, try nodevol demo or the example node \(README\.md\)$/);
+    // A message, not a paragraph: under 200 characters but for the path it names.
+    assert.ok((lines[0] ?? '').length - missing.length < 200 - '/var/lib/kubelet'.length, lines[0]);
   });
 
   for (const [what, make] of [
@@ -359,5 +412,7 @@ describe('nodevol CLI: the shipped example node (examples/node)', () => {
       [false, false, false],
     );
     assert.match(r.stderr, /^W.*The mount table names no mount under the root dir.*--mountinfo-root-dir/m);
+    const msg = /"(The mount table names no mount[^"]*)"/.exec(r.stderr)?.[1] ?? '';
+    assert.ok(msg.length > 0 && msg.length < 200, `${msg.length}: ${msg}`);
   });
 });

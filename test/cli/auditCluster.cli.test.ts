@@ -1,6 +1,6 @@
 // `nodevol audit` against the cluster as a process: from a `--cluster-state` file (kubectl's
-// List JSON) and from an API server through @kubernetes/client-node (an in-test HTTP server on
-// 127.0.0.1 answering real Kubernetes JSON), with -o table|wide|json|yaml and --no-headers.
+// List JSON) and from an API server (an in-test HTTP server on 127.0.0.1 answering real
+// Kubernetes JSON), with -o table|wide|json|yaml and --no-headers.
 // API errors are one line and exit 2, never a verdict.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -9,6 +9,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { parse as parseYaml } from 'yaml';
+import { getAttachmentName } from '../../src/layout/names.js';
 import { claim, csiDriver, list, node, persistentVolume, pod, volumeAttachment, type KubeObject } from '../support/clusterObjects.js';
 import { fakeApiServer, writeKubeconfig, type FakeApiServerOptions } from '../support/fakeApiServer.js';
 import { NodeFixture } from '../support/nodeFixture.js';
@@ -156,7 +157,7 @@ describe('nodevol audit against the cluster (process)', () => {
     assert.match(r.stderr, /exclusive/);
   });
 
-  it('--kubeconfig: the same findings from an API server, read with GET only, pods by field selector', async () => {
+  it('--kubeconfig: the same findings from an API server, read with GET only, pods by field selector, the rest by name', async () => {
     const api = await apiServer(story1Cluster());
     server = api.server;
     const kubeconfig = path.join(fx.base, 'kubeconfig');
@@ -169,14 +170,18 @@ describe('nodevol audit against the cluster (process)', () => {
     assert.deepEqual(report.cluster.pods['uid-app'], { namespace: 'default', name: 'app' });
     assert.ok(api.requests.every((q) => q.method === 'GET'), JSON.stringify(api.requests));
     assert.ok(api.requests.every((q) => q.authorization === 'Bearer test-token'));
+    // Both volumes are attached here (their VolumeAttachments, by name) and ReadWriteOnce: no list
+    // of PVs or VolumeAttachments, whatever the size of the cluster.
     assert.deepEqual(api.requests.map((q) => q.path).sort(), [
       '/api/v1/namespaces/default/persistentvolumeclaims/data-2',
       '/api/v1/nodes/node-1',
-      '/api/v1/persistentvolumes',
+      '/api/v1/persistentvolumes/pv-1',
+      '/api/v1/persistentvolumes/pv-2',
       '/api/v1/pods',
-      '/apis/storage.k8s.io/v1/csidrivers',
-      '/apis/storage.k8s.io/v1/volumeattachments',
-    ]);
+      `/apis/storage.k8s.io/v1/csidrivers/${DRIVER}`,
+      `/apis/storage.k8s.io/v1/volumeattachments/${getAttachmentName('vol-1', DRIVER, 'node-1')}`,
+      `/apis/storage.k8s.io/v1/volumeattachments/${getAttachmentName('vol-2', DRIVER, 'node-1')}`,
+    ].sort());
     assert.equal(api.requests.find((q) => q.path === '/api/v1/pods')?.query['fieldSelector'], 'spec.nodeName=node-1');
   });
 
@@ -195,7 +200,7 @@ describe('nodevol audit against the cluster (process)', () => {
   for (const [what, fail, want] of [
     ['403 on list pods (RBAC)', (req: IncomingMessage) => ((req.url ?? '').startsWith('/api/v1/pods') ? { code: 403, reason: 'Forbidden', message: 'pods is forbidden: User "system:serviceaccount:kube-system:nodevol" cannot list resource "pods" in API group "" at the cluster scope' } : undefined), /HTTP 403: pods is forbidden: User/],
     ['404 on the node', (req: IncomingMessage) => ((req.url ?? '').startsWith('/api/v1/nodes/') ? { code: 404, reason: 'NotFound', message: 'nodes "node-1" not found' } : undefined), /get node node-1: HTTP 404: nodes "node-1" not found/],
-    ['500 on volumeattachments', (req: IncomingMessage) => ((req.url ?? '').includes('volumeattachments') ? { code: 500, reason: 'InternalError', message: 'etcdserver: request timed out' } : undefined), /list volumeattachments: HTTP 500: etcdserver: request timed out/],
+    ['500 on a volumeattachment', (req: IncomingMessage) => ((req.url ?? '').includes('volumeattachments') ? { code: 500, reason: 'InternalError', message: 'etcdserver: request timed out' } : undefined), /get volumeattachment csi-[0-9a-f]{64}: HTTP 500: etcdserver: request timed out/],
   ] as const) {
     it(`an API error (${what}) is one line on stderr and exit 2, never a verdict`, async () => {
       const api = await apiServer(story1Cluster(), fail);
@@ -214,7 +219,7 @@ describe('nodevol audit against the cluster (process)', () => {
   }
 
   it('--kubeconfig: every list is followed through its pages (metadata.continue): a pod on page 2 is a pod', async () => {
-    // Pods, PVs and VolumeAttachments one per page: the pod app (the one that wants vol-2) is on page 2.
+    // Every list one object per page: the pod app (the one that wants vol-2) is on page 2.
     const objects = [pod('other', { nodeName: 'node-1', uid: 'uid-other' }), ...story1Cluster()];
     const api = await fakeApiServer(objects, { pageSize: 1 });
     server = api.server;
@@ -231,8 +236,25 @@ describe('nodevol audit against the cluster (process)', () => {
       ['500', undefined, 'spec.nodeName=node-1'],
       ['500', '1', 'spec.nodeName=node-1'],
     ]);
-    assert.equal(api.requests.filter((q) => q.path === '/api/v1/persistentvolumes').length, 2);
-    assert.equal(api.requests.filter((q) => q.path === '/apis/storage.k8s.io/v1/volumeattachments').length, 2);
+  });
+
+  it('--kubeconfig: the cluster-wide lists, when a staged volume has no VolumeAttachment here, are followed through their pages too', async () => {
+    // vol-1 detached from node-1 and attached to node-2: its VolumeAttachment to node-2 is on the last page.
+    const objects = [
+      ...story1Cluster().filter((o) => !(o.kind === 'VolumeAttachment' && (o['spec'] as { source: { persistentVolumeName: string } }).source.persistentVolumeName === 'pv-1')),
+      node('node-2'),
+      volumeAttachment(DRIVER, 'vol-1', 'pv-1', 'node-2'),
+    ];
+    const api = await fakeApiServer(objects, { pageSize: 1 });
+    server = api.server;
+    const kubeconfig = path.join(fx.base, 'kubeconfig');
+    await writeKubeconfig(kubeconfig, api.url);
+    const r = await audit('--kubeconfig', kubeconfig, '--node-name', 'node-1', '-o', 'json');
+    assert.equal(r.status, 1, r.stderr);
+    const report = JSON.parse(r.stdout) as JsonReport;
+    assert.deepEqual(report.cluster?.findings.map((f) => [f.kind, f.uniqueName]).sort(), [['at-risk', NAME('vol-1')], ['attached-elsewhere', NAME('vol-1')]]);
+    assert.equal(api.requests.filter((q) => q.path === '/api/v1/persistentvolumes').length, 2, 'two PVs, one a page');
+    assert.equal(api.requests.filter((q) => q.path === '/apis/storage.k8s.io/v1/volumeattachments').length, 2, 'two VolumeAttachments, one a page');
   });
 
   it('--kubeconfig: an expired continue token (410) reads the list again whole, once', async () => {

@@ -33,7 +33,16 @@ describe('nodevol demo', () => {
     // One verdict per run, as the report's headlines say it.
     assert.match(r.stdout, /^CSIGlobalMountReconstruction=false: vol-1 dropped from volumesInUse while staged → another node may\s+attach it; violated in-use-reported, converges\.$/m);
     assert.match(r.stdout, /^CSIGlobalMountReconstruction=true: vol-1 unstaged first, then dropped from volumesInUse: safe; no\s+invariant violated\.$/m);
+    // Next to the gate-on "safe": what the gate alone still leaves (the explorer's finding) and the gate that closes it.
+    const flat = r.stdout.replace(/\s+/g, ' ');
+    assert.match(flat, /no invariant violated\. Safe here only: explored with the gate alone, kep-story-1 breaks converges \([^)]*\); CSIListGlobalVolumesWithoutStagingDir closes it\./);
+    assert.match(flat, /Find every crash point on your own: nodevol explore --scenario kep-story-1 --feature-gates CSIGlobalMountReconstruction=true/);
     const report = await readFile(html, 'utf8');
+    // The report's headline card of the gate-on run says the same line; the gate-off card has none.
+    const cards = report.split('<article class="verdict').slice(1);
+    assert.equal(cards.length, 2);
+    assert.doesNotMatch(cards[0]!, /class="note"/);
+    assert.match(cards[1]!, /<p class="headline hl-safe">[^<]*<\/p>\n<p class="note">Safe here only: explored with the gate alone, kep-story-1 breaks converges [^<]*CSIListGlobalVolumesWithoutStagingDir closes it\.<\/p>/);
     assert.equal(report.match(/<section class="run"/g)?.length, 2);
     assert.match(report, /data-violation="in-use-reported"/);
     assert.ok((await stat(html)).size < 500 * 1024, 'the story-1 report stays under 500 KB');
@@ -84,10 +93,31 @@ describe('nodevol demo', () => {
     }
   });
 
+  it('--scenario kep-story-2 ends naming kep-story-2, never kep-story-1, with its own gap line', () => {
+    const r = runNodevol(['demo', '--scenario', 'kep-story-2', '--no-html']);
+    assert.equal(r.status, 0, r.stderr);
+    assert.doesNotMatch(r.stdout, /kep-story-1/);
+    const flat = r.stdout.replace(/\s+/g, ' ');
+    assert.match(flat, /Safe here only: explored with the gate alone, kep-story-2 breaks no-unstage-in-use, converges; CSIUnpublishBeforeUnstageAfterReconstruction and CSIListGlobalVolumesWithoutStagingDir close them\./);
+    assert.match(flat, /Find every crash point on your own: nodevol explore --scenario kep-story-2 --feature-gates CSIGlobalMountReconstruction=true/);
+  });
+
+  it('--help: its examples show what the gate alone leaves, and the gate that closes it', () => {
+    const r = runNodevol(['demo', '--help'], { env: { ...process.env, COLUMNS: '200' } });
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /^ {2}# Not every crash is safe with the KEP's gate alone: converges breaks; CSIListGlobalVolumesWithoutStagingDir closes it$/m);
+    assert.match(r.stdout, /^ {2}nodevol explore --scenario kep-story-1 --feature-gates CSIGlobalMountReconstruction=true$/m);
+    assert.match(r.stdout, /^ {2}nodevol explore --scenario kep-story-1 --feature-gates CSIGlobalMountReconstruction=true --feature-gates CSIListGlobalVolumesWithoutStagingDir=true$/m);
+  });
+
   it('an unknown scenario exits 2 with one line', () => {
-    const r = runNodevol(['demo', '--scenario', 'no-such-story', '--no-html']);
-    assert.equal(r.status, 2);
-    assert.equal(r.stdout, '');
-    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+    for (const command of ['demo', 'explore']) {
+      const r = runNodevol([command, '--scenario', 'no-such-story', ...(command === 'demo' ? ['--no-html'] : [])]);
+      assert.equal(r.status, 2);
+      assert.equal(r.stdout, '');
+      assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+      // Under 200 characters: the 18 built-in names are in explore --help, not in the message.
+      assert.equal(r.stderr, `nodevol ${command}: unknown scenario "no-such-story": nodevol explore --help lists the built-in ones; or give a scenario file\n`);
+    }
   });
 });

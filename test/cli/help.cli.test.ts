@@ -99,3 +99,38 @@ describe('wrapHelpText', () => {
     );
   });
 });
+
+describe('--help says each default once', () => {
+  /** Every option of every command (completion loads them all), with the description its help prints. */
+  async function optionHelp(): Promise<{ where: string; text: string }[]> {
+    const { buildProgram } = await import('../../src/cli/main.js');
+    const program = await buildProgram(() => undefined, ['completion']);
+    const out: { where: string; text: string }[] = [];
+    const visit = (cmd: typeof program, name: string): void => {
+      const helper = cmd.createHelp();
+      for (const o of cmd.options) out.push({ where: `${name} ${o.flags}`, text: helper.optionDescription(o) });
+      for (const sub of cmd.commands) visit(sub, `${name} ${sub.name()}`);
+    };
+    visit(program, 'nodevol');
+    return out;
+  }
+
+  it('no option prints `(default: false)` or `(default: [])`, nor a second default after one its description states', async () => {
+    const options = await optionHelp();
+    assert.ok(options.length > 60, `only ${options.length} options`);
+    const twice = options.filter((o) => (o.text.match(/\bdefault\b/gi) ?? []).length > 1 || /default: (false|\[\])/.test(o.text));
+    assert.deepEqual(twice, []);
+    // The defaults that are values are still printed, once.
+    const byFlag = new Map(options.map((o) => [o.where, o.text]));
+    assert.match(byFlag.get('nodevol audit --root-dir <dir>') ?? '', /\(default: "\/var\/lib\/kubelet"\)$/);
+    assert.match(byFlag.get('nodevol recover --yes') ?? '', /^act \(default: print the plan and change nothing\)$/);
+    assert.match(byFlag.get('nodevol explore --crash <kind>') ?? '', /\(choices: "none", "restart", "reboot", "both", default: "both"\)$/);
+  });
+
+  it('as printed: recover --help and explore --help', () => {
+    for (const command of ['recover', 'explore', 'mock-driver', 'agent']) {
+      const text = help(command, 200);
+      assert.doesNotMatch(text, /\(default: (false|\[\])\)/, command);
+    }
+  });
+});

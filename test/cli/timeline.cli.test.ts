@@ -1,7 +1,7 @@
 // `nodevol timeline` as a process: trace files in, the report or the narrated text out.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -41,6 +41,10 @@ describe('nodevol timeline', () => {
     assert.equal(html.match(/<section class="run"/g)?.length, 2);
     assert.match(html, /<h2>gate-off\.jsonl<\/h2>/);
     assert.match(html, /data-violation="in-use-reported"/);
+    // The size it reports is the file's, in bytes (the report holds ✓, ✗ and →: not its length in characters).
+    const reported = /^nodevol timeline: wrote .* \((\d+) bytes\)$/m.exec(r.stderr)?.[1];
+    assert.equal(Number(reported), (await stat(out)).size, r.stderr);
+    assert.notEqual(html.length, (await stat(out)).size);
   });
 
   it('without --html prints the runs side by side', () => {

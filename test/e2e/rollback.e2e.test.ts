@@ -109,7 +109,11 @@ describe('PRR: upgrade -> downgrade -> upgrade (CSIGlobalMountReconstruction on,
     for (const vol of [fs, blk]) {
       const unstaged = journal.find((e) => e.method === 'NodeUnstageVolume' && e.volumeId === vol.volumeHandle && e.phase === undefined && e.error === null);
       const firstWithout = writes.find((w) => !w.volumesInUse.includes(vol.uniqueVolumeName));
-      assert.ok(firstWithout !== undefined && firstWithout.ts >= Date.parse(unstaged?.time ?? ''), `${vol.pvName} dropped only after its NodeUnstageVolume succeeded`);
+      assert.ok(
+        firstWithout !== undefined && firstWithout.ts >= Date.parse(unstaged?.time ?? ''),
+        `${vol.pvName} dropped only after its NodeUnstageVolume succeeded: unstage ${JSON.stringify(unstaged)}, first write without it ${JSON.stringify(firstWithout)}, ` +
+          `calls ${JSON.stringify(await node.calls(mark))}, writes ${JSON.stringify(writes.slice(-6))}`,
+      );
     }
     assert.equal(existsSync(node.volumeDir(fs.volumeHandle)), false);
     assert.equal(existsSync(layout.csiBlockVolumeDir(blk.pvName)), false);

@@ -1,10 +1,13 @@
 /**
  * A fake Kubernetes API server on 127.0.0.1 for tests of `nodevol audit --kubeconfig` and
- * `nodevol recover`: it answers the read-only requests they make (get node, list pods by field
- * selector, list PVs, VolumeAttachments and CSIDrivers, get PVC) from a set of objects, in real
- * Kubernetes JSON, and records every request. Lists can be served in pages (`pageSize`), the
- * way a real API server answers `limit`: `metadata.continue` names the next page, and
- * `remainingItemCount` counts what is left. `fail` answers a request with a Status instead (with
+ * `nodevol recover`: it answers the read-only requests they make (get a node, a claim, a PV, a
+ * VolumeAttachment or a CSIDriver by name; list pods by field selector; list PVs,
+ * VolumeAttachments and CSIDrivers) from a set of objects, in real Kubernetes JSON, and records
+ * every request with the bytes of its answer. Lists are served in pages of `limit` objects, as a
+ * real API server does (or of `pageSize`, whatever the limit): `metadata.continue` names the
+ * next page, and `remainingItemCount` counts what is left. A field selector the real API server
+ * does not support for the resource (anything but `metadata.name` and `metadata.namespace`, and
+ * for pods also `spec.nodeName`) is refused with 400, as it refuses one. `fail` answers a request with a Status instead (with
  * extra headers, e.g. Retry-After); `answer` replaces the body of a request outright (a hostile or
  * broken server); `trickle` answers 200 and then one byte at a time, never ending the answer (a
  * hung or throttled API server, or a proxy in front of one).
@@ -29,6 +32,8 @@ export interface RecordedRequest {
   readonly openSockets: number;
   /** When it arrived (Date.now()). */
   readonly atMs: number;
+  /** The bytes of the answer's body (0 for a trickled answer). */
+  bytes: number;
 }
 
 export interface StatusAnswer {
@@ -85,9 +90,13 @@ export async function fakeApiServer(objects: readonly KubeObject[], o: FakeApiSe
       authorization: req.headers.authorization,
       openSockets: sockets.size,
       atMs: Date.now(),
+      bytes: 0,
     });
+    const recorded = requests[requests.length - 1]!;
     const send = (code: number, body: unknown, headers: Readonly<Record<string, string>> = {}): void => {
-      res.writeHead(code, { ...headers, 'Content-Type': 'application/json' }).end(JSON.stringify(body));
+      const text = JSON.stringify(body);
+      recorded.bytes = Buffer.byteLength(text);
+      res.writeHead(code, { ...headers, 'Content-Type': 'application/json' }).end(text);
     };
     const status = (code: number, reason: string, message: string, headers?: Readonly<Record<string, string>>): void =>
       send(code, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code }, headers);
@@ -119,7 +128,8 @@ export async function fakeApiServer(objects: readonly KubeObject[], o: FakeApiSe
     /** One page of a list: the continue token is the offset of the next item. */
     const sendList = (kind: string, apiVersion: string, items: readonly KubeObject[]): void => {
       const from = Number(url.searchParams.get('continue') ?? '0');
-      const size = o.pageSize ?? items.length;
+      const limit = Number(url.searchParams.get('limit') ?? '0');
+      const size = o.pageSize ?? (Number.isSafeInteger(limit) && limit > 0 ? limit : items.length);
       const page = items.slice(from, from + Math.max(size, 1));
       const next = from + page.length;
       const body = typedList(kind, apiVersion, page) as { metadata: Record<string, unknown> };
@@ -128,22 +138,44 @@ export async function fakeApiServer(objects: readonly KubeObject[], o: FakeApiSe
     };
     const p = url.pathname;
     let m: RegExpExecArray | null;
-    if ((m = /^\/api\/v1\/nodes\/([^/]+)$/.exec(p))) {
-      const n = of('Node').find((x) => x.metadata['name'] === m![1]);
-      return n === undefined ? status(404, 'NotFound', `nodes "${m[1]}" not found`) : send(200, n);
-    }
-    if (p === '/api/v1/pods') {
-      const sel = url.searchParams.get('fieldSelector') ?? '';
-      const nodeName = /^spec\.nodeName=(.*)$/.exec(sel)?.[1];
-      return sendList('PodList', 'v1', of('Pod').filter((x) => nodeName === undefined || (x['spec'] as { nodeName?: string }).nodeName === nodeName));
-    }
-    if (p === '/api/v1/persistentvolumes') return sendList('PersistentVolumeList', 'v1', of('PersistentVolume'));
+    /** The object of `kind` named `name` (and `namespace`), or a 404 Status as the API server words it. */
+    const getOne = (kind: string, resource: string, name: string, namespace?: string): void => {
+      const found = of(kind).find((x) => x.metadata['name'] === name && (namespace === undefined || x.metadata['namespace'] === namespace));
+      return found === undefined ? status(404, 'NotFound', `${resource} "${name}" not found`) : send(200, found);
+    };
+    /** The field selector's terms, or a 400 for a field the resource does not support (as the API server answers). */
+    const selector = (supported: readonly string[]): Map<string, string> | undefined => {
+      const terms = new Map<string, string>();
+      for (const term of (url.searchParams.get('fieldSelector') ?? '').split(',').filter((t) => t !== '')) {
+        const eq = term.indexOf('=');
+        const field = eq < 0 ? term : term.slice(0, eq);
+        if (!['metadata.name', 'metadata.namespace', ...supported].includes(field)) {
+          status(400, 'BadRequest', `field label not supported: ${field}`);
+          return undefined;
+        }
+        terms.set(field, term.slice(eq + 1));
+      }
+      return terms;
+    };
+    /** A list of `kind` filtered by the field selector (metadata.name, and the fields `supported` reads). */
+    const listOf = (kind: string, listKind: string, apiVersion: string, supported: Readonly<Record<string, (x: KubeObject) => unknown>> = {}): void => {
+      const terms = selector(Object.keys(supported));
+      if (terms === undefined) return;
+      const fields: Record<string, (x: KubeObject) => unknown> = { 'metadata.name': (x) => x.metadata['name'], 'metadata.namespace': (x) => x.metadata['namespace'], ...supported };
+      const text = (v: unknown): string => (typeof v === 'string' ? v : '');
+      sendList(listKind, apiVersion, of(kind).filter((x) => [...terms].every(([f, v]) => text(fields[f]?.(x)) === v)));
+    };
+    if ((m = /^\/api\/v1\/nodes\/([^/]+)$/.exec(p))) return getOne('Node', 'nodes', decodeURIComponent(m[1]!));
+    if (p === '/api/v1/pods') return listOf('Pod', 'PodList', 'v1', { 'spec.nodeName': (x) => (x['spec'] as { nodeName?: string }).nodeName });
+    if (p === '/api/v1/persistentvolumes') return listOf('PersistentVolume', 'PersistentVolumeList', 'v1');
+    if ((m = /^\/api\/v1\/persistentvolumes\/([^/]+)$/.exec(p))) return getOne('PersistentVolume', 'persistentvolumes', decodeURIComponent(m[1]!));
     if ((m = /^\/api\/v1\/namespaces\/([^/]+)\/persistentvolumeclaims\/([^/]+)$/.exec(p))) {
-      const c = of('PersistentVolumeClaim').find((x) => x.metadata['namespace'] === m![1] && x.metadata['name'] === m![2]);
-      return c === undefined ? status(404, 'NotFound', `persistentvolumeclaims "${m[2]}" not found`) : send(200, c);
+      return getOne('PersistentVolumeClaim', 'persistentvolumeclaims', decodeURIComponent(m[2]!), decodeURIComponent(m[1]!));
     }
-    if (p === '/apis/storage.k8s.io/v1/volumeattachments') return sendList('VolumeAttachmentList', 'storage.k8s.io/v1', of('VolumeAttachment'));
-    if (p === '/apis/storage.k8s.io/v1/csidrivers') return sendList('CSIDriverList', 'storage.k8s.io/v1', of('CSIDriver'));
+    if (p === '/apis/storage.k8s.io/v1/volumeattachments') return listOf('VolumeAttachment', 'VolumeAttachmentList', 'storage.k8s.io/v1');
+    if ((m = /^\/apis\/storage\.k8s\.io\/v1\/volumeattachments\/([^/]+)$/.exec(p))) return getOne('VolumeAttachment', 'volumeattachments.storage.k8s.io', decodeURIComponent(m[1]!));
+    if (p === '/apis/storage.k8s.io/v1/csidrivers') return listOf('CSIDriver', 'CSIDriverList', 'storage.k8s.io/v1');
+    if ((m = /^\/apis\/storage\.k8s\.io\/v1\/csidrivers\/([^/]+)$/.exec(p))) return getOne('CSIDriver', 'csidrivers.storage.k8s.io', decodeURIComponent(m[1]!));
     return status(404, 'NotFound', `the server could not find the requested resource (${p})`);
   });
   server.on('connection', (socket: Socket) => {
@@ -167,6 +199,17 @@ export async function fakeApiServer(objects: readonly KubeObject[], o: FakeApiSe
         server.close(() => resolve());
       }),
   };
+}
+
+/** What a request asked for, without its names: `GET persistentvolumes`, `LIST pods` … */
+export function requestKind(r: RecordedRequest): string {
+  const parts = r.path.split('/').filter((s) => s !== '');
+  // /api/v1/<resource>[/<name>], /api/v1/namespaces/<ns>/<resource>/<name>, /apis/<group>/<version>/<resource>[/<name>]
+  const rest = parts[0] === 'api' ? parts.slice(2) : parts.slice(3);
+  const namespaced = rest[0] === 'namespaces' && rest.length >= 3;
+  const resource = namespaced ? rest[2] : rest[0];
+  const named = namespaced ? rest.length >= 4 : rest.length >= 2;
+  return `${named ? 'GET' : 'LIST'} ${resource ?? '?'}`;
 }
 
 /** A kubeconfig naming `server`, with a bearer token (test-token). */

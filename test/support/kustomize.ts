@@ -11,9 +11,11 @@
  * set), `labels` (pairs, added to metadata.labels; includeSelectors and includeTemplates false),
  * `images` (newName, newTag, digest, on containers and initContainers of pod templates),
  * `patches` (strategic merge patches from a file, merged by kind, name and namespace, with
- * Kubernetes' merge keys for containers, env, volumes, volumeMounts, ports), and
+ * Kubernetes' merge keys for containers, env, volumes, volumeMounts, ports),
  * `configMapGenerator` (files and literals, disableNameSuffixHash: true, behavior create,
- * replace or merge).
+ * replace or merge), and `components` (directories holding a `kind: Component` kustomization:
+ * applied, as kustomize does, after the resources and before the kustomization's own
+ * generators and transformers, their patches and resources acting on everything accumulated).
  */
 import { readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
@@ -23,7 +25,7 @@ import { parse, parseAllDocuments } from 'yaml';
 export type KubeObject = Record<string, unknown> & { apiVersion: string; kind: string; metadata: Record<string, unknown> & { name: string; namespace?: string } };
 
 const CLUSTER_SCOPED = new Set(['Namespace', 'ClusterRole', 'ClusterRoleBinding', 'PriorityClass', 'PersistentVolume', 'StorageClass', 'CSIDriver', 'CustomResourceDefinition', 'Node', 'VolumeAttachment']);
-const KNOWN_FIELDS = new Set(['apiVersion', 'kind', 'namespace', 'labels', 'resources', 'images', 'patches', 'configMapGenerator']);
+const KNOWN_FIELDS = new Set(['apiVersion', 'kind', 'namespace', 'labels', 'resources', 'components', 'images', 'patches', 'configMapGenerator']);
 /** patchMergeKey of the lists deploy/ patches (k8s.io/api's struct tags). */
 const MERGE_KEYS: Readonly<Record<string, string>> = { containers: 'name', initContainers: 'name', env: 'name', volumes: 'name', volumeMounts: 'mountPath', ports: 'containerPort' };
 
@@ -102,12 +104,20 @@ function podSpecs(o: KubeObject): Json[] {
   return isMap(template) && isMap(template['spec']) ? [template['spec']] : [];
 }
 
-/** Renders the kustomization in `dir`: the objects, in the order of their resources. */
-export function renderKustomization(dir: string): KubeObject[] {
+/**
+ * Renders the kustomization in `dir`: the objects, in the order of their resources. A component
+ * (`accumulated` given) acts on the objects accumulated so far by the kustomization naming it.
+ */
+export function renderKustomization(dir: string, accumulated?: readonly KubeObject[]): KubeObject[] {
   const file = path.join(dir, 'kustomization.yaml');
   const k: unknown = parse(readFileSync(file, 'utf8'));
   if (!isMap(k)) throw new Error(`${file}: not a map`);
   for (const f of Object.keys(k)) if (!KNOWN_FIELDS.has(f)) throw new Error(`${file}: ${f}: not supported by this renderer`);
+  const isComponent = k['kind'] === 'Component';
+  if (isComponent && (accumulated === undefined || k['apiVersion'] !== 'kustomize.config.k8s.io/v1alpha1')) {
+    throw new Error(`${file}: a Component (kustomize.config.k8s.io/v1alpha1) is used through components:, not resources:`);
+  }
+  if (!isComponent && (accumulated !== undefined || (k['kind'] ?? 'Kustomization') !== 'Kustomization')) throw new Error(`${file}: components: names a directory whose kind is not Component`);
   const list = (f: string): unknown[] => {
     const v = k[f];
     if (v === undefined) return [];
@@ -115,11 +125,15 @@ export function renderKustomization(dir: string): KubeObject[] {
     return v;
   };
 
-  let objects: KubeObject[] = [];
+  let objects: KubeObject[] = [...(accumulated ?? [])];
   for (const r of list('resources')) {
     if (typeof r !== 'string') throw new Error(`${file}: resources: not a path`);
     const p = path.resolve(dir, r);
     objects.push(...(statSync(p).isDirectory() ? renderKustomization(p) : loadDocs(p)));
+  }
+  for (const c of list('components')) {
+    if (typeof c !== 'string') throw new Error(`${file}: components: not a path`);
+    objects = renderKustomization(path.resolve(dir, c), objects);
   }
 
   for (const g of list('configMapGenerator')) {

@@ -41,7 +41,7 @@ export function storyOneRuns(): TraceRun[] {
   ];
   const on: TraceEvent[] = [
     ...common(),
-    { kind: 'log', t: 3100, severity: 'I', message: 'Global mount with no pod directory is marked uncertain and added into the actual state' },
+    { kind: 'reconstruct', t: 3100, found: 'global-listing', volumeName: VOL, detail: GLOBAL },
     { kind: 'status', t: 4000, volumesInUse: [VOL], volumesAttached: [VOL] },
     { kind: 'step', t: 5000, index: 3, label: 'wait: converged' },
     { kind: 'operation', t: 5100, end: 5300, name: 'unmount_device', volumeName: VOL, podName: '' },

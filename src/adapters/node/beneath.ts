@@ -84,12 +84,16 @@ async function mountOf(fd: number): Promise<string> {
   return id !== undefined ? `mnt:${id}` : `dev:${(await fstatP(fd)).dev}`;
 }
 
-/** The roots, normalized; a root must be an absolute path with no symlink in it (a realpath). */
-export function normalizeRoots(roots: readonly string[]): string[] {
+/**
+ * The roots, normalized: absolute, no trailing slash, never "/" itself (which would confine
+ * nothing). `what` names them in errors. A confinement root must also have no symlink in it (a
+ * realpath): that is the caller's to ensure.
+ */
+export function normalizeRoots(roots: readonly string[], what = 'confinement root'): string[] {
   return roots.map((r) => {
-    if (!posix.isAbsolute(r)) throw new Error(`confinement root ${JSON.stringify(r)} must be an absolute path`);
+    if (!posix.isAbsolute(r)) throw new Error(`${what} ${JSON.stringify(r)} must be an absolute path`);
     const n = posix.normalize(r).replace(/\/+$/, '');
-    if (n === '') throw new Error('confinement root "/" would confine nothing; name the directory');
+    if (n === '') throw new Error(`${what} "/" would admit every path; name the directory`);
     return n;
   });
 }
@@ -321,10 +325,13 @@ export class Beneath {
     );
   }
 
-  /** Opens (creating or truncating) the file `p` for writing, never through a symlink; the caller closes the descriptor. */
-  openForWrite(p: string, loc: Located, mode: number): Promise<number> {
+  /**
+   * Opens the file `p` for writing, never through a symlink (by default creating or truncating
+   * it; `flags` replaces O_CREAT | O_TRUNC); the caller closes the descriptor.
+   */
+  openForWrite(p: string, loc: Located, mode: number, flags: number = constants.O_CREAT | constants.O_TRUNC): Promise<number> {
     return this.inParent(p, loc, 'open', (fd) =>
-      openFd(at(fd, loc.name), constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, mode).catch((err: unknown) => {
+      openFd(at(fd, loc.name), constants.O_WRONLY | constants.O_NOFOLLOW | flags, mode).catch((err: unknown) => {
         if (errorCode(err) === 'ELOOP') throw new FsError('ELOOP', p, 'open', `open ${p}: it is a symlink; refusing to write through it`);
         throw renamed(err, p, 'open');
       }),

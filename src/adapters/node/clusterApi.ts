@@ -1,12 +1,14 @@
 /**
- * The cluster's view of one node read from the API server (GETs through ./kubeApi.ts).
+ * The Kubernetes objects of one node's audit read from the API server (GETs through
+ * ./kubeApi.ts): {@link withClusterApi} hands the caller a ClusterObjectReader (src/ports/cluster.ts)
+ * whose every method is one request, or one list read page by page. Which reads to make is the
+ * audit's (src/audit/clusterReads.ts): by name wherever it can, so that an audit's cost does not
+ * grow with the cluster.
  *
- * Read-only and narrow, so that a ClusterRole with get/list is enough (deploy/rbac):
- * - `get nodes/<node>` (volumesInUse, volumesAttached);
- * - `list pods` with the field selector `spec.nodeName=<node>` (only this node's pods);
- * - `get persistentvolumeclaims` for each claim those pods name;
- * - `list persistentvolumes`, `list volumeattachments`, `list csidrivers` (cluster-scoped; a
- *   VolumeAttachment to another node is exactly what `attached-elsewhere` looks for).
+ * Read-only and narrow, so that a ClusterRole with get/list is enough (deploy/base/rbac.yaml):
+ * `get` nodes, persistentvolumeclaims, persistentvolumes, volumeattachments and csidrivers;
+ * `list` pods with the field selector `spec.nodeName=<node>` (only this node's pods), and
+ * persistentvolumes and volumeattachments (the whole lists, only when the audit needs them).
  *
  * Every list is read in pages of {@link DEFAULT_PAGE_LIMIT} and followed to its end through
  * `metadata.continue` ({@link listAllPages}): a page is never taken for the whole list.
@@ -14,6 +16,7 @@
  * This module is loaded on first use (`await import`), so commands that do not talk to the API
  * server never load it. Any failure is one {@link ClusterApiError} line naming the
  * request and the server's answer; the caller exits 2 rather than give a verdict without it.
+ * A 404 on a GET by name is an answer (the object does not exist), but for the node itself.
  *
  * No request outlives the read: each is bounded as a whole (`timeoutMs`, ./kubeApi.ts), the first
  * failure aborts the requests still running beside it, and the caller's AbortSignal aborts them
@@ -25,9 +28,10 @@
  * Every object is checked with the schemas of src/api/clusterObjects.ts (the same ones the
  * `--cluster-state` file goes through); reducing them to one node's view is the audit's job.
  */
-import { parseObject, readListPage, schemas, type ClusterObjects, type ListPage, type PersistentVolumeClaimObject } from '../../api/clusterObjects.js';
+import type { z } from 'zod';
+import { parseObject, readListPage, schemas, type ListPage } from '../../api/clusterObjects.js';
+import type { ClusterObjectReader } from '../../ports/cluster.js';
 import {
-  coreV1Api,
   KubeApiError,
   KubeRestClient,
   loadInCluster,
@@ -51,7 +55,6 @@ export class ClusterApiError extends Error {
 export interface ClusterApiOptions {
   /** A kubeconfig file; without it the in-cluster service account is used. */
   readonly kubeconfig?: string;
-  readonly nodeName: string;
   /** The bound of each request, from sending it to the last byte of the answer; default 30 s. */
   readonly timeoutMs?: number;
   /** Objects per page of a list; default {@link DEFAULT_PAGE_LIMIT}. */
@@ -72,7 +75,7 @@ function statusHint(err: KubeApiError): string {
     case 401:
       return ' (the API server did not accept the credentials: check the kubeconfig\'s user or the service account token; not retried)';
     case 403:
-      return ' (the credentials lack the RBAC permission for this request; the audit needs get on nodes and persistentvolumeclaims, list on pods, persistentvolumes, volumeattachments and csidrivers; not retried)';
+      return ' (the credentials lack the RBAC permission for this request; the audit needs get on nodes, persistentvolumeclaims, persistentvolumes, volumeattachments and csidrivers, and list on pods, persistentvolumes and volumeattachments; not retried)';
     default:
       break;
   }
@@ -189,28 +192,28 @@ export async function listAllPages(o: ListAllPagesOptions): Promise<readonly unk
   }
 }
 
-/** What the API server answered: the checked objects, and the server's URL (for messages). */
-export interface ClusterApiObjects {
-  readonly server: string;
-  readonly objects: ClusterObjects;
-}
-
 /**
- * Reads the objects this node's view needs from the API server. Rejects with a
- * {@link ClusterApiError}, or a ClusterStateError for an object that does not match its schema.
+ * Runs `use` with a {@link ClusterObjectReader} over the API server that `o` configures, and
+ * returns what it returns. Each read is one request (a list: its pages), checked with the schemas
+ * of src/api/clusterObjects.ts; which reads to make is the caller's (src/audit/clusterReads.ts).
+ * A failed request rejects with a {@link ClusterApiError} (a ClusterStateError for an object that
+ * does not match its schema) and aborts the requests still running beside it; when `use` settles,
+ * or the caller's signal fires, every request still running is abandoned with its connection.
  */
-export async function readClusterObjectsFromApi(o: ClusterApiOptions): Promise<ClusterApiObjects> {
+export async function withClusterApi<T>(o: ClusterApiOptions, use: (reader: ClusterObjectReader) => Promise<T>): Promise<T> {
   let config: KubeRestConfig;
   try {
     config = o.kubeconfig !== undefined ? await loadKubeconfig(o.kubeconfig) : await loadInCluster();
   } catch (err) {
     throw describe(o.kubeconfig !== undefined ? `--kubeconfig ${o.kubeconfig}` : 'in-cluster config', err);
   }
-  const server = config.server;
   const client = new KubeRestClient(config, {
     ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
     ...(o.retry !== undefined ? { retry: o.retry } : {}),
     ...(o.sleep !== undefined ? { sleep: o.sleep } : {}),
+    // The reads of one audit share their connections (a TLS handshake each saved); close() below
+    // closes them all when the read is over.
+    keepAlive: true,
   });
   // One controller for every request of this read: the caller's signal, or the first failure,
   // aborts them all, and nothing is left running when the read returns or throws.
@@ -219,71 +222,68 @@ export async function readClusterObjectsFromApi(o: ClusterApiOptions): Promise<C
   if (o.signal?.aborted === true) reads.abort(o.signal.reason);
   o.signal?.addEventListener('abort', onCallerAbort, { once: true });
   try {
-    return await readObjects(o, server, client, reads);
+    return await use(apiReader(config.server, client, reads, o.pageLimit ?? DEFAULT_PAGE_LIMIT));
   } finally {
     o.signal?.removeEventListener('abort', onCallerAbort);
     reads.abort(new Error('the read of the cluster\'s view is over'));
+    client.close();
   }
 }
 
-async function readObjects(o: ClusterApiOptions, server: string, client: KubeRestClient, reads: AbortController): Promise<ClusterApiObjects> {
+const CORE = '/api/v1';
+const STORAGE = '/apis/storage.k8s.io/v1';
+
+function apiReader(server: string, client: KubeRestClient, reads: AbortController, pageLimit: number): ClusterObjectReader {
   const signal = reads.signal;
-  const core = coreV1Api(client, { signal });
-  const call = async <T>(what: string, f: () => Promise<T>): Promise<T> => {
-    try {
-      return await f();
-    } catch (err) {
-      throw describe(`${server}: ${what}`, err);
-    }
+  /** The first request to fail aborts the others. */
+  const failed = (err: unknown): never => {
+    reads.abort(err);
+    throw err;
   };
-  // Lists are read as the server sent them (client.get: raw JSON) and checked page by page; the
-  // first list to fail aborts the others.
-  const list = (what: string, kind: string, apiPath: string, query: Readonly<Record<string, string>> = {}): Promise<readonly unknown[]> =>
-    listAllPages({
-      what: `${server}: ${what}`,
-      kind,
-      limit: o.pageLimit ?? DEFAULT_PAGE_LIMIT,
-      fetchPage: (p) => client.get(apiPath, { ...query, ...pageQuery(p) }, { signal }),
-    }).catch((err: unknown) => {
-      reads.abort(err);
-      throw err;
-    });
-
-  const node = await call(`get node ${o.nodeName}`, () => core.readNode({ name: o.nodeName }));
-  const [pods, pvs, vas, drivers] = await Promise.all([
-    list(`list pods (fieldSelector spec.nodeName=${o.nodeName})`, 'PodList', '/api/v1/pods', { fieldSelector: `spec.nodeName=${o.nodeName}` }),
-    list('list persistentvolumes', 'PersistentVolumeList', '/api/v1/persistentvolumes'),
-    list('list volumeattachments', 'VolumeAttachmentList', '/apis/storage.k8s.io/v1/volumeattachments'),
-    list('list csidrivers', 'CSIDriverList', '/apis/storage.k8s.io/v1/csidrivers'),
-  ]);
-  const where = (what: string, i?: number): string => `${server}: ${what}${i === undefined ? '' : `[${i}]`}`;
-  const podObjects = pods.map((p, i) => parseObject(schemas.pod, p, where('pods.items', i)));
-  const claimKeys = new Set<string>();
-  for (const p of podObjects) {
-    for (const v of p.spec.volumes ?? []) {
-      if (v.persistentVolumeClaim?.claimName !== undefined) claimKeys.add(`${p.metadata.namespace}/${v.persistentVolumeClaim.claimName}`);
+  /** GET one object: its checked value, or undefined on 404 when `optional` (an answer: it does not exist). */
+  async function getOne<T>(what: string, apiPath: string, schema: z.ZodType<T>, optional: true): Promise<T | undefined>;
+  async function getOne<T>(what: string, apiPath: string, schema: z.ZodType<T>, optional: false): Promise<T>;
+  async function getOne<T>(what: string, apiPath: string, schema: z.ZodType<T>, optional: boolean): Promise<T | undefined> {
+    let answer: unknown;
+    try {
+      answer = await client.get(apiPath, {}, { signal });
+    } catch (err) {
+      if (optional && err instanceof KubeApiError && err.code === 404) return undefined;
+      return failed(describe(`${server}: get ${what}`, err));
+    }
+    try {
+      return parseObject(schema, answer, `${server}: ${what}`);
+    } catch (err) {
+      return failed(err);
     }
   }
-  const claims: PersistentVolumeClaimObject[] = [];
-  for (const key of [...claimKeys].sort()) {
-    const [namespace = '', name = ''] = key.split('/');
-    let c: unknown;
+  /** Every item of a list, page by page ({@link listAllPages}), each checked. */
+  const list = async <T>(what: string, kind: string, itemsWhere: string, apiPath: string, schema: z.ZodType<T>, query: Readonly<Record<string, string>> = {}): Promise<T[]> => {
     try {
-      c = await core.readNamespacedPersistentVolumeClaim({ name, namespace });
+      const items = await listAllPages({
+        what: `${server}: ${what}`,
+        kind,
+        limit: pageLimit,
+        fetchPage: (p) => client.get(apiPath, { ...query, ...pageQuery(p) }, { signal }),
+      });
+      return items.map((item, i) => parseObject(schema, item, `${server}: ${itemsWhere}[${i}]`));
     } catch (err) {
-      // A deleted claim is an answer (the pod cannot mount it); anything else is not.
-      if (err instanceof KubeApiError && err.code === 404) continue;
-      throw describe(`${server}: get persistentvolumeclaim ${key}`, err);
+      return failed(err);
     }
-    claims.push(parseObject(schemas.claim, c, where(`persistentvolumeclaim ${key}`)));
-  }
-  const objects: ClusterObjects = {
-    nodes: [parseObject(schemas.node, node, where(`node ${o.nodeName}`))],
-    pods: podObjects,
-    persistentVolumes: pvs.map((pv, i) => parseObject(schemas.persistentVolume, pv, where('persistentvolumes.items', i))),
-    claims,
-    volumeAttachments: vas.map((va, i) => parseObject(schemas.volumeAttachment, va, where('volumeattachments.items', i))),
-    csiDrivers: drivers.map((d, i) => parseObject(schemas.csiDriver, d, where('csidrivers.items', i))),
   };
-  return { server, objects };
+  return {
+    source: server,
+    getNode: (name) => getOne(`node ${name}`, `${CORE}/nodes/${seg(name)}`, schemas.node, false),
+    listPodsOnNode: (nodeName) =>
+      list(`list pods (fieldSelector spec.nodeName=${nodeName})`, 'PodList', 'pods.items', `${CORE}/pods`, schemas.pod, { fieldSelector: `spec.nodeName=${nodeName}` }),
+    getPersistentVolumeClaim: (namespace, name) =>
+      getOne(`persistentvolumeclaim ${namespace}/${name}`, `${CORE}/namespaces/${seg(namespace)}/persistentvolumeclaims/${seg(name)}`, schemas.claim, true),
+    getPersistentVolume: (name) => getOne(`persistentvolume ${name}`, `${CORE}/persistentvolumes/${seg(name)}`, schemas.persistentVolume, true),
+    getVolumeAttachment: (name) => getOne(`volumeattachment ${name}`, `${STORAGE}/volumeattachments/${seg(name)}`, schemas.volumeAttachment, true),
+    getCSIDriver: (name) => getOne(`csidriver ${name}`, `${STORAGE}/csidrivers/${seg(name)}`, schemas.csiDriver, true),
+    listPersistentVolumes: () => list('list persistentvolumes', 'PersistentVolumeList', 'persistentvolumes.items', `${CORE}/persistentvolumes`, schemas.persistentVolume),
+    listVolumeAttachments: () => list('list volumeattachments', 'VolumeAttachmentList', 'volumeattachments.items', `${STORAGE}/volumeattachments`, schemas.volumeAttachment),
+  };
 }
+
+const seg = (s: string): string => encodeURIComponent(s);

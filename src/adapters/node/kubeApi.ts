@@ -248,6 +248,13 @@ export interface KubeRestClientOptions {
   readonly retry?: Partial<KubeRetryPolicy>;
   /** Waits between attempts; must reject when `signal` aborts. Default: a timer. */
   readonly sleep?: (ms: number, signal: AbortSignal | undefined) => Promise<void>;
+  /**
+   * Reuse the connection of a request that ended with its whole answer for the next request, until
+   * {@link KubeRestClient.close}, which closes every connection left; default false (a connection
+   * per request, closed with it). A request that fails, times out or is aborted closes its own
+   * connection either way.
+   */
+  readonly keepAlive?: boolean;
 }
 
 /** A request abandoned at its bound (--request-timeout). */
@@ -302,6 +309,7 @@ export class KubeRestClient {
   readonly #timeoutMs: number;
   readonly #retry: KubeRetryPolicy;
   readonly #sleep: (ms: number, signal: AbortSignal | undefined) => Promise<void>;
+  readonly #agent: http.Agent | undefined;
 
   constructor(
     readonly config: KubeRestConfig,
@@ -312,6 +320,12 @@ export class KubeRestClient {
     if (!Number.isFinite(this.#timeoutMs) || this.#timeoutMs <= 0) throw new RangeError(`timeoutMs must be a positive number of milliseconds, got ${this.#timeoutMs}`);
     this.#retry = { ...DEFAULT_RETRY_POLICY, ...options.retry };
     this.#sleep = options.sleep ?? abortableSleep;
+    if (options.keepAlive === true) this.#agent = this.#base.protocol === 'https:' ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
+  }
+
+  /** Closes the connections kept for reuse (keepAlive); a request made after it opens a new one. */
+  close(): void {
+    this.#agent?.destroy();
   }
 
   /**
@@ -357,15 +371,16 @@ export class KubeRestClient {
    * One request, bounded as a whole: connecting, the headers and every byte of the body within
    * `timeoutMs`. Node's own socket timeout only measures silence, so a server that trickles a
    * byte now and then would hold it for ever. At the bound, on `signal`, on an oversized answer
-   * or on any error, the request is destroyed, and with it its socket (no agent: a socket is
-   * never pooled) and the answer's stream: nothing of it outlives the rejection.
+   * or on any error, the request is destroyed, and with it its socket (a pooled one too: it never
+   * goes back to the pool) and the answer's stream: nothing of it outlives the rejection. Only a
+   * socket whose answer ended whole goes back to the pool (keepAlive), until close().
    */
   #request(url: URL, headers: Record<string, string>, signal: AbortSignal | undefined): Promise<HttpAnswer> {
     const c = this.config;
     const options: https.RequestOptions = {
       method: 'GET',
       headers,
-      agent: false,
+      agent: this.#agent ?? false,
       ...(url.protocol === 'https:'
         ? {
             rejectUnauthorized: !c.insecureSkipTLSVerify,

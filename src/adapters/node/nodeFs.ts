@@ -12,7 +12,7 @@
  * an unconfined NodeFileSystem does). Reads are never confined: they follow symlinks as the
  * port's contract says, and the callers that must not leave a root check with realpath.
  */
-import { close, constants, fstat, fsync, open, promises as fsp, read, write, type Dirent, type Stats } from 'node:fs';
+import { close, constants, fstat, fsync, ftruncate, open, promises as fsp, read, write, type Dirent, type Stats } from 'node:fs';
 import { promisify } from 'node:util';
 import * as posix from 'node:path/posix';
 import type { DirEntry, FileStat, FileSystem, FileType, RemoveTreeOptions, WriteFileOptions } from '../../ports/fs.js';
@@ -133,6 +133,27 @@ export class NodeFileSystem implements FileSystem {
     }
   }
 
+  /**
+   * Sets the size of the regular file `path` (ftruncate: a grown part is sparse, the rest
+   * kept), or with `create` makes it anew (empty, then sized: all sparse) with `mode`; then
+   * fsyncs it. Confined like writeFile.
+   * Not part of the port: the mock driver's block backing files on a real node.
+   */
+  async resizeFile(path: string, sizeBytes: number, options: { readonly create: boolean; readonly mode: number }): Promise<void> {
+    const loc = this.#confine(path, 'open');
+    const flags = options.create ? constants.O_CREAT | constants.O_TRUNC : 0;
+    const fd =
+      loc === undefined
+        ? await openFd(fsPath(path), constants.O_WRONLY | constants.O_NOFOLLOW | flags, options.mode)
+        : await this.#requireBeneath().openForWrite(path, this.#notRoot(loc, path, 'open'), options.mode, flags);
+    try {
+      await ftruncateFd(fd, sizeBytes);
+      await fsyncFd(fd);
+    } finally {
+      await closeFd(fd);
+    }
+  }
+
   async rename(from: string, to: string): Promise<void> {
     const fromLoc = this.#confine(from, 'rename');
     const toLoc = this.#confine(to, 'rename');
@@ -222,6 +243,7 @@ const fstatFd = promisify(fstat);
 const readFd = promisify(read);
 const writeFd = promisify(write);
 const fsyncFd = promisify(fsync);
+const ftruncateFd = promisify(ftruncate);
 const closeFd = promisify(close);
 
 async function readBounded(path: string, maxBytes: number, noFollow: boolean): Promise<Uint8Array> {

@@ -11,14 +11,17 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
 
-import { ClusterApiError, readClusterObjectsFromApi } from '../../../src/adapters/node/clusterApi.js';
+import { ClusterApiError, withClusterApi, type ClusterApiOptions } from '../../../src/adapters/node/clusterApi.js';
 import { parseRetryAfterSeconds } from '../../../src/adapters/node/kubeApi.js';
+import { readClusterObjects } from '../../../src/audit/clusterReads.js';
 import { MAX_RETRY_AFTER_WAIT_MS, nextRunDelayMs } from '../../../src/cli/auditServe.js';
 import { node } from '../../support/clusterObjects.js';
 import { waitFor, withTimeout } from '../../support/e2e/waitFor.js';
 import { fakeApiServer, writeKubeconfig, type FakeApiServer, type StatusAnswer } from '../../support/fakeApiServer.js';
 
 const NODE = 'node-1';
+/** The audit's reads of a node with no staged volume, through the API server `o` names. */
+const readClusterObjectsFromApi = (o: ClusterApiOptions): Promise<unknown> => withClusterApi(o, (reader) => readClusterObjects(reader, { nodeName: NODE, staged: [] }));
 const isNodeGet = (req: IncomingMessage): boolean => (req.url ?? '').startsWith('/api/v1/nodes/');
 
 /** Fails the node GET `times` times (Infinity: always) with `answer`. */
@@ -57,7 +60,7 @@ describe('API answers that are not a result: Retry-After, 401, 403, 409', () => 
     return api;
   }
   const nodeGets = (s: FakeApiServer): number => s.requests.filter((r) => r.path === `/api/v1/nodes/${NODE}`).length;
-  const read = (): Promise<unknown> => readClusterObjectsFromApi({ kubeconfig, nodeName: NODE, sleep: recordWait });
+  const read = (): Promise<unknown> => readClusterObjectsFromApi({ kubeconfig, sleep: recordWait });
 
   it('429 with Retry-After: 2 is asked again after 2 s, and the read succeeds', async () => {
     const s = await serve(failNode(tooMany('2'), 1));
@@ -118,7 +121,7 @@ describe('API answers that are not a result: Retry-After, 401, 403, 409', () => 
   it('401 and 403 are one request each, never retried, and say that the credentials or their RBAC are wrong', async () => {
     for (const [answer, want] of [
       [{ code: 401, reason: 'Unauthorized', message: 'Unauthorized', headers: { 'Retry-After': '1' } }, /get node node-1: HTTP 401: Unauthorized \(the API server did not accept the credentials: check the kubeconfig's user or the service account token; not retried\)$/],
-      [{ code: 403, reason: 'Forbidden', message: 'nodes "node-1" is forbidden: User "system:serviceaccount:kube-system:nodevol" cannot get resource "nodes"', headers: { 'Retry-After': '1' } }, /get node node-1: HTTP 403: nodes "node-1" is forbidden: .* \(the credentials lack the RBAC permission for this request; the audit needs get on nodes .*; not retried\)$/],
+      [{ code: 403, reason: 'Forbidden', message: 'nodes "node-1" is forbidden: User "system:serviceaccount:kube-system:nodevol" cannot get resource "nodes"', headers: { 'Retry-After': '1' } }, /get node node-1: HTTP 403: nodes "node-1" is forbidden: .* \(the credentials lack the RBAC permission for this request; the audit needs get on nodes.*; not retried\)$/],
     ] as const) {
       const s = await serve(failNode(answer));
       await assert.rejects(read(), (err: unknown) => {
@@ -144,7 +147,7 @@ describe('API answers that are not a result: Retry-After, 401, 403, 409', () => 
     const s = await serve(failNode(tooMany('9')));
     const stop = new AbortController();
     // The real timer this time: 9 s, which only the abort can cut short.
-    const reading = readClusterObjectsFromApi({ kubeconfig, nodeName: NODE, signal: stop.signal });
+    const reading = readClusterObjectsFromApi({ kubeconfig, signal: stop.signal });
     await waitFor(() => s.requests.length === 1, { what: 'the first answer', timeoutMs: 2_000, intervalMs: 5 });
     stop.abort(new Error('SIGTERM'));
     await assert.rejects(withTimeout(reading, 2_000, 'the read to end on abort'), /get node node-1: abandoned: SIGTERM/);

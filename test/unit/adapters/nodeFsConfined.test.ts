@@ -146,6 +146,20 @@ describe('NodeFileSystem confined to a root: ordinary changes behave as by path'
     assert.deepEqual(readdirSync(root), ['link']);
   });
 
+  it('resizeFile makes a sparse file anew or grows one keeping its bytes, never through a symlink', async () => {
+    const f = path.join(root, 'a', 'disk.img');
+    await fs.resizeFile(f, 1 << 20, { create: true, mode: 0o600 });
+    assert.equal(statSync(f).size, 1 << 20);
+    assert.ok(statSync(f).blocks * 512 < 1 << 20, 'sparse');
+    writeFileSync(f, 'keep');
+    await fs.resizeFile(f, 4096, { create: false, mode: 0o600 });
+    assert.equal(readFileSync(f).subarray(0, 4).toString(), 'keep');
+    assert.equal(statSync(f).size, 4096);
+    await rejectsWith(fs.resizeFile(path.join(root, 'link', 'disk.img'), 4096, { create: true, mode: 0o600 }), 'ELOOP', path.join(root, 'link', 'disk.img'));
+    await rejectsWith(fs.resizeFile(path.join(root, 'a', 'missing.img'), 4096, { create: false, mode: 0o600 }), 'ENOENT', path.join(root, 'a', 'missing.img'));
+    outsideIntact();
+  });
+
   it('names that are not UTF-8 are changed byte for byte', async () => {
     const raw = Buffer.concat([Buffer.from(`${root}/`), Buffer.from([0x66, 0xff, 0x6f])]);
     mkdirSync(raw);

@@ -7,6 +7,7 @@ import { AGENT_STOPPED_MESSAGE } from '../../../src/trace/agentLife.js';
 import { FakeCluster } from '../../../src/adapters/memory/fakeCluster.js';
 import type { TraceEvent } from '../../../src/trace/events.js';
 import { traceLine } from '../../../src/trace/traceFile.js';
+import { FAILED_MESSAGE, GLOBAL_LISTING_MESSAGE } from '../../../src/trace/reconstruction.js';
 
 const ROOT = '/var/lib/kubelet';
 
@@ -149,6 +150,29 @@ describe('agent trace', () => {
     assert.deepEqual(
       events.map((e) => (e.kind === 'log' ? `${e.severity} ${e.message}` : e.kind)),
       ['W careful volumeName=v1', 'E Operation failed: boom'],
+    );
+  });
+
+  it("records what reconstruction found, from the engine's V(2) lines, even when the log's verbosity drops them", () => {
+    const { events, tracer } = setup();
+    const written: string[] = [];
+    const quiet = {
+      info: (m: string) => written.push(m),
+      warning: (m: string) => written.push(m),
+      error: (_e: unknown, m: string) => written.push(m),
+      // -v=0: a V(2) line is dropped.
+      v: () => ({ ...quiet, info: () => undefined }),
+      enabled: () => false,
+    };
+    const logger = tracer.logger(quiet);
+    const vol = 'kubernetes.io/csi/d^vol-1';
+    logger.v(2).info(GLOBAL_LISTING_MESSAGE, { volumeName: vol, deviceMountPath: `${ROOT}/plugins/kubernetes.io/csi/d/abc/globalmount` });
+    logger.v(2).info('Volume reconstruction finished');
+    logger.info(FAILED_MESSAGE, { podName: 'uid-2', volumeSpecName: 'pv-2', err: 'no vol_data.json' });
+    assert.deepEqual(written, [FAILED_MESSAGE]);
+    assert.deepEqual(
+      events.map((e) => (e.kind === 'reconstruct' ? `${e.found} ${e.volumeName} ${e.podName ?? '-'} ${e.detail ?? '-'}` : e.kind)),
+      [`global-listing ${vol} - ${ROOT}/plugins/kubernetes.io/csi/d/abc/globalmount`, 'failed pv-2 uid-2 no vol_data.json'],
     );
   });
 });

@@ -1,10 +1,12 @@
 // nodevol recover's plan and execution over a real directory tree with a recording CSI client:
 // the dry run changes nothing; --yes unpublishes the targets left, unstages, and only then
 // removes; every refusal; one volume's failure does not stop the others; a path still mounted
-// after the driver's success is never removed.
+// after the driver's success is never removed. The plan and the journal name only paths that
+// exist; a missing driver socket is a dry run's warning and a refusal of --yes only; with the
+// root dir named otherwise by the node (--mountinfo-root-dir) the driver is told the node's paths.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
+import { existsSync, rmSync } from 'node:fs';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
@@ -97,17 +99,19 @@ describe('nodevol recover: plan and execution', () => {
     };
   }
 
-  async function plan(items: readonly KubeObject[], o: { mountTable?: Error } = {}): Promise<RecoverPlan> {
+  async function plan(items: readonly KubeObject[], o: { mountTable?: Error; nodeRootDir?: string } = {}): Promise<RecoverPlan> {
     const report = await runAudit(auditInput(fx, { gateOn: false }));
     const state = clusterStateFor(parseClusterList(JSON.stringify(list(items)), 'c.json'), 'node-1', 'c.json');
-    return planRecovery({
+    const input: Parameters<typeof planRecovery>[0] & { nodeRootDir?: string } = {
       report,
       state,
       fs,
       layout: fx.layout,
       mountTable: o.mountTable ?? MountTableSnapshot.parse(fx.mountInfo(), { strict: true }),
       endpointFor: (d) => ({ endpoint: `unix://${fx.layout.driverSocketPath(d)}`, socketPath: fx.layout.driverSocketPath(d) }),
-    });
+      ...(o.nodeRootDir !== undefined ? { nodeRootDir: o.nodeRootDir } : {}),
+    };
+    return planRecovery(input);
   }
 
   async function execute(p: RecoverPlan, client: RecordingClient, act: boolean): Promise<{ journal: RecoverJournalEntry[]; result: Awaited<ReturnType<typeof executeRecovery>> }> {
@@ -177,7 +181,6 @@ describe('nodevol recover: plan and execution', () => {
     ['a pod on this node wants it', () => [attachedNotInUse('vol-1'), pod('app', { nodeName: 'node-1', claims: ['data'] }), claim('data', 'pv-1'), persistentVolume('pv-1', DRIVER, 'vol-1')], /a pod on node node-1 wants it per the cluster: default\/app/],
     ['a pod\'s claim cannot be resolved', () => [attachedNotInUse('vol-1'), pod('app', { nodeName: 'node-1', claims: ['lost'] })], /cannot prove no pod on node node-1 wants it: pod default\/app uses claim default\/lost \(claim not found\)/],
     ['it is in volumesInUse', () => [node('node-1', { volumesInUse: [NAME('vol-1')] })], /it is in node\.status\.volumesInUse of node-1/],
-    ['the driver socket is missing', () => [attachedNotInUse('vol-1')], /driver socket .*\/plugins\/ebs\.csi\.example\.com\/csi\.sock is missing/, { noSocket: true }],
     ['the mount table could not be read', () => [attachedNotInUse('vol-1')], /the mount table could not be read strictly \(bad line\)/, { mountTable: new Error('bad line') }],
   ];
   for (const [what, items, want, o] of refusals) {
@@ -196,6 +199,134 @@ describe('nodevol recover: plan and execution', () => {
       assert.ok(existsSync(gm));
     });
   }
+
+  it('a missing driver socket: the dry run shows the whole plan with a warning; only --yes refuses the volume', async () => {
+    const gm = await fx.stage({ driver: DRIVER, handle: 'vol-1', specVolID: 'pv-1' });
+    const podDir = await fx.podVolume({ uid: 'gone-pod', specName: 'pv-1', driver: DRIVER, handle: 'vol-1', boundFrom: gm, file: 'absent' });
+    const target = path.join(podDir, 'mount');
+    const p = await plan([attachedNotInUse('vol-1')]);
+    assert.deepEqual(p.refusals, [], 'not refused by the plan');
+    assert.deepEqual(p.volumes.map((v) => [v.uniqueName, v.targets, v.deviceMountPath]), [[NAME('vol-1'), [target], gm]]);
+    assert.equal(p.volumes[0]?.warning, `no driver socket (ENOENT): --yes refuses this volume until the ${DRIVER} node plugin runs on this node`);
+
+    const dry = await execute(p, new RecordingClient(), false);
+    assert.deepEqual(dry.journal.map((e) => `${e.action} ${e.outcome}`), [
+      'check failed',
+      'NodeUnpublishVolume planned',
+      'rmdir planned',
+      'rmdir planned',
+      'NodeUnstageVolume planned',
+      'rmdir planned',
+      'unlink planned',
+      'rmdir planned',
+    ]);
+    assert.equal(dry.journal[0]?.reason, p.volumes[0]?.warning);
+    assert.deepEqual(dry.result.warned, [NAME('vol-1')]);
+    assert.deepEqual(dry.result.refused, []);
+
+    const client = new RecordingClient();
+    const yes = await execute(p, client, true);
+    assert.deepEqual(client.calls, [], 'no call without the driver');
+    assert.deepEqual(yes.journal.map((e) => [e.action, e.outcome, e.reason]), [['refuse', 'refused', p.volumes[0]?.warning]]);
+    assert.deepEqual(yes.result.refused.map((r) => r.uniqueName), [NAME('vol-1')]);
+    assert.deepEqual(yes.result.recovered, []);
+    assert.ok(existsSync(target) && existsSync(gm) && existsSync(path.join(path.dirname(gm), 'vol_data.json')), 'nothing removed');
+  });
+
+  it('a driver socket path that is not a socket is a warning too, naming it', async () => {
+    await fx.stage({ driver: DRIVER, handle: 'vol-1', specVolID: 'pv-1', mounted: false });
+    const socket = fx.layout.driverSocketPath(DRIVER);
+    await mkdir(path.dirname(socket), { recursive: true });
+    await writeFile(socket, '');
+    const p = await plan([attachedNotInUse('vol-1')]);
+    assert.deepEqual(p.refusals, []);
+    assert.match(p.volumes[0]?.warning ?? '', new RegExp(`^driver socket ${socket.replaceAll('.', '\\.')} is not a socket: --yes refuses this volume`));
+  });
+
+  it('the plan names only what exists: no pod-local vol_data.json that was lost; the temp file and unstage marker removeMountDir also removes', async () => {
+    const gm = await fx.stage({ driver: DRIVER, handle: 'vol-1', specVolID: 'pv-1' });
+    // Story 2: the pod-local vol_data.json is lost, the bind mount stays.
+    const podDir = await fx.podVolume({ uid: 'gone-pod', specName: 'pv-1', driver: DRIVER, handle: 'vol-1', boundFrom: gm, file: 'absent' });
+    // An interrupted vol_data.json write and an unstage marker beside the global one: removeMountDir removes them too.
+    await writeFile(path.join(path.dirname(gm), 'vol_data.json.tmp'), '{');
+    await writeFile(path.join(path.dirname(gm), 'unstage-in-progress'), '');
+    await driverSocket();
+    const p = await plan([attachedNotInUse('vol-1')]);
+    const target = path.join(podDir, 'mount');
+    const dry = await execute(p, new RecordingClient(), false);
+    assert.deepEqual(
+      dry.journal.map((e) => [e.action, e.path]),
+      [
+        ['NodeUnpublishVolume', target],
+        ['rmdir', target],
+        ['rmdir', podDir],
+        ['NodeUnstageVolume', gm],
+        ['rmdir', gm],
+        ['unlink', path.join(path.dirname(gm), 'vol_data.json')],
+        ['unlink', path.join(path.dirname(gm), 'unstage-in-progress')],
+        ['unlink', path.join(path.dirname(gm), 'vol_data.json.tmp')],
+        ['rmdir', path.dirname(gm)],
+      ],
+    );
+    for (const e of dry.journal.filter((x) => x.action === 'rmdir' || x.action === 'unlink')) assert.ok(existsSync(e.path ?? ''), `${e.path ?? ''} is named but does not exist`);
+  });
+
+  it('--yes: the journal names what was removed, not a target the driver removed itself', async () => {
+    const gm = await fx.stage({ driver: DRIVER, handle: 'vol-1', specVolID: 'pv-1' });
+    const podDir = await fx.podVolume({ uid: 'gone-pod', specName: 'pv-1', driver: DRIVER, handle: 'vol-1', boundFrom: gm, file: 'absent' });
+    await driverSocket();
+    const p = await plan([attachedNotInUse('vol-1')]);
+    const client = new RecordingClient({
+      // As the CSI spec asks of a driver: NodeUnpublishVolume deletes the target it created.
+      onUnpublish: (t) => {
+        const keep = fx.mountAt(gm)!;
+        fx.unmountAll();
+        fx.mount(keep);
+        rmSync(t, { recursive: true });
+      },
+      onUnstage: () => fx.unmountAll(),
+    });
+    const { journal, result } = await execute(p, client, true);
+    assert.deepEqual(result.recovered, [NAME('vol-1')]);
+    const removals = journal.filter((e) => e.action === 'rmdir' || e.action === 'unlink').map((e) => `${e.action} ${e.outcome} ${e.path ?? ''}`);
+    assert.deepEqual(removals, [
+      `rmdir ok ${podDir}`,
+      `rmdir ok ${gm}`,
+      `unlink ok ${path.join(path.dirname(gm), 'vol_data.json')}`,
+      `rmdir ok ${path.dirname(gm)}`,
+    ]);
+    assert.ok(!existsSync(path.join(podDir, 'mount')), 'the driver removed its target');
+    assert.ok(!existsSync(podDir) && !existsSync(path.dirname(gm)));
+  });
+
+  it('the root dir named otherwise by the node (--mountinfo-root-dir): the driver is told the node\'s paths, the removals stay under the root dir', async () => {
+    const gm = await fx.stage({ driver: DRIVER, handle: 'vol-1', specVolID: 'pv-1' });
+    const podDir = await fx.podVolume({ uid: 'gone-pod', specName: 'pv-1', driver: DRIVER, handle: 'vol-1', boundFrom: gm, file: 'absent' });
+    await driverSocket();
+    const p = await plan([attachedNotInUse('vol-1')], { nodeRootDir: '/var/lib/kubelet' });
+    const asNode = (local: string): string => path.join('/var/lib/kubelet', path.relative(fx.root, local));
+    const dry = await execute(p, new RecordingClient(), false);
+    assert.deepEqual(
+      dry.journal.filter((e) => e.action === 'NodeUnpublishVolume' || e.action === 'NodeUnstageVolume').map((e) => [e.action, e.path]),
+      [
+        ['NodeUnpublishVolume', asNode(path.join(podDir, 'mount'))],
+        ['NodeUnstageVolume', asNode(gm)],
+      ],
+    );
+    assert.ok(dry.journal.filter((e) => e.action === 'rmdir' || e.action === 'unlink').every((e) => (e.path ?? '').startsWith(`${fx.root}/`)), 'removals are of this file system');
+    const client = new RecordingClient({
+      onUnpublish: () => {
+        const keep = fx.mountAt(gm)!;
+        fx.unmountAll();
+        fx.mount(keep);
+      },
+      onUnstage: () => fx.unmountAll(),
+    });
+    const { result } = await execute(p, client, true);
+    assert.deepEqual(client.calls, [`NodeUnpublishVolume vol-1 ${asNode(path.join(podDir, 'mount'))}`, 'NodeGetCapabilities', `NodeUnstageVolume vol-1 ${asNode(gm)}`]);
+    assert.deepEqual(result.recovered, [NAME('vol-1')]);
+    assert.ok(!existsSync(podDir) && !existsSync(path.dirname(gm)));
+  });
 
   it('refuses a target that belongs to a pod that still exists', async () => {
     const gm = await fx.stage({ driver: DRIVER, handle: 'vol-1', specVolID: 'pv-1' });

@@ -1,10 +1,13 @@
 // deploy/: the kustomize base (audit DaemonSet, RBAC, PriorityClass, Service), the
-// node-problem-detector base, the microk8s overlay, and the overlay docs/operating.md ("Deploying
+// node-problem-detector base, the microk8s overlay, the prometheus-operator component (PodMonitor,
+// PrometheusRule) through its example overlay, and the overlay docs/operating.md ("Deploying
 // it") tells an operator to write. Each is rendered (test/support/kustomize.ts; checked
 // against `kubectl kustomize` where kubectl is installed) and every object is validated
 // kubeconform-style: against the Kubernetes JSON schemas (kubernetes-models: types, enums,
 // required fields, quantities) and strictly (a round trip through @kubernetes/client-node's
-// typed models: a misspelt or misplaced field fails). Then what the manifests promise is
+// typed models: a misspelt or misplaced field fails; PodMonitor and PrometheusRule, which
+// kubernetes-models does not know, against strict schemas of the operator's fields:
+// test/support/prometheusOperator.ts). Then what the manifests promise is
 // asserted (least privilege, HostToContainer, every node, the parameters), and their commands
 // are run: the DaemonSet's args start the long-running audit, the NPD rule prints one line.
 import assert from 'node:assert/strict';
@@ -20,6 +23,7 @@ import { parseAllDocuments } from 'yaml';
 import { CliProcess, NODEVOL_BIN } from '../../support/cliProcess.js';
 import { byKey, renderKustomization, type KubeObject } from '../../support/kustomize.js';
 import { NodeFixture } from '../../support/nodeFixture.js';
+import { prometheusOperatorSchema } from '../../support/prometheusOperator.js';
 
 const REPO_ROOT = path.resolve(import.meta.dirname, '..', '..', '..', '..');
 const DEPLOY = path.join(REPO_ROOT, 'deploy');
@@ -42,6 +46,7 @@ const RENDERED: Record<string, () => KubeObject[]> = {
   'deploy/base': () => renderKustomization(path.join(DEPLOY, 'base')),
   'deploy/npd': () => renderKustomization(path.join(DEPLOY, 'npd')),
   'deploy/overlays/microk8s': () => renderKustomization(path.join(DEPLOY, 'overlays', 'microk8s')),
+  'deploy/overlays/prometheus-operator': () => renderKustomization(path.join(DEPLOY, 'overlays', 'prometheus-operator')),
   'deploy/explore-job.yaml': () => parseAllDocuments(readFileSync(path.join(DEPLOY, 'explore-job.yaml'), 'utf8')).map((d) => d.toJS() as KubeObject),
   "docs/operating.md's my-cluster overlay": () => {
     const o = docOverlay();
@@ -82,6 +87,12 @@ describe('deploy/: every rendered manifest validates against the Kubernetes sche
       const objects = render();
       assert.ok(objects.length > 0);
       for (const o of objects) {
+        const crd = prometheusOperatorSchema(o.kind);
+        if (crd !== undefined) {
+          const r = crd.safeParse(o);
+          assert.ok(r.success, `${name}: ${o.kind} ${o.metadata.name}: ${r.success ? '' : r.error.message}`);
+          continue;
+        }
         const models = (await import(`kubernetes-models/${o.apiVersion}`)) as Record<string, unknown>;
         const Model = models[o.kind] as (new (data: unknown) => { validate(): void }) | undefined;
         assert.ok(Model !== undefined, `${name}: ${o.apiVersion} ${o.kind}: no schema`);
@@ -98,6 +109,16 @@ describe('deploy/: every rendered manifest validates against the Kubernetes sche
     spec.containers[0]!.volumeMounts[0]!.mountPropagation = 'Sideways';
     const { DaemonSet } = (await import('kubernetes-models/apps/v1')) as { DaemonSet: new (d: unknown) => { validate(): void } };
     assert.throws(() => new DaemonSet(ds).validate(), /mountPropagation/);
+  });
+
+  it('the prometheus-operator schemas fail on a misspelt field and a wrong duration (they can fail)', () => {
+    const objects = renderKustomization(path.join(DEPLOY, 'overlays', 'prometheus-operator'));
+    const pm = structuredClone(find(objects, 'PodMonitor', 'nodevol-audit'));
+    (pm['spec'] as Record<string, unknown>)['podMetricEndpoints'] = [];
+    assert.equal(prometheusOperatorSchema('PodMonitor')?.safeParse(pm).success, false);
+    const pr = structuredClone(find(objects, 'PrometheusRule', 'nodevol-audit'));
+    (pr['spec'] as { groups: { rules: { for?: string }[] }[] }).groups[0]!.rules[0]!.for = '15 minutes';
+    assert.equal(prometheusOperatorSchema('PrometheusRule')?.safeParse(pr).success, false);
   });
 
   const kubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' });
@@ -139,7 +160,16 @@ describe('deploy/base', () => {
   it('the ClusterRole grants get/list only, on exactly what the audit reads, to the DaemonSet\'s service account', () => {
     const role = typed(find(objects, 'ClusterRole', 'nodevol-audit'), k8s.V1ClusterRole);
     const grants = (role.rules ?? []).flatMap((r) => (r.resources ?? []).flatMap((res) => r.verbs.map((v) => `${(r.apiGroups ?? [''])[0] ?? ''}/${res}:${v}`))).sort();
-    assert.deepEqual(grants, ['/nodes:get', '/persistentvolumeclaims:get', '/persistentvolumes:list', '/pods:list', 'storage.k8s.io/csidrivers:list', 'storage.k8s.io/volumeattachments:list']);
+    assert.deepEqual(grants, [
+      '/nodes:get',
+      '/persistentvolumeclaims:get',
+      '/persistentvolumes:get',
+      '/persistentvolumes:list',
+      '/pods:list',
+      'storage.k8s.io/csidrivers:get',
+      'storage.k8s.io/volumeattachments:get',
+      'storage.k8s.io/volumeattachments:list',
+    ]);
     const binding = typed(find(objects, 'ClusterRoleBinding', 'nodevol-audit'), k8s.V1ClusterRoleBinding);
     assert.equal(binding.roleRef.name, 'nodevol-audit');
     assert.deepEqual(binding.subjects?.map((s) => [s.kind, s.name, s.namespace]), [['ServiceAccount', 'nodevol-audit', 'nodevol-system']]);
@@ -180,13 +210,18 @@ describe('deploy/base', () => {
     assert.equal(c.livenessProbe?.httpGet?.path, '/healthz');
   });
 
-  it('the Service selects the DaemonSet\'s pods, is headless and carries the scrape annotations', () => {
+  it('the Service selects the DaemonSet\'s pods and is headless; the pods alone carry the scrape annotations (one scrape path)', () => {
     const svc = typed(find(objects, 'Service', 'nodevol-audit-metrics'), k8s.V1Service);
     const ds = typed(find(objects, 'DaemonSet', 'nodevol-audit'), k8s.V1DaemonSet);
     const podLabels = ds.spec?.template.metadata?.labels ?? {};
     assert.ok(Object.entries(svc.spec?.selector ?? {}).every(([k, v]) => podLabels[k] === v), 'selector matches the pod template');
     assert.equal(svc.spec?.clusterIP, 'None');
-    assert.deepEqual(svc.metadata?.annotations, { 'prometheus.io/scrape': 'true', 'prometheus.io/port': '10263', 'prometheus.io/path': '/metrics' });
+    // A Prometheus that honours both (the community chart's kubernetes-pods and
+    // kubernetes-service-endpoints jobs) would scrape each pod twice.
+    assert.equal(svc.metadata?.annotations, undefined);
+    assert.deepEqual(ds.spec?.template.metadata?.annotations, { 'prometheus.io/scrape': 'true', 'prometheus.io/port': '10263', 'prometheus.io/path': '/metrics' });
+    const scrapeTrue = objects.filter((o) => JSON.stringify(o).includes('"prometheus.io/scrape":"true"'));
+    assert.deepEqual(scrapeTrue.map((o) => `${o.kind}/${o.metadata.name}`), ['DaemonSet/nodevol-audit']);
     assert.equal(svc.spec?.ports?.[0]?.port, 10263);
     assert.ok(ds.spec?.template.spec?.containers[0]?.ports?.some((p) => p.name === svc.spec?.ports?.[0]?.targetPort && p.containerPort === 10263));
   });
@@ -320,7 +355,7 @@ describe('deploy/npd (node-problem-detector with the audit as a custom plugin)',
     const mountinfo = await fx.writeMountInfo();
     const missing = runRule(path.join(fx.root, 'nope'), mountinfo);
     assert.equal(missing.status, 2);
-    assert.match(missing.stdout, /^UNKNOWN: --root-dir \S+nope does not exist: [^\n]+\n$/);
+    assert.match(missing.stdout, /^UNKNOWN: --root-dir \S+nope does not exist\n$/);
     const noTable = runRule(fx.root, path.join(fx.root, 'no-mountinfo'));
     assert.equal(noTable.status, 2);
     assert.match(noTable.stdout, /^UNKNOWN: --mountinfo \S+no-mountinfo: [^\n]*ENOENT[^\n]*\n$/);
@@ -370,6 +405,36 @@ describe('the kubelet root dir, namespace and image as parameters', () => {
   });
 });
 
+describe('deploy/components/prometheus-operator (through deploy/overlays/prometheus-operator)', () => {
+  const objects = renderKustomization(path.join(DEPLOY, 'overlays', 'prometheus-operator'));
+
+  it('adds a PodMonitor and a PrometheusRule in the pods\' namespace, and turns the annotation scrape off: one scrape path', () => {
+    const pm = find(objects, 'PodMonitor', 'nodevol-audit');
+    const pr = find(objects, 'PrometheusRule', 'nodevol-audit');
+    assert.equal(pm.metadata.namespace, 'nodevol-system');
+    assert.equal(pr.metadata.namespace, 'nodevol-system');
+    const ds = typed(find(objects, 'DaemonSet', 'nodevol-audit'), k8s.V1DaemonSet);
+    assert.equal(ds.metadata?.namespace, pm.metadata.namespace);
+    assert.equal(ds.spec?.template.metadata?.annotations?.['prometheus.io/scrape'], 'false');
+    assert.ok(!JSON.stringify(objects).includes('"prometheus.io/scrape":"true"'));
+    // The PodMonitor selects exactly the audit pods, on the container port they serve /metrics on.
+    const spec = pm['spec'] as { selector: { matchLabels: Record<string, string> }; podMetricsEndpoints: { port: string; path: string; relabelings: { sourceLabels: string[]; targetLabel: string }[] }[] };
+    const podLabels = ds.spec?.template.metadata?.labels ?? {};
+    assert.ok(Object.entries(spec.selector.matchLabels).every(([k, v]) => podLabels[k] === v));
+    const npd = renderKustomization(path.join(DEPLOY, 'npd'));
+    const npdLabels = typed(find(npd, 'DaemonSet', 'nodevol-npd'), k8s.V1DaemonSet).spec?.template.metadata?.labels ?? {};
+    assert.ok(!Object.entries(spec.selector.matchLabels).every(([k, v]) => npdLabels[k] === v), 'the NPD pods serve no /metrics of ours');
+    const port = ds.spec?.template.spec?.containers[0]?.ports?.find((p) => p.name === spec.podMetricsEndpoints[0]?.port);
+    assert.equal(port?.containerPort, 10263);
+    assert.equal(spec.podMetricsEndpoints[0]?.path, '/metrics');
+    assert.deepEqual(spec.podMetricsEndpoints[0]?.relabelings, [{ sourceLabels: ['__meta_kubernetes_pod_node_name'], targetLabel: 'node' }]);
+  });
+
+  it('the renderer refuses a Component named as a resource', () => {
+    assert.throws(() => renderKustomization(path.join(DEPLOY, 'components', 'prometheus-operator')), /used through components:/);
+  });
+});
+
 describe('deploy/: no stale file', () => {
   let files: string[] = [];
   before(() => {
@@ -377,13 +442,15 @@ describe('deploy/: no stale file', () => {
   });
   after(() => undefined);
 
-  it('every file is a kustomization, a resource, a patch or a config one of them names (or the explore Job, applied on its own)', () => {
+  it('every file is a kustomization, a resource, a patch or a config one of them names (or the explore Job, the rules file and the dashboard, loaded on their own)', () => {
     const named = new Set<string>(['explore-job.yaml']);
-    for (const dir of ['base', 'npd', 'overlays/microk8s']) {
+    for (const dir of ['base', 'npd', 'overlays/microk8s', 'overlays/prometheus-operator', 'components/prometheus-operator']) {
       const k = readFileSync(path.join(DEPLOY, dir, 'kustomization.yaml'), 'utf8');
       named.add(`${dir}/kustomization.yaml`);
       for (const m of k.matchAll(/^\s+- (?:path: )?([\w./-]+\.(?:yaml|json))$/gm)) named.add(path.normalize(`${dir}/${m[1] ?? ''}`));
     }
+    // Loaded on their own by Prometheus and Grafana (test/unit/deploy/monitoring.test.ts).
+    for (const f of ['monitoring/nodevol-audit.rules.yaml', 'monitoring/nodevol-audit.dashboard.json']) named.add(f);
     assert.deepEqual(files.filter((f) => !named.has(f)), []);
   });
 });

@@ -91,7 +91,7 @@ const FULL_REPORT: FullAuditReport = {
 /** The metric names of `nodevol audit -o prom` (after a run, and after a failed run), and any its source names. */
 async function auditMetricNames(): Promise<Set<string>> {
   const names = new Set<string>();
-  for (const text of [await renderProm(FULL_REPORT), await renderPromFailure(0)]) {
+  for (const text of [await renderProm(FULL_REPORT), await renderPromFailure(0, 'mountinfo')]) {
     for (const m of text.matchAll(/^# TYPE (\S+) /gm)) names.add(m[1]!);
   }
   for (const m of read('src/cli/auditOutput.ts').matchAll(/name: '(nodevol_\w+)'/g)) names.add(m[1]!);
