@@ -60,8 +60,9 @@ step() {
   ) 2>&1 | tee -a "$log"
   rc=${PIPESTATUS[0]}
   set -e
-  kill "$ticker" 2>/dev/null
-  wait "$ticker" 2>/dev/null
+  # The ticker may not have set its trap yet (a step of no time): its status is not the step's.
+  kill "$ticker" 2>/dev/null || true
+  wait "$ticker" 2>/dev/null || true
   printf '%s\t%d\t%d\t%s\n' "$name" "$(($(date +%s) - start))" "$rc" "$log" >>"$ci_logs/steps.tsv"
   echo "== step $ci_steps, $name: $(($(date +%s) - start)) s, exit $rc"
   return "$rc"
