@@ -24,7 +24,7 @@
  * the same mounts, in the same run: restart -> ready, idle CPU and RSS, side by side.
  * The CPU time of the agent and the driver in each phase is printed too, to show which one the
  * time goes to. A benchmark, not a test: misses are printed and the exit code stays 0, but for one
- * limit (issue 34): the idle agent's CPU at N = 200 above IDLE_LIMIT.cpuPct of a core exits 1, so a
+ * limit: the idle agent's CPU at N = 200 above IDLE_LIMIT.cpuPct of a core exits 1, so a
  * regression fails `npm run bench`. A broken setup (a process that fails, a phase that never
  * finishes) exits non-zero too.
  *

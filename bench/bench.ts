@@ -23,7 +23,7 @@
  * the median is reported, and ratios are taken within each round. A last, untimed run counts
  * the file system calls of (c).
  *
- * A benchmark, not a test: misses are printed, the exit code stays 0, but for one limit (issue 34):
+ * A benchmark, not a test: misses are printed, the exit code stays 0, but for one limit:
  * the audit process above AUDIT_FLOOR_TARGET times its floor process (the median of the paired
  * wall ratios of (d)) exits 1, so a regression fails `npm run bench`. A broken setup (the fixture
  * does not produce the node described above) exits non-zero too.
