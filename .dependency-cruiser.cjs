@@ -22,6 +22,8 @@
 //                  mount states it writes)
 //   volumemanager  volumemanager/: cache < populator, reconciler < volumeManager.ts (see the
 //                  forbidden rules)
+//   nodevol        nodevol/: nodevol's own gates, one folder each, implementing the hooks the
+//                  kubelet copy below declares (the copy never imports them)
 //   node           kubelet/ (node housekeeping: orphaned pod dirs, stuck operations), audit/,
 //                  agent/ (the agent runtime and the one composition of a node)
 //   adapters       adapters/: node (node:fs, mount(8), the cluster), memory, prometheus, grpc
@@ -44,6 +46,7 @@ const LAYERS = {
   volumeCsi: ['volume/csi'],
   opexec: ['operationexecutor'],
   volumemanager: ['volumemanager'],
+  nodevol: ['nodevol'],
   node: ['kubelet', 'audit', 'agent'],
   adapters: ['adapters'],
   mockdriver: ['mockdriver'],
@@ -61,17 +64,18 @@ const MAY = {
   volumeCsi: ['volume', 'csi', 'base', 'ports', 'api'],
   opexec: ['volumeCsi', 'volume', 'csi', 'base', 'ports', 'api'],
   volumemanager: ['opexec', 'volumeCsi', 'volume', 'csi', 'base', 'ports', 'api'],
-  node: ['volumemanager', 'opexec', 'volumeCsi', 'volume', 'csi', 'base', 'ports', 'api'],
+  nodevol: ['volumemanager', 'opexec', 'volumeCsi', 'volume', 'csi', 'base', 'ports', 'api'],
+  node: ['nodevol', 'volumemanager', 'opexec', 'volumeCsi', 'volume', 'csi', 'base', 'ports', 'api'],
   adapters: ['csi', 'base', 'ports', 'api'],
   mockdriver: ['adapters', 'csi', 'base', 'ports', 'api'],
   // The simulator runs the agent's node (kubelet/ housekeeping included) over the memory
   // adapters; its generated workloads name volumes as the mock driver does (mockdriver/volumeId.ts).
-  sim: ['mockdriver', 'adapters', 'node', 'volumemanager', 'opexec', 'volumeCsi', 'volume', 'csi', 'base', 'ports', 'api'],
-  cli: ['sim', 'mockdriver', 'adapters', 'node', 'volumemanager', 'opexec', 'volumeCsi', 'volume', 'csi', 'base', 'ports', 'api'],
+  sim: ['mockdriver', 'adapters', 'node', 'nodevol', 'volumemanager', 'opexec', 'volumeCsi', 'volume', 'csi', 'base', 'ports', 'api'],
+  cli: ['sim', 'mockdriver', 'adapters', 'node', 'nodevol', 'volumemanager', 'opexec', 'volumeCsi', 'volume', 'csi', 'base', 'ports', 'api'],
 };
 
-/** The engine: the layers up to the volume manager, and kubelet/ and audit/ of the node layer (not agent/). */
-const ENGINE_LAYERS = ['api', 'ports', 'base', 'csi', 'volume', 'volumeCsi', 'opexec', 'volumemanager'];
+/** The engine: the layers up to nodevol's gates, and kubelet/ and audit/ of the node layer (not agent/). */
+const ENGINE_LAYERS = ['api', 'ports', 'base', 'csi', 'volume', 'volumeCsi', 'opexec', 'volumemanager', 'nodevol'];
 const ENGINE_NODE_FOLDERS = ['kubelet', 'audit'];
 
 const folders = (layers) => layers.flatMap((l) => LAYERS[l]);

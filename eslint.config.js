@@ -17,6 +17,7 @@ const engineFolders = [
   'src/volume/**',
   'src/operationexecutor/**',
   'src/volumemanager/**',
+  'src/nodevol/**',
   'src/kubelet/**',
   'src/audit/**',
 ];

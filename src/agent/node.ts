@@ -23,6 +23,8 @@ import type { KubeletLayout } from '../layout/layout.js';
 import type { UniqueVolumeName } from '../layout/names.js';
 import { ReadOnlyMounter } from '../mount/readOnlyMounter.js';
 import { podVolumeDirsNaming, StuckOperationTracker } from '../kubelet/stuckOperations.js';
+import { composeNodevolPolicy } from '../nodevol/composePolicy.js';
+import type { CsiHooks } from '../volume/csi/csiHooks.js';
 import type { VolumePluginMgr } from '../volume/plugins.js';
 import { specName } from '../volume/spec.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
@@ -71,8 +73,12 @@ export interface NodeOptions {
   readonly compactWhenIdle?: boolean;
   /** Write <root-dir>/nodevol/stuck-operations.json through the node's fs (default true). */
   readonly stuckOperationsFile?: boolean;
-  /** Plugins to register instead of the CSI plugin on the node's host (tests). */
-  readonly plugins?: (host: VolumeHost) => VolumePluginMgr;
+  /**
+   * Plugins to register instead of the CSI plugin on the node's host (tests). A CSI plugin built
+   * here gets `csiHooks` (the node's gates) and this `host`: the hooks act through the host they
+   * are given, which must be the node's.
+   */
+  readonly plugins?: (host: VolumeHost, csiHooks: CsiHooks) => VolumePluginMgr;
   /**
    * Wraps the instrumented CSI registry (the agent's --trace observes every call). Applied after
    * the instrumentation, so that what is observed is what the engine sends.
@@ -135,7 +141,14 @@ export function readOnlyVolumeHost(identity: NodeIdentity, ports: { readonly fs:
 export function composeNode(ports: NodePorts, options: NodeOptions): ComposedNode {
   const instrumented = instrumentedRegistry(ports.csiDrivers, options.metrics.volumeManager, ports.clock);
   const host = volumeHostOf({ ...ports, csiDrivers: options.observeCsi === undefined ? instrumented : options.observeCsi(instrumented) });
-  const vm = new VolumeManager({ host, metrics: options.metrics.volumeManager, ...(options.plugins === undefined ? {} : { plugins: options.plugins(host) }) });
+  // nodevol's gates, composed once per life: the hooks the kubelet copy calls (ARCHITECTURE.md).
+  const policy = composeNodevolPolicy(ports.features, host);
+  const vm = new VolumeManager({
+    host,
+    metrics: options.metrics.volumeManager,
+    hooks: policy.hooks,
+    ...(options.plugins === undefined ? {} : { plugins: options.plugins(host, policy.hooks.csi) }),
+  });
   // Stuck is visible: a teardown refused for over a minute is warned about once, counted in
   // volume_manager_stuck_operations and listed in <root-dir>/nodevol/stuck-operations.json for nodevol audit.
   const stuck = new StuckOperationTracker({
@@ -162,8 +175,8 @@ export function composeNode(ports: NodePorts, options: NodeOptions): ComposedNod
   });
   const housekeeping = async (): Promise<void> => {
     await orphans.cleanupOrphanedPodDirs();
-    // nodevol: the global listing's leftover dirs it could not remove (a no-op unless it failed).
-    for (const plugin of vm.plugins.findGlobalVolumeListerPlugins()) await plugin.removeLeftoverGlobalDirs?.();
+    // nodevol's gates' periodic work, after kubelet's (resolves at once when there is none).
+    await policy.housekeeping();
   };
   const { onChange, signalsEveryChange } = ports.cluster;
   const runtime = new AgentRuntime(vm, ports.logger, {

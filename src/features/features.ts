@@ -81,6 +81,18 @@ export const CSIRemoveNewStagingDirOnTransientError = 'CSIRemoveNewStagingDirOnT
 /** The earlier name of {@link CSIKeepUncertainMountOnFinalError}, which covered reconstructed volumes only. */
 export const CSIKeepListedVolumeOnStageFailure = 'CSIKeepListedVolumeOnStageFailure';
 
+/**
+ * The gates kubelet itself has (KEP-6058's): the only ones the kubelet copy (volume/, volume/csi/,
+ * operationexecutor/, volumemanager/) may ask about. nodevol's own gates act through the hooks
+ * the copy declares (src/nodevol/).
+ */
+export type KubeletFeatureName = typeof CSIGlobalMountReconstruction;
+
+/** The feature gates as the kubelet copy sees them ({@link FeatureGate} is one). */
+export interface KubeletFeatureGate {
+  enabled(name: KubeletFeatureName): boolean;
+}
+
 export type FeatureName =
   | typeof CSIGlobalMountReconstruction
   | typeof CSIDurableBlockVolumePaths

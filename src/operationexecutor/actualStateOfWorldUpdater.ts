@@ -54,6 +54,12 @@ export interface MountedVolume {
   readonly deviceMountPath: string;
 }
 
+/** What an unmount needs: a MountedVolume whose spec is undefined for a failed reconstruction's cleanup. */
+export type UnmountTarget = Pick<
+  MountedVolume,
+  'podName' | 'podUID' | 'volumeName' | 'innerVolumeSpecName' | 'outerVolumeSpecName' | 'pluginName'
+> & { readonly volumeSpec: Spec | undefined };
+
 /** The narrow updater a mount/unmount operation receives. */
 export interface ActualStateOfWorldMounterUpdater {
   markVolumeAsMounted(opts: MarkVolumeOpts): void;
@@ -66,11 +72,6 @@ export interface ActualStateOfWorldMounterUpdater {
   getVolumeMountState(volumeName: UniqueVolumeName, podName: UniquePodName): VolumeMountState;
   isVolumeReconstructed(volumeName: UniqueVolumeName, podName: UniquePodName): boolean;
   isVolumeDeviceReconstructed(volumeName: UniqueVolumeName): boolean;
-  /**
-   * nodevol (gate CSIKeepUncertainMountOnFinalError): records a device the global listing found
-   * as found during reconstruction, as a pod directory's reconstruction does (see docs/feature-gates.md).
-   */
-  markDeviceFoundDuringReconstruction(volumeName: UniqueVolumeName): void;
   /** Whether a pod other than `podName` has the volume mounted or possibly mounted (ReadWriteOncePod). */
   isVolumeMountedElsewhere(volumeName: UniqueVolumeName, podName: UniquePodName): boolean;
 }

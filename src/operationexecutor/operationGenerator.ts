@@ -8,14 +8,17 @@
  */
 import type { ClusterView } from '../ports/cluster.js';
 import type { Logger } from '../ports/logger.js';
-import type { VolumePluginMgr, VolumeUnmounter } from '../volume/plugins.js';
-import { CSIKeepUncertainMountOnFinalError, CSIUnpublishBeforeUnstageAfterReconstruction } from '../features/features.js';
+import type { UniquePodName, UniqueVolumeName } from '../layout/names.js';
+import type { MounterArgs, VolumePluginMgr, VolumeUnmounter } from '../volume/plugins.js';
 import { specName, type Spec } from '../volume/spec.js';
 import { isOperationFinishedError, isUncertainProgressError } from '../volume/util/errors.js';
 import { mapBlockVolume, unmapBlockVolume } from '../volume/util/blockMapping.js';
 import { checkNodeAffinity } from '../volume/util/nodeAffinity.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
-import type { ActualStateOfWorldAttacherUpdater, ActualStateOfWorldMounterUpdater, AttachedVolume, MarkVolumeOpts, MountedVolume } from './actualStateOfWorldUpdater.js';
+import type { ActualStateOfWorldAttacherUpdater, ActualStateOfWorldMounterUpdater, AttachedVolume, MarkVolumeOpts, UnmountTarget } from './actualStateOfWorldUpdater.js';
+import type { OperationGeneratorHooks } from './operationGeneratorHooks.js';
+
+export type { UnmountTarget };
 import type { VolumeToMount } from './volumeToMount.js';
 import { hasMountRefs } from '../mount/mountRefs.js';
 import type { GeneratedOperation } from './nestedPendingOperations.js';
@@ -34,12 +37,6 @@ export const OP = {
   unmapDevice: 'unmap_device',
 } as const;
 
-/** What an unmount needs: a MountedVolume whose spec is undefined for a failed reconstruction's cleanup. */
-export type UnmountTarget = Pick<
-  MountedVolume,
-  'podName' | 'podUID' | 'volumeName' | 'innerVolumeSpecName' | 'outerVolumeSpecName' | 'pluginName'
-> & { readonly volumeSpec: Spec | undefined };
-
 export interface Operation extends GeneratedOperation {
   /** storage_operation_duration_seconds volume_plugin label. */
   readonly pluginLabel: string;
@@ -50,10 +47,16 @@ export interface OperationGeneratorDeps {
   readonly host: VolumeHost;
   readonly cluster: ClusterView;
   readonly logger: Logger;
+  /** nodevol's hooks (operationGeneratorHooks.ts); absent: kubelet's decisions. */
+  readonly hooks?: OperationGeneratorHooks;
 }
 
 export class OperationGenerator {
-  constructor(private readonly deps: OperationGeneratorDeps) {}
+  private readonly hooks: OperationGeneratorHooks;
+
+  constructor(private readonly deps: OperationGeneratorDeps) {
+    this.hooks = deps.hooks ?? {};
+  }
 
   /**
    * VerifyControllerAttachedVolume: a non-attachable volume is marked attached at once; an
@@ -114,20 +117,20 @@ export class OperationGenerator {
         if (deviceMountable !== undefined && asw.getDeviceMountState(vtm.volumeName) !== 'DeviceGloballyMounted') {
           const deviceMounter = deviceMountable.newDeviceMounter();
           const deviceMountPath = deviceMounter.getDeviceMountPath(vtm.spec);
-          const keep = this.keepUncertainDevice(vtm, asw);
+          const args = this.argsFor('device', vtm, asw, mounterArgs(vtm));
           try {
-            await deviceMounter.mountDevice(vtm.spec, devicePath, deviceMountPath, keep ? { ...mounterArgs(vtm), keepStagingOnFinalError: true } : mounterArgs(vtm));
+            await deviceMounter.mountDevice(vtm.spec, devicePath, deviceMountPath, args);
           } catch (err) {
-            markDeviceErrorState(asw, vtm, devicePath, deviceMountPath, err, logger, this.keepsUncertain());
+            markDeviceErrorState(asw, vtm, devicePath, deviceMountPath, err, logger, this.hooks.deviceStaysUncertain);
             throw err;
           }
           asw.markDeviceAsMounted(vtm.volumeName, devicePath, deviceMountPath, vtm.seLinuxMountContext);
         }
-        const keepTarget = this.keepUncertainPodMount(vtm, asw);
+        const args = this.argsFor('volume', vtm, asw, mounterArgs(vtm));
         try {
-          await mounter.setUp(keepTarget ? { ...mounterArgs(vtm), keepTargetOnFinalError: true } : mounterArgs(vtm));
+          await mounter.setUp(args);
         } catch (err) {
-          markVolumeErrorState(asw, opts, err, logger, this.keepsUncertain());
+          markVolumeErrorState(asw, opts, err, logger, this.hooks.volumeMountStaysUncertain);
           throw err;
         }
         asw.markVolumeAsMounted({ ...opts, volumeMountState: 'VolumeMounted' });
@@ -135,23 +138,9 @@ export class OperationGenerator {
     };
   }
 
-  /**
-   * Gate CSIKeepUncertainMountOnFinalError: a final error of MountDevice / SetUpDevice keeps an
-   * uncertain device's staging dir and record (found on disk at reconstruction, or an earlier call
-   * timed out: it may be staged). See docs/feature-gates.md.
-   */
-  private keepUncertainDevice(vtm: VolumeToMount, asw: ActualStateOfWorldMounterUpdater): boolean {
-    return this.keepsUncertain() && asw.getDeviceMountState(vtm.volumeName) === 'DeviceMountUncertain';
-  }
-
-  /** The same for one pod's mount: its pod-local record must stay for TearDown to unpublish it. */
-  private keepUncertainPodMount(vtm: VolumeToMount, asw: ActualStateOfWorldMounterUpdater): boolean {
-    return this.keepsUncertain() && asw.getVolumeMountState(vtm.volumeName, vtm.podName) === 'VolumeMountUncertain';
-  }
-
-  /** Gate CSIKeepUncertainMountOnFinalError: a final error leaves any uncertain state uncertain. */
-  private keepsUncertain(): boolean {
-    return this.deps.host.features.enabled(CSIKeepUncertainMountOnFinalError);
+  /** The args of MountDevice / SetUpDevice (`device`) or SetUp (`volume`): kubelet's `args`, or the mounterArgs hook's. */
+  private argsFor(step: 'device' | 'volume', vtm: VolumeToMount, asw: ActualStateOfWorldMounterUpdater, args: MounterArgs): MounterArgs {
+    return this.hooks.mounterArgs === undefined ? args : this.hooks.mounterArgs(step, vtm, asw, args);
   }
 
   /** checkNodeAffinity: only a PV with node affinity needs the node's labels. */
@@ -184,11 +173,11 @@ export class OperationGenerator {
       run: async () => {
         if (isReadWriteOncePodInUseElsewhere(vtm, asw)) throw volumeError(vtm, 'MapVolume.SetUpDevice failed', new Error(RWOP_IN_USE));
         if (asw.getDeviceMountState(vtm.volumeName) !== 'DeviceGloballyMounted') {
-          const keep = this.keepUncertainDevice(vtm, asw);
+          const args = this.argsFor('device', vtm, asw, {});
           try {
-            await mapper.setUpDevice(keep ? { keepStagingOnFinalError: true } : {});
+            await mapper.setUpDevice(args);
           } catch (err) {
-            markDeviceErrorState(asw, vtm, devicePath, globalMapPath, err, logger, this.keepsUncertain());
+            markDeviceErrorState(asw, vtm, devicePath, globalMapPath, err, logger, this.hooks.deviceStaysUncertain);
             throw err;
           }
           asw.markDeviceAsMounted(vtm.volumeName, devicePath, globalMapPath, '');
@@ -197,7 +186,7 @@ export class OperationGenerator {
           const publishPath = await mapper.mapPodDevice();
           await mapBlockVolume(host, publishPath, globalMapPath, mapper.getPodDeviceMapPath(), vtm.pod.uid);
         } catch (err) {
-          markVolumeErrorState(asw, opts, err, logger, this.keepsUncertain());
+          markVolumeErrorState(asw, opts, err, logger, this.hooks.volumeMountStaysUncertain);
           throw err;
         }
         asw.markVolumeAsMounted({ ...opts, volumeMountState: 'VolumeMounted' });
@@ -216,15 +205,9 @@ export class OperationGenerator {
     try {
       unmounter = await plugin.newUnmounter(mv.innerVolumeSpecName, mv.podUID);
     } catch (err) {
-      // Gate CSIUnpublishBeforeUnstageAfterReconstruction: the pod-local record is gone, but the
-      // actual state holds the volume's spec (a mount of this life, or a pod directory paired with
-      // a listed volume at reconstruction): TearDown from that, rather than never.
-      if (mv.volumeSpec === undefined || plugin.newUnmounterFromSpec === undefined || !this.deps.host.features.enabled(CSIUnpublishBeforeUnstageAfterReconstruction)) throw err;
-      unmounter = plugin.newUnmounterFromSpec(mv.volumeSpec, mv.innerVolumeSpecName, mv.podUID);
-      logger.info('UnmountVolume: the pod volume record is unreadable, tearing down with the spec from the actual state', {
-        ...unmountLogValues(mv),
-        err: err instanceof Error ? err.message : String(err),
-      });
+      const fallback = this.hooks.unmounterAfterNewUnmounterError?.(plugin, mv, err);
+      if (fallback === undefined) throw err;
+      unmounter = fallback;
     }
     return {
       operationName: OP.unmount,
@@ -341,8 +324,8 @@ export class OperationGenerator {
 
 /**
  * markDeviceErrorState: a final error on an uncertain device marks it not mounted, unless it was
- * found during reconstruction (or `keepUncertain`: gate CSIKeepUncertainMountOnFinalError); an
- * uncertain error on a not-mounted device marks it uncertain.
+ * found during reconstruction (or the deviceStaysUncertain hook, `staysUncertain`, says it stays);
+ * an uncertain error on a not-mounted device marks it uncertain.
  */
 export function markDeviceErrorState(
   asw: ActualStateOfWorldMounterUpdater,
@@ -351,11 +334,11 @@ export function markDeviceErrorState(
   deviceMountPath: string,
   err: unknown,
   logger?: Logger,
-  keepUncertain = false,
+  staysUncertain: (asw: ActualStateOfWorldMounterUpdater, volumeName: UniqueVolumeName) => boolean = isVolumeDeviceReconstructed,
 ): void {
   const state = asw.getDeviceMountState(vtm.volumeName);
   if (isOperationFinishedError(err) && state === 'DeviceMountUncertain') {
-    if (keepUncertain || asw.isVolumeDeviceReconstructed(vtm.volumeName)) {
+    if (staysUncertain(asw, vtm.volumeName)) {
       logger?.v(2).info('MountVolume.markDeviceErrorState leaving volume uncertain', { volumeName: vtm.volumeName });
       return;
     }
@@ -369,12 +352,19 @@ export function markDeviceErrorState(
 
 /**
  * markVolumeErrorState: the same rules for one pod's mount; a reconstructed pod mount stays
- * uncertain after a final error (kubernetes#96635), and with `keepUncertain` any uncertain one.
+ * uncertain after a final error (kubernetes#96635), as does one the volumeMountStaysUncertain hook
+ * (`staysUncertain`) says stays.
  */
-export function markVolumeErrorState(asw: ActualStateOfWorldMounterUpdater, opts: MarkVolumeOpts, err: unknown, logger?: Logger, keepUncertain = false): void {
+export function markVolumeErrorState(
+  asw: ActualStateOfWorldMounterUpdater,
+  opts: MarkVolumeOpts,
+  err: unknown,
+  logger?: Logger,
+  staysUncertain: (asw: ActualStateOfWorldMounterUpdater, volumeName: UniqueVolumeName, podName: UniquePodName) => boolean = isVolumeReconstructed,
+): void {
   const state = asw.getVolumeMountState(opts.volumeName, opts.podName);
   if (isOperationFinishedError(err) && state === 'VolumeMountUncertain') {
-    if (keepUncertain || asw.isVolumeReconstructed(opts.volumeName, opts.podName)) {
+    if (staysUncertain(asw, opts.volumeName, opts.podName)) {
       logger?.v(3).info('MountVolume.markVolumeErrorState leaving volume uncertain', { volumeName: opts.volumeName });
       return;
     }
@@ -388,6 +378,16 @@ export function markVolumeErrorState(asw: ActualStateOfWorldMounterUpdater, opts
   if (isUncertainProgressError(err) && state === 'VolumeNotMounted') {
     asw.markVolumeMountAsUncertain({ ...opts, volumeMountState: 'VolumeMountUncertain' });
   }
+}
+
+/** Kubelet's test: IsVolumeDeviceReconstructed. */
+function isVolumeDeviceReconstructed(asw: ActualStateOfWorldMounterUpdater, volumeName: UniqueVolumeName): boolean {
+  return asw.isVolumeDeviceReconstructed(volumeName);
+}
+
+/** Kubelet's test: IsVolumeReconstructed. */
+function isVolumeReconstructed(asw: ActualStateOfWorldMounterUpdater, volumeName: UniqueVolumeName, podName: UniquePodName): boolean {
+  return asw.isVolumeReconstructed(volumeName, podName);
 }
 
 const RWOP_IN_USE = 'volume uses the ReadWriteOncePod access mode and is already in use by another pod';

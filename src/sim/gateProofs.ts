@@ -4,24 +4,27 @@
  * none. `bench/exploreGates.ts` runs them; a gate without one fails it (**NO PROOF**).
  */
 import { CSIGlobalMountReconstruction, knownFeatures } from '../features/features.js';
+import { NODEVOL_GATES } from '../nodevol/registry.js';
 
-/** nodevol gate → the built-in scenarios that prove it (each one on its own). */
-export const GATE_PROOFS: Readonly<Record<string, readonly string[]>> = {
-  CSIUnpublishBeforeUnstageAfterReconstruction: ['alpha-gap'],
-  // Story 1's teardown cut short; then, found by the explorer over generated workloads, leftovers
-  // whose removal (or whose interrupted write's completion) meets a read-only or full root dir.
-  CSIListGlobalVolumesWithoutStagingDir: ['kep-story-1', 'leftover-dir-read-only', 'interrupted-write-root-dir-full'],
-  CSIDurableBlockVolumePaths: ['raw-block'],
-  // The filesystem path, and the raw block path (found by the explorer over generated workloads).
-  CSIUnstageCompletesBeforeRestage: ['rewanted-during-unstage', 'block-restaged-during-unstage'],
-  // A candidate no pod wanted at the first pass; one whose pod went before its SetUp (explorer).
-  CSIRetryReconstructionCleanup: ['reconstruction-cleanup-retry', 'reconstruction-failed-pod-deleted'],
-  // A volume only the listing found; then, found by the explorer over generated workloads, a
-  // filesystem stage and publish done then failed, and a raw block publish timed out then failed.
-  CSIKeepUncertainMountOnFinalError: ['listed-restage-fails', 'staged-then-failed', 'published-then-failed', 'block-publish-timeout-then-failed'],
-  // Found by the explorer with --faults: the VOLUME_MOUNT_GROUP check of MountDevice fails.
-  CSIRemoveNewStagingDirOnTransientError: ['mount-group-check-fails'],
-};
+/**
+ * nodevol gate → the built-in scenarios that prove it (each one on its own), as each gate's folder
+ * of src/nodevol/ names them (its code, its proof and its doc section side by side):
+ * - CSIUnpublishBeforeUnstageAfterReconstruction: the KEP's alpha gap;
+ * - CSIListGlobalVolumesWithoutStagingDir: story 1's teardown cut short; then, found by the
+ *   explorer over generated workloads, leftovers whose removal (or whose interrupted write's
+ *   completion) meets a read-only or full root dir;
+ * - CSIDurableBlockVolumePaths: a raw block volume and a power cut;
+ * - CSIUnstageCompletesBeforeRestage: the filesystem path, and the raw block path (found by the
+ *   explorer over generated workloads);
+ * - CSIRetryReconstructionCleanup: a candidate no pod wanted at the first pass; one whose pod went
+ *   before its SetUp (explorer);
+ * - CSIKeepUncertainMountOnFinalError: a volume only the listing found; then, found by the
+ *   explorer over generated workloads, a filesystem stage and publish done then failed, and a raw
+ *   block publish timed out then failed;
+ * - CSIRemoveNewStagingDirOnTransientError: found by the explorer with --faults, the
+ *   VOLUME_MOUNT_GROUP check of MountDevice fails.
+ */
+export const GATE_PROOFS: Readonly<Record<string, readonly string[]>> = Object.fromEntries(NODEVOL_GATES.map((g) => [g.name, g.proofScenarios]));
 
 /** nodevol's own gates: every registered gate but KEP-6058's and the aliases. */
 export function nodevolGates(): string[] {

@@ -42,20 +42,13 @@ export interface PodRef {
   readonly serviceAccountName?: string;
 }
 
+/**
+ * The args of MountDevice, SetUp and (nodevol: kubelet's takes none) SetUpDevice. The operation
+ * generator's mounterArgs hook may add nodevol's own facts (a module augmentation in src/nodevol/).
+ */
 export interface MounterArgs {
   readonly fsGroup?: number;
   readonly seLinuxLabel?: string;
-  /**
-   * nodevol (gate CSIKeepUncertainMountOnFinalError): MountDevice keeps the staging directory
-   * and its record after a final error, because an uncertain device may still be staged.
-   */
-  readonly keepStagingOnFinalError?: boolean;
-  /**
-   * nodevol (gate CSIKeepUncertainMountOnFinalError): SetUp keeps the pod volume directory and
-   * its vol_data.json after an error, because an uncertain mount (found at reconstruction, or an
-   * earlier call timed out) may still be published at the driver.
-   */
-  readonly keepTargetOnFinalError?: boolean;
 }
 
 /** Mounter: SetUp publishes the volume into the pod's volume directory. */
@@ -85,10 +78,10 @@ export interface BlockVolumeMapper {
   getGlobalMapPath(spec: Spec): string;
   getPodDeviceMapPath(): { dir: string; name: string };
   /**
-   * NodeStageVolume at the staging path; returns it ('' without STAGE_UNSTAGE). With
-   * `keepStagingOnFinalError` a final error leaves the staging dir and the volume's data file.
+   * NodeStageVolume at the staging path; returns it ('' without STAGE_UNSTAGE). `args`: what the
+   * operation generator's mounterArgs hook gave (none in kubelet), for the CSI plugin's hooks.
    */
-  setUpDevice(args?: { readonly keepStagingOnFinalError?: boolean }): Promise<string>;
+  setUpDevice(args?: MounterArgs): Promise<string>;
   /** NodePublishVolume at the publish path; returns it. */
   mapPodDevice(): Promise<string>;
 }
@@ -114,12 +107,6 @@ export interface VolumePlugin {
   newMounter(spec: Spec, pod: PodRef): Promise<VolumeMounter>;
   /** Builds an unmounter from what is on disk; rejects when that cannot be read. */
   newUnmounter(specName: string, podUID: string): Promise<VolumeUnmounter>;
-  /**
-   * nodevol addition (gate CSIUnpublishBeforeUnstageAfterReconstruction): an unmounter built from
-   * a spec the volume manager holds, for a pod volume directory whose own record is gone.
-   * `specName` is the directory's name. Absent for plugins that cannot.
-   */
-  newUnmounterFromSpec?(spec: Spec, specName: string, podUID: string): VolumeUnmounter;
 }
 
 export interface AttachableVolumePlugin extends VolumePlugin {
@@ -152,17 +139,11 @@ export interface BlockVolumePlugin extends VolumePlugin {
 export interface GlobalVolumeListerPlugin extends DeviceMountableVolumePlugin {
   readonly globalVolumeLister: true;
   /**
-   * Only reads (nodevol's gate CSIListGlobalVolumesWithoutStagingDir lets the CSI plugin also
-   * rmdir an empty volume directory, and finish its own interrupted vol_data.json write with a
-   * rename). One unreadable directory never hides the others.
+   * Only reads (the CSI plugin's globalDirSkipped hook may also remove a leftover volume
+   * directory, or finish nodevol's own interrupted vol_data.json write with a rename). One
+   * unreadable directory never hides the others.
    */
   listGlobalVolumes(): Promise<GlobalVolume[]>;
-  /**
-   * nodevol (gate CSIListGlobalVolumesWithoutStagingDir): retries the removals of leftover
-   * volume directories that the listing found but could not remove (a read-only or busy root
-   * dir); each is checked again first. Run by the housekeeping loop. Kubelet has no such step.
-   */
-  removeLeftoverGlobalDirs?(): Promise<void>;
 }
 
 export function isDeviceMountablePlugin(p: VolumePlugin): p is DeviceMountableVolumePlugin {

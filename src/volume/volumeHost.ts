@@ -1,9 +1,11 @@
 /**
  * VolumeHost: what the node gives a volume plugin (pkg/volume/plugins.go VolumeHost), reduced to
  * nodevol's ports. Plugins reach files, the mount table, gates, logs and time only through it.
+ * Of the gates, only kubelet's own can be asked (KubeletFeatureGate): nodevol's act through the
+ * hooks the kubelet copy declares (volume/csi/csiHooks.ts and the like).
  */
 import type { CsiDriverRegistry } from '../ports/csi.js';
-import type { FeatureGate } from '../features/features.js';
+import type { KubeletFeatureGate } from '../features/features.js';
 import type { Clock } from '../ports/clock.js';
 import type { ClusterView } from '../ports/cluster.js';
 import type { FileSystem } from '../ports/fs.js';
@@ -19,7 +21,7 @@ export interface VolumeHost {
    */
   readonly realRootDir: string;
   readonly fs: FileSystem;
-  readonly features: FeatureGate;
+  readonly features: KubeletFeatureGate;
   readonly logger: Logger;
   readonly clock: Clock;
   /** Mount checks, bind mounts, and fresh snapshots of the mount table. */

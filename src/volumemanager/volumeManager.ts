@@ -11,6 +11,8 @@ import type { VolumeManagerMetrics } from '../ports/metrics.js';
 import { createNestedPendingOperations, type NestedPendingOperations } from '../operationexecutor/nestedPendingOperations.js';
 import { OperationExecutor } from '../operationexecutor/operationExecutor.js';
 import { OperationGenerator, pluginLabel } from '../operationexecutor/operationGenerator.js';
+import type { OperationGeneratorHooks } from '../operationexecutor/operationGeneratorHooks.js';
+import { upstreamCsiHooks, type CsiHooks } from '../volume/csi/csiHooks.js';
 import { CsiPlugin } from '../volume/csi/csiPlugin.js';
 import { VolumePluginMgr } from '../volume/plugins.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
@@ -18,6 +20,7 @@ import { createActualStateOfWorld, type ActualStateOfWorld } from './cache/actua
 import { createDesiredStateOfWorld, type DesiredStateOfWorld } from './cache/desiredStateOfWorld.js';
 import { createDesiredStateOfWorldPopulator, type DesiredStateOfWorldPopulator } from './populator/desiredStateOfWorldPopulator.js';
 import { Reconstructor } from './reconciler/reconstruct.js';
+import { upstreamReconstructHooks, type ReconstructHooks } from './reconciler/reconstructHooks.js';
 import { createReconciler, type Reconciler } from './reconciler/reconciler.js';
 
 /** kubelet's loop periods (volume_manager.go: reconciler and populator, 100 ms each). */
@@ -26,11 +29,30 @@ export const DSW_POPULATOR_LOOP_PERIOD_MS = 100;
 /** kubelet's node status update frequency default. */
 export const NODE_STATUS_UPDATE_PERIOD_MS = 10_000;
 
+/**
+ * nodevol's hooks into the kubelet copy, one set per part (see ARCHITECTURE.md, "The kubelet copy
+ * and nodevol's gates"): composed by composeNode from the feature gates.
+ */
+export interface VolumeManagerHooks {
+  readonly csi: CsiHooks;
+  readonly operationGenerator: OperationGeneratorHooks;
+  readonly reconstruct: ReconstructHooks;
+}
+
+/** Kubelet's volume manager: no hook set. */
+export const upstreamVolumeManagerHooks: VolumeManagerHooks = {
+  csi: upstreamCsiHooks,
+  operationGenerator: {},
+  reconstruct: upstreamReconstructHooks,
+};
+
 export interface VolumeManagerDeps {
   readonly host: VolumeHost;
   readonly metrics: VolumeManagerMetrics;
-  /** Plugins to register; default the CSI plugin on `host`. */
+  /** Plugins to register; default the CSI plugin on `host` with `hooks.csi`. */
   readonly plugins?: VolumePluginMgr;
+  /** Default: kubelet's ({@link upstreamVolumeManagerHooks}). */
+  readonly hooks?: VolumeManagerHooks;
 }
 
 export class VolumeManager {
@@ -47,11 +69,12 @@ export class VolumeManager {
 
   constructor(private readonly deps: VolumeManagerDeps) {
     const { host, metrics } = deps;
-    this.plugins = deps.plugins ?? new VolumePluginMgr([new CsiPlugin(host)]);
+    const hooks = deps.hooks ?? upstreamVolumeManagerHooks;
+    this.plugins = deps.plugins ?? new VolumePluginMgr([new CsiPlugin(host, hooks.csi)]);
     this.asw = createActualStateOfWorld();
     this.dsw = createDesiredStateOfWorld();
     this.pending = createNestedPendingOperations(host.clock, host.logger);
-    const generator = new OperationGenerator({ plugins: this.plugins, host, cluster: host.cluster, logger: host.logger });
+    const generator = new OperationGenerator({ plugins: this.plugins, host, cluster: host.cluster, logger: host.logger, hooks: hooks.operationGenerator });
     this.executor = new OperationExecutor(generator, this.pending, host.clock, metrics);
     this.populator = createDesiredStateOfWorldPopulator({
       cluster: host.cluster,
@@ -72,8 +95,7 @@ export class VolumeManager {
       features: host.features,
       logger: host.logger,
       metrics,
-      mounter: host.mounter,
-      clock: host.clock,
+      hooks: hooks.reconstruct,
     });
     this.reconciler = createReconciler({
       asw: this.asw,

@@ -160,6 +160,24 @@ describe('the image, run by runc', { skip: skipReason() }, () => {
     assert.equal(r.stdout, 'accepted\n');
   });
 
+  it('code compiled from the code cache is named by the bundle\'s path in the image, not by the builder\'s', () => {
+    // V8 keeps the file name a cache was recorded under (scripts/codeCache.ts): a stack trace through
+    // the bundle names it. The bundle runs with a require that throws at its first call: the frame below
+    // the probe's is the bundle's.
+    const probe = [
+      "const fs = require('node:fs'), vm = require('node:vm');",
+      "const file = '/opt/nodevol/dist/bundle/cli/main.cjs';",
+      "const source = fs.readFileSync(file, 'utf8');",
+      'const header = /^\\/\\/ nodevol bundle \\S+\\n/.exec(source)[0];',
+      "const cache = fs.readFileSync(file + '.cache').subarray(header.length);",
+      "const s = new vm.Script('(function (exports, require, module, __filename, __dirname, __nodevolImport) {\\n' + source + '\\n})', { filename: file, lineOffset: -1, cachedData: cache });",
+      "try { s.runInThisContext()({}, () => { throw new Error('probe'); }, { exports: {} }, file, '/opt/nodevol/dist/bundle/cli', undefined); } catch (err) { console.log(err.stack.split('\\n').find((l) => l.includes('main.cjs')).trim()); }",
+    ].join('\n');
+    const r = runContainer({ args: ['/opt/nodevol/runtime/node', '-e', probe] });
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /^at \/opt\/nodevol\/dist\/bundle\/cli\/main\.cjs:\d+:\d+\n$/);
+  });
+
   it('audits examples/node mounted read-only: the same report as on the host', () => {
     const inImage = runContainer({ args: ['/opt/nodevol/runtime/node', '/opt/nodevol/bin/nodevol.js', 'audit', '--mountinfo', '/host/proc/1/mountinfo', '-o', 'json'], mounts: EXAMPLE_MOUNTS });
     const onHost = hostAudit('json');

@@ -19,6 +19,7 @@ import { KubeletLayout } from '../../src/layout/layout.js';
 import { RecordingMetrics } from '../../src/adapters/memory/recordingMetrics.js';
 import { constructPVSourceSpec } from '../../src/volume/spec.js';
 import { type PersistentVolume, type PersistentVolumeMode } from '../../src/api/core.js';
+import type { CsiHooks } from '../../src/volume/csi/csiHooks.js';
 import type { VolumePluginMgr } from '../../src/volume/plugins.js';
 import type { VolumeHost } from '../../src/volume/volumeHost.js';
 import { RECONCILER_LOOP_PERIOD_MS, type VolumeManager } from '../../src/volumemanager/volumeManager.js';
@@ -81,7 +82,12 @@ export class InMemoryNode {
    */
   async startKubelet(
     gateOn: boolean | FeatureGate,
-    options: { plugins?: (host: VolumeHost) => VolumePluginMgr; /** The drivers instead of the in-memory one (a real gRPC registry). */ csiDrivers?: CsiDriverRegistry } = {},
+    options: {
+      /** The node's plugins, built on its host with its gates' CSI hooks (NodeOptions.plugins). */
+      plugins?: (host: VolumeHost, csiHooks: CsiHooks) => VolumePluginMgr;
+      /** The drivers instead of the in-memory one (a real gRPC registry). */
+      csiDrivers?: CsiDriverRegistry;
+    } = {},
   ): Promise<VolumeManager> {
     this.life?.crash();
     const driver = this.driver;

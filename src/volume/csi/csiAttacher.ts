@@ -4,16 +4,15 @@
  * and NodeStageVolume / NodeUnstageVolume at <driver>/<sha256(handle)>/globalmount.
  */
 import * as path from 'node:path/posix';
-import { CSIRemoveNewStagingDirOnTransientError, CSIUnstageCompletesBeforeRestage } from '../../features/features.js';
-import { errorMessage, pathExists } from '../../ports/fs.js';
+import { errorMessage } from '../../ports/fs.js';
 import type { DeviceMounter, DeviceUnmounter, MounterArgs } from '../plugins.js';
 import { specName, type Spec } from '../spec.js';
-import { isOperationFinishedError, TransientOperationFailure, UncertainProgressError } from '../util/errors.js';
+import { TransientOperationFailure, UncertainProgressError } from '../util/errors.js';
 import type { VolumeHost } from '../volumeHost.js';
+import { upstreamCsiHooks, type CsiHooks } from './csiHooks.js';
+import { stageOrPublish } from './stageOrPublish.js';
 import {
-  accessModeMapperFor,
   assertConfined,
-  classifyCsiError,
   clientFor,
   csiLog,
   getCredentialsFromSecret,
@@ -22,19 +21,17 @@ import {
   mkdirAll,
   mountCapability,
   removeMountDir,
+  removeMountDirLogged,
   supportsStageUnstage,
   volumeMountGroupFor,
-  uncertainIfDone,
 } from './csiUtil.js';
-import { finishInterruptedUnstage, recordUnstageEnded, recordUnstageStarted } from './unstageMarker.js';
 import { isVolumeDataNotFound, loadVolumeData, saveVolumeDataUnlessSame, VOL_DATA_FILE_NAME, volDataKey } from './volumeData.js';
-import { VolumeDirClaims } from './volumeDirClaims.js';
 
 export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
-  /** `claims`: the plugin's, shared with its removal of leftover volume dirs (one per kubelet life). */
+  /** `hooks`: nodevol's (csiHooks.ts), kubelet's by default. */
   constructor(
     private readonly host: VolumeHost,
-    private readonly claims: VolumeDirClaims = new VolumeDirClaims(),
+    private readonly hooks: CsiHooks = upstreamCsiHooks,
   ) {}
 
   getDeviceMountPath(spec: Spec): string {
@@ -43,17 +40,22 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
 
   async mountDevice(spec: Spec, _devicePath: string, deviceMountPath: string, args: MounterArgs): Promise<void> {
     if (deviceMountPath === '') throw new Error(csiLog('attacher.MountDevice failed, deviceMountPath is empty'));
-    // The volume dir is this call's until it returns: a removal of a leftover there waits (nodevol).
-    const claim = this.claims.claimForMountDevice(path.dirname(deviceMountPath));
-    const release = typeof claim === 'function' ? claim : await claim;
+    // The hook's claim on the volume dir, for the whole call (none without the hook: no await).
+    const claim = this.hooks.beginMountDevice?.(path.dirname(deviceMountPath));
+    const release = claim === undefined || typeof claim === 'function' ? claim : await claim;
     try {
-      await this.mountDeviceClaimed(spec, deviceMountPath, args);
+      await this.mountDeviceBody(spec, deviceMountPath, args);
     } finally {
-      release();
+      release?.();
     }
   }
 
-  private async mountDeviceClaimed(spec: Spec, deviceMountPath: string, args: MounterArgs): Promise<void> {
+  /**
+   * MountDevice itself; mountDevice() above only brackets it with the beginMountDevice hook. Two
+   * async layers, as they were when the claim was always taken: the simulator's interleavings
+   * depend on the number of microtask turns (see csiHooks.ts).
+   */
+  private async mountDeviceBody(spec: Spec, deviceMountPath: string, args: MounterArgs): Promise<void> {
     const { host } = this;
     if (spec.kind !== 'persistent' || spec.persistentVolume.csi === undefined) {
       throw new Error(csiLog('attacher.MountDevice failed to get CSIPersistentVolumeSource'));
@@ -87,13 +89,12 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
     }
 
     // Before anything in the volume dir changes: a failure after this point may remove the dir.
-    if (stageUnstage && host.features.enabled(CSIUnstageCompletesBeforeRestage)) {
-      await finishInterruptedUnstage(host, client, { volumeHandle: csi.volumeHandle, stagingPath: deviceMountPath, dataDir: path.dirname(deviceMountPath), caller: 'attacher.MountDevice' });
+    if (stageUnstage && this.hooks.beforeNodeStageVolume !== undefined) {
+      await this.hooks.beforeNodeStageVolume(host, client, { volumeHandle: csi.volumeHandle, stagingPath: deviceMountPath, dataDir: path.dirname(deviceMountPath), caller: 'attacher.MountDevice' });
     }
     const dataDir = path.dirname(deviceMountPath);
-    // Gate CSIRemoveNewStagingDirOnTransientError: whether this call makes the volume dir. If it
-    // does, nothing was ever staged at its staging path, so what it made may go again.
-    const makesVolumeDir = host.features.enabled(CSIRemoveNewStagingDirOnTransientError) && !(await pathExists(host.fs, dataDir));
+    const newVolumeDir = this.hooks.newVolumeDir;
+    const makesVolumeDir = newVolumeDir !== undefined && !(await newVolumeDir.exists(host.fs, dataDir));
     await mkdirAll(host, deviceMountPath);
     // KEP-6058 item 1: specVolID and volumeLifecycleMode, unconditionally.
     const data: Record<string, string> = {
@@ -111,14 +112,9 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
       if (outcome === 'unchanged') host.logger.v(2).info(csiLog('attacher.MountDevice could not rewrite the volume data file, which already holds these bytes; going on'), { dir: dataDir });
     } catch (err) {
       const message = csiLog(`failed to save volume info data: ${errorMessage(err)}`);
-      if (args.keepStagingOnFinalError === true) {
-        // Gate CSIKeepUncertainMountOnFinalError: an uncertain device (found on disk at
-        // reconstruction, or an earlier call timed out) may be staged; a file that could not be
-        // written says nothing about it. Uncertain: the device keeps its state and its record
-        // (the old file is intact: the write is atomic).
-        throw new UncertainProgressError(message);
-      }
-      await this.cleanupMountDir(deviceMountPath);
+      const decision = this.hooks.onFinishedError?.({ operation: 'MountDevice', step: 'saveVolumeData', path: deviceMountPath, args }) ?? 'cleanup';
+      if (decision === 'uncertain') throw new UncertainProgressError(message);
+      if (decision === 'cleanup') await this.cleanupMountDir(deviceMountPath);
       throw new Error(message);
     }
     if (!stageUnstage) {
@@ -126,58 +122,37 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
       host.logger.info(csiLog('attacher.MountDevice STAGE_UNSTAGE_VOLUME capability not set. Skipping MountDevice...'));
       return;
     }
-    // A failure here is transient, so the directory and vol_data.json stay (kubelet's deferred
-    // cleanup skips it), and with them a volume dir no operation will remove when the pod goes
-    // before a retry: the device is not in the actual state. With the gate, a volume dir this call
-    // made goes again (no NodeStageVolume was sent, nothing can be staged there).
+    // A failure to ask is transient: the directory and vol_data.json stay.
     let volumeMountGroup: string;
     try {
       volumeMountGroup = await volumeMountGroupFor(client, args.fsGroup, 'attacher.MountDevice');
     } catch (err) {
-      if (makesVolumeDir) {
-        host.logger.v(2).info(csiLog('attacher.MountDevice removes the volume dir it made: the transient failure came before NodeStageVolume'), { deviceMountPath });
-        await this.cleanupMountDir(deviceMountPath);
-      }
+      if (makesVolumeDir && newVolumeDir !== undefined) await newVolumeDir.afterTransientError(host, deviceMountPath, () => this.cleanupMountDir(deviceMountPath));
       throw err;
     }
-    try {
-      // csi_client.go NodeStageVolume maps the access mode first; its failure is returned as it is.
-      const accessMode = await accessModeMapperFor(client).catch((err: unknown) => {
-        throw new Error(csiLog(`attacher.MountDevice failed: ${errorMessage(err)}`));
-      });
-      await client
-        .nodeStageVolume({
+    // A final error: the deferred removeMountDir of the staging path.
+    await stageOrPublish(host, this.hooks, client, {
+      caller: 'attacher.MountDevice',
+      spec,
+      path: deviceMountPath,
+      workShown: { caller: 'attacher.MountDevice' },
+      removal: { operation: 'MountDevice', step: 'NodeStageVolume', args, remove: () => this.cleanupMountDir(deviceMountPath) },
+      accessModeFailure: 'handled',
+      send: (accessMode) =>
+        client.nodeStageVolume({
           volumeId: csi.volumeHandle,
           publishContext,
           stagingTargetPath: deviceMountPath,
-          volumeCapability: mountCapability(spec, csi.fsType ?? '', volumeMountGroup, accessMode(spec)),
+          volumeCapability: mountCapability(spec, csi.fsType ?? '', volumeMountGroup, accessMode),
           secrets,
           volumeContext: csi.volumeAttributes ?? {},
-        })
-        .catch((err: unknown) => {
-          throw classifyCsiError(err, 'attacher.MountDevice failed');
-        });
-    } catch (err) {
-      if (isOperationFinishedError(err)) {
-        const uncertain = await uncertainIfDone(host, err, deviceMountPath, 'attacher.MountDevice');
-        if (uncertain !== undefined) throw uncertain;
-        if (args.keepStagingOnFinalError === true) {
-          host.logger.v(2).info(csiLog('attacher.MountDevice keeps the staging dir and its volume data after a final error: the device may still be staged'), { deviceMountPath });
-        } else {
-          await this.cleanupMountDir(deviceMountPath);
-        }
-      }
-      throw err;
-    }
+        }),
+    });
     host.logger.v(4).info(csiLog('attacher.MountDevice successfully requested NodeStageVolume'), { deviceMountPath });
   }
 
-  private async cleanupMountDir(deviceMountPath: string): Promise<void> {
-    try {
-      await removeMountDir(this.host, deviceMountPath);
-    } catch (err) {
-      this.host.logger.error(err, csiLog('attacher.MountDevice failed to remove mount dir after error'), { deviceMountPath });
-    }
+  private cleanupMountDir(deviceMountPath: string): Promise<void> {
+    return removeMountDirLogged(this.host, deviceMountPath, 'attacher.MountDevice failed to remove mount dir after error', { deviceMountPath });
   }
 
   async unmountDevice(deviceMountPath: string): Promise<void> {
@@ -210,14 +185,14 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
       return;
     }
     await assertConfined(host, deviceMountPath, 'NodeUnstageVolume');
-    const marked = host.features.enabled(CSIUnstageCompletesBeforeRestage);
-    if (marked) await recordUnstageStarted(host, dataDir, 'attacher.UnmountDevice');
+    const record = this.hooks.nodeUnstageVolumeRecord;
+    if (record !== undefined) await record.started(host, dataDir, 'attacher.UnmountDevice');
     try {
       await client.nodeUnstageVolume({ volumeId: volumeHandle, stagingTargetPath: deviceMountPath });
     } catch (err) {
       throw new Error(csiLog(`attacher.UnmountDevice failed: ${errorMessage(err)}`));
     }
-    if (marked) await recordUnstageEnded(host, dataDir);
+    if (record !== undefined) await record.ended(host, dataDir);
     try {
       await removeMountDir(host, deviceMountPath);
     } catch (err) {

@@ -4,20 +4,18 @@
  * volumeDevices/publish/<spec>/<podUID>, and their teardown.
  */
 import * as path from 'node:path/posix';
-import { CSIDurableBlockVolumePaths, CSIListGlobalVolumesWithoutStagingDir, CSIUnstageCompletesBeforeRestage } from '../../features/features.js';
 import type { CsiNodeClient } from '../../ports/csi.js';
 import { errorMessage, isNotExist } from '../../ports/fs.js';
 import { getAttachmentName } from '../../layout/names.js';
-import type { BlockVolumeMapper, BlockVolumeUnmapper, PodRef } from '../plugins.js';
+import type { BlockVolumeMapper, BlockVolumeUnmapper, MounterArgs, PodRef } from '../plugins.js';
 import { specName, type Spec } from '../spec.js';
 import type { VolumeHost } from '../volumeHost.js';
+import { upstreamCsiHooks, type CsiHooks } from './csiHooks.js';
 import {
-  accessModeMapperFor,
   assertConfined,
   attachmentMetadata,
   assertUnderRoot,
   blockCapability,
-  classifyCsiError,
   clientFor,
   csiLog,
   getCredentialsFromSecret,
@@ -26,10 +24,9 @@ import {
   podInfoEnabled,
   skipAttach,
   supportsStageUnstage,
-  uncertainIfDone,
 } from './csiUtil.js';
-import { isOperationFinishedError, TransientOperationFailure } from '../util/errors.js';
-import { finishInterruptedUnstage, recordUnstageEnded, recordUnstageStarted } from './unstageMarker.js';
+import { TransientOperationFailure } from '../util/errors.js';
+import { stageOrPublish } from './stageOrPublish.js';
 import { saveVolumeData, volDataKey } from './volumeData.js';
 
 export interface BlockIdentity {
@@ -43,7 +40,7 @@ export interface BlockIdentity {
  * NewBlockVolumeMapper writes the block data file every time a mapper is built (reconstruction
  * included), as kubelet does.
  */
-export async function newCsiBlockMapper(host: VolumeHost, spec: Spec, pod: PodRef): Promise<CsiBlockMapper> {
+export async function newCsiBlockMapper(host: VolumeHost, spec: Spec, pod: PodRef, hooks: CsiHooks = upstreamCsiHooks): Promise<CsiBlockMapper> {
   if (spec.kind !== 'persistent' || spec.persistentVolume.csi === undefined) {
     throw new Error(csiLog('block volume mapper requires a CSI PersistentVolume'));
   }
@@ -58,7 +55,7 @@ export async function newCsiBlockMapper(host: VolumeHost, spec: Spec, pod: PodRe
     [volDataKey.nodeName]: host.nodeName,
     [volDataKey.attachmentID]: getAttachmentName(id.volumeHandle, id.driverName, host.nodeName),
   });
-  return new CsiBlockMapper(host, id, spec, pod);
+  return new CsiBlockMapper(host, id, spec, pod, hooks);
 }
 
 export class CsiBlockMapper implements BlockVolumeMapper {
@@ -67,6 +64,7 @@ export class CsiBlockMapper implements BlockVolumeMapper {
     private readonly id: BlockIdentity,
     private readonly spec: Spec,
     private readonly pod: PodRef,
+    private readonly hooks: CsiHooks = upstreamCsiHooks,
   ) {}
 
   getGlobalMapPath(): string {
@@ -82,7 +80,7 @@ export class CsiBlockMapper implements BlockVolumeMapper {
    * CSIDriver says attachRequired: false), the STAGE_UNSTAGE_VOLUME check, the stage secrets,
    * the staging dir, then NodeStageVolume (which first maps the access mode).
    */
-  async setUpDevice(args: { readonly keepStagingOnFinalError?: boolean } = {}): Promise<string> {
+  async setUpDevice(args: MounterArgs = {}): Promise<string> {
     const { host, id } = this;
     const publishContext = await this.publishContext('SetupDevice');
     const client = clientFor(host, id.driverName);
@@ -100,43 +98,30 @@ export class CsiBlockMapper implements BlockVolumeMapper {
       }
     }
     const stagingPath = host.layout.csiBlockStagingPath(id.specName);
-    // Gate CSIUnstageCompletesBeforeRestage: an unstage of this volume not seen to end is ended first.
-    if (host.features.enabled(CSIUnstageCompletesBeforeRestage)) {
-      await finishInterruptedUnstage(host, client, { volumeHandle: id.volumeHandle, stagingPath, dataDir: host.layout.csiBlockDataDir(id.specName), caller: 'blockMapper.SetUpDevice' });
+    if (this.hooks.beforeNodeStageVolume !== undefined) {
+      await this.hooks.beforeNodeStageVolume(host, client, { volumeHandle: id.volumeHandle, stagingPath, dataDir: host.layout.csiBlockDataDir(id.specName), caller: 'blockMapper.SetUpDevice' });
     }
     await mkdirAll(host, stagingPath);
-    // Gate CSIDurableBlockVolumePaths: the staging dir survives a power cut before the driver
-    // stages into it (upstream's plain mkdir may be lost while the driver's state is not).
-    if (host.features.enabled(CSIDurableBlockVolumePaths)) await host.fs.fsyncDir(path.dirname(stagingPath));
-    try {
-      // csi_client.go NodeStageVolume maps the access mode first; its failure is returned as it is (final).
-      const accessMode = await accessModeMapperFor(client).catch((err: unknown) => {
-        throw new Error(csiLog(`blockMapper.stageVolumeForBlock failed: ${errorMessage(err)}`));
-      });
-      await client
-        .nodeStageVolume({
+    if (this.hooks.stagingPathCreated !== undefined) await this.hooks.stagingPathCreated(host, stagingPath);
+    // A final error: cleanupOrphanDeviceFiles.
+    await stageOrPublish(host, this.hooks, client, {
+      caller: 'blockMapper.stageVolumeForBlock',
+      spec: this.spec,
+      path: stagingPath,
+      // kubelet made the staging dir empty: anything in it is the driver's.
+      workShown: { caller: 'blockMapper.SetUpDevice', orNotEmpty: true },
+      removal: { operation: 'SetUpDevice', step: 'NodeStageVolume', args, remove: () => cleanupOrphanDeviceFilesLogged(host, id.specName) },
+      accessModeFailure: 'handled',
+      send: (accessMode) =>
+        client.nodeStageVolume({
           volumeId: id.volumeHandle,
           publishContext,
           stagingTargetPath: stagingPath,
-          volumeCapability: blockCapability(this.spec, accessMode(this.spec)),
+          volumeCapability: blockCapability(this.spec, accessMode),
           secrets,
           volumeContext: this.spec.kind === 'persistent' ? (this.spec.persistentVolume.csi?.volumeAttributes ?? {}) : {},
-        })
-        .catch((err: unknown) => {
-          throw classifyCsiError(err, 'blockMapper.stageVolumeForBlock failed');
-        });
-    } catch (err) {
-      if (isOperationFinishedError(err)) {
-        const uncertain = await uncertainIfDone(host, err, stagingPath, 'blockMapper.SetUpDevice', { orNotEmpty: true });
-        if (uncertain !== undefined) throw uncertain;
-        if (args.keepStagingOnFinalError === true) {
-          host.logger.v(2).info(csiLog('blockMapper.SetUpDevice keeps the staging dir and the volume data after a final error: the device may still be staged'), { stagingPath });
-        } else {
-          await cleanupOrphanDeviceFilesLogged(host, id.specName);
-        }
-      }
-      throw err;
-    }
+        }),
+    });
     return stagingPath;
   }
 
@@ -193,27 +178,27 @@ export class CsiBlockMapper implements BlockVolumeMapper {
     const publishDir = host.layout.csiBlockPublishDir(id.specName);
     await mkdirAll(host, publishDir);
     const publishPath = host.layout.csiBlockPublishPath(id.specName, id.podUID);
-    if (host.features.enabled(CSIDurableBlockVolumePaths)) await createDurableTarget(host, publishPath);
-    // csi_client.go NodePublishVolume maps the access mode first; its failure is returned as it is (final).
-    const accessMode = await accessModeMapperFor(client).catch((err: unknown) => {
-      throw new Error(csiLog(`blockMapper.publishVolumeForBlock failed: ${errorMessage(err)}`));
+    if (this.hooks.publishPathParentCreated !== undefined) await this.hooks.publishPathParentCreated(host, publishPath);
+    // A final error: kubelet removes nothing.
+    await stageOrPublish(host, this.hooks, client, {
+      caller: 'blockMapper.publishVolumeForBlock',
+      spec: this.spec,
+      path: publishPath,
+      workShown: { caller: 'blockMapper.MapPodDevice' },
+      removal: 'none',
+      accessModeFailure: 'returned',
+      send: (accessMode) =>
+        client.nodePublishVolume({
+          volumeId: id.volumeHandle,
+          publishContext,
+          stagingTargetPath: stageUnstage ? host.layout.csiBlockStagingPath(id.specName) : '',
+          targetPath: publishPath,
+          volumeCapability: blockCapability(this.spec, accessMode),
+          readonly: this.spec.readOnly,
+          secrets,
+          volumeContext,
+        }),
     });
-    try {
-      await client.nodePublishVolume({
-        volumeId: id.volumeHandle,
-        publishContext,
-        stagingTargetPath: stageUnstage ? host.layout.csiBlockStagingPath(id.specName) : '',
-        targetPath: publishPath,
-        volumeCapability: blockCapability(this.spec, accessMode(this.spec)),
-        readonly: this.spec.readOnly,
-        secrets,
-        volumeContext,
-      });
-    } catch (err) {
-      const classified = classifyCsiError(err, 'blockMapper.publishVolumeForBlock failed');
-      if (isOperationFinishedError(classified)) throw (await uncertainIfDone(host, classified, publishPath, 'blockMapper.MapPodDevice')) ?? classified;
-      throw classified;
-    }
     return publishPath;
   }
 }
@@ -222,6 +207,7 @@ export class CsiBlockUnmapper implements BlockVolumeUnmapper {
   constructor(
     private readonly host: VolumeHost,
     private readonly id: BlockIdentity,
+    private readonly hooks: CsiHooks = upstreamCsiHooks,
   ) {}
 
   async unmapPodDevice(): Promise<void> {
@@ -247,10 +233,8 @@ export class CsiBlockUnmapper implements BlockVolumeUnmapper {
       if (!isNotExist(err)) throw err;
       staged = false;
     }
-    // Gate CSIListGlobalVolumesWithoutStagingDir: a staging dir lost with a power cut does not
-    // mean the driver unstaged; NodeUnstageVolume is idempotent, so it is sent all the same
-    // (upstream skips it when the staging dir is gone).
-    const unstageAnyway = !staged && host.features.enabled(CSIListGlobalVolumesWithoutStagingDir);
+    // Kubelet skips NodeUnstageVolume when the staging path is gone; the hook sends it all the same.
+    const unstageAnyway = !staged && this.hooks.unstageWhenStagingPathGone === true;
     if (unstageAnyway && (await supportsStageUnstage(client))) await this.unstage(client, stagingPath);
     if (staged) {
       if (await supportsStageUnstage(client)) {
@@ -264,48 +248,23 @@ export class CsiBlockUnmapper implements BlockVolumeUnmapper {
   }
 
   /**
-   * NodeUnstageVolume at the staging path; with gate CSIUnstageCompletesBeforeRestage, recorded
-   * beside the volume's data file from before it is sent until it returned OK (the data dir is
-   * the block volume's own: without one, nothing is recorded).
+   * NodeUnstageVolume at the staging path; a record of it (nodeUnstageVolumeRecord) is kept
+   * beside the volume's data file only when that dir exists (the block volume's own).
    */
   private async unstage(client: CsiNodeClient, stagingPath: string): Promise<void> {
     const { host, id } = this;
     await assertConfined(host, stagingPath, 'NodeUnstageVolume');
     const dataDir = host.layout.csiBlockDataDir(id.specName);
-    const marked = host.features.enabled(CSIUnstageCompletesBeforeRestage) && (await isDirectory(host, dataDir));
-    if (marked) await recordUnstageStarted(host, dataDir, 'blockMapper.TearDownDevice');
+    const record = this.hooks.nodeUnstageVolumeRecord;
+    const recorded = record !== undefined && (await record.dataDirExists(host, dataDir));
+    if (record !== undefined && recorded) await record.started(host, dataDir, 'blockMapper.TearDownDevice');
     try {
       await client.nodeUnstageVolume({ volumeId: id.volumeHandle, stagingTargetPath: stagingPath });
     } catch (err) {
       throw new Error(csiLog(`blockMapper.TearDownDevice failed: ${errorMessage(err)}`));
     }
-    if (marked) await recordUnstageEnded(host, dataDir);
+    if (record !== undefined && recorded) await record.ended(host, dataDir);
   }
-}
-
-async function isDirectory(host: VolumeHost, p: string): Promise<boolean> {
-  try {
-    return (await host.fs.lstat(p)).type === 'directory';
-  } catch (err) {
-    if (isNotExist(err)) return false;
-    throw err;
-  }
-}
-
-/**
- * Gate CSIDurableBlockVolumePaths: the publish target (an empty file the driver bind mounts the
- * device onto; CSI lets the CO create it) exists durably before NodePublishVolume, so that after a
- * power cut the target is still on disk to be unpublished (gate
- * CSIUnpublishBeforeUnstageAfterReconstruction pairs it with its volume).
- */
-async function createDurableTarget(host: VolumeHost, publishPath: string): Promise<void> {
-  try {
-    await host.fs.lstat(publishPath);
-  } catch (err) {
-    if (!isNotExist(err)) throw err;
-    await host.fs.writeFile(publishPath, new Uint8Array(0), { mode: 0o640, fsync: true });
-  }
-  await host.fs.fsyncDir(path.dirname(publishPath));
 }
 
 /**

@@ -9,9 +9,7 @@ import type { Spec, VolumeLifecycleMode } from '../spec.js';
 import { TransientOperationFailure } from '../util/errors.js';
 import type { VolumeHost } from '../volumeHost.js';
 import {
-  accessModeMapperFor,
   assertConfined,
-  classifyCsiError,
   clientFor,
   csiLog,
   getCredentialsFromSecret,
@@ -21,16 +19,18 @@ import {
   podInfoAttrs,
   podInfoEnabled,
   removeMountDir,
+  removeMountDirLogged,
   SERVICE_ACCOUNT_TOKENS_KEY,
   serviceAccountTokenAttrs,
   supportsStageUnstage,
   unsupportedVolumeLifecycleMode,
   volumeMountGroupFor,
-  uncertainIfDone,
 } from './csiUtil.js';
+import { upstreamCsiHooks, type CsiHooks } from './csiHooks.js';
+import { stageOrPublish } from './stageOrPublish.js';
 import { saveVolumeData, volDataKey } from './volumeData.js';
 import { errorMessage } from '../../ports/fs.js';
-import { isUncertainProgressError } from '../util/errors.js';
+import { UncertainProgressError } from '../util/errors.js';
 
 export interface CsiMountTarget {
   readonly driverName: string;
@@ -48,6 +48,7 @@ export class CsiMounter implements VolumeMounter {
     private readonly target: CsiMountTarget,
     private readonly spec: Spec,
     private readonly pod: PodRef,
+    private readonly hooks: CsiHooks = upstreamCsiHooks,
   ) {}
 
   getPath(): string {
@@ -148,63 +149,39 @@ export class CsiMounter implements VolumeMounter {
       await saveVolumeData(host.fs, volDir, data);
     } catch (err) {
       const msg = csiLog(`mounter.SetUpAt failed to save volume info data: ${errorMessage(err)}`);
-      if (args.keepTargetOnFinalError === true) {
-        this.logKeep(dir);
-      } else {
-        try {
-          await removeMountDir(host, dir);
-        } catch (cleanupErr) {
-          host.logger.error(cleanupErr, csiLog('mounter.SetUpAt failed to remove mount dir after error'), { dir });
-        }
-      }
+      const decision = this.hooks.onFinishedError?.({ operation: 'SetUp', step: 'saveVolumeData', path: dir, args }) ?? 'cleanup';
+      if (decision === 'cleanup') await removeMountDirLogged(host, dir, 'mounter.SetUpAt failed to remove mount dir after error', { dir });
+      if (decision === 'uncertain') throw new UncertainProgressError(msg);
       throw new TransientOperationFailure(msg);
     }
 
-    try {
-      // csi_client.go NodePublishVolume: a failure to map the access mode is returned as it is.
-      const accessMode = await accessModeMapperFor(client).catch((err: unknown) => {
-        throw new Error(csiLog(`mounter.SetupAt failed: ${errorMessage(err)}`));
-      });
-      await client
-        .nodePublishVolume({
+    // A final error: nothing is published there, clean up what SetUp created.
+    await stageOrPublish(host, this.hooks, client, {
+      caller: 'mounter.SetupAt',
+      spec,
+      path: dir,
+      workShown: { caller: 'mounter.SetUpAt' },
+      removal: {
+        operation: 'SetUp',
+        step: 'NodePublishVolume',
+        args,
+        remove: () => removeMountDirLogged(host, dir, 'mounter.SetupAt failed to remove mount dir after a NodePublish() error', { dir }),
+      },
+      accessModeFailure: 'handled',
+      send: (accessMode) =>
+        client.nodePublishVolume({
           volumeId: target.volumeHandle,
           publishContext,
           stagingTargetPath: deviceMountPath,
           targetPath: dir,
-          volumeCapability: mountCapability(spec, csi?.fsType ?? '', volumeMountGroup, accessMode(spec)),
+          volumeCapability: mountCapability(spec, csi?.fsType ?? '', volumeMountGroup, accessMode),
           // NewMounter: a PV's spec.ReadOnly (the pod's claim) only; an inline volume's csi.readOnly.
           readonly: spec.kind === 'persistent' ? spec.readOnly : (csi?.readOnly ?? false),
           secrets,
           volumeContext,
-        })
-        .catch((err: unknown) => {
-          throw classifyCsiError(err, 'mounter.SetupAt failed');
-        });
-    } catch (err) {
-      if (!isUncertainProgressError(err)) {
-        const uncertain = await uncertainIfDone(host, err, dir, 'mounter.SetUpAt');
-        if (uncertain !== undefined) throw uncertain;
-      }
-      if (!isUncertainProgressError(err) && args.keepTargetOnFinalError === true) {
-        // Gate CSIKeepUncertainMountOnFinalError: the driver may still have the target published
-        // (from before a reboot, or by a call that timed out); its record is what TearDown
-        // unpublishes it with.
-        this.logKeep(dir);
-      } else if (!isUncertainProgressError(err)) {
-        // A final error: nothing is published there, clean up what SetUp created.
-        try {
-          await removeMountDir(host, dir);
-        } catch (cleanupErr) {
-          host.logger.error(cleanupErr, csiLog('mounter.SetupAt failed to remove mount dir after a NodePublish() error'), { dir });
-        }
-      }
-      throw err;
-    }
+        }),
+    });
     host.logger.v(4).info(csiLog('mounter.SetUp successfully requested NodePublish'), { dir, pod: `${this.pod.namespace}/${this.pod.name}` });
-  }
-
-  private logKeep(dir: string): void {
-    this.host.logger.v(2).info(csiLog('mounter.SetUpAt keeps the pod volume dir and its volume data after an error: the target may still be published'), { dir });
   }
 }
 

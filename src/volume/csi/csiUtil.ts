@@ -4,7 +4,6 @@
  * kubelet's operation error classes, and a guard that keeps every removal under the root dir.
  */
 import * as path from 'node:path/posix';
-import { CSIKeepUncertainMountOnFinalError } from '../../features/features.js';
 import { isFinalCsiError, type AccessMode, type CsiNodeClient, type VolumeCapability } from '../../ports/csi.js';
 import { atomicTempPath, errorCode, errorMessage, isNotExist } from '../../ports/fs.js';
 import type { PodRef } from '../plugins.js';
@@ -64,37 +63,6 @@ export async function isDirMounted(host: VolumeHost, dir: string): Promise<boole
 }
 
 /**
- * Gate CSIKeepUncertainMountOnFinalError: after a final NodeStageVolume / NodePublishVolume
- * error, whether `p` shows that the driver did the work anyway: it is a mount point, or (a raw
- * block staging dir, `orNotEmpty`) holds anything, since kubelet made it empty. When that cannot
- * be told (the check itself fails) it counts as shown: the cost is one idempotent call later.
- * Returns the error to throw instead (uncertain, same text), or undefined when nothing shows or
- * the gate is off.
- */
-export async function uncertainIfDone(host: VolumeHost, err: unknown, p: string, caller: string, opts: { readonly orNotEmpty?: boolean } = {}): Promise<UncertainProgressError | undefined> {
-  if (!host.features.enabled(CSIKeepUncertainMountOnFinalError)) return undefined;
-  let shown: boolean;
-  try {
-    shown = (await isDirMounted(host, p)) || (opts.orNotEmpty === true && (await holdsAnything(host, p)));
-  } catch {
-    shown = true;
-  }
-  if (!shown) return undefined;
-  host.logger.info(csiLog(`${caller} failed, but the driver's work is there: uncertain, the path and its record stay`), { path: p, err: errorMessage(err) });
-  return new UncertainProgressError(errorMessage(err));
-}
-
-/** Whether directory `p` has any entry; a missing one has none. */
-async function holdsAnything(host: VolumeHost, p: string): Promise<boolean> {
-  try {
-    return (await host.fs.readdir(p)).length > 0;
-  } catch (err) {
-    if (isNotExist(err)) return false;
-    throw err;
-  }
-}
-
-/**
  * removeMountDir (csi_mounter.go): when `mountPath` is not a mount point, remove it (rmdir), the
  * vol_data.json beside it and their parent (rmdir). A mounted path is left alone and counts as
  * success. Never touches the grandparent.
@@ -119,11 +87,24 @@ export async function removeMountDir(host: VolumeHost, mountPath: string): Promi
     if (isNotExist(err)) return;
     // A crash between the atomic write's temp file and its rename leaves that temp file behind:
     // it is ours by name, so it goes, and the directory with it (kubelet has no temp file); so
-    // does an unstage marker left by an UnmountDevice cut short after its NodeUnstageVolume.
+    // does nodevol's unstage marker (UNSTAGE_MARKER_FILE_NAME) left by an UnmountDevice cut short
+    // after its NodeUnstageVolume.
     if (errorCode(err) !== 'ENOTEMPTY' || !(await removeVolumeDataTempFiles(host, volPath))) {
       throw new Error(csiLog(`failed to delete volume path [${volPath}]: ${errorMessage(err)}`));
     }
     await ignoreNotExist(host.fs.rmdir(volPath), `failed to delete volume path [${volPath}]`);
+  }
+}
+
+/**
+ * removeMountDir after a failed MountDevice or SetUp, as kubelet's deferred cleanup runs it: its
+ * own failure is logged at error level (`message`, with `values`), never returned.
+ */
+export async function removeMountDirLogged(host: VolumeHost, mountPath: string, message: string, values: Record<string, string>): Promise<void> {
+  try {
+    await removeMountDir(host, mountPath);
+  } catch (err) {
+    host.logger.error(err, csiLog(message), values);
   }
 }
 
@@ -136,8 +117,11 @@ export function isVolumeDataTempFile(name: string): boolean {
 
 
 /**
- * CSIUnstageCompletesBeforeRestage: an empty file beside the global vol_data.json, present from
- * before NodeUnstageVolume is sent until it returned OK (kubelet has no such file).
+ * nodevol's own file names in a volume dir, beside the atomic write's temp file: the unstage
+ * marker, an empty file beside the volume's vol_data.json from before NodeUnstageVolume is sent
+ * until it returned OK (src/nodevol/unstageCompletesBeforeRestage writes it; kubelet has no such
+ * file). removeMountDir removes it whatever the gates say: it runs only once the device is
+ * unstaged (or never was), so a marker left by a gate turned off later never keeps a dir alive.
  */
 export const UNSTAGE_MARKER_FILE_NAME = 'unstage-in-progress';
 

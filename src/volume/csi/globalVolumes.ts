@@ -157,7 +157,8 @@ async function describeFilesystemVolume(
   ]);
   // No vol_data.json but nodevol's temp file of it: MountDevice's atomic write cut short before
   // its rename (kubelet killed, or a power cut). Named for what it is, with what the temp file
-  // says when it is a complete write; gate CSIListGlobalVolumesWithoutStagingDir lists it.
+  // says when it is a complete write (the audit reports it; the CSI plugin's globalDirSkipped
+  // hook may list it after all).
   const interrupted = data.ok || legacy ? undefined : await findInterruptedVolumeDataWrite(host.fs, volDir);
   const identity = data.ok ? identityOf(data.value) : interrupted?.data !== undefined ? identityOf(interrupted.data) : {};
   if (interrupted !== undefined) {

@@ -299,10 +299,6 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
     return this.foundDuringReconstruction.has(volumeName);
   }
 
-  markDeviceFoundDuringReconstruction(volumeName: UniqueVolumeName): void {
-    if (this.volumes.has(volumeName) && !this.foundDuringReconstruction.has(volumeName)) this.foundDuringReconstruction.set(volumeName, new Map());
-  }
-
   isVolumeMountedElsewhere(volumeName: UniqueVolumeName, podName: UniquePodName): boolean {
     const v = this.volumes.get(volumeName);
     if (v === undefined) return false;

@@ -10,28 +10,23 @@
  */
 import {
   CSIGlobalMountReconstruction,
-  CSIKeepUncertainMountOnFinalError,
-  CSIRetryReconstructionCleanup,
-  CSIUnpublishBeforeUnstageAfterReconstruction,
-  type FeatureGate,
+  type KubeletFeatureGate,
 } from '../../features/features.js';
 import { mapConcurrently } from '../../ports/concurrency.js';
-import type { Clock } from '../../ports/clock.js';
 import type { ClusterView } from '../../ports/cluster.js';
-import { isNotExist, type FileSystem } from '../../ports/fs.js';
+import type { FileSystem } from '../../ports/fs.js';
 import type { Logger } from '../../ports/logger.js';
 import type { KubeletLayout } from '../../layout/layout.js';
-import type { Mounter } from '../../ports/mounter.js';
-import { getUniqueVolumeName, type UniquePodName, type UniqueVolumeName } from '../../layout/names.js';
+import { getUniqueVolumeName, type UniqueVolumeName } from '../../layout/names.js';
 import type { VolumeManagerMetrics } from '../../ports/metrics.js';
 import type { OperationExecutor } from '../../operationexecutor/operationExecutor.js';
-import { BACKOFF_INITIAL_MS, BACKOFF_MAX_MS, isAlreadyExists, isBackoff, isExpectedError } from '../../operationexecutor/nestedPendingOperations.js';
+import { isExpectedError } from '../../operationexecutor/nestedPendingOperations.js';
 import { isBlockVolumePlugin, type GlobalVolume, type GlobalVolumeListerPlugin, type VolumePluginMgr } from '../../volume/plugins.js';
 import type { ActualStateOfWorld } from '../cache/actualStateOfWorld.js';
 import type { DesiredStateOfWorld } from '../cache/desiredStateOfWorld.js';
 import { getVolumesFromPodDir, RECONSTRUCTION_CONCURRENCY, type PodVolume } from './podVolumes.js';
-import { pairFailedPodVolumesWithListed, pairPublishedBlockTargets, type ListedVolume } from './pairPodVolumes.js';
 import { reconstructVolumeSpec, type ReconstructedSpec } from './reconstructVolume.js';
+import { upstreamReconstructHooks, type PodVolumesWalked, type ReconstructHooks, type RegisteredGlobalVolume } from './reconstructHooks.js';
 
 export interface ReconstructorDeps {
   readonly fs: FileSystem;
@@ -43,13 +38,11 @@ export interface ReconstructorDeps {
   readonly dsw: DesiredStateOfWorld;
   readonly executor: OperationExecutor;
   readonly cluster: ClusterView;
-  readonly features: FeatureGate;
+  readonly features: KubeletFeatureGate;
   readonly logger: Logger;
   readonly metrics: VolumeManagerMetrics;
-  /** Time for gate CSIRetryReconstructionCleanup's backoff. */
-  readonly clock?: Clock;
-  /** The mount table (gate CSIUnpublishBeforeUnstageAfterReconstruction's pairing checks mount points). */
-  readonly mounter?: Mounter;
+  /** nodevol's hooks (reconstructHooks.ts); absent: kubelet's reconstruction. */
+  readonly hooks?: ReconstructHooks;
 }
 
 /** One reconstructed pod volume plus what updateStates needs. */
@@ -65,12 +58,13 @@ export class Reconstructor {
   private volumesFailedReconstruction: PodVolume[] = [];
   /** Volumes the global listing registered in this pass, with their device mount paths. */
   private listedThisPass = new Map<UniqueVolumeName, string>();
-  /** The same volumes with what pairing needs (gate CSIUnpublishBeforeUnstageAfterReconstruction). */
-  private listedVolumes: ListedVolume[] = [];
-  /** Gate CSIRetryReconstructionCleanup: per candidate volume path, its cleanup backoff. */
-  private readonly cleanupRetries = new Map<string, { backoffMs: number; notBeforeMs: number }>();
+  /** The same volumes as the hooks see them (afterPodVolumesWalked). */
+  private listedVolumes: RegisteredGlobalVolume[] = [];
+  private readonly hooks: ReconstructHooks;
 
-  constructor(private readonly deps: ReconstructorDeps) {}
+  constructor(private readonly deps: ReconstructorDeps) {
+    this.hooks = deps.hooks ?? upstreamReconstructHooks;
+  }
 
   /** Whether reconstructed volumes still wait for the node status (unmounts are held back meanwhile). */
   needsUpdateFromNodeStatus(): boolean {
@@ -99,7 +93,7 @@ export class Reconstructor {
       logger.error(err, 'Cannot get volumes from disk, skip sync states for volume reconstruction');
       this.reportListedWithoutPodDirectory(new Set());
       // Listed block volumes' publish targets do not depend on the pod directories.
-      await this.pairFailedWithListed(new Map());
+      this.volumesFailedReconstruction = [...(await this.hooks.afterPodVolumesWalked(this.podVolumesWalked(new Map())))];
       return;
     }
 
@@ -143,7 +137,7 @@ export class Reconstructor {
     }
 
     this.reportListedWithoutPodDirectory(new Set(byVolume.keys()));
-    await this.pairFailedWithListed(byVolume);
+    this.volumesFailedReconstruction = [...(await this.hooks.afterPodVolumesWalked(this.podVolumesWalked(byVolume)))];
     if (byVolume.size > 0) {
       this.updateStates(byVolume);
       // One entry per pod volume, as kubelet assigns them; a volume the listing already queued
@@ -274,7 +268,6 @@ export class Reconstructor {
       metrics.reconstructVolumeOperation('global-mount', true);
       return;
     }
-    if (this.deps.features.enabled(CSIKeepUncertainMountOnFinalError)) asw.markDeviceFoundDuringReconstruction(name);
     this.volumesNeedUpdateFromNodeStatus.push(name);
     this.listedThisPass.set(name, gv.deviceMountPath);
     this.listedVolumes.push({ volumeName: name, pluginName: plugin.getPluginName(), spec: gv.spec, volumeMode: gv.volumeMode, seLinuxMountContext: gv.seLinuxMountContext });
@@ -284,39 +277,9 @@ export class Reconstructor {
     });
   }
 
-  /**
-   * Gate CSIUnpublishBeforeUnstageAfterReconstruction (with the KEP's gate): the pod volume
-   * directories that failed reconstruction and carry the PV name of a listed volume become
-   * uncertain pod mounts of it, so that the reconciler's UnmountVolume (TearDown, NodeUnpublish)
-   * runs for each before UnmountDevice; they leave upstream's one-shot cleanup list. See
-   * pairPodVolumes.ts for the pairing rule and why a wrong pairing is harmless.
-   */
-  private async pairFailedWithListed(byVolume: ReadonlyMap<UniqueVolumeName, readonly ReconstructedPodVolume[]>): Promise<void> {
-    const { features, asw, logger, mounter } = this.deps;
-    if (!features.enabled(CSIUnpublishBeforeUnstageAfterReconstruction) || !features.enabled(CSIGlobalMountReconstruction)) return;
-    if (mounter === undefined || this.listedVolumes.length === 0) return;
-    const deps = { cluster: this.deps.cluster, mounter, logger, fs: this.deps.fs, layout: this.deps.layout };
-    const { paired, unpaired } = await pairFailedPodVolumesWithListed(deps, this.volumesFailedReconstruction, this.listedVolumes);
-    this.volumesFailedReconstruction = unpaired;
-    const known = (podName: UniquePodName, volumeName: UniqueVolumeName): boolean =>
-      asw.getPossiblyMountedVolumesForPod(podName).some((m) => m.volumeName === volumeName) || paired.some((p) => p.podName === podName && p.listed.volumeName === volumeName);
-    // Block volumes whose pod directory named them were reconstructed before this; updateStates
-    // runs after, so the pod walk's findings count as known too.
-    const fromPodDirs = new Set([...byVolume].flatMap(([name, pods]) => pods.map((p) => `${p.volume.podName}|${name}`)));
-    paired.push(...(await pairPublishedBlockTargets(deps, this.listedVolumes, (p, v) => known(p, v) || fromPodDirs.has(`${p}|${v}`))));
-    for (const { podName, innerVolumeSpecName, listed } of paired) {
-      asw.checkAndMarkVolumeAsUncertainViaReconstruction({
-        podName,
-        podUID: podName,
-        volumeName: listed.volumeName,
-        volumeSpec: listed.spec,
-        outerVolumeSpecName: '',
-        innerVolumeSpecName,
-        pluginName: listed.pluginName,
-        volumeMountState: 'VolumeMountUncertain',
-        seLinuxMountContext: listed.seLinuxMountContext,
-      });
-    }
+  /** What afterPodVolumesWalked is given. */
+  private podVolumesWalked(byVolume: ReadonlyMap<UniqueVolumeName, readonly ReconstructedPodVolume[]>): PodVolumesWalked {
+    return { failed: this.volumesFailedReconstruction, registered: this.listedVolumes, fromPodDirs: byVolume, asw: this.deps.asw };
   }
 
   /**
@@ -367,15 +330,24 @@ export class Reconstructor {
 
   /**
    * cleanOrphanVolumes: once, after the DSW is populated, each failed candidate no pod wants is
-   * cleaned with TearDown only (upstream; with the gate off its global mount stays - #101791).
+   * cleaned with TearDown only (its global mount stays - #101791). The hook cleanOrphanVolumes,
+   * when set, runs instead and keeps the candidates it returns for the next pass.
    */
   async cleanOrphanVolumes(): Promise<void> {
     if (this.volumesFailedReconstruction.length === 0) return;
-    if (this.deps.features.enabled(CSIRetryReconstructionCleanup) && this.deps.clock !== undefined) {
-      await this.retryOrphanVolumeCleanup(this.deps.clock);
+    const { dsw, asw, executor, logger } = this.deps;
+    const instead = this.hooks.cleanOrphanVolumes;
+    if (instead !== undefined) {
+      const kept = await instead({
+        failed: this.volumesFailedReconstruction,
+        dsw,
+        asw,
+        isOperationPending: (volumeName, podName) => executor.isOperationPending(volumeName, podName),
+        cleanupMounts: (volume) => this.cleanupMounts(volume),
+      });
+      this.volumesFailedReconstruction = [...kept];
       return;
     }
-    const { dsw, logger } = this.deps;
     for (const volume of this.volumesFailedReconstruction) {
       if (dsw.volumeExistsWithSpecName(volume.podName, volume.volumeSpecName)) {
         logger.v(4).info('Volume exists in desired state, skip cleaning up mounts', { podName: volume.podName, volumeSpecName: volume.volumeSpecName });
@@ -388,78 +360,17 @@ export class Reconstructor {
   }
 
   /**
-   * Gate CSIRetryReconstructionCleanup: upstream gives each failed candidate one cleanup, and
-   * skips for good one a pod wants at that moment; here a candidate stays until its volume
-   * directory is gone (TearDown succeeded), its pod's SetUp put it in the actual state, or it is no
-   * longer a candidate. A wanted one is only watched: if its pod goes before its SetUp (a delete
-   * while another operation on the volume held the executor), it is cleaned up like the others.
-   * Cleanup is started again after a backoff that doubles from 500 ms to kubelet's 2m2s (a failing
-   * TearDown is also backed off by the operation executor).
+   * cleanupMounts: starts the cleanup (UnmountVolume) of one candidate. Resolves to what starting
+   * it threw (the executor refused it, or its unmounter could not be built), else undefined.
    */
-  private async retryOrphanVolumeCleanup(clock: Clock): Promise<void> {
-    const { dsw, asw, executor, fs, logger } = this.deps;
-    const now = clock.nowMs();
-    const left: PodVolume[] = [];
-    for (const volume of this.volumesFailedReconstruction) {
-      if (dsw.volumeExistsWithSpecName(volume.podName, volume.volumeSpecName)) {
-        this.cleanupRetries.delete(volume.volumePath);
-        if (asw.volumeExistsWithSpecName(volume.podName, volume.volumeSpecName)) {
-          // The pod's SetUp put it in the actual state: from now on the reconciler owns it.
-          logger.v(4).info('Volume exists in desired and actual state, skip cleaning up mounts', { podName: volume.podName, volumeSpecName: volume.volumeSpecName });
-          continue;
-        }
-        // Wanted but not set up yet: if the pod goes before its SetUp, nothing else would tear it
-        // down (the actual state never had it), so keep watching it.
-        left.push(volume);
-        continue;
-      }
-      const key = volume.volumePath;
-      if (executor.isOperationPending(volume.volumeSpecName, volume.podName)) {
-        left.push(volume);
-        continue;
-      }
-      try {
-        await fs.lstat(volume.volumePath);
-      } catch (err) {
-        if (isNotExist(err)) {
-          if (this.cleanupRetries.has(key)) logger.info('Volume that could not be reconstructed is cleaned up', { podName: volume.podName, volumeSpecName: volume.volumeSpecName });
-          this.cleanupRetries.delete(key);
-          continue;
-        }
-      }
-      left.push(volume);
-      const retry = this.cleanupRetries.get(key);
-      if (retry !== undefined && now < retry.notBeforeMs) continue;
-      if (retry !== undefined) logger.info('Retrying the cleanup of a volume that could not be reconstructed', { podName: volume.podName, volumeSpecName: volume.volumeSpecName, backoff: `${retry.backoffMs}ms` });
-      const outcome = await this.cleanupMounts(volume);
-      if (outcome.kind === 'refused') {
-        // The executor refused to start it (its own backoff after a failed TearDown, or one still
-        // running): not an attempt, so the backoff does not grow; try again when the executor's
-        // backoff ends.
-        this.cleanupRetries.set(key, { backoffMs: retry?.backoffMs ?? 0, notBeforeMs: now + outcome.retryInMs });
-        continue;
-      }
-      // A real attempt (a TearDown started, or its unmounter could not be built): the next one
-      // waits, 500 ms doubling to 2m2s, as kubelet's exponential backoff after a failure.
-      const backoffMs = retry === undefined || retry.backoffMs === 0 ? BACKOFF_INITIAL_MS : Math.min(retry.backoffMs * 2, BACKOFF_MAX_MS);
-      this.cleanupRetries.set(key, { backoffMs, notBeforeMs: now + backoffMs });
-    }
-    this.volumesFailedReconstruction = left;
-    if (left.length === 0) logger.v(2).info('Orphan volume cleanup finished');
-  }
-
-  /**
-   * Starts the cleanup of one candidate. `refused`: the executor did not start it (already running,
-   * or in the backoff of its last failure, which ends in `retryInMs`); otherwise it was attempted.
-   */
-  private async cleanupMounts(volume: PodVolume): Promise<{ kind: 'attempted' } | { kind: 'refused'; retryInMs: number }> {
+  private async cleanupMounts(volume: PodVolume): Promise<unknown> {
     const { executor, asw, logger, metrics } = this.deps;
     logger.info('Cleaning up mounts for volume that could not be reconstructed', {
       podName: volume.podName,
       volumeSpecName: volume.volumeSpecName,
     });
     let failed = false;
-    let refusal: { kind: 'refused'; retryInMs: number } | undefined;
+    let error: unknown;
     try {
       // A fake name and no spec: the executor takes the filesystem unmount path.
       await executor.unmountVolume(
@@ -476,13 +387,12 @@ export class Reconstructor {
       );
     } catch (err) {
       failed = true;
+      error = err;
       if (!isExpectedError(err)) {
         logger.error(err, 'Failed to unmount volume that could not be reconstructed', { podName: volume.podName, volumeSpecName: volume.volumeSpecName });
       }
-      if (isBackoff(err)) refusal = { kind: 'refused', retryInMs: err.retryAfterMs + 1 };
-      else if (isAlreadyExists(err)) refusal = { kind: 'refused', retryInMs: 0 };
     }
     metrics.forceCleanedFailedVolumeOperation(failed);
-    return refusal ?? { kind: 'attempted' };
+    return error;
   }
 }

@@ -45,6 +45,10 @@ const FIXTURE: Readonly<Record<string, string>> = {
   'src/timeline/html.ts': "import type { E } from '../trace/events.js';\nexport const render = (e?: E): unknown => e;\n",
   'src/timeline/layout.ts': 'export const width = 80;\n',
   'src/trace/events.ts': "import { width } from '../timeline/layout.js';\nexport type E = { t: number };\nexport const w = width;\n",
+  // nodevol's gates implement the hooks the kubelet copy declares; the copy never imports them.
+  'src/nodevol/gate/index.ts': "import type { Spec } from '../../volume/spec.js';\nexport const hook = (s?: Spec): Spec | undefined => s;\n",
+  'src/volume/csi/hooked.ts': "import { hook } from '../../nodevol/gate/index.js';\nexport const h = hook;\n",
+  'src/agent/node.ts': "import { hook } from '../nodevol/gate/index.js';\nexport const n = hook;\n",
   // kubelet/ is engine code inside the node layer; agent/ is not.
   'src/kubelet/housekeeping.ts': "import { readdirSync } from 'node:fs';\nexport const h = readdirSync;\n",
   'src/agent/httpServer.ts': "import { createServer } from 'node:http';\nexport const s = createServer;\n",
@@ -92,6 +96,7 @@ describe('layer rules (.dependency-cruiser.cjs)', () => {
     { name: 'the mock driver importing the engine is refused (mockdriver -> volumemanager)', from: 'src/mockdriver/mockDriver.ts', to: 'src/volumemanager/reconciler/reconciler.ts', rule: 'not-in-allowed' },
     { name: 'the trace format importing the report is refused (trace -> timeline)', from: 'src/trace/events.ts', to: 'src/timeline/layout.ts', rule: 'not-in-allowed' },
     { name: 'kubelet/ (engine in the node layer) importing node:fs is refused', from: 'src/kubelet/housekeeping.ts', to: 'fs', rule: 'engine-uses-ports' },
+    { name: "the kubelet copy importing nodevol's gates is refused (volume/csi -> nodevol)", from: 'src/volume/csi/hooked.ts', to: 'src/nodevol/gate/index.ts', rule: 'not-in-allowed' },
   ];
   for (const c of cases) {
     it(c.name, () => {
@@ -113,6 +118,8 @@ describe('layer rules (.dependency-cruiser.cjs)', () => {
       'src/sim/generate.ts',
       'src/timeline/html.ts',
       'src/agent/httpServer.ts',
+      'src/nodevol/gate/index.ts',
+      'src/agent/node.ts',
     ];
     assert.deepEqual(violations.filter((v) => allowed.includes(v.from)), []);
     // The mock driver's import of an adapter is allowed; only its import of the engine is not.

@@ -497,7 +497,7 @@ describe('gate CSIRetryReconstructionCleanup (seed: inline volumes orphaned afte
     node.cluster.deletePod('pod-a');
     // The first NodeUnpublishVolume after the restart is refused (the driver is still busy).
     node.driver.inject({ method: 'NodeUnpublishVolume', code: 10 /* ABORTED */, times: 1 });
-    await node.startKubelet(g, { plugins: (host) => new VolumePluginMgr([new FailingReconstruction(host)]) });
+    await node.startKubelet(g, { plugins: (host, hooks) => new VolumePluginMgr([new FailingReconstruction(host, hooks)]) });
     await node.steps(100);
     return node;
   }
@@ -524,7 +524,7 @@ describe('gate CSIRetryReconstructionCleanup (seed: inline volumes orphaned afte
     node.crashKubelet();
     node.cluster.deletePod('pod-a');
     node.driver.inject({ method: 'NodeUnpublishVolume', code: 10 /* ABORTED */ });
-    await node.startKubelet(g, { plugins: (host) => new VolumePluginMgr([new FailingReconstruction(host)]) });
+    await node.startKubelet(g, { plugins: (host, hooks) => new VolumePluginMgr([new FailingReconstruction(host, hooks)]) });
     await node.steps(20 * 60, 1_000); // 20 virtual minutes, one loop a second
     const at = node.driver.calls.filter((c) => c.method === 'NodeUnpublishVolume').map((c) => c.atMs);
     const gaps = at.slice(1).map((t, i) => t - (at[i] ?? t));

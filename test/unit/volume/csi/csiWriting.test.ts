@@ -32,6 +32,8 @@ import type { VolumeHost } from '../../../../src/volume/volumeHost.js';
 import { FakeClock } from '../../../support/fakeClock.js';
 import { FakeCluster } from '../../../../src/adapters/memory/fakeCluster.js';
 import { gates, RecordingLogger } from '../../../support/hosts.js';
+import { FeatureGate } from '../../../../src/features/features.js';
+import { composeNodevolPolicy } from '../../../../src/nodevol/composePolicy.js';
 
 const ROOT = '/var/lib/kubelet';
 const DRIVER = 'csi.example.com';
@@ -340,13 +342,14 @@ describe('CSI MountDevice (csi_attacher.go)', () => {
       assert.deepEqual(r.tree(CSI_DIR), [`${CSI_DIR}/${DRIVER}/`]);
     });
 
-    it(`keepStagingOnFinalError (an uncertain device, CSIKeepUncertainMountOnFinalError): a write failure (${code}) is uncertain and keeps the dir and the old file`, async () => {
+    it(`keepStagingOnFinalError (an uncertain device, with CSIKeepUncertainMountOnFinalError's hooks): a write failure (${code}) is uncertain and keeps the dir and the old file`, async () => {
       const r = new Rig();
       const older = `{"driverName":"${DRIVER}","volumeHandle":"vol-1"}\n`;
       r.fs.writeRaw(`${volDir('vol-1')}/vol_data.json`, older);
       await r.fs.mkdir(globalMount('vol-1'), { recursive: true, mode: 0o750 });
       watchWrites(r, code);
-      await assert.rejects(r.attacher.mountDevice(pv('pv-1', 'vol-1'), '', globalMount('vol-1'), { keepStagingOnFinalError: true }), UncertainProgressError);
+      const gated = new CsiAttacher(r.host, composeNodevolPolicy(FeatureGate.of({ CSIKeepUncertainMountOnFinalError: true }), r.host).hooks.csi);
+      await assert.rejects(gated.mountDevice(pv('pv-1', 'vol-1'), '', globalMount('vol-1'), { keepStagingOnFinalError: true }), UncertainProgressError);
       assert.deepEqual(r.calls(), []);
       assert.equal(await r.read(`${volDir('vol-1')}/vol_data.json`), older);
       assert.equal(await r.exists(globalMount('vol-1')), true);

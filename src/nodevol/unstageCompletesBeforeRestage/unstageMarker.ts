@@ -1,8 +1,10 @@
 /**
- * Gate CSIUnstageCompletesBeforeRestage (kubernetes#121357), for the filesystem path
- * (csiAttacher: MountDevice / UnmountDevice) and the raw block path (csiBlock: SetUpDevice /
- * TearDownDevice) alike: an empty file beside the volume's vol_data.json, present from before
- * NodeUnstageVolume is sent until it returned OK. A stage that finds it sends NodeUnstageVolume
+ * The unstage marker of gate CSIUnstageCompletesBeforeRestage (kubernetes#121357), for the
+ * filesystem path (csi_attacher.go: MountDevice / UnmountDevice) and the raw block path
+ * (csi_block.go: SetUpDevice / TearDownDevice) alike: an empty file beside the volume's
+ * vol_data.json, present from before NodeUnstageVolume is sent until it returned OK (its name,
+ * UNSTAGE_MARKER_FILE_NAME, is in volume/csi/csiUtil.ts, whose removeMountDir removes it with
+ * the volume dir). A stage that finds it sends NodeUnstageVolume
  * again first: a driver serialises calls per volume (ABORTED while the old one runs), so its OK
  * proves the old unstage has ended; anything else is a transient failure and no NodeStageVolume
  * is sent. Kubelet has no such file.
@@ -11,9 +13,9 @@ import * as path from 'node:path/posix';
 
 import { errorMessage, isNotExist } from '../../ports/fs.js';
 import type { CsiNodeClient } from '../../ports/csi.js';
-import { TransientOperationFailure } from '../util/errors.js';
-import type { VolumeHost } from '../volumeHost.js';
-import { assertConfined, CsiPathError, csiLog, UNSTAGE_MARKER_FILE_NAME } from './csiUtil.js';
+import { assertConfined, CsiPathError, csiLog, UNSTAGE_MARKER_FILE_NAME } from '../../volume/csi/csiUtil.js';
+import { TransientOperationFailure } from '../../volume/util/errors.js';
+import type { VolumeHost } from '../../volume/volumeHost.js';
 
 /**
  * Records that an unstage starts: the marker in `dataDir` (empty, fsynced, its directory fsynced).

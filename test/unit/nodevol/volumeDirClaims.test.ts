@@ -2,7 +2,7 @@
 // directory at once (gate CSIListGlobalVolumesWithoutStagingDir's housekeeping retry).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { VolumeDirClaims } from '../../../../src/volume/csi/volumeDirClaims.js';
+import { VolumeDirClaims } from '../../../src/nodevol/listGlobalVolumesWithoutStagingDir/volumeDirClaims.js';
 
 const DIR = '/var/lib/kubelet/plugins/kubernetes.io/csi/a/0f';
 const OTHER = '/var/lib/kubelet/plugins/kubernetes.io/csi/a/1e';

@@ -9,8 +9,8 @@
  * while a removal runs waits for it (a handful of file system calls) before it touches anything.
  *
  * In memory, like the operations themselves: a crash ends every claim with the life that held it.
- * Kubelet has no such step (it never removes a leftover volume dir); with the gate off nothing
- * ever claims a directory for a removal, so a MountDevice never waits.
+ * Kubelet has no such step (it never removes a leftover volume dir); with the gate off there is no
+ * claim at all (the CSI attacher's beginMountDevice hook is absent).
  */
 export class VolumeDirClaims {
   /** Volume dir → MountDevice calls working in it (two for one volume never run at once, but count). */

@@ -30,18 +30,8 @@ import type { Logger } from '../../ports/logger.js';
 import { POD_MOUNT_DIR_NAME, type KubeletLayout } from '../../layout/layout.js';
 import { CSI_PLUGIN_NAME, escapeQualifiedName, type UniquePodName, type UniqueVolumeName } from '../../layout/names.js';
 import type { Mounter } from '../../ports/mounter.js';
-import type { PersistentVolumeMode } from '../../api/core.js';
-import type { Spec } from '../../volume/spec.js';
-import type { PodVolume } from './podVolumes.js';
-
-/** A volume the global listing registered in this reconstruction pass. */
-export interface ListedVolume {
-  readonly volumeName: UniqueVolumeName;
-  readonly pluginName: string;
-  readonly spec: Spec;
-  readonly volumeMode: PersistentVolumeMode;
-  readonly seLinuxMountContext: string;
-}
+import type { PodVolume } from '../../volumemanager/reconciler/podVolumes.js';
+import type { RegisteredGlobalVolume as ListedVolume } from '../../volumemanager/reconciler/reconstructHooks.js';
 
 export interface PodVolumePairing {
   readonly podName: UniquePodName;
