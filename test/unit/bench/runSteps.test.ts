@@ -49,6 +49,14 @@ describe('bench/runSteps.ts', () => {
     });
   });
 
+  it('npm run bench runs its three steps through runSteps, not chained with && (a failed limit stopped the rest)', () => {
+    const pkg = JSON.parse(readFileSync(path.join(path.dirname(RUN_STEPS), '../../package.json'), 'utf8')) as { scripts: Record<string, string> };
+    const bench = pkg.scripts['bench'] ?? '';
+    const [build, steps] = bench.split(' && ');
+    assert.equal(build, 'npm run build');
+    assert.equal(steps, 'node dist/bench/runSteps.js dist/bench/bench.js dist/bench/explore.js dist/bench/agentScale.js');
+  });
+
   it('the last step failing fails the run too', () => {
     withScripts({ 'ok.cjs': '', 'fail.cjs': 'process.exitCode = 3;' }, (dir) => {
       const r = spawnSync(process.execPath, [RUN_STEPS, path.join(dir, 'ok.cjs'), path.join(dir, 'fail.cjs')], { encoding: 'utf8' });
