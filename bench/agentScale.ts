@@ -1,6 +1,6 @@
 /**
  * Agent bench (`npm run bench`, after the audit cases): `nodevol agent` with `nodevol mock-driver`
- * at N pods x 1 volume (N = 100 and 1,000; BENCH_AGENT_N=100 runs one size), against the driver
+ * at N pods x 1 volume (N = 100, 200 and 1,000; BENCH_AGENT_N=100 runs one size), against the driver
  * floor (bench/driverFloor.ts: a plain gRPC client process making the same NodeStage +
  * NodePublish, then NodeUnpublish + NodeUnstage calls straight to the same driver, with kubelet's
  * concurrency). Whole processes, the way a user meets them, in a private mount namespace (root
@@ -23,8 +23,10 @@
  * (a checkout or copy holding bin/nodevol.js and its dist/) also measures that build's agent on
  * the same mounts, in the same run: restart -> ready, idle CPU and RSS, side by side.
  * The CPU time of the agent and the driver in each phase is printed too, to show which one the
- * time goes to. A benchmark, not a test: misses are printed, the exit code stays 0; a broken setup
- * (a process that fails, a phase that never finishes) exits non-zero.
+ * time goes to. A benchmark, not a test: misses are printed and the exit code stays 0, but for one
+ * limit: the idle agent's CPU at N = 200 above IDLE_LIMIT.cpuPct of a core exits 1, so a
+ * regression fails `npm run bench`. A broken setup (a process that fails, a phase that never
+ * finishes) exits non-zero too.
  *
  *   node dist/bench/agentScale.js            (outer: checks, enters a mount namespace, cleans up)
  *   node dist/bench/agentScale.js --inside <base dir>
@@ -46,7 +48,12 @@ import type { FloorRequest, FloorResult, FloorVolume } from './driverFloor.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const DRIVER = 'bench.csi.nodevol.io';
-const DEFAULT_SIZES = [100, 1000];
+const DEFAULT_SIZES = [100, 200, 1000];
+/**
+ * The one limit the bench enforces (exit 1 when missed): the idle agent's CPU time (user + system,
+ * all its threads, from /proc/<pid>/stat) over the idle window at N = 200 volumes, in % of a core.
+ */
+const IDLE_LIMIT = { n: 200, cpuPct: 1 } as const;
 const DEFAULT_IDLE_S = 30;
 const POLL_MS = 20;
 const COARSE_POLL_MS = 100;
@@ -540,6 +547,20 @@ const s = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
 const x = (r: number): string => `${r.toFixed(2)}x`;
 const verdict = (ok: boolean): string => (ok ? 'meets' : 'MISSES');
 
+/** The enforced limit: a line saying whether it held, and whether it failed the run. */
+function checkIdleLimit(results: readonly SizeResult[], idleS: number): boolean {
+  const r = results.find((v) => v.n === IDLE_LIMIT.n);
+  if (r === undefined) {
+    console.log(`limit not checked: idle CPU at N=${IDLE_LIMIT.n} (BENCH_AGENT_N=${process.env.BENCH_AGENT_N ?? ''} leaves that size out)`);
+    return true;
+  }
+  const ok = r.idleCpuPct <= IDLE_LIMIT.cpuPct;
+  console.log(
+    `limit: idle agent CPU at N=${IDLE_LIMIT.n} <= ${IDLE_LIMIT.cpuPct} % of a core over ${idleS} s: ${r.idleCpuPct.toFixed(2)} %   ${ok ? 'PASS' : 'FAIL'}`,
+  );
+  return ok;
+}
+
 function print(results: readonly SizeResult[]): void {
   console.log('');
   console.log('agent + mock driver, N pods x 1 volume (whole processes, private mount namespace; one run per N)');
@@ -635,6 +656,7 @@ async function inside(): Promise<void> {
   print(results);
   for (const f of failures) console.log(`agent bench FAILED at ${f}`);
   if (failures.length > 0) process.exitCode = 1;
+  if (!checkIdleLimit(results, idleFromEnv())) process.exitCode = 1;
 }
 
 /** Why the bench cannot run here, or undefined when it can. */

@@ -15,6 +15,7 @@ import type { MountTable } from '../ports/mounter.js';
 import {
   escapeMountPath,
   parseMountInfo,
+  ScannedMountInfo,
   unescapeMountPath,
   type MountInfoEntry,
   type MountInfoProblem,
@@ -68,8 +69,11 @@ const DELETED_SUFFIX = '\\040(deleted)';
  * snapshot is never queried costs the parse alone.
  */
 export class MountTableSnapshot implements MountTable {
-  readonly entries: readonly MountInfoEntry[];
   readonly problems: readonly MountInfoProblem[];
+  /** The entries, or the scanned table that builds them when asked (see {@link MountTableSnapshot.scan}). */
+  readonly #table: readonly MountInfoEntry[] | ScannedMountInfo;
+  /** How many entries. */
+  readonly #count: number;
   /** Cleaned (still escaped) mount point -> the highest index of an entry mounted there. */
   #lastAtMountPoint: Map<string, number> | undefined;
   /**
@@ -97,13 +101,56 @@ export class MountTableSnapshot implements MountTable {
     return new MountTableSnapshot(parseMountInfo(text, options));
   }
 
-  constructor(parsed: ParsedMountInfo) {
-    this.entries = parsed.entries;
+  /**
+   * The same snapshot as {@link MountTableSnapshot.parse} (same answers, same errors and
+   * problems), whose entries are built only as queries need them: the indexes read each line's
+   * mount point and device numbers only. For a one-shot reader of a large table (the audit).
+   */
+  static scan(text: string, options?: ParseMountInfoOptions): MountTableSnapshot {
+    return new MountTableSnapshot(ScannedMountInfo.scan(text, options));
+  }
+
+  constructor(parsed: ParsedMountInfo | ScannedMountInfo) {
+    if (parsed instanceof ScannedMountInfo) {
+      this.#table = parsed;
+      this.#count = parsed.count;
+    } else {
+      this.#table = parsed.entries;
+      this.#count = parsed.entries.length;
+    }
     this.problems = parsed.problems;
   }
 
+  /** Every entry, in file order (a scanned table builds them all on first use). */
+  get entries(): readonly MountInfoEntry[] {
+    const t = this.#table;
+    return t instanceof ScannedMountInfo ? t.entries() : t;
+  }
+
+  /** The i-th entry. */
+  #entry(i: number): MountInfoEntry | undefined {
+    const t = this.#table;
+    return t instanceof ScannedMountInfo ? t.entry(i) : t[i];
+  }
+
+  /** The i-th entry's mount point (verbatim), without building a scanned entry. */
+  #mountPointOf(i: number): string {
+    const t = this.#table;
+    return t instanceof ScannedMountInfo ? t.mountPoint(i) : (t[i]?.mountPoint ?? '');
+  }
+
+  /** Whether some entry's mount point (verbatim) starts with `prefix`. */
+  hasMountPointStartingWith(prefix: string): boolean {
+    for (let i = 0; i < this.#count; i++) if (this.#mountPointOf(i).startsWith(prefix)) return true;
+    return false;
+  }
+
   get #cleanedMountPoints(): string[] {
-    if (this.#cleaned === undefined) this.#cleaned = this.entries.map((e) => cleanPath(e.mountPoint));
+    if (this.#cleaned === undefined) {
+      const cleaned = new Array<string>(this.#count);
+      for (let i = 0; i < this.#count; i++) cleaned[i] = cleanPath(this.#mountPointOf(i));
+      this.#cleaned = cleaned;
+    }
     return this.#cleaned;
   }
 
@@ -121,11 +168,16 @@ export class MountTableSnapshot implements MountTable {
   get #devices(): Map<number, number | number[]> {
     if (this.#byDevice === undefined) {
       const index = new Map<number, number | number[]>();
-      const entries = this.entries;
-      for (let i = 0; i < entries.length; i++) {
-        const entry = entries[i];
-        if (entry === undefined) continue;
-        const dev = deviceKey(entry.major, entry.minor);
+      const t = this.#table;
+      const scanned = t instanceof ScannedMountInfo ? t : undefined;
+      for (let i = 0; i < this.#count; i++) {
+        let dev: number;
+        if (scanned !== undefined) dev = deviceKey(scanned.major(i), scanned.minor(i));
+        else {
+          const entry = this.#entry(i);
+          if (entry === undefined) continue;
+          dev = deviceKey(entry.major, entry.minor);
+        }
         const seen = index.get(dev);
         if (seen === undefined) index.set(dev, i);
         else if (typeof seen === 'number') index.set(dev, [seen, i]);
@@ -138,7 +190,7 @@ export class MountTableSnapshot implements MountTable {
 
   get #sorted(): string[] {
     if (this.#sortedMountPoints === undefined) {
-      const width = String(this.entries.length).length;
+      const width = String(this.#count).length;
       const sorted = this.#cleanedMountPoints.map((mp, index) => `${mp}\u0000${String(index).padStart(width, '0')}`);
       sorted.sort();
       this.#sortedMountPoints = sorted;
@@ -182,7 +234,7 @@ export class MountTableSnapshot implements MountTable {
    */
   findMountFor(path: string): MountInfoEntry | undefined {
     const best = this.#highestIndexAtOrAbove(cleanPath(path));
-    return best < 0 ? undefined : this.entries[best];
+    return best < 0 ? undefined : this.#entry(best);
   }
 
   /** See #highestAtOrAbove: walks up to the first path already answered, then fills in the walk. */
@@ -228,7 +280,7 @@ export class MountTableSnapshot implements MountTable {
     const onDevice = this.#devices.get(deviceKey(entry.major, entry.minor)) ?? [];
     const out: string[] = [];
     for (const i of typeof onDevice === 'number' ? [onDevice] : onDevice) {
-      const e = this.entries[i];
+      const e = this.#entry(i);
       if (e !== undefined && e.root === rootPath && e.id !== entry.id) out.push(e.mountPoint);
     }
     return out;
@@ -250,7 +302,7 @@ export class MountTableSnapshot implements MountTable {
     const escaped = escapeMountPath(cleanPath(path));
     const prefix = escaped.endsWith('/') ? escaped : `${escaped}/`;
     const viaParent = this.#sortedMountPoints === undefined ? this.#underViaParent(escaped, prefix) : undefined;
-    if (viaParent !== undefined) return viaParent.map((i) => unescapeMountPath(this.entries[i]?.mountPoint ?? ''));
+    if (viaParent !== undefined) return viaParent.map((i) => unescapeMountPath(this.#mountPointOf(i)));
     const sorted = this.#sorted;
     // Binary search for the first key >= escaped; every match lies in one run after it.
     let lo = 0;
@@ -268,7 +320,7 @@ export class MountTableSnapshot implements MountTable {
       if (mp === escaped || mp.startsWith(prefix)) indices.push(Number(key.slice(nul + 1)));
       else if (mp > prefix) break;
     }
-    return indices.sort((a, b) => a - b).map((i) => unescapeMountPath(this.entries[i]?.mountPoint ?? ''));
+    return indices.sort((a, b) => a - b).map((i) => unescapeMountPath(this.#mountPointOf(i)));
   }
 }
 

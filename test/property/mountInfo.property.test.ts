@@ -5,7 +5,8 @@ import { describe, it } from 'node:test';
 
 import fc from 'fast-check';
 
-import { escapeMountPath, MountInfoParseError, parseMountInfo, unescapeMountPath, type MountInfoEntry } from '../../src/mount/mountInfo.js';
+import { escapeMountPath, MountInfoParseError, parseMountInfo, ScannedMountInfo, unescapeMountPath, type MountInfoEntry } from '../../src/mount/mountInfo.js';
+import { MountTableSnapshot } from '../../src/mount/mountRefs.js';
 import { bound, runs } from './runs.js';
 
 /** Whitespace as Go's strings.Fields sees it; the kernel escapes only space, tab, LF and "\". */
@@ -154,6 +155,71 @@ describe('mountinfo parser: properties', () => {
           assert.equal(err.line, lenient.problems[0]?.line);
           assert.ok(err.message.startsWith(`/proc/self/mountinfo:${err.line}: `));
         }
+      }),
+      runs(),
+    );
+  });
+});
+
+/** What `fn` returns, or the message of what it throws (the two must agree on both). */
+function outcome<T>(fn: () => T): { value: T } | { error: string } {
+  try {
+    return { value: fn() };
+  } catch (err) {
+    return { error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) };
+  }
+}
+
+/** Texts for the scanned table: damaged ones, and clean ones whose lines share paths and devices. */
+const sharedPath = fc.constantFrom('/', '/a', '/a/b', '/a/b c', '/var/lib/kubelet/pods/p/volumes', '/a/b/c');
+const sharedLine = line.chain((l) =>
+  fc.record({ mountPoint: sharedPath, root: sharedPath, major: fc.nat({ max: 2 }), minor: fc.nat({ max: 2 }) }).map((o) => render({ ...l, ...o })),
+);
+const scanText = fc.oneof(
+  damagedText,
+  fc.array(fc.oneof({ weight: 4, arbitrary: sharedLine }, { weight: 1, arbitrary: line.map(render) }), { maxLength: 12 }).map((ls) => ls.join('\n')),
+);
+
+describe('the scanned mount table (entries built on demand) against the eager parse', () => {
+  it('same entries, problems, mount points and device numbers, in any order of building; same strict error', bound(), () => {
+    fc.assert(
+      fc.property(scanText, fc.boolean(), fc.array(fc.nat({ max: 20 }), { maxLength: 12 }), (text, otherSpace, order) => {
+        // A vertical tab sends every line through the general path, in both.
+        const t = otherSpace ? `${text}\n\v` : text;
+        const eager = parseMountInfo(t, { strict: false });
+        const scanned = ScannedMountInfo.scan(t, { strict: false });
+        assert.deepEqual(scanned.problems, eager.problems);
+        assert.equal(scanned.count, eager.entries.length);
+        for (const i of order) assert.deepEqual(scanned.entry(i), eager.entries[i]);
+        for (let i = 0; i < eager.entries.length; i++) {
+          assert.equal(scanned.mountPoint(i), eager.entries[i]?.mountPoint);
+          assert.equal(scanned.major(i), eager.entries[i]?.major);
+          assert.equal(scanned.minor(i), eager.entries[i]?.minor);
+        }
+        assert.deepEqual(scanned.entries(), eager.entries);
+        const strictEager = outcome(() => parseMountInfo(t, { source: 'm' }).entries);
+        const strictScanned = outcome(() => ScannedMountInfo.scan(t, { source: 'm' }).entries());
+        assert.deepEqual(strictScanned, strictEager);
+      }),
+      runs(),
+    );
+  });
+
+  it('a snapshot of the scanned table answers every query as the eager snapshot does', bound(), () => {
+    const probe = fc.oneof(sharedPath, fc.constantFrom('/a/b/c/d', '/x', '/a/b\\040c', '/var/lib/kubelet/pods/p/volumes/v', '/a/'));
+    fc.assert(
+      fc.property(scanText, fc.array(probe, { minLength: 1, maxLength: 6 }), (text, paths) => {
+        const eager = MountTableSnapshot.parse(text, { strict: false });
+        const lazy = MountTableSnapshot.scan(text, { strict: false });
+        for (const p of paths) {
+          assert.deepEqual(lazy.findMountFor(p), eager.findMountFor(p));
+          assert.deepEqual(outcome(() => lazy.searchMountPoints(p)), outcome(() => eager.searchMountPoints(p)));
+          assert.equal(lazy.isMountPoint(p), eager.isMountPoint(p));
+          assert.deepEqual(lazy.mountsUnder(p), eager.mountsUnder(p));
+          assert.equal(lazy.hasMountPointStartingWith(`${p}/`), eager.entries.some((e) => e.mountPoint.startsWith(`${p}/`)));
+        }
+        assert.deepEqual(lazy.entries, eager.entries);
+        assert.deepEqual(lazy.problems, eager.problems);
       }),
       runs(),
     );
