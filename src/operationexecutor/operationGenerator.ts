@@ -12,7 +12,7 @@ import type { Logger } from '../ports/logger.js';
 import type { UniquePodName, UniqueVolumeName } from '../layout/names.js';
 import type { MounterArgs, VolumePluginMgr, VolumeUnmounter } from '../volume/plugins.js';
 import { specName, type Spec } from '../volume/spec.js';
-import { isOperationFinishedError, isUncertainProgressError } from '../volume/util/errors.js';
+import { isOperationFinishedError, isUncertainProgressError, UncertainProgressError } from '../volume/util/errors.js';
 import { getDeviceBindMountRefs, mapBlockVolume, removeMapPath, unmapBlockVolume } from '../volume/util/blockMapping.js';
 import { checkNodeAffinity } from '../volume/util/nodeAffinity.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
@@ -183,11 +183,21 @@ export class OperationGenerator {
           }
           asw.markDeviceAsMounted(vtm.volumeName, devicePath, globalMapPath, '');
         }
+        let publishPath: string;
         try {
-          const publishPath = await mapper.mapPodDevice();
-          await mapBlockVolume(host, publishPath, globalMapPath, mapper.getPodDeviceMapPath(), vtm.pod.uid);
+          publishPath = await mapper.mapPodDevice();
         } catch (err) {
           markVolumeErrorState(asw, opts, err, logger, this.hooks.volumeMountStaysUncertain);
+          throw err;
+        }
+        // From here the device is published for the pod: kubelet's deferred markVolumeErrorState
+        // with an UncertainProgressError of the error's text makes a not-mounted pod mount
+        // uncertain on any later error, so that it is unmapped (NodeUnpublishVolume) when the pod
+        // goes; the error returned is the original one.
+        try {
+          await mapBlockVolume(host, publishPath, globalMapPath, mapper.getPodDeviceMapPath(), vtm.pod.uid);
+        } catch (err) {
+          markVolumeErrorState(asw, opts, new UncertainProgressError(errorMessage(err)), logger, this.hooks.volumeMountStaysUncertain);
           throw err;
         }
         asw.markVolumeAsMounted({ ...opts, volumeMountState: 'VolumeMounted' });
