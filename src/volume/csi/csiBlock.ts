@@ -150,13 +150,13 @@ export class CsiBlockMapper implements BlockVolumeMapper {
   /**
    * MapPodDevice / publishVolumeForBlock, in kubelet's order: the VolumeAttachment, the pod
    * information, the publish secrets, the publish dir, then NodePublishVolume (which first maps
-   * the access mode). No service account tokens: kubelet sends them from SetUp only.
+   * the access mode). No service account tokens: kubelet sends them from SetUp only. No
+   * capability query of its own: the only NodeGetCapabilities call is the access mode's.
    */
   async mapPodDevice(): Promise<string> {
     const { host, id } = this;
     const publishContext = await this.publishContext('MapPodDevice');
     const client = clientFor(host, id.driverName);
-    const stageUnstage = await supportsStageUnstage(client);
     // publishVolumeForBlock: the pod keys when the CSIDriver has podInfoOnMount (a PV: ephemeral=false).
     let volumeContext: Record<string, string> = { ...(this.spec.kind === 'persistent' ? (this.spec.persistentVolume.csi?.volumeAttributes ?? {}) : {}) };
     let podInfo: boolean;
@@ -191,7 +191,9 @@ export class CsiBlockMapper implements BlockVolumeMapper {
         client.nodePublishVolume({
           volumeId: id.volumeHandle,
           publishContext,
-          stagingTargetPath: stageUnstage ? host.layout.csiBlockStagingPath(id.specName) : '',
+          // Always the staging path, whether or not the driver stages (csi_block.go
+          // publishVolumeForBlock passes getStagingPath(); csi_client.go sets the field when it is not empty).
+          stagingTargetPath: host.layout.csiBlockStagingPath(id.specName),
           targetPath: publishPath,
           volumeCapability: blockCapability(this.spec, accessMode),
           readonly: this.spec.readOnly,
