@@ -35,8 +35,12 @@ export interface StageTarget {
 export interface FinishedErrorSite {
   /** kubelet's operation: MountDevice (csi_attacher.go), SetUp (csi_mounter.go), SetUpDevice (csi_block.go). */
   readonly operation: 'MountDevice' | 'SetUp' | 'SetUpDevice';
-  /** What failed: the write of the volume data file, or the driver's call. */
-  readonly step: 'saveVolumeData' | 'NodeStageVolume' | 'NodePublishVolume';
+  /**
+   * What failed: the write of the volume data file, the driver's call, a capability check before
+   * it (SetUpDevice's STAGE_UNSTAGE_VOLUME, MountDevice's VOLUME_MOUNT_GROUP), or SetUpDevice's
+   * MkdirAll of the staging path.
+   */
+  readonly step: 'saveVolumeData' | 'NodeStageVolume' | 'NodePublishVolume' | 'NodeGetCapabilities' | 'MkdirAll';
   /** The staging path, or the pod's target. */
   readonly path: string;
   /** The operation's mounter args, as the operation generator passed them. */
