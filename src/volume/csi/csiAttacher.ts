@@ -25,7 +25,7 @@ import {
   supportsStageUnstage,
   volumeMountGroupFor,
 } from './csiUtil.js';
-import { isVolumeDataNotFound, loadVolumeData, saveVolumeDataUnlessSame, VOL_DATA_FILE_NAME, volDataKey } from './volumeData.js';
+import { isVolumeDataNotFound, loadVolumeData, saveVolumeData, VOL_DATA_FILE_NAME, volDataKey } from './volumeData.js';
 
 export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
   /** `hooks`: nodevol's (csiHooks.ts), kubelet's by default. */
@@ -105,11 +105,9 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
     };
     if (args.seLinuxLabel !== undefined && args.seLinuxLabel !== '') data[volDataKey.seLinuxMountContext] = args.seLinuxLabel;
     try {
-      // A failed rewrite of the bytes already there is no failure (saveVolumeDataUnlessSame:
-      // kubelet's in-place rewrite needs no new block; the atomic one fails on a full or
-      // read-only root dir).
-      const outcome = await saveVolumeDataUnlessSame(host.fs, dataDir, data);
-      if (outcome === 'unchanged') host.logger.v(2).info(csiLog('attacher.MountDevice could not rewrite the volume data file, which already holds these bytes; going on'), { dir: dataDir });
+      // csi_util.go saveVolumeData: any failure is MountDevice's final error, whatever the file
+      // already holds (kubelet truncates and rewrites it), and NodeStageVolume is not sent.
+      await saveVolumeData(host.fs, dataDir, data);
     } catch (err) {
       const message = csiLog(`failed to save volume info data: ${errorMessage(err)}`);
       const decision = this.hooks.onFinishedError?.({ operation: 'MountDevice', step: 'saveVolumeData', path: deviceMountPath, args }) ?? 'cleanup';
