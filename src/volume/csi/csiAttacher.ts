@@ -93,8 +93,6 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
       await this.hooks.beforeNodeStageVolume(host, client, { volumeHandle: csi.volumeHandle, stagingPath: deviceMountPath, dataDir: path.dirname(deviceMountPath), caller: 'attacher.MountDevice' });
     }
     const dataDir = path.dirname(deviceMountPath);
-    const newVolumeDir = this.hooks.newVolumeDir;
-    const makesVolumeDir = newVolumeDir !== undefined && !(await newVolumeDir.exists(host.fs, dataDir));
     await mkdirAll(host, deviceMountPath);
     // KEP-6058 item 1: specVolID and volumeLifecycleMode, unconditionally.
     const data: Record<string, string> = {
@@ -120,12 +118,16 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
       host.logger.info(csiLog('attacher.MountDevice STAGE_UNSTAGE_VOLUME capability not set. Skipping MountDevice...'));
       return;
     }
-    // A failure to ask is transient: the directory and vol_data.json stay.
+    // A failure to ask returns a transient error, but kubelet's deferred cleanup looks at the raw
+    // error of NodeSupportsVolumeMountGroup (the function's local err, a finished error) and runs
+    // removeMountDir: the staging dir, vol_data.json and the volume dir go unless the staging dir
+    // is a mount point, whether or not this call made them. The onFinishedError hook may keep them.
     let volumeMountGroup: string;
     try {
       volumeMountGroup = await volumeMountGroupFor(client, args.fsGroup, 'attacher.MountDevice');
     } catch (err) {
-      if (makesVolumeDir && newVolumeDir !== undefined) await newVolumeDir.afterTransientError(host, deviceMountPath, () => this.cleanupMountDir(deviceMountPath));
+      const decision = this.hooks.onFinishedError?.({ operation: 'MountDevice', step: 'NodeGetCapabilities', path: deviceMountPath, args }) ?? 'cleanup';
+      if (decision === 'cleanup') await this.cleanupMountDir(deviceMountPath);
       throw err;
     }
     // A final error: the deferred removeMountDir of the staging path.

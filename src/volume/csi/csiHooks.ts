@@ -16,7 +16,6 @@
  *   returns a settled promise (one turn, as the awaited check that returned at once).
  */
 import type { CsiNodeClient } from '../../ports/csi.js';
-import type { FileSystem } from '../../ports/fs.js';
 import type { GlobalVolume, MounterArgs } from '../plugins.js';
 import type { UncertainProgressError } from '../util/errors.js';
 import type { VolumeHost } from '../volumeHost.js';
@@ -62,15 +61,6 @@ export interface CsiHooks {
    * it.
    */
   readonly beginMountDevice?: (volumeDir: string) => (() => void) | Promise<() => void>;
-  /**
-   * Before MkdirAll of the staging path: whether the volume dir exists (`exists`), and what
-   * follows a failed VOLUME_MOUNT_GROUP check when this call made it (`afterTransientError`,
-   * given kubelet's removal of the staging dir and its vol_data.json).
-   */
-  readonly newVolumeDir?: {
-    readonly exists: (fs: FileSystem, dir: string) => Promise<boolean>;
-    readonly afterTransientError: (host: VolumeHost, deviceMountPath: string, removeMountDir: () => Promise<void>) => Promise<void>;
-  };
   // ---- MountDevice (a driver with STAGE_UNSTAGE_VOLUME) and csi_block.go SetUpDevice ----
   /** After the stage secrets, before anything in the volume dir changes; rejects to stop the stage. */
   readonly beforeNodeStageVolume?: (host: VolumeHost, client: CsiNodeClient, target: StageTarget) => Promise<void>;
