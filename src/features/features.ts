@@ -15,6 +15,8 @@ export interface FeatureSpec {
   readonly description: string;
   /** Set for an old name that is still accepted: the value is applied to this gate, with a warning. */
   readonly aliasOf?: FeatureName;
+  /** Set for a retired gate, still accepted with a warning and no effect: why it has none. */
+  readonly retired?: string;
 }
 
 /** KEP-6058: reconstruct CSI volumes from their global mounts (listing + pod-local fallback). */
@@ -71,11 +73,9 @@ export const CSIUnstageCompletesBeforeRestage = 'CSIUnstageCompletesBeforeRestag
  */
 export const CSIKeepUncertainMountOnFinalError = 'CSIKeepUncertainMountOnFinalError';
 /**
- * nodevol: MountDevice that made the volume directory (it was not there) and then fails
- * transiently before NodeStageVolume (NodeGetCapabilities for VOLUME_MOUNT_GROUP) removes what it
- * made. Upstream keeps the directory and its vol_data.json; the device is not in the actual state,
- * so when the pod goes before a retry nothing removes them (and with KEP-6058 the next start lists
- * and reports in use a volume that was never staged here).
+ * Retired (deprecated, no effect): MountDevice removed a volume directory it had made after a
+ * failed VOLUME_MOUNT_GROUP check. MountDevice now runs kubelet's removeMountDir there whatever the
+ * gates (its deferred cleanup sees the raw, finished error), which removes such a directory too.
  */
 export const CSIRemoveNewStagingDirOnTransientError = 'CSIRemoveNewStagingDirOnTransientError';
 /** The earlier name of {@link CSIKeepUncertainMountOnFinalError}, which covered reconstructed volumes only. */
@@ -100,8 +100,7 @@ export type FeatureName =
   | typeof CSIUnpublishBeforeUnstageAfterReconstruction
   | typeof CSIRetryReconstructionCleanup
   | typeof CSIKeepUncertainMountOnFinalError
-  | typeof CSIUnstageCompletesBeforeRestage
-  | typeof CSIRemoveNewStagingDirOnTransientError;
+  | typeof CSIUnstageCompletesBeforeRestage;
 
 const KNOWN_FEATURES: Readonly<Record<string, FeatureSpec>> = {
   [CSIGlobalMountReconstruction]: {
@@ -147,9 +146,10 @@ const KNOWN_FEATURES: Readonly<Record<string, FeatureSpec>> = {
   },
   [CSIRemoveNewStagingDirOnTransientError]: {
     default: false,
-    preRelease: 'Alpha',
+    preRelease: 'Deprecated',
     description:
-      'nodevol: a MountDevice that made the volume directory and fails transiently before NodeStageVolume (the VOLUME_MOUNT_GROUP capability check) removes the directory and its vol_data.json again; upstream leaves them to no one when the pod goes before a retry.',
+      'Deprecated, no effect: MountDevice removes the volume directory after a failed VOLUME_MOUNT_GROUP check whatever the gates, as kubelet does.',
+    retired: 'MountDevice removes the volume directory after a failed VOLUME_MOUNT_GROUP check whatever the gates, as kubelet does',
   },
   [CSIKeepListedVolumeOnStageFailure]: {
     default: false,
@@ -198,11 +198,11 @@ export class FeatureGate {
     return this.values.get(name) ?? spec.default;
   }
 
-  /** The value of every non-alias gate, sorted by name: what `-o json` reports. */
+  /** The value of every gate but the aliases and the retired ones, sorted by name: what `-o json` reports. */
   snapshot(): Record<string, boolean> {
     const out: Record<string, boolean> = {};
     for (const [name, spec] of knownFeatures()) {
-      if (spec.aliasOf === undefined) out[name] = this.enabled(name as FeatureName);
+      if (spec.aliasOf === undefined && spec.retired === undefined) out[name] = this.enabled(name as FeatureName);
     }
     return out;
   }
@@ -211,7 +211,7 @@ export class FeatureGate {
    * Parses one or more `--feature-gates` values (later values win), the way kubelet does:
    * comma-separated `Name=bool`, bool as Go's strconv.ParseBool accepts it. An unknown gate or a
    * malformed pair throws a {@link FeatureGateError}. Deprecated aliases apply to their target and
-   * add a warning. `AllAlpha=bool` / `AllBeta=bool` (kubelet's too) set every Alpha / Beta gate
+   * add a warning; a retired gate only adds a warning. `AllAlpha=bool` / `AllBeta=bool` (kubelet's too) set every Alpha / Beta gate
    * not given by name, wherever they stand in the list.
    */
   static parse(flagValues: readonly string[]): { gate: FeatureGate; warnings: string[] } {
@@ -237,6 +237,10 @@ export class FeatureGate {
         }
         if (spec === undefined) {
           if (stage !== undefined) all.set(stage, value);
+          continue;
+        }
+        if (spec.retired !== undefined) {
+          warnings.push(`feature gate ${key} is deprecated and has no effect: ${spec.retired}`);
           continue;
         }
         bySpelling.set(key, value);

@@ -6,14 +6,12 @@ import { durableBlockVolumePaths } from './durableBlockVolumePaths/index.js';
 import { keepUncertainMountOnFinalError } from './keepUncertainMountOnFinalError/index.js';
 import { listGlobalVolumesWithoutStagingDir } from './listGlobalVolumesWithoutStagingDir/index.js';
 import type { NodevolGate } from './nodevolGate.js';
-import { removeNewStagingDirOnTransientError } from './removeNewStagingDirOnTransientError/index.js';
 import { retryReconstructionCleanup } from './retryReconstructionCleanup/index.js';
 import { unpublishBeforeUnstageAfterReconstruction } from './unpublishBeforeUnstageAfterReconstruction/index.js';
 import { unstageCompletesBeforeRestage } from './unstageCompletesBeforeRestage/index.js';
 
 export const NODEVOL_GATES: readonly NodevolGate[] = [
   durableBlockVolumePaths,
-  removeNewStagingDirOnTransientError,
   unstageCompletesBeforeRestage,
   retryReconstructionCleanup,
   unpublishBeforeUnstageAfterReconstruction,

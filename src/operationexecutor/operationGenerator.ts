@@ -7,12 +7,13 @@
  * updater.
  */
 import type { ClusterView } from '../ports/cluster.js';
+import { errorMessage } from '../ports/fs.js';
 import type { Logger } from '../ports/logger.js';
 import type { UniquePodName, UniqueVolumeName } from '../layout/names.js';
 import type { MounterArgs, VolumePluginMgr, VolumeUnmounter } from '../volume/plugins.js';
 import { specName, type Spec } from '../volume/spec.js';
-import { isOperationFinishedError, isUncertainProgressError } from '../volume/util/errors.js';
-import { mapBlockVolume, unmapBlockVolume } from '../volume/util/blockMapping.js';
+import { isOperationFinishedError, isUncertainProgressError, UncertainProgressError } from '../volume/util/errors.js';
+import { getDeviceBindMountRefs, mapBlockVolume, removeMapPath, unmapBlockVolume } from '../volume/util/blockMapping.js';
 import { checkNodeAffinity } from '../volume/util/nodeAffinity.js';
 import type { VolumeHost } from '../volume/volumeHost.js';
 import type { ActualStateOfWorldAttacherUpdater, ActualStateOfWorldMounterUpdater, AttachedVolume, MarkVolumeOpts, UnmountTarget } from './actualStateOfWorldUpdater.js';
@@ -182,11 +183,21 @@ export class OperationGenerator {
           }
           asw.markDeviceAsMounted(vtm.volumeName, devicePath, globalMapPath, '');
         }
+        let publishPath: string;
         try {
-          const publishPath = await mapper.mapPodDevice();
-          await mapBlockVolume(host, publishPath, globalMapPath, mapper.getPodDeviceMapPath(), vtm.pod.uid);
+          publishPath = await mapper.mapPodDevice();
         } catch (err) {
           markVolumeErrorState(asw, opts, err, logger, this.hooks.volumeMountStaysUncertain);
+          throw err;
+        }
+        // From here the device is published for the pod: kubelet's deferred markVolumeErrorState
+        // with an UncertainProgressError of the error's text makes a not-mounted pod mount
+        // uncertain on any later error, so that it is unmapped (NodeUnpublishVolume) when the pod
+        // goes; the error returned is the original one.
+        try {
+          await mapBlockVolume(host, publishPath, globalMapPath, mapper.getPodDeviceMapPath(), vtm.pod.uid);
+        } catch (err) {
+          markVolumeErrorState(asw, opts, new UncertainProgressError(errorMessage(err)), logger, this.hooks.volumeMountStaysUncertain);
           throw err;
         }
         asw.markVolumeAsMounted({ ...opts, volumeMountState: 'VolumeMounted' });
@@ -299,22 +310,43 @@ export class OperationGenerator {
     };
   }
 
-  /** UnmapDevice (raw block): TearDownDevice (NodeUnstage + block file cleanup). */
+  /**
+   * UnmapDevice, raw block (GenerateUnmapDeviceFunc), in kubelet's order: the global map path is
+   * the actual state's device mount path; refused, with no state change and no call, while
+   * GetDeviceBindMountRefs finds a pod's bind mount of the device there; the device marked
+   * uncertain; TearDownDevice (NodeUnstageVolume, the block file cleanup); RemoveMapPath; then
+   * not mounted. kubelet's isDeviceOpened check applies to a device path, which a CSI volume has
+   * none of (kubelet skips it too).
+   */
   async generateUnmapDevice(av: AttachedVolume, asw: ActualStateOfWorldMounterUpdater): Promise<Operation> {
+    const { host } = this.deps;
     const plugin = this.deps.plugins.findMapperPluginByName(av.pluginName);
     if (plugin === undefined) throw new Error(`UnmapDevice.FindMapperPluginByName failed for ${av.pluginName}`);
     const name = specName(av.volumeSpec);
     const unmapper = await plugin.newBlockVolumeUnmapper(name, '');
-    const globalMapPath = plugin.getGlobalMapPath(av.volumeSpec);
     return {
       operationName: OP.unmapDevice,
       pluginLabel: pluginLabel(av.pluginName, av.volumeSpec),
       run: async () => {
+        // kubelet reads the path from the actual state only; nodevol falls back to the spec's
+        // when the state has none (a robustness step: every path that marks a block device sets it).
+        const globalMapPath = av.deviceMountPath !== '' ? av.deviceMountPath : plugin.getGlobalMapPath(av.volumeSpec);
+        let refs: string[];
         try {
-          await unmapper.tearDownDevice(globalMapPath, av.devicePath);
+          refs = await getDeviceBindMountRefs(host, globalMapPath);
         } catch (err) {
-          asw.markDeviceAsUncertain(av.volumeName, av.devicePath, globalMapPath, '');
-          throw err;
+          throw new Error(`UnmapDevice.GetDeviceBindMountRefs check failed for volume ${JSON.stringify(av.volumeName)}: ${errorMessage(err)}`);
+        }
+        if (refs.length > 0) {
+          throw new Error(`UnmapDevice failed for volume ${JSON.stringify(av.volumeName)}: the device ${JSON.stringify(globalMapPath)} is still referenced from other Pods [${refs.join(' ')}]`);
+        }
+        // Before the teardown, so that any failure below leaves the device uncertain.
+        asw.markDeviceAsUncertain(av.volumeName, av.devicePath, globalMapPath, '');
+        await unmapper.tearDownDevice(globalMapPath, av.devicePath);
+        try {
+          await removeMapPath(host, globalMapPath);
+        } catch (err) {
+          throw new Error(`UnmapDevice.RemoveMapPath failed for volume ${JSON.stringify(av.volumeName)}: ${errorMessage(err)}`);
         }
         asw.markDeviceAsUnmounted(av.volumeName);
       },

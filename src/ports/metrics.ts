@@ -4,8 +4,8 @@
  *
  * | name                                                 | type      | labels                                               |
  * |------------------------------------------------------|-----------|------------------------------------------------------|
- * | reconstruct_volume_operations_total                  | counter   | source                                               |
- * | reconstruct_volume_operations_errors_total           | counter   | source                                               |
+ * | reconstruct_volume_operations_total                  | counter   | -                                                    |
+ * | reconstruct_volume_operations_errors_total           | counter   | -                                                    |
  * | force_cleaned_failed_volume_operations_total         | counter   | -                                                    |
  * | force_cleaned_failed_volume_operation_errors_total   | counter   | - (singular "operation", as in kubelet)              |
  * | storage_operation_duration_seconds                   | histogram | volume_plugin, operation_name, status, migrated      |
@@ -15,10 +15,11 @@
  * Kubelet registers none of these with a `kubelet_` prefix. Its help strings carry the stability
  * level in front (`[ALPHA] ...`), as component-base renders them; we keep that.
  *
- * The `source` label (`pod-local` | `global-mount`) on the two reconstruct counters is KEP-6058's
- * planned beta label. Kubelet's alpha counters have no labels, and in alpha the global-mount step
- * does not count at all. Both `source` series are created at 0 so that dashboards and the KEP-3756
- * SLO ("errors should stay 0") see the series before the first reconstruction.
+ * The two reconstruct counters are unlabelled, as kubelet's alpha ones: one count per pod
+ * directory candidate of reconstruction (reconstruct_common.go reconstructVolume); KEP-6058's
+ * listing counts nothing. The port still carries the source (`pod-local` | `global-mount`, a pod
+ * directory rebuilt through the global fallback) for the recording adapter; the label KEP-6058
+ * plans for beta is not exported.
  *
  * The engine sees only this port; the prom-client implementation is
  * src/adapters/prometheus/volumeManagerMetrics.ts, the recording one (simulator, tests)
@@ -37,7 +38,7 @@ export interface VolumeCount {
 
 /** The metrics port the engine reports through. */
 export interface VolumeManagerMetrics {
-  /** One reconstruction attempt: reconstruct_volume_operations_total{source} +1, and _errors_total{source} +1 when it failed. */
+  /** One reconstruction attempt of a pod directory candidate: reconstruct_volume_operations_total +1, and _errors_total +1 when it failed. */
   reconstructVolumeOperation(source: ReconstructionSource, failed: boolean): void;
   /** One force cleanup after a failed reconstruction: force_cleaned_failed_volume_operations_total +1, and the errors counter +1 when it failed. */
   forceCleanedFailedVolumeOperation(failed: boolean): void;

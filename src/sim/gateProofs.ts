@@ -21,15 +21,13 @@ import { NODEVOL_GATES } from '../nodevol/registry.js';
  * - CSIKeepUncertainMountOnFinalError: a volume only the listing found; then, found by the
  *   explorer over generated workloads, a filesystem stage and publish done then failed, and a raw
  *   block publish timed out then failed;
- * - CSIRemoveNewStagingDirOnTransientError: found by the explorer with --faults, the
- *   VOLUME_MOUNT_GROUP check of MountDevice fails.
  */
 export const GATE_PROOFS: Readonly<Record<string, readonly string[]>> = Object.fromEntries(NODEVOL_GATES.map((g) => [g.name, g.proofScenarios]));
 
-/** nodevol's own gates: every registered gate but KEP-6058's and the aliases. */
+/** nodevol's own gates: every registered gate but KEP-6058's, the aliases and the retired ones. */
 export function nodevolGates(): string[] {
   return knownFeatures()
-    .filter(([name, spec]) => spec.aliasOf === undefined && name !== CSIGlobalMountReconstruction)
+    .filter(([name, spec]) => spec.aliasOf === undefined && spec.retired === undefined && name !== CSIGlobalMountReconstruction)
     .map(([name]) => name);
 }
 

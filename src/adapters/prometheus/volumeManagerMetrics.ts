@@ -23,7 +23,6 @@ export const METRIC_NAMES = {
 
 /** kubelet's pluginNameNotAvailable. */
 const PLUGIN_NAME_NOT_AVAILABLE = 'N/A';
-const RECONSTRUCTION_SOURCES: readonly ReconstructionSource[] = ['pod-local', 'global-mount'];
 
 const alpha = (help: string): string => `[ALPHA] ${help}`;
 
@@ -36,8 +35,8 @@ export function createVolumeManagerMetrics(registry: Registry): VolumeManagerMet
 }
 
 class PromVolumeManagerMetrics implements VolumeManagerMetrics {
-  private readonly reconstructTotal: Counter<'source'>;
-  private readonly reconstructErrors: Counter<'source'>;
+  private readonly reconstructTotal: Counter;
+  private readonly reconstructErrors: Counter;
   private readonly forceCleanedTotal: Counter;
   private readonly forceCleanedErrors: Counter;
   private readonly storageDuration: Histogram<'volume_plugin' | 'operation_name' | 'status' | 'migrated'>;
@@ -52,19 +51,13 @@ class PromVolumeManagerMetrics implements VolumeManagerMetrics {
       help: alpha(
         'The number of volumes that were attempted to be reconstructed from the operating system during kubelet startup. This includes both successful and failed reconstruction.',
       ),
-      labelNames: ['source'] as const,
       registers,
     });
     this.reconstructErrors = new Counter({
       name: METRIC_NAMES.reconstructVolumeOperationsErrorsTotal,
       help: alpha('The number of volumes that failed reconstruction from the operating system during kubelet startup.'),
-      labelNames: ['source'] as const,
       registers,
     });
-    for (const source of RECONSTRUCTION_SOURCES) {
-      this.reconstructTotal.inc({ source }, 0);
-      this.reconstructErrors.inc({ source }, 0);
-    }
     this.forceCleanedTotal = new Counter({
       name: METRIC_NAMES.forceCleanedFailedVolumeOperationsTotal,
       help: alpha(
@@ -99,9 +92,10 @@ class PromVolumeManagerMetrics implements VolumeManagerMetrics {
     });
   }
 
-  reconstructVolumeOperation(source: ReconstructionSource, failed: boolean): void {
-    this.reconstructTotal.inc({ source });
-    if (failed) this.reconstructErrors.inc({ source });
+  /** kubelet's counters are unlabelled (KEP-6058 adds `source` at beta): the source is not exported. */
+  reconstructVolumeOperation(_source: ReconstructionSource, failed: boolean): void {
+    this.reconstructTotal.inc();
+    if (failed) this.reconstructErrors.inc();
   }
 
   forceCleanedFailedVolumeOperation(failed: boolean): void {

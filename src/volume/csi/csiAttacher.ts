@@ -25,7 +25,7 @@ import {
   supportsStageUnstage,
   volumeMountGroupFor,
 } from './csiUtil.js';
-import { isVolumeDataNotFound, loadVolumeData, saveVolumeDataUnlessSame, VOL_DATA_FILE_NAME, volDataKey } from './volumeData.js';
+import { isVolumeDataNotFound, loadVolumeData, saveVolumeData, VOL_DATA_FILE_NAME, volDataKey } from './volumeData.js';
 
 export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
   /** `hooks`: nodevol's (csiHooks.ts), kubelet's by default. */
@@ -93,8 +93,6 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
       await this.hooks.beforeNodeStageVolume(host, client, { volumeHandle: csi.volumeHandle, stagingPath: deviceMountPath, dataDir: path.dirname(deviceMountPath), caller: 'attacher.MountDevice' });
     }
     const dataDir = path.dirname(deviceMountPath);
-    const newVolumeDir = this.hooks.newVolumeDir;
-    const makesVolumeDir = newVolumeDir !== undefined && !(await newVolumeDir.exists(host.fs, dataDir));
     await mkdirAll(host, deviceMountPath);
     // KEP-6058 item 1: specVolID and volumeLifecycleMode, unconditionally.
     const data: Record<string, string> = {
@@ -105,11 +103,9 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
     };
     if (args.seLinuxLabel !== undefined && args.seLinuxLabel !== '') data[volDataKey.seLinuxMountContext] = args.seLinuxLabel;
     try {
-      // A failed rewrite of the bytes already there is no failure (saveVolumeDataUnlessSame:
-      // kubelet's in-place rewrite needs no new block; the atomic one fails on a full or
-      // read-only root dir).
-      const outcome = await saveVolumeDataUnlessSame(host.fs, dataDir, data);
-      if (outcome === 'unchanged') host.logger.v(2).info(csiLog('attacher.MountDevice could not rewrite the volume data file, which already holds these bytes; going on'), { dir: dataDir });
+      // csi_util.go saveVolumeData: any failure is MountDevice's final error, whatever the file
+      // already holds (kubelet truncates and rewrites it), and NodeStageVolume is not sent.
+      await saveVolumeData(host.fs, dataDir, data);
     } catch (err) {
       const message = csiLog(`failed to save volume info data: ${errorMessage(err)}`);
       const decision = this.hooks.onFinishedError?.({ operation: 'MountDevice', step: 'saveVolumeData', path: deviceMountPath, args }) ?? 'cleanup';
@@ -122,12 +118,16 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
       host.logger.info(csiLog('attacher.MountDevice STAGE_UNSTAGE_VOLUME capability not set. Skipping MountDevice...'));
       return;
     }
-    // A failure to ask is transient: the directory and vol_data.json stay.
+    // A failure to ask returns a transient error, but kubelet's deferred cleanup looks at the raw
+    // error of NodeSupportsVolumeMountGroup (the function's local err, a finished error) and runs
+    // removeMountDir: the staging dir, vol_data.json and the volume dir go unless the staging dir
+    // is a mount point, whether or not this call made them. The onFinishedError hook may keep them.
     let volumeMountGroup: string;
     try {
       volumeMountGroup = await volumeMountGroupFor(client, args.fsGroup, 'attacher.MountDevice');
     } catch (err) {
-      if (makesVolumeDir && newVolumeDir !== undefined) await newVolumeDir.afterTransientError(host, deviceMountPath, () => this.cleanupMountDir(deviceMountPath));
+      const decision = this.hooks.onFinishedError?.({ operation: 'MountDevice', step: 'NodeGetCapabilities', path: deviceMountPath, args }) ?? 'cleanup';
+      if (decision === 'cleanup') await this.cleanupMountDir(deviceMountPath);
       throw err;
     }
     // A final error: the deferred removeMountDir of the staging path.

@@ -25,7 +25,7 @@ import {
   skipAttach,
   supportsStageUnstage,
 } from './csiUtil.js';
-import { TransientOperationFailure } from '../util/errors.js';
+import { TransientOperationFailure, UncertainProgressError } from '../util/errors.js';
 import { stageOrPublish } from './stageOrPublish.js';
 import { saveVolumeData, volDataKey } from './volumeData.js';
 
@@ -84,7 +84,17 @@ export class CsiBlockMapper implements BlockVolumeMapper {
     const { host, id } = this;
     const publishContext = await this.publishContext('SetupDevice');
     const client = clientFor(host, id.driverName);
-    if (!(await supportsStageUnstage(client))) {
+    // From here on, as in kubelet's stageVolumeForBlock, a final error runs cleanupOrphanDeviceFiles
+    // (the block data file NewBlockVolumeMapper wrote included): the capability check and the
+    // MkdirAll below, and NodeStageVolume (stageOrPublish).
+    let stageUnstage: boolean;
+    try {
+      stageUnstage = await supportsStageUnstage(client);
+    } catch (err) {
+      const failed = new Error(csiLog(`blockMapper.stageVolumeForBlock failed to check STAGE_UNSTAGE_VOLUME capability: ${errorMessage(err)}`));
+      throw await this.finishedBeforeNodeStageVolume(failed, 'NodeGetCapabilities', args);
+    }
+    if (!stageUnstage) {
       host.logger.info(csiLog('blockMapper.stageVolumeForBlock STAGE_UNSTAGE_VOLUME capability not set. Skipping MountDevice...'));
       return '';
     }
@@ -101,7 +111,12 @@ export class CsiBlockMapper implements BlockVolumeMapper {
     if (this.hooks.beforeNodeStageVolume !== undefined) {
       await this.hooks.beforeNodeStageVolume(host, client, { volumeHandle: id.volumeHandle, stagingPath, dataDir: host.layout.csiBlockDataDir(id.specName), caller: 'blockMapper.SetUpDevice' });
     }
-    await mkdirAll(host, stagingPath);
+    try {
+      await mkdirAll(host, stagingPath);
+    } catch (err) {
+      const failed = new Error(csiLog(`blockMapper.stageVolumeForBlock failed to create dir ${stagingPath}: ${errorMessage(err)}`));
+      throw await this.finishedBeforeNodeStageVolume(failed, 'MkdirAll', args);
+    }
     if (this.hooks.stagingPathCreated !== undefined) await this.hooks.stagingPathCreated(host, stagingPath);
     // A final error: cleanupOrphanDeviceFiles.
     await stageOrPublish(host, this.hooks, client, {
@@ -123,6 +138,19 @@ export class CsiBlockMapper implements BlockVolumeMapper {
         }),
     });
     return stagingPath;
+  }
+
+  /**
+   * A final error of stageVolumeForBlock before NodeStageVolume: kubelet's SetUpDevice runs
+   * cleanupOrphanDeviceFiles (its failure logged at V(4)), unless the onFinishedError hook
+   * decides otherwise. Returns the error to throw.
+   */
+  private async finishedBeforeNodeStageVolume(err: Error, step: 'NodeGetCapabilities' | 'MkdirAll', args: MounterArgs): Promise<Error> {
+    const { host, id } = this;
+    const decision = this.hooks.onFinishedError?.({ operation: 'SetUpDevice', step, path: host.layout.csiBlockStagingPath(id.specName), args }) ?? 'cleanup';
+    if (decision === 'uncertain') return new UncertainProgressError(err.message);
+    if (decision === 'cleanup') await cleanupOrphanDeviceFilesLogged(host, id.specName);
+    return err;
   }
 
   /**
@@ -150,13 +178,13 @@ export class CsiBlockMapper implements BlockVolumeMapper {
   /**
    * MapPodDevice / publishVolumeForBlock, in kubelet's order: the VolumeAttachment, the pod
    * information, the publish secrets, the publish dir, then NodePublishVolume (which first maps
-   * the access mode). No service account tokens: kubelet sends them from SetUp only.
+   * the access mode). No service account tokens: kubelet sends them from SetUp only. No
+   * capability query of its own: the only NodeGetCapabilities call is the access mode's.
    */
   async mapPodDevice(): Promise<string> {
     const { host, id } = this;
     const publishContext = await this.publishContext('MapPodDevice');
     const client = clientFor(host, id.driverName);
-    const stageUnstage = await supportsStageUnstage(client);
     // publishVolumeForBlock: the pod keys when the CSIDriver has podInfoOnMount (a PV: ephemeral=false).
     let volumeContext: Record<string, string> = { ...(this.spec.kind === 'persistent' ? (this.spec.persistentVolume.csi?.volumeAttributes ?? {}) : {}) };
     let podInfo: boolean;
@@ -191,7 +219,9 @@ export class CsiBlockMapper implements BlockVolumeMapper {
         client.nodePublishVolume({
           volumeId: id.volumeHandle,
           publishContext,
-          stagingTargetPath: stageUnstage ? host.layout.csiBlockStagingPath(id.specName) : '',
+          // Always the staging path, whether or not the driver stages (csi_block.go
+          // publishVolumeForBlock passes getStagingPath(); csi_client.go sets the field when it is not empty).
+          stagingTargetPath: host.layout.csiBlockStagingPath(id.specName),
           targetPath: publishPath,
           volumeCapability: blockCapability(this.spec, accessMode),
           readonly: this.spec.readOnly,

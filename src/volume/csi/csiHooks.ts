@@ -16,7 +16,6 @@
  *   returns a settled promise (one turn, as the awaited check that returned at once).
  */
 import type { CsiNodeClient } from '../../ports/csi.js';
-import type { FileSystem } from '../../ports/fs.js';
 import type { GlobalVolume, MounterArgs } from '../plugins.js';
 import type { UncertainProgressError } from '../util/errors.js';
 import type { VolumeHost } from '../volumeHost.js';
@@ -35,8 +34,12 @@ export interface StageTarget {
 export interface FinishedErrorSite {
   /** kubelet's operation: MountDevice (csi_attacher.go), SetUp (csi_mounter.go), SetUpDevice (csi_block.go). */
   readonly operation: 'MountDevice' | 'SetUp' | 'SetUpDevice';
-  /** What failed: the write of the volume data file, or the driver's call. */
-  readonly step: 'saveVolumeData' | 'NodeStageVolume' | 'NodePublishVolume';
+  /**
+   * What failed: the write of the volume data file, the driver's call, a capability check before
+   * it (SetUpDevice's STAGE_UNSTAGE_VOLUME, MountDevice's VOLUME_MOUNT_GROUP), or SetUpDevice's
+   * MkdirAll of the staging path.
+   */
+  readonly step: 'saveVolumeData' | 'NodeStageVolume' | 'NodePublishVolume' | 'NodeGetCapabilities' | 'MkdirAll';
   /** The staging path, or the pod's target. */
   readonly path: string;
   /** The operation's mounter args, as the operation generator passed them. */
@@ -58,15 +61,6 @@ export interface CsiHooks {
    * it.
    */
   readonly beginMountDevice?: (volumeDir: string) => (() => void) | Promise<() => void>;
-  /**
-   * Before MkdirAll of the staging path: whether the volume dir exists (`exists`), and what
-   * follows a failed VOLUME_MOUNT_GROUP check when this call made it (`afterTransientError`,
-   * given kubelet's removal of the staging dir and its vol_data.json).
-   */
-  readonly newVolumeDir?: {
-    readonly exists: (fs: FileSystem, dir: string) => Promise<boolean>;
-    readonly afterTransientError: (host: VolumeHost, deviceMountPath: string, removeMountDir: () => Promise<void>) => Promise<void>;
-  };
   // ---- MountDevice (a driver with STAGE_UNSTAGE_VOLUME) and csi_block.go SetUpDevice ----
   /** After the stage secrets, before anything in the volume dir changes; rejects to stop the stage. */
   readonly beforeNodeStageVolume?: (host: VolumeHost, client: CsiNodeClient, target: StageTarget) => Promise<void>;

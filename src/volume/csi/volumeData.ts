@@ -140,33 +140,6 @@ export async function saveVolumeData(fs: FileSystem, dir: string, data: VolumeDa
   await writeFileAtomic(fs, posix.join(dir, VOL_DATA_FILE_NAME), encodeVolumeData(data), { mode: 0o644 });
 }
 
-/**
- * {@link saveVolumeData}, where a write that fails while `<dir>/vol_data.json` already holds
- * exactly the bytes it would write is no failure ('unchanged'): nothing needed writing. kubelet
- * truncates and rewrites the file in place, which reuses its blocks; the atomic write needs a
- * fresh block for its temp file, so on a full (ENOSPC) or read-only (EROFS) root dir it fails
- * where kubelet's rewrite of the same bytes would not. The file is then read without following
- * a symlink and bounded by MAX_VOL_DATA_BYTES; anything else rethrows the write's error. The
- * common path makes no call more than saveVolumeData.
- */
-export async function saveVolumeDataUnlessSame(fs: FileSystem, dir: string, data: VolumeData): Promise<'written' | 'unchanged'> {
-  const file = posix.join(dir, VOL_DATA_FILE_NAME);
-  const bytes = encodeVolumeData(data);
-  try {
-    await writeFileAtomic(fs, file, bytes, { mode: 0o644 });
-    return 'written';
-  } catch (err) {
-    let onDisk: Uint8Array | undefined;
-    try {
-      onDisk = await fs.readFile(file, MAX_VOL_DATA_BYTES, { noFollow: true });
-    } catch {
-      throw err;
-    }
-    if (sameBytes(onDisk, bytes)) return 'unchanged';
-    throw err;
-  }
-}
-
 /** `vol_data.json.tmp`: the temp file of {@link saveVolumeData}'s atomic write (kubelet never has one). */
 export const VOL_DATA_TEMP_FILE_NAME = posix.basename(atomicTempPath(VOL_DATA_FILE_NAME));
 

@@ -5,8 +5,8 @@
  * fd lock only keeps a device from being detached while open).
  */
 import * as path from 'node:path/posix';
-import { errorMessage, isNotExist } from '../../ports/fs.js';
-import { assertPathConfined } from './pathConfinement.js';
+import { errorMessage, isNotExist, removeTreeOneFilesystem } from '../../ports/fs.js';
+import { assertPathConfined, assertPathUnderRoot } from './pathConfinement.js';
 import type { VolumeHost } from '../volumeHost.js';
 
 export async function mapBlockVolume(
@@ -63,6 +63,49 @@ export async function unmapBlockVolume(
   }
   try {
     await fs.unlink(bindPath);
+  } catch (err) {
+    if (!isNotExist(err)) throw err;
+  }
+}
+
+/**
+ * GetDeviceBindMountRefs (volumepathhandler, volume_path_handler_linux.go): the entries of the
+ * global map path that are pods' bind mounts of the device, as `<globalMapPath>/<podUID>` paths;
+ * none when the directory is not there (SetUpDevice never got that far). kubelet counts the
+ * entries whose file mode is a device; nodevol's FileSystem port has no device type ('other'
+ * covers it) and a driver that publishes a regular file (the in-memory and mock drivers) makes
+ * the bind mount over a regular file, so an entry also counts when it is a mount point. That is
+ * stricter than kubelet only for such drivers, and only ever refuses an unmap.
+ */
+export async function getDeviceBindMountRefs(host: VolumeHost, globalMapPath: string): Promise<string[]> {
+  let entries;
+  try {
+    entries = await host.fs.readdir(globalMapPath);
+  } catch (err) {
+    if (isNotExist(err)) return [];
+    throw err;
+  }
+  const refs: string[] = [];
+  for (const e of entries) {
+    const p = path.join(globalMapPath, e.name);
+    if (e.type === 'other' || !(await host.mounter.isLikelyNotMountPoint(p))) refs.push(p);
+  }
+  return refs;
+}
+
+const MAX_MAP_PATH_DEPTH = 2;
+
+/**
+ * RemoveMapPath (volumepathhandler): removes the global map path and what is left in it (kubelet:
+ * a remove-all; gone already is fine). nodevol first proves nothing below it is mounted, and
+ * removes through removeTreeOneFilesystem (never into a mount point, never along a symlink).
+ */
+export async function removeMapPath(host: VolumeHost, globalMapPath: string): Promise<void> {
+  assertPathUnderRoot(host, globalMapPath);
+  const mounts = (await host.mounter.readMountTable()).mountsUnder(globalMapPath);
+  if (mounts.length > 0) throw new Error(`refusing to remove ${globalMapPath}: still mounted at ${mounts.join(', ')}`);
+  try {
+    await removeTreeOneFilesystem(host.fs, (p) => host.mounter.isLikelyNotMountPoint(p), globalMapPath, { directoriesOnly: false, maxDepth: MAX_MAP_PATH_DEPTH });
   } catch (err) {
     if (!isNotExist(err)) throw err;
   }

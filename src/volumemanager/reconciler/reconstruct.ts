@@ -91,7 +91,6 @@ export class Reconstructor {
       candidates = (await getVolumesFromPodDir(this.deps.fs, this.deps.layout, logger, this.deps.realRootDir)).volumes;
     } catch (err) {
       logger.error(err, 'Cannot get volumes from disk, skip sync states for volume reconstruction');
-      this.reportListedWithoutPodDirectory(new Set());
       // Listed block volumes' publish targets do not depend on the pod directories.
       this.volumesFailedReconstruction = [...(await this.hooks.afterPodVolumesWalked(this.podVolumesWalked(new Map())))];
       return;
@@ -136,7 +135,7 @@ export class Reconstructor {
       else list.push(reconstructed);
     }
 
-    this.reportListedWithoutPodDirectory(new Set(byVolume.keys()));
+    this.logListedAlsoInPodDirs(new Set(byVolume.keys()));
     this.volumesFailedReconstruction = [...(await this.hooks.afterPodVolumesWalked(this.podVolumesWalked(byVolume)))];
     if (byVolume.size > 0) {
       this.updateStates(byVolume);
@@ -228,7 +227,7 @@ export class Reconstructor {
   }
 
   private reconstructGlobalVolume(plugin: GlobalVolumeListerPlugin, gv: GlobalVolume): void {
-    const { asw, logger, metrics } = this.deps;
+    const { asw, logger } = this.deps;
     const log4 = logger.v(4);
     if (gv.volumeMode === 'Block') {
       if (!isBlockVolumePlugin(plugin)) {
@@ -245,7 +244,6 @@ export class Reconstructor {
       name = getUniqueVolumeName(plugin.getPluginName(), plugin.getVolumeName(gv.spec));
     } catch (err) {
       logger.error(err, 'Could not derive the unique name of a global volume', { deviceMountPath: gv.deviceMountPath });
-      metrics.reconstructVolumeOperation('global-mount', true);
       return;
     }
     if (asw.volumeExists(name)) {
@@ -256,7 +254,6 @@ export class Reconstructor {
       asw.addAttachUncertainReconstructedVolume(name, gv.spec, plugin.getPluginName(), '');
     } catch (err) {
       logger.error(err, 'Could not add a global volume to the actual state', { volumeName: name });
-      metrics.reconstructVolumeOperation('global-mount', true);
       return;
     }
     try {
@@ -265,7 +262,6 @@ export class Reconstructor {
       // A volume with no pod and no device reads as one to detach: take it out again.
       asw.deleteVolume(name);
       logger.error(err, 'Could not mark a global volume device as uncertain', { volumeName: name });
-      metrics.reconstructVolumeOperation('global-mount', true);
       return;
     }
     this.volumesNeedUpdateFromNodeStatus.push(name);
@@ -283,19 +279,15 @@ export class Reconstructor {
   }
 
   /**
-   * The global-mount count, for the listed volumes no pod directory accounted for: those are
-   * the ones only the listing recovered (the listing runs first, so this can only be told once
-   * the pod directories were walked). The KEP's V(2) line is logged at registration, for every
-   * listed volume, as kubelet's reconstructGlobalVolume does.
+   * For the listed volumes a pod directory also accounted for, a V(4) line. The listing itself
+   * counts nothing in reconstruct_volume_operations_total (KEP-6058's alpha
+   * reconstructGlobalVolume increments no counter; only reconstruct_common.go reconstructVolume,
+   * one per pod-directory candidate, does).
    */
-  private reportListedWithoutPodDirectory(foundInPodDirs: ReadonlySet<UniqueVolumeName>): void {
-    const { logger, metrics } = this.deps;
+  private logListedAlsoInPodDirs(foundInPodDirs: ReadonlySet<UniqueVolumeName>): void {
+    const { logger } = this.deps;
     for (const [name, deviceMountPath] of this.listedThisPass) {
-      if (foundInPodDirs.has(name)) {
-        logger.v(4).info('Global mount also found through a pod directory', { volumeName: name, deviceMountPath });
-        continue;
-      }
-      metrics.reconstructVolumeOperation('global-mount', false);
+      if (foundInPodDirs.has(name)) logger.v(4).info('Global mount also found through a pod directory', { volumeName: name, deviceMountPath });
     }
   }
 

@@ -161,7 +161,7 @@ export class TestNode {
 
   /**
    * The value of one series of the current agent's /metrics, written as the exposition prints
-   * it: `reconstruct_volume_operations_total{source="global-mount"}`; 0 when it is absent.
+   * it: `reconstruct_volume_operations_total`, or with labels in their declared order; 0 when it is absent.
    */
   async metric(series: string): Promise<number> {
     for (const line of (await this.metricsText()).split('\n')) {

@@ -11,7 +11,6 @@ describe('feature gates', () => {
       CSIGlobalMountReconstruction: false,
       CSIKeepUncertainMountOnFinalError: false,
       CSIListGlobalVolumesWithoutStagingDir: false,
-      CSIRemoveNewStagingDirOnTransientError: false,
       CSIRetryReconstructionCleanup: false,
       CSIUnpublishBeforeUnstageAfterReconstruction: false,
       CSIUnstageCompletesBeforeRestage: false,
@@ -59,6 +58,15 @@ describe('feature gates', () => {
     assert.equal(gate.snapshot()['CSIGlobalMountReconstruction'], true);
     assert.equal(warnings.length, 1);
     assert.match(warnings[0] ?? '', /VolumeReconstructionFallback is deprecated, use CSIGlobalMountReconstruction/);
+  });
+
+  it('accepts the retired CSIRemoveNewStagingDirOnTransientError with a warning and no effect (not in the snapshot, not set by AllAlpha)', () => {
+    const { gate, warnings } = FeatureGate.parse(['CSIRemoveNewStagingDirOnTransientError=true']);
+    assert.deepEqual(gate.snapshot(), FeatureGate.defaults().snapshot());
+    assert.deepEqual(warnings, [
+      'feature gate CSIRemoveNewStagingDirOnTransientError is deprecated and has no effect: MountDevice removes the volume directory after a failed VOLUME_MOUNT_GROUP check whatever the gates, as kubelet does',
+    ]);
+    assert.equal('CSIRemoveNewStagingDirOnTransientError' in FeatureGate.parse(['AllAlpha=true']).gate.snapshot(), false);
   });
 
   const rejected: [string, RegExp][] = [

@@ -6,9 +6,18 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { GrpcStatus } from '../../../src/ports/csi.js';
+import { CsiCallError, GrpcStatus, type CsiNodeClient } from '../../../src/ports/csi.js';
+import type { FileSystem } from '../../../src/ports/fs.js';
 import { cleanupOrphanDeviceFiles } from '../../../src/volume/csi/csiBlock.js';
-import { InMemoryNode, ROOT } from '../../support/inMemoryNode.js';
+import { FeatureGate } from '../../../src/features/features.js';
+import { composeNodevolPolicy } from '../../../src/nodevol/composePolicy.js';
+import { CsiPlugin } from '../../../src/volume/csi/csiPlugin.js';
+import { constructPVSourceSpec } from '../../../src/volume/spec.js';
+import { isOperationFinishedError } from '../../../src/volume/util/errors.js';
+import type { VolumeHost } from '../../../src/volume/volumeHost.js';
+import { FaultyFs } from '../../support/faultyFs.js';
+import { gates } from '../../support/hosts.js';
+import { DRIVER, InMemoryNode, NODE, ROOT } from '../../support/inMemoryNode.js';
 
 const BLOCK = `${ROOT}/plugins/kubernetes.io/csi/volumeDevices`;
 
@@ -48,5 +57,72 @@ describe('raw block orphan file cleanup (csi_block.go cleanupOrphanDeviceFiles)'
     assert.ok(host !== undefined);
     await cleanupOrphanDeviceFiles(host, 'pv-b');
     for (const d of ['publish/pv-b', 'staging/pv-b', 'pv-b']) assert.equal(await node.exists(`${BLOCK}/${d}`), false, d);
+  });
+});
+
+/** The CSI plugin over an in-memory node, with its own client and file system. */
+function pluginWith(node: InMemoryNode, client: CsiNodeClient, fs: FileSystem = node.fs, features?: FeatureGate): CsiPlugin {
+  const host: VolumeHost = {
+    layout: node.layout,
+    realRootDir: ROOT,
+    fs,
+    features: gates(false),
+    logger: node.logger,
+    clock: node.clock,
+    mounter: node.mounter,
+    csiDrivers: { client: (n) => (n === DRIVER ? client : undefined) },
+    cluster: node.cluster,
+    nodeName: NODE,
+  };
+  return features === undefined ? new CsiPlugin(host) : new CsiPlugin(host, composeNodevolPolicy(features, host).hooks.csi);
+}
+
+describe('csi_block.go SetUpDevice: a final error of stageVolumeForBlock before NodeStageVolume runs cleanupOrphanDeviceFiles', () => {
+  const spec = constructPVSourceSpec('pv-b', DRIVER, 'vol-b', 'Block');
+  const pod = { uid: 'pod-b', namespace: 'default', name: 'pod-b', nodeName: NODE, volumes: [] };
+
+  async function setUpDeviceFails(node: InMemoryNode, plugin: CsiPlugin): Promise<unknown> {
+    node.addVolume('pv-b', 'vol-b', { mode: 'Block' });
+    const mapper = await plugin.newBlockVolumeMapper(spec, pod);
+    assert.ok(await node.exists(`${BLOCK}/pv-b/data/vol_data.json`), 'NewBlockVolumeMapper wrote the data file');
+    const err = await mapper.setUpDevice().then(
+      () => assert.fail('SetUpDevice succeeded'),
+      (e: unknown) => e,
+    );
+    assert.ok(isOperationFinishedError(err), String(err));
+    assert.deepEqual(node.driver.callsOf('NodeStageVolume'), []);
+    for (const d of ['pv-b', 'staging/pv-b', 'publish/pv-b']) assert.equal(await node.exists(`${BLOCK}/${d}`), false, d);
+    return err;
+  }
+
+  it('the STAGE_UNSTAGE_VOLUME check fails: final, kubelet\'s text, and volumeDevices/<spec> with its data file is gone', async () => {
+    const node = new InMemoryNode();
+    const d = node.driver;
+    const client: CsiNodeClient = {
+      nodeGetCapabilities: () => Promise.reject(new CsiCallError('NodeGetCapabilities', GrpcStatus.INTERNAL, 'boom')),
+      nodeStageVolume: (r) => d.nodeStageVolume(r),
+      nodeUnstageVolume: (r) => d.nodeUnstageVolume(r),
+      nodePublishVolume: (r) => d.nodePublishVolume(r),
+      nodeUnpublishVolume: (r) => d.nodeUnpublishVolume(r),
+    };
+    const err = await setUpDeviceFails(node, pluginWith(node, client));
+    assert.match(String(err), /blockMapper\.stageVolumeForBlock failed to check STAGE_UNSTAGE_VOLUME capability: .*boom/);
+  });
+
+  it('MkdirAll of the staging path fails: final, kubelet\'s text, and volumeDevices/<spec> with its data file is gone', async () => {
+    const node = new InMemoryNode();
+    const fs = new FaultyFs(node.fs).failOn('mkdir', `${BLOCK}/staging/pv-b`, 'EIO');
+    const err = await setUpDeviceFails(node, pluginWith(node, node.driver, fs));
+    assert.match(String(err), /blockMapper\.stageVolumeForBlock failed to create dir .*staging\/pv-b/);
+  });
+
+  it('gate CSIKeepUncertainMountOnFinalError, an uncertain device (keepStagingOnFinalError): the same MkdirAll failure keeps the data file', async () => {
+    const node = new InMemoryNode();
+    node.addVolume('pv-b', 'vol-b', { mode: 'Block' });
+    const fs = new FaultyFs(node.fs).failOn('mkdir', `${BLOCK}/staging/pv-b`, 'EIO');
+    const plugin = pluginWith(node, node.driver, fs, FeatureGate.of({ CSIKeepUncertainMountOnFinalError: true }));
+    const mapper = await plugin.newBlockVolumeMapper(spec, pod);
+    await assert.rejects(mapper.setUpDevice({ keepStagingOnFinalError: true }), /failed to create dir/);
+    assert.ok(await node.exists(`${BLOCK}/pv-b/data/vol_data.json`));
   });
 });

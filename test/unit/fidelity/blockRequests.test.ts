@@ -87,3 +87,17 @@ describe('raw block pod information: csi_block.go publishVolumeForBlock (podInfo
     assert.deepEqual(publishes(node).map((r) => r.volumeContext), [{ tier: 'gold' }]);
   });
 });
+
+describe('csi_block.go publishVolumeForBlock: the staging path is always sent, and MapPodDevice asks no capability', () => {
+  it('a driver without STAGE_UNSTAGE_VOLUME: NodePublishVolume carries volumeDevices/staging/<spec>; the only capability calls are SetUpDevice\'s and the access mode\'s', async () => {
+    const node = await mapBlockPv({ capabilities: [] });
+    assert.deepEqual(publishes(node).map((r) => r.stagingTargetPath), ['/var/lib/kubelet/plugins/kubernetes.io/csi/volumeDevices/staging/pv-b']);
+    assert.deepEqual(node.driver.methods(), ['NodeGetCapabilities', 'NodeGetCapabilities', 'NodePublishVolume']);
+  });
+
+  it('a driver with STAGE_UNSTAGE_VOLUME: one capability call before NodePublishVolume (the access mode)', async () => {
+    const node = await mapBlockPv({});
+    assert.deepEqual(publishes(node).map((r) => r.stagingTargetPath), ['/var/lib/kubelet/plugins/kubernetes.io/csi/volumeDevices/staging/pv-b']);
+    assert.deepEqual(node.driver.methods(), ['NodeGetCapabilities', 'NodeGetCapabilities', 'NodeStageVolume', 'NodeGetCapabilities', 'NodePublishVolume']);
+  });
+});

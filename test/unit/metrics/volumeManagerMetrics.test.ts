@@ -101,34 +101,27 @@ describe('VolumeManagerMetrics (prom-client)', () => {
     assert.equal(helps.get('volume_manager_total_volumes'), '[ALPHA] Number of volumes in Volume Manager');
   });
 
-  it('before any call: both reconstruct sources and both force-clean counters read 0, histograms and the gauge are empty', async () => {
+  it('before any call: both reconstruct counters (unlabelled, as kubelet\'s) and both force-clean counters read 0, histograms and the gauge are empty', async () => {
     const { registry } = setup();
     const e = await render(registry);
     assert.deepEqual(e.samples, [
-      'reconstruct_volume_operations_total{source="pod-local"} 0',
-      'reconstruct_volume_operations_total{source="global-mount"} 0',
-      'reconstruct_volume_operations_errors_total{source="pod-local"} 0',
-      'reconstruct_volume_operations_errors_total{source="global-mount"} 0',
+      'reconstruct_volume_operations_total 0',
+      'reconstruct_volume_operations_errors_total 0',
       'force_cleaned_failed_volume_operations_total 0',
       'force_cleaned_failed_volume_operation_errors_total 0',
     ]);
   });
 
-  it('reconstruction attempts count per source, and failures also count as errors', async () => {
+  it('reconstruction attempts count, and failures also count as errors, with no label (kubelet: plain counters; KEP-6058 adds source at beta)', async () => {
     const { registry, metrics } = setup();
     metrics.reconstructVolumeOperation('pod-local', false);
     metrics.reconstructVolumeOperation('pod-local', true);
     metrics.reconstructVolumeOperation('pod-local', false);
     metrics.reconstructVolumeOperation('global-mount', true);
     const e = await render(registry);
-    assert.deepEqual(samplesOf(e, 'reconstruct_volume_operations_total'), [
-      'reconstruct_volume_operations_total{source="pod-local"} 3',
-      'reconstruct_volume_operations_total{source="global-mount"} 1',
-    ]);
-    assert.deepEqual(samplesOf(e, 'reconstruct_volume_operations_errors_total'), [
-      'reconstruct_volume_operations_errors_total{source="pod-local"} 1',
-      'reconstruct_volume_operations_errors_total{source="global-mount"} 1',
-    ]);
+    assert.deepEqual(samplesOf(e, 'reconstruct_volume_operations_total'), ['reconstruct_volume_operations_total 4']);
+    assert.deepEqual(samplesOf(e, 'reconstruct_volume_operations_errors_total'), ['reconstruct_volume_operations_errors_total 2']);
+    assert.deepEqual(e.samples.filter((l) => l.includes('source=')), []);
   });
 
   it('force cleanups count, and failed ones also count in the singular-named errors counter', async () => {

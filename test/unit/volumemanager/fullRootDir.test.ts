@@ -3,7 +3,9 @@
 // found again on disk rewrote its global vol_data.json (temp file + rename: a fresh block even
 // for identical bytes), failed, called the failure final, marked the device not mounted, and
 // the volume left the actual state without NodeUnstageVolume while the driver still had it staged.
-// A failed rewrite of the bytes already there is now no failure.
+// That is kubelet's outcome too when its own rewrite fails (csi_util.go saveVolumeData), and is
+// the default; CSIGlobalMountReconstruction with CSIKeepUncertainMountOnFinalError keeps the
+// device uncertain and unstages it in the end.
 //
 // Two ways the volume is found again, each with CSIGlobalMountReconstruction off and on:
 // - its pod directory is still there (kubelet's own reconstruction);
@@ -115,15 +117,21 @@ for (const fault of ['ENOSPC', 'EROFS'] as const) {
         await assertUnstagedInTheEnd(await acrossRestart(fault, gate, { podDirLost: false }));
       });
 
-      it(`pod dir lost (story 1), CSIGlobalMountReconstruction ${gate ? 'on' : 'off'}: the volume stays in volumesInUse while staged and is unstaged in the end`, async () => {
-        // Found by the global listing (gate on) or by pod-b's MountDevice alone (gate off): its
-        // global vol_data.json held the bytes MountDevice writes, so the failed rewrite was no
-        // failure and NodeStageVolume (idempotent) went ahead.
+      it(`pod dir lost (story 1), CSIGlobalMountReconstruction ${gate ? 'on' : 'off'}: upstream's final error of the vol_data.json write drops the volume while staged`, async () => {
+        // Found by the global listing (gate on) or by pod-b's MountDevice alone (gate off): the
+        // rewrite of its global vol_data.json fails, which is MountDevice's final error (csi_util.go
+        // saveVolumeData: kubelet truncates and rewrites the file), so NodeStageVolume is not sent and
+        // the device is marked not mounted.
         const o = await acrossRestart(fault, gate, { podDirLost: true });
-        await assertUnstagedInTheEnd(o);
-        assert.ok(o.calls.includes('NodeStageVolume OK'), o.calls.join(', '));
+        assert.notDeepEqual(o.droppedWhileStaged, [], o.calls.join(', '));
+        assert.notEqual(o.node.driver.volume('vol-1'), undefined, 'left staged at the driver');
+        assert.equal(o.calls.includes('NodeStageVolume OK'), false, o.calls.join(', '));
       });
     }
+
+    it('pod dir lost (story 1), CSIGlobalMountReconstruction and CSIKeepUncertainMountOnFinalError on: the listed device stays uncertain, in volumesInUse, and is unstaged in the end', async () => {
+      await assertUnstagedInTheEnd(await acrossRestart(fault, FeatureGate.of({ CSIGlobalMountReconstruction: true, CSIKeepUncertainMountOnFinalError: true }), { podDirLost: true }));
+    });
 
     // A global file that must be rewritten (an older kubelet's, without specVolID): the write
     // fails whatever is skipped. Only KEP-6058's gate: upstream calls it final and the listed

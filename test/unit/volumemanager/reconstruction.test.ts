@@ -578,7 +578,7 @@ describe('CSI inline ephemeral volumes (kubernetes#108997)', () => {
   }
 });
 
-describe('reconstruct_volume_operations (nodevol carries the KEP\'s planned source label)', () => {
+describe('reconstruct_volume_operations (reconstruct_common.go reconstructVolume: one count per pod-directory candidate)', () => {
   for (const gateOn of GATES) {
     it(`a pod-directory reconstruction counts as source pod-local ${gateLabel(gateOn)}`, async () => {
       const node = new InMemoryNode();
@@ -589,11 +589,11 @@ describe('reconstruct_volume_operations (nodevol carries the KEP\'s planned sour
       assert.deepEqual(reconstructEvents(node).filter((e) => e.source === 'pod-local'), [{ source: 'pod-local', failed: false }]);
     });
 
-    it(`a listed volume with no pod directory counts as source global-mount ${gateLabel(gateOn)}`, async () => {
+    it(`a listed volume with no pod directory counts nothing (KEP-6058's alpha reconstructGlobalVolume counts nothing) ${gateLabel(gateOn)}`, async () => {
       const node = new InMemoryNode();
       await stagedWithoutPodDir(node, gateOn);
       await node.startKubelet(gateOn);
-      assert.deepEqual(reconstructEvents(node), gateOn ? [{ source: 'global-mount', failed: false }] : []);
+      assert.deepEqual(reconstructEvents(node), []);
     });
   }
 });

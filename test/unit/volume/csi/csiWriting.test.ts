@@ -292,19 +292,19 @@ describe('CSI MountDevice (csi_attacher.go)', () => {
   }
 
   for (const code of ['ENOSPC', 'EROFS']) {
-    it(`a rewrite of the bytes the global vol_data.json already holds that fails (${code}) is no failure: NodeStageVolume goes ahead`, async () => {
+    it(`a rewrite of the bytes the global vol_data.json already holds that fails (${code}) is a final error, as kubelet's saveVolumeData: no NodeStageVolume`, async () => {
       const r = new Rig();
       await r.mountDevice(pv('pv-1', 'vol-1'));
       const writes = watchWrites(r, code);
-      await r.mountDevice(pv('pv-1', 'vol-1'));
+      await assert.rejects(r.mountDevice(pv('pv-1', 'vol-1')), (err: unknown) => isOperationFinishedError(err) && String(err).includes('failed to save volume info data'));
       assert.deepEqual(writes, [`${volDir('vol-1')}/vol_data.json.tmp`], 'the rewrite was tried');
-      assert.deepEqual(r.calls(), ['NodeStageVolume OK', 'NodeStageVolume OK']);
+      assert.deepEqual(r.calls(), ['NodeStageVolume OK']);
       assert.equal(await r.read(`${volDir('vol-1')}/vol_data.json`), GLOBAL_BYTES('pv-1', 'vol-1'));
       assert.equal(await r.exists(`${volDir('vol-1')}/vol_data.json.tmp`), false);
     });
   }
 
-  it('a failed rewrite of other bytes (an older kubelet\'s file) is still a final error, and the old file stays whole', async () => {
+  it('a failed rewrite of other bytes (an older kubelet\'s file) is a final error too, and the old file stays whole', async () => {
     const r = new Rig();
     const older = `{"driverName":"${DRIVER}","volumeHandle":"vol-1"}\n`;
     r.fs.writeRaw(`${volDir('vol-1')}/vol_data.json`, older);
