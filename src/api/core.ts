@@ -69,8 +69,14 @@ export interface Pod {
   readonly name: string;
   readonly nodeName: string;
   readonly volumes: readonly PodVolumeSource[];
-  /** Volume names the pod's containers use as raw block devices (volumeDevices). */
-  readonly blockVolumeNames?: readonly string[];
+  /**
+   * The spec.volumes names some container (init, regular or ephemeral) lists in volumeMounts:
+   * what kubelet's populator reads through GetPodVolumeNames. A volume in neither this list nor
+   * volumeDevices is unused, and kubelet skips it.
+   */
+  readonly volumeMounts: readonly string[];
+  /** The spec.volumes names some container (init, regular or ephemeral) lists in volumeDevices (raw block). */
+  readonly volumeDevices: readonly string[];
   /** Pod fsGroup (securityContext.fsGroup), when set. */
   readonly fsGroup?: number;
   /** spec.serviceAccountName. */

@@ -57,7 +57,10 @@ const podVolume = z
     path: ['csi'],
   });
 
-const container = z.object({ volumeDevices: z.array(z.object({ name: z.string().min(1, 'must not be empty') })).optional() });
+const volumeRef = z.object({ name: z.string().min(1, 'must not be empty') });
+/** A container's volume use: the names kubelet's populator reads (GetPodVolumeNames). */
+const container = z.object({ volumeMounts: z.array(volumeRef).optional(), volumeDevices: z.array(volumeRef).optional() });
+const CONTAINER_LISTS = ['containers', 'initContainers', 'ephemeralContainers'] as const;
 
 const podSchema = z.object({
   apiVersion: z.literal('v1'),
@@ -80,6 +83,23 @@ const podSchema = z.object({
         if (seen.has(v.name)) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `duplicate volume name ${JSON.stringify(v.name)}`, path: ['volumes', i, 'name'] });
         seen.add(v.name);
       });
+      // The API server's rules for a container's volume use (validateVolumeMounts, validateVolumeDevices).
+      const byName = new Map(spec.volumes.map((v) => [v.name, v]));
+      for (const list of CONTAINER_LISTS) {
+        spec[list].forEach((c, ci) => {
+          const mounted = new Set((c.volumeMounts ?? []).map((m) => m.name));
+          (c.volumeMounts ?? []).forEach((m, mi) => {
+            if (!byName.has(m.name)) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `not found: no volume ${JSON.stringify(m.name)} in spec.volumes`, path: [list, ci, 'volumeMounts', mi, 'name'] });
+          });
+          (c.volumeDevices ?? []).forEach((d, di) => {
+            const path = [list, ci, 'volumeDevices', di, 'name'];
+            const v = byName.get(d.name);
+            if (v === undefined) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `not found: no volume ${JSON.stringify(d.name)} in spec.volumes`, path });
+            else if (v.persistentVolumeClaim === undefined) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `can only use volume source type of PersistentVolumeClaim for block mode`, path });
+            else if (mounted.has(d.name)) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `${JSON.stringify(d.name)} is in both volumeMounts and volumeDevices of this container`, path });
+          });
+        });
+      }
     }),
 });
 
@@ -234,7 +254,9 @@ export function toPod(obj: z.infer<typeof podSchema>): Pod {
       ...(v.csi !== undefined ? { csi: toCsiInline(v.csi) } : {}),
     };
   });
-  const blockVolumeNames = [...new Set([...spec.containers, ...spec.initContainers, ...spec.ephemeralContainers].flatMap((c) => (c.volumeDevices ?? []).map((d) => d.name)))];
+  const containers = [...spec.containers, ...spec.initContainers, ...spec.ephemeralContainers];
+  const volumeMounts = [...new Set(containers.flatMap((c) => (c.volumeMounts ?? []).map((m) => m.name)))].sort();
+  const volumeDevices = [...new Set(containers.flatMap((c) => (c.volumeDevices ?? []).map((d) => d.name)))].sort();
   const fsGroup = spec.securityContext?.fsGroup;
   return {
     uid: metadata.uid ?? derivedPodUID(metadata.namespace, metadata.name),
@@ -242,8 +264,9 @@ export function toPod(obj: z.infer<typeof podSchema>): Pod {
     name: metadata.name,
     nodeName: spec.nodeName,
     volumes,
+    volumeMounts,
+    volumeDevices,
     serviceAccountName: spec.serviceAccountName,
-    ...(blockVolumeNames.length > 0 ? { blockVolumeNames } : {}),
     ...(fsGroup !== undefined ? { fsGroup } : {}),
   };
 }

@@ -1,7 +1,7 @@
 /**
  * DesiredStateOfWorldPopulator (populator/desired_state_of_world_populator.go): fills the DSW
- * from the pods bound to this node - pod → volume → spec (PVC → PV, or an inline CSI volume) →
- * unique volume name - and removes pods that are gone.
+ * from the pods bound to this node - pod → used volume → spec (PVC → PV, or an inline CSI volume)
+ * → unique volume name - and removes pods that are gone.
  *
  * When the cluster view cannot answer, the DSW keeps what it had and `hasAddedPods()` does not
  * become true: nothing is unmounted on the strength of an unanswered question.
@@ -132,6 +132,13 @@ class Populator implements DesiredStateOfWorldPopulator {
       if (done !== undefined && done.pod === pod && done.version === version) continue;
       let allAdded = true;
       for (const volume of pod.volumes) {
+        // processPodVolumes: a volume no container mounts or uses as a device is skipped, with no
+        // lookup and no error (GetPodVolumeNames gathers init, regular and ephemeral containers).
+        if (!pod.volumeMounts.includes(volume.name) && !pod.volumeDevices.includes(volume.name)) {
+          logger.v(4).info('Skipping unused volume', { pod: `${pod.namespace}/${pod.name}`, volumeName: volume.name });
+          this.volumeErrors.get(podName)?.delete(volume.name);
+          continue;
+        }
         try {
           await this.addVolume(pod, podName, volume);
           this.volumeErrors.get(podName)?.delete(volume.name);

@@ -53,9 +53,16 @@ spec:
   containers:
     - name: app
       image: nginx
+      volumeMounts:
+        - {name: data, mountPath: /data}
       volumeDevices:
         - name: raw
           devicePath: /dev/xvda
+    - name: sidecar
+      image: busybox
+      volumeMounts:
+        - {name: scratch, mountPath: /scratch}
+        - {name: data, mountPath: /data, readOnly: true}
   volumes:
     - name: data
       persistentVolumeClaim:
@@ -145,8 +152,9 @@ describe('ClusterDirView manifests', () => {
         { name: 'scratch', csi: { driver: 'inline.csi.example.com', readOnly: true, fsType: 'ext4', volumeAttributes: { size: '1Gi', 'example.com/tier': 'gold' } } },
         { name: 'cache' },
       ],
+      volumeMounts: ['data', 'scratch'],
+      volumeDevices: ['raw'],
       serviceAccountName: 'default',
-      blockVolumeNames: ['raw'],
       fsGroup: 2000,
     };
     assert.deepEqual(pods, [expected]);
@@ -324,13 +332,40 @@ spec:
       name: 'p',
       nodeName: 'node-1',
       volumes: [{ name: 'blk', persistentVolumeClaim: { claimName: 'c' } }],
+      volumeMounts: [],
+      volumeDevices: ['blk'],
       serviceAccountName: 'default',
-      blockVolumeNames: ['blk'],
     });
   });
 });
 
 describe('ClusterDirView bad input', () => {
+  it('a container volume use the API server refuses is a problem naming the field (issue 32 item 8)', async () => {
+    const bad = (containers: string): string => `apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: default, uid: u-1}
+spec:
+  nodeName: node-1
+  volumes:
+    - {name: data, persistentVolumeClaim: {claimName: c}}
+    - {name: scratch, csi: {driver: inline.csi.example.com}}
+${containers}`;
+    const cases: [string, string, RegExp][] = [
+      ['  containers: [{name: a, volumeMounts: [{name: nope, mountPath: /x}]}]\n', 'spec.containers[0].volumeMounts[0].name', /no volume "nope" in spec\.volumes/],
+      ['  initContainers: [{name: a}, {name: b, volumeDevices: [{name: gone, devicePath: /dev/x}]}]\n', 'spec.initContainers[1].volumeDevices[0].name', /no volume "gone"/],
+      ['  containers: [{name: a, volumeDevices: [{name: scratch, devicePath: /dev/x}]}]\n', 'spec.containers[0].volumeDevices[0].name', /PersistentVolumeClaim for block mode/],
+      ['  ephemeralContainers: [{name: a, volumeMounts: [{name: data, mountPath: /d}], volumeDevices: [{name: data, devicePath: /dev/x}]}]\n', 'spec.ephemeralContainers[0].volumeDevices[0].name', /both volumeMounts and volumeDevices/],
+    ];
+    for (const [containers, field, message] of cases) {
+      const v = view(await clusterFs({ 'p.yaml': bad(containers) }));
+      assert.deepEqual(await v.listPods(), [], field);
+      const [problem, ...rest] = v.problems();
+      assert.equal(rest.length, 0, JSON.stringify(v.problems()));
+      assert.equal(problem?.field, field);
+      assert.match(problem?.message ?? '', message);
+    }
+  });
+
   it('a file that does not parse is skipped with a problem naming it; other files are still read; logged once', async () => {
     const logger = new RecordingLogger();
     const fs = await clusterFs({ 'a-good.yaml': pod('good', 'node-1'), 'b-bad.yaml': `${pod('lost', 'node-1')}---\nkind: Pod\n  metadata: [unclosed\n`, 'c-good.yaml': pod('also', 'node-1') });

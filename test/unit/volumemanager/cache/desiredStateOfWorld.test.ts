@@ -22,7 +22,7 @@ const POD_A = podName('pod-a');
 const POD_B = podName('pod-b');
 
 function podOf(uid: string): Pod {
-  return { uid, namespace: 'default', name: `pod-${uid}`, nodeName: 'node-1', volumes: [] };
+  return { uid, namespace: 'default', name: `pod-${uid}`, nodeName: 'node-1', volumes: [], volumeMounts: [], volumeDevices: [] };
 }
 
 function args(p: UniquePodName, v: UniqueVolumeName, spec: Spec = constructPVSourceSpec(`pv-${v.split('^')[1] ?? ''}`, DRIVER, v.split('^')[1] ?? ''), attachable = true): AddPodToVolumeArgs {
