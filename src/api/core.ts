@@ -63,6 +63,9 @@ export interface PodVolumeSource {
   readonly csi?: CSIVolumeSource;
 }
 
+/** core/v1 PodPhase. */
+export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';
+
 export interface Pod {
   readonly uid: string;
   readonly namespace: string;
@@ -77,6 +80,13 @@ export interface Pod {
   readonly volumeMounts: readonly string[];
   /** The spec.volumes names some container (init, regular or ephemeral) lists in volumeDevices (raw block). */
   readonly volumeDevices: readonly string[];
+  /**
+   * status.phase; absent reads as not terminal, as kubelet reads an empty phase. Succeeded and
+   * Failed are terminal: the pod's containers have stopped.
+   */
+  readonly phase?: PodPhase;
+  /** metadata.deletionTimestamp (RFC 3339), when the pod is being deleted; only its presence matters. */
+  readonly deletionTimestamp?: string;
   /** Pod fsGroup (securityContext.fsGroup), when set. */
   readonly fsGroup?: number;
   /** spec.serviceAccountName. */

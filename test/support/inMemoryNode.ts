@@ -43,12 +43,16 @@ export interface InMemoryNodeOptions {
   readonly volumeLocks?: boolean;
 }
 
-/** How a pod added by {@link InMemoryNode.addPod} uses its volumes. */
+/** How a pod added by {@link InMemoryNode.addPod} uses its volumes, and its state. */
 export interface PodUseOptions {
   /** Pod volume names no container uses. */
   readonly unused?: readonly string[];
   /** Pod volume name → how a container uses it, over the default derived from the PV's mode. */
   readonly use?: Readonly<Record<string, 'mount' | 'device'>>;
+  /** status.phase (default none: running). */
+  readonly phase?: Pod['phase'];
+  /** metadata.deletionTimestamp (default none). */
+  readonly deletionTimestamp?: string;
 }
 
 export class InMemoryNode {
@@ -210,6 +214,8 @@ export class InMemoryNode {
       volumes,
       volumeMounts: volumes.map((v) => v.name).filter((n) => use(n) === 'mount'),
       volumeDevices: volumes.map((v) => v.name).filter((n) => use(n) === 'device'),
+      ...(options.phase !== undefined ? { phase: options.phase } : {}),
+      ...(options.deletionTimestamp !== undefined ? { deletionTimestamp: options.deletionTimestamp } : {}),
     };
     this.cluster.addPod(pod);
     return pod;

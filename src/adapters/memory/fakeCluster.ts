@@ -89,6 +89,14 @@ export class FakeCluster implements ClusterView {
     this.#changed();
     return this;
   }
+  /** Replaces a listed pod with `change` applied (a phase, a deletion mark), as an update from the API server. */
+  updatePod(uid: string, change: Partial<Pod>): this {
+    const pod = this.pods.get(uid);
+    if (pod === undefined) throw new Error(`no pod ${uid}`);
+    this.pods.set(uid, { ...pod, ...change });
+    this.#changed();
+    return this;
+  }
   deletePod(uid: string): this {
     this.pods.delete(uid);
     this.#changed();

@@ -57,6 +57,8 @@ const podVolume = z
     path: ['csi'],
   });
 
+/** metav1.Time as JSON carries it: RFC 3339 ("2026-01-01T00:00:00Z"). */
+const rfc3339 = z.string().regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/, 'must be an RFC 3339 time (2026-01-01T00:00:00Z)');
 const volumeRef = z.object({ name: z.string().min(1, 'must not be empty') });
 /** A container's volume use: the names kubelet's populator reads (GetPodVolumeNames). */
 const container = z.object({ volumeMounts: z.array(volumeRef).optional(), volumeDevices: z.array(volumeRef).optional() });
@@ -65,7 +67,8 @@ const CONTAINER_LISTS = ['containers', 'initContainers', 'ephemeralContainers'] 
 const podSchema = z.object({
   apiVersion: z.literal('v1'),
   kind: z.literal('Pod'),
-  metadata: z.object({ name: dnsSubdomain, namespace: dnsLabel.default('default'), uid: podUID.optional() }),
+  metadata: z.object({ name: dnsSubdomain, namespace: dnsLabel.default('default'), uid: podUID.optional(), deletionTimestamp: rfc3339.optional() }),
+  status: z.object({ phase: z.enum(['Pending', 'Running', 'Succeeded', 'Failed', 'Unknown']).optional() }).default({}),
   spec: z
     .object({
       nodeName: z.string().default(''),
@@ -245,7 +248,7 @@ export function derivedPodUID(namespace: string, name: string): string {
 }
 
 export function toPod(obj: z.infer<typeof podSchema>): Pod {
-  const { metadata, spec } = obj;
+  const { metadata, spec, status } = obj;
   const volumes: PodVolumeSource[] = spec.volumes.map((v) => {
     const pvc = v.persistentVolumeClaim;
     return {
@@ -267,6 +270,8 @@ export function toPod(obj: z.infer<typeof podSchema>): Pod {
     volumeMounts,
     volumeDevices,
     serviceAccountName: spec.serviceAccountName,
+    ...(status.phase !== undefined ? { phase: status.phase } : {}),
+    ...(metadata.deletionTimestamp !== undefined ? { deletionTimestamp: metadata.deletionTimestamp } : {}),
     ...(fsGroup !== undefined ? { fsGroup } : {}),
   };
 }

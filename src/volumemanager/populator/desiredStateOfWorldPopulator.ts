@@ -14,6 +14,7 @@ import type { Logger } from '../../ports/logger.js';
 import { getUniqueVolumeName, getUniqueVolumeNameWithPod, type UniquePodName } from '../../layout/names.js';
 import type { VolumePluginMgr } from '../../volume/plugins.js';
 import { specName, type Spec } from '../../volume/spec.js';
+import type { ActualStateOfWorld } from '../cache/actualStateOfWorld.js';
 import type { DesiredStateOfWorld } from '../cache/desiredStateOfWorld.js';
 
 export interface DesiredStateOfWorldPopulator {
@@ -31,6 +32,8 @@ export interface DesiredStateOfWorldPopulator {
 export interface PopulatorDeps {
   readonly cluster: ClusterView;
   readonly dsw: DesiredStateOfWorld;
+  /** For kubelet's check before removing a terminal pod's volume (PodRemovedFromVolume). */
+  readonly asw: Pick<ActualStateOfWorld, 'podRemovedFromVolume'>;
   readonly plugins: VolumePluginMgr;
   readonly logger: Logger;
   /**
@@ -60,6 +63,23 @@ interface LoggedVolumeError {
   readonly loggedAtMs: number;
   /** Identical failures since that line. */
   suppressed: number;
+}
+
+/**
+ * kubelet asks its pod workers; nodevol, with no pod workers and no container runtime, reads the
+ * Pod (docs/kubelet-fidelity.md, "The populator's view of a pod"):
+ * ShouldPodContainersBeTerminating ≈ being deleted or in a terminal phase.
+ */
+function containersTerminating(pod: Pod): boolean {
+  return pod.deletionTimestamp !== undefined || runtimeRemoved(pod);
+}
+
+/**
+ * ShouldPodRuntimeBeRemoved ≈ a terminal phase (Succeeded, Failed): kubelet writes one only once
+ * every container stopped, so a pod being deleted that is still Running is still stopping.
+ */
+function runtimeRemoved(pod: Pod): boolean {
+  return pod.phase === 'Succeeded' || pod.phase === 'Failed';
 }
 
 export function createDesiredStateOfWorldPopulator(deps: PopulatorDeps): DesiredStateOfWorldPopulator {
@@ -124,10 +144,14 @@ class Populator implements DesiredStateOfWorldPopulator {
     }
     this.settledVersion = undefined;
     let settled = version !== undefined;
-    const seen = new Set<UniquePodName>();
+    const seen = new Map<UniquePodName, Pod>();
     for (const pod of [...pods].sort((a, b) => (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0))) {
       const podName = pod.uid as UniquePodName;
-      seen.add(podName);
+      seen.set(podName, pod);
+      // findAndAddNewPods: "Do not (re)add volumes for pods that can't also be starting
+      // containers"; before the first pass, only pods whose runtime should be removed are
+      // skipped (a pod being deleted may still run containers after a restart).
+      if (this.added ? containersTerminating(pod) : runtimeRemoved(pod)) continue;
       const done = this.processed.get(podName);
       if (done !== undefined && done.pod === pod && done.version === version) continue;
       let allAdded = true;
@@ -155,13 +179,40 @@ class Populator implements DesiredStateOfWorldPopulator {
     }
     for (const podName of this.volumeErrors.keys()) if (!seen.has(podName)) this.volumeErrors.delete(podName);
     for (const podName of this.processed.keys()) if (!seen.has(podName)) this.processed.delete(podName);
-    for (const podName of dsw.getPods()) {
-      if (seen.has(podName)) continue;
-      logger.v(4).info('Removing volumes from the desired state for a pod that is gone', { podUID: podName });
-      dsw.deletePod(podName);
-    }
+    if (!this.removeDeletedPods(seen)) settled = false;
     this.added = true;
     if (settled) this.settledVersion = version;
+  }
+
+  /**
+   * findAndRemoveDeletedPods, over every (volume, pod) of the DSW: a listed pod keeps its volumes
+   * until its runtime should be removed (a terminal phase); a pod no longer listed has none
+   * (nodevol sees no container runtime). A listed pod's volume the ASW does not hold mounted or
+   * uncertain stays, as kubelet keeps it against a mount not yet recorded. Returns false when an
+   * entry was kept on the ASW's account: the ASW can change with no change to the cluster.
+   */
+  private removeDeletedPods(listed: ReadonlyMap<UniquePodName, Pod>): boolean {
+    const { dsw, asw, logger } = this.deps;
+    let settled = true;
+    for (const entry of dsw.getVolumesToMount()) {
+      const pod = listed.get(entry.podName);
+      if (pod !== undefined && !runtimeRemoved(pod)) continue;
+      if (pod !== undefined && asw.podRemovedFromVolume(entry.podName, entry.volumeName)) {
+        logger
+          .v(4)
+          .info('Actual state does not yet have volume mount information and pod still exists in pod manager, skip removing volume from desired state', {
+            pod: `${pod.namespace}/${pod.name}`,
+            podUID: pod.uid,
+            volumeName: entry.volumeName,
+          });
+        settled = false;
+        continue;
+      }
+      logger.v(4).info('Removing volume from desired state', { pod: `${entry.pod.namespace}/${entry.pod.name}`, podUID: entry.pod.uid, volumeName: specName(entry.spec) });
+      dsw.deletePodFromVolume(entry.podName, entry.volumeName);
+      this.processed.delete(entry.podName);
+    }
+    return settled;
   }
 
   /** "Error processing volume", rate limited per pod volume and error text (see POPULATOR_ERROR_REPEAT_MS). */

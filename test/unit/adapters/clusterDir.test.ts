@@ -339,6 +339,26 @@ spec:
   });
 });
 
+describe('ClusterDirView pod state (issue 32 item 9)', () => {
+  it('reads status.phase and metadata.deletionTimestamp; a bad phase or time is a problem naming the field', async () => {
+    const podWith = (meta: string, status: string): string =>
+      `apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default, uid: u-1${meta}}\nspec: {nodeName: node-1}\n${status}`;
+    const [p] = await view(await clusterFs({ 'p.yaml': podWith(', deletionTimestamp: "2026-01-01T00:00:00Z"', 'status: {phase: Succeeded}\n') })).listPods();
+    assert.equal(p?.phase, 'Succeeded');
+    assert.equal(p?.deletionTimestamp, '2026-01-01T00:00:00Z');
+    const [plain] = await view(await clusterFs({ 'p.yaml': podWith('', '') })).listPods();
+    assert.ok(plain !== undefined && !('phase' in plain) && !('deletionTimestamp' in plain), JSON.stringify(plain));
+    for (const [meta, status, field] of [
+      ['', 'status: {phase: Done}\n', 'status.phase'],
+      [', deletionTimestamp: yesterday', '', 'metadata.deletionTimestamp'],
+    ] as const) {
+      const v = view(await clusterFs({ 'p.yaml': podWith(meta, status) }));
+      assert.deepEqual(await v.listPods(), []);
+      assert.deepEqual(v.problems().map((x) => x.field), [field]);
+    }
+  });
+});
+
 describe('ClusterDirView bad input', () => {
   it('a container volume use the API server refuses is a problem naming the field (issue 32 item 8)', async () => {
     const bad = (containers: string): string => `apiVersion: v1
