@@ -44,6 +44,11 @@ export interface PersistentVolume {
   readonly mountOptions?: readonly string[];
   /** spec.nodeAffinity, checked by MountVolume / MapVolume against the node's labels. */
   readonly nodeAffinity?: VolumeNodeAffinity;
+  /**
+   * spec.claimRef: the claim the PV is bound to. kubelet mounts the PV for a claim only when its
+   * uid is the claim's (namespace and name are not compared); absent means not yet bound.
+   */
+  readonly claimRef?: { readonly namespace: string; readonly name: string; readonly uid: string };
 }
 
 /** core/v1 CSIVolumeSource (inline ephemeral). */
@@ -96,9 +101,16 @@ export interface Pod {
 export interface PersistentVolumeClaim {
   readonly namespace: string;
   readonly name: string;
+  /** metadata.uid, which the bound PV's claimRef.uid must name. */
+  readonly uid: string;
   /** spec.volumeName: the bound PV; empty while unbound. */
   readonly volumeName: string;
+  /** spec.volumeMode; the node takes the mode from the PV and never reads this one (as kubelet). */
   readonly volumeMode?: PersistentVolumeMode;
+  /** status.phase: kubelet mounts only a Bound claim. */
+  readonly phase: 'Pending' | 'Bound' | 'Lost';
+  /** metadata.deletionTimestamp (RFC 3339), when the claim is being deleted: kubelet refuses it. */
+  readonly deletionTimestamp?: string;
 }
 
 /** storage/v1 VolumeLifecycleMode. */

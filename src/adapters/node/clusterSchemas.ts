@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 
 import { z } from 'zod';
 
-import type { CSIDriverInfo, Pod, PodVolumeSource, SecretData, VolumeAttachmentInfo } from '../../api/core.js';
+import type { CSIDriverInfo, PersistentVolumeClaim, Pod, PodVolumeSource, SecretData, VolumeAttachmentInfo } from '../../api/core.js';
 import type { CSIPersistentVolumeSource, CSIVolumeSource, PersistentVolume } from '../../api/core.js';
 
 // The fields nodevol uses; unknown fields are stripped, unknown kinds ignored.
@@ -109,8 +109,9 @@ const podSchema = z.object({
 const pvcSchema = z.object({
   apiVersion: z.literal('v1'),
   kind: z.literal('PersistentVolumeClaim'),
-  metadata: z.object({ name: dnsSubdomain, namespace: dnsLabel.default('default') }),
+  metadata: z.object({ name: dnsSubdomain, namespace: dnsLabel.default('default'), uid: podUID.optional(), deletionTimestamp: rfc3339.optional() }),
   spec: z.object({ volumeName: z.string().default(''), volumeMode: volumeMode.optional() }).default({}),
+  status: z.object({ phase: z.enum(['Pending', 'Bound', 'Lost']).optional() }).default({}),
 });
 
 const pvSchema = z.object({
@@ -133,6 +134,7 @@ const pvSchema = z.object({
       volumeMode: volumeMode.optional(),
       accessModes: z.array(z.string()).optional(),
       mountOptions: z.array(z.string()).optional(),
+      claimRef: z.object({ namespace: dnsLabel.default('default'), name: dnsSubdomain, uid: podUID.optional() }).optional(),
     })
     .default({}),
 });
@@ -243,6 +245,15 @@ export const nodeStatusSchema = z.object({
  * and restarts, distinct per namespace/name.
  */
 export function derivedPodUID(namespace: string, name: string): string {
+  return derivedUID(namespace, name);
+}
+
+/**
+ * The UID given to a namespaced object (Pod, PersistentVolumeClaim) whose manifest has no
+ * metadata.uid, and to a PV's claimRef without uid: {@link derivedPodUID}'s rule, so a claimRef
+ * naming a claim gets that claim's derived UID.
+ */
+export function derivedUID(namespace: string, name: string): string {
   const h = createHash('sha256').update(`${namespace}/${name}`, 'utf8').digest('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
 }
@@ -262,7 +273,7 @@ export function toPod(obj: z.infer<typeof podSchema>): Pod {
   const volumeDevices = [...new Set(containers.flatMap((c) => (c.volumeDevices ?? []).map((d) => d.name)))].sort();
   const fsGroup = spec.securityContext?.fsGroup;
   return {
-    uid: metadata.uid ?? derivedPodUID(metadata.namespace, metadata.name),
+    uid: metadata.uid ?? derivedUID(metadata.namespace, metadata.name),
     namespace: metadata.namespace,
     name: metadata.name,
     nodeName: spec.nodeName,
@@ -314,7 +325,7 @@ export function toVolumeAttachment(obj: z.infer<typeof volumeAttachmentSchema>):
 }
 
 export function toPV(obj: z.infer<typeof pvSchema>): PersistentVolume {
-  const { csi, volumeMode: mode, accessModes, mountOptions } = obj.spec;
+  const { csi, volumeMode: mode, accessModes, mountOptions, claimRef } = obj.spec;
   let source: CSIPersistentVolumeSource | undefined;
   if (csi !== undefined) {
     source = {
@@ -333,5 +344,24 @@ export function toPV(obj: z.infer<typeof pvSchema>): PersistentVolume {
     ...(mode !== undefined ? { volumeMode: mode } : {}),
     ...(accessModes !== undefined ? { accessModes } : {}),
     ...(mountOptions !== undefined ? { mountOptions } : {}),
+    ...(claimRef !== undefined ? { claimRef: { namespace: claimRef.namespace, name: claimRef.name, uid: claimRef.uid ?? derivedUID(claimRef.namespace, claimRef.name) } } : {}),
+  };
+}
+
+/**
+ * core/v1 PersistentVolumeClaim. A manifest without metadata.uid gets {@link derivedUID}'s; one
+ * without status.phase is Bound when it names a PV, else Pending: the cluster dir plays the PV
+ * controller, whose result that is for a pre-bound claim.
+ */
+export function toPVC(obj: z.infer<typeof pvcSchema>): PersistentVolumeClaim {
+  const { metadata, spec, status } = obj;
+  return {
+    namespace: metadata.namespace,
+    name: metadata.name,
+    uid: metadata.uid ?? derivedUID(metadata.namespace, metadata.name),
+    volumeName: spec.volumeName,
+    ...(spec.volumeMode !== undefined ? { volumeMode: spec.volumeMode } : {}),
+    phase: status.phase ?? (spec.volumeName !== '' ? 'Bound' : 'Pending'),
+    ...(metadata.deletionTimestamp !== undefined ? { deletionTimestamp: metadata.deletionTimestamp } : {}),
   };
 }

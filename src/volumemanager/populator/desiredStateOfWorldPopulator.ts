@@ -168,8 +168,8 @@ class Populator implements DesiredStateOfWorldPopulator {
           this.volumeErrors.get(podName)?.delete(volume.name);
         } catch (err) {
           allAdded = false;
-          const msg = `error processing volume ${JSON.stringify(volume.name)} for pod ${pod.namespace}/${pod.name}: ${errorMessage(err)}`;
-          dsw.addErrorToPod(podName, msg);
+          // kubelet stores the bare error text (AddErrorToPod(uniquePodName, err.Error())).
+          dsw.addErrorToPod(podName, errorMessage(err));
           this.logVolumeError(err, pod, podName, volume.name);
         }
       }
@@ -261,15 +261,29 @@ class Populator implements DesiredStateOfWorldPopulator {
     });
   }
 
-  /** The spec of a pod volume; undefined for volume types nodevol has no plugin for. */
+  /**
+   * createVolumeSpec: the spec of a pod volume, with kubelet's checks in kubelet's order and texts
+   * (getPVCExtractPV, getPVSpec, then the volume mode against the pod's use); undefined for volume
+   * types nodevol has no plugin for. Inline CSI volumes get none of the checks, as in kubelet.
+   */
   private async specFor(pod: Pod, volume: PodVolumeSource): Promise<Spec | undefined> {
     const claim = volume.persistentVolumeClaim;
     if (claim !== undefined) {
+      const key = `${pod.namespace}/${claim.claimName}`;
+      const fail = (msg: string): Error => new Error(`error processing PVC ${key}: ${msg}`);
       const pvc = await this.deps.cluster.getPersistentVolumeClaim(pod.namespace, claim.claimName);
-      if (pvc === undefined) throw new Error(`PersistentVolumeClaim ${pod.namespace}/${claim.claimName} not found`);
-      if (pvc.volumeName === '') throw new Error(`PersistentVolumeClaim ${pod.namespace}/${claim.claimName} is not bound`);
+      if (pvc === undefined) throw fail(`failed to fetch PVC from API server: persistentvolumeclaims ${JSON.stringify(claim.claimName)} not found`);
+      if (pvc.deletionTimestamp !== undefined) throw fail('PVC is being deleted');
+      if (pvc.phase !== 'Bound') throw fail('PVC is not bound');
+      if (pvc.volumeName === '') throw fail('PVC has empty pvc.Spec.VolumeName');
       const pv = await this.deps.cluster.getPersistentVolume(pvc.volumeName);
-      if (pv === undefined) throw new Error(`PersistentVolume ${pvc.volumeName} not found`);
+      if (pv === undefined) throw fail(`failed to fetch PV ${pvc.volumeName} from API server: persistentvolumes ${JSON.stringify(pvc.volumeName)} not found`);
+      if (pv.claimRef === undefined) throw fail(`found PV object ${pv.name} but it has a nil pv.Spec.ClaimRef indicating it is not yet bound to the claim`);
+      if (pv.claimRef.uid !== pvc.uid) throw fail(`found PV object ${pv.name} but its pv.Spec.ClaimRef.UID ${pv.claimRef.uid} does not point to claim.UID ${pvc.uid}`);
+      // The mode is the PV's (GetVolumeMode: nil is Filesystem); the claim's is not read.
+      const mode = pv.volumeMode ?? 'Filesystem';
+      if (pod.volumeMounts.includes(volume.name) && mode !== 'Filesystem') throw new Error(`volume ${volume.name} has volumeMode ${mode}, but is specified in volumeMounts`);
+      if (pod.volumeDevices.includes(volume.name) && mode !== 'Block') throw new Error(`volume ${volume.name} has volumeMode ${mode}, but is specified in volumeDevices`);
       return { kind: 'persistent', persistentVolume: pv, readOnly: claim.readOnly ?? false };
     }
     if (volume.csi !== undefined) return { kind: 'inline', volume: { name: volume.name, csi: volume.csi }, readOnly: volume.csi.readOnly ?? false };

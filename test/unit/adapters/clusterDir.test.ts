@@ -163,8 +163,10 @@ describe('ClusterDirView manifests', () => {
 
   it('resolves PVC -> PV with the fields the volume manager uses', async () => {
     const v = view(await clusterFs({ 'storage.yaml': STORAGE }));
-    assert.deepEqual(await v.getPersistentVolumeClaim('shop', 'data-claim'), { namespace: 'shop', name: 'data-claim', volumeName: 'pv-data' });
-    assert.deepEqual(await v.getPersistentVolumeClaim('shop', 'raw-claim'), { namespace: 'shop', name: 'raw-claim', volumeName: 'pv-raw', volumeMode: 'Block' });
+    const dataUid = derivedPodUID('shop', 'data-claim');
+    const rawUid = derivedPodUID('shop', 'raw-claim');
+    assert.deepEqual(await v.getPersistentVolumeClaim('shop', 'data-claim'), { namespace: 'shop', name: 'data-claim', uid: dataUid, volumeName: 'pv-data', phase: 'Bound' });
+    assert.deepEqual(await v.getPersistentVolumeClaim('shop', 'raw-claim'), { namespace: 'shop', name: 'raw-claim', uid: rawUid, volumeName: 'pv-raw', volumeMode: 'Block', phase: 'Bound' });
     assert.equal(await v.getPersistentVolumeClaim('default', 'data-claim'), undefined, 'claims are namespaced');
     assert.deepEqual(await v.getPersistentVolume('pv-data'), {
       name: 'pv-data',
@@ -179,9 +181,38 @@ describe('ClusterDirView manifests', () => {
       volumeMode: 'Filesystem',
       accessModes: ['ReadWriteOnce'],
       mountOptions: ['noatime', 'discard'],
+      claimRef: { namespace: 'shop', name: 'data-claim', uid: dataUid },
     });
-    assert.deepEqual(await v.getPersistentVolume('pv-raw'), { name: 'pv-raw', csi: { driver: 'ebs.csi.example.com', volumeHandle: 'vol-raw' }, volumeMode: 'Block' });
+    assert.deepEqual(await v.getPersistentVolume('pv-raw'), { name: 'pv-raw', csi: { driver: 'ebs.csi.example.com', volumeHandle: 'vol-raw' }, volumeMode: 'Block', claimRef: { namespace: 'shop', name: 'raw-claim', uid: rawUid } });
     assert.equal(await v.getPersistentVolume('pv-missing'), undefined);
+  });
+
+  it('claims and PVs as the PV controller leaves them (issue 32 item 10): phase, uid and claimRef defaults; explicit values kept', async () => {
+    const pv = (name: string, claimRef = ''): string => `apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: ${name}}\nspec: {csi: {driver: d.example.com, volumeHandle: h-${name}}${claimRef}}\n---\n`;
+    const pvc = (name: string, rest: string): string => `apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: ${name}, namespace: ns${rest}\n---\n`;
+    const text = [
+      pv('pv-a'),
+      pvc('a', '}\nspec: {volumeName: pv-a}'),
+      pvc('pending', '}\nspec: {}'),
+      pvc('lost', ', uid: u-lost, deletionTimestamp: "2026-01-01T00:00:00Z"}\nspec: {volumeName: pv-lost}\nstatus: {phase: Lost}'),
+      pv('pv-lost', ', claimRef: {namespace: ns, name: lost}'),
+      pv('pv-other', ', claimRef: {namespace: ns, name: a}'),
+      pv('pv-two'),
+      pvc('two-1', '}\nspec: {volumeName: pv-two}'),
+      pvc('two-2', '}\nspec: {volumeName: pv-two}'),
+    ].join('');
+    const v = view(await clusterFs({ 's.yaml': text }));
+    assert.deepEqual(await v.getPersistentVolumeClaim('ns', 'a'), { namespace: 'ns', name: 'a', uid: derivedPodUID('ns', 'a'), volumeName: 'pv-a', phase: 'Bound' });
+    assert.equal((await v.getPersistentVolumeClaim('ns', 'pending'))?.phase, 'Pending');
+    assert.deepEqual(await v.getPersistentVolumeClaim('ns', 'lost'), { namespace: 'ns', name: 'lost', uid: 'u-lost', volumeName: 'pv-lost', phase: 'Lost', deletionTimestamp: '2026-01-01T00:00:00Z' });
+    assert.deepEqual((await v.getPersistentVolume('pv-a'))?.claimRef, { namespace: 'ns', name: 'a', uid: derivedPodUID('ns', 'a') }, 'bound to the one claim naming it');
+    assert.deepEqual((await v.getPersistentVolume('pv-lost'))?.claimRef, { namespace: 'ns', name: 'lost', uid: derivedPodUID('ns', 'lost') }, 'a claimRef without uid gets the derived one, not the claim\'s explicit uid');
+    assert.deepEqual((await v.getPersistentVolume('pv-other'))?.claimRef?.name, 'a', 'an explicit claimRef is kept');
+    assert.equal((await v.getPersistentVolume('pv-two'))?.claimRef, undefined, 'two claims name it: unbound');
+    assert.deepEqual(v.problems(), []);
+    const bad = view(await clusterFs({ 'b.yaml': pvc('x', '}\nspec: {}\nstatus: {phase: Done}') }));
+    assert.equal(await bad.getPersistentVolumeClaim('ns', 'x'), undefined);
+    assert.deepEqual(bad.problems().map((p) => p.field), ['status.phase']);
   });
 
   it('CSIDriver defaults as the API server sets them: attachRequired true, podInfoOnMount false, volumeLifecycleModes [Persistent], requiresRepublish false; an unknown driver is undefined', async () => {

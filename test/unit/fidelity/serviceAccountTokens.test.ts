@@ -30,7 +30,7 @@ function podOf(volumes: Pod['volumes'], extra: Partial<Pod> = {}): Pod {
 /** A pod with one PV (claim in ns-1), mounted through the volume manager; steps until published or `steps` ran. */
 async function mountPv(node: InMemoryNode, o: { block?: boolean; steps?: number } = {}): Promise<void> {
   node.addVolume('pv-1', 'vol-1', o.block === true ? { mode: 'Block' } : {});
-  node.cluster.pvcs.set('ns-1/claim', { namespace: 'ns-1', name: 'claim', volumeName: 'pv-1' });
+  node.cluster.pvcs.set('ns-1/claim', { namespace: 'ns-1', name: 'claim', uid: node.cluster.pvs.get('pv-1')?.claimRef?.uid ?? '', volumeName: 'pv-1', phase: 'Bound' });
   node.cluster.addPod(podOf([{ name: 'data', persistentVolumeClaim: { claimName: 'claim' } }], o.block === true ? { volumeDevices: ['data'] } : {}));
   const vm = await node.startKubelet(false);
   if (o.steps !== undefined) {
