@@ -179,7 +179,7 @@ class Populator implements DesiredStateOfWorldPopulator {
     }
     for (const podName of this.volumeErrors.keys()) if (!seen.has(podName)) this.volumeErrors.delete(podName);
     for (const podName of this.processed.keys()) if (!seen.has(podName)) this.processed.delete(podName);
-    if (!this.removeDeletedPods(seen)) settled = false;
+    if (!(await this.removeDeletedPods(seen))) settled = false;
     this.added = true;
     if (settled) this.settledVersion = version;
   }
@@ -191,11 +191,28 @@ class Populator implements DesiredStateOfWorldPopulator {
    * uncertain stays, as kubelet keeps it against a mount not yet recorded. Returns false when an
    * entry was kept on the ASW's account: the ASW can change with no change to the cluster.
    */
-  private removeDeletedPods(listed: ReadonlyMap<UniquePodName, Pod>): boolean {
-    const { dsw, asw, logger } = this.deps;
+  private async removeDeletedPods(listed: ReadonlyMap<UniquePodName, Pod>): Promise<boolean> {
+    const { dsw, asw, logger, plugins } = this.deps;
     let settled = true;
+    // The entries are copies taken before the walk, as kubelet's: each (volume, pod) entry of an
+    // attachable volume asks, so a volume of two pods is marked (and logged) twice in that pass.
     for (const entry of dsw.getVolumesToMount()) {
       const pod = listed.get(entry.podName);
+      if (pod !== undefined && entry.pluginIsAttachable) {
+        // A plugin that answers with no attachable plugin (and no error) turns the volume
+        // non-attachable, for good; a failed lookup leaves the flag as it is.
+        let attachable: boolean;
+        try {
+          attachable = (await plugins.findAttachablePluginBySpec(entry.spec)) !== undefined;
+        } catch {
+          attachable = true;
+        }
+        if (!attachable) {
+          dsw.markVolumeAttachability(entry.volumeName, false);
+          logger.info('Volume changes from attachable to non-attachable', { volumeName: entry.volumeName });
+          continue;
+        }
+      }
       if (pod !== undefined && !runtimeRemoved(pod)) continue;
       if (pod !== undefined && asw.podRemovedFromVolume(entry.podName, entry.volumeName)) {
         logger

@@ -187,7 +187,7 @@ describe('ClusterDirView manifests', () => {
     assert.equal(await v.getPersistentVolume('pv-missing'), undefined);
   });
 
-  it('claims and PVs as the PV controller leaves them (issue 32 item 10): phase, uid and claimRef defaults; explicit values kept', async () => {
+  it('claims and PVs as the PV controller leaves them (fidelity review item 10): phase, uid and claimRef defaults; explicit values kept', async () => {
     const pv = (name: string, claimRef = ''): string => `apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: ${name}}\nspec: {csi: {driver: d.example.com, volumeHandle: h-${name}}${claimRef}}\n---\n`;
     const pvc = (name: string, rest: string): string => `apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: ${name}, namespace: ns${rest}\n---\n`;
     const text = [
@@ -370,7 +370,7 @@ spec:
   });
 });
 
-describe('ClusterDirView pod state (issue 32 item 9)', () => {
+describe('ClusterDirView pod state (fidelity review item 9)', () => {
   it('reads status.phase and metadata.deletionTimestamp; a bad phase or time is a problem naming the field', async () => {
     const podWith = (meta: string, status: string): string =>
       `apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default, uid: u-1${meta}}\nspec: {nodeName: node-1}\n${status}`;
@@ -391,7 +391,7 @@ describe('ClusterDirView pod state (issue 32 item 9)', () => {
 });
 
 describe('ClusterDirView bad input', () => {
-  it('a container volume use the API server refuses is a problem naming the field (issue 32 item 8)', async () => {
+  it('a container volume use the API server refuses is a problem naming the field (fidelity review item 8)', async () => {
     const bad = (containers: string): string => `apiVersion: v1
 kind: Pod
 metadata: {name: p, namespace: default, uid: u-1}

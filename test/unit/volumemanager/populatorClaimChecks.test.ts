@@ -1,4 +1,4 @@
-// Issue 32 item 10: kubelet's createVolumeSpec refuses a claim being deleted or not Bound, a PV
+// Fidelity review item 10: kubelet's createVolumeSpec refuses a claim being deleted or not Bound, a PV
 // whose claimRef is missing or names another claim's uid, and a PV whose volumeMode does not
 // match how the pod uses it (volumeMounts vs volumeDevices); the mode is the PV's, not the claim's.
 import assert from 'node:assert/strict';
@@ -43,7 +43,7 @@ function assertRefused(node: InMemoryNode, text: string): void {
 
 const UID = 'uid-claim-default-claim-pv-1';
 
-describe('populator: claim and PV checks (issue 32 item 10)', () => {
+describe('populator: claim and PV checks (fidelity review item 10)', () => {
   it('refuses a claim being deleted', async () => {
     assertRefused(await run({ claim: { claimDeleting: true } }), 'error processing PVC default/claim-pv-1: PVC is being deleted');
   });

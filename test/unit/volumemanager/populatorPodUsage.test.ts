@@ -1,4 +1,4 @@
-// Issue 32 item 8: kubelet's processPodVolumes skips a pod volume no container mounts or uses as a
+// Fidelity review item 8: kubelet's processPodVolumes skips a pod volume no container mounts or uses as a
 // device (GetPodVolumeNames over init, regular and ephemeral containers): no lookup, no error, no
 // DSW entry, no stage or publish, not in volumesInUse.
 import assert from 'node:assert/strict';
@@ -8,7 +8,7 @@ import { InMemoryNode } from '../../support/inMemoryNode.js';
 
 const volumeIds = (node: InMemoryNode, method: CsiMethod): unknown[] => node.driver.callsOf(method).map((c) => (c.request as { volumeId?: unknown }).volumeId);
 
-describe('populator: unused pod volumes (issue 32 item 8)', () => {
+describe('populator: unused pod volumes (fidelity review item 8)', () => {
   it('skips a volume no container uses: no lookup, no stage, no publish, not in volumesInUse', async () => {
     const node = new InMemoryNode();
     const used = node.addVolume('pv-1', 'h1');

@@ -1,4 +1,4 @@
-// Issue 32 item 9: kubelet's populator adds no volume of a pod that is terminating (being deleted,
+// Fidelity review item 9: kubelet's populator adds no volume of a pod that is terminating (being deleted,
 // or in a terminal phase) once its first passes are done, and removes the volumes of a terminal
 // pod that is still listed once the ASW holds them mounted or uncertain.
 import assert from 'node:assert/strict';
@@ -20,7 +20,7 @@ async function mounted(): Promise<{ node: InMemoryNode; volume: string }> {
   return { node, volume };
 }
 
-describe('populator: terminating and terminal pods (issue 32 item 9)', () => {
+describe('populator: terminating and terminal pods (fidelity review item 9)', () => {
   for (const [what, state] of [
     ['being deleted', { deletionTimestamp: DELETED_AT }],
     ['Succeeded', { phase: 'Succeeded' }],
