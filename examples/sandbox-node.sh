@@ -57,7 +57,7 @@ kind: Pod
 metadata: {name: demo, namespace: default, uid: 11111111-2222-3333-4444-555555555555}
 spec:
   nodeName: node-1
-  containers: [{name: app, image: busybox}]
+  containers: [{name: app, image: busybox, volumeMounts: [{name: data, mountPath: /data}]}]
   volumes: [{name: data, persistentVolumeClaim: {claimName: demo}}]
 YAML
 echo "{\"volumesAttached\": [{\"name\": \"$NAME\", \"devicePath\": \"\"}], \"volumesInUse\": []}" >"$T/cluster/node-status.json"

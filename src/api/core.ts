@@ -44,6 +44,11 @@ export interface PersistentVolume {
   readonly mountOptions?: readonly string[];
   /** spec.nodeAffinity, checked by MountVolume / MapVolume against the node's labels. */
   readonly nodeAffinity?: VolumeNodeAffinity;
+  /**
+   * spec.claimRef: the claim the PV is bound to. kubelet mounts the PV for a claim only when its
+   * uid is the claim's (namespace and name are not compared); absent means not yet bound.
+   */
+  readonly claimRef?: { readonly namespace: string; readonly name: string; readonly uid: string };
 }
 
 /** core/v1 CSIVolumeSource (inline ephemeral). */
@@ -63,14 +68,30 @@ export interface PodVolumeSource {
   readonly csi?: CSIVolumeSource;
 }
 
+/** core/v1 PodPhase. */
+export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';
+
 export interface Pod {
   readonly uid: string;
   readonly namespace: string;
   readonly name: string;
   readonly nodeName: string;
   readonly volumes: readonly PodVolumeSource[];
-  /** Volume names the pod's containers use as raw block devices (volumeDevices). */
-  readonly blockVolumeNames?: readonly string[];
+  /**
+   * The spec.volumes names some container (init, regular or ephemeral) lists in volumeMounts:
+   * what kubelet's populator reads through GetPodVolumeNames. A volume in neither this list nor
+   * volumeDevices is unused, and kubelet skips it.
+   */
+  readonly volumeMounts: readonly string[];
+  /** The spec.volumes names some container (init, regular or ephemeral) lists in volumeDevices (raw block). */
+  readonly volumeDevices: readonly string[];
+  /**
+   * status.phase; absent reads as not terminal, as kubelet reads an empty phase. Succeeded and
+   * Failed are terminal: the pod's containers have stopped.
+   */
+  readonly phase?: PodPhase;
+  /** metadata.deletionTimestamp (RFC 3339), when the pod is being deleted; only its presence matters. */
+  readonly deletionTimestamp?: string;
   /** Pod fsGroup (securityContext.fsGroup), when set. */
   readonly fsGroup?: number;
   /** spec.serviceAccountName. */
@@ -80,9 +101,16 @@ export interface Pod {
 export interface PersistentVolumeClaim {
   readonly namespace: string;
   readonly name: string;
+  /** metadata.uid, which the bound PV's claimRef.uid must name. */
+  readonly uid: string;
   /** spec.volumeName: the bound PV; empty while unbound. */
   readonly volumeName: string;
+  /** spec.volumeMode; the node takes the mode from the PV and never reads this one (as kubelet). */
   readonly volumeMode?: PersistentVolumeMode;
+  /** status.phase: kubelet mounts only a Bound claim. */
+  readonly phase: 'Pending' | 'Bound' | 'Lost';
+  /** metadata.deletionTimestamp (RFC 3339), when the claim is being deleted: kubelet refuses it. */
+  readonly deletionTimestamp?: string;
 }
 
 /** storage/v1 VolumeLifecycleMode. */

@@ -186,7 +186,8 @@ export class SimWorld {
       name: `pod-${uid}`,
       nodeName: SIM_NODE,
       volumes: vols.map((v) => (v.inline ? { name: v.name, csi: { driver: v.driver } } : { name: v.name, persistentVolumeClaim: { claimName: `claim-${v.name}` } })),
-      blockVolumeNames: vols.filter((v) => v.volumeMode === 'Block').map((v) => v.name),
+      volumeMounts: vols.filter((v) => v.volumeMode !== 'Block').map((v) => v.name),
+      volumeDevices: vols.filter((v) => v.volumeMode === 'Block').map((v) => v.name),
     };
   }
 

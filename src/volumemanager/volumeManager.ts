@@ -79,6 +79,7 @@ export class VolumeManager {
     this.populator = createDesiredStateOfWorldPopulator({
       cluster: host.cluster,
       dsw: this.dsw,
+      asw: this.asw,
       plugins: this.plugins,
       logger: host.logger,
       clock: host.clock,

@@ -43,6 +43,18 @@ export interface InMemoryNodeOptions {
   readonly volumeLocks?: boolean;
 }
 
+/** How a pod added by {@link InMemoryNode.addPod} uses its volumes, and its state. */
+export interface PodUseOptions {
+  /** Pod volume names no container uses. */
+  readonly unused?: readonly string[];
+  /** Pod volume name → how a container uses it, over the default derived from the PV's mode. */
+  readonly use?: Readonly<Record<string, 'mount' | 'device'>>;
+  /** status.phase (default none: running). */
+  readonly phase?: Pod['phase'];
+  /** metadata.deletionTimestamp (default none). */
+  readonly deletionTimestamp?: string;
+}
+
 export class InMemoryNode {
   readonly fs = MemFs.create();
   readonly mounter: MemoryMounter;
@@ -176,17 +188,34 @@ export class InMemoryNode {
     return `kubernetes.io/csi/${this.driver.name}^${handle}`;
   }
 
-  /** Adds a pod using the PVCs of the given PVs (claim-<pv>), and optional inline CSI volumes. */
-  addPod(uid: string, pvNames: readonly string[], inline: readonly string[] = []): Pod {
+  /**
+   * Adds a pod using the PVCs of the given PVs (claim-<pv>), and optional inline CSI volumes. A
+   * container uses each volume as its PV's mode says (volumeDevices for a Block PV, volumeMounts
+   * otherwise), but for the pod volume names in `options.unused` (in spec.volumes, used by no
+   * container) and those `options.use` overrides.
+   */
+  addPod(uid: string, pvNames: readonly string[], inline: readonly string[] = [], options: PodUseOptions = {}): Pod {
+    const volumes = [
+      ...pvNames.map((pv) => ({ name: `vol-${pv}`, persistentVolumeClaim: { claimName: `claim-${pv}` } })),
+      ...inline.map((name) => ({ name, csi: { driver: this.driver.name } })),
+    ];
+    const use = (name: string): 'mount' | 'device' | 'unused' => {
+      if (options.unused?.includes(name) === true) return 'unused';
+      const given = options.use?.[name];
+      if (given !== undefined) return given;
+      const pv = pvNames.find((p) => `vol-${p}` === name);
+      return pv !== undefined && this.cluster.pvs.get(pv)?.volumeMode === 'Block' ? 'device' : 'mount';
+    };
     const pod: Pod = {
       uid,
       namespace: 'default',
       name: `pod-${uid}`,
       nodeName: NODE,
-      volumes: [
-        ...pvNames.map((pv) => ({ name: `vol-${pv}`, persistentVolumeClaim: { claimName: `claim-${pv}` } })),
-        ...inline.map((name) => ({ name, csi: { driver: this.driver.name } })),
-      ],
+      volumes,
+      volumeMounts: volumes.map((v) => v.name).filter((n) => use(n) === 'mount'),
+      volumeDevices: volumes.map((v) => v.name).filter((n) => use(n) === 'device'),
+      ...(options.phase !== undefined ? { phase: options.phase } : {}),
+      ...(options.deletionTimestamp !== undefined ? { deletionTimestamp: options.deletionTimestamp } : {}),
     };
     this.cluster.addPod(pod);
     return pod;

@@ -27,6 +27,17 @@ export interface FakeClusterOptions {
   readonly watch?: boolean;
 }
 
+export interface AddPersistentVolumeOptions {
+  /** Listed in volumesAttached (default true). */
+  readonly attached?: boolean;
+  /** The claim's status.phase (default Bound). */
+  readonly claimPhase?: PersistentVolumeClaim['phase'];
+  /** The claim has a deletionTimestamp. */
+  readonly claimDeleting?: boolean;
+  /** The PV's claimRef.uid (default the claim's); null: no claimRef at all. */
+  readonly claimRefUid?: string | null;
+}
+
 export class FakeCluster implements ClusterView {
   readonly pods = new Map<string, Pod>();
   readonly pvcs = new Map<string, PersistentVolumeClaim>();
@@ -89,6 +100,14 @@ export class FakeCluster implements ClusterView {
     this.#changed();
     return this;
   }
+  /** Replaces a listed pod with `change` applied (a phase, a deletion mark), as an update from the API server. */
+  updatePod(uid: string, change: Partial<Pod>): this {
+    const pod = this.pods.get(uid);
+    if (pod === undefined) throw new Error(`no pod ${uid}`);
+    this.pods.set(uid, { ...pod, ...change });
+    this.#changed();
+    return this;
+  }
   deletePod(uid: string): this {
     this.pods.delete(uid);
     this.#changed();
@@ -99,10 +118,23 @@ export class FakeCluster implements ClusterView {
     this.#changed();
     return this;
   }
-  /** A PV with a CSI source, its bound PVC and (optionally) the node's attachment of it. */
-  addPersistentVolume(pv: PersistentVolume, claim: { namespace: string; name: string }, options: { attached?: boolean } = {}): this {
-    this.pvs.set(pv.name, pv);
-    this.pvcs.set(`${claim.namespace}/${claim.name}`, { namespace: claim.namespace, name: claim.name, volumeName: pv.name });
+  /**
+   * A PV with a CSI source, its PVC bound to it (phase Bound, the PV's claimRef naming the claim's
+   * uid `uid-claim-<namespace>-<name>`, as the PV controller leaves them) and (optionally) the
+   * node's attachment of it. The options break the binding as kubelet's checks see it.
+   */
+  addPersistentVolume(pv: PersistentVolume, claim: { namespace: string; name: string }, options: AddPersistentVolumeOptions = {}): this {
+    const uid = `uid-claim-${claim.namespace}-${claim.name}`;
+    const claimRefUid = options.claimRefUid === undefined ? uid : options.claimRefUid;
+    this.pvs.set(pv.name, claimRefUid === null ? pv : { ...pv, claimRef: { namespace: claim.namespace, name: claim.name, uid: claimRefUid } });
+    this.pvcs.set(`${claim.namespace}/${claim.name}`, {
+      namespace: claim.namespace,
+      name: claim.name,
+      uid,
+      volumeName: pv.name,
+      phase: options.claimPhase ?? 'Bound',
+      ...(options.claimDeleting === true ? { deletionTimestamp: '2026-01-01T00:00:00Z' } : {}),
+    });
     this.#changed();
     if (options.attached ?? true) {
       const csi = pv.csi;

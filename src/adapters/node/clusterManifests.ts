@@ -17,7 +17,7 @@ import { LineCounter, parseAllDocuments, type Document } from 'yaml';
 import type { CSIDriverInfo, PersistentVolumeClaim, Pod, SecretData, VolumeAttachmentInfo } from '../../api/core.js';
 import { errorMessage } from '../../ports/fs.js';
 import type { PersistentVolume } from '../../api/core.js';
-import { isKnownKind, KIND_SCHEMAS, toCSIDriver, toPod, toPV, toSecretData, toVolumeAttachment } from './clusterSchemas.js';
+import { isKnownKind, KIND_SCHEMAS, toCSIDriver, toPod, toPV, toPVC, toSecretData, toVolumeAttachment } from './clusterSchemas.js';
 
 export { derivedPodUID, nodeStatusSchema } from './clusterSchemas.js';
 
@@ -205,14 +205,8 @@ function toObject(
       const uidLine = lineOf(doc, lines, ['metadata', 'uid']);
       return { ...origin, ...(uidLine !== undefined ? { uidLine } : {}), kind: 'Pod', pod: toPod(data) };
     }
-    case 'PersistentVolumeClaim': {
-      const { metadata, spec } = data;
-      return {
-        ...origin,
-        kind: 'PersistentVolumeClaim',
-        pvc: { namespace: metadata.namespace, name: metadata.name, volumeName: spec.volumeName, ...(spec.volumeMode !== undefined ? { volumeMode: spec.volumeMode } : {}) },
-      };
-    }
+    case 'PersistentVolumeClaim':
+      return { ...origin, kind: 'PersistentVolumeClaim', pvc: toPVC(data) };
     case 'PersistentVolume':
       return { ...origin, kind: 'PersistentVolume', pv: toPV(data) };
     case 'CSIDriver':

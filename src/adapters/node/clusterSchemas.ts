@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 
 import { z } from 'zod';
 
-import type { CSIDriverInfo, Pod, PodVolumeSource, SecretData, VolumeAttachmentInfo } from '../../api/core.js';
+import type { CSIDriverInfo, PersistentVolumeClaim, Pod, PodVolumeSource, SecretData, VolumeAttachmentInfo } from '../../api/core.js';
 import type { CSIPersistentVolumeSource, CSIVolumeSource, PersistentVolume } from '../../api/core.js';
 
 // The fields nodevol uses; unknown fields are stripped, unknown kinds ignored.
@@ -57,12 +57,18 @@ const podVolume = z
     path: ['csi'],
   });
 
-const container = z.object({ volumeDevices: z.array(z.object({ name: z.string().min(1, 'must not be empty') })).optional() });
+/** metav1.Time as JSON carries it: RFC 3339 ("2026-01-01T00:00:00Z"). */
+const rfc3339 = z.string().regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/, 'must be an RFC 3339 time (2026-01-01T00:00:00Z)');
+const volumeRef = z.object({ name: z.string().min(1, 'must not be empty') });
+/** A container's volume use: the names kubelet's populator reads (GetPodVolumeNames). */
+const container = z.object({ volumeMounts: z.array(volumeRef).optional(), volumeDevices: z.array(volumeRef).optional() });
+const CONTAINER_LISTS = ['containers', 'initContainers', 'ephemeralContainers'] as const;
 
 const podSchema = z.object({
   apiVersion: z.literal('v1'),
   kind: z.literal('Pod'),
-  metadata: z.object({ name: dnsSubdomain, namespace: dnsLabel.default('default'), uid: podUID.optional() }),
+  metadata: z.object({ name: dnsSubdomain, namespace: dnsLabel.default('default'), uid: podUID.optional(), deletionTimestamp: rfc3339.optional() }),
+  status: z.object({ phase: z.enum(['Pending', 'Running', 'Succeeded', 'Failed', 'Unknown']).optional() }).default({}),
   spec: z
     .object({
       nodeName: z.string().default(''),
@@ -80,14 +86,32 @@ const podSchema = z.object({
         if (seen.has(v.name)) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `duplicate volume name ${JSON.stringify(v.name)}`, path: ['volumes', i, 'name'] });
         seen.add(v.name);
       });
+      // The API server's rules for a container's volume use (validateVolumeMounts, validateVolumeDevices).
+      const byName = new Map(spec.volumes.map((v) => [v.name, v]));
+      for (const list of CONTAINER_LISTS) {
+        spec[list].forEach((c, ci) => {
+          const mounted = new Set((c.volumeMounts ?? []).map((m) => m.name));
+          (c.volumeMounts ?? []).forEach((m, mi) => {
+            if (!byName.has(m.name)) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `not found: no volume ${JSON.stringify(m.name)} in spec.volumes`, path: [list, ci, 'volumeMounts', mi, 'name'] });
+          });
+          (c.volumeDevices ?? []).forEach((d, di) => {
+            const path = [list, ci, 'volumeDevices', di, 'name'];
+            const v = byName.get(d.name);
+            if (v === undefined) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `not found: no volume ${JSON.stringify(d.name)} in spec.volumes`, path });
+            else if (v.persistentVolumeClaim === undefined) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `can only use volume source type of PersistentVolumeClaim for block mode`, path });
+            else if (mounted.has(d.name)) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `${JSON.stringify(d.name)} is in both volumeMounts and volumeDevices of this container`, path });
+          });
+        });
+      }
     }),
 });
 
 const pvcSchema = z.object({
   apiVersion: z.literal('v1'),
   kind: z.literal('PersistentVolumeClaim'),
-  metadata: z.object({ name: dnsSubdomain, namespace: dnsLabel.default('default') }),
+  metadata: z.object({ name: dnsSubdomain, namespace: dnsLabel.default('default'), uid: podUID.optional(), deletionTimestamp: rfc3339.optional() }),
   spec: z.object({ volumeName: z.string().default(''), volumeMode: volumeMode.optional() }).default({}),
+  status: z.object({ phase: z.enum(['Pending', 'Bound', 'Lost']).optional() }).default({}),
 });
 
 const pvSchema = z.object({
@@ -110,6 +134,7 @@ const pvSchema = z.object({
       volumeMode: volumeMode.optional(),
       accessModes: z.array(z.string()).optional(),
       mountOptions: z.array(z.string()).optional(),
+      claimRef: z.object({ namespace: dnsLabel.default('default'), name: dnsSubdomain, uid: podUID.optional() }).optional(),
     })
     .default({}),
 });
@@ -220,12 +245,21 @@ export const nodeStatusSchema = z.object({
  * and restarts, distinct per namespace/name.
  */
 export function derivedPodUID(namespace: string, name: string): string {
+  return derivedUID(namespace, name);
+}
+
+/**
+ * The UID given to a namespaced object (Pod, PersistentVolumeClaim) whose manifest has no
+ * metadata.uid, and to a PV's claimRef without uid: {@link derivedPodUID}'s rule, so a claimRef
+ * naming a claim gets that claim's derived UID.
+ */
+export function derivedUID(namespace: string, name: string): string {
   const h = createHash('sha256').update(`${namespace}/${name}`, 'utf8').digest('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
 }
 
 export function toPod(obj: z.infer<typeof podSchema>): Pod {
-  const { metadata, spec } = obj;
+  const { metadata, spec, status } = obj;
   const volumes: PodVolumeSource[] = spec.volumes.map((v) => {
     const pvc = v.persistentVolumeClaim;
     return {
@@ -234,16 +268,21 @@ export function toPod(obj: z.infer<typeof podSchema>): Pod {
       ...(v.csi !== undefined ? { csi: toCsiInline(v.csi) } : {}),
     };
   });
-  const blockVolumeNames = [...new Set([...spec.containers, ...spec.initContainers, ...spec.ephemeralContainers].flatMap((c) => (c.volumeDevices ?? []).map((d) => d.name)))];
+  const containers = [...spec.containers, ...spec.initContainers, ...spec.ephemeralContainers];
+  const volumeMounts = [...new Set(containers.flatMap((c) => (c.volumeMounts ?? []).map((m) => m.name)))].sort();
+  const volumeDevices = [...new Set(containers.flatMap((c) => (c.volumeDevices ?? []).map((d) => d.name)))].sort();
   const fsGroup = spec.securityContext?.fsGroup;
   return {
-    uid: metadata.uid ?? derivedPodUID(metadata.namespace, metadata.name),
+    uid: metadata.uid ?? derivedUID(metadata.namespace, metadata.name),
     namespace: metadata.namespace,
     name: metadata.name,
     nodeName: spec.nodeName,
     volumes,
+    volumeMounts,
+    volumeDevices,
     serviceAccountName: spec.serviceAccountName,
-    ...(blockVolumeNames.length > 0 ? { blockVolumeNames } : {}),
+    ...(status.phase !== undefined ? { phase: status.phase } : {}),
+    ...(metadata.deletionTimestamp !== undefined ? { deletionTimestamp: metadata.deletionTimestamp } : {}),
     ...(fsGroup !== undefined ? { fsGroup } : {}),
   };
 }
@@ -286,7 +325,7 @@ export function toVolumeAttachment(obj: z.infer<typeof volumeAttachmentSchema>):
 }
 
 export function toPV(obj: z.infer<typeof pvSchema>): PersistentVolume {
-  const { csi, volumeMode: mode, accessModes, mountOptions } = obj.spec;
+  const { csi, volumeMode: mode, accessModes, mountOptions, claimRef } = obj.spec;
   let source: CSIPersistentVolumeSource | undefined;
   if (csi !== undefined) {
     source = {
@@ -305,5 +344,24 @@ export function toPV(obj: z.infer<typeof pvSchema>): PersistentVolume {
     ...(mode !== undefined ? { volumeMode: mode } : {}),
     ...(accessModes !== undefined ? { accessModes } : {}),
     ...(mountOptions !== undefined ? { mountOptions } : {}),
+    ...(claimRef !== undefined ? { claimRef: { namespace: claimRef.namespace, name: claimRef.name, uid: claimRef.uid ?? derivedUID(claimRef.namespace, claimRef.name) } } : {}),
+  };
+}
+
+/**
+ * core/v1 PersistentVolumeClaim. A manifest without metadata.uid gets {@link derivedUID}'s; one
+ * without status.phase is Bound when it names a PV, else Pending: the cluster dir plays the PV
+ * controller, whose result that is for a pre-bound claim.
+ */
+export function toPVC(obj: z.infer<typeof pvcSchema>): PersistentVolumeClaim {
+  const { metadata, spec, status } = obj;
+  return {
+    namespace: metadata.namespace,
+    name: metadata.name,
+    uid: metadata.uid ?? derivedUID(metadata.namespace, metadata.name),
+    volumeName: spec.volumeName,
+    ...(spec.volumeMode !== undefined ? { volumeMode: spec.volumeMode } : {}),
+    phase: status.phase ?? (spec.volumeName !== '' ? 'Bound' : 'Pending'),
+    ...(metadata.deletionTimestamp !== undefined ? { deletionTimestamp: metadata.deletionTimestamp } : {}),
   };
 }

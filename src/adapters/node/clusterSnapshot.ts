@@ -80,7 +80,29 @@ export class SnapshotBuilder {
     }
   }
 
+  /**
+   * The cluster dir plays the PV controller for a pre-bound claim: a PV without spec.claimRef that
+   * exactly one PVC names in spec.volumeName is bound to that claim (its namespace, name and uid).
+   * A PV two claims name, or none, stays unbound; an explicit claimRef is kept as written.
+   */
+  private bindPreBoundClaims(): Map<string, PersistentVolume> {
+    const claimsOf = new Map<string, PersistentVolumeClaim[]>();
+    for (const pvc of this.pvcs.values()) {
+      if (pvc.volumeName === '') continue;
+      const list = claimsOf.get(pvc.volumeName);
+      if (list === undefined) claimsOf.set(pvc.volumeName, [pvc]);
+      else list.push(pvc);
+    }
+    const out = new Map<string, PersistentVolume>();
+    for (const [name, pv] of this.pvs) {
+      const claims = claimsOf.get(name);
+      const only = claims?.length === 1 ? claims[0] : undefined;
+      out.set(name, pv.claimRef === undefined && only !== undefined ? { ...pv, claimRef: { namespace: only.namespace, name: only.name, uid: only.uid } } : pv);
+    }
+    return out;
+  }
+
   build(): Snapshot {
-    return { pods: this.pods, pvcs: this.pvcs, pvs: this.pvs, drivers: this.drivers, secrets: this.secrets, volumeAttachments: this.volumeAttachments, problems: this.problems };
+    return { pods: this.pods, pvcs: this.pvcs, pvs: this.bindPreBoundClaims(), drivers: this.drivers, secrets: this.secrets, volumeAttachments: this.volumeAttachments, problems: this.problems };
   }
 }

@@ -17,8 +17,16 @@ export interface AddPodToVolumeArgs extends PodToMount {
 }
 
 export interface DesiredStateOfWorld {
-  /** Adds (or refreshes) the pod under the volume, creating the volume if needed. */
+  /**
+   * Adds (or refreshes) the pod under the volume, creating the volume if needed. The plugin flags
+   * are set when the volume is created and kept by a later add (kubelet's AddPodToVolume).
+   */
   addPodToVolume(args: AddPodToVolumeArgs): void;
+  /**
+   * MarkVolumeAttachability: sets an existing volume's pluginIsAttachable (the populator clears it
+   * when the volume's plugin is no longer attachable); a no-op for an unknown volume.
+   */
+  markVolumeAttachability(volumeName: UniqueVolumeName, attachable: boolean): void;
   /**
    * Forgets the pod's errors first (whatever else happens, as kubelet does); then an absent pod
    * or volume is a no-op. The volume goes when its last pod goes.
@@ -85,9 +93,6 @@ class DesiredStateOfWorldImpl implements DesiredStateOfWorld {
       };
       this.volumes.set(args.volumeName, v);
       this.sorted = undefined;
-    } else {
-      v.pluginIsAttachable = args.pluginIsAttachable;
-      v.pluginIsDeviceMountable = args.pluginIsDeviceMountable;
     }
     v.pods.set(args.podName, {
       podName: args.podName,
@@ -102,6 +107,13 @@ class DesiredStateOfWorldImpl implements DesiredStateOfWorld {
       this.volumesByPod.set(args.podName, byVolume);
     }
     byVolume.set(v.volumeName, v);
+  }
+
+  markVolumeAttachability(volumeName: UniqueVolumeName, attachable: boolean): void {
+    const v = this.volumes.get(volumeName);
+    if (v === undefined || v.pluginIsAttachable === attachable) return;
+    this.changes++;
+    v.pluginIsAttachable = attachable;
   }
 
   deletePodFromVolume(podName: UniquePodName, volumeName: UniqueVolumeName): void {

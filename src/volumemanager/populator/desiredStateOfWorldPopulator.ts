@@ -1,7 +1,7 @@
 /**
  * DesiredStateOfWorldPopulator (populator/desired_state_of_world_populator.go): fills the DSW
- * from the pods bound to this node - pod → volume → spec (PVC → PV, or an inline CSI volume) →
- * unique volume name - and removes pods that are gone.
+ * from the pods bound to this node - pod → used volume → spec (PVC → PV, or an inline CSI volume)
+ * → unique volume name - and removes pods that are gone.
  *
  * When the cluster view cannot answer, the DSW keeps what it had and `hasAddedPods()` does not
  * become true: nothing is unmounted on the strength of an unanswered question.
@@ -14,6 +14,7 @@ import type { Logger } from '../../ports/logger.js';
 import { getUniqueVolumeName, getUniqueVolumeNameWithPod, type UniquePodName } from '../../layout/names.js';
 import type { VolumePluginMgr } from '../../volume/plugins.js';
 import { specName, type Spec } from '../../volume/spec.js';
+import type { ActualStateOfWorld } from '../cache/actualStateOfWorld.js';
 import type { DesiredStateOfWorld } from '../cache/desiredStateOfWorld.js';
 
 export interface DesiredStateOfWorldPopulator {
@@ -31,6 +32,8 @@ export interface DesiredStateOfWorldPopulator {
 export interface PopulatorDeps {
   readonly cluster: ClusterView;
   readonly dsw: DesiredStateOfWorld;
+  /** For kubelet's check before removing a terminal pod's volume (PodRemovedFromVolume). */
+  readonly asw: Pick<ActualStateOfWorld, 'podRemovedFromVolume'>;
   readonly plugins: VolumePluginMgr;
   readonly logger: Logger;
   /**
@@ -60,6 +63,23 @@ interface LoggedVolumeError {
   readonly loggedAtMs: number;
   /** Identical failures since that line. */
   suppressed: number;
+}
+
+/**
+ * kubelet asks its pod workers; nodevol, with no pod workers and no container runtime, reads the
+ * Pod (docs/kubelet-fidelity.md, "The populator's view of a pod"):
+ * ShouldPodContainersBeTerminating ≈ being deleted or in a terminal phase.
+ */
+function containersTerminating(pod: Pod): boolean {
+  return pod.deletionTimestamp !== undefined || runtimeRemoved(pod);
+}
+
+/**
+ * ShouldPodRuntimeBeRemoved ≈ a terminal phase (Succeeded, Failed): kubelet writes one only once
+ * every container stopped, so a pod being deleted that is still Running is still stopping.
+ */
+function runtimeRemoved(pod: Pod): boolean {
+  return pod.phase === 'Succeeded' || pod.phase === 'Failed';
 }
 
 export function createDesiredStateOfWorldPopulator(deps: PopulatorDeps): DesiredStateOfWorldPopulator {
@@ -124,21 +144,32 @@ class Populator implements DesiredStateOfWorldPopulator {
     }
     this.settledVersion = undefined;
     let settled = version !== undefined;
-    const seen = new Set<UniquePodName>();
+    const seen = new Map<UniquePodName, Pod>();
     for (const pod of [...pods].sort((a, b) => (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0))) {
       const podName = pod.uid as UniquePodName;
-      seen.add(podName);
+      seen.set(podName, pod);
+      // findAndAddNewPods: "Do not (re)add volumes for pods that can't also be starting
+      // containers"; before the first pass, only pods whose runtime should be removed are
+      // skipped (a pod being deleted may still run containers after a restart).
+      if (this.added ? containersTerminating(pod) : runtimeRemoved(pod)) continue;
       const done = this.processed.get(podName);
       if (done !== undefined && done.pod === pod && done.version === version) continue;
       let allAdded = true;
       for (const volume of pod.volumes) {
+        // processPodVolumes: a volume no container mounts or uses as a device is skipped, with no
+        // lookup and no error (GetPodVolumeNames gathers init, regular and ephemeral containers).
+        if (!pod.volumeMounts.includes(volume.name) && !pod.volumeDevices.includes(volume.name)) {
+          logger.v(4).info('Skipping unused volume', { pod: `${pod.namespace}/${pod.name}`, volumeName: volume.name });
+          this.volumeErrors.get(podName)?.delete(volume.name);
+          continue;
+        }
         try {
           await this.addVolume(pod, podName, volume);
           this.volumeErrors.get(podName)?.delete(volume.name);
         } catch (err) {
           allAdded = false;
-          const msg = `error processing volume ${JSON.stringify(volume.name)} for pod ${pod.namespace}/${pod.name}: ${errorMessage(err)}`;
-          dsw.addErrorToPod(podName, msg);
+          // kubelet stores the bare error text (AddErrorToPod(uniquePodName, err.Error())).
+          dsw.addErrorToPod(podName, errorMessage(err));
           this.logVolumeError(err, pod, podName, volume.name);
         }
       }
@@ -148,13 +179,57 @@ class Populator implements DesiredStateOfWorldPopulator {
     }
     for (const podName of this.volumeErrors.keys()) if (!seen.has(podName)) this.volumeErrors.delete(podName);
     for (const podName of this.processed.keys()) if (!seen.has(podName)) this.processed.delete(podName);
-    for (const podName of dsw.getPods()) {
-      if (seen.has(podName)) continue;
-      logger.v(4).info('Removing volumes from the desired state for a pod that is gone', { podUID: podName });
-      dsw.deletePod(podName);
-    }
+    if (!(await this.removeDeletedPods(seen))) settled = false;
     this.added = true;
     if (settled) this.settledVersion = version;
+  }
+
+  /**
+   * findAndRemoveDeletedPods, over every (volume, pod) of the DSW: a listed pod keeps its volumes
+   * until its runtime should be removed (a terminal phase); a pod no longer listed has none
+   * (nodevol sees no container runtime). A listed pod's volume the ASW does not hold mounted or
+   * uncertain stays, as kubelet keeps it against a mount not yet recorded. Returns false when an
+   * entry was kept on the ASW's account: the ASW can change with no change to the cluster.
+   */
+  private async removeDeletedPods(listed: ReadonlyMap<UniquePodName, Pod>): Promise<boolean> {
+    const { dsw, asw, logger, plugins } = this.deps;
+    let settled = true;
+    // The entries are copies taken before the walk, as kubelet's: each (volume, pod) entry of an
+    // attachable volume asks, so a volume of two pods is marked (and logged) twice in that pass.
+    for (const entry of dsw.getVolumesToMount()) {
+      const pod = listed.get(entry.podName);
+      if (pod !== undefined && entry.pluginIsAttachable) {
+        // A plugin that answers with no attachable plugin (and no error) turns the volume
+        // non-attachable, for good; a failed lookup leaves the flag as it is.
+        let attachable: boolean;
+        try {
+          attachable = (await plugins.findAttachablePluginBySpec(entry.spec)) !== undefined;
+        } catch {
+          attachable = true;
+        }
+        if (!attachable) {
+          dsw.markVolumeAttachability(entry.volumeName, false);
+          logger.info('Volume changes from attachable to non-attachable', { volumeName: entry.volumeName });
+          continue;
+        }
+      }
+      if (pod !== undefined && !runtimeRemoved(pod)) continue;
+      if (pod !== undefined && asw.podRemovedFromVolume(entry.podName, entry.volumeName)) {
+        logger
+          .v(4)
+          .info('Actual state does not yet have volume mount information and pod still exists in pod manager, skip removing volume from desired state', {
+            pod: `${pod.namespace}/${pod.name}`,
+            podUID: pod.uid,
+            volumeName: entry.volumeName,
+          });
+        settled = false;
+        continue;
+      }
+      logger.v(4).info('Removing volume from desired state', { pod: `${entry.pod.namespace}/${entry.pod.name}`, podUID: entry.pod.uid, volumeName: specName(entry.spec) });
+      dsw.deletePodFromVolume(entry.podName, entry.volumeName);
+      this.processed.delete(entry.podName);
+    }
+    return settled;
   }
 
   /** "Error processing volume", rate limited per pod volume and error text (see POPULATOR_ERROR_REPEAT_MS). */
@@ -203,15 +278,29 @@ class Populator implements DesiredStateOfWorldPopulator {
     });
   }
 
-  /** The spec of a pod volume; undefined for volume types nodevol has no plugin for. */
+  /**
+   * createVolumeSpec: the spec of a pod volume, with kubelet's checks in kubelet's order and texts
+   * (getPVCExtractPV, getPVSpec, then the volume mode against the pod's use); undefined for volume
+   * types nodevol has no plugin for. Inline CSI volumes get none of the checks, as in kubelet.
+   */
   private async specFor(pod: Pod, volume: PodVolumeSource): Promise<Spec | undefined> {
     const claim = volume.persistentVolumeClaim;
     if (claim !== undefined) {
+      const key = `${pod.namespace}/${claim.claimName}`;
+      const fail = (msg: string): Error => new Error(`error processing PVC ${key}: ${msg}`);
       const pvc = await this.deps.cluster.getPersistentVolumeClaim(pod.namespace, claim.claimName);
-      if (pvc === undefined) throw new Error(`PersistentVolumeClaim ${pod.namespace}/${claim.claimName} not found`);
-      if (pvc.volumeName === '') throw new Error(`PersistentVolumeClaim ${pod.namespace}/${claim.claimName} is not bound`);
+      if (pvc === undefined) throw fail(`failed to fetch PVC from API server: persistentvolumeclaims ${JSON.stringify(claim.claimName)} not found`);
+      if (pvc.deletionTimestamp !== undefined) throw fail('PVC is being deleted');
+      if (pvc.phase !== 'Bound') throw fail('PVC is not bound');
+      if (pvc.volumeName === '') throw fail('PVC has empty pvc.Spec.VolumeName');
       const pv = await this.deps.cluster.getPersistentVolume(pvc.volumeName);
-      if (pv === undefined) throw new Error(`PersistentVolume ${pvc.volumeName} not found`);
+      if (pv === undefined) throw fail(`failed to fetch PV ${pvc.volumeName} from API server: persistentvolumes ${JSON.stringify(pvc.volumeName)} not found`);
+      if (pv.claimRef === undefined) throw fail(`found PV object ${pv.name} but it has a nil pv.Spec.ClaimRef indicating it is not yet bound to the claim`);
+      if (pv.claimRef.uid !== pvc.uid) throw fail(`found PV object ${pv.name} but its pv.Spec.ClaimRef.UID ${pv.claimRef.uid} does not point to claim.UID ${pvc.uid}`);
+      // The mode is the PV's (GetVolumeMode: nil is Filesystem); the claim's is not read.
+      const mode = pv.volumeMode ?? 'Filesystem';
+      if (pod.volumeMounts.includes(volume.name) && mode !== 'Filesystem') throw new Error(`volume ${volume.name} has volumeMode ${mode}, but is specified in volumeMounts`);
+      if (pod.volumeDevices.includes(volume.name) && mode !== 'Block') throw new Error(`volume ${volume.name} has volumeMode ${mode}, but is specified in volumeDevices`);
       return { kind: 'persistent', persistentVolume: pv, readOnly: claim.readOnly ?? false };
     }
     if (volume.csi !== undefined) return { kind: 'inline', volume: { name: volume.name, csi: volume.csi }, readOnly: volume.csi.readOnly ?? false };

@@ -53,9 +53,16 @@ spec:
   containers:
     - name: app
       image: nginx
+      volumeMounts:
+        - {name: data, mountPath: /data}
       volumeDevices:
         - name: raw
           devicePath: /dev/xvda
+    - name: sidecar
+      image: busybox
+      volumeMounts:
+        - {name: scratch, mountPath: /scratch}
+        - {name: data, mountPath: /data, readOnly: true}
   volumes:
     - name: data
       persistentVolumeClaim:
@@ -145,8 +152,9 @@ describe('ClusterDirView manifests', () => {
         { name: 'scratch', csi: { driver: 'inline.csi.example.com', readOnly: true, fsType: 'ext4', volumeAttributes: { size: '1Gi', 'example.com/tier': 'gold' } } },
         { name: 'cache' },
       ],
+      volumeMounts: ['data', 'scratch'],
+      volumeDevices: ['raw'],
       serviceAccountName: 'default',
-      blockVolumeNames: ['raw'],
       fsGroup: 2000,
     };
     assert.deepEqual(pods, [expected]);
@@ -155,8 +163,10 @@ describe('ClusterDirView manifests', () => {
 
   it('resolves PVC -> PV with the fields the volume manager uses', async () => {
     const v = view(await clusterFs({ 'storage.yaml': STORAGE }));
-    assert.deepEqual(await v.getPersistentVolumeClaim('shop', 'data-claim'), { namespace: 'shop', name: 'data-claim', volumeName: 'pv-data' });
-    assert.deepEqual(await v.getPersistentVolumeClaim('shop', 'raw-claim'), { namespace: 'shop', name: 'raw-claim', volumeName: 'pv-raw', volumeMode: 'Block' });
+    const dataUid = derivedPodUID('shop', 'data-claim');
+    const rawUid = derivedPodUID('shop', 'raw-claim');
+    assert.deepEqual(await v.getPersistentVolumeClaim('shop', 'data-claim'), { namespace: 'shop', name: 'data-claim', uid: dataUid, volumeName: 'pv-data', phase: 'Bound' });
+    assert.deepEqual(await v.getPersistentVolumeClaim('shop', 'raw-claim'), { namespace: 'shop', name: 'raw-claim', uid: rawUid, volumeName: 'pv-raw', volumeMode: 'Block', phase: 'Bound' });
     assert.equal(await v.getPersistentVolumeClaim('default', 'data-claim'), undefined, 'claims are namespaced');
     assert.deepEqual(await v.getPersistentVolume('pv-data'), {
       name: 'pv-data',
@@ -171,9 +181,38 @@ describe('ClusterDirView manifests', () => {
       volumeMode: 'Filesystem',
       accessModes: ['ReadWriteOnce'],
       mountOptions: ['noatime', 'discard'],
+      claimRef: { namespace: 'shop', name: 'data-claim', uid: dataUid },
     });
-    assert.deepEqual(await v.getPersistentVolume('pv-raw'), { name: 'pv-raw', csi: { driver: 'ebs.csi.example.com', volumeHandle: 'vol-raw' }, volumeMode: 'Block' });
+    assert.deepEqual(await v.getPersistentVolume('pv-raw'), { name: 'pv-raw', csi: { driver: 'ebs.csi.example.com', volumeHandle: 'vol-raw' }, volumeMode: 'Block', claimRef: { namespace: 'shop', name: 'raw-claim', uid: rawUid } });
     assert.equal(await v.getPersistentVolume('pv-missing'), undefined);
+  });
+
+  it('claims and PVs as the PV controller leaves them (fidelity review item 10): phase, uid and claimRef defaults; explicit values kept', async () => {
+    const pv = (name: string, claimRef = ''): string => `apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: ${name}}\nspec: {csi: {driver: d.example.com, volumeHandle: h-${name}}${claimRef}}\n---\n`;
+    const pvc = (name: string, rest: string): string => `apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: ${name}, namespace: ns${rest}\n---\n`;
+    const text = [
+      pv('pv-a'),
+      pvc('a', '}\nspec: {volumeName: pv-a}'),
+      pvc('pending', '}\nspec: {}'),
+      pvc('lost', ', uid: u-lost, deletionTimestamp: "2026-01-01T00:00:00Z"}\nspec: {volumeName: pv-lost}\nstatus: {phase: Lost}'),
+      pv('pv-lost', ', claimRef: {namespace: ns, name: lost}'),
+      pv('pv-other', ', claimRef: {namespace: ns, name: a}'),
+      pv('pv-two'),
+      pvc('two-1', '}\nspec: {volumeName: pv-two}'),
+      pvc('two-2', '}\nspec: {volumeName: pv-two}'),
+    ].join('');
+    const v = view(await clusterFs({ 's.yaml': text }));
+    assert.deepEqual(await v.getPersistentVolumeClaim('ns', 'a'), { namespace: 'ns', name: 'a', uid: derivedPodUID('ns', 'a'), volumeName: 'pv-a', phase: 'Bound' });
+    assert.equal((await v.getPersistentVolumeClaim('ns', 'pending'))?.phase, 'Pending');
+    assert.deepEqual(await v.getPersistentVolumeClaim('ns', 'lost'), { namespace: 'ns', name: 'lost', uid: 'u-lost', volumeName: 'pv-lost', phase: 'Lost', deletionTimestamp: '2026-01-01T00:00:00Z' });
+    assert.deepEqual((await v.getPersistentVolume('pv-a'))?.claimRef, { namespace: 'ns', name: 'a', uid: derivedPodUID('ns', 'a') }, 'bound to the one claim naming it');
+    assert.deepEqual((await v.getPersistentVolume('pv-lost'))?.claimRef, { namespace: 'ns', name: 'lost', uid: derivedPodUID('ns', 'lost') }, 'a claimRef without uid gets the derived one, not the claim\'s explicit uid');
+    assert.deepEqual((await v.getPersistentVolume('pv-other'))?.claimRef?.name, 'a', 'an explicit claimRef is kept');
+    assert.equal((await v.getPersistentVolume('pv-two'))?.claimRef, undefined, 'two claims name it: unbound');
+    assert.deepEqual(v.problems(), []);
+    const bad = view(await clusterFs({ 'b.yaml': pvc('x', '}\nspec: {}\nstatus: {phase: Done}') }));
+    assert.equal(await bad.getPersistentVolumeClaim('ns', 'x'), undefined);
+    assert.deepEqual(bad.problems().map((p) => p.field), ['status.phase']);
   });
 
   it('CSIDriver defaults as the API server sets them: attachRequired true, podInfoOnMount false, volumeLifecycleModes [Persistent], requiresRepublish false; an unknown driver is undefined', async () => {
@@ -324,13 +363,60 @@ spec:
       name: 'p',
       nodeName: 'node-1',
       volumes: [{ name: 'blk', persistentVolumeClaim: { claimName: 'c' } }],
+      volumeMounts: [],
+      volumeDevices: ['blk'],
       serviceAccountName: 'default',
-      blockVolumeNames: ['blk'],
     });
   });
 });
 
+describe('ClusterDirView pod state (fidelity review item 9)', () => {
+  it('reads status.phase and metadata.deletionTimestamp; a bad phase or time is a problem naming the field', async () => {
+    const podWith = (meta: string, status: string): string =>
+      `apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default, uid: u-1${meta}}\nspec: {nodeName: node-1}\n${status}`;
+    const [p] = await view(await clusterFs({ 'p.yaml': podWith(', deletionTimestamp: "2026-01-01T00:00:00Z"', 'status: {phase: Succeeded}\n') })).listPods();
+    assert.equal(p?.phase, 'Succeeded');
+    assert.equal(p?.deletionTimestamp, '2026-01-01T00:00:00Z');
+    const [plain] = await view(await clusterFs({ 'p.yaml': podWith('', '') })).listPods();
+    assert.ok(plain !== undefined && !('phase' in plain) && !('deletionTimestamp' in plain), JSON.stringify(plain));
+    for (const [meta, status, field] of [
+      ['', 'status: {phase: Done}\n', 'status.phase'],
+      [', deletionTimestamp: yesterday', '', 'metadata.deletionTimestamp'],
+    ] as const) {
+      const v = view(await clusterFs({ 'p.yaml': podWith(meta, status) }));
+      assert.deepEqual(await v.listPods(), []);
+      assert.deepEqual(v.problems().map((x) => x.field), [field]);
+    }
+  });
+});
+
 describe('ClusterDirView bad input', () => {
+  it('a container volume use the API server refuses is a problem naming the field (fidelity review item 8)', async () => {
+    const bad = (containers: string): string => `apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: default, uid: u-1}
+spec:
+  nodeName: node-1
+  volumes:
+    - {name: data, persistentVolumeClaim: {claimName: c}}
+    - {name: scratch, csi: {driver: inline.csi.example.com}}
+${containers}`;
+    const cases: [string, string, RegExp][] = [
+      ['  containers: [{name: a, volumeMounts: [{name: nope, mountPath: /x}]}]\n', 'spec.containers[0].volumeMounts[0].name', /no volume "nope" in spec\.volumes/],
+      ['  initContainers: [{name: a}, {name: b, volumeDevices: [{name: gone, devicePath: /dev/x}]}]\n', 'spec.initContainers[1].volumeDevices[0].name', /no volume "gone"/],
+      ['  containers: [{name: a, volumeDevices: [{name: scratch, devicePath: /dev/x}]}]\n', 'spec.containers[0].volumeDevices[0].name', /PersistentVolumeClaim for block mode/],
+      ['  ephemeralContainers: [{name: a, volumeMounts: [{name: data, mountPath: /d}], volumeDevices: [{name: data, devicePath: /dev/x}]}]\n', 'spec.ephemeralContainers[0].volumeDevices[0].name', /both volumeMounts and volumeDevices/],
+    ];
+    for (const [containers, field, message] of cases) {
+      const v = view(await clusterFs({ 'p.yaml': bad(containers) }));
+      assert.deepEqual(await v.listPods(), [], field);
+      const [problem, ...rest] = v.problems();
+      assert.equal(rest.length, 0, JSON.stringify(v.problems()));
+      assert.equal(problem?.field, field);
+      assert.match(problem?.message ?? '', message);
+    }
+  });
+
   it('a file that does not parse is skipped with a problem naming it; other files are still read; logged once', async () => {
     const logger = new RecordingLogger();
     const fs = await clusterFs({ 'a-good.yaml': pod('good', 'node-1'), 'b-bad.yaml': `${pod('lost', 'node-1')}---\nkind: Pod\n  metadata: [unclosed\n`, 'c-good.yaml': pod('also', 'node-1') });

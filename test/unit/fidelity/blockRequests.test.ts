@@ -39,9 +39,10 @@ async function mapBlockPv(o: BlockPvOptions): Promise<InMemoryNode> {
     nodeName: NODE,
     serviceAccountName: 'sa-b',
     volumes: [{ name: 'dev', persistentVolumeClaim: { claimName: 'claim-pv-b' } }],
-    blockVolumeNames: ['dev'],
+    volumeMounts: [],
+    volumeDevices: ['dev'],
   };
-  node.cluster.pvcs.set('ns-1/claim-pv-b', { namespace: 'ns-1', name: 'claim-pv-b', volumeName: 'pv-b', volumeMode: 'Block' });
+  node.cluster.pvcs.set('ns-1/claim-pv-b', { namespace: 'ns-1', name: 'claim-pv-b', uid: pv.claimRef?.uid ?? '', volumeName: 'pv-b', volumeMode: 'Block', phase: 'Bound' });
   node.cluster.addPod(pod);
   const vm = await node.startKubelet(false);
   await node.stepUntil(() => vm.asw.getMountedVolumes().length === 1);

@@ -41,6 +41,8 @@ async function mountPv(o: PvOptions): Promise<InMemoryNode> {
     name: 'pod-a',
     nodeName: NODE,
     volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'claim-pv-1', ...(o.claimReadOnly === undefined ? {} : { readOnly: o.claimReadOnly }) } }],
+    volumeMounts: ['data'],
+    volumeDevices: [],
     ...(o.fsGroup === undefined ? {} : { fsGroup: o.fsGroup }),
   };
   node.cluster.addPod(pod);

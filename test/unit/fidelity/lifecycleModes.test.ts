@@ -99,8 +99,7 @@ describe('supportsVolumeLifecycleMode: persistent volumes', () => {
     const node = new InMemoryNode();
     withDriver(node, ['Ephemeral']);
     node.addVolume('pv-b', 'vol-b', { mode: 'Block' });
-    const pod = node.addPod('pod-b', ['pv-b']);
-    node.cluster.addPod({ ...pod, blockVolumeNames: ['vol-pv-b'] });
+    node.addPod('pod-b', ['pv-b']);
     const vm = await node.startKubelet(false);
     await node.stepUntil(() => vm.asw.getMountedVolumes().length === 1);
     assert.deepEqual(node.driver.methods().filter((m) => m !== 'NodeGetCapabilities'), ['NodeStageVolume', 'NodePublishVolume']);

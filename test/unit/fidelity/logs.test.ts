@@ -188,8 +188,7 @@ describe('STAGE_UNSTAGE_VOLUME capability not set: the skip is logged at Info', 
   it('raw block: csi_block.go stageVolumeForBlock and unstageVolumeForBlock skip at V(0)', async () => {
     const node = new InMemoryNode({ capabilities: [] });
     const name = node.addVolume('pv-b', 'vol-b', { mode: 'Block' });
-    const pod = node.addPod('pod-b', ['pv-b']);
-    node.cluster.addPod({ ...pod, blockVolumeNames: ['vol-pv-b'] });
+    node.addPod('pod-b', ['pv-b']);
     const vm = await node.startKubelet(false);
     await node.stepUntil(() => vm.asw.getMountedVolumes().length === 1);
     // TearDownDevice asks the driver only when the staging dir exists: one left by a driver

@@ -99,7 +99,7 @@ describe('GenerateMountVolumeFunc: FindPluginBySpec / NewMounter fail inside the
     const asw = createActualStateOfWorld();
     const vtm: VolumeToMount = {
       podName: 'pod-a' as UniquePodName,
-      pod: { uid: 'pod-a', namespace: 'default', name: 'pod-a', nodeName: 'node-1', volumes: [] },
+      pod: { uid: 'pod-a', namespace: 'default', name: 'pod-a', nodeName: 'node-1', volumes: [], volumeMounts: [], volumeDevices: [] },
       spec: { kind: 'inline', readOnly: false, volume: { name: 'v' } },
       outerVolumeSpecName: 'v',
       seLinuxMountContext: '',

@@ -43,8 +43,7 @@ function nodeWith(o: Options): InMemoryNode {
 
 /** A pod using pv-1, through the volume manager; steps until mounted, or `steps` times. */
 async function mount(node: InMemoryNode, o: { block?: boolean; steps?: number } = {}): Promise<void> {
-  const pod = node.addPod('pod-a', ['pv-1']);
-  if (o.block === true) node.cluster.addPod({ ...pod, blockVolumeNames: ['vol-pv-1'] });
+  node.addPod('pod-a', ['pv-1'], [], o.block === true ? { use: { 'vol-pv-1': 'device' } } : {});
   const vm = await node.startKubelet(false);
   if (o.steps !== undefined) {
     await node.steps(o.steps);
@@ -160,7 +159,7 @@ describe('secrets from nodeStageSecretRef / nodePublishSecretRef (getCredentials
   it('an inline volume: its nodePublishSecretRef names a Secret in the pod\'s namespace', async () => {
     const node = new InMemoryNode();
     node.cluster.secrets.set('shop/inline-creds', { key: 'v' });
-    const pod: Pod = { uid: 'pod-i', namespace: 'shop', name: 'pod-i', nodeName: NODE, volumes: [{ name: 'scratch', csi: { driver: DRIVER, nodePublishSecretRef: { name: 'inline-creds' } } }] };
+    const pod: Pod = { uid: 'pod-i', namespace: 'shop', name: 'pod-i', nodeName: NODE, volumes: [{ name: 'scratch', csi: { driver: DRIVER, nodePublishSecretRef: { name: 'inline-creds' } } }], volumeMounts: ['scratch'], volumeDevices: [] };
     node.cluster.addPod(pod);
     const vm = await node.startKubelet(false);
     await node.stepUntil(() => vm.asw.getMountedVolumes().length === 1);

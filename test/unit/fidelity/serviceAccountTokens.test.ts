@@ -21,15 +21,17 @@ function driverWith(node: InMemoryNode, extra: Partial<CSIDriverInfo>): void {
   node.cluster.drivers.set(DRIVER, { ...d, ...extra });
 }
 
+/** A pod whose container mounts every volume, or uses `extra.volumeDevices` as devices. */
 function podOf(volumes: Pod['volumes'], extra: Partial<Pod> = {}): Pod {
-  return { uid: 'pod-a', namespace: 'ns-1', name: 'pod-a', nodeName: NODE, serviceAccountName: 'sa-1', volumes, ...extra };
+  const devices = extra.volumeDevices ?? [];
+  return { uid: 'pod-a', namespace: 'ns-1', name: 'pod-a', nodeName: NODE, serviceAccountName: 'sa-1', volumes, volumeMounts: volumes.map((v) => v.name).filter((n) => !devices.includes(n)), volumeDevices: devices, ...extra };
 }
 
 /** A pod with one PV (claim in ns-1), mounted through the volume manager; steps until published or `steps` ran. */
 async function mountPv(node: InMemoryNode, o: { block?: boolean; steps?: number } = {}): Promise<void> {
   node.addVolume('pv-1', 'vol-1', o.block === true ? { mode: 'Block' } : {});
-  node.cluster.pvcs.set('ns-1/claim', { namespace: 'ns-1', name: 'claim', volumeName: 'pv-1' });
-  node.cluster.addPod(podOf([{ name: 'data', persistentVolumeClaim: { claimName: 'claim' } }], o.block === true ? { blockVolumeNames: ['data'] } : {}));
+  node.cluster.pvcs.set('ns-1/claim', { namespace: 'ns-1', name: 'claim', uid: node.cluster.pvs.get('pv-1')?.claimRef?.uid ?? '', volumeName: 'pv-1', phase: 'Bound' });
+  node.cluster.addPod(podOf([{ name: 'data', persistentVolumeClaim: { claimName: 'claim' } }], o.block === true ? { volumeDevices: ['data'] } : {}));
   const vm = await node.startKubelet(false);
   if (o.steps !== undefined) {
     await node.steps(o.steps);

@@ -86,7 +86,7 @@ describe('gate CSIUnpublishBeforeUnstageAfterReconstruction (the KEP-6058 alpha 
     await node.fs.unlink(`${POD_DIR('pod-a', 'pv-1')}/vol_data.json`);
     node.cluster.deletePod('pod-a');
     // Same uid, now with an inline ephemeral volume that happens to be called pv-1.
-    node.cluster.addPod({ uid: 'pod-a', namespace: 'default', name: 'pod-pod-a', nodeName: 'node-1', volumes: [{ name: 'pv-1', csi: { driver: DRIVER } }] });
+    node.cluster.addPod({ uid: 'pod-a', namespace: 'default', name: 'pod-pod-a', nodeName: 'node-1', volumes: [{ name: 'pv-1', csi: { driver: DRIVER } }], volumeMounts: ['pv-1'], volumeDevices: [] });
     const vm = await node.startKubelet(g);
     assert.equal(vm.reconstructor.failedReconstructions().length, 1, 'left to upstream\'s cleanup');
     assert.deepEqual(vm.asw.getAllMountedVolumes().map((m) => m.podName), []);

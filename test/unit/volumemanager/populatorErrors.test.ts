@@ -30,7 +30,7 @@ describe('populator error rate limit', () => {
     await node.startKubelet(false);
     await node.steps(3);
     assert.equal(errorLines(node).length, 1); // claim not found
-    node.cluster.pvcs.set('default/claim-pv-1', { namespace: 'default', name: 'claim-pv-1', volumeName: '' });
+    node.cluster.pvcs.set('default/claim-pv-1', { namespace: 'default', name: 'claim-pv-1', uid: 'uid-claim-default-claim-pv-1', volumeName: '', phase: 'Bound' });
     await node.steps(3);
     assert.equal(errorLines(node).length, 2); // a different error: claim not bound
     node.addVolume('pv-1', 'h1');

@@ -22,7 +22,7 @@ const POD_A = podName('pod-a');
 const POD_B = podName('pod-b');
 
 function podOf(uid: string): Pod {
-  return { uid, namespace: 'default', name: `pod-${uid}`, nodeName: 'node-1', volumes: [] };
+  return { uid, namespace: 'default', name: `pod-${uid}`, nodeName: 'node-1', volumes: [], volumeMounts: [], volumeDevices: [] };
 }
 
 function args(p: UniquePodName, v: UniqueVolumeName, spec: Spec = constructPVSourceSpec(`pv-${v.split('^')[1] ?? ''}`, DRIVER, v.split('^')[1] ?? ''), attachable = true): AddPodToVolumeArgs {
@@ -80,7 +80,34 @@ describe('DSW: adding and deleting pods', () => {
     const all = dsw.getVolumesToMount();
     assert.equal(all.length, 1);
     assert.equal(all[0]?.seLinuxMountContext, 'ctx');
-    assert.equal(all[0]?.pluginIsAttachable, false, 'plugin properties follow the latest add');
+    assert.equal(all[0]?.pluginIsAttachable, true, 'the plugin flags are those the volume was created with');
+  });
+
+  it('keeps the plugin flags of an existing volume when a pod is added to it (fidelity review item 11)', () => {
+    const dsw = createDesiredStateOfWorld();
+    dsw.addPodToVolume({ ...args(POD_A, V1), pluginIsAttachable: false, pluginIsDeviceMountable: true });
+    dsw.addPodToVolume({ ...args(POD_B, V1), pluginIsAttachable: true, pluginIsDeviceMountable: false });
+    assert.deepEqual(
+      dsw.getVolumesToMount().map((v) => [v.podName, v.pluginIsAttachable, v.pluginIsDeviceMountable]),
+      [
+        [POD_A, false, true],
+        [POD_B, false, true],
+      ],
+    );
+  });
+
+  it('markVolumeAttachability changes an existing volume only, and counts as a change only when it changes the flag', () => {
+    const dsw = createDesiredStateOfWorld();
+    dsw.addPodToVolume(args(POD_A, V1));
+    const g = dsw.generation();
+    dsw.markVolumeAttachability(V1, true);
+    assert.equal(dsw.generation(), g, 'same value: no change');
+    dsw.markVolumeAttachability(V2, false);
+    assert.equal(dsw.volumeExists(V2), false, 'an unknown volume is not created');
+    assert.equal(dsw.generation(), g);
+    dsw.markVolumeAttachability(V1, false);
+    assert.equal(dsw.getVolumesToMount()[0]?.pluginIsAttachable, false);
+    assert.ok(dsw.generation() > g);
   });
 
   const deletions: { name: string; del: (dsw: DesiredStateOfWorld) => void }[] = [

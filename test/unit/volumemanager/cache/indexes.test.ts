@@ -23,7 +23,7 @@ const vol = (i: number): UniqueVolumeName => `${PLUGIN}/${DRIVER}^vol-${i}` as U
 const pod = (i: number): UniquePodName => `pod-${i}` as UniquePodName;
 /** Two spec names per volume, so that a pod's record can be replaced by one with another name. */
 const spec = (i: number, variant: number): Spec => constructPVSourceSpec(`pv-${i}-${variant}`, DRIVER, `vol-${i}`);
-const podOf = (p: UniquePodName): Pod => ({ uid: p, namespace: 'default', name: p, nodeName: 'node-1', volumes: [] });
+const podOf = (p: UniquePodName): Pod => ({ uid: p, namespace: 'default', name: p, nodeName: 'node-1', volumes: [], volumeMounts: [], volumeDevices: [] });
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 function markOpts(p: UniquePodName, v: number, variant: number): MarkVolumeOpts {
