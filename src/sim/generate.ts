@@ -14,7 +14,8 @@
  * - kubelet restarts and node reboots, driver restarts; every fault kind of the one fault model
  *   (error codes, before or after the effect, delays, hangs, client timeouts, driver exits); lost
  *   and unreadable pod-local vol_data.json; the root dir's filesystem full (ENOSPC) or read-only
- *   (EROFS) for a while; time advancing.
+ *   (EROFS) for a while; a slow disk (every file call of the engine slow for a while), often over a
+ *   restart or reboot with a pod added meanwhile; time advancing.
  *
  * Every workload can end converged: each fault has a bounded count, a hang is followed by a
  * restart of its driver (or a reboot), and the steps end with the faults cleared. What the
@@ -147,6 +148,7 @@ export function generateScenario(seed: number, size: WorkloadSize = 'medium'): S
       ['restartDriver', 1],
       ['clearFaults', 1],
       ['fsFault', 1],
+      ['slowDisk', 1],
     ];
     if (hung.size === 0) kinds.push(['wait', 2]);
     if (notRunning.length > 0) kinds.push(['addPod', 3]);
@@ -219,6 +221,20 @@ export function generateScenario(seed: number, size: WorkloadSize = 'medium'): S
         break;
       case 'fsFault':
         steps.push({ kind: 'fsFault', code: pick.chance(0.6) ? 'ENOSPC' : 'EROFS', ms: pick.one([5, 10, 30, 60]) * 1000 });
+        break;
+      case 'slowDisk':
+        // A slow disk, often over a restart or a reboot: reconstruction then takes seconds.
+        steps.push({ kind: 'slowDisk', latencyMs: pick.one([50, 200, 1000]), ms: pick.one([10, 30, 60]) * 1000 });
+        if (pick.chance(0.6)) {
+          const kind = pick.chance(0.7) ? 'restart' : 'reboot';
+          steps.push({ kind });
+          if (kind === 'reboot') hung.clear();
+          if (notRunning.length > 0 && pick.chance(0.5)) {
+            const p = pick.one(notRunning);
+            running.add(p.uid);
+            steps.push({ kind: 'addPod', uid: p.uid });
+          }
+        }
         break;
       case 'readError': {
         const t = pick.one(fileTargets);

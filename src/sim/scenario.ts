@@ -16,6 +16,7 @@
  *          readError: { pod, volume, code: EIO|EACCES, times }    (reads of the pod-local vol_data.json fail)
  *          restartDriver: name                                    (the driver's process restarts)
  *          fsFault: { code: ENOSPC|EROFS, for: 30s }              (the root dir's filesystem is full / read-only)
+ *          slowDisk: { latency: 200ms, for: 30s }                 (every file call of the engine takes that long)
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
@@ -62,6 +63,11 @@ export const FS_FAULT_CODES = ['ENOSPC', 'EROFS'] as const;
 
 const fsFaultSchema = z.object({ code: z.enum(FS_FAULT_CODES), for: duration }).strict();
 
+/** The longest a slow disk makes one file call take (a disk slower than this is a hang, not a slow disk). */
+export const MAX_SLOW_DISK_LATENCY_MS = 10_000;
+
+const slowDiskSchema = z.object({ latency: duration, for: duration }).strict();
+
 const stepSchema = z.union([
   z.object({ wait: z.literal('converged') }).strict(),
   z.object({ advance: duration }).strict(),
@@ -75,12 +81,13 @@ const stepSchema = z.union([
   z.object({ readError: readErrorSchema }).strict(),
   z.object({ restartDriver: z.string().min(1) }).strict(),
   z.object({ fsFault: fsFaultSchema }).strict(),
+  z.object({ slowDisk: slowDiskSchema }).strict(),
   z.enum(['restart', 'reboot', 'clearFaults']),
 ]);
 
 /** Steps with a value to check field by field, by their one key: an error then names the field. */
-const STEP_FIELDS: Readonly<Record<string, z.ZodTypeAny>> = { fault: faultSchema, readError: readErrorSchema, fsFault: fsFaultSchema };
-const STEP_KEYS = ['wait', 'advance', 'addPod', 'deletePod', 'restart', 'reboot', 'fault', 'clearFaults', 'deleteFile', 'readError', 'restartDriver', 'fsFault'];
+const STEP_FIELDS: Readonly<Record<string, z.ZodTypeAny>> = { fault: faultSchema, readError: readErrorSchema, fsFault: fsFaultSchema, slowDisk: slowDiskSchema };
+const STEP_KEYS = ['wait', 'advance', 'addPod', 'deletePod', 'restart', 'reboot', 'fault', 'clearFaults', 'deleteFile', 'readError', 'restartDriver', 'fsFault', 'slowDisk'];
 
 /**
  * A step the union refused: when it is an object whose one key names a step with fields, the
@@ -156,7 +163,8 @@ export type ScenarioStep =
   | { readonly kind: 'deleteFile'; readonly pod: string; readonly volume: string }
   | { readonly kind: 'readError'; readonly pod: string; readonly volume: string; readonly code: (typeof READ_ERROR_CODES)[number]; readonly times: number }
   | { readonly kind: 'restartDriver'; readonly driver: string }
-  | { readonly kind: 'fsFault'; readonly code: (typeof FS_FAULT_CODES)[number]; readonly ms: number };
+  | { readonly kind: 'fsFault'; readonly code: (typeof FS_FAULT_CODES)[number]; readonly ms: number }
+  | { readonly kind: 'slowDisk'; readonly latencyMs: number; readonly ms: number };
 
 export interface ScenarioDriver {
   readonly name: string;
@@ -307,6 +315,11 @@ function normalize(s: Parsed, file: string, lineOf: (p: (string | number)[]) => 
       return { kind: 'restartDriver', driver: raw.restartDriver };
     }
     if ('fsFault' in raw) return { kind: 'fsFault', code: raw.fsFault.code, ms: parseDurationMs(raw.fsFault.for) };
+    if ('slowDisk' in raw) {
+      const latencyMs = parseDurationMs(raw.slowDisk.latency);
+      if (latencyMs < 1 || latencyMs > MAX_SLOW_DISK_LATENCY_MS) throw err(['steps', i, 'slowDisk', 'latency'], `must be from 1ms to ${formatScenarioDuration(MAX_SLOW_DISK_LATENCY_MS)}`);
+      return { kind: 'slowDisk', latencyMs, ms: parseDurationMs(raw.slowDisk.for) };
+    }
     if ('readError' in raw) {
       const r = raw.readError;
       if (!podUids.has(r.pod)) throw err(['steps', i, 'readError', 'pod'], `unknown pod ${JSON.stringify(r.pod)}`);
@@ -419,6 +432,8 @@ function writtenStep(step: ScenarioStep): unknown {
       return { restartDriver: step.driver };
     case 'fsFault':
       return { fsFault: { code: step.code, for: formatScenarioDuration(step.ms) } };
+    case 'slowDisk':
+      return { slowDisk: { latency: formatScenarioDuration(step.latencyMs), for: formatScenarioDuration(step.ms) } };
   }
 }
 

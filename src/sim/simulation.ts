@@ -112,6 +112,13 @@ class LifeLogger implements Logger {
   }
 }
 
+/**
+ * The line kubelet's reconciler logs once reconstruction has ended, before its first pass
+ * (reconciler.go's "Reconciler: start to sync state"): the simulator's independent witness of the
+ * end of a life's reconstruction (the `reconstruction-first` invariant), whatever the runtime does.
+ */
+export const RECONSTRUCTION_ENDED_LINE = 'Reconciler: start to sync state';
+
 export class Simulation {
   readonly #opt: SimOptions;
   readonly #scenario: Scenario;
@@ -125,6 +132,10 @@ export class Simulation {
   readonly #violations: Violation[] = [];
   readonly #trace: TraceStep[] = [];
   #life: EngineLife = { id: 0, domain: 'life:0', alive: false };
+  /** The last engine life whose reconstruction ended (logged {@link RECONSTRUCTION_ENDED_LINE}). */
+  #reconstructedLife = 0;
+  /** The life of the last `reconstruction-first` violation: one a life is enough. */
+  #earlyLife = 0;
   #step = 0;
   #current: TraceStep | undefined;
   #stepIndex = 0;
@@ -158,6 +169,11 @@ export class Simulation {
           this.#lastPerturbationMs = this.#sched.now;
         },
         removed: (path) => this.#violateAll(checkRemoval(this.#world, path)),
+        acts: (life, what) => {
+          if (life.id === this.#reconstructedLife || life.id === this.#earlyLife) return;
+          this.#earlyLife = life.id;
+          this.#violate('reconstruction-first', `engine life ${life.id}: ${what} before its reconstruction ended`);
+        },
         inUseWritten: (names) => this.#violateAll(checkInUseReported(this.#world, names)),
         csiFailed: (life, method) => this.#pendingFailureChecks.push({ life: life.id, logMark: this.#logs.length, method }),
         worldState: () => this.#world.state(this.#stepIndex),
@@ -320,18 +336,15 @@ export class Simulation {
     this.#life = life;
     this.#restarting = false;
     this.#beginStep('start', `engine life ${life.id} starts`);
-    const logger = new LifeLogger(
-      this.#logs,
-      life.id,
-      this.#opt.fullTrace === true
-        ? (msg, values) => {
-            // What reconstruction found, in the step it was found in (only the live life logs).
-            const finding = reconstructionFinding(msg, values);
-            const cur = this.#current;
-            if (finding !== undefined && cur !== undefined && life.alive) (cur.reconstructed ??= []).push(finding);
-          }
-        : undefined,
-    );
+    const fullTrace = this.#opt.fullTrace === true;
+    const logger = new LifeLogger(this.#logs, life.id, (msg, values) => {
+      if (msg === RECONSTRUCTION_ENDED_LINE && life.alive) this.#reconstructedLife = life.id;
+      if (!fullTrace) return;
+      // What reconstruction found, in the step it was found in (only the live life logs).
+      const finding = reconstructionFinding(msg, values);
+      const cur = this.#current;
+      if (finding !== undefined && cur !== undefined && life.alive) (cur.reconstructed ??= []).push(finding);
+    });
     const ports = this.#fence.ports(life);
     const scheduler: LoopScheduler = {
       setTimeout: (callback, ms, label) => (life.alive ? this.#sched.timer(life.domain, ms, 'timer', label ?? 'timer', callback) : -1),
@@ -465,6 +478,12 @@ export class Simulation {
           this.#beginStep('scenario', label);
           world.restartDriver(step.driver);
           this.#lastPerturbationMs = this.#sched.now;
+          this.#afterStep();
+          break;
+        case 'slowDisk':
+          this.#beginStep('scenario', label);
+          // The fault perturbs the engine until it ends.
+          this.#lastPerturbationMs = world.slowDisk(step.latencyMs, step.ms);
           this.#afterStep();
           break;
         case 'fsFault':

@@ -77,6 +77,8 @@ export class SimWorld {
   readonly #setUp = new Set<string>();
   /** Scenario `readError` steps: path → errno and how many more reads of it fail. */
   readonly #readErrors = new Map<string, { code: string; left: number }>();
+  /** A slow disk: every file call of the engine takes `latencyMs` until `untilMs` (scenario `slowDisk`). */
+  #slowDisk: { readonly latencyMs: number; readonly untilMs: number } | undefined;
   /** Bumped at each reboot: the driver processes' timers belong to their epoch. */
   #driverEpoch = 0;
   #version = 0;
@@ -274,6 +276,32 @@ export class SimWorld {
     return until;
   }
 
+  /** Every file call of the engine takes `latencyMs` for `ms`; returns when the fault ends. */
+  slowDisk(latencyMs: number, ms: number): number {
+    const until = this.sched.now + ms;
+    this.#slowDisk = { latencyMs, untilMs: until };
+    this.sched.timer('world', ms, 'timer', 'slow disk ends', () => this.changed());
+    this.changed();
+    return until;
+  }
+
+  /** How long a file call started now takes (0: at once). */
+  fileCallLatencyMs(): number {
+    const d = this.#slowDisk;
+    if (d === undefined) return 0;
+    if (this.sched.now >= d.untilMs) {
+      this.#slowDisk = undefined;
+      return 0;
+    }
+    return d.latencyMs;
+  }
+
+  /** The slow disk in force ('' when none), for the world-state hash. */
+  #slowDiskState(): string {
+    const d = this.#slowDisk;
+    return d === undefined || this.sched.now >= d.untilMs ? '' : `slow ${d.latencyMs}<${d.untilMs}`;
+  }
+
   /** The next `times` reads of the pod's vol_data.json of the volume fail with `code`. */
   failReads(pod: string, volume: string, code: string, times: number): void {
     const v = this.volume(volume);
@@ -316,7 +344,7 @@ export class SimWorld {
 
   /** Hash of everything a crash keeps, with the scenario's progress (`stepIndex`). */
   state(stepIndex: number): string {
-    const key = `${this.#version}|${stepIndex}|${this.fs.commits}|${this.fs.dirty}|${this.fs.writeFaultState()}|${[...this.#inFlight.keys()].join(',')}`;
+    const key = `${this.#version}|${stepIndex}|${this.fs.commits}|${this.fs.dirty}|${this.fs.writeFaultState()}|${this.#slowDiskState()}|${[...this.#inFlight.keys()].join(',')}`;
     if (this.#stateMemo?.key === key) return this.#stateMemo.hash;
     const hash = this.#computeState(stepIndex);
     this.#stateMemo = { key, hash };
@@ -346,7 +374,7 @@ export class SimWorld {
 
   #computeState(stepIndex: number): string {
     const parts: string[] = [`step ${stepIndex}`, `running ${[...this.#running].sort().join(',')}`, this.#filesState()];
-    parts.push(`durable ${this.fs.commits} ${this.fs.dirty} ${this.fs.writeFaultState()}`);
+    parts.push(`durable ${this.fs.commits} ${this.fs.dirty} ${this.fs.writeFaultState()} ${this.#slowDiskState()}`);
     for (const e of this.mounter.entries()) parts.push(`m ${e.mountPoint} ${e.source}`);
     for (const [name, d] of this.#drivers) {
       parts.push(`d ${name} ${JSON.stringify(d.snapshot())}`);
