@@ -153,7 +153,7 @@ export class Simulation {
     this.#opt = options;
     this.#scenario = options.scenario;
     this.#sched = new Scheduler(new Prng(options.seed));
-    this.#world = new SimWorld(options.scenario, this.#sched);
+    this.#world = new SimWorld(options.scenario, this.#sched, options.seed);
     this.#world.onArrive = (driver, method, volumeId, request) => this.#violateAll(checkArrival(this.#world, driver, method, volumeId, request));
     this.#fence = new Fence(
       this.#sched,

@@ -92,8 +92,12 @@ export class SimWorld {
   constructor(
     readonly scenario: Scenario,
     private readonly sched: Scheduler,
+    /** The run's seed: where a power cut tears an unsynced write depends on it. */
+    seed = 0,
   ) {
     this.fs = new DurableFs(() => this.sched.now);
+    // A write torn at any byte: the cut point is a function of the seed, the power cut and the file.
+    this.fs.tear = (path, length, cut) => Number.parseInt(fnv1a(`${seed}|${cut}|${path}`), 16) % (length + 1);
     const mounter = new ObservedMounter(this.fs.mem);
     mounter.onChange = () => this.changed();
     this.mounter = mounter;
@@ -344,7 +348,7 @@ export class SimWorld {
 
   /** Hash of everything a crash keeps, with the scenario's progress (`stepIndex`). */
   state(stepIndex: number): string {
-    const key = `${this.#version}|${stepIndex}|${this.fs.commits}|${this.fs.dirty}|${this.fs.writeFaultState()}|${this.#slowDiskState()}|${[...this.#inFlight.keys()].join(',')}`;
+    const key = `${this.#version}|${stepIndex}|${this.fs.commits}|${this.fs.dirty}|${this.fs.writeFaultState()}|${this.#slowDiskState()}|${this.fs.unsyncedState()}|${[...this.#inFlight.keys()].join(',')}`;
     if (this.#stateMemo?.key === key) return this.#stateMemo.hash;
     const hash = this.#computeState(stepIndex);
     this.#stateMemo = { key, hash };
@@ -374,7 +378,7 @@ export class SimWorld {
 
   #computeState(stepIndex: number): string {
     const parts: string[] = [`step ${stepIndex}`, `running ${[...this.#running].sort().join(',')}`, this.#filesState()];
-    parts.push(`durable ${this.fs.commits} ${this.fs.dirty} ${this.fs.writeFaultState()} ${this.#slowDiskState()}`);
+    parts.push(`durable ${this.fs.commits} ${this.fs.dirty} ${this.fs.writeFaultState()} ${this.#slowDiskState()} ${this.fs.unsyncedState()}`);
     for (const e of this.mounter.entries()) parts.push(`m ${e.mountPoint} ${e.source}`);
     for (const [name, d] of this.#drivers) {
       parts.push(`d ${name} ${JSON.stringify(d.snapshot())}`);
