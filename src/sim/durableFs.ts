@@ -198,6 +198,21 @@ export class DurableFs implements FileSystem {
     return true;
   }
 
+  /** Simulator helper: replaces a file's bytes now, durably (a disk error or an operator did it). */
+  replaceFile(path: string, data: Uint8Array): boolean {
+    try {
+      this.#vol.writeFileSync(path, data);
+    } catch {
+      return false;
+    }
+    this.#unsynced.delete(path);
+    this.#changed.add(path);
+    this.#pageVersion++;
+    this.#dirty = true;
+    this.commit(this.now());
+    return true;
+  }
+
   /** Copies what is at `path` in the page cache, and below it, into the disk image. */
   #read(path: string): void {
     const st = this.#vol.lstatSync(path, { throwIfNoEntry: false }) as StatLike | undefined;

@@ -133,7 +133,8 @@ export class Fence {
       csiDrivers: {
         client: (name) => {
           const d = this.world.drivers.get(name);
-          return d === undefined ? undefined : this.#csi(life, d);
+          // A node plugin that has not registered yet (after a reboot) is not in kubelet's list.
+          return d === undefined || !this.world.registered(name) ? undefined : this.#csi(life, d);
         },
       },
       clock: {
@@ -237,15 +238,21 @@ export class Fence {
 
   #cluster(life: EngineLife): ClusterView {
     const c = this.world.cluster;
-    const call = <T>(op: string, args: string, f: () => Promise<T>): Promise<T> => this.#portCall(life, 'cluster', op, args, f);
+    // An unreachable API server (scenario `apiDown`) fails every request, as a refused connection does.
+    const call = <T>(op: string, args: string, f: () => Promise<T>): Promise<T> =>
+      this.#portCall(life, 'cluster', op, args, () => (this.world.apiReachable() ? f() : Promise.reject(new Error(`${op}: dial tcp 127.0.0.1:6443: connect: connection refused`))));
+    // A cluster without a watch (scenario clusterSignalsChanges: false): no change is signalled.
+    const signals = this.world.scenario.clusterSignalsChanges !== false;
     return {
       // Served synchronously, as an informer's cache is: no port call, and a dead life hears nothing.
       objectsVersion: () => c.objectsVersion?.() ?? 0,
-      onChange: (listener) =>
+      onChange: (listener) => {
+        if (!signals) return;
         c.onChange?.(() => {
           if (life.alive) listener();
-        }),
-      signalsEveryChange: () => true,
+        });
+      },
+      signalsEveryChange: () => signals,
       listPods: () => call('listPods', '', () => c.listPods()),
       getPersistentVolumeClaim: (ns, n) => call('getPersistentVolumeClaim', `${ns}/${n}`, () => c.getPersistentVolumeClaim(ns, n)),
       getPersistentVolume: (n) => call('getPersistentVolume', n, () => c.getPersistentVolume(n)),

@@ -400,7 +400,11 @@ export class Simulation {
     this.#sched.drop(dead.domain);
     this.#lastPerturbationMs = this.#sched.now;
     this.#beginStep('crash', `${kind}: engine life ${dead.id} ends`);
-    if (kind === 'reboot') this.#world.reboot();
+    if (kind === 'reboot') {
+      this.#world.reboot();
+      // A late node plugin perturbs the engine until it registered.
+      this.#lastPerturbationMs = Math.max(this.#lastPerturbationMs, this.#world.lateRegistrations(REBOOT_DELAY_MS));
+    }
     this.#restarting = true;
     this.#sched.timer('world', kind === 'reboot' ? REBOOT_DELAY_MS : RESTART_DELAY_MS, 'start', 'engine restarts', () => this.#startLife());
     this.#afterStep();
@@ -496,6 +500,17 @@ export class Simulation {
           this.#beginStep('scenario', label);
           world.failReads(step.pod, step.volume, step.code, step.times);
           this.#lastPerturbationMs = this.#sched.now;
+          this.#afterStep();
+          break;
+        case 'apiDown':
+          this.#beginStep('scenario', label);
+          // The fault perturbs the engine until it ends.
+          this.#lastPerturbationMs = world.apiDown(step.ms);
+          this.#afterStep();
+          break;
+        case 'corruptFile':
+          this.#beginStep('scenario', label);
+          world.corruptVolumeData(step.pod, step.volume, step.as);
           this.#afterStep();
           break;
         case 'deleteFile':
