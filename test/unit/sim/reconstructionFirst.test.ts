@@ -15,8 +15,10 @@ const everyGate = (): FeatureGate => FeatureGate.parse(['AllAlpha=true']).gate;
 const names = (r: SimResult): string[] => [...new Set(r.violations.map((v) => v.invariant))].sort();
 
 /** The slip, in the test only: VolumeManager.start (reconstruction) resolves at once and runs on behind it. */
+const originalStart = Object.getOwnPropertyDescriptor(VolumeManager.prototype, 'start')?.value as (this: VolumeManager) => Promise<void>;
+
 function withLoopsBeforeReconstruction<T>(f: () => Promise<T>): Promise<T> {
-  const original = VolumeManager.prototype.start;
+  const original = originalStart;
   VolumeManager.prototype.start = function (this: VolumeManager): Promise<void> {
     void original.call(this);
     return Promise.resolve();
@@ -27,9 +29,8 @@ function withLoopsBeforeReconstruction<T>(f: () => Promise<T>): Promise<T> {
 }
 
 describe('simulator: reconstruction-first and the slow disk', () => {
-  const original = VolumeManager.prototype.start;
   after(() => {
-    VolumeManager.prototype.start = original;
+    VolumeManager.prototype.start = originalStart;
   });
 
   it('reconstruction-on-slow-disk, every gate on: converges, nothing before reconstruction, and reconstruction took seconds of virtual time', async () => {
