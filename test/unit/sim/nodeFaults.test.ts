@@ -1,4 +1,4 @@
-// Faults of what real nodes do (issue 33): a corrupted pod-local vol_data.json, the pod-local
+// Faults of what real nodes do: a corrupted pod-local vol_data.json, the pod-local
 // fallback at reconstruction, a node plugin registering after kubelet, an unreachable API server
 // and a cluster that signals no change.
 import assert from 'node:assert/strict';

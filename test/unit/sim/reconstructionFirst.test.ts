@@ -1,4 +1,4 @@
-// The `reconstruction-first` invariant and the slow disk that makes it observable (issue 33):
+// The `reconstruction-first` invariant and the slow disk that makes it observable:
 // kubelet reconstructs before its reconciler's first pass and writes volumesInUse only once its
 // states synced. A runtime that starts its loops before reconstruction ends (`void
 // this.vm.start()` in AgentRuntime.start) passed every check while reconstruction took no virtual

@@ -1,4 +1,4 @@
-// Per-file durability of file data (issue 33): a write without fsync is torn at a power cut until
+// Per-file durability of file data: a write without fsync is torn at a power cut until
 // its bytes are written back, whatever else was fsynced; a write with fsync is whole. Our
 // vol_data.json write (temp file + fsync, rename, fsync of the directory) never tears; a
 // truncate-in-place one does (scenario torn-write-reboot).
