@@ -12,7 +12,17 @@
  * vol_data.json write relies on (temp file + fsync, rename, fsync of the directory) and what
  * kubelet's plain writes (pod directories, truncate-in-place JSON) do not get.
  *
- * Not modelled: torn writes inside a file, reordering across commits (ordered mode forbids it).
+ * File data is durable per file, not with the journal: a file written without fsync has its new
+ * size and name committed with the journal, but its bytes reach the disk only when the kernel
+ * writes them back ({@link WRITEBACK_MS} after the write, vm.dirty_expire_centisecs) or the file
+ * itself is fsynced; an fsync of another file does not carry them. A power cut before that leaves
+ * the write torn: a prefix of the new bytes, cut at any byte ({@link DurableFs.tear} picks where,
+ * from the run's seed, the file and the power cut). A file written with fsync is whole, which is
+ * why our vol_data.json write (temp file + fsync, rename, fsync of the directory) never tears
+ * and kubelet's truncate-in-place write can.
+ *
+ * Not modelled: reordering across commits (ordered mode forbids it); directory entries durable
+ * per directory (the journal commits every directory's changes together).
  */
 import { Volume } from 'memfs';
 
@@ -21,6 +31,8 @@ import { quietFsError, type DirEntry, type FileStat, type FileSystem, type Write
 
 /** ext4's default journal commit interval (mount option commit=5). */
 export const JOURNAL_COMMIT_INTERVAL_MS = 5000;
+/** How long dirty file data waits in the page cache before writeback (vm.dirty_expire_centisecs=3000). */
+export const WRITEBACK_MS = 30_000;
 
 type ImageEntry =
   | { readonly path: string; readonly type: 'dir'; readonly mode: number }
@@ -50,6 +62,17 @@ export class DurableFs implements FileSystem {
   onChange: () => void = () => undefined;
   /** How many journal commits happened (fsyncs and periodic). */
   commits = 0;
+  /**
+   * Where a power cut tears a file's unsynced write: how many of its `length` new bytes reach the
+   * disk (0..length); `cut` counts the power cuts. Default: none (the write is lost whole).
+   */
+  tear: (path: string, length: number, cut: number) => number = () => 0;
+  /**
+   * Files written without fsync whose bytes are not on disk yet: path → virtual time of the write
+   * and the journal commits made before it.
+   */
+  readonly #unsynced = new Map<string, { readonly at: number; readonly commits: number }>();
+  #powerCuts = 0;
   #pageVersion = 0;
 
   /** Changes whenever the page cache changes. */
@@ -102,9 +125,42 @@ export class DurableFs implements FileSystem {
     return this.#dirty;
   }
 
+  /** The unsynced writes that a power cut now would tear ('' when none), for the world-state hash. */
+  unsyncedState(): string {
+    if (this.#unsynced.size === 0) return '';
+    const now = this.now();
+    return [...this.#unsynced]
+      .filter(([, w]) => now - w.at < WRITEBACK_MS)
+      .map(([p]) => p)
+      .sort()
+      .join(',');
+  }
+
+  /**
+   * The unsynced writes whose name and size the journal committed and whose bytes are not written
+   * back: the disk holds a torn prefix of them. Writes older than {@link WRITEBACK_MS} are whole.
+   */
+  #tearUnsynced(): boolean {
+    let torn = false;
+    const now = this.now();
+    for (const [p, w] of [...this.#unsynced]) {
+      this.#unsynced.delete(p);
+      const e = this.#durable.get(p);
+      // Written back, or written after the last commit (then the journal lost it whole), or gone.
+      if (now - w.at >= WRITEBACK_MS || w.commits === this.commits || e === undefined || e.type !== 'file') continue;
+      const keep = Math.max(0, Math.min(e.data.length, this.tear(p, e.data.length, this.#powerCuts)));
+      if (keep === e.data.length) continue;
+      this.#durable.set(p, { ...e, data: e.data.slice(0, keep) });
+      torn = true;
+    }
+    return torn;
+  }
+
   /** Power cut: the page cache is gone; the disk image is what is left. Returns whether anything was lost. */
   powerCut(): boolean {
-    if (!this.#dirty) return false;
+    this.#powerCuts++;
+    const torn = this.#tearUnsynced();
+    if (!this.#dirty && !torn) return false;
     this.#vol.reset();
     // Parents before their children.
     const entries = [...this.#durable.values()].sort((a, b) => a.path.split('/').length - b.path.split('/').length || (a.path < b.path ? -1 : 1));
@@ -134,6 +190,22 @@ export class DurableFs implements FileSystem {
       return false;
     }
     this.mem.forgetCachedLookups();
+    this.#unsynced.delete(path);
+    this.#changed.add(path);
+    this.#pageVersion++;
+    this.#dirty = true;
+    this.commit(this.now());
+    return true;
+  }
+
+  /** Simulator helper: replaces a file's bytes now, durably (a disk error or an operator did it). */
+  replaceFile(path: string, data: Uint8Array): boolean {
+    try {
+      this.#vol.writeFileSync(path, data);
+    } catch {
+      return false;
+    }
+    this.#unsynced.delete(path);
     this.#changed.add(path);
     this.#pageVersion++;
     this.#dirty = true;
@@ -192,10 +264,21 @@ export class DurableFs implements FileSystem {
     const refused = this.#guard('open', path, 'grow');
     if (refused !== undefined) return refused;
     await this.#mutate(this.mem.writeFile(path, data, options));
-    if (options?.fsync === true) this.commit(this.now());
+    if (options?.fsync === true) {
+      this.#unsynced.delete(path);
+      this.commit(this.now());
+    } else if (data.length > 0) this.#unsynced.set(path, { at: this.now(), commits: this.commits });
+    else this.#unsynced.delete(path);
   }
-  rename(from: string, to: string): Promise<void> {
-    return this.#guard('rename', to, 'grow') ?? this.#mutate(this.mem.rename(from, to));
+  async rename(from: string, to: string): Promise<void> {
+    const refused = this.#guard('rename', to, 'grow');
+    if (refused !== undefined) return refused;
+    await this.#mutate(this.mem.rename(from, to));
+    // The bytes go with the inode: an unsynced write stays unsynced under its new name.
+    const w = this.#unsynced.get(from);
+    this.#unsynced.delete(from);
+    if (w === undefined) this.#unsynced.delete(to);
+    else this.#unsynced.set(to, w);
   }
   async fsyncDir(path: string): Promise<void> {
     await this.mem.fsyncDir(path);
@@ -204,8 +287,11 @@ export class DurableFs implements FileSystem {
   rmdir(path: string): Promise<void> {
     return this.#guard('rmdir', path, 'shrink') ?? this.#mutate(this.mem.rmdir(path));
   }
-  unlink(path: string): Promise<void> {
-    return this.#guard('unlink', path, 'shrink') ?? this.#mutate(this.mem.unlink(path));
+  async unlink(path: string): Promise<void> {
+    const refused = this.#guard('unlink', path, 'shrink');
+    if (refused !== undefined) return refused;
+    await this.#mutate(this.mem.unlink(path));
+    this.#unsynced.delete(path);
   }
   symlink(target: string, path: string): Promise<void> {
     return this.#guard('symlink', path, 'grow') ?? this.#mutate(this.mem.symlink(target, path));

@@ -60,6 +60,11 @@ export interface FenceListener {
   perturbed(): void;
   /** The engine removed a path (unlink, rmdir, the source of a rename). */
   removed(path: string): void;
+  /**
+   * The engine life starts an act of its loops: a CSI call, a mount or unmount, a volumesInUse
+   * write (`what` names it). Called as the engine makes the call.
+   */
+  acts(life: EngineLife, what: string): void;
   /** The engine wrote volumesInUse. */
   inUseWritten(names: readonly string[]): void;
   /** A CSI call failed to the engine: its life owes an error line. */
@@ -128,7 +133,8 @@ export class Fence {
       csiDrivers: {
         client: (name) => {
           const d = this.world.drivers.get(name);
-          return d === undefined ? undefined : this.#csi(life, d);
+          // A node plugin that has not registered yet (after a reboot) is not in kubelet's list.
+          return d === undefined || !this.world.registered(name) ? undefined : this.#csi(life, d);
         },
       },
       clock: {
@@ -154,8 +160,10 @@ export class Fence {
     const seq = ++this.#seq;
     if (this.options.recordCalls === true) this.#calls.push({ seq, label: `${port}.${op} ${args}` });
     if (this.#noteCrashPoint(life, seq, 'before')) return NEVER();
+    // A slow disk (scenario `slowDisk`): a file call completes that much later.
+    const latency = port === 'fs' ? this.world.fileCallLatencyMs() : 0;
     return new Promise<T>((resolve, reject) => {
-      this.sched.ready(life.domain, 'port-call', `${port}.${op} #${seq}`, async () => {
+      const land = async (): Promise<void> => {
         let outcome: { ok: true; value: T } | { ok: false; err: unknown };
         try {
           outcome = { ok: true, value: await effect() };
@@ -166,7 +174,9 @@ export class Fence {
         if (this.#noteCrashPoint(life, seq, 'after') || !life.alive) return;
         if (outcome.ok) resolve(outcome.value);
         else reject(outcome.err instanceof Error ? outcome.err : new Error(String(outcome.err)));
-      });
+      };
+      if (latency > 0) this.sched.timer(life.domain, latency, 'port-call', `${port}.${op} #${seq}`, land);
+      else this.sched.ready(life.domain, 'port-call', `${port}.${op} #${seq}`, land);
     });
   }
 
@@ -214,23 +224,35 @@ export class Fence {
     const m = this.world.mounter;
     return {
       isLikelyNotMountPoint: (p) => this.#portCall(life, 'mount', 'isLikelyNotMountPoint', p, () => m.isLikelyNotMountPoint(p)),
-      mount: (s, t, f, o) => this.#portCall(life, 'mount', 'mount', `${s} ${t}`, () => m.mount(s, t, f, o)),
-      unmount: (t) => this.#portCall(life, 'mount', 'unmount', t, () => m.unmount(t)),
+      mount: (s, t, f, o) => {
+        if (life.alive) this.listener.acts(life, `mount ${t}`);
+        return this.#portCall(life, 'mount', 'mount', `${s} ${t}`, () => m.mount(s, t, f, o));
+      },
+      unmount: (t) => {
+        if (life.alive) this.listener.acts(life, `unmount ${t}`);
+        return this.#portCall(life, 'mount', 'unmount', t, () => m.unmount(t));
+      },
       readMountTable: (): Promise<MountTable> => this.#portCall(life, 'mount', 'readMountTable', '', () => m.readMountTable()),
     };
   }
 
   #cluster(life: EngineLife): ClusterView {
     const c = this.world.cluster;
-    const call = <T>(op: string, args: string, f: () => Promise<T>): Promise<T> => this.#portCall(life, 'cluster', op, args, f);
+    // An unreachable API server (scenario `apiDown`) fails every request, as a refused connection does.
+    const call = <T>(op: string, args: string, f: () => Promise<T>): Promise<T> =>
+      this.#portCall(life, 'cluster', op, args, () => (this.world.apiReachable() ? f() : Promise.reject(new Error(`${op}: dial tcp 127.0.0.1:6443: connect: connection refused`))));
+    // A cluster without a watch (scenario clusterSignalsChanges: false): no change is signalled.
+    const signals = this.world.scenario.clusterSignalsChanges !== false;
     return {
       // Served synchronously, as an informer's cache is: no port call, and a dead life hears nothing.
       objectsVersion: () => c.objectsVersion?.() ?? 0,
-      onChange: (listener) =>
+      onChange: (listener) => {
+        if (!signals) return;
         c.onChange?.(() => {
           if (life.alive) listener();
-        }),
-      signalsEveryChange: () => true,
+        });
+      },
+      signalsEveryChange: () => signals,
       listPods: () => call('listPods', '', () => c.listPods()),
       getPersistentVolumeClaim: (ns, n) => call('getPersistentVolumeClaim', `${ns}/${n}`, () => c.getPersistentVolumeClaim(ns, n)),
       getPersistentVolume: (n) => call('getPersistentVolume', n, () => c.getPersistentVolume(n)),
@@ -239,19 +261,22 @@ export class Fence {
       getSecret: (ns, n) => call('getSecret', `${ns}/${n}`, () => c.getSecret(ns, n)),
       requestServiceAccountToken: (r) => call('requestServiceAccountToken', `${r.namespace}/${r.serviceAccountName}`, () => c.requestServiceAccountToken(r)),
       getNodeStatus: () => call('getNodeStatus', '', () => c.getNodeStatus()),
-      setVolumesInUse: (names) =>
-        call('setVolumesInUse', names.join(','), async () => {
+      setVolumesInUse: (names) => {
+        if (life.alive) this.listener.acts(life, `volumesInUse [${names.join(', ')}] written`);
+        return call('setVolumesInUse', names.join(','), async () => {
           const before = c.volumesInUse.join(',');
           await c.setVolumesInUse(names);
           if (before !== names.join(',')) this.world.changed();
           this.listener.inUseWritten(names);
-        }),
+        });
+      },
     };
   }
 
   #csi(life: EngineLife, driver: FakeCsiDriver): CsiNodeClient {
     const call = <T>(method: CsiMethod, volumeId: string, request: Readonly<Record<string, unknown>>, invoke: () => Promise<T>): Promise<T> => {
       if (!life.alive) return NEVER();
+      this.listener.acts(life, `${method}${volumeId === '' ? '' : ` ${volumeId}`} sent`);
       const seq = ++this.#seq;
       const index = ++this.#csiCount;
       if (this.options.recordCalls === true) this.#calls.push({ seq, label: `csi.${method} ${volumeId}`, csiIndex: index });

@@ -4,7 +4,8 @@
  *
  * What a workload holds:
  * - drivers with and without STAGE_UNSTAGE_VOLUME, attachRequired or not, podInfoOnMount or not,
- *   strict (hostpath) or lenient; the first one always stages and is attachable;
+ *   strict (hostpath) or lenient, registering with kubelet at once or seconds to minutes after
+ *   it after a reboot; the first one always stages and is attachable;
  * - Filesystem and Block persistent volumes, CSI inline ephemeral volumes (on a driver that
  *   sends pod info), volumes shared by several pods; volume handles are the ids `nodevol
  *   mock-driver --volume NAME` provisions, so a fault rule of a workload names the same volume in
@@ -12,9 +13,12 @@
  * - pods running from the start or added later, deleted, and re-created (a new pod with the
  *   same volumes, as a StatefulSet re-creates one: a new UID);
  * - kubelet restarts and node reboots, driver restarts; every fault kind of the one fault model
- *   (error codes, before or after the effect, delays, hangs, client timeouts, driver exits); lost
- *   and unreadable pod-local vol_data.json; the root dir's filesystem full (ENOSPC) or read-only
- *   (EROFS) for a while; time advancing.
+ *   (error codes, before or after the effect, delays, hangs, client timeouts, driver exits); lost,
+ *   unreadable and corrupted (bad JSON) pod-local vol_data.json; the
+ *   root dir's filesystem full (ENOSPC) or read-only (EROFS) for a while; a slow disk (every file
+ *   call of the engine slow for a while), often over a restart or reboot with a pod added
+ *   meanwhile; the API server unreachable for a while (sometimes over a restart); a cluster that
+ *   signals no change (the populator's polling path); time advancing.
  *
  * Every workload can end converged: each fault has a bounded count, a hang is followed by a
  * restart of its driver (or a reboot), and the steps end with the faults cleared. What the
@@ -110,6 +114,9 @@ export function generateScenario(seed: number, size: WorkloadSize = 'medium'): S
     );
   }
 
+  // After a real reboot the node plugin often registers after kubelet: seconds to minutes.
+  for (const [i, d] of drivers.entries()) if (pick.chance(0.3)) drivers[i] = { ...d, registersAfterMs: pick.one([2, 10, 60, 180]) * 1000 };
+
   const volumes: ScenarioVolume[] = [];
   for (let i = 1; i <= spec.volumes; i++) {
     const driver = pick.one(drivers);
@@ -128,6 +135,7 @@ export function generateScenario(seed: number, size: WorkloadSize = 'medium'): S
   for (const v of inlineVolumes) pick.one(pods).volumes.push(v.name);
   for (const p of pods) if (p.volumes.length === 0 && persistent.length > 0) p.volumes.push(pick.one(persistent).name);
 
+  const signals = !pick.chance(0.2);
   const steps: ScenarioStep[] = [{ kind: 'wait' }];
   const running = new Set(pods.filter((p) => p.running).map((p) => p.uid));
   const deleted: string[] = [];
@@ -147,6 +155,8 @@ export function generateScenario(seed: number, size: WorkloadSize = 'medium'): S
       ['restartDriver', 1],
       ['clearFaults', 1],
       ['fsFault', 1],
+      ['slowDisk', 1],
+      ['apiDown', 1],
     ];
     if (hung.size === 0) kinds.push(['wait', 2]);
     if (notRunning.length > 0) kinds.push(['addPod', 3]);
@@ -155,7 +165,7 @@ export function generateScenario(seed: number, size: WorkloadSize = 'medium'): S
     const fileTargets = [...running].flatMap((uid) =>
       (pods.find((p) => p.uid === uid)?.volumes ?? []).filter((name) => persistent.some((v) => v.name === name && v.volumeMode === 'Filesystem')).map((volume) => ({ pod: uid, volume })),
     );
-    if (fileTargets.length > 0) kinds.push(['readError', 1], ['deleteFile', 1]);
+    if (fileTargets.length > 0) kinds.push(['readError', 1], ['deleteFile', 1], ['corruptFile', 1]);
     switch (pick.weighted(kinds)) {
       case 'wait':
         steps.push({ kind: 'wait' });
@@ -220,9 +230,38 @@ export function generateScenario(seed: number, size: WorkloadSize = 'medium'): S
       case 'fsFault':
         steps.push({ kind: 'fsFault', code: pick.chance(0.6) ? 'ENOSPC' : 'EROFS', ms: pick.one([5, 10, 30, 60]) * 1000 });
         break;
+      case 'slowDisk':
+        // A slow disk, often over a restart or a reboot: reconstruction then takes seconds.
+        steps.push({ kind: 'slowDisk', latencyMs: pick.one([50, 200, 1000]), ms: pick.one([10, 30, 60]) * 1000 });
+        if (pick.chance(0.6)) {
+          const kind = pick.chance(0.7) ? 'restart' : 'reboot';
+          steps.push({ kind });
+          if (kind === 'reboot') hung.clear();
+          if (notRunning.length > 0 && pick.chance(0.5)) {
+            const p = pick.one(notRunning);
+            running.add(p.uid);
+            steps.push({ kind: 'addPod', uid: p.uid });
+          }
+        }
+        break;
       case 'readError': {
         const t = pick.one(fileTargets);
         steps.push({ kind: 'readError', pod: t.pod, volume: t.volume, code: pick.chance(0.7) ? 'EIO' : 'EACCES', times: pick.int(1, 5) });
+        break;
+      }
+      case 'apiDown':
+        // The API server unreachable for a while, sometimes over a restart (kubelet starts without it).
+        steps.push({ kind: 'apiDown', ms: pick.one([5, 30, 90]) * 1000 });
+        if (pick.chance(0.3)) steps.push({ kind: 'restart' });
+        break;
+      case 'corruptFile': {
+        // As deleteFile: only where the global file still names the volume (a driver that stages).
+        const targets = fileTargets.filter((t) => driverOf(t.volume)?.stageUnstage === true);
+        if (targets.length === 0) break;
+        const t = pick.one(targets);
+        // Only bad JSON: a pod-local file naming another handle or driver is trusted by kubelet
+        // (an expected finding with every gate on, test/unit/sim/nodeFaults.test.ts).
+        steps.push({ kind: 'corruptFile', pod: t.pod, volume: t.volume, as: 'badJson' });
         break;
       }
       case 'deleteFile': {
@@ -252,6 +291,8 @@ export function generateScenario(seed: number, size: WorkloadSize = 'medium'): S
     description: `generated workload: seed ${seed}, size ${size}`,
     source: `generated:${size}:${seed}`,
     featureGates: {},
+    // Some clusters signal no change (no watch): the populator polls.
+    ...(signals ? {} : { clusterSignalsChanges: false }),
     drivers,
     volumes,
     pods: finalPods,

@@ -13,6 +13,8 @@ export const INVARIANTS = {
     'a vol_data.json is never removed while the driver still has the path beside it staged / published, nor a staging dir or pod volume dir while it is still mounted and the driver has it staged / published',
   converges:
     'after the last fault or crash and a bounded virtual time, every wanted volume is staged and published, every unwanted one is unpublished and unstaged with its directories gone, and volumesInUse equals the wanted attachable set (not owed while a driver still holds a call on a hang: that fault has not ended)',
+  'reconstruction-first':
+    "an engine life sends no CSI call, mounts or unmounts nothing and writes no volumesInUse before its reconstruction ended (kubelet reconstructs before its reconciler's first pass, and reports volumesInUse only once its states synced)",
   'failure-visible': 'every failed CSI call the engine sees leaves an error log line and a metric',
 } as const;
 

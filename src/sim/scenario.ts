@@ -16,6 +16,10 @@
  *          readError: { pod, volume, code: EIO|EACCES, times }    (reads of the pod-local vol_data.json fail)
  *          restartDriver: name                                    (the driver's process restarts)
  *          fsFault: { code: ENOSPC|EROFS, for: 30s }              (the root dir's filesystem is full / read-only)
+ *          slowDisk: { latency: 200ms, for: 30s }                 (every file call of the engine takes that long)
+ *          corruptFile: { pod, volume, as: badJson|wrongHandle|wrongDriver }  (the pod-local vol_data.json)
+ *          apiDown: { for: 30s }                                  (the API server is unreachable)
+ *   clusterSignalsChanges: false                                  (no watch: the populator polls)
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
@@ -62,6 +66,18 @@ export const FS_FAULT_CODES = ['ENOSPC', 'EROFS'] as const;
 
 const fsFaultSchema = z.object({ code: z.enum(FS_FAULT_CODES), for: duration }).strict();
 
+/** The longest a slow disk makes one file call take (a disk slower than this is a hang, not a slow disk). */
+export const MAX_SLOW_DISK_LATENCY_MS = 10_000;
+
+const slowDiskSchema = z.object({ latency: duration, for: duration }).strict();
+
+/** How a pod-local vol_data.json is corrupted: cut in half, or naming another handle or driver. */
+export const CORRUPTIONS = ['badJson', 'wrongHandle', 'wrongDriver'] as const;
+
+const apiDownSchema = z.object({ for: duration }).strict();
+
+const corruptFileSchema = z.object({ pod: name, volume: name, as: z.enum(CORRUPTIONS) }).strict();
+
 const stepSchema = z.union([
   z.object({ wait: z.literal('converged') }).strict(),
   z.object({ advance: duration }).strict(),
@@ -75,12 +91,15 @@ const stepSchema = z.union([
   z.object({ readError: readErrorSchema }).strict(),
   z.object({ restartDriver: z.string().min(1) }).strict(),
   z.object({ fsFault: fsFaultSchema }).strict(),
+  z.object({ slowDisk: slowDiskSchema }).strict(),
+  z.object({ corruptFile: corruptFileSchema }).strict(),
+  z.object({ apiDown: apiDownSchema }).strict(),
   z.enum(['restart', 'reboot', 'clearFaults']),
 ]);
 
 /** Steps with a value to check field by field, by their one key: an error then names the field. */
-const STEP_FIELDS: Readonly<Record<string, z.ZodTypeAny>> = { fault: faultSchema, readError: readErrorSchema, fsFault: fsFaultSchema };
-const STEP_KEYS = ['wait', 'advance', 'addPod', 'deletePod', 'restart', 'reboot', 'fault', 'clearFaults', 'deleteFile', 'readError', 'restartDriver', 'fsFault'];
+const STEP_FIELDS: Readonly<Record<string, z.ZodTypeAny>> = { fault: faultSchema, readError: readErrorSchema, fsFault: fsFaultSchema, slowDisk: slowDiskSchema, corruptFile: corruptFileSchema, apiDown: apiDownSchema };
+const STEP_KEYS = ['wait', 'advance', 'addPod', 'deletePod', 'restart', 'reboot', 'fault', 'clearFaults', 'deleteFile', 'readError', 'restartDriver', 'fsFault', 'slowDisk', 'corruptFile', 'apiDown'];
 
 /**
  * A step the union refused: when it is an object whose one key names a step with fields, the
@@ -105,6 +124,8 @@ export const scenarioSchema = z
     name,
     description: z.string().optional(),
     featureGates: z.record(z.boolean()).optional(),
+    // false: the cluster view signals no change (no watch), so the DSW populator polls.
+    clusterSignalsChanges: z.boolean().default(true),
     drivers: z
       .array(
         z
@@ -116,6 +137,8 @@ export const scenarioSchema = z
             podInfoOnMount: z.boolean().default(true),
             stageUnstage: z.boolean().default(true),
             mode: z.enum(['strict', 'lenient']).default('strict'),
+            // After a reboot the node plugin registers with kubelet this long after kubelet started.
+            registersAfter: duration.optional(),
           })
           .strict(),
       )
@@ -156,7 +179,10 @@ export type ScenarioStep =
   | { readonly kind: 'deleteFile'; readonly pod: string; readonly volume: string }
   | { readonly kind: 'readError'; readonly pod: string; readonly volume: string; readonly code: (typeof READ_ERROR_CODES)[number]; readonly times: number }
   | { readonly kind: 'restartDriver'; readonly driver: string }
-  | { readonly kind: 'fsFault'; readonly code: (typeof FS_FAULT_CODES)[number]; readonly ms: number };
+  | { readonly kind: 'fsFault'; readonly code: (typeof FS_FAULT_CODES)[number]; readonly ms: number }
+  | { readonly kind: 'slowDisk'; readonly latencyMs: number; readonly ms: number }
+  | { readonly kind: 'apiDown'; readonly ms: number }
+  | { readonly kind: 'corruptFile'; readonly pod: string; readonly volume: string; readonly as: (typeof CORRUPTIONS)[number] };
 
 export interface ScenarioDriver {
   readonly name: string;
@@ -164,6 +190,8 @@ export interface ScenarioDriver {
   readonly podInfoOnMount: boolean;
   readonly stageUnstage: boolean;
   readonly mode: 'strict' | 'lenient';
+  /** After a node reboot, the driver registers with kubelet this long after kubelet started (0: at once). */
+  readonly registersAfterMs?: number;
 }
 
 export interface ScenarioVolume {
@@ -186,6 +214,8 @@ export interface Scenario {
   /** Where it came from (file path or `builtin:<name>`). */
   readonly source: string;
   readonly featureGates: Readonly<Record<string, boolean>>;
+  /** false: the cluster view signals no change, and the DSW populator polls (default true). */
+  readonly clusterSignalsChanges?: boolean;
   readonly drivers: readonly ScenarioDriver[];
   readonly volumes: readonly ScenarioVolume[];
   readonly pods: readonly ScenarioPod[];
@@ -307,6 +337,20 @@ function normalize(s: Parsed, file: string, lineOf: (p: (string | number)[]) => 
       return { kind: 'restartDriver', driver: raw.restartDriver };
     }
     if ('fsFault' in raw) return { kind: 'fsFault', code: raw.fsFault.code, ms: parseDurationMs(raw.fsFault.for) };
+    if ('slowDisk' in raw) {
+      const latencyMs = parseDurationMs(raw.slowDisk.latency);
+      if (latencyMs < 1 || latencyMs > MAX_SLOW_DISK_LATENCY_MS) throw err(['steps', i, 'slowDisk', 'latency'], `must be from 1ms to ${formatScenarioDuration(MAX_SLOW_DISK_LATENCY_MS)}`);
+      return { kind: 'slowDisk', latencyMs, ms: parseDurationMs(raw.slowDisk.for) };
+    }
+    if ('apiDown' in raw) return { kind: 'apiDown', ms: parseDurationMs(raw.apiDown.for) };
+    if ('corruptFile' in raw) {
+      const c = raw.corruptFile;
+      if (!podUids.has(c.pod)) throw err(['steps', i, 'corruptFile', 'pod'], `unknown pod ${JSON.stringify(c.pod)}`);
+      const pod = s.pods.find((p) => p.uid === c.pod);
+      if (pod !== undefined && !pod.volumes.includes(c.volume)) throw err(['steps', i, 'corruptFile', 'volume'], `pod ${c.pod} has no volume ${JSON.stringify(c.volume)}`);
+      if (volumes.find((v) => v.name === c.volume)?.volumeMode === 'Block') throw err(['steps', i, 'corruptFile', 'volume'], 'a Block volume has no pod-local vol_data.json');
+      return { kind: 'corruptFile', pod: c.pod, volume: c.volume, as: c.as };
+    }
     if ('readError' in raw) {
       const r = raw.readError;
       if (!podUids.has(r.pod)) throw err(['steps', i, 'readError', 'pod'], `unknown pod ${JSON.stringify(r.pod)}`);
@@ -326,7 +370,8 @@ function normalize(s: Parsed, file: string, lineOf: (p: (string | number)[]) => 
     description: s.description ?? '',
     source: file,
     featureGates: s.featureGates ?? {},
-    drivers: s.drivers,
+    ...(s.clusterSignalsChanges ? {} : { clusterSignalsChanges: false }),
+    drivers: s.drivers.map(({ registersAfter, ...d }) => (registersAfter === undefined ? d : { ...d, registersAfterMs: parseDurationMs(registersAfter) })),
     volumes,
     pods: s.pods,
     steps,
@@ -419,6 +464,12 @@ function writtenStep(step: ScenarioStep): unknown {
       return { restartDriver: step.driver };
     case 'fsFault':
       return { fsFault: { code: step.code, for: formatScenarioDuration(step.ms) } };
+    case 'apiDown':
+      return { apiDown: { for: formatScenarioDuration(step.ms) } };
+    case 'corruptFile':
+      return { corruptFile: { pod: step.pod, volume: step.volume, as: step.as } };
+    case 'slowDisk':
+      return { slowDisk: { latency: formatScenarioDuration(step.latencyMs), for: formatScenarioDuration(step.ms) } };
   }
 }
 
@@ -428,7 +479,15 @@ export function scenarioDocument(s: Scenario): Record<string, unknown> {
     name: s.name,
     ...(s.description === '' ? {} : { description: s.description }),
     ...(Object.keys(s.featureGates).length === 0 ? {} : { featureGates: { ...s.featureGates } }),
-    drivers: s.drivers.map((d) => ({ name: d.name, attachRequired: d.attachRequired, podInfoOnMount: d.podInfoOnMount, stageUnstage: d.stageUnstage, mode: d.mode })),
+    ...(s.clusterSignalsChanges === false ? { clusterSignalsChanges: false } : {}),
+    drivers: s.drivers.map((d) => ({
+      name: d.name,
+      attachRequired: d.attachRequired,
+      podInfoOnMount: d.podInfoOnMount,
+      stageUnstage: d.stageUnstage,
+      mode: d.mode,
+      ...(d.registersAfterMs === undefined || d.registersAfterMs === 0 ? {} : { registersAfter: formatScenarioDuration(d.registersAfterMs) }),
+    })),
     volumes: s.volumes.map((v) => ({
       name: v.name,
       handle: v.handle,

@@ -185,12 +185,12 @@ export function* candidates(s: Scenario): Generator<Scenario> {
 
 function stepNamesPod(st: ScenarioStep, uid: string): boolean {
   if (st.kind === 'addPod' || st.kind === 'deletePod') return st.uid === uid;
-  if (st.kind === 'deleteFile' || st.kind === 'readError') return st.pod === uid;
+  if (st.kind === 'deleteFile' || st.kind === 'readError' || st.kind === 'corruptFile') return st.pod === uid;
   return false;
 }
 
 function stepNamesVolume(st: ScenarioStep, name: string, handle: string): boolean {
   if (st.kind === 'fault') return st.fault.volumeId === handle;
-  if (st.kind === 'deleteFile' || st.kind === 'readError') return st.volume === name;
+  if (st.kind === 'deleteFile' || st.kind === 'readError' || st.kind === 'corruptFile') return st.volume === name;
   return false;
 }

@@ -112,6 +112,13 @@ class LifeLogger implements Logger {
   }
 }
 
+/**
+ * The line kubelet's reconciler logs once reconstruction has ended, before its first pass
+ * (reconciler.go's "Reconciler: start to sync state"): the simulator's independent witness of the
+ * end of a life's reconstruction (the `reconstruction-first` invariant), whatever the runtime does.
+ */
+export const RECONSTRUCTION_ENDED_LINE = 'Reconciler: start to sync state';
+
 export class Simulation {
   readonly #opt: SimOptions;
   readonly #scenario: Scenario;
@@ -125,6 +132,10 @@ export class Simulation {
   readonly #violations: Violation[] = [];
   readonly #trace: TraceStep[] = [];
   #life: EngineLife = { id: 0, domain: 'life:0', alive: false };
+  /** The last engine life whose reconstruction ended (logged {@link RECONSTRUCTION_ENDED_LINE}). */
+  #reconstructedLife = 0;
+  /** The life of the last `reconstruction-first` violation: one a life is enough. */
+  #earlyLife = 0;
   #step = 0;
   #current: TraceStep | undefined;
   #stepIndex = 0;
@@ -142,7 +153,7 @@ export class Simulation {
     this.#opt = options;
     this.#scenario = options.scenario;
     this.#sched = new Scheduler(new Prng(options.seed));
-    this.#world = new SimWorld(options.scenario, this.#sched);
+    this.#world = new SimWorld(options.scenario, this.#sched, options.seed);
     this.#world.onArrive = (driver, method, volumeId, request) => this.#violateAll(checkArrival(this.#world, driver, method, volumeId, request));
     this.#fence = new Fence(
       this.#sched,
@@ -158,6 +169,11 @@ export class Simulation {
           this.#lastPerturbationMs = this.#sched.now;
         },
         removed: (path) => this.#violateAll(checkRemoval(this.#world, path)),
+        acts: (life, what) => {
+          if (life.id === this.#reconstructedLife || life.id === this.#earlyLife) return;
+          this.#earlyLife = life.id;
+          this.#violate('reconstruction-first', `engine life ${life.id}: ${what} before its reconstruction ended`);
+        },
         inUseWritten: (names) => this.#violateAll(checkInUseReported(this.#world, names)),
         csiFailed: (life, method) => this.#pendingFailureChecks.push({ life: life.id, logMark: this.#logs.length, method }),
         worldState: () => this.#world.state(this.#stepIndex),
@@ -320,18 +336,15 @@ export class Simulation {
     this.#life = life;
     this.#restarting = false;
     this.#beginStep('start', `engine life ${life.id} starts`);
-    const logger = new LifeLogger(
-      this.#logs,
-      life.id,
-      this.#opt.fullTrace === true
-        ? (msg, values) => {
-            // What reconstruction found, in the step it was found in (only the live life logs).
-            const finding = reconstructionFinding(msg, values);
-            const cur = this.#current;
-            if (finding !== undefined && cur !== undefined && life.alive) (cur.reconstructed ??= []).push(finding);
-          }
-        : undefined,
-    );
+    const fullTrace = this.#opt.fullTrace === true;
+    const logger = new LifeLogger(this.#logs, life.id, (msg, values) => {
+      if (msg === RECONSTRUCTION_ENDED_LINE && life.alive) this.#reconstructedLife = life.id;
+      if (!fullTrace) return;
+      // What reconstruction found, in the step it was found in (only the live life logs).
+      const finding = reconstructionFinding(msg, values);
+      const cur = this.#current;
+      if (finding !== undefined && cur !== undefined && life.alive) (cur.reconstructed ??= []).push(finding);
+    });
     const ports = this.#fence.ports(life);
     const scheduler: LoopScheduler = {
       setTimeout: (callback, ms, label) => (life.alive ? this.#sched.timer(life.domain, ms, 'timer', label ?? 'timer', callback) : -1),
@@ -387,7 +400,11 @@ export class Simulation {
     this.#sched.drop(dead.domain);
     this.#lastPerturbationMs = this.#sched.now;
     this.#beginStep('crash', `${kind}: engine life ${dead.id} ends`);
-    if (kind === 'reboot') this.#world.reboot();
+    if (kind === 'reboot') {
+      this.#world.reboot();
+      // A late node plugin perturbs the engine until it registered.
+      this.#lastPerturbationMs = Math.max(this.#lastPerturbationMs, this.#world.lateRegistrations(REBOOT_DELAY_MS));
+    }
     this.#restarting = true;
     this.#sched.timer('world', kind === 'reboot' ? REBOOT_DELAY_MS : RESTART_DELAY_MS, 'start', 'engine restarts', () => this.#startLife());
     this.#afterStep();
@@ -467,6 +484,12 @@ export class Simulation {
           this.#lastPerturbationMs = this.#sched.now;
           this.#afterStep();
           break;
+        case 'slowDisk':
+          this.#beginStep('scenario', label);
+          // The fault perturbs the engine until it ends.
+          this.#lastPerturbationMs = world.slowDisk(step.latencyMs, step.ms);
+          this.#afterStep();
+          break;
         case 'fsFault':
           this.#beginStep('scenario', label);
           // The fault perturbs the engine until it ends.
@@ -477,6 +500,17 @@ export class Simulation {
           this.#beginStep('scenario', label);
           world.failReads(step.pod, step.volume, step.code, step.times);
           this.#lastPerturbationMs = this.#sched.now;
+          this.#afterStep();
+          break;
+        case 'apiDown':
+          this.#beginStep('scenario', label);
+          // The fault perturbs the engine until it ends.
+          this.#lastPerturbationMs = world.apiDown(step.ms);
+          this.#afterStep();
+          break;
+        case 'corruptFile':
+          this.#beginStep('scenario', label);
+          world.corruptVolumeData(step.pod, step.volume, step.as);
           this.#afterStep();
           break;
         case 'deleteFile':

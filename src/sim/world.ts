@@ -77,6 +77,12 @@ export class SimWorld {
   readonly #setUp = new Set<string>();
   /** Scenario `readError` steps: path → errno and how many more reads of it fail. */
   readonly #readErrors = new Map<string, { code: string; left: number }>();
+  /** A slow disk: every file call of the engine takes `latencyMs` until `untilMs` (scenario `slowDisk`). */
+  #slowDisk: { readonly latencyMs: number; readonly untilMs: number } | undefined;
+  /** The API server is unreachable until this virtual time (scenario `apiDown`). */
+  #apiDownUntil = 0;
+  /** Drivers not registered with kubelet yet after a reboot: name → virtual time they register. */
+  readonly #registersAt = new Map<string, number>();
   /** Bumped at each reboot: the driver processes' timers belong to their epoch. */
   #driverEpoch = 0;
   #version = 0;
@@ -90,8 +96,12 @@ export class SimWorld {
   constructor(
     readonly scenario: Scenario,
     private readonly sched: Scheduler,
+    /** The run's seed: where a power cut tears an unsynced write depends on it. */
+    seed = 0,
   ) {
     this.fs = new DurableFs(() => this.sched.now);
+    // A write torn at any byte: the cut point is a function of the seed, the power cut and the file.
+    this.fs.tear = (path, length, cut) => Number.parseInt(fnv1a(`${seed}|${cut}|${path}`), 16) % (length + 1);
     const mounter = new ObservedMounter(this.fs.mem);
     mounter.onChange = () => this.changed();
     this.mounter = mounter;
@@ -275,6 +285,38 @@ export class SimWorld {
     return until;
   }
 
+  /** Every file call of the engine takes `latencyMs` for `ms`; returns when the fault ends. */
+  slowDisk(latencyMs: number, ms: number): number {
+    const until = this.sched.now + ms;
+    this.#slowDisk = { latencyMs, untilMs: until };
+    this.sched.timer('world', ms, 'timer', 'slow disk ends', () => this.changed());
+    this.changed();
+    return until;
+  }
+
+  /** How long a file call started now takes (0: at once). */
+  fileCallLatencyMs(): number {
+    const d = this.#slowDisk;
+    if (d === undefined) return 0;
+    if (this.sched.now >= d.untilMs) {
+      this.#slowDisk = undefined;
+      return 0;
+    }
+    return d.latencyMs;
+  }
+
+  /** The drivers still to register ('' when none), for the world-state hash. */
+  #registrationState(): string {
+    if (this.#registersAt.size === 0) return '';
+    return [...this.#registersAt].filter(([, at]) => this.sched.now < at).map(([n, at]) => `${n}@${at}`).sort().join(',');
+  }
+
+  /** The slow disk in force ('' when none), for the world-state hash. */
+  #slowDiskState(): string {
+    const d = this.#slowDisk;
+    return d === undefined || this.sched.now >= d.untilMs ? '' : `slow ${d.latencyMs}<${d.untilMs}`;
+  }
+
   /** The next `times` reads of the pod's vol_data.json of the volume fail with `code`. */
   failReads(pod: string, volume: string, code: string, times: number): void {
     const v = this.volume(volume);
@@ -300,6 +342,74 @@ export class SimWorld {
   }
 
   /**
+   * The pod-local vol_data.json of the volume is corrupted, durably: cut in half (not JSON any
+   * more), or still JSON naming another volume handle or another driver.
+   */
+  corruptVolumeData(pod: string, volume: string, as: 'badJson' | 'wrongHandle' | 'wrongDriver'): void {
+    const v = this.volume(volume);
+    const file = `${SIM_ROOT}/pods/${pod}/volumes/kubernetes.io~csi/${v.name}/vol_data.json`;
+    let text: string;
+    try {
+      text = this.fs.readTextSync(file);
+    } catch {
+      return;
+    }
+    let out = text.slice(0, Math.floor(text.length / 2));
+    if (as !== 'badJson') {
+      try {
+        const data = JSON.parse(text) as Record<string, unknown>;
+        if (as === 'wrongHandle') data['volumeHandle'] = `${String(data['volumeHandle'])}-other`;
+        else data['driverName'] = `other.${String(data['driverName'])}`;
+        out = JSON.stringify(data);
+      } catch {
+        // Already not JSON: it stays as it is.
+        return;
+      }
+    }
+    if (this.fs.replaceFile(file, new TextEncoder().encode(out))) this.changed();
+  }
+
+  /** The API server is unreachable for `ms`; returns when it is back. */
+  apiDown(ms: number): number {
+    this.#apiDownUntil = Math.max(this.#apiDownUntil, this.sched.now + ms);
+    this.sched.timer('world', ms, 'timer', 'API server reachable', () => this.changed());
+    this.changed();
+    return this.#apiDownUntil;
+  }
+
+  /** Whether kubelet reaches the API server now. */
+  apiReachable(): boolean {
+    return this.sched.now >= this.#apiDownUntil;
+  }
+
+  /** Whether the driver is registered with kubelet now (a late node plugin is not, after a reboot). */
+  registered(name: string): boolean {
+    const at = this.#registersAt.get(name);
+    if (at === undefined) return true;
+    if (this.sched.now < at) return false;
+    this.#registersAt.delete(name);
+    return true;
+  }
+
+  /**
+   * After a reboot, kubelet starts `kubeletStartsInMs` later and each driver with
+   * `registersAfterMs` registers that long after it; returns when the last one registers (0:
+   * none is late).
+   */
+  lateRegistrations(kubeletStartsInMs: number): number {
+    let last = 0;
+    for (const d of this.scenario.drivers) {
+      const after = d.registersAfterMs ?? 0;
+      if (after <= 0) continue;
+      const at = this.sched.now + kubeletStartsInMs + after;
+      this.#registersAt.set(d.name, at);
+      this.sched.timer('world', at - this.sched.now, 'timer', `${d.name} registers`, () => this.changed());
+      last = Math.max(last, at);
+    }
+    return last;
+  }
+
+  /**
    * The node reboots: the driver processes restart (their state kept, the calls at them and
    * their timers lost, locks cleared), every mount goes, and the power is cut under the files.
    */
@@ -317,7 +427,7 @@ export class SimWorld {
 
   /** Hash of everything a crash keeps, with the scenario's progress (`stepIndex`). */
   state(stepIndex: number): string {
-    const key = `${this.#version}|${stepIndex}|${this.fs.commits}|${this.fs.dirty}|${this.fs.writeFaultState()}|${[...this.#inFlight.keys()].join(',')}`;
+    const key = `${this.#version}|${stepIndex}|${this.fs.commits}|${this.fs.dirty}|${this.fs.writeFaultState()}|${this.#slowDiskState()}|${this.fs.unsyncedState()}|${this.#registrationState()}|${this.apiReachable() ? '' : `api<${this.#apiDownUntil}`}|${[...this.#inFlight.keys()].join(',')}`;
     if (this.#stateMemo?.key === key) return this.#stateMemo.hash;
     const hash = this.#computeState(stepIndex);
     this.#stateMemo = { key, hash };
@@ -347,7 +457,7 @@ export class SimWorld {
 
   #computeState(stepIndex: number): string {
     const parts: string[] = [`step ${stepIndex}`, `running ${[...this.#running].sort().join(',')}`, this.#filesState()];
-    parts.push(`durable ${this.fs.commits} ${this.fs.dirty} ${this.fs.writeFaultState()}`);
+    parts.push(`durable ${this.fs.commits} ${this.fs.dirty} ${this.fs.writeFaultState()} ${this.#slowDiskState()} ${this.fs.unsyncedState()} ${this.#registrationState()} ${this.apiReachable() ? '' : `api<${this.#apiDownUntil}`}`);
     for (const e of this.mounter.entries()) parts.push(`m ${e.mountPoint} ${e.source}`);
     for (const [name, d] of this.#drivers) {
       parts.push(`d ${name} ${JSON.stringify(d.snapshot())}`);

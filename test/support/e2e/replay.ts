@@ -7,7 +7,7 @@
  * The volumes are provisioned by name, so the mock driver's ids are the scenario's handles.
  *
  * What a real node cannot be told to do at a given instant (a crash at a numbered call) is not
- * replayed: a scenario with restart, reboot, restartDriver, fsFault, deleteFile or readError
+ * replayed: a scenario with restart, reboot, restartDriver, fsFault, slowDisk, apiDown, deleteFile, corruptFile or readError
  * steps is refused. Not named *.test.ts: npm test runs only *.test.js files.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -101,6 +101,9 @@ export async function replayScenario(name: string, scenario: Scenario, gates: Re
       case 'fsFault':
       case 'deleteFile':
       case 'readError':
+      case 'slowDisk':
+      case 'corruptFile':
+      case 'apiDown':
         throw new Error(`${scenario.name}: a ${step.kind} step is not replayed on a real node`);
     }
   }

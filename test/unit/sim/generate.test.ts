@@ -37,7 +37,7 @@ describe('generated workloads', () => {
   it('covers what the format can say: every step kind, every fault kind, both volume modes, inline and shared volumes, every driver flag', () => {
     const scenarios = all();
     const steps = new Set(scenarios.flatMap((s) => s.steps.map((st) => st.kind)));
-    assert.deepEqual([...steps].sort(), ['addPod', 'advance', 'clearFaults', 'deleteFile', 'deletePod', 'fault', 'fsFault', 'readError', 'reboot', 'restart', 'restartDriver', 'wait']);
+    assert.deepEqual([...steps].sort(), ['addPod', 'advance', 'apiDown', 'clearFaults', 'corruptFile', 'deleteFile', 'deletePod', 'fault', 'fsFault', 'readError', 'reboot', 'restart', 'restartDriver', 'slowDisk', 'wait']);
     const faults = scenarios.flatMap((s) => s.steps.flatMap((st) => (st.kind === 'fault' ? [st.fault] : [])));
     const kinds = new Set(faults.map((f) => (f.exit === true ? 'exit' : f.hang === true ? 'hang' : f.clientTimeoutMs !== undefined ? 'clientTimeout' : f.afterEffect === true ? 'afterEffect' : f.code !== undefined ? 'code' : 'delay')));
     assert.deepEqual([...kinds].sort(), ['afterEffect', 'clientTimeout', 'code', 'delay', 'exit', 'hang']);
