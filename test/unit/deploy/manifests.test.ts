@@ -48,6 +48,7 @@ const RENDERED: Record<string, () => KubeObject[]> = {
   'deploy/overlays/microk8s': () => renderKustomization(path.join(DEPLOY, 'overlays', 'microk8s')),
   'deploy/overlays/prometheus-operator': () => renderKustomization(path.join(DEPLOY, 'overlays', 'prometheus-operator')),
   'deploy/explore-job.yaml': () => parseAllDocuments(readFileSync(path.join(DEPLOY, 'explore-job.yaml'), 'utf8')).map((d) => d.toJS() as KubeObject),
+  'deploy/mutate-job.yaml': () => parseAllDocuments(readFileSync(path.join(DEPLOY, 'mutate-job.yaml'), 'utf8')).map((d) => d.toJS() as KubeObject),
   "docs/operating.md's my-cluster overlay": () => {
     const o = docOverlay();
     try {
@@ -442,8 +443,8 @@ describe('deploy/: no stale file', () => {
   });
   after(() => undefined);
 
-  it('every file is a kustomization, a resource, a patch or a config one of them names (or the explore Job, the rules file and the dashboard, loaded on their own)', () => {
-    const named = new Set<string>(['explore-job.yaml']);
+  it('every file is a kustomization, a resource, a patch or a config one of them names (or the explore and mutate Jobs, the rules file and the dashboard, loaded on their own)', () => {
+    const named = new Set<string>(['explore-job.yaml', 'mutate-job.yaml']);
     for (const dir of ['base', 'npd', 'overlays/microk8s', 'overlays/prometheus-operator', 'components/prometheus-operator']) {
       const k = readFileSync(path.join(DEPLOY, dir, 'kustomization.yaml'), 'utf8');
       named.add(`${dir}/kustomization.yaml`);
@@ -488,5 +489,24 @@ describe('deploy/explore-job.yaml: a search bigger than one machine', () => {
     } finally {
       rmSync(out, { recursive: true, force: true });
     }
+  });
+});
+
+describe('deploy/mutate-job.yaml: the full mutation run', () => {
+  it('is an Indexed Job whose pods each run their shard of `npm run mutate`, writing only emptyDirs', () => {
+    const [job] = RENDERED['deploy/mutate-job.yaml']?.() ?? [];
+    assert.ok(job !== undefined);
+    const j = typed(job, k8s.V1Job);
+    assert.equal(j.spec?.completionMode, 'Indexed');
+    const container = j.spec?.template.spec?.containers[0];
+    assert.ok(container !== undefined);
+    assert.deepEqual(container.command, ['npm', 'run', 'mutate', '--']);
+    const args = container.args ?? [];
+    assert.equal(args[args.indexOf('--shard') + 1], `$(JOB_COMPLETION_INDEX)/${j.spec?.completions}`);
+    assert.ok(args.includes('--print-json'));
+    assert.equal(j.spec?.template.spec?.securityContext?.runAsNonRoot, true);
+    assert.equal(container.securityContext?.readOnlyRootFilesystem, true);
+    const emptyDirs = new Set((j.spec?.template.spec?.volumes ?? []).filter((v) => v.emptyDir !== undefined).map((v) => v.name));
+    assert.deepEqual((container.volumeMounts ?? []).filter((m) => !emptyDirs.has(m.name)), []);
   });
 });

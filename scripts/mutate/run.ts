@@ -1,0 +1,90 @@
+/**
+ * `npm run mutate [-- --shard I/N | --mutate <glob>[,<glob>…]] [--concurrency N] [--force]`:
+ * the mutation run over the engine, incremental (only mutants whose code or killers changed since
+ * the last run of the same shard are run again; `--force` runs them all). `--shard I/N` runs the
+ * I-th of N slices of the scope's files (config.ts, `shardFiles`), with its own reports and
+ * incremental file under reports/mutation/shard-I-of-N/, for a run spread over processes or an
+ * Indexed Job (deploy/mutate-job.yaml; `--print-json` prints the JSON report after the score).
+ * `--mutate` narrows the run to some files instead. Prints the score per folder and per killer at
+ * the end (score.ts).
+ */
+import { Stryker } from '@stryker-mutator/core';
+import { reportDir, shardFiles } from './config.js';
+import { formatScore, scoreOf } from './score.js';
+import { readFileSync } from 'node:fs';
+
+interface Args {
+  shard?: { index: number; count: number };
+  mutate?: string[];
+  concurrency?: number;
+  force: boolean;
+  printJson: boolean;
+}
+
+export function parseArgs(argv: readonly string[]): Args {
+  const args: Args = { force: false, printJson: false };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const value = (): string => {
+      const v = argv[++i];
+      if (v === undefined) throw new Error(`${a} needs a value`);
+      return v;
+    };
+    if (a === '--shard') {
+      const m = /^(\d+)\/(\d+)$/.exec(value());
+      if (m === null) throw new Error('--shard: want I/N, e.g. 0/4');
+      args.shard = { index: Number(m[1]), count: Number(m[2]) };
+    } else if (a === '--mutate') {
+      args.mutate = [...(args.mutate ?? []), ...value().split(',')];
+    } else if (a === '--concurrency') {
+      const n = Number(value());
+      if (!Number.isInteger(n) || n < 1) throw new Error('--concurrency: want a positive integer');
+      args.concurrency = n;
+    } else if (a === '--force') {
+      args.force = true;
+    } else if (a === '--print-json') {
+      args.printJson = true;
+    } else {
+      throw new Error(`unknown argument ${JSON.stringify(a)}; want --shard I/N, --mutate <glob>, --concurrency N, --force or --print-json`);
+    }
+  }
+  if (args.shard !== undefined && args.mutate !== undefined) throw new Error('--shard and --mutate do not go together: a shard is a slice of the whole scope');
+  return args;
+}
+
+async function main(): Promise<number> {
+  let args: Args;
+  try {
+    args = parseArgs(process.argv.slice(2));
+  } catch (e) {
+    process.stderr.write(`npm run mutate: ${(e as Error).message}\n`);
+    return 2;
+  }
+  const dir = reportDir(args.shard);
+  const overrides: Record<string, unknown> = {
+    incrementalFile: `${dir}/stryker-incremental.json`,
+    jsonReporter: { fileName: `${dir}/mutation.json` },
+    htmlReporter: { fileName: `${dir}/mutation.html` },
+    force: args.force,
+  };
+  if (args.shard !== undefined) {
+    const files = shardFiles(process.cwd(), args.shard.index, args.shard.count);
+    if (files.length === 0) {
+      process.stdout.write(`shard ${args.shard.index}/${args.shard.count}: no file\n`);
+      return 0;
+    }
+    overrides['mutate'] = files;
+    overrides['tempDirName'] = `.stryker-tmp/shard-${args.shard.index}-of-${args.shard.count}`;
+  }
+  if (args.mutate !== undefined) overrides['mutate'] = args.mutate;
+  if (args.concurrency !== undefined) overrides['concurrency'] = args.concurrency;
+  const started = Date.now();
+  await new Stryker(overrides).runMutationTest();
+  const json = readFileSync(`${dir}/mutation.json`, 'utf8');
+  process.stdout.write(`\n${formatScore(scoreOf([JSON.parse(json) as unknown]))}\nwall ${((Date.now() - started) / 1000).toFixed(0)} s; report ${dir}/mutation.html\n`);
+  // For a Job's log: everything after this line is the shard's report (score.ts merges them).
+  if (args.printJson) process.stdout.write(`--- mutation.json\n${json}\n`);
+  return 0;
+}
+
+process.exitCode = await main();
