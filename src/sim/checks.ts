@@ -57,8 +57,12 @@ export function checkArrival(world: SimWorld, driverName: string, method: CsiMet
     out.push({ invariant: 'stage-after-unstage', message: `NodeStageVolume ${volumeId} arrived while a NodeUnstageVolume of it is still running at the driver` });
   }
   if (method === 'NodePublishVolume') {
+    // kubelet sends the staging path with every block publish, also to a driver without
+    // STAGE_UNSTAGE (csi_block.go publishVolumeForBlock; the CSI field is optional then, and
+    // such a driver ignores it): only a driver that stages can have been skipped.
     const staging = typeof req['stagingTargetPath'] === 'string' ? req['stagingTargetPath'] : '';
-    if (staging !== '' && state?.stagedAt !== staging) {
+    const stages = world.scenario.drivers.find((x) => x.name === driverName)?.stageUnstage ?? true;
+    if (stages && staging !== '' && state?.stagedAt !== staging) {
       out.push({ invariant: 'stage-after-unstage', message: `NodePublishVolume ${volumeId} arrived without a successful NodeStageVolume at ${staging}` });
     }
   }

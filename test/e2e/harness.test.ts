@@ -63,7 +63,11 @@ describe('e2e harness: NodeDisk (no root needed)', () => {
         [[pod.uid, 'default', 'app', ['data', 'scratch']]],
       );
       assert.deepEqual(pods[0]?.volumes[1]?.csi, { driver: DRIVER, volumeAttributes: { size: '1Mi' } });
-      assert.deepEqual(await view.getPersistentVolumeClaim('default', 'pv-a'), { namespace: 'default', name: 'pv-a', volumeName: 'pv-a' });
+      // A manifest without metadata.uid or status reads as a Bound claim with a uid derived from its
+      // namespace and name (the reader's rule for hand-written cluster dirs).
+      const claim = await view.getPersistentVolumeClaim('default', 'pv-a');
+      assert.match(claim?.uid ?? '', /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+      assert.deepEqual({ ...claim, uid: undefined }, { namespace: 'default', name: 'pv-a', uid: undefined, volumeName: 'pv-a', phase: 'Bound' });
       assert.deepEqual((await view.getPersistentVolume('pv-a'))?.csi, { driver: DRIVER, volumeHandle: 'vol-a', fsType: 'ext4' });
       assert.deepEqual(await view.getCSIDriver(DRIVER), {
         name: DRIVER,
