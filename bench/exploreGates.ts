@@ -12,6 +12,10 @@
  * `--matrix [--faults]`: instead, the whole table scenario × gates (KEP-6058 off, on, each gate
  * "every gate on but this one", every gate on), the tables of docs/explorer.md.
  * Arguments that are not flags select scenarios (default: every built-in one).
+ *
+ * `--shard I/N`: only rows I, I+N, I+2N … of each table (the scenario rows, then the proof rows),
+ * so that N processes share the work; `.ci/explore-gates` runs one shard per core and prints
+ * their tables one after the other. A shard exits 1 on its own rows' failures, as above.
  */
 import { FeatureGate, CSIGlobalMountReconstruction } from '../src/features/features.js';
 import { explore, type ExploreReport } from '../src/sim/explorer.js';
@@ -24,7 +28,22 @@ const KNOWN_UNGATED: Readonly<Record<string, readonly string[]>> = {};
 const args = process.argv.slice(2);
 const matrix = args.includes('--matrix');
 const faults = args.includes('--faults');
-const named = args.filter((a) => !a.startsWith('--'));
+const shardArg = args.find((a) => a.startsWith('--shard='))?.slice('--shard='.length) ?? (args.includes('--shard') ? args[args.indexOf('--shard') + 1] : undefined);
+const shard = parseShard(shardArg);
+const named = args.filter((a, i) => !a.startsWith('--') && args[i - 1] !== '--shard');
+
+function parseShard(text: string | undefined): { index: number; count: number } {
+  if (text === undefined) return { index: 0, count: 1 };
+  const m = /^(\d+)\/(\d+)$/.exec(text);
+  const index = Number(m?.[1]);
+  const count = Number(m?.[2]);
+  if (m === null || count < 1 || index >= count) {
+    console.error(`exploreGates: --shard ${text}: want I/N with 0 <= I < N`);
+    process.exit(2);
+  }
+  return { index, count };
+}
+const mine = <T>(rows: readonly T[]): T[] => rows.filter((_, i) => i % shard.count === shard.index);
 const builtin = builtinScenarioNames();
 const scenarios = named.length > 0 ? named : builtin;
 const gates = nodevolGates();
@@ -62,7 +81,7 @@ if (matrix) {
   console.log(`faults ${faults ? 'on' : 'off'}`);
   console.log(`| scenario | ${columns.map((c) => c.title).join(' | ')} |`);
   console.log(`|---|${columns.map(() => '---').join('|')}|`);
-  for (const scenario of scenarios) {
+  for (const scenario of mine(scenarios)) {
     const cells: string[] = [];
     for (const c of columns) cells.push(summary(await run(scenario, c.gate, faults)));
     console.log(`| \`${scenario}\` | ${cells.join(' | ')} |`);
@@ -70,7 +89,7 @@ if (matrix) {
 } else {
   console.log('| scenario | KEP-6058 gate only | every gate on |');
   console.log('|---|---|---|');
-  for (const scenario of scenarios) {
+  for (const scenario of mine(scenarios)) {
     const kep = await run(scenario, gatesWith(true, []));
     const all = await run(scenario, gatesWith(true, gates));
     const unexpected = all.violations.filter((v) => !(KNOWN_UNGATED[scenario] ?? []).includes(v.invariant));
@@ -80,7 +99,7 @@ if (matrix) {
   console.log('');
   console.log('| gate | proof scenario | every other gate on, this one off | every gate on |');
   console.log('|---|---|---|---|');
-  for (const p of planProofs(gates, GATE_PROOFS, builtin, scenarios)) {
+  for (const p of mine(planProofs(gates, GATE_PROOFS, builtin, scenarios))) {
     if (p.kind === 'missing') {
       failed = true;
       console.log(`| \`${p.gate}\` | **NO PROOF** (${p.why}) | | |`);
@@ -97,5 +116,6 @@ if (matrix) {
     console.log(`| \`${p.gate}\` | \`${p.scenario}\` | ${summary(off)} | ${summary(on)}${holds ? '' : ' **PROOF FAILS**'} |`);
   }
 }
-console.log(`\n${((Date.now() - started) / 1000).toFixed(0)} s wall, ${(process.cpuUsage().user / 1e6).toFixed(0)} s CPU`);
+const shardNote = shard.count > 1 ? ` (shard ${shard.index}/${shard.count})` : '';
+console.log(`\n${((Date.now() - started) / 1000).toFixed(0)} s wall, ${(process.cpuUsage().user / 1e6).toFixed(0)} s CPU${shardNote}`);
 process.exitCode = failed ? 1 : 0;
