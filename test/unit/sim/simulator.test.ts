@@ -182,6 +182,39 @@ describe('simulator: replays of what the explorer found (docs/explorer.md)', () 
     assert.deepEqual(names(fixed), [], 'gate CSIUnpublishBeforeUnstageAfterReconstruction: the published block target is unpublished first');
   });
 
+  it('every gate on, raw block: a reboot finds the API server down, so the pod list fails at reconstruction; the published block target is still unpublished before NodeUnstageVolume (gate CSIUnpublishBeforeUnstageAfterReconstruction)', async () => {
+    // Generated medium workload 100, shrunk (plan reboot:before:116): the reboot lands before the
+    // pod's volumeDevices link is durable, so the pod walk does not find pv-1 and only its own
+    // publish target (volumeDevices/publish/pv-1/pod-3) names the pod. The pairing used to refuse
+    // that target when the pods could not be listed: nothing unpublished it, NodeUnstageVolume came
+    // while the driver had it published. With this gate off that is still upstream's finding.
+    const scenario = parseScenario(
+      [
+        'name: generated-medium-100-no-unstage-in-use',
+        'drivers:',
+        '  - { name: a.csi.example.com, attachRequired: true, podInfoOnMount: true, stageUnstage: true, mode: lenient }',
+        '  - { name: b.csi.example.com, attachRequired: true, stageUnstage: true, mode: lenient, registersAfter: 1m }',
+        'volumes:',
+        '  - { name: pv-1, handle: mock-57c401c9dec61f8d, driver: a.csi.example.com, volumeMode: Block }',
+        '  - { name: pv-4, handle: mock-d664935601ddef9a, driver: a.csi.example.com }',
+        'pods:',
+        '  - { uid: pod-3, volumes: [pv-4, pv-1] }',
+        'steps:',
+        '  - wait: converged',
+        '  - restart',
+        '  - deletePod: pod-3',
+        '  - apiDown: { for: 30s }',
+        '',
+      ].join('\n'),
+      't.yaml',
+    );
+    const plan = parsePlan('reboot:before:116');
+    const off = await simulate({ scenario, gates: withGates(...ALL.filter((g) => g !== 'CSIUnpublishBeforeUnstageAfterReconstruction')), seed: 100, plan });
+    assert.ok(names(off).includes('no-unstage-in-use'), names(off).join(','));
+    const on = await simulate({ scenario, gates: withGates(...ALL), seed: 100, plan });
+    assert.deepEqual(names(on), [], on.violations.map((v) => v.message).join('; '));
+  });
+
   it('raw block on a driver without STAGE_UNSTAGE: the staging path kubelet sends with NodePublishVolume is no missing stage (either gate)', async () => {
     // kubelet passes the staging path with every block publish (csi_block.go publishVolumeForBlock);
     // for a driver that does not stage it means nothing, so no stage can have been skipped.
