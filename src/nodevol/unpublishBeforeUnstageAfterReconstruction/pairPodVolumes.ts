@@ -12,7 +12,8 @@
  * pairs when
  *  - the pod still exists and none of its PVC volumes is bound to that PV (for instance an inline
  *    ephemeral volume that happens to carry the PV's name: inline volumes are never paired with a
- *    PV), or the pod's volumes cannot be resolved now;
+ *    PV), or the pod's claims cannot be read now (when the pods themselves cannot be listed, as
+ *    with the API server down at a reboot, the directory is paired: see below why that is safe);
  *  - its `mount` directory is a mount point (a live mount is not this gate's to guess about; the
  *    KEP's fallback or upstream's cleanup handle it).
  *
@@ -168,7 +169,15 @@ async function refuse(
   try {
     pod = (await pods()).get(candidate.podName);
   } catch (err) {
-    return `the pods could not be listed: ${errorMessage(err)}`;
+    // The API server is down (a reboot often finds it so; reconstruction runs once): refusing
+    // would unstage the volume with the target published, the gap itself. Nothing is mounted at
+    // the target (checked above), so even a wrong pairing is harmless (see the top of this file).
+    deps.logger.info('The pods could not be listed; pairing a pod volume directory with no mount by PV name', {
+      podName: candidate.podName,
+      volumeSpecName: candidate.volumeSpecName,
+      err: errorMessage(err),
+    });
+    return undefined;
   }
   if (pod === undefined) return undefined;
   return claimRefusal(deps, pod, new Set(matches.map((m) => (m.spec.kind === 'persistent' ? m.spec.persistentVolume.name : ''))));

@@ -253,6 +253,36 @@ describe('simulator: replays of what the explorer found (docs/explorer.md)', () 
     assert.deepEqual(names(on), [], on.violations.map((v) => v.message).join('; '));
   });
 
+  it('every gate on: a reboot with the API server down and the pod-local vol_data.json lost; the pod volume dir is still paired by PV name and unpublished before NodeUnstageVolume (gate CSIUnpublishBeforeUnstageAfterReconstruction)', async () => {
+    // Generated medium workload 162, shrunk (no crash plan: the scenario's own reboot). The pairing
+    // used to refuse every directory when the pods could not be listed; the volume was then
+    // unstaged while the driver had the pod's target published. With this gate off that is still
+    // upstream's finding.
+    const scenario = parseScenario(
+      [
+        'name: generated-medium-162-no-unstage-in-use',
+        'drivers:',
+        '  - { name: a.csi.example.com, attachRequired: true, podInfoOnMount: true, stageUnstage: true, mode: strict, registersAfter: 1m }',
+        'volumes:',
+        '  - { name: pv-2, handle: mock-3ff6904030512d92, driver: a.csi.example.com }',
+        'pods:',
+        '  - { uid: pod-1, volumes: [pv-2] }',
+        'steps:',
+        '  - wait: converged',
+        '  - apiDown: { for: 90s }',
+        '  - deleteFile: { pod: pod-1, volume: pv-2 }',
+        '  - reboot',
+        '  - deletePod: pod-1',
+        '',
+      ].join('\n'),
+      't.yaml',
+    );
+    const off = await simulate({ scenario, gates: withGates(...ALL.filter((g) => g !== 'CSIUnpublishBeforeUnstageAfterReconstruction')), seed: 162 });
+    assert.ok(names(off).includes('no-unstage-in-use'), names(off).join(','));
+    const on = await simulate({ scenario, gates: withGates(...ALL), seed: 162 });
+    assert.deepEqual(names(on), [], on.violations.map((v) => v.message).join('; '));
+  });
+
   it('raw block on a driver without STAGE_UNSTAGE: the staging path kubelet sends with NodePublishVolume is no missing stage (either gate)', async () => {
     // kubelet passes the staging path with every block publish (csi_block.go publishVolumeForBlock);
     // for a driver that does not stage it means nothing, so no stage can have been skipped.
