@@ -167,7 +167,7 @@ describe('simulator: replays of what the explorer found (docs/explorer.md)', () 
   });
 
   it('gate on, raw block: kubelet killed after the pod device link is removed keeps the device staged while its pod bind mount remains (no NodeUnstageVolume), but never unpublishes it', async () => {
-    // Before issue 32's item 1 nodevol's UnmapDevice sent NodeUnstageVolume here (no-unstage-in-use):
+    // Before the copy's UnmapDevice was brought back to kubelet's, nodevol's sent NodeUnstageVolume here (no-unstage-in-use):
     // an artefact of the copy's drift. kubelet's GenerateUnmapDeviceFunc (operation_generator.go)
     // refuses while GetDeviceBindMountRefs finds the pod's bind mount, so the device stays staged and
     // published for good: what is left is `converges`.
