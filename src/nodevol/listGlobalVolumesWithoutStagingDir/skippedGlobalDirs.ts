@@ -69,6 +69,18 @@ export class SkippedGlobalDirs {
   }
 
   /**
+   * UnmountDevice found no vol_data.json: a former UnmountDevice of this volume got through
+   * NodeUnstageVolume and removeMountDir's removal of `globalmount` and vol_data.json, and its
+   * last rmdir, of the volume directory, failed (EROFS, EBUSY …). kubelet's retry returns success
+   * and nothing else removes the directory while this life lasts (the listing, which removes such
+   * a directory, runs at start only), and it is left for good: the empty-dir rule, now, or at the
+   * housekeeping passes until it works.
+   */
+  async volumeDataMissingAtUnmountDevice(dir: string): Promise<void> {
+    await this.removeLeftover(dir, (d) => this.removeEmptyVolumeDir(d));
+  }
+
+  /**
    * Each retry takes the broadest of the checks: an empty directory, or one holding only an
    * empty, unmounted `globalmount` and/or the complete temp file of an interrupted vol_data.json
    * write (an empty directory is the first one's rmdir failed half-way).

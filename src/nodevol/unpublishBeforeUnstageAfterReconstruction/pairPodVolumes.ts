@@ -12,7 +12,8 @@
  * pairs when
  *  - the pod still exists and none of its PVC volumes is bound to that PV (for instance an inline
  *    ephemeral volume that happens to carry the PV's name: inline volumes are never paired with a
- *    PV), or the pod's volumes cannot be resolved now;
+ *    PV), or the pod's claims cannot be read now (when the pods themselves cannot be listed, as
+ *    with the API server down at a reboot, the directory is paired: see below why that is safe);
  *  - its `mount` directory is a mount point (a live mount is not this gate's to guess about; the
  *    KEP's fallback or upstream's cleanup handle it).
  *
@@ -98,7 +99,9 @@ export async function pairFailedPodVolumesWithListed(
  * (`volumeDevices/publish/<PV name>/<pod uid>`), so the pairing needs no name rule. Each target
  * of a pod the actual state does not have on the volume (its pod directory link was removed
  * before NodeUnpublishVolume, or could not be read) becomes a pod mount of it, unless the pod
- * still exists and none of its claims is bound to that PV.
+ * still exists and none of its claims is bound to that PV. When that cannot be told (the pods or
+ * the claims cannot be read, as when the API server is down at the restart) the target is paired:
+ * it is the volume's own, so the pairing cannot be wrong by name.
  */
 export async function pairPublishedBlockTargets(
   deps: PairingDeps,
@@ -124,9 +127,15 @@ export async function pairPublishedBlockTargets(
       let refusal: string | undefined;
       try {
         const pod = (pods ??= await listPodsByUID(deps.cluster)).get(podName);
-        refusal = pod === undefined ? undefined : await claimRefusal(deps, pod, new Set([pvName]));
+        refusal = pod === undefined ? undefined : await claimRefusal(deps, pod, new Set([pvName]), { unreadableRefuses: false });
       } catch (err) {
-        refusal = `the pods could not be listed: ${errorMessage(err)}`;
+        // The API server is down (a reboot often finds it so, and reconstruction runs once):
+        // refusing would leave the target published while the volume is unstaged, the very gap
+        // of this gate. The target is a file of the volume's own directory, so pairing it cannot
+        // be a wrong pairing by name; a pod that still wants the volume has it set up again from
+        // the uncertain mount (NodePublishVolume is idempotent).
+        deps.logger.info('The pods could not be listed; a published block target is paired with its own listed volume', { podName, volumeName: v.volumeName, err: errorMessage(err) });
+        refusal = undefined;
       }
       if (refusal !== undefined) {
         deps.logger.info('Not pairing a published block target with a listed volume', { podName, volumeName: v.volumeName, reason: refusal });
@@ -160,20 +169,31 @@ async function refuse(
   try {
     pod = (await pods()).get(candidate.podName);
   } catch (err) {
-    return `the pods could not be listed: ${errorMessage(err)}`;
+    // The API server is down (a reboot often finds it so; reconstruction runs once): refusing
+    // would unstage the volume with the target published, the gap itself. Nothing is mounted at
+    // the target (checked above), so even a wrong pairing is harmless (see the top of this file).
+    deps.logger.info('The pods could not be listed; pairing a pod volume directory with no mount by PV name', {
+      podName: candidate.podName,
+      volumeSpecName: candidate.volumeSpecName,
+      err: errorMessage(err),
+    });
+    return undefined;
   }
   if (pod === undefined) return undefined;
   return claimRefusal(deps, pod, new Set(matches.map((m) => (m.spec.kind === 'persistent' ? m.spec.persistentVolume.name : ''))));
 }
 
 /** The pod still exists: only a PVC volume of it bound to one of `pvNames` names the directory. */
-async function claimRefusal(deps: PairingDeps, pod: Pod, pvNames: ReadonlySet<string>): Promise<string | undefined> {
+async function claimRefusal(deps: PairingDeps, pod: Pod, pvNames: ReadonlySet<string>, opts = { unreadableRefuses: true }): Promise<string | undefined> {
   for (const v of pod.volumes) {
     if (v.persistentVolumeClaim === undefined) continue;
     try {
       const claim = await deps.cluster.getPersistentVolumeClaim(pod.namespace, v.persistentVolumeClaim.claimName);
       if (claim !== undefined && pvNames.has(claim.volumeName)) return undefined;
     } catch (err) {
+      // A raw block target cannot be a wrong pairing by name (pairPublishedBlockTargets): an
+      // unreadable claim does not refuse it.
+      if (!opts.unreadableRefuses) return undefined;
       return `claim ${pod.namespace}/${v.persistentVolumeClaim.claimName} of pod ${pod.uid} could not be read: ${errorMessage(err)}`;
     }
   }

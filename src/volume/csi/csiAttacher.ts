@@ -166,6 +166,7 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
         host.logger
           .v(4)
           .info(csiLog('attacher.UnmountDevice skipped because volume data file does not exist'), { path: path.join(dataDir, VOL_DATA_FILE_NAME) });
+        if (this.hooks.volumeDataMissingAtUnmountDevice !== undefined) await this.hooks.volumeDataMissingAtUnmountDevice(dataDir);
         return;
       }
       throw new Error(csiLog(`attacher.UnmountDevice failed to get driver and volume name from device mount path: ${errorMessage(err)}`));

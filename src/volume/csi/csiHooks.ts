@@ -94,6 +94,11 @@ export interface CsiHooks {
     readonly started: (host: VolumeHost, dataDir: string, caller: string) => Promise<void>;
     readonly ended: (host: VolumeHost, dataDir: string) => Promise<void>;
   };
+  /**
+   * UnmountDevice found no vol_data.json in the volume dir and returns success, as kubelet does
+   * ("skipped because volume data file does not exist"); called with that volume dir first.
+   */
+  readonly volumeDataMissingAtUnmountDevice?: (volumeDir: string) => Promise<void>;
   // ---- KEP-6058 ListGlobalVolumes ----
   /** For each directory the listing skipped, in the listing's order: a volume to list after all, or undefined. */
   readonly globalDirSkipped?: (skipped: SkippedGlobalDir) => Promise<GlobalVolume | undefined>;

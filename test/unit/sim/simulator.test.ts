@@ -182,6 +182,107 @@ describe('simulator: replays of what the explorer found (docs/explorer.md)', () 
     assert.deepEqual(names(fixed), [], 'gate CSIUnpublishBeforeUnstageAfterReconstruction: the published block target is unpublished first');
   });
 
+  it('every gate on, raw block: a reboot finds the API server down, so the pod list fails at reconstruction; the published block target is still unpublished before NodeUnstageVolume (gate CSIUnpublishBeforeUnstageAfterReconstruction)', async () => {
+    // Generated medium workload 100, shrunk (plan reboot:before:116): the reboot lands before the
+    // pod's volumeDevices link is durable, so the pod walk does not find pv-1 and only its own
+    // publish target (volumeDevices/publish/pv-1/pod-3) names the pod. The pairing used to refuse
+    // that target when the pods could not be listed: nothing unpublished it, NodeUnstageVolume came
+    // while the driver had it published. With this gate off that is still upstream's finding.
+    const scenario = parseScenario(
+      [
+        'name: generated-medium-100-no-unstage-in-use',
+        'drivers:',
+        '  - { name: a.csi.example.com, attachRequired: true, podInfoOnMount: true, stageUnstage: true, mode: lenient }',
+        '  - { name: b.csi.example.com, attachRequired: true, stageUnstage: true, mode: lenient, registersAfter: 1m }',
+        'volumes:',
+        '  - { name: pv-1, handle: mock-57c401c9dec61f8d, driver: a.csi.example.com, volumeMode: Block }',
+        '  - { name: pv-4, handle: mock-d664935601ddef9a, driver: a.csi.example.com }',
+        'pods:',
+        '  - { uid: pod-3, volumes: [pv-4, pv-1] }',
+        'steps:',
+        '  - wait: converged',
+        '  - restart',
+        '  - deletePod: pod-3',
+        '  - apiDown: { for: 30s }',
+        '',
+      ].join('\n'),
+      't.yaml',
+    );
+    const plan = parsePlan('reboot:before:116');
+    const off = await simulate({ scenario, gates: withGates(...ALL.filter((g) => g !== 'CSIUnpublishBeforeUnstageAfterReconstruction')), seed: 100, plan });
+    assert.ok(names(off).includes('no-unstage-in-use'), names(off).join(','));
+    const on = await simulate({ scenario, gates: withGates(...ALL), seed: 100, plan });
+    assert.deepEqual(names(on), [], on.violations.map((v) => v.message).join('; '));
+  });
+
+  it('every gate on: the last rmdir of UnmountDevice (the volume dir) fails with EROFS; the retry finds no vol_data.json and, as kubelet, returns success; the empty dir is still removed (gate CSIListGlobalVolumesWithoutStagingDir)', async () => {
+    // Generated medium workload 5, shrunk (plan restart:after:<NodeUnpublishVolume of pv-3>):
+    // removeMountDir removed globalmount and vol_data.json, then the root dir turned read-only.
+    // kubelet's UnmountDevice retry skips a volume dir without vol_data.json, so upstream leaves it
+    // for good (converges, as with this gate off); with the gate it is removed as the listing's
+    // leftovers are, retried by housekeeping until the root dir is writable again.
+    const scenario = parseScenario(
+      [
+        'name: generated-medium-5-converges',
+        'drivers:',
+        '  - { name: a.csi.example.com, attachRequired: true, podInfoOnMount: true, stageUnstage: true, mode: strict, registersAfter: 2s }',
+        '  - { name: b.csi.example.com, attachRequired: false, podInfoOnMount: true, stageUnstage: true, mode: strict }',
+        'volumes:',
+        '  - { name: pv-2, handle: mock-3ff6904030512d92, driver: b.csi.example.com }',
+        '  - { name: pv-3, handle: mock-21840a96eaf08ef8, driver: b.csi.example.com }',
+        'pods:',
+        '  - { uid: pod-2, volumes: [pv-2, pv-3] }',
+        'steps:',
+        '  - wait: converged',
+        '  - deletePod: pod-2',
+        '  - slowDisk: { latency: 50ms, for: 1m }',
+        '  - restart',
+        '  - advance: 5s',
+        '  - fsFault: { code: EROFS, for: 30s }',
+        '',
+      ].join('\n'),
+      't.yaml',
+    );
+    const base = await simulate({ scenario, gates: withGates(...ALL), seed: 5, fullTrace: true });
+    const plan: Perturbation[] = [{ kind: 'crash', crash: 'restart', at: 'after', seq: seqOf(base, 'NodeUnpublishVolume', 'mock-21840a96eaf08ef8') }];
+    const off = await simulate({ scenario, gates: withGates(...ALL.filter((g) => g !== 'CSIListGlobalVolumesWithoutStagingDir')), seed: 5, plan, fullTrace: true });
+    assert.ok(names(off).includes('converges'), names(off).join(','));
+    const failedRmdir = off.trace.flatMap((s) => s.calls).filter((c) => c.op === 'rmdir' && c.result === 'EROFS' && /\/b\.csi\.example\.com\/[0-9a-f]{64}$/.test(c.args));
+    assert.ok(failedRmdir.length > 0, 'the volume dir rmdir met the read-only root dir');
+    const on = await simulate({ scenario, gates: withGates(...ALL), seed: 5, plan });
+    assert.deepEqual(names(on), [], on.violations.map((v) => v.message).join('; '));
+  });
+
+  it('every gate on: a reboot with the API server down and the pod-local vol_data.json lost; the pod volume dir is still paired by PV name and unpublished before NodeUnstageVolume (gate CSIUnpublishBeforeUnstageAfterReconstruction)', async () => {
+    // Generated medium workload 162, shrunk (no crash plan: the scenario's own reboot). The pairing
+    // used to refuse every directory when the pods could not be listed; the volume was then
+    // unstaged while the driver had the pod's target published. With this gate off that is still
+    // upstream's finding.
+    const scenario = parseScenario(
+      [
+        'name: generated-medium-162-no-unstage-in-use',
+        'drivers:',
+        '  - { name: a.csi.example.com, attachRequired: true, podInfoOnMount: true, stageUnstage: true, mode: strict, registersAfter: 1m }',
+        'volumes:',
+        '  - { name: pv-2, handle: mock-3ff6904030512d92, driver: a.csi.example.com }',
+        'pods:',
+        '  - { uid: pod-1, volumes: [pv-2] }',
+        'steps:',
+        '  - wait: converged',
+        '  - apiDown: { for: 90s }',
+        '  - deleteFile: { pod: pod-1, volume: pv-2 }',
+        '  - reboot',
+        '  - deletePod: pod-1',
+        '',
+      ].join('\n'),
+      't.yaml',
+    );
+    const off = await simulate({ scenario, gates: withGates(...ALL.filter((g) => g !== 'CSIUnpublishBeforeUnstageAfterReconstruction')), seed: 162 });
+    assert.ok(names(off).includes('no-unstage-in-use'), names(off).join(','));
+    const on = await simulate({ scenario, gates: withGates(...ALL), seed: 162 });
+    assert.deepEqual(names(on), [], on.violations.map((v) => v.message).join('; '));
+  });
+
   it('raw block on a driver without STAGE_UNSTAGE: the staging path kubelet sends with NodePublishVolume is no missing stage (either gate)', async () => {
     // kubelet passes the staging path with every block publish (csi_block.go publishVolumeForBlock);
     // for a driver that does not stage it means nothing, so no stage can have been skipped.
