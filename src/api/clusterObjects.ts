@@ -31,9 +31,16 @@ const nodeSchema = z.object({
     .nullish(),
 });
 
+/** metav1.Time as the API server writes it: RFC 3339 ("2026-01-01T00:00:00Z"); only its presence is read. */
+const rfc3339 = z.string().regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/, 'want an RFC 3339 time (2026-01-01T00:00:00Z)');
+const volumeMode = z.enum(['Filesystem', 'Block']);
+const volumeRef = z.object({ name: z.string() });
+/** A container's volume use: the names kubelet's populator reads (GetPodVolumeNames). */
+const container = z.object({ volumeMounts: z.array(volumeRef).nullish(), volumeDevices: z.array(volumeRef).nullish() });
+
 const podSchema = z.object({
   kind: z.literal('Pod').optional(),
-  metadata: meta.extend({ uid: z.string(), namespace: z.string() }),
+  metadata: meta.extend({ uid: z.string(), namespace: z.string(), deletionTimestamp: rfc3339.nullish() }),
   spec: z.object({
     nodeName: z.string().nullish(),
     volumes: z
@@ -46,8 +53,11 @@ const podSchema = z.object({
         }),
       )
       .nullish(),
+    containers: z.array(container).nullish(),
+    initContainers: z.array(container).nullish(),
+    ephemeralContainers: z.array(container).nullish(),
   }),
-  status: z.object({ phase: z.string().nullish() }).nullish(),
+  status: z.object({ phase: z.enum(['Pending', 'Running', 'Succeeded', 'Failed', 'Unknown']).nullish() }).nullish(),
 });
 
 const csiPvSource = z.object({ driver: z.string(), volumeHandle: z.string() });
@@ -59,14 +69,17 @@ const pvSchema = z.object({
     csi: csiPvSource.nullish(),
     /** The attach/detach controller attaches a volume to a second node only when these allow it. */
     accessModes: z.array(z.string()).nullish(),
-    claimRef: z.object({ namespace: z.string().nullish(), name: z.string().nullish() }).nullish(),
+    /** kubelet mounts the PV for a claim only when claimRef.uid is the claim's metadata.uid. */
+    claimRef: z.object({ namespace: z.string().nullish(), name: z.string().nullish(), uid: z.string().nullish() }).nullish(),
+    volumeMode: volumeMode.nullish(),
   }),
 });
 
 const pvcSchema = z.object({
   kind: z.literal('PersistentVolumeClaim').optional(),
-  metadata: meta.extend({ namespace: z.string() }),
-  spec: z.object({ volumeName: z.string().nullish() }).nullish(),
+  metadata: meta.extend({ namespace: z.string(), deletionTimestamp: rfc3339.nullish() }),
+  spec: z.object({ volumeName: z.string().nullish(), volumeMode: volumeMode.nullish() }).nullish(),
+  status: z.object({ phase: z.enum(['Pending', 'Bound', 'Lost']).nullish() }).nullish(),
 });
 
 const vaSchema = z.object({

@@ -13,21 +13,57 @@
 import { ClusterStateError, type ClusterObjects } from '../api/clusterObjects.js';
 import { CSI_PLUGIN_NAME, csiVolumeName, getUniqueVolumeName } from '../layout/names.js';
 
+/**
+ * How a pod's containers (init, regular and ephemeral) use one of its volumes: in volumeMounts,
+ * in volumeDevices (raw block), or in neither (kubelet's populator skips such a volume).
+ */
+export type VolumeUse = 'mount' | 'device' | 'unused';
+
+/** A pod volume backed by a claim. */
+export interface ClusterPodClaim {
+  /** spec.volumes[i].name */
+  readonly volume: string;
+  readonly claimName: string;
+  readonly use: VolumeUse;
+}
+
 /** A pod as the audit needs it. */
 export interface ClusterPod {
   readonly uid: string;
   readonly namespace: string;
   readonly name: string;
   readonly nodeName: string;
-  /** Succeeded or Failed: kubelet no longer mounts its volumes. */
+  /** Succeeded or Failed: kubelet no longer mounts its volumes, and unmounts them while the pod is listed. */
   readonly terminated: boolean;
-  readonly claimNames: readonly string[];
+  /**
+   * metadata.deletionTimestamp is set: kubelet adds no new volume for it, but keeps those it has
+   * until its containers stop (a terminal phase, or the pod leaves the list).
+   */
+  readonly terminating: boolean;
+  /** Its claim-backed volumes, in spec.volumes order. */
+  readonly claims: readonly ClusterPodClaim[];
 }
 
 export interface ClusterPv {
   readonly name: string;
   readonly driver?: string;
   readonly volumeHandle?: string;
+  /** spec.claimRef.uid; undefined when the PV has no claimRef (not bound), '' when the claimRef carries no uid. */
+  readonly claimRefUid?: string;
+  /** spec.volumeMode; absent is Filesystem (kubelet's GetVolumeMode). */
+  readonly volumeMode?: 'Filesystem' | 'Block';
+}
+
+/** A PersistentVolumeClaim as kubelet's populator checks it. */
+export interface ClusterClaim {
+  /** metadata.uid ('' when absent). */
+  readonly uid: string;
+  /** spec.volumeName: the bound PV ('' while unbound). */
+  readonly volumeName: string;
+  /** status.phase; undefined when absent (kubelet reads it as not Bound). */
+  readonly phase?: 'Pending' | 'Bound' | 'Lost';
+  /** metadata.deletionTimestamp is set. */
+  readonly deleting: boolean;
 }
 
 export interface ClusterVolumeAttachment {
@@ -52,8 +88,8 @@ export interface ClusterState {
   readonly pods: readonly ClusterPod[];
   /** Every pod UID known (any node): a pod volume dir whose UID is absent belongs to a gone pod. */
   readonly podUIDs: ReadonlySet<string>;
-  /** PVC `namespace/name` → bound PV name ('' while unbound). */
-  readonly claims: ReadonlyMap<string, string>;
+  /** PVC `namespace/name` → the claim. */
+  readonly claims: ReadonlyMap<string, ClusterClaim>;
   readonly persistentVolumes: ReadonlyMap<string, ClusterPv>;
   readonly volumeAttachments: readonly ClusterVolumeAttachment[];
   /** CSIDriver name → spec.attachRequired (default true, as kubelet). */
@@ -73,23 +109,48 @@ export function clusterStateFor(objects: ClusterObjects, nodeName: string, sourc
   const pvs = new Map<string, ClusterPv>();
   for (const pv of objects.persistentVolumes) {
     const csi = pv.spec.csi ?? undefined;
-    pvs.set(pv.metadata.name, { name: pv.metadata.name, ...(csi !== undefined ? { driver: csi.driver, volumeHandle: csi.volumeHandle } : {}) });
+    const claimRef = pv.spec.claimRef ?? undefined;
+    const mode = pv.spec.volumeMode ?? undefined;
+    pvs.set(pv.metadata.name, {
+      name: pv.metadata.name,
+      ...(csi !== undefined ? { driver: csi.driver, volumeHandle: csi.volumeHandle } : {}),
+      ...(claimRef !== undefined ? { claimRefUid: claimRef.uid ?? '' } : {}),
+      ...(mode !== undefined ? { volumeMode: mode } : {}),
+    });
   }
-  const claims = new Map<string, string>();
-  for (const c of objects.claims) claims.set(`${c.metadata.namespace}/${c.metadata.name}`, c.spec?.volumeName ?? '');
+  const claims = new Map<string, ClusterClaim>();
+  for (const c of objects.claims) {
+    const phase = c.status?.phase ?? undefined;
+    claims.set(`${c.metadata.namespace}/${c.metadata.name}`, {
+      uid: c.metadata.uid ?? '',
+      volumeName: c.spec?.volumeName ?? '',
+      ...(phase !== undefined ? { phase } : {}),
+      deleting: c.metadata.deletionTimestamp !== undefined && c.metadata.deletionTimestamp !== null,
+    });
+  }
   const pods: ClusterPod[] = [];
   const podUIDs = new Set<string>();
   for (const p of objects.pods) {
     podUIDs.add(p.metadata.uid);
     if ((p.spec.nodeName ?? '') !== nodeName) continue;
     const phase = p.status?.phase ?? '';
+    const containers = [...(p.spec.initContainers ?? []), ...(p.spec.containers ?? []), ...(p.spec.ephemeralContainers ?? [])];
+    const mounted = new Set(containers.flatMap((c) => (c.volumeMounts ?? []).map((m) => m.name)));
+    const devices = new Set(containers.flatMap((c) => (c.volumeDevices ?? []).map((d) => d.name)));
     pods.push({
       uid: p.metadata.uid,
       namespace: p.metadata.namespace,
       name: p.metadata.name,
       nodeName,
       terminated: phase === 'Succeeded' || phase === 'Failed',
-      claimNames: (p.spec.volumes ?? []).flatMap((v) => (v.persistentVolumeClaim?.claimName !== undefined ? [v.persistentVolumeClaim.claimName] : [])),
+      terminating: p.metadata.deletionTimestamp !== undefined && p.metadata.deletionTimestamp !== null,
+      claims: (p.spec.volumes ?? []).flatMap((v): ClusterPodClaim[] => {
+        const claimName = v.persistentVolumeClaim?.claimName;
+        if (claimName === undefined) return [];
+        // A name in both lists is refused by the API server; kubelet checks the mount first.
+        const use: VolumeUse = mounted.has(v.name) ? 'mount' : devices.has(v.name) ? 'device' : 'unused';
+        return [{ volume: v.name, claimName, use }];
+      }),
     });
   }
   const volumeAttachments = objects.volumeAttachments.map((va): ClusterVolumeAttachment => {
@@ -139,29 +200,54 @@ export interface WantedVolumes {
   readonly unresolved: readonly { readonly pod: PodRef; readonly claim: string; readonly why: string }[];
 }
 
-/** Volumes the pods bound to this node (not terminated) want, through their claims and PVs. */
+/**
+ * Why kubelet's populator refuses a claim-backed pod volume (createVolumeSpec: getPVCExtractPV,
+ * getPVSpec, then the volume mode against the pod's use), in its order and with its texts, or
+ * undefined when it would add the volume. `key` is the claim's `namespace/name`.
+ */
+export function claimRefusal(state: ClusterState, key: string, claimName: string, c: ClusterPodClaim): string | undefined {
+  const pvc = state.claims.get(key);
+  if (pvc === undefined) return `failed to fetch PVC from API server: persistentvolumeclaims ${JSON.stringify(claimName)} not found`;
+  if (pvc.deleting) return 'PVC is being deleted';
+  if (pvc.phase !== 'Bound') return 'PVC is not bound';
+  if (pvc.volumeName === '') return 'PVC has empty pvc.Spec.VolumeName';
+  const pv = state.persistentVolumes.get(pvc.volumeName);
+  if (pv === undefined) return `failed to fetch PV ${pvc.volumeName} from API server: persistentvolumes ${JSON.stringify(pvc.volumeName)} not found`;
+  if (pv.claimRefUid === undefined) return `found PV object ${pv.name} but it has a nil pv.Spec.ClaimRef indicating it is not yet bound to the claim`;
+  if (pv.claimRefUid !== pvc.uid) return `found PV object ${pv.name} but its pv.Spec.ClaimRef.UID ${pv.claimRefUid} does not point to claim.UID ${pvc.uid}`;
+  const mode = pv.volumeMode ?? 'Filesystem';
+  if (c.use === 'mount' && mode !== 'Filesystem') return `volume ${c.volume} has volumeMode ${mode}, but is specified in volumeMounts`;
+  if (c.use === 'device' && mode !== 'Block') return `volume ${c.volume} has volumeMode ${mode}, but is specified in volumeDevices`;
+  return undefined;
+}
+
+/**
+ * Volumes the pods bound to this node want, through their claims and PVs, by kubelet's
+ * populator's rules: a terminated pod (Succeeded, Failed) wants nothing; a volume no container
+ * mounts or uses as a device is not wanted (and not looked up); a claim kubelet refuses (not
+ * found, being deleted, not Bound, its PV missing, unbound or bound to another claim uid, or a
+ * volume mode that does not match the pod's use) is `unresolved` with kubelet's reason. A pod
+ * being deleted still wants its volumes: kubelet keeps them until its containers stop.
+ */
 export function wantedVolumes(state: ClusterState): WantedVolumes {
   const byVolume = new Map<string, PodRef[]>();
   const unresolved: { pod: PodRef; claim: string; why: string }[] = [];
   for (const pod of state.pods) {
     if (pod.terminated) continue;
     const ref: PodRef = { uid: pod.uid, namespace: pod.namespace, name: pod.name };
-    for (const claim of pod.claimNames) {
-      const key = `${pod.namespace}/${claim}`;
-      const pvName = state.claims.get(key);
-      if (pvName === undefined || pvName === '') {
-        unresolved.push({ pod: ref, claim: key, why: pvName === undefined ? 'claim not found' : 'claim not bound' });
+    for (const c of pod.claims) {
+      if (c.use === 'unused') continue;
+      const key = `${pod.namespace}/${c.claimName}`;
+      const why = claimRefusal(state, key, c.claimName, c);
+      if (why !== undefined) {
+        unresolved.push({ pod: ref, claim: key, why });
         continue;
       }
-      const pv = state.persistentVolumes.get(pvName);
-      if (pv === undefined) {
-        unresolved.push({ pod: ref, claim: key, why: `PersistentVolume ${pvName} not found` });
-        continue;
-      }
-      if (pv.driver === undefined || pv.volumeHandle === undefined) continue; // not a CSI volume
+      const pv = state.persistentVolumes.get(state.claims.get(key)?.volumeName ?? '');
+      if (pv?.driver === undefined || pv.volumeHandle === undefined) continue; // not a CSI volume
       const name = csiUniqueName(pv.driver, pv.volumeHandle);
       const list = byVolume.get(name) ?? [];
-      list.push(ref);
+      if (!list.some((p) => p.uid === ref.uid)) list.push(ref);
       byVolume.set(name, list);
     }
   }

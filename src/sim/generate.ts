@@ -29,7 +29,7 @@ import { GrpcStatus } from '../ports/csi.js';
 import { mockVolumeId } from '../mockdriver/volumeId.js';
 import type { CsiFault } from '../csi/faults.js';
 import { Prng } from './prng.js';
-import { NODE_FAULT_METHODS, type Scenario, type ScenarioDriver, type ScenarioPod, type ScenarioStep, type ScenarioVolume } from './scenario.js';
+import { CLAIM_STATES, NODE_FAULT_METHODS, type Scenario, type ScenarioDriver, type ScenarioPod, type ScenarioStep, type ScenarioVolume } from './scenario.js';
 
 export type WorkloadSize = 'small' | 'medium' | 'large';
 export const WORKLOAD_SIZES: readonly WorkloadSize[] = ['small', 'medium', 'large'];
@@ -128,7 +128,7 @@ export function generateScenario(seed: number, size: WorkloadSize = 'medium'): S
   const inlineVolumes = volumes.filter((v) => v.inline);
 
   // Pods: each inline volume belongs to one pod; persistent volumes may be shared.
-  const pods: { uid: string; volumes: string[]; running: boolean }[] = [];
+  const pods: { uid: string; volumes: string[]; unused?: string[]; running: boolean }[] = [];
   for (let i = 1; i <= spec.pods; i++) {
     pods.push({ uid: `pod-${i}`, volumes: pick.some(persistent, 1, Math.min(3, persistent.length)).map((v) => v.name), running: i === 1 || pick.chance(0.7) });
   }
@@ -285,7 +285,9 @@ export function generateScenario(seed: number, size: WorkloadSize = 'medium'): S
   if (faults > 0) steps.push({ kind: 'clearFaults' });
   for (const d of [...hung].sort()) steps.push({ kind: 'restartDriver', driver: d });
 
-  const finalPods: ScenarioPod[] = pods.map((p) => ({ uid: p.uid, volumes: p.volumes, running: p.running }));
+  populatorCases(seed, pods, volumes, drivers, steps);
+
+  const finalPods: ScenarioPod[] = pods.map((p) => ({ uid: p.uid, volumes: p.volumes, ...(p.unused !== undefined ? { unused: p.unused } : {}), running: p.running }));
   return {
     name: `generated-${size}-${seed}`,
     description: `generated workload: seed ${seed}, size ${size}`,
@@ -298,6 +300,42 @@ export function generateScenario(seed: number, size: WorkloadSize = 'medium'): S
     pods: finalPods,
     steps,
   };
+}
+
+/** The claim states kubelet's populator refuses (every one but Bound). */
+const REFUSED_CLAIMS = CLAIM_STATES.filter((c) => c !== 'Bound');
+
+/**
+ * The cases kubelet's desired-state populator decides (docs/kubelet-fidelity.md rows 8 to 10),
+ * added to a workload from a random stream of their own, so that the rest of the seed's workload
+ * (its drivers, volumes, pods, steps and the picks behind them) is what it was without them:
+ * - a pod volume no container uses (in spec.volumes only), with chance 1/4;
+ * - a volume whose claim kubelet refuses (not Bound, being deleted, a PV claimRef of another
+ *   uid), named by a pod, with chance 1/5;
+ * - with chance 3/10, one deletePod step preceded by the pod turning terminal (Succeeded or
+ *   Failed) or being marked for deletion (terminating) a few seconds before it leaves the list.
+ */
+function populatorCases(seed: number, pods: { uid: string; volumes: string[]; unused?: string[] }[], volumes: ScenarioVolume[], drivers: readonly ScenarioDriver[], steps: ScenarioStep[]): void {
+  const side = new Picker(new Prng(seed ^ 0x27d4eb2f));
+  const persistent = volumes.filter((v) => !v.inline);
+  if (side.chance(0.25) && pods.length > 0) {
+    const pod = side.one(pods);
+    const candidates = persistent.filter((v) => !pod.volumes.includes(v.name));
+    if (candidates.length > 0) pod.unused = [side.one(candidates).name];
+  }
+  if (side.chance(0.2) && pods.length > 0) {
+    const name = `refused-${volumes.length + 1}`;
+    volumes.push({ name, handle: mockVolumeId(name), driver: side.one(drivers).name, volumeMode: 'Filesystem', inline: false, claim: side.one(REFUSED_CLAIMS) });
+    side.one(pods).volumes.push(name);
+  }
+  const deletes = steps.flatMap((st, i) => (st.kind === 'deletePod' ? [i] : []));
+  if (side.chance(0.3) && deletes.length > 0) {
+    const at = side.one(deletes);
+    const st = steps[at];
+    if (st?.kind !== 'deletePod') return;
+    const before: ScenarioStep = side.chance(0.5) ? { kind: 'podPhase', uid: st.uid, phase: side.chance(0.5) ? 'Succeeded' : 'Failed' } : { kind: 'terminatePod', uid: st.uid };
+    steps.splice(at, 0, before, { kind: 'advance', ms: side.one([1, 2, 5]) * 1000 });
+  }
 }
 
 /** One fault rule, and the drivers it goes to. */

@@ -7,9 +7,14 @@
  *   name, description
  *   featureGates: { CSIGlobalMountReconstruction: true }        (the CLI's --feature-gates wins)
  *   drivers: [{ name, attachRequired, podInfoOnMount, stageUnstage, mode: strict|lenient }]
- *   volumes: [{ name, handle, driver, volumeMode: Filesystem|Block, inline }]   (inline: ephemeral, no PV)
- *   pods: [{ uid, volumes: [name...], running }]                  (running: false = added later by addPod)
+ *   volumes: [{ name, handle, driver, volumeMode: Filesystem|Block, inline,
+ *               claim: Bound|Pending|Lost|Deleting|ClaimRefMismatch }]   (inline: ephemeral, no PV;
+ *               claim: what kubelet's populator checks; all but Bound are refused)
+ *   pods: [{ uid, volumes: [name...], unused: [name...], running }]   (running: false = added later by addPod;
+ *               unused: in spec.volumes, in no container's volumeMounts / volumeDevices)
  *   steps: wait: converged | advance: 30s | addPod: uid | deletePod: uid | restart | reboot |
+ *          terminatePod: uid                                      (deletionTimestamp set, the pod still listed)
+ *          podPhase: { pod, phase: Succeeded|Failed }             (terminal, the pod still listed)
  *          fault: <a rule of src/csi/faults.ts: method, volumeId, delay, hang, code, afterEffect,
  *                  clientTimeout, exit, times> | clearFaults |
  *          deleteFile: { pod, volume }                             (the pod-local vol_data.json)
@@ -78,6 +83,19 @@ const apiDownSchema = z.object({ for: duration }).strict();
 
 const corruptFileSchema = z.object({ pod: name, volume: name, as: z.enum(CORRUPTIONS) }).strict();
 
+/** The terminal phases a `podPhase` step sets (the pod's containers have stopped). */
+export const TERMINAL_PHASES = ['Succeeded', 'Failed'] as const;
+
+const podPhaseSchema = z.object({ pod: name, phase: z.enum(TERMINAL_PHASES) }).strict();
+
+/**
+ * A PV's claim as kubelet's populator checks it: Bound (kubelet mounts it), Pending or Lost (not
+ * Bound), Deleting (a deletionTimestamp), ClaimRefMismatch (the PV's claimRef.uid names another
+ * claim). Every state but Bound is refused, so the volume is never staged.
+ */
+export const CLAIM_STATES = ['Bound', 'Pending', 'Lost', 'Deleting', 'ClaimRefMismatch'] as const;
+export type ClaimState = (typeof CLAIM_STATES)[number];
+
 const stepSchema = z.union([
   z.object({ wait: z.literal('converged') }).strict(),
   z.object({ advance: duration }).strict(),
@@ -94,12 +112,14 @@ const stepSchema = z.union([
   z.object({ slowDisk: slowDiskSchema }).strict(),
   z.object({ corruptFile: corruptFileSchema }).strict(),
   z.object({ apiDown: apiDownSchema }).strict(),
+  z.object({ terminatePod: name }).strict(),
+  z.object({ podPhase: podPhaseSchema }).strict(),
   z.enum(['restart', 'reboot', 'clearFaults']),
 ]);
 
 /** Steps with a value to check field by field, by their one key: an error then names the field. */
-const STEP_FIELDS: Readonly<Record<string, z.ZodTypeAny>> = { fault: faultSchema, readError: readErrorSchema, fsFault: fsFaultSchema, slowDisk: slowDiskSchema, corruptFile: corruptFileSchema, apiDown: apiDownSchema };
-const STEP_KEYS = ['wait', 'advance', 'addPod', 'deletePod', 'restart', 'reboot', 'fault', 'clearFaults', 'deleteFile', 'readError', 'restartDriver', 'fsFault', 'slowDisk', 'corruptFile', 'apiDown'];
+const STEP_FIELDS: Readonly<Record<string, z.ZodTypeAny>> = { fault: faultSchema, readError: readErrorSchema, fsFault: fsFaultSchema, slowDisk: slowDiskSchema, corruptFile: corruptFileSchema, apiDown: apiDownSchema, podPhase: podPhaseSchema };
+const STEP_KEYS = ['wait', 'advance', 'addPod', 'deletePod', 'terminatePod', 'podPhase', 'restart', 'reboot', 'fault', 'clearFaults', 'deleteFile', 'readError', 'restartDriver', 'fsFault', 'slowDisk', 'corruptFile', 'apiDown'];
 
 /**
  * A step the union refused: when it is an object whose one key names a step with fields, the
@@ -152,12 +172,13 @@ export const scenarioSchema = z
             driver: z.string().min(1).optional(),
             volumeMode: z.enum(['Filesystem', 'Block']).default('Filesystem'),
             inline: z.boolean().default(false),
+            claim: z.enum(CLAIM_STATES).default('Bound'),
           })
           .strict(),
       )
       .default([]),
     pods: z
-      .array(z.object({ uid: name, volumes: z.array(name).default([]), running: z.boolean().default(true) }).strict())
+      .array(z.object({ uid: name, volumes: z.array(name).default([]), unused: z.array(name).default([]), running: z.boolean().default(true) }).strict())
       .default([]),
     steps: z.array(stepSchema).default([]),
   })
@@ -172,6 +193,8 @@ export type ScenarioStep =
   | { readonly kind: 'advance'; readonly ms: number }
   | { readonly kind: 'addPod'; readonly uid: string }
   | { readonly kind: 'deletePod'; readonly uid: string }
+  | { readonly kind: 'terminatePod'; readonly uid: string }
+  | { readonly kind: 'podPhase'; readonly uid: string; readonly phase: (typeof TERMINAL_PHASES)[number] }
   | { readonly kind: 'restart' }
   | { readonly kind: 'reboot' }
   | { readonly kind: 'fault'; readonly fault: ScenarioFault }
@@ -200,11 +223,15 @@ export interface ScenarioVolume {
   readonly driver: string;
   readonly volumeMode: 'Filesystem' | 'Block';
   readonly inline: boolean;
+  /** The PV's claim as kubelet checks it; absent is Bound. */
+  readonly claim?: ClaimState;
 }
 
 export interface ScenarioPod {
   readonly uid: string;
   readonly volumes: readonly string[];
+  /** Volumes in the pod's spec.volumes that no container mounts or uses as a device (kubelet skips them); absent is none. */
+  readonly unused?: readonly string[];
   readonly running: boolean;
 }
 
@@ -299,7 +326,8 @@ function normalize(s: Parsed, file: string, lineOf: (p: (string | number)[]) => 
     const driver = v.driver ?? firstDriver;
     if (!driverNames.has(driver)) throw err(['volumes', i, 'driver'], `unknown driver ${JSON.stringify(driver)}`);
     if (v.inline && v.volumeMode === 'Block') throw err(['volumes', i, 'volumeMode'], 'an inline ephemeral volume is always Filesystem');
-    return { name: v.name, handle: v.handle ?? v.name, driver, volumeMode: v.volumeMode, inline: v.inline };
+    if (v.inline && v.claim !== 'Bound') throw err(['volumes', i, 'claim'], 'an inline ephemeral volume has no claim');
+    return { name: v.name, handle: v.handle ?? v.name, driver, volumeMode: v.volumeMode, inline: v.inline, ...(v.claim === 'Bound' ? {} : { claim: v.claim }) };
   });
   const volumeNames = new Set(volumes.map((v) => v.name));
   const podUids = new Set<string>();
@@ -308,6 +336,10 @@ function normalize(s: Parsed, file: string, lineOf: (p: (string | number)[]) => 
     podUids.add(p.uid);
     p.volumes.forEach((v, j) => {
       if (!volumeNames.has(v)) throw err(['pods', i, 'volumes', j], `unknown volume ${JSON.stringify(v)}`);
+    });
+    p.unused.forEach((v, j) => {
+      if (!volumeNames.has(v)) throw err(['pods', i, 'unused', j], `unknown volume ${JSON.stringify(v)}`);
+      if (p.volumes.includes(v)) throw err(['pods', i, 'unused', j], `${JSON.stringify(v)} is in volumes too: a volume is used or unused`);
     });
   });
   const steps: ScenarioStep[] = s.steps.map((raw, i): ScenarioStep => {
@@ -318,6 +350,14 @@ function normalize(s: Parsed, file: string, lineOf: (p: (string | number)[]) => 
       const uid = 'addPod' in raw ? raw.addPod : raw.deletePod;
       if (!podUids.has(uid)) throw err(['steps', i, 'addPod' in raw ? 'addPod' : 'deletePod'], `unknown pod ${JSON.stringify(uid)}`);
       return 'addPod' in raw ? { kind: 'addPod', uid } : { kind: 'deletePod', uid };
+    }
+    if ('terminatePod' in raw) {
+      if (!podUids.has(raw.terminatePod)) throw err(['steps', i, 'terminatePod'], `unknown pod ${JSON.stringify(raw.terminatePod)}`);
+      return { kind: 'terminatePod', uid: raw.terminatePod };
+    }
+    if ('podPhase' in raw) {
+      if (!podUids.has(raw.podPhase.pod)) throw err(['steps', i, 'podPhase', 'pod'], `unknown pod ${JSON.stringify(raw.podPhase.pod)}`);
+      return { kind: 'podPhase', uid: raw.podPhase.pod, phase: raw.podPhase.phase };
     }
     if ('restart' in raw) return { kind: 'restart' };
     if ('reboot' in raw) return { kind: 'reboot' };
@@ -373,7 +413,7 @@ function normalize(s: Parsed, file: string, lineOf: (p: (string | number)[]) => 
     ...(s.clusterSignalsChanges ? {} : { clusterSignalsChanges: false }),
     drivers: s.drivers.map(({ registersAfter, ...d }) => (registersAfter === undefined ? d : { ...d, registersAfterMs: parseDurationMs(registersAfter) })),
     volumes,
-    pods: s.pods,
+    pods: s.pods.map(({ unused, ...p }) => (unused.length === 0 ? p : { ...p, unused })),
     steps,
   };
 }
@@ -450,6 +490,10 @@ function writtenStep(step: ScenarioStep): unknown {
       return { addPod: step.uid };
     case 'deletePod':
       return { deletePod: step.uid };
+    case 'terminatePod':
+      return { terminatePod: step.uid };
+    case 'podPhase':
+      return { podPhase: { pod: step.uid, phase: step.phase } };
     case 'restart':
     case 'reboot':
     case 'clearFaults':
@@ -494,8 +538,9 @@ export function scenarioDocument(s: Scenario): Record<string, unknown> {
       driver: v.driver,
       ...(v.volumeMode === 'Filesystem' ? {} : { volumeMode: v.volumeMode }),
       ...(v.inline ? { inline: true } : {}),
+      ...(v.claim === undefined || v.claim === 'Bound' ? {} : { claim: v.claim }),
     })),
-    pods: s.pods.map((p) => ({ uid: p.uid, volumes: [...p.volumes], ...(p.running ? {} : { running: false }) })),
+    pods: s.pods.map((p) => ({ uid: p.uid, volumes: [...p.volumes], ...(p.unused === undefined || p.unused.length === 0 ? {} : { unused: [...p.unused] }), ...(p.running ? {} : { running: false }) })),
     steps: s.steps.map(writtenStep),
   };
 }

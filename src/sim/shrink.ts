@@ -164,7 +164,12 @@ export function* candidates(s: Scenario): Generator<Scenario> {
   for (let i = s.steps.length - 1; i >= 0; i--) yield* emit({ ...s, steps: s.steps.filter((_, j) => j !== i) });
   // A volume, out of every pod and step (a pod left with no volume goes too).
   for (const v of s.volumes) {
-    const pods = s.pods.map((p) => ({ ...p, volumes: p.volumes.filter((n) => n !== v.name) })).filter((p) => p.volumes.length > 0);
+    const pods = s.pods
+      .map(({ unused, ...p }) => {
+        const left = (unused ?? []).filter((n) => n !== v.name);
+        return { ...p, volumes: p.volumes.filter((n) => n !== v.name), ...(left.length > 0 ? { unused: left } : {}) };
+      })
+      .filter((p) => p.volumes.length > 0);
     const gone = new Set(s.pods.filter((p) => !pods.some((x) => x.uid === p.uid)).map((p) => p.uid));
     const steps = s.steps.filter((st) => !stepNamesVolume(st, v.name, v.handle) && ![...gone].some((uid) => stepNamesPod(st, uid)));
     yield* emit({ ...s, volumes: s.volumes.filter((x) => x !== v), pods, steps });
@@ -184,7 +189,7 @@ export function* candidates(s: Scenario): Generator<Scenario> {
 }
 
 function stepNamesPod(st: ScenarioStep, uid: string): boolean {
-  if (st.kind === 'addPod' || st.kind === 'deletePod') return st.uid === uid;
+  if (st.kind === 'addPod' || st.kind === 'deletePod' || st.kind === 'terminatePod' || st.kind === 'podPhase') return st.uid === uid;
   if (st.kind === 'deleteFile' || st.kind === 'readError' || st.kind === 'corruptFile') return st.pod === uid;
   return false;
 }

@@ -460,6 +460,18 @@ export class Simulation {
           world.changed();
           this.#afterStep();
           break;
+        case 'terminatePod':
+          this.#beginStep('scenario', label);
+          world.terminatePod(step.uid);
+          world.changed();
+          this.#afterStep();
+          break;
+        case 'podPhase':
+          this.#beginStep('scenario', label);
+          world.podTerminal(step.uid, step.phase);
+          world.changed();
+          this.#afterStep();
+          break;
         case 'restart':
         case 'reboot':
           if (this.#restarting) return;

@@ -73,6 +73,8 @@ export class SimWorld {
   /** CSI calls at the driver that have not finished there. */
   readonly #inFlight = new Map<number, InFlight>();
   readonly #running = new Set<string>();
+  /** Running pods with a deletionTimestamp (scenario `terminatePod`): their containers still run. */
+  readonly #terminating = new Set<string>();
   /** driver|volumeId|pod uid of every NodePublishVolume that returned OK in this run (all lives). */
   readonly #setUp = new Set<string>();
   /** Scenario `readError` steps: path → errno and how many more reads of it fail. */
@@ -173,7 +175,17 @@ export class SimWorld {
       const spec = constructPVSourceSpec(v.name, v.driver, v.handle, v.volumeMode);
       const pv: PersistentVolume = spec.kind === 'persistent' ? spec.persistentVolume : { name: v.name };
       const attachRequired = this.scenario.drivers.find((d) => d.name === v.driver)?.attachRequired ?? true;
-      this.cluster.addPersistentVolume(pv, { namespace: 'default', name: `claim-${v.name}` }, { attached: attachRequired });
+      const claim = v.claim ?? 'Bound';
+      this.cluster.addPersistentVolume(
+        pv,
+        { namespace: 'default', name: `claim-${v.name}` },
+        {
+          attached: attachRequired,
+          ...(claim === 'Pending' || claim === 'Lost' ? { claimPhase: claim } : {}),
+          ...(claim === 'Deleting' ? { claimDeleting: true } : {}),
+          ...(claim === 'ClaimRefMismatch' ? { claimRefUid: `uid-of-an-earlier-claim-${v.name}` } : {}),
+        },
+      );
     }
     for (const p of this.scenario.pods) if (p.running) this.addPod(p.uid);
     this.fs.commit(0);
@@ -190,12 +202,14 @@ export class SimWorld {
     const p = this.scenario.pods.find((x) => x.uid === uid);
     if (p === undefined) throw new Error(`unknown pod ${uid}`);
     const vols = p.volumes.map((n) => this.volume(n));
+    // spec.volumes also lists the unused ones, which no container names.
+    const listed = [...vols, ...(p.unused ?? []).map((n) => this.volume(n))];
     return {
       uid,
       namespace: 'default',
       name: `pod-${uid}`,
       nodeName: SIM_NODE,
-      volumes: vols.map((v) => (v.inline ? { name: v.name, csi: { driver: v.driver } } : { name: v.name, persistentVolumeClaim: { claimName: `claim-${v.name}` } })),
+      volumes: listed.map((v) => (v.inline ? { name: v.name, csi: { driver: v.driver } } : { name: v.name, persistentVolumeClaim: { claimName: `claim-${v.name}` } })),
       volumeMounts: vols.filter((v) => v.volumeMode !== 'Block').map((v) => v.name),
       volumeDevices: vols.filter((v) => v.volumeMode === 'Block').map((v) => v.name),
     };
@@ -211,11 +225,37 @@ export class SimWorld {
   addPod(uid: string): void {
     this.cluster.addPod(this.#pod(uid));
     this.#running.add(uid);
+    this.#terminating.delete(uid);
   }
 
   deletePod(uid: string): void {
     this.cluster.deletePod(uid);
     this.#running.delete(uid);
+    this.#terminating.delete(uid);
+  }
+
+  /**
+   * The pod is being deleted (a deletionTimestamp), still listed and running: kubelet adds no
+   * volume for it but keeps those it has. Its volumes stay wanted; a volume it had not mounted
+   * yet is mounted only by a restarted kubelet, so a scenario sets this once they are mounted.
+   */
+  terminatePod(uid: string): void {
+    if (!this.cluster.pods.has(uid)) return;
+    this.cluster.updatePod(uid, { deletionTimestamp: '2026-01-01T00:00:00Z' });
+    this.#terminating.add(uid);
+  }
+
+  /** The pod's containers stopped (phase Succeeded or Failed), the pod still listed: kubelet unmounts its volumes. */
+  podTerminal(uid: string, phase: 'Succeeded' | 'Failed'): void {
+    if (!this.cluster.pods.has(uid)) return;
+    this.cluster.updatePod(uid, { phase });
+    this.#running.delete(uid);
+    this.#terminating.delete(uid);
+  }
+
+  /** Whether kubelet's populator refuses the volume's claim (never staged): a PV whose claim is not Bound, is being deleted, or whose claimRef names another claim. */
+  refused(v: ScenarioVolume): boolean {
+    return !v.inline && (v.claim ?? 'Bound') !== 'Bound';
   }
 
   /** Wanted (running pods') volumes as driver/handle keys, and target paths of running pods. */
@@ -225,6 +265,7 @@ export class SimWorld {
       const p = this.scenario.pods.find((x) => x.uid === uid);
       for (const n of p?.volumes ?? []) {
         const v = this.volume(n);
+        if (this.refused(v)) continue;
         const handle = v.inline ? '' : v.handle;
         const key = v.inline ? `${v.driver}|inline|${uid}|${v.name}` : `${v.driver}|${handle}`;
         const e = out.get(key) ?? { driver: v.driver, handle, pods: [], vol: v };
@@ -239,7 +280,7 @@ export class SimWorld {
     const p = this.scenario.pods.find((x) => x.uid === uid);
     return (p?.volumes ?? []).some((n) => {
       const v = this.volume(n);
-      return v.driver === driver && (v.inline || v.handle === volumeId);
+      return !this.refused(v) && v.driver === driver && (v.inline || v.handle === volumeId);
     });
   }
 
@@ -456,7 +497,7 @@ export class SimWorld {
   }
 
   #computeState(stepIndex: number): string {
-    const parts: string[] = [`step ${stepIndex}`, `running ${[...this.#running].sort().join(',')}`, this.#filesState()];
+    const parts: string[] = [`step ${stepIndex}`, `running ${[...this.#running].sort().join(',')}`, ...(this.#terminating.size > 0 ? [`terminating ${[...this.#terminating].sort().join(',')}`] : []), this.#filesState()];
     parts.push(`durable ${this.fs.commits} ${this.fs.dirty} ${this.fs.writeFaultState()} ${this.#slowDiskState()} ${this.fs.unsyncedState()} ${this.#registrationState()} ${this.apiReachable() ? '' : `api<${this.#apiDownUntil}`}`);
     for (const e of this.mounter.entries()) parts.push(`m ${e.mountPoint} ${e.source}`);
     for (const [name, d] of this.#drivers) {

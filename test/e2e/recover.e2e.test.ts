@@ -30,7 +30,7 @@ function clusterAfterReboot(n: TestNode, vol: TestVolume, extra: readonly KubeOb
   return JSON.stringify(
     list([
       nodeObject(n.disk.nodeName, { volumesAttached: [vol.uniqueVolumeName], volumesInUse: [] }),
-      persistentVolume(vol.pvName, E2E_DRIVER, vol.volumeHandle),
+      persistentVolume(vol.pvName, E2E_DRIVER, vol.volumeHandle, { namespace: vol.namespace, name: vol.claimName }),
       volumeAttachment(E2E_DRIVER, vol.volumeHandle, vol.pvName, n.disk.nodeName),
       ...extra,
     ]),

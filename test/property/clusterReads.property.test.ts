@@ -75,7 +75,7 @@ function build(volumes: readonly VolumeCase[], extra: readonly { node: string; a
     const pvName = `pv-${i}`;
     const unique = `kubernetes.io/csi/${v.driver}^${handle}`;
     if (v.pvExists) {
-      const pv = persistentVolume(pvName, v.driver, handle);
+      const pv = persistentVolume(pvName, v.driver, handle, { namespace: 'default', name: `c-${i}` });
       items.push({ ...pv, spec: { ...(pv['spec'] as Record<string, unknown>), accessModes: [...v.accessModes] } });
     }
     for (const a of v.attachments) items.push(volumeAttachment(v.driver, handle, pvName, a.node, a.attached));

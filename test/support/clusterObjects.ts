@@ -33,6 +33,12 @@ export interface PodSpecOptions {
   readonly nodeName: string;
   readonly claims?: readonly string[];
   readonly phase?: string;
+  /** metadata.deletionTimestamp: the pod is being deleted. */
+  readonly deletionTimestamp?: string;
+  /** The claims (by index in `claims`) no container mounts: in spec.volumes only. */
+  readonly unused?: readonly number[];
+  /** The claims (by index in `claims`) an init container uses as a raw block device (volumeDevices) instead of mounting. */
+  readonly devices?: readonly number[];
 }
 
 export function pod(name: string, o: PodSpecOptions): KubeObject {
@@ -40,10 +46,17 @@ export function pod(name: string, o: PodSpecOptions): KubeObject {
   return {
     kind: 'Pod',
     apiVersion: 'v1',
-    metadata: meta(name, { namespace, uid: o.uid ?? `uid-${namespace}-${name}` }),
+    metadata: meta(name, { namespace, uid: o.uid ?? `uid-${namespace}-${name}`, ...(o.deletionTimestamp !== undefined ? { deletionTimestamp: o.deletionTimestamp } : {}) }),
     spec: {
       nodeName: o.nodeName,
-      containers: [{ name: 'app', image: 'busybox', volumeMounts: (o.claims ?? []).map((c, i) => ({ name: `vol-${i}`, mountPath: `/data/${c}` })) }],
+      containers: [
+        {
+          name: 'app',
+          image: 'busybox',
+          volumeMounts: (o.claims ?? []).flatMap((c, i) => (o.unused?.includes(i) === true || o.devices?.includes(i) === true ? [] : [{ name: `vol-${i}`, mountPath: `/data/${c}` }])),
+        },
+      ],
+      ...(o.devices !== undefined ? { initContainers: [{ name: 'init', image: 'busybox', volumeDevices: o.devices.map((i) => ({ name: `vol-${i}`, devicePath: `/dev/xvd${i}` })) }] } : {}),
       volumes: [
         ...(o.claims ?? []).map((c, i) => ({ name: `vol-${i}`, persistentVolumeClaim: { claimName: c } })),
         { name: 'kube-api-access', projected: { sources: [{ serviceAccountToken: { path: 'token' } }] } },
@@ -53,7 +66,11 @@ export function pod(name: string, o: PodSpecOptions): KubeObject {
   };
 }
 
-export function persistentVolume(name: string, driver: string, volumeHandle: string, claim?: { namespace: string; name: string }): KubeObject {
+/**
+ * A CSI PV; with `claim`, bound to it: claimRef names the claim and carries its uid (by default
+ * `uid-<name>`, the uid {@link claim} gives it), as the PV controller writes it.
+ */
+export function persistentVolume(name: string, driver: string, volumeHandle: string, claim?: { namespace: string; name: string; uid?: string }, volumeMode = 'Filesystem'): KubeObject {
   return {
     kind: 'PersistentVolume',
     apiVersion: 'v1',
@@ -63,20 +80,21 @@ export function persistentVolume(name: string, driver: string, volumeHandle: str
       capacity: { storage: '1Gi' },
       csi: { driver, volumeHandle, fsType: 'ext4' },
       persistentVolumeReclaimPolicy: 'Delete',
-      volumeMode: 'Filesystem',
-      ...(claim !== undefined ? { claimRef: { kind: 'PersistentVolumeClaim', namespace: claim.namespace, name: claim.name } } : {}),
+      volumeMode,
+      ...(claim !== undefined ? { claimRef: { kind: 'PersistentVolumeClaim', namespace: claim.namespace, name: claim.name, uid: claim.uid ?? `uid-${claim.name}` } } : {}),
     },
     status: { phase: claim !== undefined ? 'Bound' : 'Available' },
   };
 }
 
-export function claim(name: string, volumeName: string, namespace = 'default'): KubeObject {
+/** A claim (uid `uid-<name>`), Bound when it names a PV; `o` overrides its phase or marks it being deleted. */
+export function claim(name: string, volumeName: string, namespace = 'default', o: { phase?: string; deletionTimestamp?: string } = {}): KubeObject {
   return {
     kind: 'PersistentVolumeClaim',
     apiVersion: 'v1',
-    metadata: meta(name, { namespace }),
+    metadata: meta(name, { namespace, ...(o.deletionTimestamp !== undefined ? { deletionTimestamp: o.deletionTimestamp } : {}) }),
     spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } }, volumeName, volumeMode: 'Filesystem' },
-    status: { phase: volumeName === '' ? 'Pending' : 'Bound' },
+    status: { phase: o.phase ?? (volumeName === '' ? 'Pending' : 'Bound') },
   };
 }
 

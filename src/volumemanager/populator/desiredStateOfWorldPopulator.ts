@@ -67,7 +67,7 @@ interface LoggedVolumeError {
 
 /**
  * kubelet asks its pod workers; nodevol, with no pod workers and no container runtime, reads the
- * Pod (docs/kubelet-fidelity.md, "The populator's view of a pod"):
+ * Pod (docs/kubelet-fidelity.md, row 9a and "Not modelled": pod workers):
  * ShouldPodContainersBeTerminating ≈ being deleted or in a terminal phase.
  */
 function containersTerminating(pod: Pod): boolean {

@@ -357,7 +357,7 @@ export class Reconstructor {
    */
   private async cleanupMounts(volume: PodVolume): Promise<unknown> {
     const { executor, asw, logger, metrics } = this.deps;
-    logger.info('Cleaning up mounts for volume that could not be reconstructed', {
+    logger.v(2).info('Reconciler sync states: could not find volume information in desired state, clean up the mount points', {
       podName: volume.podName,
       volumeSpecName: volume.volumeSpecName,
     });

@@ -104,6 +104,8 @@ export async function replayScenario(name: string, scenario: Scenario, gates: Re
       case 'slowDisk':
       case 'corruptFile':
       case 'apiDown':
+      case 'terminatePod':
+      case 'podPhase':
         throw new Error(`${scenario.name}: a ${step.kind} step is not replayed on a real node`);
     }
   }

@@ -105,7 +105,7 @@ describe('API requests that time out leave no connection open', () => {
       ...handles.flatMap((h) => [
         pod(`app-${h}`, { nodeName: NODE, claims: [`c-${h}`] }),
         claim(`c-${h}`, `pv-${h}`),
-        persistentVolume(`pv-${h}`, LOST.driver, h),
+        persistentVolume(`pv-${h}`, LOST.driver, h, { namespace: 'default', name: `c-${h}` }),
         volumeAttachment(LOST.driver, h, `pv-${h}`, NODE),
       ]),
     ];

@@ -1,6 +1,8 @@
 // The audit against the cluster's view: parsing kubectl's List JSON (errors name the item and
 // the field), and the findings at-risk, attached-elsewhere and pod-gone, each with its reason.
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { runAudit } from '../../../src/audit/audit.js';
 import { clusterAudit, type ClusterAudit } from '../../../src/audit/clusterFindings.js';
@@ -35,7 +37,7 @@ describe('cluster state: parsing kubectl get -o json', () => {
     assert.deepEqual(s.volumesAttached, [NAME('vol-1'), NAME('vol-2')]);
     assert.deepEqual(s.pods.map((p) => `${p.namespace}/${p.name}`), ['default/app']);
     assert.ok(s.podUIDs.has('uid-default-other'), 'every pod UID is known, whatever its node');
-    assert.equal(s.claims.get('default/data'), 'pv-1');
+    assert.deepEqual(s.claims.get('default/data'), { uid: 'uid-data', volumeName: 'pv-1', phase: 'Bound', deleting: false });
     assert.deepEqual(s.volumeAttachments.map((va) => [va.nodeName, va.driver, va.volumeHandle, va.attached]), [['node-1', DRIVER, 'vol-1', true]]);
     assert.equal(s.csiDrivers.get(DRIVER), true);
     assert.deepEqual([...wantedVolumes(s).byVolume], [[NAME('vol-1'), [{ uid: 'uid-default-app', namespace: 'default', name: 'app' }]]]);
@@ -66,9 +68,12 @@ describe('cluster state: parsing kubectl get -o json', () => {
     assert.throws(() => state([node('node-2')], 'node-1'), /node "node-1" not found \(nodes there: node-2\); set --node-name/);
   });
 
-  it('a claim that is missing or unbound makes the pod\'s wants unresolved', () => {
+  it('a claim that is missing or unbound makes the pod\'s wants unresolved, with kubelet\'s reason', () => {
     const s = state([node('node-1'), pod('app', { nodeName: 'node-1', claims: ['gone', 'pending'] }), claim('pending', '')]);
-    assert.deepEqual(wantedVolumes(s).unresolved.map((u) => [u.claim, u.why]), [['default/gone', 'claim not found'], ['default/pending', 'claim not bound']]);
+    assert.deepEqual(wantedVolumes(s).unresolved.map((u) => [u.claim, u.why]), [
+      ['default/gone', 'failed to fetch PVC from API server: persistentvolumeclaims "gone" not found'],
+      ['default/pending', 'PVC is not bound'],
+    ]);
   });
 
   it('a terminated pod wants nothing', () => {
@@ -142,7 +147,7 @@ describe('audit against the cluster: findings', () => {
       node('node-1', { volumesInUse: [NAME('vol-1')], volumesAttached: [NAME('vol-1')] }),
       pod('app', { nodeName: 'node-1', claims: ['data'] }),
       claim('data', 'pv-1'),
-      persistentVolume('pv-1', DRIVER, 'vol-1'),
+      persistentVolume('pv-1', DRIVER, 'vol-1', { namespace: 'default', name: 'data' }),
     ]);
     assert.deepEqual(c.findings.map((f) => [f.kind, f.podUID, f.path]).sort(), [
       ['pod-gone', 'gone-2', fx.layout.csiPodVolumeDir('gone-2', 'pv-9')],
@@ -152,4 +157,109 @@ describe('audit against the cluster: findings', () => {
     assert.deepEqual(c.pods['uid-default-app'], { namespace: 'default', name: 'app' });
     assert.deepEqual(c.wantedBy[NAME('vol-1')], [{ uid: 'uid-default-app', namespace: 'default', name: 'app' }]);
   });
+});
+
+// The audit's "wanted" follows kubelet's desired-state populator (processPodVolumes,
+// createVolumeSpec): podVolumeRules.cluster.json is a kubectl List with a pod volume no container
+// uses, a terminal pod, a pod being deleted, and claims kubelet refuses.
+describe('cluster state: what a pod wants, by kubelet\'s populator rules', () => {
+  const FIXTURE = path.resolve(import.meta.dirname, '..', '..', '..', '..', 'test', 'unit', 'audit', 'fixtures', 'podVolumeRules.cluster.json');
+  const fixtureState = async (): Promise<ClusterState> => clusterStateFor(parseClusterList(await readFile(FIXTURE, 'utf8'), 'rules.json'), 'node-1', 'rules.json');
+
+  it('reads each container list\'s volumeMounts / volumeDevices, the phase, deletionTimestamp, the claim\'s phase and deletion, claimRef.uid and volumeMode', async () => {
+    const s = await fixtureState();
+    const app = s.pods.find((p) => p.name === 'app');
+    assert.deepEqual(app?.claims, [
+      { volume: 'data', claimName: 'data', use: 'mount' },
+      { volume: 'raw', claimName: 'raw', use: 'device' },
+      { volume: 'spare', claimName: 'spare', use: 'unused' },
+    ]);
+    assert.deepEqual(
+      s.pods.map((p) => [p.name, p.terminated, p.terminating]),
+      [['app', false, false], ['done', true, false], ['leaving', false, true], ['refused', false, false]],
+    );
+    assert.deepEqual(s.claims.get('default/deleting'), { uid: 'uid-default-deleting', volumeName: 'pv-deleting', phase: 'Bound', deleting: true });
+    assert.equal(s.claims.get('default/pending')?.phase, 'Pending');
+    assert.deepEqual(s.persistentVolumes.get('pv-stolen'), { name: 'pv-stolen', driver: DRIVER, volumeHandle: 'vol-stolen', claimRefUid: 'uid-of-an-earlier-claim', volumeMode: 'Filesystem' });
+    assert.equal(s.persistentVolumes.get('pv-raw')?.volumeMode, 'Block');
+  });
+
+  it('wants a mounted volume, a device (init container), and a terminating pod\'s volume; not an unused one, not a terminal pod\'s', async () => {
+    const wanted = wantedVolumes(await fixtureState());
+    assert.deepEqual([...wanted.byVolume.keys()].sort(), [NAME('vol-data'), NAME('vol-leaving'), NAME('vol-raw')]);
+    assert.deepEqual(wanted.byVolume.get(NAME('vol-leaving'))?.map((p) => p.name), ['leaving']);
+  });
+
+  it('a claim being deleted, not Bound, bound by a PV of another claim uid, or of the wrong mode is unresolved with kubelet\'s text', async () => {
+    const wanted = wantedVolumes(await fixtureState());
+    assert.deepEqual(wanted.unresolved.map((u) => [u.pod.name, u.claim, u.why]), [
+      ['refused', 'default/deleting', 'PVC is being deleted'],
+      ['refused', 'default/pending', 'PVC is not bound'],
+      ['refused', 'default/stolen', 'found PV object pv-stolen but its pv.Spec.ClaimRef.UID uid-of-an-earlier-claim does not point to claim.UID uid-default-stolen'],
+      ['refused', 'default/wrong-mode', 'volume d has volumeMode Block, but is specified in volumeMounts'],
+    ]);
+  });
+
+  it('a PV without claimRef, a block PV mounted and a filesystem PV used as a device: kubelet\'s texts', () => {
+    const s = state([
+      node('node-1'),
+      pod('app', { nodeName: 'node-1', claims: ['a', 'b', 'c'], devices: [2] }),
+      claim('a', 'pv-a'),
+      persistentVolume('pv-a', DRIVER, 'vol-a'),
+      claim('b', 'pv-b'),
+      persistentVolume('pv-b', DRIVER, 'vol-b', { namespace: 'default', name: 'b' }, 'Block'),
+      claim('c', 'pv-c'),
+      persistentVolume('pv-c', DRIVER, 'vol-c', { namespace: 'default', name: 'c' }),
+    ]);
+    assert.deepEqual(wantedVolumes(s).unresolved.map((u) => u.why), [
+      'found PV object pv-a but it has a nil pv.Spec.ClaimRef indicating it is not yet bound to the claim',
+      'volume vol-1 has volumeMode Block, but is specified in volumeMounts',
+      'volume vol-2 has volumeMode Filesystem, but is specified in volumeDevices',
+    ]);
+  });
+
+  it('a pod without volumeMounts (an older file) wants none of its volumes and looks none of them up', () => {
+    const bare = pod('old', { nodeName: 'node-1', claims: ['data', 'missing'] });
+    const spec = { ...(bare['spec'] as Record<string, unknown>), containers: [{ name: 'app', image: 'busybox' }] };
+    const s = state([node('node-1'), { ...bare, spec }, claim('data', 'pv-1'), persistentVolume('pv-1', DRIVER, 'vol-1', { namespace: 'default', name: 'data' })]);
+    const wanted = wantedVolumes(s);
+    assert.equal(wanted.byVolume.size, 0);
+    assert.deepEqual(wanted.unresolved, [], 'an unused volume\'s claim is not looked up: a missing one is no unresolved want');
+  });
+
+  it('a claim marked unused in one pod and mounted in another is wanted by the other only', () => {
+    const s = state([
+      node('node-1'),
+      pod('idle', { nodeName: 'node-1', claims: ['data'], unused: [0] }),
+      pod('busy', { nodeName: 'node-1', claims: ['data'] }),
+      claim('data', 'pv-1'),
+      persistentVolume('pv-1', DRIVER, 'vol-1', { namespace: 'default', name: 'data' }),
+    ]);
+    assert.deepEqual(wantedVolumes(s).byVolume.get(NAME('vol-1'))?.map((p) => p.name), ['busy']);
+  });
+
+  const badFields: [string, (o: KubeObject) => KubeObject, RegExp][] = [
+    ['a pod deletionTimestamp that is no RFC 3339 time', (o) => ({ ...o, metadata: { ...o.metadata, deletionTimestamp: 'yesterday' } }), /^rules\.json: items\[0\]\.metadata\.deletionTimestamp: want an RFC 3339 time/],
+    ['an unknown pod phase', (o) => ({ ...o, status: { phase: 'Done' } }), /^rules\.json: items\[0\]\.status\.phase: Invalid enum value/],
+    ['volumeMounts that are not a list', (o) => ({ ...o, spec: { ...(o['spec'] as Record<string, unknown>), containers: [{ name: 'app', volumeMounts: 'data' }] } }), /^rules\.json: items\[0\]\.spec\.containers\[0\]\.volumeMounts: Expected array/],
+    ['an init container volumeDevices entry without a name', (o) => ({ ...o, spec: { ...(o['spec'] as Record<string, unknown>), initContainers: [{ name: 'i', volumeDevices: [{ devicePath: '/dev/x' }] }] } }), /^rules\.json: items\[0\]\.spec\.initContainers\[0\]\.volumeDevices\[0\]\.name: Required/],
+  ];
+  for (const [what, change, want] of badFields) {
+    it(`rejects ${what}, naming the item and the field`, () => {
+      const text = JSON.stringify(list([change(pod('app', { nodeName: 'node-1', claims: ['data'] }))]));
+      assert.throws(() => parseClusterList(text, 'rules.json'), (err: unknown) => err instanceof ClusterStateError && want.test(err.message));
+    });
+  }
+
+  const badClaimFields: [string, KubeObject, RegExp][] = [
+    ['a PV claimRef uid that is not a string', { ...persistentVolume('pv', DRIVER, 'h'), spec: { claimRef: { name: 'c', uid: 7 } } }, /^rules\.json: items\[0\]\.spec\.claimRef\.uid: Expected string, received number/],
+    ['a PV volumeMode that is neither Filesystem nor Block', { ...persistentVolume('pv', DRIVER, 'h'), spec: { volumeMode: 'Raw' } }, /^rules\.json: items\[0\]\.spec\.volumeMode: Invalid enum value/],
+    ['a claim phase kubelet does not know', { ...claim('c', 'pv'), status: { phase: 'Ready' } }, /^rules\.json: items\[0\]\.status\.phase: Invalid enum value/],
+    ['a claim deletionTimestamp that is a number', claim('c', 'pv', 'default', { deletionTimestamp: 5 as unknown as string }), /^rules\.json: items\[0\]\.metadata\.deletionTimestamp: Expected string, received number/],
+  ];
+  for (const [what, obj, want] of badClaimFields) {
+    it(`rejects ${what}, naming the item and the field`, () => {
+      assert.throws(() => parseClusterList(JSON.stringify(list([obj])), 'rules.json'), (err: unknown) => err instanceof ClusterStateError && want.test(err.message));
+    });
+  }
 });

@@ -146,7 +146,7 @@ describe('the audit\'s reads of the API server', () => {
       csiDriver(NFS, false),
       pod('web', { nodeName: N, claims: ['c-n1'], uid: 'uid-web' }),
       claim('c-n1', 'pv-n1'),
-      persistentVolume('pv-n1', NFS, 'n1'),
+      persistentVolume('pv-n1', NFS, 'n1', { namespace: 'default', name: 'c-n1' }),
     ];
     const { result, calls, findings, whole } = await read(items, [
       { driver: NFS, handle: 'n1', pods: ['uid-web'] },

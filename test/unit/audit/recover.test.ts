@@ -178,8 +178,8 @@ describe('nodevol recover: plan and execution', () => {
   });
 
   const refusals: [string, (setup: { gm: string }) => Promise<KubeObject[]> | KubeObject[], RegExp, { noSocket?: boolean; block?: boolean; mountTable?: Error }?][] = [
-    ['a pod on this node wants it', () => [attachedNotInUse('vol-1'), pod('app', { nodeName: 'node-1', claims: ['data'] }), claim('data', 'pv-1'), persistentVolume('pv-1', DRIVER, 'vol-1')], /a pod on node node-1 wants it per the cluster: default\/app/],
-    ['a pod\'s claim cannot be resolved', () => [attachedNotInUse('vol-1'), pod('app', { nodeName: 'node-1', claims: ['lost'] })], /cannot prove no pod on node node-1 wants it: pod default\/app uses claim default\/lost \(claim not found\)/],
+    ['a pod on this node wants it', () => [attachedNotInUse('vol-1'), pod('app', { nodeName: 'node-1', claims: ['data'] }), claim('data', 'pv-1'), persistentVolume('pv-1', DRIVER, 'vol-1', { namespace: 'default', name: 'data' })], /a pod on node node-1 wants it per the cluster: default\/app/],
+    ['a pod\'s claim cannot be resolved', () => [attachedNotInUse('vol-1'), pod('app', { nodeName: 'node-1', claims: ['lost'] })], /cannot prove no pod on node node-1 wants it: pod default\/app uses claim default\/lost \(failed to fetch PVC from API server: persistentvolumeclaims "lost" not found\)/],
     ['it is in volumesInUse', () => [node('node-1', { volumesInUse: [NAME('vol-1')] })], /it is in node\.status\.volumesInUse of node-1/],
     ['the mount table could not be read', () => [attachedNotInUse('vol-1')], /the mount table could not be read strictly \(bad line\)/, { mountTable: new Error('bad line') }],
   ];

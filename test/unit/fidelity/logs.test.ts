@@ -85,7 +85,16 @@ describe('log lines of reconstruction', () => {
     assert.equal(line.severity, 'I');
     assert.equal(line.level, 0);
     assert.match(String(line.values['err']), /vol_data\.json/);
-    assert.deepEqual(first(node.logger, 'Cleaning up mounts for volume that could not be reconstructed') ?? { level: 0, severity: 'I' }, { level: 0, severity: 'I' });
+  });
+
+  it('cleanupMounts: kubelet\'s "Reconciler sync states" line at V(2) for a volume that failed reconstruction and no pod wants', async () => {
+    const node = await mountedThenCrashed();
+    node.fs.writeRaw(`${POD_VOL('pod-a', 'pv-1')}/vol_data.json`, '{corrupt');
+    node.cluster.deletePod('pod-a');
+    await node.startKubelet(false);
+    await node.stepUntil(() => node.logger.lines.some((l) => l.msg.startsWith('Reconciler sync states') || l.msg.startsWith('Cleaning up mounts')));
+    assert.deepEqual(linesOf(node.logger, 'Reconciler sync states: could not find volume information in desired state, clean up the mount points'), [{ level: 2, severity: 'I' }]);
+    assert.equal(first(node.logger, 'Cleaning up mounts for volume that could not be reconstructed'), undefined);
   });
 
   it('the node status fetch failure at V(4) Info, not an error', async () => {

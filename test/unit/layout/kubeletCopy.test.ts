@@ -43,7 +43,7 @@ function problems(file: string, text: string): string[] {
 }
 
 describe('the kubelet copy names no nodevol gate', () => {
-  it('the registry has nodevol gates to look for (the seven, and the deprecated alias)', () => {
+  it('the registry has nodevol gates to look for (six live ones, the retired one and the deprecated alias)', () => {
     assert.ok(NODEVOL_NAMES.length >= 8, NODEVOL_NAMES.join(', '));
     assert.ok(NODEVOL_NAMES.includes(CSIKeepUncertainMountOnFinalError));
     assert.ok(!NODEVOL_NAMES.includes(CSIGlobalMountReconstruction));
