@@ -8,7 +8,9 @@ import { MemFs } from '../../src/adapters/memory/memFs.js';
 import { MemoryMounter } from '../../src/adapters/memory/memoryMounter.js';
 import { FakeCsiDriver } from '../../src/adapters/memory/fakeCsiDriver.js';
 import { composeNode, type ComposedNode } from '../../src/agent/node.js';
-import type { CsiDriverRegistry, NodeCapability } from '../../src/ports/csi.js';
+import type { CsiDriverRegistry, CsiNodeClient, NodeCapability } from '../../src/ports/csi.js';
+import { composeNodevolPolicy } from '../../src/nodevol/composePolicy.js';
+import { CsiPlugin } from '../../src/volume/csi/csiPlugin.js';
 import type { Clock } from '../../src/ports/clock.js';
 import type { ClusterView } from '../../src/ports/cluster.js';
 import type { Pod } from '../../src/api/core.js';
@@ -235,4 +237,39 @@ export class InMemoryNode {
   tree(): string[] {
     return this.fs.tree(ROOT).filter((p) => p !== `${ROOT}/.keep`);
   }
+}
+
+/** What a plugin-level test changes of the node's ports. */
+export interface PluginHostOptions {
+  /** The driver client the CSI plugin gets for the node's driver name (default: the node's fake driver). */
+  readonly client?: CsiNodeClient;
+  readonly fs?: FileSystem;
+  /** KEP-6058's gate in the host (default: off). */
+  readonly kep?: boolean;
+}
+
+/**
+ * A VolumeHost over the node's ports, unfenced (KEP-6058's gate off unless `kep`): for tests of
+ * the CSI plugin without a volume manager.
+ */
+export function volumeHostOf(node: InMemoryNode, o: PluginHostOptions = {}): VolumeHost {
+  const client = o.client ?? node.driver;
+  return {
+    layout: node.layout,
+    realRootDir: ROOT,
+    fs: o.fs ?? node.fs,
+    features: gates(o.kep ?? false),
+    logger: node.logger,
+    clock: node.clock,
+    mounter: node.mounter,
+    csiDrivers: { client: (n) => (n === node.driver.name ? client : undefined) },
+    cluster: node.cluster,
+    nodeName: NODE,
+  };
+}
+
+/** The CSI plugin over `volumeHostOf(node, o)`; with `features`, nodevol's hooks of those gates. */
+export function csiPluginOf(node: InMemoryNode, o: PluginHostOptions & { readonly features?: FeatureGate } = {}): CsiPlugin {
+  const host = volumeHostOf(node, o);
+  return o.features === undefined ? new CsiPlugin(host) : new CsiPlugin(host, composeNodevolPolicy(o.features, host).hooks.csi);
 }

@@ -7,17 +7,13 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
 import { CsiCallError, GrpcStatus, type CsiNodeClient } from '../../../src/ports/csi.js';
-import type { FileSystem } from '../../../src/ports/fs.js';
 import { cleanupOrphanDeviceFiles } from '../../../src/volume/csi/csiBlock.js';
 import { FeatureGate } from '../../../src/features/features.js';
-import { composeNodevolPolicy } from '../../../src/nodevol/composePolicy.js';
 import { CsiPlugin } from '../../../src/volume/csi/csiPlugin.js';
 import { constructPVSourceSpec } from '../../../src/volume/spec.js';
 import { isOperationFinishedError } from '../../../src/volume/util/errors.js';
-import type { VolumeHost } from '../../../src/volume/volumeHost.js';
 import { FaultyFs } from '../../support/faultyFs.js';
-import { gates } from '../../support/hosts.js';
-import { DRIVER, InMemoryNode, NODE, ROOT } from '../../support/inMemoryNode.js';
+import { DRIVER, InMemoryNode, NODE, ROOT, csiPluginOf } from '../../support/inMemoryNode.js';
 
 const BLOCK = `${ROOT}/plugins/kubernetes.io/csi/volumeDevices`;
 
@@ -60,23 +56,6 @@ describe('raw block orphan file cleanup (csi_block.go cleanupOrphanDeviceFiles)'
   });
 });
 
-/** The CSI plugin over an in-memory node, with its own client and file system. */
-function pluginWith(node: InMemoryNode, client: CsiNodeClient, fs: FileSystem = node.fs, features?: FeatureGate): CsiPlugin {
-  const host: VolumeHost = {
-    layout: node.layout,
-    realRootDir: ROOT,
-    fs,
-    features: gates(false),
-    logger: node.logger,
-    clock: node.clock,
-    mounter: node.mounter,
-    csiDrivers: { client: (n) => (n === DRIVER ? client : undefined) },
-    cluster: node.cluster,
-    nodeName: NODE,
-  };
-  return features === undefined ? new CsiPlugin(host) : new CsiPlugin(host, composeNodevolPolicy(features, host).hooks.csi);
-}
-
 describe('csi_block.go SetUpDevice: a final error of stageVolumeForBlock before NodeStageVolume runs cleanupOrphanDeviceFiles', () => {
   const spec = constructPVSourceSpec('pv-b', DRIVER, 'vol-b', 'Block');
   const pod = { uid: 'pod-b', namespace: 'default', name: 'pod-b', nodeName: NODE, volumes: [] };
@@ -105,14 +84,14 @@ describe('csi_block.go SetUpDevice: a final error of stageVolumeForBlock before 
       nodePublishVolume: (r) => d.nodePublishVolume(r),
       nodeUnpublishVolume: (r) => d.nodeUnpublishVolume(r),
     };
-    const err = await setUpDeviceFails(node, pluginWith(node, client));
+    const err = await setUpDeviceFails(node, csiPluginOf(node, { client }));
     assert.match(String(err), /blockMapper\.stageVolumeForBlock failed to check STAGE_UNSTAGE_VOLUME capability: .*boom/);
   });
 
   it('MkdirAll of the staging path fails: final, kubelet\'s text, and volumeDevices/<spec> with its data file is gone', async () => {
     const node = new InMemoryNode();
     const fs = new FaultyFs(node.fs).failOn('mkdir', `${BLOCK}/staging/pv-b`, 'EIO');
-    const err = await setUpDeviceFails(node, pluginWith(node, node.driver, fs));
+    const err = await setUpDeviceFails(node, csiPluginOf(node, { fs }));
     assert.match(String(err), /blockMapper\.stageVolumeForBlock failed to create dir .*staging\/pv-b/);
   });
 
@@ -120,7 +99,7 @@ describe('csi_block.go SetUpDevice: a final error of stageVolumeForBlock before 
     const node = new InMemoryNode();
     node.addVolume('pv-b', 'vol-b', { mode: 'Block' });
     const fs = new FaultyFs(node.fs).failOn('mkdir', `${BLOCK}/staging/pv-b`, 'EIO');
-    const plugin = pluginWith(node, node.driver, fs, FeatureGate.of({ CSIKeepUncertainMountOnFinalError: true }));
+    const plugin = csiPluginOf(node, { fs, features: FeatureGate.of({ CSIKeepUncertainMountOnFinalError: true }) });
     const mapper = await plugin.newBlockVolumeMapper(spec, pod);
     await assert.rejects(mapper.setUpDevice({ keepStagingOnFinalError: true }), /failed to create dir/);
     assert.ok(await node.exists(`${BLOCK}/pv-b/data/vol_data.json`));

@@ -6,29 +6,9 @@ import assert from 'node:assert/strict';
 import * as path from 'node:path/posix';
 import { describe, it } from 'node:test';
 import { CsiCallError, GrpcStatus, isFinalCsiError, type CsiNodeClient } from '../../../src/ports/csi.js';
-import { gates } from '../../support/hosts.js';
-import { DRIVER, InMemoryNode, NODE, ROOT } from '../../support/inMemoryNode.js';
-import { CsiPlugin } from '../../../src/volume/csi/csiPlugin.js';
+import { DRIVER, InMemoryNode, ROOT, csiPluginOf } from '../../support/inMemoryNode.js';
 import { constructPVSourceSpec } from '../../../src/volume/spec.js';
 import { isUncertainProgressError } from '../../../src/volume/util/errors.js';
-import type { VolumeHost } from '../../../src/volume/volumeHost.js';
-
-/** The CSI plugin over an in-memory node whose driver client is `client`. */
-function pluginWith(node: InMemoryNode, client: CsiNodeClient): CsiPlugin {
-  const host: VolumeHost = {
-    layout: node.layout,
-    realRootDir: ROOT,
-    fs: node.fs,
-    features: gates(false),
-    logger: node.logger,
-    clock: node.clock,
-    mounter: node.mounter,
-    csiDrivers: { client: (n) => (n === DRIVER ? client : undefined) },
-    cluster: node.cluster,
-    nodeName: NODE,
-  };
-  return new CsiPlugin(host);
-}
 
 /** The fake driver, except that `method` fails with `err` before reaching it. */
 function failing(node: InMemoryNode, method: 'nodeStageVolume' | 'nodePublishVolume', err: Error): CsiNodeClient {
@@ -63,7 +43,7 @@ describe('csi_client.go isFinalError: an error without a gRPC status is uncertai
   it('MountDevice: a NodeStageVolume failing without a status is an UncertainProgressError and the staging dir and vol_data.json stay', async () => {
     const node = new InMemoryNode();
     node.addVolume('pv-1', 'vol-1');
-    const plugin = pluginWith(node, failing(node, 'nodeStageVolume', new CsiCallError('NodeStageVolume', undefined, 'connection closed')));
+    const plugin = csiPluginOf(node, { client: failing(node, 'nodeStageVolume', new CsiCallError('NodeStageVolume', undefined, 'connection closed')) });
     const spec = constructPVSourceSpec('pv-1', DRIVER, 'vol-1');
     const attacher = plugin.newDeviceMounter();
     const deviceMountPath = attacher.getDeviceMountPath(spec);
@@ -79,7 +59,7 @@ describe('csi_client.go isFinalError: an error without a gRPC status is uncertai
   it('SetUp: a NodePublishVolume failing with a plain error is an UncertainProgressError and the pod volume dir stays', async () => {
     const node = new InMemoryNode();
     node.addVolume('pv-1', 'vol-1');
-    const plugin = pluginWith(node, failing(node, 'nodePublishVolume', new Error('socket hang up')));
+    const plugin = csiPluginOf(node, { client: failing(node, 'nodePublishVolume', new Error('socket hang up')) });
     const mounter = await plugin.newMounter(constructPVSourceSpec('pv-1', DRIVER, 'vol-1'), { uid: 'pod-a', namespace: 'default', name: 'pod-a' });
     const err = await mounter.setUp({}).then(
       () => undefined,

@@ -5,12 +5,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { GrpcStatus, type NodeCapability, type NodePublishVolumeRequest, type NodeStageVolumeRequest } from '../../../src/ports/csi.js';
 import type { Pod } from '../../../src/api/core.js';
-import { gates } from '../../support/hosts.js';
-import { DRIVER, InMemoryNode, NODE, ROOT } from '../../support/inMemoryNode.js';
-import { CsiPlugin } from '../../../src/volume/csi/csiPlugin.js';
+import { DRIVER, InMemoryNode, NODE, csiPluginOf } from '../../support/inMemoryNode.js';
 import { constructInlineSpec } from '../../../src/volume/spec.js';
 import { TransientOperationFailure } from '../../../src/volume/util/errors.js';
-import type { VolumeHost } from '../../../src/volume/volumeHost.js';
 
 const publishes = (node: InMemoryNode): NodePublishVolumeRequest[] =>
   node.driver.callsOf('NodePublishVolume').map((c) => c.request as NodePublishVolumeRequest);
@@ -104,31 +101,13 @@ describe('access mode mapping (csi_client.go asCSIAccessModeV1 / asSingleNodeMul
   });
 });
 
-/** The CSI plugin over an in-memory node, without a volume manager. */
-function pluginOf(node: InMemoryNode): CsiPlugin {
-  const driver = node.driver;
-  const host: VolumeHost = {
-    layout: node.layout,
-    realRootDir: ROOT,
-    fs: node.fs,
-    features: gates(false),
-    logger: node.logger,
-    clock: node.clock,
-    mounter: node.mounter,
-    csiDrivers: { client: (n) => (n === driver.name ? driver : undefined) },
-    cluster: node.cluster,
-    nodeName: NODE,
-  };
-  return new CsiPlugin(host);
-}
-
 const POD = { uid: 'pod-a', namespace: 'default', name: 'pod-a', serviceAccountName: 'sa-1' };
 
 describe('inline ephemeral SetUp (SetUpAt, podInfoEnabled / getPodInfoAttrs)', () => {
   for (const podInfoOnMount of [false, true]) {
     it(`CSIDriver podInfoOnMount=${podInfoOnMount}: pod keys and csi.storage.k8s.io/ephemeral ${podInfoOnMount ? 'sent' : 'not sent'}`, async () => {
       const node = new InMemoryNode({ podInfoOnMount });
-      const mounter = await pluginOf(node).newMounter(
+      const mounter = await csiPluginOf(node).newMounter(
         { kind: 'inline', readOnly: false, volume: { name: 'scratch', csi: { driver: DRIVER, volumeAttributes: { size: '1Mi' } } } },
         POD,
       );
@@ -161,14 +140,14 @@ describe('inline ephemeral SetUp (SetUpAt, podInfoEnabled / getPodInfoAttrs)', (
 
   it('no STAGE_UNSTAGE_VOLUME check for an inline volume: 2 NodeGetCapabilities calls (mount group, access mode), none failing it as final', async () => {
     const node = new InMemoryNode();
-    await (await pluginOf(node).newMounter(constructInlineSpec('scratch', DRIVER), POD)).setUp({});
+    await (await csiPluginOf(node).newMounter(constructInlineSpec('scratch', DRIVER), POD)).setUp({});
     assert.deepEqual(node.driver.methods(), ['NodeGetCapabilities', 'NodeGetCapabilities', 'NodePublishVolume']);
 
     // The first capability question of an inline SetUp is VOLUME_MOUNT_GROUP: its failure is transient.
     const other = new InMemoryNode();
     other.driver.inject({ method: 'NodeGetCapabilities', code: GrpcStatus.UNAVAILABLE, times: 1 });
     await assert.rejects(
-      (await pluginOf(other).newMounter(constructInlineSpec('scratch', DRIVER), POD)).setUp({}),
+      (await csiPluginOf(other).newMounter(constructInlineSpec('scratch', DRIVER), POD)).setUp({}),
       (err: unknown) => err instanceof TransientOperationFailure && /VOLUME_MOUNT_GROUP/.test(err.message),
     );
   });

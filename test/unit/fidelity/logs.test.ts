@@ -9,12 +9,11 @@ import { describe, it } from 'node:test';
 import type { UniquePodName, UniqueVolumeName } from '../../../src/layout/names.js';
 import { sha256Hex } from '../../../src/layout/names.js';
 import { markDeviceErrorState } from '../../../src/operationexecutor/operationGenerator.js';
-import { gates, RecordingLogger } from '../../support/hosts.js';
-import { DRIVER, InMemoryNode, NODE, ROOT } from '../../support/inMemoryNode.js';
+import { RecordingLogger } from '../../support/hosts.js';
+import { DRIVER, InMemoryNode, ROOT, volumeHostOf } from '../../support/inMemoryNode.js';
 import { CsiPlugin } from '../../../src/volume/csi/csiPlugin.js';
 import { VolumePluginMgr, type GlobalVolume } from '../../../src/volume/plugins.js';
 import { constructPVSourceSpec } from '../../../src/volume/spec.js';
-import type { VolumeHost } from '../../../src/volume/volumeHost.js';
 import { VolumeManager } from '../../../src/volumemanager/volumeManager.js';
 import { createActualStateOfWorld } from '../../../src/volumemanager/cache/actualStateOfWorld.js';
 import type { VolumeToMount } from '../../../src/operationexecutor/volumeToMount.js';
@@ -149,19 +148,7 @@ class ListsTwice extends CsiPlugin {
 describe('reconstructGlobalVolume: a volume listed again', () => {
   it('"Global mount is already in actual state, skipping" at V(4); registered and logged once', async () => {
     const node = await mountedThenCrashed();
-    const driver = node.driver;
-    const host: VolumeHost = {
-      layout: node.layout,
-      realRootDir: ROOT,
-      fs: node.fs,
-      features: gates(true),
-      logger: node.logger,
-      clock: node.clock,
-      mounter: node.mounter,
-      csiDrivers: { client: (n) => (n === driver.name ? driver : undefined) },
-      cluster: node.cluster,
-      nodeName: NODE,
-    };
+    const host = volumeHostOf(node, { kep: true });
     const from = node.logger.lines.length;
     const vm = new VolumeManager({ host, metrics: node.metrics, plugins: new VolumePluginMgr([new ListsTwice(host)]) });
     await vm.start();

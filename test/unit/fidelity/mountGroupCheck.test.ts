@@ -7,14 +7,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FeatureGate } from '../../../src/features/features.js';
 import { sha256Hex } from '../../../src/layout/names.js';
-import { composeNodevolPolicy } from '../../../src/nodevol/composePolicy.js';
 import { CsiCallError, GrpcStatus, type CsiNodeClient } from '../../../src/ports/csi.js';
 import { CsiPlugin } from '../../../src/volume/csi/csiPlugin.js';
 import { constructPVSourceSpec } from '../../../src/volume/spec.js';
 import { TransientOperationFailure } from '../../../src/volume/util/errors.js';
-import type { VolumeHost } from '../../../src/volume/volumeHost.js';
-import { gates } from '../../support/hosts.js';
-import { DRIVER, InMemoryNode, NODE, ROOT } from '../../support/inMemoryNode.js';
+import { DRIVER, InMemoryNode, ROOT, csiPluginOf } from '../../support/inMemoryNode.js';
 
 const VOL_DIR = `${ROOT}/plugins/kubernetes.io/csi/${DRIVER}/${sha256Hex('vol-1')}`;
 
@@ -29,22 +26,6 @@ function secondCapabilityCallFails(node: InMemoryNode): CsiNodeClient {
     nodePublishVolume: (r) => d.nodePublishVolume(r),
     nodeUnpublishVolume: (r) => d.nodeUnpublishVolume(r),
   };
-}
-
-function pluginWith(node: InMemoryNode, client: CsiNodeClient, features?: FeatureGate): CsiPlugin {
-  const host: VolumeHost = {
-    layout: node.layout,
-    realRootDir: ROOT,
-    fs: node.fs,
-    features: gates(false),
-    logger: node.logger,
-    clock: node.clock,
-    mounter: node.mounter,
-    csiDrivers: { client: (n) => (n === DRIVER ? client : undefined) },
-    cluster: node.cluster,
-    nodeName: NODE,
-  };
-  return features === undefined ? new CsiPlugin(host) : new CsiPlugin(host, composeNodevolPolicy(features, host).hooks.csi);
 }
 
 async function mountDeviceFails(node: InMemoryNode, plugin: CsiPlugin, args: { keepStagingOnFinalError?: boolean } = {}): Promise<void> {
@@ -62,7 +43,7 @@ describe('csi_attacher.go MountDevice: a failed VOLUME_MOUNT_GROUP check runs re
   it('a volume dir this call made: globalmount, vol_data.json and the volume dir are gone; the driver dir stays', async () => {
     const node = new InMemoryNode();
     node.addVolume('pv-1', 'vol-1');
-    await mountDeviceFails(node, pluginWith(node, secondCapabilityCallFails(node)));
+    await mountDeviceFails(node, csiPluginOf(node, { client: secondCapabilityCallFails(node) }));
     assert.deepEqual(node.tree().filter((p) => p.includes(sha256Hex('vol-1'))), []);
     assert.ok(await node.exists(`${ROOT}/plugins/kubernetes.io/csi/${DRIVER}`));
   });
@@ -72,7 +53,7 @@ describe('csi_attacher.go MountDevice: a failed VOLUME_MOUNT_GROUP check runs re
     node.addVolume('pv-1', 'vol-1');
     await node.fs.mkdir(`${VOL_DIR}/globalmount`, { recursive: true, mode: 0o750 });
     node.fs.writeRaw(`${VOL_DIR}/vol_data.json`, `{"driverName":"${DRIVER}","volumeHandle":"vol-1"}\n`);
-    await mountDeviceFails(node, pluginWith(node, secondCapabilityCallFails(node)));
+    await mountDeviceFails(node, csiPluginOf(node, { client: secondCapabilityCallFails(node) }));
     assert.deepEqual(node.tree().filter((p) => p.includes(sha256Hex('vol-1'))), []);
   });
 
@@ -81,7 +62,7 @@ describe('csi_attacher.go MountDevice: a failed VOLUME_MOUNT_GROUP check runs re
     node.addVolume('pv-1', 'vol-1');
     await node.fs.mkdir(`${VOL_DIR}/globalmount`, { recursive: true, mode: 0o750 });
     await node.mounter.mount('/dev/x', `${VOL_DIR}/globalmount`, 'ext4', []);
-    await mountDeviceFails(node, pluginWith(node, secondCapabilityCallFails(node)));
+    await mountDeviceFails(node, csiPluginOf(node, { client: secondCapabilityCallFails(node) }));
     assert.ok(await node.exists(`${VOL_DIR}/vol_data.json`));
     assert.ok(node.mounter.isMounted(`${VOL_DIR}/globalmount`));
   });
@@ -89,7 +70,7 @@ describe('csi_attacher.go MountDevice: a failed VOLUME_MOUNT_GROUP check runs re
   it('gate CSIKeepUncertainMountOnFinalError, an uncertain device (keepStagingOnFinalError): everything stays', async () => {
     const node = new InMemoryNode();
     node.addVolume('pv-1', 'vol-1');
-    const plugin = pluginWith(node, secondCapabilityCallFails(node), FeatureGate.of({ CSIKeepUncertainMountOnFinalError: true }));
+    const plugin = csiPluginOf(node, { client: secondCapabilityCallFails(node), features: FeatureGate.of({ CSIKeepUncertainMountOnFinalError: true }) });
     await mountDeviceFails(node, plugin, { keepStagingOnFinalError: true });
     assert.ok(await node.exists(`${VOL_DIR}/vol_data.json`));
     assert.ok(await node.exists(`${VOL_DIR}/globalmount`));

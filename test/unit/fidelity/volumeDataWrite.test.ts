@@ -4,30 +4,10 @@
 // driver's calls, the error's class and the file's bytes.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { CsiNodeClient } from '../../../src/ports/csi.js';
-import { CsiPlugin } from '../../../src/volume/csi/csiPlugin.js';
 import { constructPVSourceSpec } from '../../../src/volume/spec.js';
 import { isOperationFinishedError } from '../../../src/volume/util/errors.js';
-import type { VolumeHost } from '../../../src/volume/volumeHost.js';
-import { gates } from '../../support/hosts.js';
-import { DRIVER, InMemoryNode, NODE, ROOT } from '../../support/inMemoryNode.js';
+import { DRIVER, InMemoryNode, csiPluginOf } from '../../support/inMemoryNode.js';
 import { rootDirFault } from '../../support/rootDirFault.js';
-
-function pluginWith(node: InMemoryNode, client: CsiNodeClient): CsiPlugin {
-  const host: VolumeHost = {
-    layout: node.layout,
-    realRootDir: ROOT,
-    fs: node.fs,
-    features: gates(false),
-    logger: node.logger,
-    clock: node.clock,
-    mounter: node.mounter,
-    csiDrivers: { client: (n) => (n === DRIVER ? client : undefined) },
-    cluster: node.cluster,
-    nodeName: NODE,
-  };
-  return new CsiPlugin(host);
-}
 
 describe('MountDevice: a failed write of vol_data.json is a final error, even when the file already holds the same bytes', () => {
   for (const fault of ['ENOSPC', 'EROFS'] as const) {
@@ -35,7 +15,7 @@ describe('MountDevice: a failed write of vol_data.json is a final error, even wh
       const node = new InMemoryNode();
       node.addVolume('pv-1', 'vol-1');
       const spec = constructPVSourceSpec('pv-1', DRIVER, 'vol-1', 'Filesystem');
-      const attacher = pluginWith(node, node.driver).newDeviceMounter();
+      const attacher = csiPluginOf(node).newDeviceMounter();
       const deviceMountPath = attacher.getDeviceMountPath(spec);
       await attacher.mountDevice(spec, '', deviceMountPath, {});
       assert.equal(node.driver.callsOf('NodeStageVolume').length, 1);

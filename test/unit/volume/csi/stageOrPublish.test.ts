@@ -10,8 +10,7 @@ import { stageOrPublish, type DriverCall } from '../../../../src/volume/csi/stag
 import { constructPVSourceSpec } from '../../../../src/volume/spec.js';
 import { isOperationFinishedError, isUncertainProgressError, UncertainProgressError } from '../../../../src/volume/util/errors.js';
 import type { VolumeHost } from '../../../../src/volume/volumeHost.js';
-import { gates } from '../../../support/hosts.js';
-import { InMemoryNode, NODE, ROOT } from '../../../support/inMemoryNode.js';
+import { InMemoryNode, volumeHostOf } from '../../../support/inMemoryNode.js';
 
 const PATH = '/var/lib/kubelet/plugins/kubernetes.io/csi/csi.example.com/0f/globalmount';
 
@@ -81,18 +80,7 @@ function mountDeviceCall(seen: Seen, outcome: Error | undefined, over: Partial<D
 const fresh = (): Seen => ({ sent: [], uncertainAsked: [], sites: [], removals: 0 });
 const node = new InMemoryNode();
 /** What the helper hands to the hooks: the caller's host, as it is. */
-const host: VolumeHost = {
-  layout: node.layout,
-  realRootDir: ROOT,
-  fs: node.fs,
-  features: gates(false),
-  logger: node.logger,
-  clock: node.clock,
-  mounter: node.mounter,
-  csiDrivers: { client: () => undefined },
-  cluster: node.cluster,
-  nodeName: NODE,
-};
+const host: VolumeHost = volumeHostOf(node);
 const rejection = (p: Promise<void>): Promise<unknown> =>
   p.then(
     () => assert.fail('resolved'),
