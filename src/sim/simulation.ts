@@ -31,7 +31,7 @@ import type { InvariantName, Violation } from './invariants.js';
 import { Prng, RunningHash } from './prng.js';
 import type { Scenario } from './scenario.js';
 import type { PortCallRecord, TraceEventKind, TraceStep } from '../trace/simTrace.js';
-import { checkArrival, checkInUseReported, checkRemoval, convergenceProblems, type Finding } from './checks.js';
+import { checkArrival, checkInUseReported, checkRemoval, checkSinglePod, convergenceProblems, type Finding } from './checks.js';
 import { Fence, type CallRecord, type CrashPoint, type EngineLife } from './fencedPorts.js';
 import type { CrashKind, Perturbation } from './plan.js';
 import { macroTurn, Scheduler, type SimEvent } from './scheduler.js';
@@ -155,6 +155,7 @@ export class Simulation {
     this.#sched = new Scheduler(new Prng(options.seed));
     this.#world = new SimWorld(options.scenario, this.#sched, options.seed);
     this.#world.onArrive = (driver, method, volumeId, request) => this.#violateAll(checkArrival(this.#world, driver, method, volumeId, request));
+    this.#world.onPublishFinished = (driver, volumeId) => this.#violateAll(checkSinglePod(this.#world, driver, volumeId));
     this.#fence = new Fence(
       this.#sched,
       this.#world,
@@ -203,7 +204,8 @@ export class Simulation {
       }
       if (
         !this.#restarting &&
-        this.#world.inFlight.size === 0 &&
+        // A call held by a driver that never returns is no reason to wait.
+        this.#world.inFlightOwed() === 0 &&
         // An advance step is time the scenario lets pass on purpose, not the engine being stuck;
         // a converged world waits out its quiet window.
         this.#scenario.steps[this.#stepIndex]?.kind !== 'advance' &&
@@ -226,7 +228,9 @@ export class Simulation {
     // Liveness is owed once the faults have ended: a call a driver still holds on a hang (until
     // its process restarts, which nothing in the run did after the call arrived) is a fault
     // that never ended.
-    const held = [...this.#world.drivers.values()].some((d) => d.hangingCalls() > 0);
+    // A driver that never returns (`hang: forever`) is exempt on its own (convergenceProblems
+    // leaves its volumes out): its held calls excuse nothing else.
+    const held = [...this.#world.drivers.values()].some((d) => !this.#world.neverReturns.has(d.name) && d.hangingCalls() > 0);
     if (endReason !== 'converged' && !held) {
       this.#violate('converges', this.#whyNotConverged(endReason));
     }
@@ -414,7 +418,7 @@ export class Simulation {
 
   /** Converged: the world is what the running pods want, and the node status says so. */
   #converged(): boolean {
-    const key = `${this.#world.version}|${this.#world.inFlight.size}|${this.#restarting}|${this.#life.id}|${this.#life.alive}`;
+    const key = `${this.#world.version}|${this.#world.inFlight.size}|${this.#world.neverReturns.size}|${this.#restarting}|${this.#life.id}|${this.#life.alive}`;
     if (this.#convergedMemo?.key !== key) this.#convergedMemo = { key, why: this.#whyNotConverged('converged') };
     return this.#convergedMemo.why === '';
   }
