@@ -20,7 +20,12 @@
  *   meanwhile; the API server unreachable for a while (sometimes over a restart); a cluster that
  *   signals no change (the populator's polling path); time advancing.
  *
- * Every workload can end converged: each fault has a bounded count, a hang is followed by a
+ * - PV access modes (ReadWriteOncePod, ReadWriteMany, ReadOnlyMany, ReadWriteOnce) and drivers
+ *   with SINGLE_NODE_MULTI_WRITER; in 1 workload in 20, a driver that never returns (`hang:
+ *   forever`), exempt from `converges`. These come from random streams of their own drawn after
+ *   every other draw: they change the workloads of the seeds they touch, not the draws before them.
+ *
+ * Every workload can end converged (but the volumes of a driver that never returns): each fault has a bounded count, a hang is followed by a
  * restart of its driver (or a reboot), and the steps end with the faults cleared. What the
  * generator leaves out is what KEP-6058 leaves to an operator (both copies of a volume's data
  * lost: the pod-local file of a volume that has no global one, a Block volume's only file).
@@ -29,7 +34,7 @@ import { GrpcStatus } from '../ports/csi.js';
 import { mockVolumeId } from '../mockdriver/volumeId.js';
 import type { CsiFault } from '../csi/faults.js';
 import { Prng } from './prng.js';
-import { CLAIM_STATES, NODE_FAULT_METHODS, type Scenario, type ScenarioDriver, type ScenarioPod, type ScenarioStep, type ScenarioVolume } from './scenario.js';
+import { CLAIM_STATES, NODE_FAULT_METHODS, type Scenario, type ScenarioDriver, type ScenarioPod, type ScenarioStep, type ScenarioVolume, type VolumeAccessMode } from './scenario.js';
 
 export type WorkloadSize = 'small' | 'medium' | 'large';
 export const WORKLOAD_SIZES: readonly WorkloadSize[] = ['small', 'medium', 'large'];
@@ -286,6 +291,10 @@ export function generateScenario(seed: number, size: WorkloadSize = 'medium'): S
   for (const d of [...hung].sort()) steps.push({ kind: 'restartDriver', driver: d });
 
   populatorCases(seed, pods, volumes, drivers, steps);
+  accessModeCases(seed, drivers, volumes);
+  neverReturningDriver(seed, volumes, steps);
+  // ---- End of the workload's draws. Each later stream is appended here, after every one above,
+  // so that the draws before it stay what they were. ----
 
   const finalPods: ScenarioPod[] = pods.map((p) => ({ uid: p.uid, volumes: p.volumes, ...(p.unused !== undefined ? { unused: p.unused } : {}), running: p.running }));
   return {
@@ -336,6 +345,48 @@ function populatorCases(seed: number, pods: { uid: string; volumes: string[]; un
     const before: ScenarioStep = side.chance(0.5) ? { kind: 'podPhase', uid: st.uid, phase: side.chance(0.5) ? 'Succeeded' : 'Failed' } : { kind: 'terminatePod', uid: st.uid };
     steps.splice(at, 0, before, { kind: 'advance', ms: side.one([1, 2, 5]) * 1000 });
   }
+}
+
+/** How often a persistent volume's PV gets each access mode (ReadWriteOnce: the PV names none). */
+const ACCESS_MODE_WEIGHTS: readonly (readonly [VolumeAccessMode, number])[] = [
+  ['ReadWriteOnce', 6],
+  ['ReadWriteOncePod', 2],
+  ['ReadWriteMany', 1],
+  ['ReadOnlyMany', 1],
+];
+
+/**
+ * Access modes, from a random stream of their own (drawn after every other one, so the rest of
+ * the workload's draws are what they were): each driver reports SINGLE_NODE_MULTI_WRITER with
+ * chance 1/2 (kubelet then sends SINGLE_NODE_MULTI_WRITER / SINGLE_NODE_SINGLE_WRITER for
+ * ReadWriteOnce / ReadWriteOncePod), and each persistent volume's PV is ReadWriteOnce (6 in 10,
+ * written as no access mode), ReadWriteOncePod (2 in 10), ReadWriteMany or ReadOnlyMany (1 in 10
+ * each). A ReadWriteOncePod volume several pods want is set up for one of them at a time.
+ */
+function accessModeCases(seed: number, drivers: ScenarioDriver[], volumes: ScenarioVolume[]): void {
+  const side = new Picker(new Prng(seed ^ 0x165667b1));
+  for (const [i, d] of drivers.entries()) if (side.chance(0.5)) drivers[i] = { ...d, singleNodeMultiWriter: true };
+  for (const [i, v] of volumes.entries()) {
+    if (v.inline) continue;
+    const mode = side.weighted(ACCESS_MODE_WEIGHTS);
+    if (mode !== 'ReadWriteOnce') volumes[i] = { ...v, accessModes: [mode] };
+  }
+}
+
+/**
+ * A driver that never returns, in 1 workload in 20, from a random stream of its own (after the
+ * access modes' draws): a `hang: forever` rule for one node call of one persistent volume
+ * (kubelet accepts its claim), at a random place among the steps. Neither a restart of the driver
+ * nor clearFaults ends it; `converges` exempts that volume's driver, the safety invariants do not.
+ */
+function neverReturningDriver(seed: number, volumes: readonly ScenarioVolume[], steps: ScenarioStep[]): void {
+  const side = new Picker(new Prng(seed ^ 0x3c6ef372));
+  if (!side.chance(0.05)) return;
+  const candidates = volumes.filter((v) => !v.inline && (v.claim ?? 'Bound') === 'Bound');
+  if (candidates.length === 0) return;
+  const volume = side.one(candidates);
+  const fault: CsiFault = { method: side.one(NODE_FAULT_METHODS), volumeId: volume.handle, hang: true, forever: true };
+  steps.splice(side.int(1, steps.length), 0, { kind: 'fault', fault });
 }
 
 /** One fault rule, and the drivers it goes to. */
