@@ -1,4 +1,4 @@
-// Access modes in the simulator (issue 33): PV access modes in scenarios and the CSI access mode
+// Access modes in the simulator: PV access modes in scenarios and the CSI access mode
 // kubelet sends for them, the driver's SINGLE_NODE_SINGLE_WRITER refusal, the rwop-one-pod
 // invariant, the driver that never returns (`hang: forever`) and the generator's draws of them.
 import assert from 'node:assert/strict';
