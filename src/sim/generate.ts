@@ -291,7 +291,7 @@ export function generateScenario(seed: number, size: WorkloadSize = 'medium'): S
   for (const d of [...hung].sort()) steps.push({ kind: 'restartDriver', driver: d });
 
   populatorCases(seed, pods, volumes, drivers, steps);
-  accessModeCases(seed, drivers, volumes);
+  accessModeCases(seed, drivers, volumes, pods, steps);
   neverReturningDriver(seed, volumes, steps);
   // ---- End of the workload's draws. Each later stream is appended here, after every one above,
   // so that the draws before it stay what they were. ----
@@ -361,16 +361,39 @@ const ACCESS_MODE_WEIGHTS: readonly (readonly [VolumeAccessMode, number])[] = [
  * chance 1/2 (kubelet then sends SINGLE_NODE_MULTI_WRITER / SINGLE_NODE_SINGLE_WRITER for
  * ReadWriteOnce / ReadWriteOncePod), and each persistent volume's PV is ReadWriteOnce (6 in 10,
  * written as no access mode), ReadWriteOncePod (2 in 10), ReadWriteMany or ReadOnlyMany (1 in 10
- * each). A ReadWriteOncePod volume several pods want is set up for one of them at a time.
+ * each). A volume drawn ReadWriteOncePod that two running pods ever want at once stays
+ * ReadWriteOnce (the draw is made all the same): after a reboot the engine sets it up for
+ * neither, a known finding (docs/explorer.md, "Access modes and a driver that never returns");
+ * a pod and its replacement (one deleted, then the other added) do get it.
  */
-function accessModeCases(seed: number, drivers: ScenarioDriver[], volumes: ScenarioVolume[]): void {
+function accessModeCases(seed: number, drivers: ScenarioDriver[], volumes: ScenarioVolume[], pods: readonly { uid: string; volumes: readonly string[]; running: boolean }[], steps: readonly ScenarioStep[]): void {
   const side = new Picker(new Prng(seed ^ 0x165667b1));
   for (const [i, d] of drivers.entries()) if (side.chance(0.5)) drivers[i] = { ...d, singleNodeMultiWriter: true };
+  const together = wantedTogether(pods, steps);
   for (const [i, v] of volumes.entries()) {
     if (v.inline) continue;
     const mode = side.weighted(ACCESS_MODE_WEIGHTS);
+    if (mode === 'ReadWriteOncePod' && together.has(v.name)) continue;
     if (mode !== 'ReadWriteOnce') volumes[i] = { ...v, accessModes: [mode] };
   }
+}
+
+/** The volumes two running pods want at the same time at some step (no pod or volume drawn). */
+function wantedTogether(pods: readonly { uid: string; volumes: readonly string[]; running: boolean }[], steps: readonly ScenarioStep[]): Set<string> {
+  const running = new Set(pods.filter((p) => p.running).map((p) => p.uid));
+  const out = new Set<string>();
+  const look = (): void => {
+    const count = new Map<string, number>();
+    for (const p of pods) if (running.has(p.uid)) for (const v of p.volumes) count.set(v, (count.get(v) ?? 0) + 1);
+    for (const [v, n] of count) if (n > 1) out.add(v);
+  };
+  look();
+  for (const st of steps) {
+    if (st.kind === 'addPod') running.add(st.uid);
+    else if (st.kind === 'deletePod' || st.kind === 'podPhase') running.delete(st.uid);
+    look();
+  }
+  return out;
 }
 
 /**
