@@ -123,6 +123,8 @@ export class AgentRuntime {
   }
 
   async start(): Promise<void> {
+    // Stopped before it started (a SIGTERM while the node was still starting): nothing runs.
+    if (this.phase === 'stopping' || this.phase === 'stopped') return;
     this.phase = 'reconstructing';
     this.lastProgress.set('reconstruction', this.now());
     await this.vm.start();

@@ -11,7 +11,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 
 import { CSIGlobalMountReconstruction, FeatureGate, FeatureGateError } from '../features/features.js';
 import { errorMessage } from '../ports/fs.js';
-import { explore, type ExploreReport } from '../sim/explorer.js';
+import { CRASH_CHOICES, explore, type CrashChoice, type ExploreReport } from '../sim/explorer.js';
 import { INVARIANTS } from '../sim/invariants.js';
 import { builtinScenarioNames, loadBuiltinScenario, loadScenarioFile, ScenarioError, type Scenario } from '../sim/scenario.js';
 import { parsePlan, type Perturbation } from '../sim/plan.js';
@@ -29,7 +29,7 @@ export const EXPLORE_EXIT_CANNOT_RUN = 2;
 interface ExploreFlags {
   scenario?: string;
   featureGates: string[];
-  crash: 'none' | 'restart' | 'reboot' | 'both';
+  crash: CrashChoice;
   depth: string;
   faults: boolean;
   seed: number;
@@ -75,7 +75,11 @@ export function exploreCommand(setExitCode: (code: number) => void): Command {
     .argument('[scenario.yaml]', 'a scenario file (see scenarios/ and docs/explorer.md)')
     .option('--scenario <name>', `a built-in scenario (${safeBuiltinNames()})`)
     .option('--feature-gates <gates>', 'feature gates, e.g. CSIGlobalMountReconstruction=true (override the scenario\'s)', collect, [])
-    .addOption(new Option('--crash <kind>', 'crash kinds to inject at every crash point').choices(['none', 'restart', 'reboot', 'both']).default('both'))
+    .addOption(
+      new Option('--crash <kind>', 'crash kinds to inject at every crash point (stop: a SIGTERM, the graceful stop then an exit; all: restart, reboot and stop)')
+        .choices([...CRASH_CHOICES])
+        .default('both'),
+    )
     .addOption(new Option('--depth <n>', '1: every single crash point; 2: and a second crash during each recovery').choices(['1', '2']).default('1'))
     .option('--faults', 'also fail each CSI call of the run once (Unavailable, Aborted, DeadlineExceeded, hang past the deadline)', false)
     .option('--seed <n>', 'seed of the scheduler (same seed, same interleaving)', nonNegativeInt, 1)
@@ -83,7 +87,7 @@ export function exploreCommand(setExitCode: (code: number) => void): Command {
     .option('--shard <I/N>', 'run only shard I of N (0-based; deterministic split for CI matrices and Indexed Jobs)', shard)
     .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json']).default('table'))
     .option('--html <file>', 'write a self-contained HTML page of the first counterexample trace')
-    .option('--plan <plan>', 'replay one run: comma-separated restart|reboot:before|after:SEQ and fault:KIND:N (printed by a finding)')
+    .option('--plan <plan>', 'replay one run: comma-separated restart|reboot|stop:before|after:SEQ and fault:KIND:N (printed by a finding)')
     .option('--generate <n>', 'explore N generated workloads (seeds --seed .. --seed+N-1) instead of one scenario; violations are shrunk to scenario files', positiveInt)
     .addOption(new Option('--size <size>', 'size of the generated workloads').choices([...WORKLOAD_SIZES]).default('medium'))
     .option('--jobs <n>', 'worker threads for --generate (default: one per core)', positiveInt)

@@ -19,13 +19,41 @@ import { FAULT_KINDS, formatPlan, type CrashKind, type Perturbation } from './pl
 import { simulate, type SimResult } from './simulation.js';
 import type { SimTrace, TraceStep } from '../trace/simTrace.js';
 
+/**
+ * What `--crash` injects at every crash point: no crash, one kind, `both` (restart and reboot,
+ * the default) or `all` (restart, reboot and a SIGTERM's stop).
+ */
+export type CrashChoice = 'none' | CrashKind | 'both' | 'all';
+export const CRASH_CHOICES: readonly CrashChoice[] = ['none', 'restart', 'reboot', 'stop', 'both', 'all'];
+
+/** The crash kinds of a choice, in the order the explorer runs them. */
+export function crashKindsOf(crash: CrashChoice): CrashKind[] {
+  switch (crash) {
+    case 'none':
+      return [];
+    case 'both':
+      return ['restart', 'reboot'];
+    case 'all':
+      return ['restart', 'reboot', 'stop'];
+    case 'restart':
+    case 'reboot':
+    case 'stop':
+      return [crash];
+  }
+}
+
+/** Whether a choice delivers SIGTERMs (then generated workloads draw `sigterm` steps too). */
+export function crashStops(crash: CrashChoice): boolean {
+  return crashKindsOf(crash).includes('stop');
+}
+
 /** Depth-2 runs per seed above which the second crashes are sampled by seed. */
 export const DEPTH2_SAMPLE = 250;
 
 export interface ExploreOptions {
   readonly scenario: Scenario;
   readonly gates: FeatureGate;
-  readonly crash: 'none' | CrashKind | 'both';
+  readonly crash: CrashChoice;
   readonly depth: 1 | 2;
   readonly faults: boolean;
   readonly seed: number;
@@ -93,10 +121,6 @@ interface Finding {
   readonly violation: Violation;
 }
 
-function kindsOf(crash: ExploreOptions['crash']): CrashKind[] {
-  return crash === 'both' ? ['restart', 'reboot'] : crash === 'none' ? [] : [crash];
-}
-
 export async function explore(o: ExploreOptions): Promise<ExploreReport> {
   const started = performance.now();
   const cpuStart = process.cpuUsage();
@@ -120,7 +144,7 @@ export async function explore(o: ExploreOptions): Promise<ExploreReport> {
   if (o.plan !== undefined) {
     await sim(o.seed, o.plan);
   } else {
-    const kinds = kindsOf(o.crash);
+    const kinds = crashKindsOf(o.crash);
     let topIndex = 0;
     const mine = (): boolean => {
       const i = topIndex++;

@@ -196,4 +196,14 @@ describe('AgentRuntime.stop: the grace period on the runtime\'s scheduler', () =
     assert.deepEqual(t.passes, { populator: [], reconciler: [], nodeStatus: [] });
     assert.deepEqual(t.clock.labels(), []);
   });
+
+  it('stopped before it started: start() starts nothing', async () => {
+    const t = setUp();
+    assert.deepEqual(await t.runtime.stop(), { abandoned: false });
+    t.reconstruction.resolve();
+    await t.runtime.start();
+    await t.clock.advanceTo(GRACE_MS);
+    assert.equal(t.runtime.getPhase(), 'stopped');
+    assert.deepEqual(t.passes, { populator: [], reconciler: [], nodeStatus: [] });
+  });
 });
