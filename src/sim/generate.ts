@@ -352,21 +352,21 @@ function populatorCases(seed: number, pods: { uid: string; volumes: string[]; un
   }
 }
 
-/** Grace periods a generated `sigterm` step gives (undefined: the agent's default, 30 s). */
-const SIGTERM_GRACES: readonly (number | undefined)[] = [undefined, 1_000, 5_000, 60_000];
+/** Grace periods a generated `sigterm` step gives besides the agent's default (30 s). */
+const SIGTERM_GRACES_MS: readonly number[] = [1_000, 5_000, 60_000];
 
 /**
  * A SIGTERM to kubelet (only when the explorer delivers SIGTERMs), from a random stream of its
  * own: with chance 3/5 one `sigterm` step, after the first step (the first convergence), at any
  * later place, often right after a pod is deleted or added (its teardown or setup then in flight),
- * with the agent's grace period or a shorter or longer one.
+ * half the time with the agent's grace period, else with a shorter or a longer one.
  */
 function sigtermCase(seed: number, steps: ScenarioStep[]): void {
   const side = new Picker(new Prng(seed ^ 0xc2b2ae35));
   if (!side.chance(0.6) || steps.length === 0) return;
   const podSteps = steps.flatMap((st, i) => (st.kind === 'deletePod' || st.kind === 'addPod' ? [i + 1] : []));
   const at = podSteps.length > 0 && side.chance(0.5) ? side.one(podSteps) : side.int(1, steps.length);
-  const graceMs = side.one(SIGTERM_GRACES);
+  const graceMs = side.chance(0.5) ? undefined : side.one(SIGTERM_GRACES_MS);
   steps.splice(at, 0, graceMs === undefined ? { kind: 'sigterm' } : { kind: 'sigterm', graceMs });
 }
 
