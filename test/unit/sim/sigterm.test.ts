@@ -1,4 +1,4 @@
-// A SIGTERM inside any operation (issue 33): the plan's stop:before|after:SEQ, the explorer's
+// A SIGTERM inside any operation: the plan's stop:before|after:SEQ, the explorer's
 // --crash stop|all, the scenario step `sigterm` and the generator's draw of it. A stop runs the
 // agent's own graceful stop (AgentRuntime.stop) with its grace period on the virtual clock, then
 // the process exits and the next engine life starts as after a restart.
