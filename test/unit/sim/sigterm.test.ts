@@ -131,11 +131,17 @@ describe('explorer: --crash stop|all', () => {
     const baseRun = await simulate({ scenario, gates: EVERY_GATE, seed: 1, recordCalls: true, recordCrashPoints: true });
     const stage = baseRun.calls.find((c) => c.label === 'csi.NodeStageVolume vol-1');
     assert.ok(stage !== undefined);
-    // The explorer runs one stop per distinct state; the stage's is one of them.
+    // The explorer runs one stop per class of crash points: the world state and the call it is at
+    // (a stop keeps the engine's memory, so what it is doing matters); the stage's is one of them.
+    const label = new Map(baseRun.calls.map((c) => [c.seq, c.label]));
+    const classes = new Set(baseRun.crashPoints.map((cp) => `${cp.state}|${label.get(cp.seq)}`));
     const states = new Set(baseRun.crashPoints.map((cp) => cp.state));
-    assert.ok(baseRun.crashPoints.some((cp) => cp.seq === stage.seq && cp.at === 'after'));
+    assert.ok(classes.size > states.size, 'more stop classes than world states');
+    assert.ok(baseRun.crashPoints.some((cp) => cp.seq === stage.seq && cp.at === 'before'));
     const report = await explore({ scenario, gates: EVERY_GATE, crash: 'stop', depth: 1, faults: false, seed: 1, runs: 1, replayCommand: () => '' });
-    assert.equal(report.runs, 1 + states.size);
+    assert.equal(report.runs, 1 + classes.size);
+    const crashes = await explore({ scenario, gates: EVERY_GATE, crash: 'restart', depth: 1, faults: false, seed: 1, runs: 1, replayCommand: () => '' });
+    assert.equal(crashes.runs, 1 + states.size, 'a crash point is still one per world state');
     assert.deepEqual(report.violations, []);
     // Just before the call: the stage is sent all the same and holds the stop for the whole grace
     // period; the process exits with it in flight, and the next life stages the volume again.
