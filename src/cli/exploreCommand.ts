@@ -69,7 +69,7 @@ export function exploreCommand(setExitCode: (code: number) => void): Command {
   const cmd = new Command('explore')
     .description(
       'Deterministic simulation: run the real volume manager under a seeded scheduler, crash (restart) ' +
-        'or reboot it before and after every port call, optionally fail every CSI call once, and check ' +
+        'or reboot it before and after every port call (or stop it gracefully: --crash stop|all), optionally fail every CSI call once, and check ' +
         'the safety invariants after every step. Prints violations with minimal traces and replay commands.',
     )
     .argument('[scenario.yaml]', 'a scenario file (see scenarios/ and docs/explorer.md)')
@@ -105,6 +105,7 @@ export function exploreCommand(setExitCode: (code: number) => void): Command {
         ['Every crash point of KEP story 1, restart and reboot, with the gate off', 'nodevol explore --scenario kep-story-1 --crash both'],
         ['The same with the KEP-6058 gate on', 'nodevol explore --scenario kep-story-1 --crash both --feature-gates CSIGlobalMountReconstruction=true'],
         ['A second crash during every recovery, shard 0 of 4, as JSON', 'nodevol explore --scenario kep-story-1 --depth 2 --shard 0/4 -o json'],
+        ['A SIGTERM (graceful stop, then exit) at every crash point too, every gate on', 'nodevol explore --scenario sigterm-in-flight --crash all --feature-gates AllAlpha=true'],
         ['Your own scenario, its first counterexample as a timeline', 'nodevol explore my-scenario.yaml --html counterexample.html'],
         ['100 generated workloads with every gate on (AllAlpha: each is Alpha), on every core', 'nodevol explore --generate 100 --feature-gates AllAlpha=true'],
         ['Shard 3 of 16 of a big search (one Indexed Job pod)', 'nodevol explore --generate 10000 --shard 3/16 -o json'],
