@@ -10,6 +10,7 @@ import { GrpcStatus } from '../../../src/ports/csi.js';
 import { checkSinglePod, convergenceProblems } from '../../../src/sim/checks.js';
 import { generateScenario } from '../../../src/sim/generate.js';
 import { nodevolGates } from '../../../src/sim/gateProofs.js';
+import { parsePlan } from '../../../src/sim/plan.js';
 import { fnv1a, Prng } from '../../../src/sim/prng.js';
 import { loadBuiltinScenario, parseScenario, scenarioYaml, ScenarioError, type Scenario } from '../../../src/sim/scenario.js';
 import { Scheduler } from '../../../src/sim/scheduler.js';
@@ -232,6 +233,33 @@ describe('hang: forever (a driver that never returns)', () => {
     const why = r.violations.find((v) => v.invariant === 'converges')?.message ?? '';
     assert.match(why, /vol-1 is not published for pod pod-a/);
     assert.doesNotMatch(why, /vol-2/);
+  });
+
+  it('found by --generate (workload 156, every gate on, shrunk): the engine keeps retrying calls the held volume answers ABORTED, the world is never quiet and the run ends at the bound with all that is owed converged: no converges violation', async () => {
+    const scenario = parseScenario(
+      [
+        'name: never-quiet',
+        'drivers:',
+        '  - { name: a.csi.example.com, registersAfter: 2s, singleNodeMultiWriter: true }',
+        'volumes:',
+        '  - { name: scratch-2, handle: mock-756f2fd9668066e4, inline: true }',
+        '  - { name: pv-4, handle: mock-d664935601ddef9a }',
+        'pods:',
+        '  - { uid: pod-1, volumes: [pv-4] }',
+        '  - { uid: pod-2, volumes: [pv-4, scratch-2] }',
+        'steps:',
+        '  - wait: converged',
+        '  - fault: { method: NodePublishVolume, volumeId: mock-d664935601ddef9a, hang: forever }',
+        '  - deletePod: pod-1',
+        '  - reboot',
+        '  - advance: 1m',
+        '  - reboot',
+      ].join('\n'),
+      'never-quiet.yaml',
+    );
+    const r = await simulate({ scenario, gates: ALL_GATES(), seed: 156, plan: parsePlan('restart:after:372') });
+    assert.equal(r.endReason, 'bound');
+    assert.deepEqual(names(r), []);
   });
 
   it('convergenceProblems leaves out a driver that never returns: its in-flight calls and its volumes; a plain hang is still waited for', async () => {
