@@ -63,8 +63,8 @@ function parse(argv: readonly string[]): { slips: number[]; checks: CheckName[];
 function cell(o: CheckOutcome | undefined): string {
   if (o === undefined) return '';
   const s = `${(o.wallMs / 1000).toFixed(0)} s`;
-  if (o.result === 'caught') return `caught: ${o.by} (${s})`;
-  if (o.result === 'missed') return `**missed** (${s})`;
+  if (o.result === 'caught') return `${o.slip === 0 ? '**violation**' : 'caught'}: ${o.by} (${s})`;
+  if (o.result === 'missed') return o.slip === 0 ? `clean (${s})` : `**missed** (${s})`;
   return `not run: ${o.by}`;
 }
 
