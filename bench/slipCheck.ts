@@ -122,7 +122,11 @@ export interface RunOptions {
   /** Wall-time budget of the check; past it the child is ended and the check is "not run". */
   readonly budgetMs: number;
   readonly crashPoints: number;
+  /** Generated workloads firstWorkload..workloads. */
+  readonly firstWorkload: number;
   readonly workloads: number;
+  /** Only these built-in scenarios (default: every one). */
+  readonly scenarios?: readonly string[];
   /** Progress lines of the child (a seed or scenario done). */
   readonly onProgress?: (line: string) => void;
   /** Keep the temporary tree (its path is printed). */
@@ -138,7 +142,18 @@ export async function checkSlip(id: number, check: CheckName, o: RunOptions): Pr
     const args =
       check === 'unit'
         ? ['--test', '--test-concurrency=1', '--test-reporter=tap', ...unitTestFiles(unitDirOf(slip?.file ?? 'src/agent/runtime.ts', dir), dir)]
-        : [compiledPath('bench/slipCheck.ts'), '--child', check, '--crash-points', String(o.crashPoints), '--workloads', String(o.workloads)];
+        : [
+            compiledPath('bench/slipCheck.ts'),
+            '--child',
+            check,
+            '--crash-points',
+            String(o.crashPoints),
+            '--first-workload',
+            String(o.firstWorkload),
+            '--workloads',
+            String(o.workloads),
+            ...(o.scenarios === undefined ? [] : ['--scenarios', o.scenarios.join(',')]),
+          ];
     const r = await runChild(dir, args, o);
     const wallMs = performance.now() - started;
     if (r.timedOut) return { slip: id, check, result: 'not run', by: `over the ${Math.round(o.budgetMs / 1000)} s budget${r.last === '' ? '' : ` (${r.last} clean)`}`, wallMs };
@@ -210,7 +225,7 @@ class Caught extends Error {
   }
 }
 
-async function childMain(check: 'builtins' | 'generated', crashPoints: number, workloads: number): Promise<void> {
+async function childMain(check: 'builtins' | 'generated', crashPoints: number, firstWorkload: number, workloads: number, scenarios: readonly string[] | undefined): Promise<void> {
   // Imported here: in the child these are the copy's (slipped) modules.
   const { FeatureGate } = await import('../src/features/features.js');
   const { explore } = await import('../src/sim/explorer.js');
@@ -220,8 +235,13 @@ async function childMain(check: 'builtins' | 'generated', crashPoints: number, w
   const gates = FeatureGate.parse(['AllAlpha=true']).gate;
   const cases =
     check === 'builtins'
-      ? builtinScenarioNames().map((name) => ({ label: name, scenario: loadBuiltinScenario(name), seed: 1, max: crashPoints }))
-      : Array.from({ length: workloads }, (_, i) => ({ label: `workload ${i + 1}`, scenario: generateScenario(i + 1, 'medium'), seed: i + 1, max: DEFAULT_MAX_CRASH_POINTS }));
+      ? (scenarios ?? builtinScenarioNames()).map((name) => ({ label: name, scenario: loadBuiltinScenario(name), seed: 1, max: crashPoints }))
+      : Array.from({ length: Math.max(0, workloads - firstWorkload + 1) }, (_, i) => firstWorkload + i).map((seed) => ({
+          label: `workload ${seed}`,
+          scenario: generateScenario(seed, 'medium'),
+          seed,
+          max: DEFAULT_MAX_CRASH_POINTS,
+        }));
   for (const c of cases) {
     try {
       await explore({
@@ -257,5 +277,7 @@ if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLTo
   };
   const check = process.argv[3];
   if (check !== 'builtins' && check !== 'generated') throw new Error(`slipCheck --child: unknown check ${String(check)}`);
-  await childMain(check, arg('--crash-points', 12), arg('--workloads', 200));
+  const named = process.argv.indexOf('--scenarios');
+  const scenarios = named === -1 ? undefined : (process.argv[named + 1] ?? '').split(',');
+  await childMain(check, arg('--crash-points', 12), arg('--first-workload', 1), arg('--workloads', 200), scenarios);
 }

@@ -1,5 +1,5 @@
 /**
- * Eleven plausible one-line slips in the shipped engine (issue 33), each as exact search/replace
+ * Eleven plausible one-line slips in the shipped engine, each as exact search/replace
  * edits on one source file. `npm run slips` (bench/slips.ts) puts one at a time into a temporary
  * copy of the tree and asks whether the built-in scenarios, the generated workloads and the unit
  * tests of the touched folder notice it (bench/slipCheck.ts). test/unit/bench/slips.test.ts keeps

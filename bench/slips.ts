@@ -6,20 +6,36 @@
  * what caught it. Exit 1 when a check that ran missed a slip.
  *
  *   node dist/bench/slips.js [--slip N]... [--check builtins|generated|unit|all]...
- *                            [--budget-s S] [--crash-points N] [--workloads N] [--keep]
+ *                            [--budget-s S] [--crash-points N] [--first-workload N] [--workloads N]
+ *                            [--scenario NAME]... [--keep]
  *
  * --slip 0 is the unmodified tree (the baseline: every check must come out "missed").
  * --budget-s: wall seconds per check (default 180); a check over it is ended and marked "not run".
+ * --first-workload / --workloads: the generated workloads' seeds (default 1..200), so that a range
+ * too long for one budget can be run in pieces. --scenario: only these built-in scenarios.
  */
 import { CHECKS, checkSlip, type CheckName, type CheckOutcome } from './slipCheck.js';
 import { SLIPS, slipById } from './slipList.js';
 
-function parse(argv: readonly string[]): { slips: number[]; checks: CheckName[]; budgetMs: number; crashPoints: number; workloads: number; keep: boolean } {
+interface Options {
+  slips: number[];
+  checks: CheckName[];
+  budgetMs: number;
+  crashPoints: number;
+  firstWorkload: number;
+  workloads: number;
+  scenarios: string[] | undefined;
+  keep: boolean;
+}
+
+function parse(argv: readonly string[]): Options {
   const slips: number[] = [];
   const checks: CheckName[] = [];
   let budgetMs = 180_000;
   let crashPoints = 12;
+  let firstWorkload = 1;
   let workloads = 200;
+  const scenarios: string[] = [];
   let keep = false;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -46,7 +62,9 @@ function parse(argv: readonly string[]): { slips: number[]; checks: CheckName[];
       else throw new Error(`--check ${v}: want builtins, generated, unit or all`);
     } else if (a === '--budget-s') budgetMs = int() * 1000;
     else if (a === '--crash-points') crashPoints = int();
+    else if (a === '--first-workload') firstWorkload = int();
     else if (a === '--workloads') workloads = int();
+    else if (a === '--scenario') scenarios.push(value());
     else if (a === '--keep') keep = true;
     else throw new Error(`unknown argument ${String(a)}`);
   }
@@ -55,7 +73,9 @@ function parse(argv: readonly string[]): { slips: number[]; checks: CheckName[];
     checks: checks.length > 0 ? [...new Set(checks)] : [...CHECKS],
     budgetMs,
     crashPoints,
+    firstWorkload,
     workloads,
+    scenarios: scenarios.length > 0 ? scenarios : undefined,
     keep,
   };
 }
@@ -84,7 +104,9 @@ async function main(): Promise<number> {
       const o = await checkSlip(id, check, {
         budgetMs: opts.budgetMs,
         crashPoints: opts.crashPoints,
+        firstWorkload: opts.firstWorkload,
         workloads: opts.workloads,
+        ...(opts.scenarios === undefined ? {} : { scenarios: opts.scenarios }),
         keep: opts.keep,
       });
       outcomes.set(check, o);
@@ -98,7 +120,7 @@ async function main(): Promise<number> {
     const name = r.id === 0 ? '0 (none: the shipped tree)' : `${r.id} ${slipById(r.id).description}`;
     console.log(`| ${name} | ${opts.checks.map((c) => cell(r.outcomes.get(c))).join(' | ')} |`);
   }
-  console.log(`\n${((Date.now() - started) / 1000).toFixed(0)} s wall; builtins: every built-in scenario, AllAlpha, depth 1, both crash kinds, ${opts.crashPoints} crash points; generated: medium workloads 1..${opts.workloads}, AllAlpha, 12 crash points; per-check budget ${opts.budgetMs / 1000} s`);
+  console.log(`\n${((Date.now() - started) / 1000).toFixed(0)} s wall; builtins: ${opts.scenarios?.join(', ') ?? 'every built-in scenario'}, AllAlpha, depth 1, both crash kinds, ${opts.crashPoints} crash points; generated: medium workloads ${opts.firstWorkload}..${opts.workloads}, AllAlpha, 12 crash points; per-check budget ${opts.budgetMs / 1000} s`);
   const missed = rows.some((r) => r.id !== 0 && [...r.outcomes.values()].some((o) => o.result === 'missed'));
   const baselineCaught = rows.some((r) => r.id === 0 && [...r.outcomes.values()].some((o) => o.result === 'caught'));
   return missed || baselineCaught ? 1 : 0;
