@@ -124,4 +124,17 @@ describe('composeNodevolPolicy', () => {
     const h = await host(gates);
     assert.throws(() => composeNodevolPolicy(gates, h, [durable, twin]), /CSIDurableBlockVolumePaths and CSIGlobalMountReconstruction both set the csi hook stagingPathCreated/);
   });
+
+  it('the error names the kind of hook too: an operation generator or a reconstruction hook', async () => {
+    const gates = FeatureGate.of({ CSIGlobalMountReconstruction: true, CSIDurableBlockVolumePaths: true, CSIRetryReconstructionCleanup: true });
+    const h = await host(gates);
+    const two = (part: ReturnType<NodevolGate['create']>): NodevolGate[] =>
+      ([CSIDurableBlockVolumePaths, CSIRetryReconstructionCleanup] as const).map((name) => ({ name, proofScenarios: [], doc: '', create: () => part }));
+    assert.throws(() => composeNodevolPolicy(gates, h, two({ operationGenerator: { deviceStaysUncertain: () => true } })), {
+      message: 'feature gates CSIDurableBlockVolumePaths and CSIRetryReconstructionCleanup both set the operationGenerator hook deviceStaysUncertain',
+    });
+    assert.throws(() => composeNodevolPolicy(gates, h, two({ reconstruct: { cleanOrphanVolumes: () => Promise.resolve([]) } })), {
+      message: 'feature gates CSIDurableBlockVolumePaths and CSIRetryReconstructionCleanup both set the reconstruct hook cleanOrphanVolumes',
+    });
+  });
 });
