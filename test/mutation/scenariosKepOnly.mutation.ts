@@ -10,6 +10,7 @@ scenariosTest('KEP-6058 only', {
   'driver-never-returns': ['converges'],
   'kep-story-2': ['converges', 'no-unstage-in-use'],
   'listed-restage-fails': ['nothing-removed-early'],
+  'lost-pod-file-read-only-root': ['converges', 'no-unstage-in-use'],
   'mount-group-check-fails': ['converges'],
   'published-then-failed': ['converges'],
   'reconstruction-cleanup-retry': ['converges'],

@@ -4,10 +4,8 @@
 import { workloadsTest } from './killers.js';
 
 workloadsTest('KEP-6058 only', {
-  2: ['converges'],
+  1: ['converges'],
   3: ['converges'],
-  5: ['converges', 'no-unstage-in-use'],
   6: ['converges'],
-  7: ['converges'],
-  10: ['converges'],
+  9: ['converges'],
 });

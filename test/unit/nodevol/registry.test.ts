@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
-import { CSIDurableBlockVolumePaths, CSIGlobalMountReconstruction, FeatureGate } from '../../../src/features/features.js';
+import { CSIDurableBlockVolumePaths, CSIGlobalMountReconstruction, CSIRetryReconstructionCleanup, CSIUnstageCompletesBeforeRestage, FeatureGate, type FeatureName } from '../../../src/features/features.js';
 import { composeNodevolPolicy } from '../../../src/nodevol/composePolicy.js';
 import type { NodevolGate } from '../../../src/nodevol/nodevolGate.js';
 import { NODEVOL_GATES } from '../../../src/nodevol/registry.js';
@@ -76,6 +76,46 @@ describe('composeNodevolPolicy', () => {
     assert.ok(reconstruct.cleanOrphanVolumes !== undefined);
   });
 
+  describe('housekeeping: the enabled gates\' periodic work', () => {
+    const names = [CSIDurableBlockVolumePaths, CSIRetryReconstructionCleanup, CSIUnstageCompletesBeforeRestage] as const;
+    const on = FeatureGate.of({ CSIGlobalMountReconstruction: true, [names[0]]: true, [names[1]]: true, [names[2]]: true });
+    /** A gate named `name` whose housekeeping logs its start and (a turn later) its end in `log`. */
+    function gate(name: FeatureName, log: string[], housekeeping = true): NodevolGate & { run: () => Promise<void> } {
+      const run = async (): Promise<void> => {
+        log.push(`${name} start`);
+        await Promise.resolve();
+        log.push(`${name} end`);
+      };
+      return { name, proofScenarios: [], doc: '', run, create: () => (housekeeping ? { housekeeping: run } : {}) };
+    }
+
+    it('none: a settled promise of nothing', async () => {
+      const log: string[] = [];
+      const policy = composeNodevolPolicy(on, await host(on), [gate(names[0], log, false), gate(names[1], log, false)]);
+      const done = policy.housekeeping();
+      assert.ok(done instanceof Promise);
+      assert.equal(await done, undefined);
+      assert.deepEqual(log, []);
+    });
+
+    it("one: that gate's function itself (as many turns as the call it replaces)", async () => {
+      const log: string[] = [];
+      const only = gate(names[1], log);
+      const policy = composeNodevolPolicy(on, await host(on), [gate(names[0], log, false), only, gate(names[2], log, false)]);
+      assert.equal(policy.housekeeping, only.run);
+    });
+
+    it("two or more: each in the registry's order, each finished before the next starts; a disabled gate's never", async () => {
+      const log: string[] = [];
+      const some = FeatureGate.of({ CSIGlobalMountReconstruction: true, [names[0]]: true, [names[2]]: true });
+      const policy = composeNodevolPolicy(some, await host(some), [gate(names[0], log), gate(names[1], log), gate(names[2], log)]);
+      await policy.housekeeping();
+      assert.deepEqual(log, [`${names[0]} start`, `${names[0]} end`, `${names[2]} start`, `${names[2]} end`]);
+      await policy.housekeeping();
+      assert.equal(log.length, 8);
+    });
+  });
+
   it('two gates setting one hook: an error naming both', async () => {
     const gates = FeatureGate.of({ CSIGlobalMountReconstruction: true, CSIDurableBlockVolumePaths: true });
     const twin: NodevolGate = { name: CSIGlobalMountReconstruction, proofScenarios: [], doc: '', create: () => ({ csi: { stagingPathCreated: () => Promise.resolve() } }) };
@@ -83,5 +123,18 @@ describe('composeNodevolPolicy', () => {
     assert.ok(durable !== undefined);
     const h = await host(gates);
     assert.throws(() => composeNodevolPolicy(gates, h, [durable, twin]), /CSIDurableBlockVolumePaths and CSIGlobalMountReconstruction both set the csi hook stagingPathCreated/);
+  });
+
+  it('the error names the kind of hook too: an operation generator or a reconstruction hook', async () => {
+    const gates = FeatureGate.of({ CSIGlobalMountReconstruction: true, CSIDurableBlockVolumePaths: true, CSIRetryReconstructionCleanup: true });
+    const h = await host(gates);
+    const two = (part: ReturnType<NodevolGate['create']>): NodevolGate[] =>
+      ([CSIDurableBlockVolumePaths, CSIRetryReconstructionCleanup] as const).map((name) => ({ name, proofScenarios: [], doc: '', create: () => part }));
+    assert.throws(() => composeNodevolPolicy(gates, h, two({ operationGenerator: { deviceStaysUncertain: () => true } })), {
+      message: 'feature gates CSIDurableBlockVolumePaths and CSIRetryReconstructionCleanup both set the operationGenerator hook deviceStaysUncertain',
+    });
+    assert.throws(() => composeNodevolPolicy(gates, h, two({ reconstruct: { cleanOrphanVolumes: () => Promise.resolve([]) } })), {
+      message: 'feature gates CSIDurableBlockVolumePaths and CSIRetryReconstructionCleanup both set the reconstruct hook cleanOrphanVolumes',
+    });
   });
 });
