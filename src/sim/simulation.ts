@@ -6,10 +6,10 @@
  *
  * The scheduler (scheduler.ts) owns every completion: an engine port call only queues an event
  * (fencedPorts.ts); its effect lands on the world (world.ts), and its promise settles, when the
- * seeded scheduler picks that event. After each event the harness lets microtasks settle (one
- * macrotask turn), so the engine runs until it waits on a port again. Timers (the agent loops
- * incl. housekeeping, driver delays, client deadlines, the journal commit) are events on the same
- * virtual clock. Same seed + same plan = same trace hash.
+ * seeded scheduler picks that event. After each event the harness lets microtasks settle
+ * (scheduler.ts: microDrain), so the engine runs until it waits on a port again. Timers (the
+ * agent loops incl. housekeeping, driver delays, client deadlines, the journal commit) are events
+ * on the same virtual clock. Same seed + same plan = same trace hash.
  *
  * A crash ends an engine life: every event of that life is dropped (no port call of it settles,
  * no effect of it lands), its loops stop. CSI calls already at the driver carry on there (restart)
@@ -34,7 +34,7 @@ import type { PortCallRecord, TraceEventKind, TraceStep } from '../trace/simTrac
 import { checkArrival, checkInUseReported, checkRemoval, convergenceProblems, type Finding } from './checks.js';
 import { Fence, type CallRecord, type CrashPoint, type EngineLife } from './fencedPorts.js';
 import type { CrashKind, Perturbation } from './plan.js';
-import { macroTurn, Scheduler, type SimEvent } from './scheduler.js';
+import { MACRO_TURN_EVERY, macroTurn, microDrain, Scheduler, type SimEvent } from './scheduler.js';
 import { SIM_NODE, SIM_ROOT, SimWorld } from './world.js';
 
 /** Liveness bound after the last crash or fault. */
@@ -248,7 +248,7 @@ export class Simulation {
   async #runEvent(ev: SimEvent): Promise<void> {
     this.#beginStep(ev.kind, ev.label);
     await ev.run();
-    await macroTurn();
+    await (this.#step % MACRO_TURN_EVERY === 0 ? macroTurn() : microDrain());
     this.#afterStep();
   }
 
