@@ -26,7 +26,7 @@
  */
 import { Volume } from 'memfs';
 
-import { MemFs } from '../adapters/memory/memFs.js';
+import { lstatQuietly, MemFs } from '../adapters/memory/memFs.js';
 import { quietFsError, type DirEntry, type FileStat, type FileSystem, type WriteFileOptions } from '../ports/fs.js';
 
 /** ext4's default journal commit interval (mount option commit=5). */
@@ -38,12 +38,6 @@ type ImageEntry =
   | { readonly path: string; readonly type: 'dir'; readonly mode: number }
   | { readonly path: string; readonly type: 'file'; readonly mode: number; readonly data: Uint8Array }
   | { readonly path: string; readonly type: 'link'; readonly target: string };
-
-interface StatLike {
-  isDirectory(): boolean;
-  isSymbolicLink(): boolean;
-  readonly mode: number;
-}
 
 export class DurableFs implements FileSystem {
   readonly #vol: Volume;
@@ -215,7 +209,7 @@ export class DurableFs implements FileSystem {
 
   /** Copies what is at `path` in the page cache, and below it, into the disk image. */
   #read(path: string): void {
-    const st = this.#vol.lstatSync(path, { throwIfNoEntry: false }) as StatLike | undefined;
+    const st = lstatQuietly(this.#vol, path);
     if (st === undefined) return;
     if (st.isSymbolicLink()) {
       this.#durable.set(path, { path, type: 'link', target: String(this.#vol.readlinkSync(path)) });
