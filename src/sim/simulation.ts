@@ -34,7 +34,7 @@ import type { PortCallRecord, TraceEventKind, TraceStep } from '../trace/simTrac
 import { checkArrival, checkInUseReported, checkRemoval, convergenceProblems, type Finding } from './checks.js';
 import { Fence, type CallRecord, type CrashPoint, type EngineLife } from './fencedPorts.js';
 import type { CrashKind, Perturbation } from './plan.js';
-import { MACRO_TURN_EVERY, macroTurn, microDrain, Scheduler, type SimEvent } from './scheduler.js';
+import { MACRO_TURN_EVERY, macroTurn, microDrain, Scheduler } from './scheduler.js';
 import { SIM_NODE, SIM_ROOT, SimWorld } from './world.js';
 
 /** Liveness bound after the last crash or fault. */
@@ -220,7 +220,12 @@ export class Simulation {
         break;
       }
       this.#world.fs.tick(this.#sched.now);
-      await this.#runEvent(ev);
+      this.#beginStep(ev.kind, ev.label);
+      // An event that ran synchronously has nothing to await: the drain below waits for the engine.
+      const ran = ev.run();
+      if (ran !== undefined) await ran;
+      await (this.#step % MACRO_TURN_EVERY === 0 ? macroTurn() : microDrain());
+      this.#afterStep();
     }
     this.#settleFailureChecks(true);
     // Liveness is owed once the faults have ended: a call a driver still holds on a hang (until
@@ -245,16 +250,9 @@ export class Simulation {
     };
   }
 
-  async #runEvent(ev: SimEvent): Promise<void> {
-    this.#beginStep(ev.kind, ev.label);
-    await ev.run();
-    await (this.#step % MACRO_TURN_EVERY === 0 ? macroTurn() : microDrain());
-    this.#afterStep();
-  }
-
   #beginStep(kind: TraceEventKind, label: string): void {
     this.#step++;
-    this.#hash.add(`${this.#sched.now}|${kind}|${label}`);
+    this.#hash.add3(this.#sched.now, kind, label);
     // The step's record exists for a full trace only (the explorer's runs keep the hash).
     if (this.#opt.fullTrace !== true) return;
     this.#current = {
@@ -315,7 +313,7 @@ export class Simulation {
   #record(call: PortCallRecord): void {
     // The engine numbers its temporary files with a process-wide counter: normalise it so that a
     // run's hash does not depend on the runs before it in the same process.
-    this.#hash.add(`${call.seq}|${call.port}.${call.op}|${call.args}|${call.result}`);
+    this.#hash.addCall(call.seq, call.port, call.op, call.args, call.result);
     this.#current?.calls.push(call);
   }
 

@@ -479,7 +479,8 @@ export class MemFs implements FileSystem {
   #resolveDirect(path: string, trailingSlash: boolean, syscall: string): Resolved | undefined {
     const clean = trailingSlash ? path.slice(0, -1) : path;
     if (clean.includes('//') || clean.includes('/./') || clean.includes('/../') || clean.endsWith('/.') || clean.endsWith('/..')) return undefined;
-    for (const link of this.#symlinks) if (clean === link || clean.startsWith(`${link}/`)) return undefined;
+    // clean is the link or below it (no string built per link: this runs for every path resolved).
+    for (const link of this.#symlinks) if (clean.startsWith(link) && (clean.length === link.length || clean.charCodeAt(link.length) === 0x2f)) return undefined;
     if (clean === '') return { path: '/', type: 'directory' };
     const type = this.#lstatType(clean);
     if (type === undefined) {
