@@ -110,7 +110,16 @@ export class Scheduler {
     const count = ready.length + due;
     if (count === 0) return undefined;
     const k = count === 1 ? 0 : this.rng.int(count);
-    if (k < ready.length) return ready.splice(k, 1)[0];
-    return timers.splice(k - ready.length, 1)[0];
+    return k < ready.length ? takeAt(ready, k) : takeAt(timers, k - ready.length);
   }
+}
+
+/** Removes and returns `list[i]`, keeping the order of the rest (splice without its result array). */
+function takeAt(list: SimEvent[], i: number): SimEvent | undefined {
+  const ev = list[i];
+  if (ev === undefined) return undefined;
+  const last = list.length - 1;
+  for (let j = i; j < last; j++) list[j] = list[j + 1] as SimEvent;
+  list.length = last;
+  return ev;
 }

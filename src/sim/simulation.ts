@@ -147,7 +147,8 @@ export class Simulation {
   #prevTree: string[] = [];
   #prevMounts: string[] = [];
   #diffedVersion = -1;
-  #convergedMemo: { key: string; why: string } | undefined;
+  /** The last convergence answer and what it depended on (compared field by field: no key built per step). */
+  #convergedMemo: { version: number; inFlight: number; restarting: boolean; life: number; alive: boolean; why: string } | undefined;
 
   constructor(options: SimOptions) {
     this.#opt = options;
@@ -412,9 +413,14 @@ export class Simulation {
 
   /** Converged: the world is what the running pods want, and the node status says so. */
   #converged(): boolean {
-    const key = `${this.#world.version}|${this.#world.inFlight.size}|${this.#restarting}|${this.#life.id}|${this.#life.alive}`;
-    if (this.#convergedMemo?.key !== key) this.#convergedMemo = { key, why: this.#whyNotConverged('converged') };
-    return this.#convergedMemo.why === '';
+    const m = this.#convergedMemo;
+    const version = this.#world.version;
+    const inFlight = this.#world.inFlight.size;
+    const life = this.#life;
+    if (m !== undefined && m.version === version && m.inFlight === inFlight && m.restarting === this.#restarting && m.life === life.id && m.alive === life.alive) return m.why === '';
+    const why = this.#whyNotConverged('converged');
+    this.#convergedMemo = { version, inFlight, restarting: this.#restarting, life: life.id, alive: life.alive, why };
+    return why === '';
   }
 
   #whyNotConverged(reason: SimResult['endReason']): string {
