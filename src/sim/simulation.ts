@@ -303,6 +303,8 @@ export class Simulation {
    * and nothing logged (a crash before the line is written takes the obligation with it).
    */
   #settleFailureChecks(runEnded: boolean): void {
+    // Runs after every step: no new array when nothing is pending.
+    if (this.#pendingFailureChecks.length === 0) return;
     this.#pendingFailureChecks = this.#pendingFailureChecks.filter((check) => {
       if (check.life !== this.#life.id || !this.#life.alive) return false;
       if (this.#logs.slice(check.logMark).some((l) => l.life === check.life && l.severity === 'E')) return false;

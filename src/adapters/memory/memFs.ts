@@ -51,7 +51,17 @@ function typeOf(st: StatsLike): FileType {
   return 'other';
 }
 
+/**
+ * Whether `p` is absolute and already what posix.normalize makes of it, less a trailing "/":
+ * no empty, "." or ".." component. Most paths are, and need no normalising.
+ */
+export function isCleanAbsolute(p: string): boolean {
+  if (p === '/') return true;
+  return p.startsWith('/') && !p.endsWith('/') && !p.includes('//') && !p.includes('/./') && !p.includes('/../') && !p.endsWith('/.') && !p.endsWith('/..');
+}
+
 function cleanPath(p: string): string {
+  if (isCleanAbsolute(p)) return p;
   const n = posix.normalize(p);
   return n.length > 1 && n.endsWith('/') ? n.slice(0, -1) : n;
 }
@@ -314,6 +324,14 @@ export class MemFs implements FileSystem {
     } catch {
       return undefined;
     }
+  }
+
+  /**
+   * lstat of a real (symlink-free) path, synchronously, from the adapter's record of lookups;
+   * undefined when nothing is there.
+   */
+  lstatRealSync(realPath: string): FileStat | undefined {
+    return this.#lookup(realPath);
   }
 
   /** The names in directory `path`, synchronously; undefined when it is not a directory. */
