@@ -31,6 +31,9 @@ import type { VolumeHost } from '../volume/volumeHost.js';
 import { NODE_STATUS_UPDATE_PERIOD_MS, VolumeManager } from '../volumemanager/volumeManager.js';
 import { AgentRuntime, type LoopScheduler } from './runtime.js';
 
+/** How long a stop waits for in-flight work when not told (the agent's --shutdown-grace-period default, 30s). */
+export const DEFAULT_SHUTDOWN_GRACE_MS = 30_000;
+
 /** Where a node lives and what it is: the parts of its host that are not ports. */
 export interface NodeIdentity {
   readonly layout: KubeletLayout;
@@ -181,7 +184,7 @@ export function composeNode(ports: NodePorts, options: NodeOptions): ComposedNod
   const { onChange, signalsEveryChange } = ports.cluster;
   const runtime = new AgentRuntime(vm, ports.logger, {
     nodeStatusUpdatePeriodMs: options.nodeStatusUpdatePeriodMs ?? NODE_STATUS_UPDATE_PERIOD_MS,
-    shutdownGraceMs: options.shutdownGraceMs ?? 30_000,
+    shutdownGraceMs: options.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS,
     housekeeping: { periodMs: HOUSEKEEPING_PERIOD_MS, run: housekeeping },
     ...(onChange === undefined || signalsEveryChange === undefined
       ? {}

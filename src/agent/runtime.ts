@@ -40,7 +40,10 @@ export interface RuntimeOptions {
    * idle populator sleeps until a change is signalled instead of passing every 100 ms.
    */
   readonly clusterChanges?: { readonly subscribe: (listener: () => void) => void; readonly signalsEveryChange: () => boolean };
-  /** The loops' timers; default the global setTimeout/clearTimeout (tests pass a fake one with `now`). */
+  /**
+   * The loops' timers and a stop's grace timer; default the global setTimeout/clearTimeout (tests
+   * pass a fake one with `now`, the simulator its virtual clock's).
+   */
   readonly scheduler?: LoopScheduler;
 }
 
@@ -55,6 +58,9 @@ const realScheduler: LoopScheduler = {
   setTimeout: (callback, ms) => setTimeout(callback, ms),
   clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
 };
+
+/** The label of a stop's grace timer (the simulator's trace shows it). */
+export const SHUTDOWN_GRACE_TIMER = 'shutdownGrace';
 
 /** The longest an idle populator sleeps without a signalled change (a missed signal costs at most this). */
 export const POPULATOR_IDLE_MAX_SLEEP_MS = 1_000;
@@ -117,11 +123,14 @@ export class AgentRuntime {
   }
 
   async start(): Promise<void> {
+    // Stopped before it started (a SIGTERM while the node was still starting): nothing runs.
+    if (this.phase === 'stopping' || this.phase === 'stopped') return;
     this.phase = 'reconstructing';
     this.lastProgress.set('reconstruction', this.now());
     await this.vm.start();
     this.lastProgress.delete('reconstruction');
-    if ((this.phase as RuntimePhase) === 'stopping') return;
+    // Stopped during reconstruction (or the stop already gave up waiting): no loop starts.
+    if ((this.phase as RuntimePhase) === 'stopping' || (this.phase as RuntimePhase) === 'stopped') return;
     this.phase = 'running';
     // An idle node costs next to nothing: reconciler passes that could start nothing are skipped.
     this.vm.skipIdlePasses?.();
@@ -281,21 +290,25 @@ export class AgentRuntime {
    * Stops the loops, then waits up to the grace period, in all, for the loop iterations and the
    * volume operations in flight (a stuck iteration cannot hold the stop longer). Nothing is rolled
    * back: whatever is on disk and in the mount table is what the next start reconstructs.
+   * `graceMs` overrides the runtime's shutdownGraceMs for this stop (the simulator's `sigterm`
+   * step with its own grace).
    */
-  async stop(): Promise<{ abandoned: boolean }> {
+  async stop(options: { readonly graceMs?: number } = {}): Promise<{ abandoned: boolean }> {
     this.phase = 'stopping';
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
     const scheduler = this.options.scheduler ?? realScheduler;
     for (const t of this.loopTimers) scheduler.clearTimeout(t);
     this.loopTimers.clear();
-    let timer: NodeJS.Timeout | undefined;
+    // The grace period is a timer of the loops' scheduler: under the simulator its virtual clock
+    // runs it, like every other timer of the runtime, so a stop is as deterministic as the loops.
+    let timer: unknown;
     const grace = new Promise<'timeout'>((resolve) => {
-      timer = setTimeout(() => resolve('timeout'), this.options.shutdownGraceMs);
+      timer = scheduler.setTimeout(() => resolve('timeout'), options.graceMs ?? this.options.shutdownGraceMs, SHUTDOWN_GRACE_TIMER);
     });
     const drained = Promise.allSettled([...this.inFlight]).then(() => this.vm.waitForOperations()).then(() => 'done' as const);
     const outcome = await Promise.race([drained, grace]);
-    if (timer !== undefined) clearTimeout(timer);
+    if (timer !== undefined) scheduler.clearTimeout(timer);
     this.phase = 'stopped';
     return { abandoned: outcome === 'timeout' };
   }

@@ -11,7 +11,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 
 import { CSIGlobalMountReconstruction, FeatureGate, FeatureGateError } from '../features/features.js';
 import { errorMessage } from '../ports/fs.js';
-import { explore, type ExploreReport } from '../sim/explorer.js';
+import { CRASH_CHOICES, explore, type CrashChoice, type ExploreReport } from '../sim/explorer.js';
 import { INVARIANTS } from '../sim/invariants.js';
 import { builtinScenarioNames, loadBuiltinScenario, loadScenarioFile, ScenarioError, type Scenario } from '../sim/scenario.js';
 import { parsePlan, type Perturbation } from '../sim/plan.js';
@@ -29,7 +29,7 @@ export const EXPLORE_EXIT_CANNOT_RUN = 2;
 interface ExploreFlags {
   scenario?: string;
   featureGates: string[];
-  crash: 'none' | 'restart' | 'reboot' | 'both';
+  crash: CrashChoice;
   depth: string;
   faults: boolean;
   seed: number;
@@ -69,13 +69,17 @@ export function exploreCommand(setExitCode: (code: number) => void): Command {
   const cmd = new Command('explore')
     .description(
       'Deterministic simulation: run the real volume manager under a seeded scheduler, crash (restart) ' +
-        'or reboot it before and after every port call, optionally fail every CSI call once, and check ' +
+        'or reboot it before and after every port call (or stop it gracefully: --crash stop|all), optionally fail every CSI call once, and check ' +
         'the safety invariants after every step. Prints violations with minimal traces and replay commands.',
     )
     .argument('[scenario.yaml]', 'a scenario file (see scenarios/ and docs/explorer.md)')
     .option('--scenario <name>', `a built-in scenario (${safeBuiltinNames()})`)
     .option('--feature-gates <gates>', 'feature gates, e.g. CSIGlobalMountReconstruction=true (override the scenario\'s)', collect, [])
-    .addOption(new Option('--crash <kind>', 'crash kinds to inject at every crash point').choices(['none', 'restart', 'reboot', 'both']).default('both'))
+    .addOption(
+      new Option('--crash <kind>', 'crash kinds to inject at every crash point (stop: a SIGTERM, the graceful stop then an exit; all: restart, reboot and stop)')
+        .choices([...CRASH_CHOICES])
+        .default('both'),
+    )
     .addOption(new Option('--depth <n>', '1: every single crash point; 2: and a second crash during each recovery').choices(['1', '2']).default('1'))
     .option('--faults', 'also fail each CSI call of the run once (Unavailable, Aborted, DeadlineExceeded, hang past the deadline)', false)
     .option('--seed <n>', 'seed of the scheduler (same seed, same interleaving)', nonNegativeInt, 1)
@@ -83,7 +87,7 @@ export function exploreCommand(setExitCode: (code: number) => void): Command {
     .option('--shard <I/N>', 'run only shard I of N (0-based; deterministic split for CI matrices and Indexed Jobs)', shard)
     .addOption(new Option('-o, --output <format>', 'output format').choices(['table', 'json']).default('table'))
     .option('--html <file>', 'write a self-contained HTML page of the first counterexample trace')
-    .option('--plan <plan>', 'replay one run: comma-separated restart|reboot:before|after:SEQ and fault:KIND:N (printed by a finding)')
+    .option('--plan <plan>', 'replay one run: comma-separated restart|reboot|stop:before|after:SEQ and fault:KIND:N (printed by a finding)')
     .option('--generate <n>', 'explore N generated workloads (seeds --seed .. --seed+N-1) instead of one scenario; violations are shrunk to scenario files', positiveInt)
     .addOption(new Option('--size <size>', 'size of the generated workloads').choices([...WORKLOAD_SIZES]).default('medium'))
     .option('--jobs <n>', 'worker threads for --generate (default: one per core)', positiveInt)
@@ -101,6 +105,7 @@ export function exploreCommand(setExitCode: (code: number) => void): Command {
         ['Every crash point of KEP story 1, restart and reboot, with the gate off', 'nodevol explore --scenario kep-story-1 --crash both'],
         ['The same with the KEP-6058 gate on', 'nodevol explore --scenario kep-story-1 --crash both --feature-gates CSIGlobalMountReconstruction=true'],
         ['A second crash during every recovery, shard 0 of 4, as JSON', 'nodevol explore --scenario kep-story-1 --depth 2 --shard 0/4 -o json'],
+        ['A SIGTERM (graceful stop, then exit) at every crash point too, every gate on', 'nodevol explore --scenario sigterm-in-flight --crash all --feature-gates AllAlpha=true'],
         ['Your own scenario, its first counterexample as a timeline', 'nodevol explore my-scenario.yaml --html counterexample.html'],
         ['100 generated workloads with every gate on (AllAlpha: each is Alpha), on every core', 'nodevol explore --generate 100 --feature-gates AllAlpha=true'],
         ['Shard 3 of 16 of a big search (one Indexed Job pod)', 'nodevol explore --generate 10000 --shard 3/16 -o json'],

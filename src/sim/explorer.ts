@@ -16,8 +16,37 @@ import { INVARIANT_NAMES, type InvariantName, type Violation } from './invariant
 import { Prng } from './prng.js';
 import type { Scenario } from './scenario.js';
 import { FAULT_KINDS, formatPlan, type CrashKind, type Perturbation } from './plan.js';
+import type { CrashPoint } from './fencedPorts.js';
 import { simulate, type SimResult } from './simulation.js';
 import type { SimTrace, TraceStep } from '../trace/simTrace.js';
+
+/**
+ * What `--crash` injects at every crash point: no crash, one kind, `both` (restart and reboot,
+ * the default) or `all` (restart, reboot and a SIGTERM's stop).
+ */
+export type CrashChoice = 'none' | CrashKind | 'both' | 'all';
+export const CRASH_CHOICES: readonly CrashChoice[] = ['none', 'restart', 'reboot', 'stop', 'both', 'all'];
+
+/** The crash kinds of a choice, in the order the explorer runs them. */
+export function crashKindsOf(crash: CrashChoice): CrashKind[] {
+  switch (crash) {
+    case 'none':
+      return [];
+    case 'both':
+      return ['restart', 'reboot'];
+    case 'all':
+      return ['restart', 'reboot', 'stop'];
+    case 'restart':
+    case 'reboot':
+    case 'stop':
+      return [crash];
+  }
+}
+
+/** Whether a choice delivers SIGTERMs (then generated workloads draw `sigterm` steps too). */
+export function crashStops(crash: CrashChoice): boolean {
+  return crashKindsOf(crash).includes('stop');
+}
 
 /** Depth-2 runs per seed above which the second crashes are sampled by seed. */
 export const DEPTH2_SAMPLE = 250;
@@ -25,7 +54,7 @@ export const DEPTH2_SAMPLE = 250;
 export interface ExploreOptions {
   readonly scenario: Scenario;
   readonly gates: FeatureGate;
-  readonly crash: 'none' | CrashKind | 'both';
+  readonly crash: CrashChoice;
   readonly depth: 1 | 2;
   readonly faults: boolean;
   readonly seed: number;
@@ -93,10 +122,6 @@ interface Finding {
   readonly violation: Violation;
 }
 
-function kindsOf(crash: ExploreOptions['crash']): CrashKind[] {
-  return crash === 'both' ? ['restart', 'reboot'] : crash === 'none' ? [] : [crash];
-}
-
 export async function explore(o: ExploreOptions): Promise<ExploreReport> {
   const started = performance.now();
   const cpuStart = process.cpuUsage();
@@ -104,8 +129,13 @@ export async function explore(o: ExploreOptions): Promise<ExploreReport> {
   let runs = 0;
   let crashPoints = 0;
   const states = new Set<string>();
+  const kinds = crashKindsOf(o.crash);
+  // A stop keeps the engine's memory for its grace period: two stop points with the same world
+  // are told apart by the call they are at (what the engine is doing), so the runs that give
+  // crash points record their calls too.
+  const stops = kinds.includes('stop');
   const sim = async (seed: number, plan: readonly Perturbation[], recordCrashPoints = false): Promise<SimResult> => {
-    const r = await simulate({ scenario: o.scenario, gates: o.gates, seed, plan, recordCrashPoints });
+    const r = await simulate({ scenario: o.scenario, gates: o.gates, seed, plan, recordCrashPoints, ...(stops && recordCrashPoints ? { recordCalls: true } : {}) });
     runs++;
     o.onRun?.(runs);
     o.onResult?.(r);
@@ -120,7 +150,6 @@ export async function explore(o: ExploreOptions): Promise<ExploreReport> {
   if (o.plan !== undefined) {
     await sim(o.seed, o.plan);
   } else {
-    const kinds = kindsOf(o.crash);
     let topIndex = 0;
     const mine = (): boolean => {
       const i = topIndex++;
@@ -134,12 +163,13 @@ export async function explore(o: ExploreOptions): Promise<ExploreReport> {
         for (const list of findings.values()) for (let i = list.length - 1; i >= 0; i--) if (list[i]?.seed === seed && list[i]?.plan.length === 0) list.splice(i, 1);
       }
       const depth1: Perturbation[][] = [];
+      const baseCalls = callLabels(base);
       for (const kind of kinds) {
         const seen = new Set<string>();
         for (const cp of base.crashPoints) {
           crashPoints++;
           states.add(cp.state);
-          const key = `${kind}|${cp.state}`;
+          const key = pointKey(kind, cp, baseCalls);
           if (seen.has(key)) continue;
           seen.add(key);
           depth1.push([{ kind: 'crash', crash: kind, at: cp.at, seq: cp.seq }]);
@@ -160,12 +190,13 @@ export async function explore(o: ExploreOptions): Promise<ExploreReport> {
         const r = await sim(seed, plan, wantChildren);
         if (!wantChildren) continue;
         const seen = new Set<string>();
+        const calls = callLabels(r);
         for (const cp of r.crashPoints) {
           if (first !== undefined && first.kind === 'crash' && cp.seq <= first.seq) continue; // points of the recovery only
           for (const kind of kinds) {
             crashPoints++;
             states.add(cp.state);
-            const key = `${kind}|${cp.state}`;
+            const key = pointKey(kind, cp, calls);
             if (seen.has(key)) continue;
             seen.add(key);
             depth2.push([...plan, { kind: 'crash', crash: kind, at: cp.at, seq: cp.seq }]);
@@ -229,6 +260,20 @@ export async function explore(o: ExploreOptions): Promise<ExploreReport> {
     cpuMs: Math.round((process.cpuUsage(cpuStart).user + process.cpuUsage(cpuStart).system) / 1000),
     violations,
   };
+}
+
+/** A run's numbered calls' labels by seq (recorded only when the explorer delivers stops). */
+function callLabels(r: SimResult): ReadonlyMap<number, string> {
+  return new Map(r.calls.map((c) => [c.seq, c.label]));
+}
+
+/**
+ * The class of a crash point: for a crash (restart, reboot), the world state, since a crash
+ * throws every bit of engine memory away; for a stop, also the call it is at, since the engine
+ * runs on (its operations in flight) for the grace period.
+ */
+function pointKey(kind: CrashKind, cp: CrashPoint, calls: ReadonlyMap<number, string>): string {
+  return kind === 'stop' ? `${kind}|${cp.state}|${calls.get(cp.seq) ?? ''}` : `${kind}|${cp.state}`;
 }
 
 /** Drops perturbations one by one while the same invariant is still violated. */

@@ -6,7 +6,8 @@
  * while the life is alive: a crashed life's calls never land and never settle.
  *
  * The numbers are what a run's plan refers to (plan.ts): a crash lands just before a call (it
- * never starts) or just after it (its effect landed, the engine never hears), a fault on the Nth
+ * never starts) or just after it (its effect landed, the engine never hears), a SIGTERM just
+ * before or after a call (which goes on: the runtime stops gracefully), a fault on the Nth
  * CSI call. A CSI call is sent as one event and answered as another (the answer can be lost in a
  * crash); the client gives up after kubelet's deadline while the driver may carry on.
  */
@@ -51,7 +52,9 @@ export interface CallRecord {
 /** What the fence tells the run it fences. */
 export interface FenceListener {
   /** The plan crashes the engine at this call: the current life ends. */
-  crash(kind: CrashKind): void;
+  crash(kind: Exclude<CrashKind, 'stop'>): void;
+  /** The plan delivers a SIGTERM at this call: the current life stops gracefully, then exits. */
+  sigterm(): void;
   /** A call's effect landed, or a CSI call was sent or answered (the trace and the run's hash). */
   record(call: PortCallRecord): void;
   /** The CSI call of the current step, as sent and as answered. */
@@ -151,6 +154,12 @@ export class Fence {
     if (this.options.recordCrashPoints === true) this.#crashPoints.push({ seq, at, state: this.listener.worldState(), life: life.id });
     const hit = this.options.plan.find((p) => p.kind === 'crash' && p.seq === seq && p.at === at);
     if (hit === undefined || hit.kind !== 'crash') return false;
+    // A SIGTERM ends nothing at once: the call goes on (before) or its answer reaches the engine
+    // (after), while the runtime stops within its grace period.
+    if (hit.crash === 'stop') {
+      this.listener.sigterm();
+      return false;
+    }
     this.listener.crash(hit.crash);
     return true;
   }

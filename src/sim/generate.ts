@@ -12,7 +12,8 @@
  *   the simulator and against the real mock driver process;
  * - pods running from the start or added later, deleted, and re-created (a new pod with the
  *   same volumes, as a StatefulSet re-creates one: a new UID);
- * - kubelet restarts and node reboots, driver restarts; every fault kind of the one fault model
+ * - kubelet restarts and node reboots, driver restarts; with `--crash stop|all` also a SIGTERM
+ *   (kubelet's graceful stop, then its exit and restart; see {@link sigtermCase}); every fault kind of the one fault model
  *   (error codes, before or after the effect, delays, hangs, client timeouts, driver exits); lost,
  *   unreadable and corrupted (bad JSON) pod-local vol_data.json; the
  *   root dir's filesystem full (ENOSPC) or read-only (EROFS) for a while; a slow disk (every file
@@ -93,8 +94,17 @@ class Picker {
   }
 }
 
+/** What a workload may hold beyond the default draws. */
+export interface GenerateOptions {
+  /**
+   * Draw a `sigterm` step (the explorer delivers SIGTERMs: `--crash stop|all`). Off by default, so
+   * that a seed's workload is the same as before the step existed.
+   */
+  readonly sigterm?: boolean;
+}
+
 /** The workload of a seed. */
-export function generateScenario(seed: number, size: WorkloadSize = 'medium'): Scenario {
+export function generateScenario(seed: number, size: WorkloadSize = 'medium', options: GenerateOptions = {}): Scenario {
   const spec = SIZES[size];
   const pick = new Picker(new Prng(seed ^ 0x5bd1e995));
 
@@ -287,6 +297,10 @@ export function generateScenario(seed: number, size: WorkloadSize = 'medium'): S
 
   populatorCases(seed, pods, volumes, drivers, steps);
 
+  // Keep last: its own stream, drawn after every other, so that the rest of the workload is the
+  // seed's workload without it.
+  if (options.sigterm === true) sigtermCase(seed, steps);
+
   const finalPods: ScenarioPod[] = pods.map((p) => ({ uid: p.uid, volumes: p.volumes, ...(p.unused !== undefined ? { unused: p.unused } : {}), running: p.running }));
   return {
     name: `generated-${size}-${seed}`,
@@ -336,6 +350,24 @@ function populatorCases(seed: number, pods: { uid: string; volumes: string[]; un
     const before: ScenarioStep = side.chance(0.5) ? { kind: 'podPhase', uid: st.uid, phase: side.chance(0.5) ? 'Succeeded' : 'Failed' } : { kind: 'terminatePod', uid: st.uid };
     steps.splice(at, 0, before, { kind: 'advance', ms: side.one([1, 2, 5]) * 1000 });
   }
+}
+
+/** Grace periods a generated `sigterm` step gives besides the agent's default (30 s). */
+const SIGTERM_GRACES_MS: readonly number[] = [1_000, 5_000, 60_000];
+
+/**
+ * A SIGTERM to kubelet (only when the explorer delivers SIGTERMs), from a random stream of its
+ * own: with chance 3/5 one `sigterm` step, after the first step (the first convergence), at any
+ * later place, often right after a pod is deleted or added (its teardown or setup then in flight),
+ * half the time with the agent's grace period, else with a shorter or a longer one.
+ */
+function sigtermCase(seed: number, steps: ScenarioStep[]): void {
+  const side = new Picker(new Prng(seed ^ 0xc2b2ae35));
+  if (!side.chance(0.6) || steps.length === 0) return;
+  const podSteps = steps.flatMap((st, i) => (st.kind === 'deletePod' || st.kind === 'addPod' ? [i + 1] : []));
+  const at = podSteps.length > 0 && side.chance(0.5) ? side.one(podSteps) : side.int(1, steps.length);
+  const graceMs = side.chance(0.5) ? undefined : side.one(SIGTERM_GRACES_MS);
+  steps.splice(at, 0, graceMs === undefined ? { kind: 'sigterm' } : { kind: 'sigterm', graceMs });
 }
 
 /** One fault rule, and the drivers it goes to. */

@@ -1,14 +1,22 @@
 /**
  * A run's plan: the perturbations the explorer puts on one simulation run, besides the
  * scenario's own steps. A crash (restart or reboot of the engine) lands just before or just after
- * a numbered call (src/sim/fencedPorts.ts numbers every port and CSI call of a run); a fault is
- * put on the Nth CSI call of the run. Plans are written `reboot:after:57,fault:Hang:3` (the
- * explorer's --plan, the shrunk cases it prints).
+ * a numbered call (src/sim/fencedPorts.ts numbers every port and CSI call of a run); so does a
+ * stop (a SIGTERM: the agent's runtime stops with its grace period, then the process exits and
+ * the next engine life starts as after a restart). A fault is put on the Nth CSI call of the run.
+ * Plans are written `reboot:after:57,stop:before:12,fault:Hang:3` (the explorer's --plan, the
+ * shrunk cases it prints).
  */
 import { GrpcStatus, type CsiMethod } from '../ports/csi.js';
 import type { CsiFault } from '../csi/faults.js';
 
-export type CrashKind = 'restart' | 'reboot';
+/**
+ * How an engine life ends at a crash point: `restart` (the process dies: kubelet restarts),
+ * `reboot` (the node too), `stop` (a SIGTERM: the runtime's graceful stop, whatever is still in
+ * flight after the grace period abandoned, then a restart).
+ */
+export type CrashKind = 'restart' | 'reboot' | 'stop';
+export const CRASH_KINDS: readonly CrashKind[] = ['restart', 'reboot', 'stop'];
 export type FaultKind = 'Unavailable' | 'Aborted' | 'DeadlineExceeded' | 'Hang';
 export const FAULT_KINDS: readonly FaultKind[] = ['Unavailable', 'Aborted', 'DeadlineExceeded', 'Hang'];
 
@@ -38,7 +46,7 @@ export function planFaultRule(fault: FaultKind, method: CsiMethod, volumeId: str
   }
 }
 
-/** `reboot:after:57`, `restart:before:12`, `fault:Hang:3` (the 3rd CSI call of the run). */
+/** `reboot:after:57`, `restart:before:12`, `stop:after:30`, `fault:Hang:3` (the 3rd CSI call of the run). */
 export function formatPerturbation(p: Perturbation): string {
   return p.kind === 'crash' ? `${p.crash}:${p.at}:${p.seq}` : `fault:${p.fault}:${p.csiCall}`;
 }
@@ -51,12 +59,12 @@ export function parsePlan(text: string): Perturbation[] {
   if (text.trim() === '') return [];
   return text.split(',').map((part) => {
     const bits = part.trim().split(':');
-    if (bits.length === 3 && (bits[0] === 'restart' || bits[0] === 'reboot') && (bits[1] === 'before' || bits[1] === 'after') && /^\d+$/.test(bits[2] ?? '')) {
-      return { kind: 'crash', crash: bits[0], at: bits[1], seq: Number(bits[2]) };
+    if (bits.length === 3 && CRASH_KINDS.includes(bits[0] as CrashKind) && (bits[1] === 'before' || bits[1] === 'after') && /^\d+$/.test(bits[2] ?? '')) {
+      return { kind: 'crash', crash: bits[0] as CrashKind, at: bits[1], seq: Number(bits[2]) };
     }
     if (bits.length === 3 && bits[0] === 'fault' && FAULT_KINDS.includes(bits[1] as FaultKind) && /^\d+$/.test(bits[2] ?? '')) {
       return { kind: 'fault', fault: bits[1] as FaultKind, csiCall: Number(bits[2]) };
     }
-    throw new Error(`bad plan item ${JSON.stringify(part)}: want restart|reboot:before|after:SEQ or fault:${FAULT_KINDS.join('|')}:N`);
+    throw new Error(`bad plan item ${JSON.stringify(part)}: want ${CRASH_KINDS.join('|')}:before|after:SEQ or fault:${FAULT_KINDS.join('|')}:N`);
   });
 }

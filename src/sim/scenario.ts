@@ -24,6 +24,7 @@
  *          slowDisk: { latency: 200ms, for: 30s }                 (every file call of the engine takes that long)
  *          corruptFile: { pod, volume, as: badJson|wrongHandle|wrongDriver }  (the pod-local vol_data.json)
  *          apiDown: { for: 30s }                                  (the API server is unreachable)
+ *          sigterm | sigterm: { grace: 5s }                       (kubelet stops gracefully, exits, restarts)
  *   clusterSignalsChanges: false                                  (no watch: the populator polls)
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -81,6 +82,12 @@ export const CORRUPTIONS = ['badJson', 'wrongHandle', 'wrongDriver'] as const;
 
 const apiDownSchema = z.object({ for: duration }).strict();
 
+/** The longest grace period a `sigterm` step may give (the run's liveness bound is 30 minutes). */
+export const MAX_SIGTERM_GRACE_MS = 10 * 60_000;
+
+/** `sigterm: { grace: 5s }`: the grace period of the stop (default the agent's, 30s). */
+const sigtermSchema = z.object({ grace: duration.optional() }).strict();
+
 const corruptFileSchema = z.object({ pod: name, volume: name, as: z.enum(CORRUPTIONS) }).strict();
 
 /** The terminal phases a `podPhase` step sets (the pod's containers have stopped). */
@@ -114,12 +121,22 @@ const stepSchema = z.union([
   z.object({ apiDown: apiDownSchema }).strict(),
   z.object({ terminatePod: name }).strict(),
   z.object({ podPhase: podPhaseSchema }).strict(),
-  z.enum(['restart', 'reboot', 'clearFaults']),
+  z.object({ sigterm: sigtermSchema.or(z.literal(true)).or(z.null()) }).strict(),
+  z.enum(['restart', 'reboot', 'clearFaults', 'sigterm']),
 ]);
 
 /** Steps with a value to check field by field, by their one key: an error then names the field. */
-const STEP_FIELDS: Readonly<Record<string, z.ZodTypeAny>> = { fault: faultSchema, readError: readErrorSchema, fsFault: fsFaultSchema, slowDisk: slowDiskSchema, corruptFile: corruptFileSchema, apiDown: apiDownSchema, podPhase: podPhaseSchema };
-const STEP_KEYS = ['wait', 'advance', 'addPod', 'deletePod', 'terminatePod', 'podPhase', 'restart', 'reboot', 'fault', 'clearFaults', 'deleteFile', 'readError', 'restartDriver', 'fsFault', 'slowDisk', 'corruptFile', 'apiDown'];
+const STEP_FIELDS: Readonly<Record<string, z.ZodTypeAny>> = {
+  fault: faultSchema,
+  readError: readErrorSchema,
+  fsFault: fsFaultSchema,
+  slowDisk: slowDiskSchema,
+  corruptFile: corruptFileSchema,
+  apiDown: apiDownSchema,
+  podPhase: podPhaseSchema,
+  sigterm: sigtermSchema,
+};
+const STEP_KEYS = ['wait', 'advance', 'addPod', 'deletePod', 'terminatePod', 'podPhase', 'restart', 'reboot', 'sigterm', 'fault', 'clearFaults', 'deleteFile', 'readError', 'restartDriver', 'fsFault', 'slowDisk', 'corruptFile', 'apiDown'];
 
 /**
  * A step the union refused: when it is an object whose one key names a step with fields, the
@@ -197,6 +214,8 @@ export type ScenarioStep =
   | { readonly kind: 'podPhase'; readonly uid: string; readonly phase: (typeof TERMINAL_PHASES)[number] }
   | { readonly kind: 'restart' }
   | { readonly kind: 'reboot' }
+  /** A SIGTERM: the runtime stops with `graceMs` (default the agent's), then kubelet exits and restarts. */
+  | { readonly kind: 'sigterm'; readonly graceMs?: number }
   | { readonly kind: 'fault'; readonly fault: ScenarioFault }
   | { readonly kind: 'clearFaults' }
   | { readonly kind: 'deleteFile'; readonly pod: string; readonly volume: string }
@@ -344,6 +363,13 @@ function normalize(s: Parsed, file: string, lineOf: (p: (string | number)[]) => 
   });
   const steps: ScenarioStep[] = s.steps.map((raw, i): ScenarioStep => {
     if (typeof raw === 'string') return { kind: raw };
+    if ('sigterm' in raw) {
+      const grace = raw.sigterm === null || raw.sigterm === true ? undefined : raw.sigterm.grace;
+      if (grace === undefined) return { kind: 'sigterm' };
+      const graceMs = parseDurationMs(grace);
+      if (graceMs > MAX_SIGTERM_GRACE_MS) throw err(['steps', i, 'sigterm', 'grace'], `must be at most ${formatScenarioDuration(MAX_SIGTERM_GRACE_MS)}`);
+      return { kind: 'sigterm', graceMs };
+    }
     if ('wait' in raw) return { kind: 'wait' };
     if ('advance' in raw) return { kind: 'advance', ms: parseDurationMs(raw.advance) };
     if ('addPod' in raw || 'deletePod' in raw) {
@@ -498,6 +524,8 @@ function writtenStep(step: ScenarioStep): unknown {
     case 'reboot':
     case 'clearFaults':
       return step.kind;
+    case 'sigterm':
+      return step.graceMs === undefined ? 'sigterm' : { sigterm: { grace: formatScenarioDuration(step.graceMs) } };
     case 'fault':
       return { fault: writtenFault(step.fault) };
     case 'deleteFile':

@@ -15,12 +15,16 @@
  * no effect of it lands), its loops stop. CSI calls already at the driver carry on there (restart)
  * or die with the driver (reboot). A reboot also unmounts everything, restarts the driver (state
  * kept, in-flight calls lost, locks cleared) and cuts power under the filesystem (DurableFs).
+ * A SIGTERM (a plan's `stop`, the scenario's `sigterm` step) first stops the life's runtime
+ * gracefully (AgentRuntime.stop: no loop iteration starts, the ones in flight and the operations
+ * run on for up to the grace period, timed by the virtual clock); then the process exits, which
+ * ends the life as a restart does (what is still in flight is abandoned).
  *
  * This module is the run itself: the loop, the engine lives, the scenario's steps, the trace and
  * the violations found by the checks (checks.ts).
  */
-import { composeNode } from '../agent/node.js';
-import type { LoopScheduler } from '../agent/runtime.js';
+import { composeNode, DEFAULT_SHUTDOWN_GRACE_MS } from '../agent/node.js';
+import type { AgentRuntime, LoopScheduler } from '../agent/runtime.js';
 import type { FeatureGate } from '../features/features.js';
 import { errorMessage } from '../ports/fs.js';
 import type { Logger, LogValues } from '../ports/logger.js';
@@ -29,7 +33,7 @@ import { KubeletLayout } from '../layout/layout.js';
 import { RecordingMetrics } from '../adapters/memory/recordingMetrics.js';
 import type { InvariantName, Violation } from './invariants.js';
 import { Prng, RunningHash } from './prng.js';
-import type { Scenario } from './scenario.js';
+import { formatScenarioDuration, type Scenario } from './scenario.js';
 import type { PortCallRecord, TraceEventKind, TraceStep } from '../trace/simTrace.js';
 import { checkArrival, checkInUseReported, checkRemoval, convergenceProblems, type Finding } from './checks.js';
 import { Fence, type CallRecord, type CrashPoint, type EngineLife } from './fencedPorts.js';
@@ -143,12 +147,20 @@ export class Simulation {
   #lastPerturbationMs = 0;
   #pendingCrash: CrashKind | undefined;
   #restarting = false;
+  /** The current life's runtime (a SIGTERM stops it). */
+  #runtime: AgentRuntime | undefined;
+  /** A SIGTERM the plan delivered during the current step: delivered once the step ends. */
+  #pendingSigterm = false;
+  /** The current life got a SIGTERM and its runtime is stopping: the process exits once the stop returned. */
+  #stopping = false;
+  /** The stop returned (whether it abandoned work): the process exits now. */
+  #stopReturned: { readonly abandoned: boolean } | undefined;
   #pendingFailureChecks: { life: number; logMark: number; method: string }[] = [];
   #prevTree: string[] = [];
   #prevMounts: string[] = [];
   #diffedVersion = -1;
   /** The last convergence answer and what it depended on (compared field by field: no key built per step). */
-  #convergedMemo: { version: number; inFlight: number; restarting: boolean; life: number; alive: boolean; why: string } | undefined;
+  #convergedMemo: { version: number; inFlight: number; restarting: boolean; stopping: boolean; life: number; alive: boolean; why: string } | undefined;
 
   constructor(options: SimOptions) {
     this.#opt = options;
@@ -162,6 +174,9 @@ export class Simulation {
       { plan: options.plan ?? [], ...(options.recordCalls === undefined ? {} : { recordCalls: options.recordCalls }), ...(options.recordCrashPoints === undefined ? {} : { recordCrashPoints: options.recordCrashPoints }) },
       {
         crash: (kind) => this.#requestCrash(kind),
+        sigterm: () => {
+          this.#pendingSigterm = true;
+        },
         record: (call) => this.#record(call),
         csi: (call) => {
           if (this.#current !== undefined) this.#current.csi = call;
@@ -189,6 +204,17 @@ export class Simulation {
     let endReason: SimResult['endReason'] = 'bound';
     let quietSince: number | undefined;
     for (;;) {
+      if (this.#stopping) {
+        // A stop settles in microtasks (at once when nothing is in flight): let it, and the
+        // process exits as soon as it returned.
+        await macroTurn();
+        const returned = this.#stopReturned;
+        if (returned !== undefined) {
+          this.#stopReturned = undefined;
+          this.#crash('stop', returned.abandoned);
+          continue;
+        }
+      }
       this.#pollScenario();
       const converged = this.#stepIndex >= this.#scenario.steps.length && this.#converged();
       if (converged) {
@@ -204,6 +230,8 @@ export class Simulation {
       }
       if (
         !this.#restarting &&
+        // A stopping life ends by its grace period at the latest.
+        !this.#stopping &&
         this.#world.inFlight.size === 0 &&
         // An advance step is time the scenario lets pass on purpose, not the engine being stuck;
         // a converged world waits out its quiet window.
@@ -275,6 +303,10 @@ export class Simulation {
       this.#pendingCrash = undefined;
       this.#crash(kind);
     }
+    if (this.#pendingSigterm) {
+      this.#pendingSigterm = false;
+      this.#sigterm(undefined);
+    }
     this.#settleFailureChecks(false);
     const cur = this.#current;
     if (cur !== undefined && this.#opt.fullTrace === true) {
@@ -336,6 +368,8 @@ export class Simulation {
     const life: EngineLife = { id: this.#life.id + 1, domain: `life:${this.#life.id + 1}`, alive: true };
     this.#life = life;
     this.#restarting = false;
+    this.#stopping = false;
+    this.#stopReturned = undefined;
     this.#beginStep('start', `engine life ${life.id} starts`);
     const fullTrace = this.#opt.fullTrace === true;
     const logger = new LifeLogger(this.#logs, life.id, (msg, values) => {
@@ -384,23 +418,53 @@ export class Simulation {
         (cur.operations ??= []).push(record);
       });
     }
+    this.#runtime = node.runtime;
     node.start().catch((err: unknown) => logger.error(err, 'Reconstruction failed'));
     this.#afterStep();
   }
 
+  /**
+   * A SIGTERM to the current life: its runtime stops (AgentRuntime.stop, with `graceMs` or the
+   * agent's default grace period); the run loop ends the life once the stop returned.
+   */
+  #sigterm(graceMs: number | undefined): void {
+    const life = this.#life;
+    const runtime = this.#runtime;
+    if (!life.alive || this.#stopping || this.#restarting || runtime === undefined) return;
+    this.#stopping = true;
+    this.#lastPerturbationMs = this.#sched.now;
+    const grace = graceMs ?? DEFAULT_SHUTDOWN_GRACE_MS;
+    this.#beginStep('scenario', `SIGTERM: engine life ${life.id} stops (grace ${formatScenarioDuration(grace)})`);
+    runtime.stop({ graceMs: grace }).then(
+      (r) => {
+        if (life === this.#life && life.alive && this.#stopping) this.#stopReturned = r;
+      },
+      (err: unknown) => {
+        // A stop never rejects; if it did, the process would exit all the same.
+        if (life === this.#life && life.alive && this.#stopping) this.#stopReturned = { abandoned: true };
+        this.#logs.push({ life: life.id, severity: 'E', msg: `stop failed: ${errorMessage(err)}` });
+      },
+    );
+    this.#afterStep();
+  }
+
   /** Ends the current life now (no further event of it runs) and schedules the next one. */
-  #requestCrash(kind: CrashKind): void {
+  #requestCrash(kind: Exclude<CrashKind, 'stop'>): void {
     if (!this.#life.alive) return;
     this.#life.alive = false;
     this.#pendingCrash = kind;
   }
 
-  #crash(kind: CrashKind): void {
+  /** `stop`: the process exits after a SIGTERM's stop returned (`abandoned`: work left in flight). */
+  #crash(kind: CrashKind, abandoned = false): void {
     const dead = this.#life;
     dead.alive = false;
+    this.#stopping = false;
+    this.#stopReturned = undefined;
+    this.#pendingSigterm = false;
     this.#sched.drop(dead.domain);
     this.#lastPerturbationMs = this.#sched.now;
-    this.#beginStep('crash', `${kind}: engine life ${dead.id} ends`);
+    this.#beginStep('crash', kind === 'stop' ? `stop: engine life ${dead.id} exits after SIGTERM${abandoned ? ', work in flight abandoned after the grace period' : ''}` : `${kind}: engine life ${dead.id} ends`);
     if (kind === 'reboot') {
       this.#world.reboot();
       // A late node plugin perturbs the engine until it registered.
@@ -419,14 +483,24 @@ export class Simulation {
     const version = this.#world.version;
     const inFlight = this.#world.inFlight.size;
     const life = this.#life;
-    if (m !== undefined && m.version === version && m.inFlight === inFlight && m.restarting === this.#restarting && m.life === life.id && m.alive === life.alive) return m.why === '';
+    if (
+      m !== undefined &&
+      m.version === version &&
+      m.inFlight === inFlight &&
+      m.restarting === this.#restarting &&
+      m.stopping === this.#stopping &&
+      m.life === life.id &&
+      m.alive === life.alive
+    )
+      return m.why === '';
     const why = this.#whyNotConverged('converged');
-    this.#convergedMemo = { version, inFlight, restarting: this.#restarting, life: life.id, alive: life.alive, why };
+    this.#convergedMemo = { version, inFlight, restarting: this.#restarting, stopping: this.#stopping, life: life.id, alive: life.alive, why };
     return why === '';
   }
 
   #whyNotConverged(reason: SimResult['endReason']): string {
-    const problems = convergenceProblems(this.#world, { running: !this.#restarting && this.#life.alive }, reason === 'converged');
+    // A life that got a SIGTERM is not running: it exits, and the next one must converge.
+    const problems = convergenceProblems(this.#world, { running: !this.#restarting && !this.#stopping && this.#life.alive }, reason === 'converged');
     if (problems.length === 0) return '';
     return `${reason === 'converged' ? '' : `not converged (${reason === 'stuck' ? `nothing changed for ${STUCK_WINDOW_MS / 60_000} virtual minutes` : `${LIVENESS_BOUND_MS / 60_000} virtual minutes after the last fault`}): `}${problems.join('; ')}`;
   }
@@ -480,10 +554,16 @@ export class Simulation {
           break;
         case 'restart':
         case 'reboot':
-          if (this.#restarting) return;
+          // After a SIGTERM, once the process exited and the next life started.
+          if (this.#restarting || this.#stopping) return;
           this.#stepIndex++;
           this.#life.alive = false;
           this.#crash(step.kind);
+          continue;
+        case 'sigterm':
+          if (this.#restarting || this.#stopping) return;
+          this.#stepIndex++;
+          this.#sigterm(step.graceMs);
           continue;
         case 'fault':
           this.#beginStep('scenario', label);

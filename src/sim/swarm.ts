@@ -15,12 +15,12 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 
 import { FeatureGate } from '../features/features.js';
-import { explore } from './explorer.js';
+import { crashStops, explore, type CrashChoice } from './explorer.js';
 import { generateScenario, type WorkloadSize } from './generate.js';
 import { INVARIANT_NAMES, type InvariantName } from './invariants.js';
 import { scenarioYaml } from './scenario.js';
 import { shrinkCase } from './shrink.js';
-import { formatPlan, parsePlan, type CrashKind } from './plan.js';
+import { formatPlan, parsePlan } from './plan.js';
 
 export interface SwarmOptions {
   readonly seed: number;
@@ -28,7 +28,7 @@ export interface SwarmOptions {
   readonly size: WorkloadSize;
   /** Gate values (a FeatureGate's snapshot: it crosses to the workers). */
   readonly gates: Readonly<Record<string, boolean>>;
-  readonly crash: 'none' | CrashKind | 'both';
+  readonly crash: CrashChoice;
   readonly depth: 1 | 2;
   readonly faults: boolean;
   /** At most this many crash points a workload (default {@link DEFAULT_MAX_CRASH_POINTS}); 0: all. */
@@ -129,7 +129,7 @@ export type SwarmAnswer =
 export interface TaskOptions {
   readonly size: WorkloadSize;
   readonly gates: Readonly<Record<string, boolean>>;
-  readonly crash: 'none' | CrashKind | 'both';
+  readonly crash: CrashChoice;
   readonly depth: 1 | 2;
   readonly faults: boolean;
   readonly maxCrashPoints: number;
@@ -149,7 +149,7 @@ export interface ShrinkOutcome {
 
 /** Explores one workload (in whichever thread). */
 export async function exploreWorkload(workload: number, o: TaskOptions): Promise<WorkloadResult> {
-  const scenario = generateScenario(workload, o.size);
+  const scenario = generateScenario(workload, o.size, { sigterm: crashStops(o.crash) });
   const cpu = process.cpuUsage();
   let virtualMs = 0;
   let steps = 0;
@@ -184,7 +184,7 @@ export async function exploreWorkload(workload: number, o: TaskOptions): Promise
 
 /** Shrinks one workload's violation of `invariant` (in whichever thread). */
 export async function shrinkWorkload(workload: number, invariant: InvariantName, plan: string, o: TaskOptions): Promise<ShrinkOutcome> {
-  const scenario = generateScenario(workload, o.size);
+  const scenario = generateScenario(workload, o.size, { sigterm: crashStops(o.crash) });
   const r = await shrinkCase({ scenario, gates: FeatureGate.of(o.gates), seed: workload, plan: parsePlan(plan), invariant, budget: o.shrinkBudget });
   return {
     yaml: scenarioYaml({ ...r.scenario, name: `${scenario.name}-${invariant}`, description: `shrunk from ${scenario.name} (${invariant}): ${r.violation.message}` }),

@@ -124,7 +124,7 @@ describe('--help says each default once', () => {
     const byFlag = new Map(options.map((o) => [o.where, o.text]));
     assert.match(byFlag.get('nodevol audit --root-dir <dir>') ?? '', /\(default: "\/var\/lib\/kubelet"\)$/);
     assert.match(byFlag.get('nodevol recover --yes') ?? '', /^act \(default: print the plan and change nothing\)$/);
-    assert.match(byFlag.get('nodevol explore --crash <kind>') ?? '', /\(choices: "none", "restart", "reboot", "both", default: "both"\)$/);
+    assert.match(byFlag.get('nodevol explore --crash <kind>') ?? '', /\(choices: "none", "restart", "reboot", "stop", "both", "all", default: "both"\)$/);
   });
 
   it('as printed: recover --help and explore --help', () => {

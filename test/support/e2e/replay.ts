@@ -97,6 +97,7 @@ export async function replayScenario(name: string, scenario: Scenario, gates: Re
         break;
       case 'restart':
       case 'reboot':
+      case 'sigterm':
       case 'restartDriver':
       case 'fsFault':
       case 'deleteFile':

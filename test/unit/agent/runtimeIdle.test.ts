@@ -46,6 +46,8 @@ async function settle(): Promise<void> {
 interface FakeVmState {
   populatorPasses: number[];
   reconcilerPasses: number[];
+  /** When a node status sync ran. */
+  nodeStatusPasses: number[];
   populatorIdle: boolean;
   /** What reconcilerIdleForMs answers (undefined: a pass could start something). */
   reconcilerIdleForMs: number | undefined;
@@ -57,7 +59,7 @@ interface FakeVmState {
   reconcilerIdleThrows?: boolean;
 }
 
-function setUp(options: { signalsEveryChange: boolean; nodeStatusPeriodMs?: number }): {
+function setUp(options: { signalsEveryChange: boolean; nodeStatusPeriodMs?: number; reconstruction?: Promise<void> }): {
   runtime: AgentRuntime;
   clock: FakeScheduler;
   state: FakeVmState;
@@ -66,12 +68,12 @@ function setUp(options: { signalsEveryChange: boolean; nodeStatusPeriodMs?: numb
   operationCompleted: () => void;
 } {
   const clock = new FakeScheduler();
-  const state: FakeVmState = { populatorPasses: [], reconcilerPasses: [], populatorIdle: false, reconcilerIdleForMs: undefined };
+  const state: FakeVmState = { populatorPasses: [], reconcilerPasses: [], nodeStatusPasses: [], populatorIdle: false, reconcilerIdleForMs: undefined };
   const clusterListeners: (() => void)[] = [];
   const operationListeners: (() => void)[] = [];
   let activity = 0;
   const vm: RuntimeVolumeManager = {
-    start: () => Promise.resolve(),
+    start: () => options.reconstruction ?? Promise.resolve(),
     populateOnce: () => {
       state.populatorPasses.push(clock.now);
       const during = state.duringPopulatorPass;
@@ -84,6 +86,7 @@ function setUp(options: { signalsEveryChange: boolean; nodeStatusPeriodMs?: numb
       return Promise.resolve();
     },
     syncNodeStatus: () => {
+      state.nodeStatusPasses.push(clock.now);
       if (state.nodeStatusChangesState === true) activity++;
       return Promise.resolve(undefined);
     },
@@ -121,6 +124,30 @@ function setUp(options: { signalsEveryChange: boolean; nodeStatusPeriodMs?: numb
 }
 
 describe('agent loops on an idle node', () => {
+  // kubelet's volume manager Run: reconstruction (the reconciler's sync of states) comes before
+  // the reconciler's first pass, and volumesInUse is written only once the states synced. A
+  // runtime that starts its loops without waiting for reconstruction (`void this.vm.start()`)
+  // passes before it ends.
+  it('no populator, reconciler or node status pass before reconstruction ends; all three once it has', async () => {
+    let reconstructed!: () => void;
+    const reconstruction = new Promise<void>((resolve) => {
+      reconstructed = resolve;
+    });
+    const { runtime, clock, state } = setUp({ signalsEveryChange: false, nodeStatusPeriodMs: 100, reconstruction });
+    const started = runtime.start();
+    await clock.advanceTo(5_000);
+    assert.equal(runtime.getPhase(), 'reconstructing');
+    assert.deepEqual({ populator: state.populatorPasses, reconciler: state.reconcilerPasses, nodeStatus: state.nodeStatusPasses }, { populator: [], reconciler: [], nodeStatus: [] });
+    reconstructed();
+    await started;
+    assert.equal(runtime.getPhase(), 'running');
+    await clock.advanceTo(5_100);
+    assert.deepEqual(state.populatorPasses, [5_000, 5_100]);
+    assert.deepEqual(state.reconcilerPasses, [5_000, 5_100]);
+    assert.equal(state.nodeStatusPasses[0], 5_000);
+    await runtime.stop();
+  });
+
   it('busy: both loops pass every 100 ms, as kubelet polls', async () => {
     const { runtime, clock, state } = setUp({ signalsEveryChange: true });
     await runtime.start();

@@ -7,7 +7,10 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { GrpcStatus } from '../../../src/ports/csi.js';
 import { sha256Hex, type UniqueVolumeName } from '../../../src/layout/names.js';
-import { DRIVER, InMemoryNode, ROOT } from '../../support/inMemoryNode.js';
+import type { ActualStateOfWorldMounterUpdater, AttachedVolume } from '../../../src/operationexecutor/actualStateOfWorldUpdater.js';
+import { OperationGenerator } from '../../../src/operationexecutor/operationGenerator.js';
+import type { VolumePluginMgr } from '../../../src/volume/plugins.js';
+import { DRIVER, InMemoryNode, ROOT, volumeHostOf } from '../../support/inMemoryNode.js';
 
 const VOL_DIR = `${ROOT}/plugins/kubernetes.io/csi/${DRIVER}/${sha256Hex('vol-1')}`;
 const STAGING = [`${VOL_DIR}/`, `${VOL_DIR}/globalmount/`, `${VOL_DIR}/vol_data.json`];
@@ -61,5 +64,66 @@ describe('UnmountDevice', () => {
     await node.stepUntil(() => vm.asw.getAttachedVolume(name)?.deviceMountState === 'DeviceNotMounted' || !vm.asw.volumeExists(name));
     assert.deepEqual(node.driver.callsOf('NodeUnstageVolume').map((c) => c.outcome), ['INTERNAL', 'OK']);
     assert.deepEqual(stagingPaths(node), []);
+  });
+});
+
+/**
+ * The operation alone (GenerateUnmountDeviceFunc), over a fake plugin and a recording actual
+ * state: what it asks of each, in order.
+ */
+describe('generateUnmountDevice: order of the plugin call and the actual state marks', () => {
+  const VOLUME = 'kubernetes.io/csi/csi.example.com^vol-1' as UniqueVolumeName;
+  const DMP = `${VOL_DIR}/globalmount`;
+
+  async function run(unmountFails: boolean): Promise<{ events: string[]; error: unknown }> {
+    const events: string[] = [];
+    const plugin = {
+      getPluginName: () => 'kubernetes.io/csi',
+      getDeviceMountPath: () => DMP,
+      getDeviceMountRefs: () => Promise.resolve([]),
+      newDeviceUnmounter: () => ({
+        unmountDevice: (p: string) => {
+          events.push(`unmountDevice ${p}`);
+          return unmountFails ? Promise.reject(new Error('rpc error: code = Internal')) : Promise.resolve();
+        },
+      }),
+    };
+    const plugins = { findDeviceMountablePluginByName: () => plugin } as unknown as VolumePluginMgr;
+    const node = new InMemoryNode();
+    const generator = new OperationGenerator({ plugins, host: volumeHostOf(node), cluster: node.cluster, logger: node.logger });
+    const asw = {
+      markDeviceAsUncertain: (name: string, devicePath: string, deviceMountPath: string) => events.push(`markDeviceAsUncertain ${name} ${devicePath} ${deviceMountPath}`),
+      markDeviceAsUnmounted: (name: string) => events.push(`markDeviceAsUnmounted ${name}`),
+    } as unknown as ActualStateOfWorldMounterUpdater;
+    const av: AttachedVolume = {
+      volumeName: VOLUME,
+      volumeSpec: { kind: 'persistent', readOnly: false, persistentVolume: { name: 'pv-1', csi: { driver: DRIVER, volumeHandle: 'vol-1' } } },
+      pluginName: 'kubernetes.io/csi',
+      pluginIsAttachable: true,
+      attachability: 'True',
+      deviceMountState: 'DeviceGloballyMounted',
+      devicePath: '/dev/x',
+      deviceMountPath: DMP,
+      seLinuxMountContext: '',
+    };
+    let error: unknown;
+    try {
+      await generator.generateUnmountDevice(av, asw).run();
+    } catch (err) {
+      error = err;
+    }
+    return { events, error };
+  }
+
+  it('success: the plugin\'s UnmountDevice, then the device is marked unmounted (and never uncertain)', async () => {
+    const { events, error } = await run(false);
+    assert.equal(error, undefined);
+    assert.deepEqual(events, [`unmountDevice ${DMP}`, `markDeviceAsUnmounted ${VOLUME}`]);
+  });
+
+  it('failure: the device is marked uncertain (never unmounted) with its device path and mount path, and the error is returned', async () => {
+    const { events, error } = await run(true);
+    assert.match(String(error), /code = Internal/);
+    assert.deepEqual(events, [`unmountDevice ${DMP}`, `markDeviceAsUncertain ${VOLUME} /dev/x ${DMP}`]);
   });
 });

@@ -5,6 +5,7 @@
 // time; on a slow disk it takes seconds, and the reconciler then mounts a new pod's volume first.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
+import { AgentRuntime } from '../../../src/agent/runtime.js';
 import { FeatureGate } from '../../../src/features/features.js';
 import { generateScenario } from '../../../src/sim/generate.js';
 import { loadBuiltinScenario, parseScenario } from '../../../src/sim/scenario.js';
@@ -52,6 +53,31 @@ describe('simulator: reconstruction-first and the slow disk', () => {
     const r = await withLoopsBeforeReconstruction(() => simulate({ scenario, gates: everyGate(), seed: 1 }));
     assert.ok(names(r).includes('reconstruction-first'), JSON.stringify(r.violations));
     assert.match(r.violations.find((v) => v.invariant === 'reconstruction-first')?.message ?? '', /^engine life 2: .* before its reconstruction ended$/);
+  });
+
+  it('the simulator starts every engine life through the shipped AgentRuntime.start, which waits for reconstruction (its own start order, not a copy)', async () => {
+    const original = Object.getOwnPropertyDescriptor(AgentRuntime.prototype, 'start')?.value as (this: AgentRuntime) => Promise<void>;
+    const atCall: string[] = [];
+    const atEnd: string[] = [];
+    AgentRuntime.prototype.start = function (this: AgentRuntime): Promise<void> {
+      const started = original.call(this);
+      atCall.push(this.getPhase());
+      return started.then(() => {
+        atEnd.push(this.getPhase());
+      });
+    };
+    let r;
+    try {
+      r = await simulate({ scenario: loadBuiltinScenario('reconstruction-on-slow-disk'), gates: everyGate(), seed: 1 });
+    } finally {
+      AgentRuntime.prototype.start = original;
+    }
+    assert.equal(r.endReason, 'converged');
+    // Every life (the scenario restarts the engine) is started by AgentRuntime.start: still
+    // reconstructing when the call returns, running once its promise resolved.
+    assert.ok(atCall.length >= 2, JSON.stringify(atCall));
+    assert.deepEqual(atCall, atCall.map(() => 'reconstructing'));
+    assert.equal(atEnd.at(-1), 'running');
   });
 
   it('the witness is the reconciler\'s own line, logged once reconstruction ended', () => {

@@ -433,6 +433,30 @@ describe('CSI UnmountDevice (csi_attacher.go)', () => {
     assert.deepEqual(r.tree(CSI_DIR), [`${CSI_DIR}/${DRIVER}/`]);
   });
 
+  it('a staging dir no longer mounted (an earlier NodeUnstage unmounted it, its answer lost): NodeUnstage is sent with globalmount and the file in place, and its failure keeps them for the retry', async () => {
+    const r = new Rig();
+    const dmp = await r.mountDevice(pv('pv-1', 'vol-1'));
+    // The driver's unmount landed; kubelet never heard of it. removeMountDir would now remove the
+    // dir and the file, so only the attacher's order (NodeUnstage first) keeps them.
+    await r.mounter.unmount(dmp);
+    const staged = [`${CSI_DIR}/${DRIVER}/`, `${volDir('vol-1')}/`, `${dmp}/`, `${volDir('vol-1')}/vol_data.json`];
+    assert.deepEqual(r.tree(CSI_DIR), staged);
+    const atUnstage: string[][] = [];
+    r.driver.observer = {
+      arrived: (_seq, method) => {
+        if (method === 'NodeUnstageVolume') atUnstage.push(r.tree(CSI_DIR));
+      },
+    };
+    r.driver.inject({ method: 'NodeUnstageVolume', code: GrpcStatus.INTERNAL, times: 1 });
+    await assert.rejects(r.attacher.unmountDevice(dmp), /INTERNAL/);
+    assert.deepEqual(r.tree(CSI_DIR), staged, 'nothing removed after the failure: the retry can still name the volume');
+    await r.attacher.unmountDevice(dmp);
+    assert.deepEqual(atUnstage, [staged, staged], 'each NodeUnstage found globalmount and vol_data.json in place');
+    assert.deepEqual(r.unstageRequests().length, 2);
+    assert.deepEqual(r.tree(CSI_DIR), [`${CSI_DIR}/${DRIVER}/`], 'removed after NodeUnstage succeeded');
+    assert.equal(r.driver.volume('vol-1'), undefined, 'unstaged at the driver');
+  });
+
   it('NodeUnstage refused while a pod still has the volume published keeps everything', async () => {
     const r = new Rig();
     await r.mountForPod(pv('pv-1', 'vol-1'));

@@ -1,0 +1,209 @@
+// A stop of the agent's runtime (SIGTERM): the loops stop at once, and the stop waits for the loop
+// iterations and volume operations in flight up to the grace period, timed by the runtime's own
+// scheduler (the simulator's virtual clock drives it). Fake time: a timer queue the test advances.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { AgentRuntime, SHUTDOWN_GRACE_TIMER, type LoopScheduler, type RuntimeVolumeManager } from '../../../src/agent/runtime.js';
+import { RecordingLogger } from '../../support/hosts.js';
+
+/** Timers on a fake clock: `advanceTo` runs every callback due by then, in time order, letting promises settle between. */
+class FakeScheduler implements LoopScheduler {
+  now = 0;
+  #seq = 0;
+  readonly pending = new Map<number, { at: number; seq: number; label: string; callback: () => void }>();
+
+  setTimeout(callback: () => void, ms: number, label?: string): unknown {
+    const id = ++this.#seq;
+    this.pending.set(id, { at: this.now + ms, seq: id, label: label ?? '', callback });
+    return id;
+  }
+
+  clearTimeout(handle: unknown): void {
+    this.pending.delete(handle as number);
+  }
+
+  labels(): string[] {
+    return [...this.pending.values()].map((p) => p.label).sort();
+  }
+
+  async advanceTo(t: number): Promise<void> {
+    for (;;) {
+      await settle();
+      let next: [number, { at: number; seq: number; callback: () => void }] | undefined;
+      for (const e of this.pending) if (e[1].at <= t && (next === undefined || e[1].at < next[1].at || (e[1].at === next[1].at && e[1].seq < next[1].seq))) next = e;
+      if (next === undefined) break;
+      this.pending.delete(next[0]);
+      this.now = next[1].at;
+      next[1].callback();
+    }
+    this.now = t;
+    await settle();
+  }
+}
+
+/** Lets every promise chain started so far run to completion (the fake bodies never wait on I/O). */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) await new Promise<void>((resolve) => setImmediate(resolve));
+}
+
+interface Deferred {
+  readonly promise: Promise<void>;
+  readonly resolve: () => void;
+}
+
+function deferred(): Deferred {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+const GRACE_MS = 30_000;
+
+function setUp(): {
+  runtime: AgentRuntime;
+  clock: FakeScheduler;
+  passes: { populator: number[]; reconciler: number[]; nodeStatus: number[] };
+  /** An operation in flight: waitForOperations resolves when it is resolved. */
+  setOperation: (d: Deferred | undefined) => void;
+  /** A populator pass held until resolved. */
+  holdPopulator: (d: Deferred | undefined) => void;
+  reconstruction: Deferred;
+} {
+  const clock = new FakeScheduler();
+  const passes = { populator: [] as number[], reconciler: [] as number[], nodeStatus: [] as number[] };
+  let operation: Deferred | undefined;
+  let hold: Deferred | undefined;
+  const reconstruction = deferred();
+  const vm: RuntimeVolumeManager = {
+    start: () => reconstruction.promise,
+    populateOnce: () => {
+      passes.populator.push(clock.now);
+      return hold?.promise ?? Promise.resolve();
+    },
+    reconcileOnce: () => {
+      passes.reconciler.push(clock.now);
+      return Promise.resolve();
+    },
+    syncNodeStatus: () => {
+      passes.nodeStatus.push(clock.now);
+      return Promise.resolve(undefined);
+    },
+    waitForOperations: () => operation?.promise ?? Promise.resolve(),
+    reconciler: { statesHaveBeenSynced: () => true },
+  };
+  const runtime = new AgentRuntime(vm, new RecordingLogger(), {
+    nodeStatusUpdatePeriodMs: 10_000,
+    shutdownGraceMs: GRACE_MS,
+    compactWhenIdle: false,
+    now: () => clock.now,
+    scheduler: clock,
+  });
+  return {
+    runtime,
+    clock,
+    passes,
+    setOperation: (d) => (operation = d),
+    holdPopulator: (d) => (hold = d),
+    reconstruction,
+  };
+}
+
+/** Tracks a stop's outcome without waiting for it. */
+function track(p: Promise<{ abandoned: boolean }>): { outcome: () => { abandoned: boolean } | undefined } {
+  let outcome: { abandoned: boolean } | undefined;
+  void p.then((o) => (outcome = o));
+  return { outcome: () => outcome };
+}
+
+describe('AgentRuntime.stop: the grace period on the runtime\'s scheduler', () => {
+  it('an operation in flight that finishes within the grace period: not abandoned, and the grace timer is cleared', async () => {
+    const t = setUp();
+    t.reconstruction.resolve();
+    await t.runtime.start();
+    await t.clock.advanceTo(1_000);
+    const op = deferred();
+    t.setOperation(op);
+    const stop = track(t.runtime.stop());
+    await t.clock.advanceTo(1_000 + GRACE_MS - 1);
+    assert.equal(stop.outcome(), undefined, 'waits for the operation');
+    assert.equal(t.runtime.getPhase(), 'stopping');
+    op.resolve();
+    await settle();
+    assert.deepEqual(stop.outcome(), { abandoned: false });
+    assert.equal(t.runtime.getPhase(), 'stopped');
+    assert.deepEqual(t.clock.labels(), [], 'no timer left behind: the grace timer and every loop timer are cleared');
+  });
+
+  it('an operation still in flight when the grace period elapses is abandoned, at the grace period and not before', async () => {
+    const t = setUp();
+    t.reconstruction.resolve();
+    await t.runtime.start();
+    await t.clock.advanceTo(500);
+    t.setOperation(deferred());
+    const stop = track(t.runtime.stop());
+    await settle();
+    assert.deepEqual(t.clock.labels(), [SHUTDOWN_GRACE_TIMER], 'only the grace timer is pending; the loops\' timers are gone');
+    await t.clock.advanceTo(500 + GRACE_MS - 1);
+    assert.equal(stop.outcome(), undefined);
+    await t.clock.advanceTo(500 + GRACE_MS);
+    assert.deepEqual(stop.outcome(), { abandoned: true });
+    assert.equal(t.runtime.getPhase(), 'stopped');
+  });
+
+  it('a grace period given to stop() overrides the runtime\'s', async () => {
+    const t = setUp();
+    t.reconstruction.resolve();
+    await t.runtime.start();
+    t.setOperation(deferred());
+    const stop = track(t.runtime.stop({ graceMs: 5_000 }));
+    await t.clock.advanceTo(4_999);
+    assert.equal(stop.outcome(), undefined);
+    await t.clock.advanceTo(5_000);
+    assert.deepEqual(stop.outcome(), { abandoned: true });
+  });
+
+  it('waits for a loop iteration in flight; no loop iteration starts after stop()', async () => {
+    const t = setUp();
+    t.reconstruction.resolve();
+    await t.runtime.start();
+    await t.clock.advanceTo(1_000);
+    const pass = deferred();
+    t.holdPopulator(pass);
+    await t.clock.advanceTo(1_100);
+    const before = { populator: t.passes.populator.length, reconciler: t.passes.reconciler.length, nodeStatus: t.passes.nodeStatus.length };
+    assert.equal(t.passes.populator.at(-1), 1_100, 'a populator pass is running');
+    const stop = track(t.runtime.stop());
+    await t.clock.advanceTo(2_000);
+    assert.equal(stop.outcome(), undefined, 'the pass in flight holds the stop');
+    t.holdPopulator(undefined);
+    pass.resolve();
+    await settle();
+    assert.deepEqual(stop.outcome(), { abandoned: false });
+    await t.clock.advanceTo(10 * GRACE_MS);
+    assert.deepEqual({ populator: t.passes.populator.length, reconciler: t.passes.reconciler.length, nodeStatus: t.passes.nodeStatus.length }, before);
+  });
+
+  it('stopped during reconstruction: no loop starts when reconstruction ends, after the stop returned', async () => {
+    const t = setUp();
+    const started = t.runtime.start();
+    await settle();
+    assert.equal(t.runtime.getPhase(), 'reconstructing');
+    assert.deepEqual(await t.runtime.stop(), { abandoned: false });
+    t.reconstruction.resolve();
+    await started;
+    await t.clock.advanceTo(GRACE_MS);
+    assert.equal(t.runtime.getPhase(), 'stopped');
+    assert.deepEqual(t.passes, { populator: [], reconciler: [], nodeStatus: [] });
+    assert.deepEqual(t.clock.labels(), []);
+  });
+
+  it('stopped before it started: start() starts nothing', async () => {
+    const t = setUp();
+    assert.deepEqual(await t.runtime.stop(), { abandoned: false });
+    t.reconstruction.resolve();
+    await t.runtime.start();
+    await t.clock.advanceTo(GRACE_MS);
+    assert.equal(t.runtime.getPhase(), 'stopped');
+    assert.deepEqual(t.passes, { populator: [], reconciler: [], nodeStatus: [] });
+  });
+});
