@@ -10,6 +10,10 @@
  *   volumeId: vol-1             # optional: only calls for this volume
  *   delay: 2s                   # optional: hold the call this long first (ms, s, m, h)
  *   hang: true                  # optional: never answer (until the driver restarts)
+ *   hang: forever               # optional: a driver that never answers these calls: in the
+ *                               #   simulator neither a restart of the driver nor clearFaults
+ *                               #   ends the rule (its volumes are exempt from `converges`);
+ *                               #   in nodevol mock-driver the same as hang: true
  *   code: UNAVAILABLE           # optional: fail with this gRPC code (name, or 1..16)
  *   afterEffect: true           # optional, with code: do the real work, then fail
  *   clientTimeout: 2m           # optional: answer DEADLINE_EXCEEDED after this long while the
@@ -38,6 +42,8 @@ export interface CsiFault {
   readonly volumeId?: string;
   readonly delayMs?: number;
   readonly hang?: boolean;
+  /** With hang: `hang: forever`, a rule nothing but its own `times` ends (not clearFaults, not a restart). */
+  readonly forever?: true;
   readonly code?: number;
   readonly afterEffect?: boolean;
   readonly clientTimeoutMs?: number;
@@ -90,7 +96,7 @@ export const csiFaultSchema = z
     method: z.enum(CSI_FAULT_METHODS),
     volumeId: z.string().min(1).max(1024).optional(),
     delay: duration.optional(),
-    hang: z.boolean().optional(),
+    hang: z.union([z.boolean(), z.literal('forever')]).optional(),
     code: z.union([z.enum(STATUS_NAMES), z.number().int().min(GrpcStatus.CANCELLED).max(GrpcStatus.UNAUTHENTICATED)]).optional(),
     afterEffect: z.boolean().optional(),
     clientTimeout: duration.optional(),
@@ -104,8 +110,8 @@ export const csiFaultSchema = z
       const instead = RENAMED[key];
       ctx.addIssue({ code: z.ZodIssueCode.custom, path: [key], message: instead === undefined ? `unknown key (a rule has ${KEYS.join(', ')})` : `unknown key: use ${instead}` });
     }
-    if (r.delay === undefined && r.code === undefined && r.hang !== true && r.exit !== true && r.clientTimeout === undefined) {
-      ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'a rule needs at least one of delay, code, hang: true, exit: true, clientTimeout' });
+    if (r.delay === undefined && r.code === undefined && r.hang !== true && r.hang !== 'forever' && r.exit !== true && r.clientTimeout === undefined) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'a rule needs at least one of delay, code, hang: true, hang: forever, exit: true, clientTimeout' });
     }
     if (r.afterEffect === true && r.code === undefined) ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['afterEffect'], message: 'afterEffect needs a code' });
   })
@@ -116,6 +122,7 @@ export const csiFaultSchema = z
       ...(r.volumeId === undefined ? {} : { volumeId: r.volumeId }),
       ...(r.delay === undefined ? {} : { delayMs: r.delay }),
       ...(r.hang === true ? { hang: true } : {}),
+      ...(r.hang === 'forever' ? { hang: true, forever: true } : {}),
       ...(code === undefined ? {} : { code }),
       ...(r.afterEffect === true ? { afterEffect: true } : {}),
       ...(r.clientTimeout === undefined ? {} : { clientTimeoutMs: r.clientTimeout }),
@@ -135,7 +142,7 @@ export function writtenFault(f: CsiFault): Record<string, string | number | bool
   const out: Record<string, string | number | boolean> = { method: f.method };
   if (f.volumeId !== undefined) out['volumeId'] = f.volumeId;
   if (f.delayMs !== undefined) out['delay'] = formatFaultDuration(f.delayMs);
-  if (f.hang === true) out['hang'] = true;
+  if (f.hang === true) out['hang'] = f.forever === true ? 'forever' : true;
   if (f.code !== undefined) out['code'] = grpcStatusName(f.code);
   if (f.afterEffect === true) out['afterEffect'] = true;
   if (f.clientTimeoutMs !== undefined) out['clientTimeout'] = formatFaultDuration(f.clientTimeoutMs);
@@ -149,7 +156,7 @@ export function describeCsiFault(f: CsiFault): string {
   const parts: string[] = [f.method];
   if (f.volumeId !== undefined) parts.push(`volume=${f.volumeId}`);
   if (f.exit === true) parts.push('exit');
-  if (f.hang === true) parts.push('hang');
+  if (f.hang === true) parts.push(f.forever === true ? 'hang forever' : 'hang');
   if (f.delayMs !== undefined) parts.push(`delay=${formatFaultDuration(f.delayMs)}`);
   if (f.code !== undefined) parts.push(`code=${grpcStatusName(f.code)}${f.afterEffect === true ? ' after the effect' : ''}`);
   if (f.clientTimeoutMs !== undefined) parts.push(`clientTimeout=${formatFaultDuration(f.clientTimeoutMs)}`);
@@ -226,9 +233,9 @@ export class CsiFaultBook {
     return active.rule;
   }
 
-  /** Removes every rule. */
-  clear(): void {
-    this.#rules = [];
+  /** Removes every rule (`keep`: but those it keeps, with their counters). */
+  clear(keep?: (rule: CsiFault) => boolean): void {
+    this.#rules = keep === undefined ? [] : this.#rules.filter((a) => keep(a.rule));
   }
 
   /** The rules, with how many matching calls each still applies to. */

@@ -14,6 +14,8 @@
  *  - NodePublishVolume: volume id, target, capability, staging path (when the driver stages and
  *    the volume is not an inline ephemeral one); a volume not staged at that path is
  *    FAILED_PRECONDITION.
+ *    A SINGLE_NODE_SINGLE_WRITER volume already published at another target is
+ *    FAILED_PRECONDITION ({@link decideSingleWriter}).
  *  - NodeUnpublishVolume: volume id, target.
  *
  * Concurrency ({@link VolumeLocks}): one call per volume id at a time; a second call for a busy
@@ -132,6 +134,20 @@ export function decidePublish(view: NodeVolumeView | undefined, q: PublishQuesti
     return refuse(GrpcStatus.FAILED_PRECONDITION, `volume ${q.volumeId} is not staged at ${q.stagingTargetPath}`);
   }
   return goAhead(view?.publishedAt.has(q.targetPath) === true);
+}
+
+/**
+ * The CSI spec's SINGLE_NODE_SINGLE_WRITER (spec.md, VolumeCapability.AccessMode: "can only be
+ * published once as read/write at a single workload on a single node"): a publish of such a
+ * volume to a target other than the one(s) it is published at is refused FAILED_PRECONDITION, as
+ * csi-driver-host-path refuses it. The same target again is an idempotent repeat, not refused.
+ * undefined: no objection (any other access mode, or nothing else published).
+ */
+export function decideSingleWriter(view: NodeVolumeView | undefined, q: { readonly volumeId: string; readonly targetPath: string; readonly accessMode: string | number | undefined }): CsiRefusal | undefined {
+  if (q.accessMode !== 'SINGLE_NODE_SINGLE_WRITER') return undefined;
+  const other = [...(view?.publishedAt ?? [])].sort().find((t) => t !== q.targetPath);
+  if (other === undefined) return undefined;
+  return { code: GrpcStatus.FAILED_PRECONDITION, details: `volume ${q.volumeId} with SINGLE_NODE_SINGLE_WRITER access is already published at ${other}` };
 }
 
 export function decideUnpublish(view: NodeVolumeView | undefined, q: UnpublishQuestion, extra?: ExtraCheck): CsiDecision {

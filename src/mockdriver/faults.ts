@@ -10,6 +10,8 @@
  *       afterEffect: true            # optional, with code: do the real work, then fail
  *       times: 2                     # optional: apply to this many matching calls (default: all)
  *       hang: true                   # optional: never answer (until the driver stops)
+ *       hang: forever                # optional: the same here (the simulator keeps it over
+ *                                    #   restarts and clearFaults; here a rule lasts while the file has it)
  *       exit: true                   # optional: the process exits with code 3 when the call arrives
  *       clientTimeout: 500ms         # optional: answer DEADLINE_EXCEEDED after this long while the
  *                                    #   call carries on at the driver; the volume stays busy

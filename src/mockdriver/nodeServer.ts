@@ -25,7 +25,7 @@ import { GrpcStatus } from '../ports/csi.js';
 import type { NodeHandlers } from '../adapters/grpc/server.js';
 import type * as wire from '../adapters/grpc/messages.js';
 import type { MessageInit } from '../adapters/grpc/messages.js';
-import { decidePublish, decideStage, decideUnpublish, decideUnstage, type NodeRules } from '../csi/nodeStateMachine.js';
+import { decidePublish, decideSingleWriter, decideStage, decideUnpublish, decideUnstage, type NodeRules } from '../csi/nodeStateMachine.js';
 import type { Dispatch } from './callPipeline.js';
 import { checkCoPath, checkVolumeId } from './confine.js';
 import type { MockVolumeKind } from './state.js';
@@ -159,12 +159,8 @@ export class MockNodeServer {
     if (!(await this.#storage.isMountPoint(source))) {
       throw status(GrpcStatus.FAILED_PRECONDITION, `volume ${vol.id} is recorded as staged at ${staging} but ${source} is not mounted; stage it again`);
     }
-    if (req.volumeCapability?.accessMode?.mode === 'SINGLE_NODE_SINGLE_WRITER') {
-      const other = [...(this.#volumes.node.view(vol.id)?.publishedAt ?? [])].find((t) => t !== target);
-      if (other !== undefined) {
-        throw status(GrpcStatus.FAILED_PRECONDITION, `volume ${vol.id} with SINGLE_NODE_SINGLE_WRITER access is already published at ${other}`);
-      }
-    }
+    const singleWriter = decideSingleWriter(this.#volumes.node.view(vol.id), { volumeId: vol.id, targetPath: target, accessMode: req.volumeCapability?.accessMode?.mode });
+    if (singleWriter !== undefined) throw status(singleWriter.code, singleWriter.details);
     if (!(await this.#storage.isMountPoint(target))) {
       await this.#storage.createTarget(target, kind);
       await this.#storage.mount(source, target, req.readonly ? ['ro'] : []);

@@ -5,6 +5,8 @@
  *   running pod uses the volume or a target of it is published, no NodeUnpublishVolume of a
  *   running pod's target, no NodeStageVolume while an unstage of the volume still runs, no
  *   NodePublishVolume without a successful stage;
+ * - when a NodePublishVolume finishes at a driver ({@link checkSinglePod}): a ReadWriteOncePod
+ *   volume is published for one pod at most;
  * - when the engine removes a path ({@link checkRemoval}): nothing a driver still uses;
  * - when the engine writes volumesInUse ({@link checkInUseReported}): every attached volume that
  *   is staged or globally mounted is in it;
@@ -17,6 +19,7 @@ import type { CsiMethod } from '../ports/csi.js';
 import type { FakeCsiRequest } from '../adapters/memory/fakeCsiDriver.js';
 import { sha256Hex } from '../layout/names.js';
 import { removalHits, type InvariantName } from './invariants.js';
+import { isReadWriteOncePod } from './scenario.js';
 import { ownsTarget, SIM_ROOT, uniqueName, type SimWorld } from './world.js';
 
 /** A violated invariant, with what broke it. */
@@ -67,6 +70,19 @@ export function checkArrival(world: SimWorld, driverName: string, method: CsiMet
     }
   }
   return out;
+}
+
+/**
+ * A NodePublishVolume finished at a driver (whatever its answer: a fault after the effect
+ * publishes too): a ReadWriteOncePod volume must not be published at the targets of two pods.
+ */
+export function checkSinglePod(world: SimWorld, driverName: string, volumeId: string): Finding[] {
+  const vol = world.scenario.volumes.find((v) => !v.inline && v.driver === driverName && v.handle === volumeId);
+  if (vol === undefined || !isReadWriteOncePod(vol)) return [];
+  const targets = [...(world.drivers.get(driverName)?.volume(volumeId)?.publishedAt ?? [])].sort();
+  const owners = world.scenario.pods.filter((p) => targets.some((t) => ownsTarget(p.uid, t))).map((p) => p.uid);
+  if (owners.length < 2) return [];
+  return [{ invariant: 'rwop-one-pod', message: `ReadWriteOncePod volume ${volumeId} is published for pods ${owners.join(', ')} at once (${targets.join(', ')})` }];
 }
 
 /**
@@ -123,12 +139,14 @@ export function checkInUseReported(world: SimWorld, written: readonly string[]):
 export function convergenceProblems(world: SimWorld, engine: { readonly running: boolean }, quick: boolean): string[] {
   const problems: string[] = [];
   if (!engine.running) problems.push('the engine is restarting');
-  if (world.inFlight.size > 0) problems.push('CSI calls are still running at the driver');
+  // A driver that never returns (`hang: forever`) is exempt: its calls, its volumes.
+  const exempt = world.neverReturns;
+  if (world.inFlightOwed() > 0) problems.push('CSI calls are still running at the driver');
   if (problems.length > 0 && quick) return problems;
   const wanted = world.wanted();
   for (const w of wanted.values()) {
     const d = world.drivers.get(w.driver);
-    if (d === undefined) continue;
+    if (d === undefined || exempt.has(w.driver)) continue;
     if (w.vol.inline) {
       const uid = w.pods[0] ?? '';
       const published = [...d.volumes()].some(([, st]) => [...st.publishedAt].some((t) => t.includes(`/pods/${uid}/`) && world.mounter.isMounted(t)));
@@ -139,12 +157,19 @@ export function convergenceProblems(world: SimWorld, engine: { readonly running:
     const stages = world.scenario.drivers.find((x) => x.name === w.driver)?.stageUnstage ?? true;
     // The driver's records survive a reboot; the mounts do not: both must be there.
     if (stages && (st?.stagedAt === undefined || !world.mounter.isMounted(st.stagedAt))) problems.push(`${w.handle} is wanted but not staged`);
-    for (const uid of w.pods) {
+    const publishedFor = (uid: string): boolean => {
       const target = [...(st?.publishedAt ?? [])].find((t) => t.includes(`/pods/${uid}/`) || t.endsWith(`/${uid}`));
-      if (target === undefined || !world.mounter.isMounted(target)) problems.push(`${w.handle} is not published for pod ${uid}`);
-    }
+      return target !== undefined && world.mounter.isMounted(target);
+    };
+    // ReadWriteOncePod wanted by several running pods: kubelet sets it up for one of them and
+    // refuses the others for as long as that one has it (on a real cluster the scheduler keeps
+    // them apart); one of them is owed.
+    if (isReadWriteOncePod(w.vol) && w.pods.length > 1) {
+      if (!w.pods.some(publishedFor)) problems.push(`ReadWriteOncePod ${w.handle} is published for none of pods ${w.pods.join(', ')}`);
+    } else for (const uid of w.pods) if (!publishedFor(uid)) problems.push(`${w.handle} is not published for pod ${uid}`);
   }
   for (const [name, d] of world.drivers) {
+    if (exempt.has(name)) continue;
     for (const [id, st] of d.volumes()) {
       const isWanted = wanted.has(`${name}|${id}`) || [...wanted.values()].some((w) => w.vol.inline && w.driver === name);
       if (!isWanted) problems.push(`${id} is unwanted but the driver still has it ${st.stagedAt !== undefined ? 'staged' : 'published'}`);
@@ -159,7 +184,7 @@ export function convergenceProblems(world: SimWorld, engine: { readonly running:
   if (quick && problems.length > 0) return problems;
   const mem = world.fs.mem;
   for (const v of world.scenario.volumes) {
-    if (v.inline || wanted.has(`${v.driver}|${v.handle}`)) continue;
+    if (v.inline || exempt.has(v.driver) || wanted.has(`${v.driver}|${v.handle}`)) continue;
     const dir = `${SIM_ROOT}/plugins/kubernetes.io/csi/${v.driver}/${sha256Hex(v.handle)}`;
     if (mem.typeSync(dir) !== undefined) problems.push(`the directory of unwanted volume ${v.handle} is still there`);
   }
@@ -167,17 +192,19 @@ export function convergenceProblems(world: SimWorld, engine: { readonly running:
     if (world.running.has(p.uid)) continue;
     // <root>/pods/<uid>/volumes/<plugin>/<volume>/: kubelet's pod cleanup (not the volume manager) removes the rest.
     const volumes = `${SIM_ROOT}/pods/${p.uid}/volumes`;
-    const left = (mem.namesSync(volumes) ?? []).some((plugin) => (mem.namesSync(`${volumes}/${plugin}`) ?? []).length > 0);
+    const exemptName = (name: string): boolean => world.scenario.volumes.some((v) => v.name === name && exempt.has(v.driver));
+    const left = (mem.namesSync(volumes) ?? []).some((plugin) => (mem.namesSync(`${volumes}/${plugin}`) ?? []).some((name) => !exemptName(name)));
     if (left) problems.push(`pod ${p.uid} is gone but its volume directories are still there`);
   }
   if (quick && problems.length > 0) return problems;
   const attached = new Set(world.cluster.volumesAttached.map((v) => v.name));
   const want = [...wanted.values()]
-    .filter((w) => !w.vol.inline && (world.scenario.drivers.find((x) => x.name === w.driver)?.attachRequired ?? true))
+    .filter((w) => !w.vol.inline && !exempt.has(w.driver) && (world.scenario.drivers.find((x) => x.name === w.driver)?.attachRequired ?? true))
     .map((w) => uniqueName(w.driver, w.handle))
     .filter((u) => attached.has(u))
     .sort();
-  const have = [...world.cluster.volumesInUse].sort();
+  const exemptPrefixes = [...exempt].map((d) => `kubernetes.io/csi/${d}^`);
+  const have = [...world.cluster.volumesInUse].filter((u) => !exemptPrefixes.some((p) => u.startsWith(p))).sort();
   if (want.join(',') !== have.join(',')) problems.push(`volumesInUse is [${have.join(', ')}], want [${want.join(', ')}]`);
   return problems;
 }

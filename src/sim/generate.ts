@@ -21,7 +21,12 @@
  *   meanwhile; the API server unreachable for a while (sometimes over a restart); a cluster that
  *   signals no change (the populator's polling path); time advancing.
  *
- * Every workload can end converged: each fault has a bounded count, a hang is followed by a
+ * - PV access modes (ReadWriteOncePod, ReadWriteMany, ReadOnlyMany, ReadWriteOnce) and drivers
+ *   with SINGLE_NODE_MULTI_WRITER; in 1 workload in 20, a driver that never returns (`hang:
+ *   forever`), exempt from `converges`. These come from random streams of their own drawn after
+ *   every other draw: they change the workloads of the seeds they touch, not the draws before them.
+ *
+ * Every workload can end converged (but the volumes of a driver that never returns): each fault has a bounded count, a hang is followed by a
  * restart of its driver (or a reboot), and the steps end with the faults cleared. What the
  * generator leaves out is what KEP-6058 leaves to an operator (both copies of a volume's data
  * lost: the pod-local file of a volume that has no global one, a Block volume's only file).
@@ -30,7 +35,7 @@ import { GrpcStatus } from '../ports/csi.js';
 import { mockVolumeId } from '../mockdriver/volumeId.js';
 import type { CsiFault } from '../csi/faults.js';
 import { Prng } from './prng.js';
-import { CLAIM_STATES, NODE_FAULT_METHODS, type Scenario, type ScenarioDriver, type ScenarioPod, type ScenarioStep, type ScenarioVolume } from './scenario.js';
+import { CLAIM_STATES, NODE_FAULT_METHODS, type Scenario, type ScenarioDriver, type ScenarioPod, type ScenarioStep, type ScenarioVolume, type VolumeAccessMode } from './scenario.js';
 
 export type WorkloadSize = 'small' | 'medium' | 'large';
 export const WORKLOAD_SIZES: readonly WorkloadSize[] = ['small', 'medium', 'large'];
@@ -296,6 +301,10 @@ export function generateScenario(seed: number, size: WorkloadSize = 'medium', op
   for (const d of [...hung].sort()) steps.push({ kind: 'restartDriver', driver: d });
 
   populatorCases(seed, pods, volumes, drivers, steps);
+  accessModeCases(seed, drivers, volumes, pods, steps);
+  neverReturningDriver(seed, volumes, steps);
+  // ---- A new stream goes here: after every one above (their draws stay what they were) and
+  // before the SIGTERM draw, which stays the very last. ----
 
   // Keep last: its own stream, drawn after every other, so that the rest of the workload is the
   // seed's workload without it.
@@ -350,6 +359,71 @@ function populatorCases(seed: number, pods: { uid: string; volumes: string[]; un
     const before: ScenarioStep = side.chance(0.5) ? { kind: 'podPhase', uid: st.uid, phase: side.chance(0.5) ? 'Succeeded' : 'Failed' } : { kind: 'terminatePod', uid: st.uid };
     steps.splice(at, 0, before, { kind: 'advance', ms: side.one([1, 2, 5]) * 1000 });
   }
+}
+
+/** How often a persistent volume's PV gets each access mode (ReadWriteOnce: the PV names none). */
+const ACCESS_MODE_WEIGHTS: readonly (readonly [VolumeAccessMode, number])[] = [
+  ['ReadWriteOnce', 6],
+  ['ReadWriteOncePod', 2],
+  ['ReadWriteMany', 1],
+  ['ReadOnlyMany', 1],
+];
+
+/**
+ * Access modes, from a random stream of their own (drawn after every other one, so the rest of
+ * the workload's draws are what they were): each driver reports SINGLE_NODE_MULTI_WRITER with
+ * chance 1/2 (kubelet then sends SINGLE_NODE_MULTI_WRITER / SINGLE_NODE_SINGLE_WRITER for
+ * ReadWriteOnce / ReadWriteOncePod), and each persistent volume's PV is ReadWriteOnce (6 in 10,
+ * written as no access mode), ReadWriteOncePod (2 in 10), ReadWriteMany or ReadOnlyMany (1 in 10
+ * each). A volume drawn ReadWriteOncePod that two running pods ever want at once stays
+ * ReadWriteOnce (the draw is made all the same): after a reboot the engine sets it up for
+ * neither, a known finding (docs/explorer.md, "Access modes and a driver that never returns");
+ * a pod and its replacement (one deleted, then the other added) do get it.
+ */
+function accessModeCases(seed: number, drivers: ScenarioDriver[], volumes: ScenarioVolume[], pods: readonly { uid: string; volumes: readonly string[]; running: boolean }[], steps: readonly ScenarioStep[]): void {
+  const side = new Picker(new Prng(seed ^ 0x165667b1));
+  for (const [i, d] of drivers.entries()) if (side.chance(0.5)) drivers[i] = { ...d, singleNodeMultiWriter: true };
+  const together = wantedTogether(pods, steps);
+  for (const [i, v] of volumes.entries()) {
+    if (v.inline) continue;
+    const mode = side.weighted(ACCESS_MODE_WEIGHTS);
+    if (mode === 'ReadWriteOncePod' && together.has(v.name)) continue;
+    if (mode !== 'ReadWriteOnce') volumes[i] = { ...v, accessModes: [mode] };
+  }
+}
+
+/** The volumes two running pods want at the same time at some step (no pod or volume drawn). */
+function wantedTogether(pods: readonly { uid: string; volumes: readonly string[]; running: boolean }[], steps: readonly ScenarioStep[]): Set<string> {
+  const running = new Set(pods.filter((p) => p.running).map((p) => p.uid));
+  const out = new Set<string>();
+  const look = (): void => {
+    const count = new Map<string, number>();
+    for (const p of pods) if (running.has(p.uid)) for (const v of p.volumes) count.set(v, (count.get(v) ?? 0) + 1);
+    for (const [v, n] of count) if (n > 1) out.add(v);
+  };
+  look();
+  for (const st of steps) {
+    if (st.kind === 'addPod') running.add(st.uid);
+    else if (st.kind === 'deletePod' || st.kind === 'podPhase') running.delete(st.uid);
+    look();
+  }
+  return out;
+}
+
+/**
+ * A driver that never returns, in 1 workload in 20, from a random stream of its own (after the
+ * access modes' draws): a `hang: forever` rule for one node call of one persistent volume
+ * (kubelet accepts its claim), at a random place among the steps. Neither a restart of the driver
+ * nor clearFaults ends it; `converges` exempts that volume's driver, the safety invariants do not.
+ */
+function neverReturningDriver(seed: number, volumes: readonly ScenarioVolume[], steps: ScenarioStep[]): void {
+  const side = new Picker(new Prng(seed ^ 0x3c6ef372));
+  if (!side.chance(0.05)) return;
+  const candidates = volumes.filter((v) => !v.inline && (v.claim ?? 'Bound') === 'Bound');
+  if (candidates.length === 0) return;
+  const volume = side.one(candidates);
+  const fault: CsiFault = { method: side.one(NODE_FAULT_METHODS), volumeId: volume.handle, hang: true, forever: true };
+  steps.splice(side.int(1, steps.length), 0, { kind: 'fault', fault });
 }
 
 /** Grace periods a generated `sigterm` step gives besides the agent's default (30 s). */

@@ -11,6 +11,8 @@ export const INVARIANTS = {
     'NodeStageVolume never arrives while a NodeUnstageVolume of the same volume is still running at the driver (kubernetes#121357); NodePublishVolume only after a successful stage',
   'nothing-removed-early':
     'a vol_data.json is never removed while the driver still has the path beside it staged / published, nor a staging dir or pod volume dir while it is still mounted and the driver has it staged / published',
+  'rwop-one-pod':
+    'a ReadWriteOncePod volume (the PV\'s only access mode) is never published at the targets of two pods at once (the driver\'s record after each NodePublishVolume); kubelet refuses the second pod\'s SetUp, and a driver with SINGLE_NODE_MULTI_WRITER is sent SINGLE_NODE_SINGLE_WRITER',
   converges:
     'after the last fault or crash and a bounded virtual time, every wanted volume is staged and published, every unwanted one is unpublished and unstaged with its directories gone, and volumesInUse equals the wanted attachable set (not owed while a driver still holds a call on a hang: that fault has not ended)',
   'reconstruction-first':

@@ -6,10 +6,13 @@
  * Format (docs/explorer.md, "Scenario format"):
  *   name, description
  *   featureGates: { CSIGlobalMountReconstruction: true }        (the CLI's --feature-gates wins)
- *   drivers: [{ name, attachRequired, podInfoOnMount, stageUnstage, mode: strict|lenient }]
+ *   drivers: [{ name, attachRequired, podInfoOnMount, stageUnstage, mode: strict|lenient,
+ *               singleNodeMultiWriter }]        (NodeGetCapabilities reports SINGLE_NODE_MULTI_WRITER)
  *   volumes: [{ name, handle, driver, volumeMode: Filesystem|Block, inline,
- *               claim: Bound|Pending|Lost|Deleting|ClaimRefMismatch }]   (inline: ephemeral, no PV;
- *               claim: what kubelet's populator checks; all but Bound are refused)
+ *               claim: Bound|Pending|Lost|Deleting|ClaimRefMismatch,
+ *               accessModes: [ReadWriteOnce|ReadWriteOncePod|ReadWriteMany|ReadOnlyMany] }]
+ *               (inline: ephemeral, no PV; claim: what kubelet's populator checks; all but Bound
+ *               are refused; accessModes: the PV's, ReadWriteOnce when absent)
  *   pods: [{ uid, volumes: [name...], unused: [name...], running }]   (running: false = added later by addPod;
  *               unused: in spec.volumes, in no container's volumeMounts / volumeDevices)
  *   steps: wait: converged | advance: 30s | addPod: uid | deletePod: uid | restart | reboot |
@@ -17,6 +20,8 @@
  *          podPhase: { pod, phase: Succeeded|Failed }             (terminal, the pod still listed)
  *          fault: <a rule of src/csi/faults.ts: method, volumeId, delay, hang, code, afterEffect,
  *                  clientTimeout, exit, times> | clearFaults |
+ *                  (hang: forever: the driver never answers those calls, restarts and clearFaults
+ *                  do not end the rule; the driver's volumes are exempt from `converges`)
  *          deleteFile: { pod, volume }                             (the pod-local vol_data.json)
  *          readError: { pod, volume, code: EIO|EACCES, times }    (reads of the pod-local vol_data.json fail)
  *          restartDriver: name                                    (the driver's process restarts)
@@ -35,6 +40,11 @@ import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, stringify a
 import { z } from 'zod';
 
 import { csiFaultSchema, writtenFault, type CsiFault } from '../csi/faults.js';
+
+/** Whether the volume's PV is ReadWriteOncePod (its only access mode, as the API server allows it). */
+export function isReadWriteOncePod(v: { readonly accessModes?: readonly string[] }): boolean {
+  return v.accessModes?.length === 1 && v.accessModes[0] === 'ReadWriteOncePod';
+}
 
 /** The largest scenario file read. */
 export const MAX_SCENARIO_BYTES = 256 * 1024;
@@ -102,6 +112,10 @@ const podPhaseSchema = z.object({ pod: name, phase: z.enum(TERMINAL_PHASES) }).s
  */
 export const CLAIM_STATES = ['Bound', 'Pending', 'Lost', 'Deleting', 'ClaimRefMismatch'] as const;
 export type ClaimState = (typeof CLAIM_STATES)[number];
+
+/** A PV's access modes (its spec.accessModes); kubelet maps the first to the CSI access mode it sends. */
+export const ACCESS_MODES = ['ReadWriteOnce', 'ReadWriteOncePod', 'ReadWriteMany', 'ReadOnlyMany'] as const;
+export type VolumeAccessMode = (typeof ACCESS_MODES)[number];
 
 const stepSchema = z.union([
   z.object({ wait: z.literal('converged') }).strict(),
@@ -176,6 +190,9 @@ export const scenarioSchema = z
             mode: z.enum(['strict', 'lenient']).default('strict'),
             // After a reboot the node plugin registers with kubelet this long after kubelet started.
             registersAfter: duration.optional(),
+            // NodeGetCapabilities reports SINGLE_NODE_MULTI_WRITER (as csi-driver-host-path): kubelet
+            // then sends SINGLE_NODE_MULTI_WRITER / SINGLE_NODE_SINGLE_WRITER for RWO / RWOP.
+            singleNodeMultiWriter: z.boolean().default(false),
           })
           .strict(),
       )
@@ -190,6 +207,7 @@ export const scenarioSchema = z
             volumeMode: z.enum(['Filesystem', 'Block']).default('Filesystem'),
             inline: z.boolean().default(false),
             claim: z.enum(CLAIM_STATES).default('Bound'),
+            accessModes: z.array(z.enum(ACCESS_MODES)).min(1, 'must name at least one access mode').optional(),
           })
           .strict(),
       )
@@ -234,6 +252,8 @@ export interface ScenarioDriver {
   readonly mode: 'strict' | 'lenient';
   /** After a node reboot, the driver registers with kubelet this long after kubelet started (0: at once). */
   readonly registersAfterMs?: number;
+  /** NodeGetCapabilities reports SINGLE_NODE_MULTI_WRITER; absent is false. */
+  readonly singleNodeMultiWriter?: boolean;
 }
 
 export interface ScenarioVolume {
@@ -244,6 +264,8 @@ export interface ScenarioVolume {
   readonly inline: boolean;
   /** The PV's claim as kubelet checks it; absent is Bound. */
   readonly claim?: ClaimState;
+  /** The PV's access modes; absent is a PV that names none (kubelet takes ReadWriteOnce). */
+  readonly accessModes?: readonly VolumeAccessMode[];
 }
 
 export interface ScenarioPod {
@@ -346,7 +368,22 @@ function normalize(s: Parsed, file: string, lineOf: (p: (string | number)[]) => 
     if (!driverNames.has(driver)) throw err(['volumes', i, 'driver'], `unknown driver ${JSON.stringify(driver)}`);
     if (v.inline && v.volumeMode === 'Block') throw err(['volumes', i, 'volumeMode'], 'an inline ephemeral volume is always Filesystem');
     if (v.inline && v.claim !== 'Bound') throw err(['volumes', i, 'claim'], 'an inline ephemeral volume has no claim');
-    return { name: v.name, handle: v.handle ?? v.name, driver, volumeMode: v.volumeMode, inline: v.inline, ...(v.claim === 'Bound' ? {} : { claim: v.claim }) };
+    if (v.inline && v.accessModes !== undefined) throw err(['volumes', i, 'accessModes'], 'an inline ephemeral volume has no PV and no access modes');
+    const dup = v.accessModes?.findIndex((m, j) => v.accessModes?.indexOf(m) !== j) ?? -1;
+    if (dup >= 0) throw err(['volumes', i, 'accessModes', dup], `${JSON.stringify(v.accessModes?.[dup])} is named twice`);
+    // As the API server's PV validation: ReadWriteOncePod is a PV's only access mode.
+    if (v.accessModes !== undefined && v.accessModes.length > 1 && v.accessModes.includes('ReadWriteOncePod')) {
+      throw err(['volumes', i, 'accessModes'], 'ReadWriteOncePod cannot be combined with other access modes');
+    }
+    return {
+      name: v.name,
+      handle: v.handle ?? v.name,
+      driver,
+      volumeMode: v.volumeMode,
+      inline: v.inline,
+      ...(v.claim === 'Bound' ? {} : { claim: v.claim }),
+      ...(v.accessModes === undefined ? {} : { accessModes: v.accessModes }),
+    };
   });
   const volumeNames = new Set(volumes.map((v) => v.name));
   const podUids = new Set<string>();
@@ -437,7 +474,11 @@ function normalize(s: Parsed, file: string, lineOf: (p: (string | number)[]) => 
     source: file,
     featureGates: s.featureGates ?? {},
     ...(s.clusterSignalsChanges ? {} : { clusterSignalsChanges: false }),
-    drivers: s.drivers.map(({ registersAfter, ...d }) => (registersAfter === undefined ? d : { ...d, registersAfterMs: parseDurationMs(registersAfter) })),
+    drivers: s.drivers.map(({ registersAfter, singleNodeMultiWriter, ...d }) => ({
+      ...d,
+      ...(registersAfter === undefined ? {} : { registersAfterMs: parseDurationMs(registersAfter) }),
+      ...(singleNodeMultiWriter ? { singleNodeMultiWriter: true } : {}),
+    })),
     volumes,
     pods: s.pods.map(({ unused, ...p }) => (unused.length === 0 ? p : { ...p, unused })),
     steps,
@@ -559,6 +600,7 @@ export function scenarioDocument(s: Scenario): Record<string, unknown> {
       stageUnstage: d.stageUnstage,
       mode: d.mode,
       ...(d.registersAfterMs === undefined || d.registersAfterMs === 0 ? {} : { registersAfter: formatScenarioDuration(d.registersAfterMs) }),
+      ...(d.singleNodeMultiWriter === true ? { singleNodeMultiWriter: true } : {}),
     })),
     volumes: s.volumes.map((v) => ({
       name: v.name,
@@ -567,6 +609,7 @@ export function scenarioDocument(s: Scenario): Record<string, unknown> {
       ...(v.volumeMode === 'Filesystem' ? {} : { volumeMode: v.volumeMode }),
       ...(v.inline ? { inline: true } : {}),
       ...(v.claim === undefined || v.claim === 'Bound' ? {} : { claim: v.claim }),
+      ...(v.accessModes === undefined ? {} : { accessModes: [...v.accessModes] }),
     })),
     pods: s.pods.map((p) => ({ uid: p.uid, volumes: [...p.volumes], ...(p.unused === undefined || p.unused.length === 0 ? {} : { unused: [...p.unused] }), ...(p.running ? {} : { running: false }) })),
     steps: s.steps.map(writtenStep),

@@ -35,7 +35,7 @@ import type { InvariantName, Violation } from './invariants.js';
 import { Prng, RunningHash } from './prng.js';
 import { formatScenarioDuration, type Scenario } from './scenario.js';
 import type { PortCallRecord, TraceEventKind, TraceStep } from '../trace/simTrace.js';
-import { checkArrival, checkInUseReported, checkRemoval, convergenceProblems, type Finding } from './checks.js';
+import { checkArrival, checkInUseReported, checkRemoval, checkSinglePod, convergenceProblems, type Finding } from './checks.js';
 import { Fence, type CallRecord, type CrashPoint, type EngineLife } from './fencedPorts.js';
 import type { CrashKind, Perturbation } from './plan.js';
 import { MACRO_TURN_EVERY, macroTurn, microDrain, Scheduler } from './scheduler.js';
@@ -160,7 +160,7 @@ export class Simulation {
   #prevMounts: string[] = [];
   #diffedVersion = -1;
   /** The last convergence answer and what it depended on (compared field by field: no key built per step). */
-  #convergedMemo: { version: number; inFlight: number; restarting: boolean; stopping: boolean; life: number; alive: boolean; why: string } | undefined;
+  #convergedMemo: { version: number; inFlight: number; neverReturns: number; restarting: boolean; stopping: boolean; life: number; alive: boolean; why: string } | undefined;
 
   constructor(options: SimOptions) {
     this.#opt = options;
@@ -168,6 +168,7 @@ export class Simulation {
     this.#sched = new Scheduler(new Prng(options.seed));
     this.#world = new SimWorld(options.scenario, this.#sched, options.seed);
     this.#world.onArrive = (driver, method, volumeId, request) => this.#violateAll(checkArrival(this.#world, driver, method, volumeId, request));
+    this.#world.onPublishFinished = (driver, volumeId) => this.#violateAll(checkSinglePod(this.#world, driver, volumeId));
     this.#fence = new Fence(
       this.#sched,
       this.#world,
@@ -232,7 +233,8 @@ export class Simulation {
         !this.#restarting &&
         // A stopping life ends by its grace period at the latest.
         !this.#stopping &&
-        this.#world.inFlight.size === 0 &&
+        // A call held by a driver that never returns is no reason to wait.
+        this.#world.inFlightOwed() === 0 &&
         // An advance step is time the scenario lets pass on purpose, not the engine being stuck;
         // a converged world waits out its quiet window.
         this.#scenario.steps[this.#stepIndex]?.kind !== 'advance' &&
@@ -260,10 +262,15 @@ export class Simulation {
     // Liveness is owed once the faults have ended: a call a driver still holds on a hang (until
     // its process restarts, which nothing in the run did after the call arrived) is a fault
     // that never ended.
-    const held = [...this.#world.drivers.values()].some((d) => d.hangingCalls() > 0);
-    if (endReason !== 'converged' && !held) {
-      this.#violate('converges', this.#whyNotConverged(endReason));
-    }
+    // A driver that never returns (`hang: forever`) is exempt on its own (convergenceProblems
+    // leaves its volumes out): its held calls excuse nothing else.
+    const held = [...this.#world.drivers.values()].some((d) => !this.#world.neverReturns.has(d.name) && d.hangingCalls() > 0);
+    const why = endReason === 'converged' || held ? '' : this.#whyNotConverged(endReason);
+    // The steps done and all that is owed converged, but never quiet: the engine keeps retrying
+    // the calls a driver that never returns answers ABORTED (its volume stays busy), which is the
+    // exempt driver's doing, not a liveness failure.
+    const exemptChurn = why === '' && this.#world.neverReturns.size > 0 && this.#stepIndex >= this.#scenario.steps.length;
+    if (endReason !== 'converged' && !held && !exemptChurn) this.#violate('converges', why);
     return {
       violations: this.#violations,
       traceHash: this.#hash.hex(),
@@ -482,11 +489,13 @@ export class Simulation {
     const m = this.#convergedMemo;
     const version = this.#world.version;
     const inFlight = this.#world.inFlight.size;
+    const neverReturns = this.#world.neverReturns.size;
     const life = this.#life;
     if (
       m !== undefined &&
       m.version === version &&
       m.inFlight === inFlight &&
+      m.neverReturns === neverReturns &&
       m.restarting === this.#restarting &&
       m.stopping === this.#stopping &&
       m.life === life.id &&
@@ -494,7 +503,7 @@ export class Simulation {
     )
       return m.why === '';
     const why = this.#whyNotConverged('converged');
-    this.#convergedMemo = { version, inFlight, restarting: this.#restarting, stopping: this.#stopping, life: life.id, alive: life.alive, why };
+    this.#convergedMemo = { version, inFlight, neverReturns, restarting: this.#restarting, stopping: this.#stopping, life: life.id, alive: life.alive, why };
     return why === '';
   }
 

@@ -85,6 +85,8 @@ export class SimWorld {
   #apiDownUntil = 0;
   /** Drivers not registered with kubelet yet after a reboot: name → virtual time they register. */
   readonly #registersAt = new Map<string, number>();
+  /** Drivers given a `hang: forever` rule: they never answer those calls (liveness is not owed for their volumes). */
+  readonly #neverReturns = new Set<string>();
   /** Bumped at each reboot: the driver processes' timers belong to their epoch. */
   #driverEpoch = 0;
   #version = 0;
@@ -94,6 +96,9 @@ export class SimWorld {
 
   /** A CSI call arrives at a driver (called before the world counts it in flight). */
   onArrive: (driver: string, method: CsiMethod, volumeId: string, request: FakeCsiRequest) => void = () => undefined;
+
+  /** A NodePublishVolume finished at a driver (OK or not): the driver's record of it is final for now. */
+  onPublishFinished: (driver: string, volumeId: string) => void = () => undefined;
 
   constructor(
     readonly scenario: Scenario,
@@ -144,7 +149,7 @@ export class SimWorld {
     // The VolumeAttachments of the attached volumes are this node's.
     this.cluster.nodeName = SIM_NODE;
     for (const d of this.scenario.drivers) {
-      const capabilities: NodeCapability[] = d.stageUnstage ? ['STAGE_UNSTAGE_VOLUME'] : [];
+      const capabilities: NodeCapability[] = [...(d.stageUnstage ? (['STAGE_UNSTAGE_VOLUME'] as const) : []), ...(d.singleNodeMultiWriter === true ? (['SINGLE_NODE_MULTI_WRITER'] as const) : [])];
       const driverClock: Clock = {
         nowMs: () => this.sched.now,
         wallMs: () => this.sched.now,
@@ -163,6 +168,7 @@ export class SimWorld {
         },
         finished: (call) => {
           this.#inFlight.delete(this.#driverSeqKey(d.name, call.seq));
+          if (call.method === 'NodePublishVolume') this.onPublishFinished(d.name, call.volumeId);
           if (call.outcome === 'OK' && call.method !== 'NodeGetCapabilities') this.changed();
         },
       };
@@ -173,7 +179,9 @@ export class SimWorld {
     for (const v of this.scenario.volumes) {
       if (v.inline) continue;
       const spec = constructPVSourceSpec(v.name, v.driver, v.handle, v.volumeMode);
-      const pv: PersistentVolume = spec.kind === 'persistent' ? spec.persistentVolume : { name: v.name };
+      const base: PersistentVolume = spec.kind === 'persistent' ? spec.persistentVolume : { name: v.name };
+      // The PV's access modes, as the API serves them (kubelet maps the first to the CSI access mode).
+      const pv: PersistentVolume = v.accessModes === undefined ? base : { ...base, accessModes: [...v.accessModes] };
       const attachRequired = this.scenario.drivers.find((d) => d.name === v.driver)?.attachRequired ?? true;
       const claim = v.claim ?? 'Bound';
       this.cluster.addPersistentVolume(
@@ -301,7 +309,25 @@ export class SimWorld {
   injectScenarioFault(f: ScenarioFault): void {
     const vol = f.volumeId === undefined ? undefined : this.scenario.volumes.find((v) => !v.inline && v.handle === f.volumeId);
     const drivers = vol === undefined ? [...this.#drivers.values()] : [this.#drivers.get(vol.driver)].filter((d): d is FakeCsiDriver => d !== undefined);
-    for (const d of drivers) d.inject(f);
+    for (const d of drivers) {
+      d.inject(f);
+      if (f.forever === true) this.#neverReturns.add(d.name);
+    }
+  }
+
+  /**
+   * Drivers that never return (given a `hang: forever` rule in this run): the `converges`
+   * invariant exempts their volumes and the calls they hold; the safety invariants still apply.
+   */
+  get neverReturns(): ReadonlySet<string> {
+    return this.#neverReturns;
+  }
+
+  /** CSI calls still running at drivers that do return (what liveness waits for). */
+  inFlightOwed(): number {
+    let n = 0;
+    for (const f of this.#inFlight.values()) if (!this.#neverReturns.has(f.driver)) n++;
+    return n;
   }
 
   clearFaults(): void {

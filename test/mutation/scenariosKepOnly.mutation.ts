@@ -7,6 +7,7 @@ scenariosTest('KEP-6058 only', {
   'alpha-gap': ['converges', 'no-unstage-in-use'],
   'block-publish-timeout-then-failed': ['converges', 'no-unstage-in-use'],
   'block-restaged-during-unstage': ['stage-after-unstage'],
+  'driver-never-returns': ['converges'],
   'kep-story-2': ['converges', 'no-unstage-in-use'],
   'listed-restage-fails': ['nothing-removed-early'],
   'mount-group-check-fails': ['converges'],

@@ -5,7 +5,8 @@
  * {@link MemoryMounter}, so the mount table kubelet's code reads back is what a real driver leaves.
  *
  * The CSI spec (spec.md, Node service) is the contract: every call is idempotent; NodeUnstageVolume is
- * refused while the volume is still published; NodePublishVolume needs the volume staged at the
+ * refused while the volume is still published; a SINGLE_NODE_SINGLE_WRITER volume is published at
+ * one target at a time (a second target is FAILED_PRECONDITION); NodePublishVolume needs the volume staged at the
  * given staging path when the driver has STAGE_UNSTAGE_VOLUME, unless it is an inline ephemeral
  * volume (volume context csi.storage.k8s.io/ephemeral=true), which is never staged.
  *
@@ -33,6 +34,7 @@ import {
   CsiNodeState,
   VolumeLocks,
   decidePublish,
+  decideSingleWriter,
   decideStage,
   decideUnpublish,
   decideUnstage,
@@ -281,9 +283,9 @@ export class FakeCsiDriver implements CsiNodeClient {
     return this.#faults.add(fault);
   }
 
-  /** Removes every fault not yet used up. */
+  /** Removes every fault not yet used up, but a `hang: forever` rule (a driver that never answers those calls). */
   clearFaults(): void {
-    this.#faults.clear();
+    this.#faults.clear((rule) => rule.forever === true);
   }
 
   /** Lets every hanging call carry on; returns how many there were. */
@@ -465,6 +467,9 @@ export class FakeCsiDriver implements CsiNodeClient {
         this.#rules,
       ),
     );
+    // SINGLE_NODE_SINGLE_WRITER: one target at a time (the same decision as nodevol mock-driver's).
+    const singleWriter = decideSingleWriter(this.#state.view(req.volumeId), { volumeId: req.volumeId, targetPath: req.targetPath, accessMode: req.volumeCapability.accessMode.mode });
+    if (singleWriter !== undefined) throw fail(m, singleWriter.code, singleWriter.details);
     if (repeat && (await this.#isMountPoint(req.targetPath))) return;
     const staged = this.#rules.stageUnstage && !ephemeral;
     const block = access === 'block';

@@ -21,7 +21,7 @@ describe('a fault rule as written', () => {
 
   it('refuses the keys of earlier vocabularies with the key to use, and unknown keys by name', () => {
     assert.deepEqual(issues({ method: 'NodeStageVolume', volume: 'vol-1', code: 14 }), ['volume: unknown key: use volumeId (the volume handle)']);
-    assert.deepEqual(issues({ method: 'NodeStageVolume', delayMs: 5 }), ['delayMs: unknown key: use delay (a duration such as 500ms)', ': a rule needs at least one of delay, code, hang: true, exit: true, clientTimeout']);
+    assert.deepEqual(issues({ method: 'NodeStageVolume', delayMs: 5 }), ['delayMs: unknown key: use delay (a duration such as 500ms)', ': a rule needs at least one of delay, code, hang: true, hang: forever, exit: true, clientTimeout']);
     assert.deepEqual(issues({ method: 'NodeStageVolume', code: 14, timeoutKeepRunning: true }), ['timeoutKeepRunning: unknown key: use delay: 3m with clientTimeout: 2m']);
     assert.match(issues({ method: 'NodeStageVolume', code: 14, tims: 1 })[0] ?? '', /^tims: unknown key \(a rule has method, volumeId, /);
   });
@@ -35,8 +35,23 @@ describe('a fault rule as written', () => {
     assert.equal(formatFaultDuration(90_000), '90s');
   });
 
+  it('hang: forever reads as a hang that is forever and is written back so; clear() keeps only the rules it is told to', () => {
+    const rule = csiFaultSchema.parse({ method: 'NodeStageVolume', volumeId: 'v', hang: 'forever' });
+    assert.deepEqual(rule, { method: 'NodeStageVolume', volumeId: 'v', hang: true, forever: true });
+    assert.deepEqual(writtenFault(rule), { method: 'NodeStageVolume', volumeId: 'v', hang: 'forever' });
+    assert.equal(describeCsiFault(rule), 'NodeStageVolume volume=v hang forever');
+    assert.match(issues({ method: 'Probe', hang: 'sometimes' })[0] ?? '', /^hang: /);
+    const book = new CsiFaultBook();
+    book.add(rule);
+    book.add({ method: 'NodeStageVolume', hang: true });
+    book.clear((r) => r.forever === true);
+    assert.deepEqual(book.rules().map((r) => r.rule), [rule]);
+    book.clear();
+    assert.equal(book.size, 0);
+  });
+
   it('needs something to do, and afterEffect needs a code', () => {
-    assert.deepEqual(issues({ method: 'Probe' }), [': a rule needs at least one of delay, code, hang: true, exit: true, clientTimeout']);
+    assert.deepEqual(issues({ method: 'Probe' }), [': a rule needs at least one of delay, code, hang: true, hang: forever, exit: true, clientTimeout']);
     assert.deepEqual(issues({ method: 'Probe', delay: '1s', afterEffect: true }), ['afterEffect: afterEffect needs a code']);
   });
 });

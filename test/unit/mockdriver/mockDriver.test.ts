@@ -492,6 +492,20 @@ describe('mock driver: lifecycle and idempotency', () => {
     await client.nodePublishVolume(publishReq({ volumeCapability: sw }));
   });
 
+  it('SINGLE_NODE_SINGLE_WRITER (decideSingleWriter, shared with the simulator\'s driver): the same target again is a repeat, another target FAILED_PRECONDITION naming the first, once that is unpublished the other target is accepted', async () => {
+    const { client, driver } = await env.start({ singleNodeMultiWriter: true });
+    await create(client);
+    await client.nodeStageVolume(stageReq());
+    const sw: VolumeCapability = { ...MOUNT_CAP, accessMode: { mode: 'SINGLE_NODE_SINGLE_WRITER' } };
+    await client.nodePublishVolume(publishReq({ volumeCapability: sw }));
+    await client.nodePublishVolume(publishReq({ volumeCapability: sw }));
+    await rejectsWithCode(client.nodePublishVolume(publishReq({ targetPath: TARGET2, volumeCapability: sw })), GrpcStatus.FAILED_PRECONDITION, new RegExp(`already published at ${TARGET}$`));
+    assert.deepEqual(driver.volume(VOL)?.publishedAt, [TARGET]);
+    await client.nodeUnpublishVolume(unpublishReq());
+    await client.nodePublishVolume(publishReq({ targetPath: TARGET2, volumeCapability: sw }));
+    assert.deepEqual(driver.volume(VOL)?.publishedAt, [TARGET2]);
+  });
+
   it('inline ephemeral: publish without staging creates the volume and binds its backing dir; the last unpublish deletes it', async () => {
     const { client, driver } = await env.start();
     const EVOL = 'csi-0a1b2c3d4e5f';
