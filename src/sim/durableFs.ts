@@ -28,6 +28,7 @@ import { Volume } from 'memfs';
 
 import { MemFs } from '../adapters/memory/memFs.js';
 import { quietFsError, type DirEntry, type FileStat, type FileSystem, type WriteFileOptions } from '../ports/fs.js';
+import { fnv1a } from './prng.js';
 
 /** ext4's default journal commit interval (mount option commit=5). */
 export const JOURNAL_COMMIT_INTERVAL_MS = 5000;
@@ -38,12 +39,6 @@ type ImageEntry =
   | { readonly path: string; readonly type: 'dir'; readonly mode: number }
   | { readonly path: string; readonly type: 'file'; readonly mode: number; readonly data: Uint8Array }
   | { readonly path: string; readonly type: 'link'; readonly target: string };
-
-interface StatLike {
-  isDirectory(): boolean;
-  isSymbolicLink(): boolean;
-  readonly mode: number;
-}
 
 export class DurableFs implements FileSystem {
   readonly #vol: Volume;
@@ -94,6 +89,7 @@ export class DurableFs implements FileSystem {
     this.mem.onChange = (realPath) => {
       this.#changed.add(realPath);
       this.#pageVersion++;
+      this.#forgetTextHashes(realPath);
     };
   }
 
@@ -171,10 +167,38 @@ export class DurableFs implements FileSystem {
       else this.#vol.symlinkSync(e.target, e.path);
     }
     this.mem.rescanSymlinks();
+    this.#textHashes.clear();
     this.#changed.clear();
     this.#pageVersion++;
     this.#dirty = false;
     return true;
+  }
+
+  /**
+   * The FNV-1a hash of a file's text ('?' read as the text when it cannot be read), for the
+   * world-state hash: remembered per file until anything changes at its path or above it (the
+   * state is hashed at every crash point of a run, and most files do not change in between).
+   */
+  textHash(path: string): string {
+    const known = this.#textHashes.get(path);
+    if (known !== undefined) return known;
+    let text: string;
+    try {
+      text = this.readTextSync(path);
+    } catch {
+      return fnv1a('?');
+    }
+    const hash = fnv1a(text);
+    // Only a plain file (what a symlink points to can change without a change at its path).
+    if (this.mem.lstatRealSync(path)?.type === 'file') this.#textHashes.set(path, hash);
+    return hash;
+  }
+
+  readonly #textHashes = new Map<string, string>();
+
+  #forgetTextHashes(realPath: string): void {
+    if (this.#textHashes.size === 0) return;
+    for (const p of this.#textHashes.keys()) if (p === realPath || (p.startsWith(realPath) && p.charCodeAt(realPath.length) === 0x2f)) this.#textHashes.delete(p);
   }
 
   /** Test and simulator helper: a file's text, synchronously. */
@@ -190,6 +214,7 @@ export class DurableFs implements FileSystem {
       return false;
     }
     this.mem.forgetCachedLookups();
+    this.#forgetTextHashes(path);
     this.#unsynced.delete(path);
     this.#changed.add(path);
     this.#pageVersion++;
@@ -205,6 +230,7 @@ export class DurableFs implements FileSystem {
     } catch {
       return false;
     }
+    this.#forgetTextHashes(path);
     this.#unsynced.delete(path);
     this.#changed.add(path);
     this.#pageVersion++;
@@ -215,16 +241,18 @@ export class DurableFs implements FileSystem {
 
   /** Copies what is at `path` in the page cache, and below it, into the disk image. */
   #read(path: string): void {
-    const st = this.#vol.lstatSync(path, { throwIfNoEntry: false }) as StatLike | undefined;
+    // The page cache's paths are real ones, and every change to it goes through (or is told to)
+    // the MemFs: its record of lookups and listings is current, and cheaper than memfs' walks.
+    const st = this.mem.lstatRealSync(path);
     if (st === undefined) return;
-    if (st.isSymbolicLink()) {
+    if (st.type === 'symlink') {
       this.#durable.set(path, { path, type: 'link', target: String(this.#vol.readlinkSync(path)) });
-    } else if (st.isDirectory()) {
-      this.#durable.set(path, { path, type: 'dir', mode: st.mode & 0o7777 });
-      for (const name of (this.#vol.readdirSync(path) as string[]).map(String)) this.#read(path === '/' ? `/${name}` : `${path}/${name}`);
+    } else if (st.type === 'directory') {
+      this.#durable.set(path, { path, type: 'dir', mode: st.mode });
+      for (const name of this.mem.namesSync(path) ?? []) this.#read(path === '/' ? `/${name}` : `${path}/${name}`);
     } else {
       const data = this.#vol.readFileSync(path);
-      this.#durable.set(path, { path, type: 'file', mode: st.mode & 0o7777, data: typeof data === 'string' ? new TextEncoder().encode(data) : new Uint8Array(data) });
+      this.#durable.set(path, { path, type: 'file', mode: st.mode, data: typeof data === 'string' ? new TextEncoder().encode(data) : new Uint8Array(data) });
     }
   }
 

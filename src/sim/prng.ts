@@ -39,16 +39,62 @@ export function fnv1a(s: string, h = 0x811c9dc5): string {
   return x.toString(16).padStart(8, '0');
 }
 
+/** FNV-1a state `x` fed the characters of `s`. */
+function feed(x: number, s: string): number {
+  for (let i = 0; i < s.length; i++) {
+    x ^= s.charCodeAt(i);
+    x = Math.imul(x, 0x01000193) >>> 0;
+  }
+  return x;
+}
+
+/** FNV-1a state `x` fed the decimal text of `n` (as `${n}` writes it). */
+function feedNumber(x: number, n: number): number {
+  if (!Number.isSafeInteger(n) || n < 0) return feed(x, String(n));
+  let div = 1;
+  while (div * 10 <= n) div *= 10;
+  for (; div >= 1; div /= 10) {
+    const digit = Math.floor(n / div) % 10;
+    x ^= 48 + digit;
+    x = Math.imul(x, 0x01000193) >>> 0;
+  }
+  return x;
+}
+
+const BAR = 0x7c;
+
 /** A running FNV-1a hash fed piece by piece. */
 export class RunningHash {
   #h = 0x811c9dc5;
 
   add(s: string): void {
-    let x = this.#h;
-    for (let i = 0; i < s.length; i++) {
-      x ^= s.charCodeAt(i);
-      x = Math.imul(x, 0x01000193) >>> 0;
-    }
+    this.#end(feed(this.#h, s));
+  }
+
+  /** add() of a, b and c joined by "|", without building the string (a simulator step hashes one per event). */
+  add3(a: number, b: string, c: string): void {
+    let x = feedNumber(this.#h, a);
+    x = Math.imul(x ^ BAR, 0x01000193) >>> 0;
+    x = feed(x, b);
+    x = Math.imul(x ^ BAR, 0x01000193) >>> 0;
+    this.#end(feed(x, c));
+  }
+
+  /** add() of seq, "a.b", c and d joined by "|", without building the string (a port call's record). */
+  addCall(seq: number, a: string, b: string, c: string, d: string): void {
+    let x = feedNumber(this.#h, seq);
+    x = Math.imul(x ^ BAR, 0x01000193) >>> 0;
+    x = feed(x, a);
+    x = Math.imul(x ^ 0x2e, 0x01000193) >>> 0;
+    x = feed(x, b);
+    x = Math.imul(x ^ BAR, 0x01000193) >>> 0;
+    x = feed(x, c);
+    x = Math.imul(x ^ BAR, 0x01000193) >>> 0;
+    this.#end(feed(x, d));
+  }
+
+  /** Closes one piece: a newline. */
+  #end(x: number): void {
     x ^= 0x0a;
     this.#h = Math.imul(x, 0x01000193) >>> 0;
   }

@@ -21,17 +21,37 @@ export interface SimEvent {
 }
 
 /**
- * One macrotask turn: after each event the harness lets the engine's microtasks settle, so the
- * engine runs until it waits on a port again.
+ * One macrotask turn: the engine's microtasks settle, and so does everything else of the process
+ * (I/O, a worker's messages, signals).
  */
 export function macroTurn(): Promise<void> {
   return new Promise<void>((resolve) => setImmediate(resolve));
 }
 
+/**
+ * After each event the harness lets the engine's microtasks settle, so the engine runs until it
+ * waits on a port again. The engine in the simulator waits on nothing but its fenced ports (no
+ * timer, no I/O of the host), so its work after an event is all microtasks: a tick queued now
+ * runs once V8's microtask queue is empty, which is the engine waiting again. That costs a
+ * fraction of a macrotask turn; a real turn every {@link MACRO_TURN_EVERY} events keeps the rest
+ * of the process (progress output, a worker's messages) served. Which events get one depends only
+ * on their count, never on the host.
+ */
+export function microDrain(): Promise<void> {
+  return new Promise<void>((resolve) => process.nextTick(resolve));
+}
+
+/** Events between two real macrotask turns (see {@link microDrain}). */
+export const MACRO_TURN_EVERY = 64;
+
 export class Scheduler {
   now = 0;
   #nextId = 0;
   #ready: SimEvent[] = [];
+  /**
+   * Queued timers sorted by (due, id): the ones due now are a prefix, found without a scan, in
+   * the order the PRNG picks among (what a filter and sort of every timer at each step gave).
+   */
   #timers: SimEvent[] = [];
 
   constructor(private readonly rng: Prng) {}
@@ -43,7 +63,19 @@ export class Scheduler {
   /** Queues `run` at now + delayMs; returns the event's id (for {@link cancel}). */
   timer(domain: Domain, delayMs: number, kind: TraceEventKind, label: string, run: () => void | Promise<void>): number {
     const id = this.#nextId++;
-    this.#timers.push({ id, domain, kind, label, due: this.now + Math.max(0, delayMs), run });
+    const due = this.now + Math.max(0, delayMs);
+    // Ids grow: a new timer goes after every queued one due no later than it.
+    const timers = this.#timers;
+    let lo = 0;
+    let hi = timers.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((timers[mid] as SimEvent).due <= due) lo = mid + 1;
+      else hi = mid;
+    }
+    const ev: SimEvent = { id, domain, kind, label, due, run };
+    if (lo === timers.length) timers.push(ev);
+    else timers.splice(lo, 0, ev);
     return id;
   }
 
@@ -64,22 +96,30 @@ export class Scheduler {
 
   /** The next event, chosen by the PRNG among everything due now; advances time when nothing is. */
   next(): SimEvent | undefined {
-    if (this.#ready.length === 0) {
-      const due = this.#timers.filter((t) => t.due <= this.now);
-      if (due.length === 0) {
-        let min = Infinity;
-        for (const t of this.#timers) if (t.due < min) min = t.due;
-        if (min === Infinity) return undefined;
-        this.now = min;
-      }
+    const timers = this.#timers;
+    const ready = this.#ready;
+    if (ready.length === 0) {
+      const first = timers[0];
+      if (first === undefined) return undefined;
+      // Nothing due now: the clock jumps to the earliest timer.
+      if (first.due > this.now) this.now = first.due;
     }
-    const candidates = [...this.#ready, ...this.#timers.filter((t) => t.due <= this.now).sort((a, b) => a.due - b.due || a.id - b.id)];
-    if (candidates.length === 0) return undefined;
-    const pick = candidates.length === 1 ? candidates[0] : candidates[this.rng.int(candidates.length)];
-    if (pick === undefined) return undefined;
-    const i = this.#ready.indexOf(pick);
-    if (i >= 0) this.#ready.splice(i, 1);
-    else this.#timers.splice(this.#timers.indexOf(pick), 1);
-    return pick;
+    // The candidates are the ready events in order, then the timers due now in (due, id) order.
+    let due = 0;
+    while (due < timers.length && (timers[due] as SimEvent).due <= this.now) due++;
+    const count = ready.length + due;
+    if (count === 0) return undefined;
+    const k = count === 1 ? 0 : this.rng.int(count);
+    return k < ready.length ? takeAt(ready, k) : takeAt(timers, k - ready.length);
   }
+}
+
+/** Removes and returns `list[i]`, keeping the order of the rest (splice without its result array). */
+function takeAt(list: SimEvent[], i: number): SimEvent | undefined {
+  const ev = list[i];
+  if (ev === undefined) return undefined;
+  const last = list.length - 1;
+  for (let j = i; j < last; j++) list[j] = list[j + 1] as SimEvent;
+  list.length = last;
+  return ev;
 }

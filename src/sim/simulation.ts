@@ -6,10 +6,10 @@
  *
  * The scheduler (scheduler.ts) owns every completion: an engine port call only queues an event
  * (fencedPorts.ts); its effect lands on the world (world.ts), and its promise settles, when the
- * seeded scheduler picks that event. After each event the harness lets microtasks settle (one
- * macrotask turn), so the engine runs until it waits on a port again. Timers (the agent loops
- * incl. housekeeping, driver delays, client deadlines, the journal commit) are events on the same
- * virtual clock. Same seed + same plan = same trace hash.
+ * seeded scheduler picks that event. After each event the harness lets microtasks settle
+ * (scheduler.ts: microDrain), so the engine runs until it waits on a port again. Timers (the
+ * agent loops incl. housekeeping, driver delays, client deadlines, the journal commit) are events
+ * on the same virtual clock. Same seed + same plan = same trace hash.
  *
  * A crash ends an engine life: every event of that life is dropped (no port call of it settles,
  * no effect of it lands), its loops stop. CSI calls already at the driver carry on there (restart)
@@ -38,7 +38,7 @@ import type { PortCallRecord, TraceEventKind, TraceStep } from '../trace/simTrac
 import { checkArrival, checkInUseReported, checkRemoval, checkSinglePod, convergenceProblems, type Finding } from './checks.js';
 import { Fence, type CallRecord, type CrashPoint, type EngineLife } from './fencedPorts.js';
 import type { CrashKind, Perturbation } from './plan.js';
-import { macroTurn, Scheduler, type SimEvent } from './scheduler.js';
+import { MACRO_TURN_EVERY, macroTurn, microDrain, Scheduler } from './scheduler.js';
 import { SIM_NODE, SIM_ROOT, SimWorld } from './world.js';
 
 /** Liveness bound after the last crash or fault. */
@@ -159,7 +159,8 @@ export class Simulation {
   #prevTree: string[] = [];
   #prevMounts: string[] = [];
   #diffedVersion = -1;
-  #convergedMemo: { key: string; why: string } | undefined;
+  /** The last convergence answer and what it depended on (compared field by field: no key built per step). */
+  #convergedMemo: { version: number; inFlight: number; neverReturns: number; restarting: boolean; stopping: boolean; life: number; alive: boolean; why: string } | undefined;
 
   constructor(options: SimOptions) {
     this.#opt = options;
@@ -250,7 +251,12 @@ export class Simulation {
         break;
       }
       this.#world.fs.tick(this.#sched.now);
-      await this.#runEvent(ev);
+      this.#beginStep(ev.kind, ev.label);
+      // An event that ran synchronously has nothing to await: the drain below waits for the engine.
+      const ran = ev.run();
+      if (ran !== undefined) await ran;
+      await (this.#step % MACRO_TURN_EVERY === 0 ? macroTurn() : microDrain());
+      this.#afterStep();
     }
     this.#settleFailureChecks(true);
     // Liveness is owed once the faults have ended: a call a driver still holds on a hang (until
@@ -280,16 +286,9 @@ export class Simulation {
     };
   }
 
-  async #runEvent(ev: SimEvent): Promise<void> {
-    this.#beginStep(ev.kind, ev.label);
-    await ev.run();
-    await macroTurn();
-    this.#afterStep();
-  }
-
   #beginStep(kind: TraceEventKind, label: string): void {
     this.#step++;
-    this.#hash.add(`${this.#sched.now}|${kind}|${label}`);
+    this.#hash.add3(this.#sched.now, kind, label);
     // The step's record exists for a full trace only (the explorer's runs keep the hash).
     if (this.#opt.fullTrace !== true) return;
     this.#current = {
@@ -343,6 +342,8 @@ export class Simulation {
    * and nothing logged (a crash before the line is written takes the obligation with it).
    */
   #settleFailureChecks(runEnded: boolean): void {
+    // Runs after every step: no new array when nothing is pending.
+    if (this.#pendingFailureChecks.length === 0) return;
     this.#pendingFailureChecks = this.#pendingFailureChecks.filter((check) => {
       if (check.life !== this.#life.id || !this.#life.alive) return false;
       if (this.#logs.slice(check.logMark).some((l) => l.life === check.life && l.severity === 'E')) return false;
@@ -354,7 +355,7 @@ export class Simulation {
   #record(call: PortCallRecord): void {
     // The engine numbers its temporary files with a process-wide counter: normalise it so that a
     // run's hash does not depend on the runs before it in the same process.
-    this.#hash.add(`${call.seq}|${call.port}.${call.op}|${call.args}|${call.result}`);
+    this.#hash.addCall(call.seq, call.port, call.op, call.args, call.result);
     this.#current?.calls.push(call);
   }
 
@@ -485,9 +486,25 @@ export class Simulation {
 
   /** Converged: the world is what the running pods want, and the node status says so. */
   #converged(): boolean {
-    const key = `${this.#world.version}|${this.#world.inFlight.size}|${this.#world.neverReturns.size}|${this.#restarting}|${this.#stopping}|${this.#life.id}|${this.#life.alive}`;
-    if (this.#convergedMemo?.key !== key) this.#convergedMemo = { key, why: this.#whyNotConverged('converged') };
-    return this.#convergedMemo.why === '';
+    const m = this.#convergedMemo;
+    const version = this.#world.version;
+    const inFlight = this.#world.inFlight.size;
+    const neverReturns = this.#world.neverReturns.size;
+    const life = this.#life;
+    if (
+      m !== undefined &&
+      m.version === version &&
+      m.inFlight === inFlight &&
+      m.neverReturns === neverReturns &&
+      m.restarting === this.#restarting &&
+      m.stopping === this.#stopping &&
+      m.life === life.id &&
+      m.alive === life.alive
+    )
+      return m.why === '';
+    const why = this.#whyNotConverged('converged');
+    this.#convergedMemo = { version, inFlight, neverReturns, restarting: this.#restarting, stopping: this.#stopping, life: life.id, alive: life.alive, why };
+    return why === '';
   }
 
   #whyNotConverged(reason: SimResult['endReason']): string {

@@ -507,15 +507,8 @@ export class SimWorld {
     if (this.#filesMemo?.version === version) return this.#filesMemo.text;
     const parts: string[] = [];
     for (const p of this.fs.mem.tree(SIM_ROOT)) {
-      if (p.endsWith('.json')) {
-        let content = '';
-        try {
-          content = this.fs.readTextSync(p);
-        } catch {
-          content = '?';
-        }
-        parts.push(`${p}=${fnv1a(content)}`);
-      } else parts.push(p);
+      if (p.endsWith('.json')) parts.push(`${p}=${this.fs.textHash(p)}`);
+      else parts.push(p);
     }
     const text = parts.join('\n');
     this.#filesMemo = { version, text };

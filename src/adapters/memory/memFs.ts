@@ -33,12 +33,15 @@ interface Resolved {
   readonly type: FileType | undefined;
 }
 
-interface StatsLike {
+export interface StatsLike {
   isDirectory(): boolean;
   isFile(): boolean;
   isSymbolicLink(): boolean;
   readonly mode: number;
   readonly size: number;
+  readonly ino: number;
+  readonly mtimeMs: number;
+  readonly ctimeMs: number;
 }
 
 function typeOf(st: StatsLike): FileType {
@@ -48,13 +51,38 @@ function typeOf(st: StatsLike): FileType {
   return 'other';
 }
 
+/**
+ * Whether `p` is absolute and already what posix.normalize makes of it, less a trailing "/":
+ * no empty, "." or ".." component. Most paths are, and need no normalising.
+ */
+export function isCleanAbsolute(p: string): boolean {
+  if (p === '/') return true;
+  return p.startsWith('/') && !p.endsWith('/') && !p.includes('//') && !p.includes('/./') && !p.includes('/../') && !p.endsWith('/.') && !p.endsWith('/..');
+}
+
 function cleanPath(p: string): string {
+  if (isCleanAbsolute(p)) return p;
   const n = posix.normalize(p);
   return n.length > 1 && n.endsWith('/') ? n.slice(0, -1) : n;
 }
 
 function childPath(dir: string, name: string): string {
   return dir === '/' ? `/${name}` : `${dir}/${name}`;
+}
+
+/**
+ * lstat of a real path in the volume; undefined when nothing is there. memfs builds (and drops) an
+ * Error for a missing path even when told not to throw: with no stack trace to capture, that
+ * costs a few percent of a simulator run less (most lookups of the engine are of missing paths).
+ */
+export function lstatQuietly(vol: Volume, realPath: string): StatsLike | undefined {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return vol.lstatSync(realPath, { throwIfNoEntry: false });
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
 }
 
 export class MemFs implements FileSystem {
@@ -298,6 +326,14 @@ export class MemFs implements FileSystem {
     }
   }
 
+  /**
+   * lstat of a real (symlink-free) path, synchronously, from the adapter's record of lookups;
+   * undefined when nothing is there.
+   */
+  lstatRealSync(realPath: string): FileStat | undefined {
+    return this.#lookup(realPath);
+  }
+
   /** The names in directory `path`, synchronously; undefined when it is not a directory. */
   namesSync(path: string): string[] | undefined {
     try {
@@ -334,7 +370,7 @@ export class MemFs implements FileSystem {
   #lookup(realPath: string): FileStat | undefined {
     const cached = this.#stats.get(realPath);
     if (cached !== undefined) return cached ?? undefined;
-    const st = this.#vol.lstatSync(realPath, { throwIfNoEntry: false });
+    const st = lstatQuietly(this.#vol, realPath);
     const stat: FileStat | undefined =
       st === undefined ? undefined : { type: typeOf(st), size: st.size, mode: st.mode & 0o7777, dev: 0, ino: st.ino, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs };
     this.#stats.set(realPath, stat ?? null);
@@ -461,7 +497,8 @@ export class MemFs implements FileSystem {
   #resolveDirect(path: string, trailingSlash: boolean, syscall: string): Resolved | undefined {
     const clean = trailingSlash ? path.slice(0, -1) : path;
     if (clean.includes('//') || clean.includes('/./') || clean.includes('/../') || clean.endsWith('/.') || clean.endsWith('/..')) return undefined;
-    for (const link of this.#symlinks) if (clean === link || clean.startsWith(`${link}/`)) return undefined;
+    // clean is the link or below it (no string built per link: this runs for every path resolved).
+    for (const link of this.#symlinks) if (clean.startsWith(link) && (clean.length === link.length || clean.charCodeAt(link.length) === 0x2f)) return undefined;
     if (clean === '') return { path: '/', type: 'directory' };
     const type = this.#lstatType(clean);
     if (type === undefined) {

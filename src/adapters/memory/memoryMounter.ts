@@ -25,7 +25,7 @@ import { FsError, type FileSystem } from '../../ports/fs.js';
 import { escapeMountPath } from '../../mount/mountInfo.js';
 import { MountTableSnapshot } from '../../mount/mountRefs.js';
 import type { Mounter, MountInfoEntry } from '../../ports/mounter.js';
-import { MemFs } from './memFs.js';
+import { isCleanAbsolute, MemFs } from './memFs.js';
 
 /**
  * One mount, as /proc/self/mountinfo describes it: the ids, device, type and source of a
@@ -67,6 +67,7 @@ const FIRST_MOUNT_ID = 600;
 const PER_MOUNT_FLAGS: ReadonlySet<string> = new Set(['nosuid', 'nodev', 'noexec', 'noatime', 'nodiratime', 'relatime']);
 
 function cleanPath(p: string): string {
+  if (isCleanAbsolute(p)) return p;
   const n = posix.normalize(p);
   return n.length > 1 && n.endsWith('/') ? n.slice(0, -1) : n;
 }
