@@ -59,7 +59,10 @@ export interface FenceListener {
   record(call: PortCallRecord): void;
   /** The CSI call of the current step, as sent and as answered. */
   csi(call: CsiRecord): void;
-  /** Something perturbed the engine now: a planned fault taken or answered, an injected read error. */
+  /**
+   * Something perturbed the engine now: a planned fault taken or answered, the answer to a call
+   * that took a scenario's counted fault rule, an injected read error.
+   */
   perturbed(): void;
   /** The engine removed a path (unlink, rmdir, the source of a rename). */
   removed(path: string): void;
@@ -307,10 +310,11 @@ export class Fence {
               if (method === 'NodePublishVolume' && code === 'OK') this.world.noteSetUp(driver.name, volumeId, request);
               this.listener.csi({ seq, driver: driver.name, method, volumeId, request: { ...request }, code, durationMs: this.sched.now - sentMs });
               this.listener.record({ seq, life: life.id, port: 'csi', op: method, args: volumeId, result: code });
-              // A planned fault reaches the engine with this answer, not when the call arrived: a
-              // hang answers DEADLINE_EXCEEDED only after kubelet's 2-minute client deadline, and
-              // the operation's backoff (up to 2m2s) starts then. The stuck window counts from here.
-              if (tookPlanned) this.listener.perturbed();
+              // A fault reaches the engine with this answer, not when the call arrived: a hang
+              // answers DEADLINE_EXCEEDED only after kubelet's 2-minute client deadline, a
+              // clientTimeout rule after its own, and the operation's backoff (up to 2m2s) starts
+              // then. The stuck window counts from here.
+              if (tookFault) this.listener.perturbed();
               if (this.#noteCrashPoint(life, seq, 'after') || !life.alive) return;
               if (code !== 'OK' && method !== 'NodeGetCapabilities') this.listener.csiFailed(life, method);
               deliver();
@@ -319,6 +323,11 @@ export class Fence {
           const pending = invoke();
           const tookPlanned = planned !== undefined && planned.remaining() === 0;
           planned?.remove();
+          // A scenario's fault rule the call took perturbs at its answer too, when the rule has a
+          // count: one without (it lasts until clearFaults) or a driver that never returns would
+          // perturb at every retry, and a run that never ends is no answer.
+          const scenarioRule = driver.lastTakenFault;
+          const tookFault = tookPlanned || (scenarioRule !== undefined && scenarioRule.times !== undefined && scenarioRule.forever !== true);
           // The client's deadline (kubelet's csiTimeout): a call the driver has not answered by
           // then fails DEADLINE_EXCEEDED at the client, while the driver may carry on with it.
           let answered = false;

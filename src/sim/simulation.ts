@@ -47,8 +47,9 @@ export const LIVENESS_BOUND_MS = 30 * 60_000;
  * A run ends as not converging earlier when nothing in the world changed for this long: longer
  * than kubelet's longest operation backoff (2m2s) plus a node status period, so an engine that
  * changes nothing for this long with all its loops running will not change anything later. It
- * counts from the last change or perturbation; a planned fault perturbs when its answer reaches
- * the engine (a hang: at the client deadline), since the operation's backoff starts there.
+ * counts from the last change or perturbation; a fault (planned, or a scenario's rule with a
+ * count) perturbs when its answer reaches the engine (a hang: at the client deadline; a
+ * clientTimeout rule: at its timeout), since the operation's backoff starts there.
  */
 export const STUCK_WINDOW_MS = 3 * 60_000;
 /** Converged must hold, with no change in the world, this long before a run ends early. */

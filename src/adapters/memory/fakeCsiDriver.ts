@@ -187,6 +187,7 @@ export class FakeCsiDriver implements CsiNodeClient {
   /** Called when an exit fault ends the driver process (the simulator restarts it). */
   onExit: (() => void) | undefined;
   #seq = 0;
+  #lastTakenFault: FakeCsiFault | undefined;
   /** Every finished call, in order of completion. */
   readonly calls: FakeCsiCall[] = [];
   /** Optional observer (the simulator's trace). */
@@ -288,6 +289,15 @@ export class FakeCsiDriver implements CsiNodeClient {
     this.#faults.clear((rule) => rule.forever === true);
   }
 
+  /**
+   * The fault rule the last call to arrive took; undefined when it took none (or was refused as
+   * busy, which takes no rule). A call takes its rule synchronously as it is made, so a caller
+   * reads this right after making the call to learn whether a fault applies to it.
+   */
+  get lastTakenFault(): FakeCsiFault | undefined {
+    return this.#lastTakenFault;
+  }
+
   /** Lets every hanging call carry on; returns how many there were. */
   releaseHangs(): number {
     const hung = this.#hung;
@@ -327,6 +337,7 @@ export class FakeCsiDriver implements CsiNodeClient {
 
   #call<T>(method: CsiMethod, volumeId: string, request: FakeCsiRequest, effect: () => Promise<T>): Promise<T> {
     const seq = ++this.#seq;
+    this.#lastTakenFault = undefined;
     const atMs = this.#clock.nowMs();
     let recorded = false;
     const record = (outcome: FakeCsiOutcome, details: string): void => {
@@ -343,6 +354,7 @@ export class FakeCsiDriver implements CsiNodeClient {
       return Promise.reject(fail(method, busy.code, busy.details));
     }
     const fault = this.#faults.take(method, volumeId);
+    this.#lastTakenFault = fault;
     if (fault?.exit === true) {
       // The process dies as the call arrives: this call and every other one at it are lost.
       const err = fail(method, GrpcStatus.UNAVAILABLE, 'the driver process exited');
