@@ -129,6 +129,17 @@ describe("simulator: a scenario's counted fault rule perturbs the engine when a 
     assert.deepEqual(targets.map((t) => t.split('/')[5]).sort(), ['pod-2', 'pod-3']);
   });
 
+  it("KEP-6058's gate alone and every gate off (the reboot at each one's call after the held NodeStageVolume): the same wait, now converged", async () => {
+    for (const [gate, plan] of [
+      ['CSIGlobalMountReconstruction=true', 'reboot:after:722'],
+      ['CSIGlobalMountReconstruction=false', 'reboot:after:740'],
+    ] as const) {
+      const r = await simulate({ scenario, gates: FeatureGate.parse([gate]).gate, seed: 5511, plan: parsePlan(plan) });
+      assert.deepEqual(r.violations.map((v) => `${v.invariant}: ${v.message}`), [], `${gate} ${plan}`);
+      assert.equal(r.endReason, 'converged', `${gate} ${plan}`);
+    }
+  });
+
   it('a rule with no count (it lasts until clearFaults) does not perturb at its answers: a publish refused for ever ends the run at the liveness bound counted from the step', async () => {
     const forever = parseScenario(
       'name: t\ndrivers:\n  - name: csi.example.com\nvolumes:\n  - name: pv-1\n    handle: vol-1\npods:\n  - uid: pod-a\n    volumes: [pv-1]\nsteps:\n  - fault: { method: NodePublishVolume, code: INTERNAL }\n',
