@@ -321,6 +321,24 @@ describe('FakeCsiDriver fault injection', () => {
     assert.equal(mounts(mounter).length, 1);
   });
 
+  it('lastTakenFault names the rule the last call took as it was made; none for a call the rule skips or a call refused as busy', async () => {
+    const { clock, driver } = await node(undefined, undefined, true);
+    const rule = { method: 'NodeStageVolume', volumeId: VOL, delayMs: 5000, times: 1 } as const;
+    driver.inject(rule);
+    const held = driver.nodeStageVolume(stageReq());
+    assert.deepEqual(driver.lastTakenFault, rule);
+    // The same volume while the first call is held: refused ABORTED, it takes no rule.
+    const busy = driver.nodeStageVolume(stageReq());
+    assert.equal(driver.lastTakenFault, undefined);
+    await rejectsWithCode(busy, GrpcStatus.ABORTED);
+    const caps = driver.nodeGetCapabilities();
+    assert.equal(driver.lastTakenFault, undefined);
+    await caps;
+    await clock.advance(5000);
+    await held;
+    assert.deepEqual(driver.callsOf('NodeStageVolume').map((c) => c.outcome), ['ABORTED', 'OK']);
+  });
+
   it('a fault for one volume leaves other volumes alone, and remove() stops it', async () => {
     const { fs, driver } = await node();
     await fs.mkdir('/stage/other', { recursive: true, mode: 0o750 });
