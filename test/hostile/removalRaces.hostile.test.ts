@@ -10,7 +10,7 @@
  * every case but the mock driver's lost canary files or directories within three runs.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -83,14 +83,20 @@ describe('the agent as it ships: its orphaned pod dir sweep under the swap race'
       const app = path.join(n.disk.rootDir, 'pods', uid, 'containers', 'app');
       const twin = path.join(canary, `app-${run}`);
       const link = path.join(n.disk.base, `swap-${run}`);
-      mkdirSync(app, { recursive: true });
+      // The pod dir is filled outside the root dir and renamed into pods/ whole: the running
+      // agent's sweep may remove an orphaned pod dir at any moment, also while a test fills it.
+      const staged = path.join(n.disk.base, `staged-${run}`);
+      const stagedApp = path.join(staged, 'containers', 'app');
+      mkdirSync(stagedApp, { recursive: true });
       mkdirSync(twin, { recursive: true });
       for (let i = 0; i < 1000; i++) {
-        writeFileSync(path.join(app, `f${i}`), 'pod');
+        writeFileSync(path.join(stagedApp, `f${i}`), 'pod');
         writeFileSync(path.join(twin, `f${i}`), `canary ${i}`);
       }
       symlinkSync(twin, link);
       const before = fingerprint(canary);
+      mkdirSync(path.join(n.disk.rootDir, 'pods'), { recursive: true });
+      renameSync(staged, path.join(n.disk.rootDir, 'pods', uid));
       const racer = await startExchangeRacer(app, link);
       const sweeps = async (): Promise<number> => (await n.log('agent')).filter((l) => typeof l.msg === 'string' && l.msg.startsWith('Orphaned pod found') && l.podUID === uid).length;
       // Two sweeps under the race, unless one already won it (it removed the swapped-in symlink and
