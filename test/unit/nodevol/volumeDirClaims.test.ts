@@ -73,4 +73,17 @@ describe('VolumeDirClaims', () => {
     b();
     assert.equal(isFree(claims, DIR), true);
   });
+
+  it("a removal's end called again after a later removal claimed the dir leaves that later claim in place", () => {
+    const claims = new VolumeDirClaims();
+    const first = claims.tryClaimForRemoval(DIR);
+    first?.();
+    const second = claims.tryClaimForRemoval(DIR);
+    assert.notEqual(second, undefined);
+    first?.();
+    assert.equal(claims.tryClaimForRemoval(DIR), undefined, 'the second removal still holds it');
+    assert.equal(claims.claimForMountDevice(DIR) instanceof Promise, true, 'a MountDevice waits for the second removal');
+    second?.();
+    assert.equal(isFree(claims, DIR), true);
+  });
 });
