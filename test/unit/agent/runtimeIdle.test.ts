@@ -3,45 +3,10 @@
 // than its 100 ms poll would have. Fake time: a scheduler queue driven by the test.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { AgentRuntime, POPULATOR_IDLE_MAX_SLEEP_MS, type LoopScheduler, type RuntimeVolumeManager } from '../../../src/agent/runtime.js';
+import { AgentRuntime, POPULATOR_IDLE_MAX_SLEEP_MS, type RuntimeVolumeManager } from '../../../src/agent/runtime.js';
 import { DSW_POPULATOR_LOOP_PERIOD_MS, RECONCILER_LOOP_PERIOD_MS } from '../../../src/volumemanager/volumeManager.js';
+import { FakeLoopScheduler } from '../../support/fakeLoopScheduler.js';
 import { RecordingLogger } from '../../support/hosts.js';
-
-/** Timers on a fake clock: `advanceTo` runs every callback due by then, in time order, letting promises settle between. */
-class FakeScheduler implements LoopScheduler {
-  now = 0;
-  #seq = 0;
-  readonly #pending = new Map<number, { at: number; seq: number; callback: () => void }>();
-
-  setTimeout(callback: () => void, ms: number): unknown {
-    const id = ++this.#seq;
-    this.#pending.set(id, { at: this.now + ms, seq: id, callback });
-    return id;
-  }
-
-  clearTimeout(handle: unknown): void {
-    this.#pending.delete(handle as number);
-  }
-
-  async advanceTo(t: number): Promise<void> {
-    for (;;) {
-      await settle();
-      let next: [number, { at: number; seq: number; callback: () => void }] | undefined;
-      for (const e of this.#pending) if (e[1].at <= t && (next === undefined || e[1].at < next[1].at || (e[1].at === next[1].at && e[1].seq < next[1].seq))) next = e;
-      if (next === undefined) break;
-      this.#pending.delete(next[0]);
-      this.now = next[1].at;
-      next[1].callback();
-    }
-    this.now = t;
-    await settle();
-  }
-}
-
-/** Lets every promise chain started so far run to completion (the fake bodies never wait on I/O). */
-async function settle(): Promise<void> {
-  for (let i = 0; i < 5; i++) await new Promise<void>((resolve) => setImmediate(resolve));
-}
 
 interface FakeVmState {
   populatorPasses: number[];
@@ -61,13 +26,13 @@ interface FakeVmState {
 
 function setUp(options: { signalsEveryChange: boolean; nodeStatusPeriodMs?: number; reconstruction?: Promise<void> }): {
   runtime: AgentRuntime;
-  clock: FakeScheduler;
+  clock: FakeLoopScheduler;
   state: FakeVmState;
   logger: RecordingLogger;
   clusterChanged: () => void;
   operationCompleted: () => void;
 } {
-  const clock = new FakeScheduler();
+  const clock = new FakeLoopScheduler();
   const state: FakeVmState = { populatorPasses: [], reconcilerPasses: [], nodeStatusPasses: [], populatorIdle: false, reconcilerIdleForMs: undefined };
   const clusterListeners: (() => void)[] = [];
   const operationListeners: (() => void)[] = [];

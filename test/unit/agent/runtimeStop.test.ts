@@ -3,48 +3,9 @@
 // scheduler (the simulator's virtual clock drives it). Fake time: a timer queue the test advances.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { AgentRuntime, SHUTDOWN_GRACE_TIMER, type LoopScheduler, type RuntimeVolumeManager } from '../../../src/agent/runtime.js';
+import { AgentRuntime, SHUTDOWN_GRACE_TIMER, type RuntimeVolumeManager } from '../../../src/agent/runtime.js';
+import { FakeLoopScheduler, settle } from '../../support/fakeLoopScheduler.js';
 import { RecordingLogger } from '../../support/hosts.js';
-
-/** Timers on a fake clock: `advanceTo` runs every callback due by then, in time order, letting promises settle between. */
-class FakeScheduler implements LoopScheduler {
-  now = 0;
-  #seq = 0;
-  readonly pending = new Map<number, { at: number; seq: number; label: string; callback: () => void }>();
-
-  setTimeout(callback: () => void, ms: number, label?: string): unknown {
-    const id = ++this.#seq;
-    this.pending.set(id, { at: this.now + ms, seq: id, label: label ?? '', callback });
-    return id;
-  }
-
-  clearTimeout(handle: unknown): void {
-    this.pending.delete(handle as number);
-  }
-
-  labels(): string[] {
-    return [...this.pending.values()].map((p) => p.label).sort();
-  }
-
-  async advanceTo(t: number): Promise<void> {
-    for (;;) {
-      await settle();
-      let next: [number, { at: number; seq: number; callback: () => void }] | undefined;
-      for (const e of this.pending) if (e[1].at <= t && (next === undefined || e[1].at < next[1].at || (e[1].at === next[1].at && e[1].seq < next[1].seq))) next = e;
-      if (next === undefined) break;
-      this.pending.delete(next[0]);
-      this.now = next[1].at;
-      next[1].callback();
-    }
-    this.now = t;
-    await settle();
-  }
-}
-
-/** Lets every promise chain started so far run to completion (the fake bodies never wait on I/O). */
-async function settle(): Promise<void> {
-  for (let i = 0; i < 5; i++) await new Promise<void>((resolve) => setImmediate(resolve));
-}
 
 interface Deferred {
   readonly promise: Promise<void>;
@@ -61,7 +22,7 @@ const GRACE_MS = 30_000;
 
 function setUp(): {
   runtime: AgentRuntime;
-  clock: FakeScheduler;
+  clock: FakeLoopScheduler;
   passes: { populator: number[]; reconciler: number[]; nodeStatus: number[] };
   /** An operation in flight: waitForOperations resolves when it is resolved. */
   setOperation: (d: Deferred | undefined) => void;
@@ -69,7 +30,7 @@ function setUp(): {
   holdPopulator: (d: Deferred | undefined) => void;
   reconstruction: Deferred;
 } {
-  const clock = new FakeScheduler();
+  const clock = new FakeLoopScheduler();
   const passes = { populator: [] as number[], reconciler: [] as number[], nodeStatus: [] as number[] };
   let operation: Deferred | undefined;
   let hold: Deferred | undefined;
