@@ -12,33 +12,14 @@ import { FeatureGate } from '../../../src/features/features.js';
 import { CRASH_CHOICES, crashKindsOf, crashStops, explore } from '../../../src/sim/explorer.js';
 import { generateScenario, WORKLOAD_SIZES } from '../../../src/sim/generate.js';
 import { formatPlan, parsePlan } from '../../../src/sim/plan.js';
-import { loadBuiltinScenario, parseScenario, scenarioYaml, ScenarioError, type Scenario } from '../../../src/sim/scenario.js';
+import { loadBuiltinScenario, parseScenario, scenarioYaml, type Scenario } from '../../../src/sim/scenario.js';
 import { simulate, type SimResult } from '../../../src/sim/simulation.js';
+import { MINIMAL_SCENARIO, scenarioErrorOf } from '../../support/scenarioText.js';
 
 const EVERY_GATE = FeatureGate.parse(['AllAlpha=true']).gate;
 const GATE_OFF = FeatureGate.of({ CSIGlobalMountReconstruction: false });
 const names = (r: SimResult): string[] => [...new Set(r.violations.map((v) => v.invariant))].sort();
 
-const base = `name: t
-drivers:
-  - name: csi.example.com
-volumes:
-  - name: pv-1
-    handle: vol-1
-pods:
-  - uid: pod-a
-    volumes: [pv-1]
-`;
-
-function errorOf(text: string): string {
-  try {
-    parseScenario(text, 'x.yaml');
-  } catch (err) {
-    assert.ok(err instanceof ScenarioError);
-    return err.message;
-  }
-  throw new Error('no error');
-}
 
 /** The trace steps a SIGTERM made: its delivery and the exit, with their virtual times. */
 function stops(r: SimResult): { sigterm: { timeMs: number; label: string }[]; exits: { timeMs: number; label: string }[] } {
@@ -67,14 +48,14 @@ describe('plan: stop:before|after:SEQ', () => {
 
 describe('scenario step sigterm', () => {
   it('parses `sigterm`, `sigterm:` and `sigterm: { grace }`, and writes them back', () => {
-    const s = parseScenario(`${base}steps:\n  - wait: converged\n  - sigterm\n  - sigterm:\n  - sigterm: { grace: 5s }\n  - sigterm: { grace: 2m }\n  - sigterm: {}\n`, 'x.yaml');
+    const s = parseScenario(`${MINIMAL_SCENARIO}steps:\n  - wait: converged\n  - sigterm\n  - sigterm:\n  - sigterm: { grace: 5s }\n  - sigterm: { grace: 2m }\n  - sigterm: {}\n`, 'x.yaml');
     assert.deepEqual(s.steps, [{ kind: 'wait' }, { kind: 'sigterm' }, { kind: 'sigterm' }, { kind: 'sigterm', graceMs: 5_000 }, { kind: 'sigterm', graceMs: 120_000 }, { kind: 'sigterm' }]);
     assert.deepEqual(parseScenario(scenarioYaml(s), 'x.yaml').steps, s.steps);
     assert.match(scenarioYaml(s), /- sigterm\n {2}- sigterm\n {2}- sigterm:\n {6}grace: 5s\n/);
   });
 
   it('refuses a bad one naming the step and its field', () => {
-    const step = (v: string): string => errorOf(`${base}steps:\n  - wait: converged\n  - sigterm: ${v}\n`);
+    const step = (v: string): string => scenarioErrorOf(`${MINIMAL_SCENARIO}steps:\n  - wait: converged\n  - sigterm: ${v}\n`);
     assert.match(step('{ grace: soon }'), /^x\.yaml:12: steps\[1\]\.sigterm\.grace: must be a duration such as 500ms, 30s or 2m$/);
     assert.match(step('{ grace: 11m }'), /^x\.yaml:12: steps\[1\]\.sigterm\.grace: must be at most 10m$/);
     assert.match(step('{ grace: 5s, signal: KILL }'), /^x\.yaml:12: steps\[1\]\.sigterm: Unrecognized key\(s\) in object: 'signal'$/);
@@ -111,7 +92,7 @@ describe('scenario step sigterm', () => {
   });
 
   it('a stop with nothing in flight exits at once', async () => {
-    const scenario = parseScenario(`${base}steps:\n  - wait: converged\n  - sigterm\n  - wait: converged\n`, 'x.yaml');
+    const scenario = parseScenario(`${MINIMAL_SCENARIO}steps:\n  - wait: converged\n  - sigterm\n  - wait: converged\n`, 'x.yaml');
     const r = await simulate({ scenario, gates: EVERY_GATE, seed: 1, fullTrace: true });
     assert.deepEqual(names(r), []);
     const { sigterm, exits } = stops(r);
@@ -123,7 +104,7 @@ describe('scenario step sigterm', () => {
 
 /** One pod whose NodeStageVolume takes 60 s at the driver: longer than the grace period. */
 const slowStage = (): Scenario =>
-  parseScenario(`${base.replace('volumes: [pv-1]', 'volumes: [pv-1]\n    running: false')}steps:\n  - fault: { method: NodeStageVolume, volumeId: vol-1, delay: 60s, times: 1 }\n  - addPod: pod-a\n  - wait: converged\n`, 'x.yaml');
+  parseScenario(`${MINIMAL_SCENARIO.replace('volumes: [pv-1]', 'volumes: [pv-1]\n    running: false')}steps:\n  - fault: { method: NodeStageVolume, volumeId: vol-1, delay: 60s, times: 1 }\n  - addPod: pod-a\n  - wait: converged\n`, 'x.yaml');
 
 describe('explorer: --crash stop|all', () => {
   it('a stop inside an in-flight NodeStageVolume is explored: before it, the stage holds the stop for the grace period and is abandoned; after it, the operation finishes within it', async () => {
