@@ -4,10 +4,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
 import { FeatureGate } from '../../../src/features/features.js';
+import { explore } from '../../../src/sim/explorer.js';
+import { generateScenario } from '../../../src/sim/generate.js';
 import { parseScenario } from '../../../src/sim/scenario.js';
 import { parsePlan } from '../../../src/sim/plan.js';
 import { simulate } from '../../../src/sim/simulation.js';
-import { swarm, type SwarmOptions, type SwarmReport } from '../../../src/sim/swarm.js';
+import { exploreWorkload, swarm, type SwarmOptions, type SwarmReport, type TaskOptions } from '../../../src/sim/swarm.js';
 
 const KEP_ONLY = { CSIGlobalMountReconstruction: true };
 
@@ -63,5 +65,36 @@ describe('the explorer over generated workloads', () => {
     const shards = await Promise.all([0, 1].map((index) => swarm(options(new Map(), { shard: { index, count: 2 } }))));
     assert.deepEqual(shards.map((s) => s.workloads), [2, 2]);
     assert.equal((shards[0]?.runs ?? 0) + (shards[1]?.runs ?? 0), one.runs);
+  });
+  it('a crash choice with SIGTERMs (stop, all) explores the workload drawn with its sigterm step; the others the one drawn without', async () => {
+    // The first small workload whose draw has a sigterm step when SIGTERMs are explored (chance 3/5).
+    const workload = [1, 2, 3, 4, 5, 6, 7, 8].find((w) => generateScenario(w, 'small', { sigterm: true }).steps.some((s) => s.kind === 'sigterm'));
+    assert.ok(workload !== undefined, 'one of 8 small workloads draws a sigterm step');
+    const task = (crash: TaskOptions['crash']): TaskOptions => ({ size: 'small', gates: KEP_ONLY, crash, depth: 1, faults: false, maxCrashPoints: 2, shrinkBudget: 0 });
+    // What explore() finds on a scenario, with the task's options.
+    const direct = async (sigterm: boolean, crash: TaskOptions['crash']): Promise<{ runs: number; steps: number }> => {
+      let steps = 0;
+      const r = await explore({
+        scenario: generateScenario(workload, 'small', { sigterm }),
+        gates: FeatureGate.of(KEP_ONLY),
+        crash,
+        depth: 1,
+        faults: false,
+        seed: workload,
+        runs: 1,
+        maxCrashPoints: 2,
+        shrink: false,
+        replayCommand: () => '',
+        onResult: (x) => (steps += x.steps),
+      });
+      return { runs: r.runs, steps };
+    };
+    for (const crash of ['stop', 'all'] as const) {
+      const got = await exploreWorkload(workload, task(crash));
+      assert.deepEqual({ runs: got.runs, steps: got.steps }, await direct(true, crash), `--crash ${crash}: the draw with the sigterm step`);
+      assert.notDeepEqual({ runs: got.runs, steps: got.steps }, await direct(false, crash), `--crash ${crash}: not the draw without it`);
+    }
+    const both = await exploreWorkload(workload, task('both'));
+    assert.deepEqual({ runs: both.runs, steps: both.steps }, await direct(false, 'both'), '--crash both: the draw without a sigterm step');
   });
 });
