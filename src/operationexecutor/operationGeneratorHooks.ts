@@ -22,9 +22,11 @@ export interface OperationGeneratorHooks {
   /**
    * GenerateMountVolumeFunc / GenerateMapVolumeFunc, the ReadWriteOncePod check of a PV whose only
    * access mode is ReadWriteOncePod: whether a pod other than vtm's has the volume (possibly)
-   * mounted. Absent: kubelet's answer, the actual state's IsVolumeMountedElsewhere.
+   * mounted. Absent: kubelet's answer, the actual state's IsVolumeMountedElsewhere. A boolean is
+   * used at once (no turn, as kubelet's synchronous check); a promise, only when the answer needs
+   * the file system, is awaited.
    */
-  readonly volumeMountedElsewhere?: (vtm: VolumeToMount, asw: ActualStateOfWorldMounterUpdater) => boolean;
+  readonly volumeMountedElsewhere?: (vtm: VolumeToMount, asw: ActualStateOfWorldMounterUpdater) => boolean | Promise<boolean>;
   /** GenerateUnmountVolumeFunc, when NewUnmounter failed with `err`: an unmounter after all, or undefined for kubelet's error. */
   readonly unmounterAfterNewUnmounterError?: (plugin: VolumePlugin, target: UnmountTarget, err: unknown) => VolumeUnmounter | undefined;
 }

@@ -17,8 +17,8 @@
  * Hooks: reconstruct.go reconstructVolumes, the volumesFailedReconstruction it found
  * (podVolumesFailedReconstruction); operation_generator.go GenerateMountVolumeFunc /
  * GenerateMapVolumeFunc, the ReadWriteOncePod check (volumeMountedElsewhere, over
- * actual_state_of_world.go IsVolumeMountedElsewhere). The housekeeping loop forgets a directory
- * once it is gone.
+ * actual_state_of_world.go IsVolumeMountedElsewhere): each check of a volume with such a
+ * directory recorded looks whether it is still there, and forgets one that is gone.
  */
 import { CSIReadWriteOncePodWaitsForUnreconstructedMounts } from '../../features/features.js';
 import { isNotExist } from '../../ports/fs.js';
@@ -26,14 +26,15 @@ import { specName } from '../../volume/spec.js';
 import type { VolumeHost } from '../../volume/volumeHost.js';
 import type { PodVolume } from '../../volumemanager/reconciler/podVolumes.js';
 import type { NodevolGate } from '../nodevolGate.js';
+import type { VolumeToMount } from '../../operationexecutor/volumeToMount.js';
 
 export const readWriteOncePodWaitsForUnreconstructedMounts: NodevolGate = {
   name: CSIReadWriteOncePodWaitsForUnreconstructedMounts,
   proofScenarios: ['rwop-pod-replaced-unreconstructed'],
   doc: 'csireadwriteoncepodwaitsforunreconstructedmounts',
   create: (host) => {
-    // The pod volume dirs that failed reconstruction and are still there: in memory, for this
-    // life of the node (the next life walks the pod dirs again).
+    // The pod volume dirs that failed reconstruction and were not seen gone yet: in memory, for
+    // this life of the node (the next life walks the pod dirs again).
     const unreconstructed = new Map<string, PodVolume>();
     return {
       reconstruct: {
@@ -42,37 +43,42 @@ export const readWriteOncePodWaitsForUnreconstructedMounts: NodevolGate = {
         },
       },
       operationGenerator: {
+        // Kubelet's answer first, synchronously; the file system is asked (a promise) only when
+        // another pod's dir of this PV is recorded, so every other check costs no turn.
         volumeMountedElsewhere: (vtm, asw) => {
           if (asw.isVolumeMountedElsewhere(vtm.volumeName, vtm.podName)) return true;
           const name = specName(vtm.spec);
-          for (const volume of unreconstructed.values()) {
-            if (volume.podName === vtm.podName || volume.volumeSpecName !== name) continue;
-            host.logger.v(2).info('A pod volume dir that could not be reconstructed still holds the ReadWriteOncePod volume', {
-              volumeName: vtm.volumeName,
-              podName: vtm.podName,
-              otherPodName: volume.podName,
-              volumePath: volume.volumePath,
-            });
-            return true;
-          }
-          return false;
+          const others = [...unreconstructed.values()].filter((v) => v.podName !== vtm.podName && v.volumeSpecName === name);
+          return others.length === 0 ? false : anyStillThere(host, unreconstructed, others, vtm);
         },
       },
-      housekeeping: () => forgetRemoved(host, unreconstructed),
     };
   },
 };
 
-/** Forgets the recorded directories that are gone (their TearDown succeeded, or they were removed). */
-async function forgetRemoved(host: VolumeHost, unreconstructed: Map<string, PodVolume>): Promise<void> {
-  for (const [path, volume] of [...unreconstructed]) {
+/**
+ * Whether one of `others` (recorded dirs of another pod, same PV) is still there; one that is gone
+ * (its TearDown succeeded, or it was removed) is forgotten. One that cannot be looked at counts.
+ */
+async function anyStillThere(host: VolumeHost, unreconstructed: Map<string, PodVolume>, others: readonly PodVolume[], vtm: VolumeToMount): Promise<boolean> {
+  const { fs, logger } = host;
+  for (const volume of others) {
     try {
-      await host.fs.lstat(path);
+      await fs.lstat(volume.volumePath);
     } catch (err) {
-      // Any other error: it may still be there, so it still counts.
-      if (!isNotExist(err)) continue;
-      unreconstructed.delete(path);
-      host.logger.v(2).info('A pod volume dir that could not be reconstructed is gone; it no longer holds its volume', { podName: volume.podName, volumeSpecName: volume.volumeSpecName });
+      if (isNotExist(err)) {
+        unreconstructed.delete(volume.volumePath);
+        logger.v(2).info('A pod volume dir that could not be reconstructed is gone; it no longer holds its volume', { podName: volume.podName, volumeSpecName: volume.volumeSpecName });
+        continue;
+      }
     }
+    logger.v(2).info('A pod volume dir that could not be reconstructed still holds the ReadWriteOncePod volume', {
+      volumeName: vtm.volumeName,
+      podName: vtm.podName,
+      otherPodName: volume.podName,
+      volumePath: volume.volumePath,
+    });
+    return true;
   }
+  return false;
 }

@@ -1,7 +1,8 @@
 // Gate CSIReadWriteOncePodWaitsForUnreconstructedMounts's decisions over the in-memory node's
 // files: which pod volume dirs that failed reconstruction count as "mounted elsewhere" for the
 // ReadWriteOncePod check (another pod's, same PV name, still there), which do not (the pod's own,
-// another PV's), and that housekeeping forgets a dir once it is gone (and only then).
+// another PV's, one that is gone, which is then forgotten), and that the file system is asked (a
+// promise) only when such a dir is recorded: kubelet's answer alone is a plain boolean.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { CSIReadWriteOncePodWaitsForUnreconstructedMounts, FeatureGate } from '../../../src/features/features.js';
@@ -39,58 +40,57 @@ async function fixture(failed: readonly PodVolume[]) {
   const policy = readWriteOncePodWaitsForUnreconstructedMounts.create(volumeHostOf(node, { fs }), GATES);
   const found = policy.reconstruct?.podVolumesFailedReconstruction;
   const elsewhere = policy.operationGenerator?.volumeMountedElsewhere;
-  const housekeeping = policy.housekeeping;
-  assert.ok(found !== undefined && elsewhere !== undefined && housekeeping !== undefined);
+  assert.ok(found !== undefined && elsewhere !== undefined);
+  assert.equal(policy.housekeeping, undefined);
   found(failed);
-  return { node, fs, elsewhere, housekeeping, asw: createActualStateOfWorld() };
+  return { node, fs, elsewhere, asw: createActualStateOfWorld() };
 }
 
 describe('gate CSIReadWriteOncePodWaitsForUnreconstructedMounts: volumeMountedElsewhere', () => {
-  it("another pod's dir of the same PV that failed reconstruction holds the volume, with a line naming both pods", async () => {
+  it("another pod's dir of the same PV that failed reconstruction holds the volume while it is there, with a line naming both pods", async () => {
     const f = await fixture([failedOf(OLD, 'pv-1')]);
-    assert.equal(f.elsewhere(vtmOf(NEW), f.asw), true);
+    const answer = f.elsewhere(vtmOf(NEW), f.asw);
+    assert.ok(answer instanceof Promise, 'the file system is asked');
+    assert.equal(await answer, true);
+    assert.deepEqual(f.fs.calls, [`lstat ${pathOf(OLD, 'pv-1')}`]);
     const line = f.node.logger.lines.find((l) => l.msg === STILL_HOLDS);
     assert.deepEqual(line?.values, { volumeName: VOLUME, podName: NEW, otherPodName: OLD, volumePath: pathOf(OLD, 'pv-1') });
+    // Still there (even with nothing mounted on it): it holds the volume at every check.
+    assert.equal(await f.elsewhere(vtmOf(NEW), f.asw), true);
   });
 
-  it("the pod's own dir, another PV's dir, or none: kubelet's answer (the actual state's), false here", async () => {
+  it('once the dir is gone (its TearDown removed it) it is forgotten, with a line, and the file system is not asked again', async () => {
+    const f = await fixture([failedOf(OLD, 'pv-1')]);
+    await f.node.fs.rmdir(pathOf(OLD, 'pv-1'));
+    assert.equal(await f.elsewhere(vtmOf(NEW), f.asw), false);
+    assert.deepEqual(f.node.logger.lines.find((l) => l.msg === GONE)?.values, { podName: OLD, volumeSpecName: 'pv-1' });
+    assert.equal(f.elsewhere(vtmOf(NEW), f.asw), false);
+    assert.equal(f.fs.calls.length, 1);
+  });
+
+  it('a dir that cannot be looked at (EACCES) still holds the volume', async () => {
+    const f = await fixture([failedOf(OLD, 'pv-1')]);
+    await f.node.fs.rmdir(pathOf(OLD, 'pv-1'));
+    f.fs.failOn('lstat', pathOf(OLD, 'pv-1'), 'EACCES');
+    assert.equal(await f.elsewhere(vtmOf(NEW), f.asw), true);
+    assert.ok(!f.node.logger.messages().includes(GONE));
+  });
+
+  it("the pod's own dir, another PV's dir, or none recorded: kubelet's answer (the actual state's), a plain false, no file system call", async () => {
     const f = await fixture([failedOf(OLD, 'pv-1'), failedOf(NEW, 'pv-9')]);
     assert.equal(f.elsewhere(vtmOf(OLD), f.asw), false);
     assert.equal(f.elsewhere(vtmOf(NEW, 'pv-2'), f.asw), false);
+    assert.deepEqual(f.fs.calls, []);
     const none = await fixture([]);
     assert.equal(none.elsewhere(vtmOf(NEW), none.asw), false);
   });
 
-  it("kubelet's answer stays: a pod mounted in the actual state holds the volume with nothing recorded", async () => {
-    const f = await fixture([]);
+  it("kubelet's answer stays: a pod mounted in the actual state holds the volume, a plain true", async () => {
+    const f = await fixture([failedOf(OLD, 'pv-1')]);
     const spec = constructPVSourceSpec('pv-1', DRIVER, 'vol-1');
     f.asw.markVolumeAsAttached(VOLUME, spec, 'kubernetes.io/csi', '', true);
     f.asw.markVolumeAsMounted({ podName: OLD, podUID: 'pod-1', volumeName: VOLUME, volumeSpec: spec, outerVolumeSpecName: 'data', innerVolumeSpecName: 'pv-1', pluginName: 'kubernetes.io/csi', seLinuxMountContext: '', volumeMountState: 'VolumeMounted' });
     assert.equal(f.elsewhere(vtmOf(NEW), f.asw), true);
-    assert.equal(f.elsewhere(vtmOf(OLD), f.asw), false);
-  });
-});
-
-describe('gate CSIReadWriteOncePodWaitsForUnreconstructedMounts: housekeeping', () => {
-  it('a dir still there (even one whose mount is gone) keeps holding the volume; once removed it is forgotten, with a line', async () => {
-    const f = await fixture([failedOf(OLD, 'pv-1')]);
-    await f.housekeeping();
-    assert.equal(f.elsewhere(vtmOf(NEW), f.asw), true);
-    assert.ok(!f.node.logger.messages().includes(GONE));
-    await f.node.fs.rmdir(pathOf(OLD, 'pv-1'));
-    // Until housekeeping looked, it still counts.
-    assert.equal(f.elsewhere(vtmOf(NEW), f.asw), true);
-    await f.housekeeping();
-    assert.equal(f.elsewhere(vtmOf(NEW), f.asw), false);
-    assert.deepEqual(f.node.logger.lines.find((l) => l.msg === GONE)?.values, { podName: OLD, volumeSpecName: 'pv-1' });
-  });
-
-  it('a dir that cannot be looked at (EACCES) still counts', async () => {
-    const f = await fixture([failedOf(OLD, 'pv-1')]);
-    await f.node.fs.rmdir(pathOf(OLD, 'pv-1'));
-    f.fs.failOn('lstat', pathOf(OLD, 'pv-1'), 'EACCES');
-    await f.housekeeping();
-    assert.equal(f.elsewhere(vtmOf(NEW), f.asw), true);
-    assert.ok(f.fs.calls.includes(`lstat ${pathOf(OLD, 'pv-1')}`));
+    assert.deepEqual(f.fs.calls, []);
   });
 });
