@@ -73,6 +73,13 @@ export const CSIUnstageCompletesBeforeRestage = 'CSIUnstageCompletesBeforeRestag
  */
 export const CSIKeepUncertainMountOnFinalError = 'CSIKeepUncertainMountOnFinalError';
 /**
+ * nodevol: for a PV whose only access mode is ReadWriteOncePod, a pod volume directory of another
+ * pod that failed reconstruction and carries the volume's spec name counts as mounted elsewhere
+ * until it is gone, so a new pod waits for the old pod's target to be unpublished. Upstream such a
+ * directory is in no state of the world, and the new pod is published beside it.
+ */
+export const CSIReadWriteOncePodWaitsForUnreconstructedMounts = 'CSIReadWriteOncePodWaitsForUnreconstructedMounts';
+/**
  * Retired (deprecated, no effect): MountDevice removed a volume directory it had made after a
  * failed VOLUME_MOUNT_GROUP check. MountDevice now runs kubelet's removeMountDir there whatever the
  * gates (its deferred cleanup sees the raw, finished error), which removes such a directory too.
@@ -100,7 +107,8 @@ export type FeatureName =
   | typeof CSIUnpublishBeforeUnstageAfterReconstruction
   | typeof CSIRetryReconstructionCleanup
   | typeof CSIKeepUncertainMountOnFinalError
-  | typeof CSIUnstageCompletesBeforeRestage;
+  | typeof CSIUnstageCompletesBeforeRestage
+  | typeof CSIReadWriteOncePodWaitsForUnreconstructedMounts;
 
 const KNOWN_FEATURES: Readonly<Record<string, FeatureSpec>> = {
   [CSIGlobalMountReconstruction]: {
@@ -143,6 +151,12 @@ const KNOWN_FEATURES: Readonly<Record<string, FeatureSpec>> = {
     preRelease: 'Alpha',
     description:
       'nodevol: NodeUnstageVolume is recorded durably beside the global vol_data.json until it returns OK; a NodeStageVolume of a volume so marked is preceded by a NodeUnstageVolume that must return OK first (kubernetes#121357).',
+  },
+  [CSIReadWriteOncePodWaitsForUnreconstructedMounts]: {
+    default: false,
+    preRelease: 'Alpha',
+    description:
+      'nodevol: for a PV whose only access mode is ReadWriteOncePod, another pod\'s volume dir that failed reconstruction counts as mounted elsewhere until it is gone, so a new pod waits for its unpublish (upstream the ReadWriteOncePod check cannot see it and the new pod is published beside it).',
   },
   [CSIRemoveNewStagingDirOnTransientError]: {
     default: false,

@@ -6,6 +6,7 @@ import { durableBlockVolumePaths } from './durableBlockVolumePaths/index.js';
 import { keepUncertainMountOnFinalError } from './keepUncertainMountOnFinalError/index.js';
 import { listGlobalVolumesWithoutStagingDir } from './listGlobalVolumesWithoutStagingDir/index.js';
 import type { NodevolGate } from './nodevolGate.js';
+import { readWriteOncePodWaitsForUnreconstructedMounts } from './readWriteOncePodWaitsForUnreconstructedMounts/index.js';
 import { retryReconstructionCleanup } from './retryReconstructionCleanup/index.js';
 import { unpublishBeforeUnstageAfterReconstruction } from './unpublishBeforeUnstageAfterReconstruction/index.js';
 import { unstageCompletesBeforeRestage } from './unstageCompletesBeforeRestage/index.js';
@@ -17,4 +18,5 @@ export const NODEVOL_GATES: readonly NodevolGate[] = [
   unpublishBeforeUnstageAfterReconstruction,
   listGlobalVolumesWithoutStagingDir,
   keepUncertainMountOnFinalError,
+  readWriteOncePodWaitsForUnreconstructedMounts,
 ];

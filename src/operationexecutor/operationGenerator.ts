@@ -112,7 +112,8 @@ export class OperationGenerator {
         } catch (err) {
           throw volumeError(vtm, 'MountVolume.NewMounter initialization failed', err);
         }
-        if (isReadWriteOncePodInUseElsewhere(vtm, asw)) throw volumeError(vtm, 'MountVolume.SetUp failed', new Error(RWOP_IN_USE));
+        const inUseElsewhere = isReadWriteOncePodInUseElsewhere(vtm, asw, this.hooks.volumeMountedElsewhere);
+        if (inUseElsewhere === true || (inUseElsewhere !== false && (await inUseElsewhere))) throw volumeError(vtm, 'MountVolume.SetUp failed', new Error(RWOP_IN_USE));
         const deviceMountable = plugins.findDeviceMountablePluginBySpec(vtm.spec);
         const opts = markOpts(vtm, plugin.getPluginName());
         if (deviceMountable !== undefined && asw.getDeviceMountState(vtm.volumeName) !== 'DeviceGloballyMounted') {
@@ -172,7 +173,8 @@ export class OperationGenerator {
       operationName: OP.map,
       pluginLabel: pluginLabel(plugin.getPluginName(), vtm.spec),
       run: async () => {
-        if (isReadWriteOncePodInUseElsewhere(vtm, asw)) throw volumeError(vtm, 'MapVolume.SetUpDevice failed', new Error(RWOP_IN_USE));
+        const inUseElsewhere = isReadWriteOncePodInUseElsewhere(vtm, asw, this.hooks.volumeMountedElsewhere);
+        if (inUseElsewhere === true || (inUseElsewhere !== false && (await inUseElsewhere))) throw volumeError(vtm, 'MapVolume.SetUpDevice failed', new Error(RWOP_IN_USE));
         if (asw.getDeviceMountState(vtm.volumeName) !== 'DeviceGloballyMounted') {
           const args = this.argsFor('device', vtm, asw, {});
           try {
@@ -426,12 +428,16 @@ const RWOP_IN_USE = 'volume uses the ReadWriteOncePod access mode and is already
 
 /**
  * The ReadWriteOncePod check of GenerateMountVolumeFunc / GenerateMapVolumeFunc: refused when the
- * PV's only access mode is ReadWriteOncePod and another pod has it (possibly) mounted.
+ * PV's only access mode is ReadWriteOncePod and another pod has it (possibly) mounted - kubelet
+ * asks the actual state (IsVolumeMountedElsewhere); the hook volumeMountedElsewhere, when set,
+ * answers instead (a promise only when its answer needs the file system: the caller awaits only
+ * then, so a boolean answer costs no turn).
  */
-function isReadWriteOncePodInUseElsewhere(vtm: VolumeToMount, asw: ActualStateOfWorldMounterUpdater): boolean {
+function isReadWriteOncePodInUseElsewhere(vtm: VolumeToMount, asw: ActualStateOfWorldMounterUpdater, mountedElsewhere: OperationGeneratorHooks['volumeMountedElsewhere']): boolean | Promise<boolean> {
   if (vtm.spec.kind !== 'persistent') return false;
   const modes = vtm.spec.persistentVolume.accessModes ?? [];
-  return modes.length === 1 && modes[0] === 'ReadWriteOncePod' && asw.isVolumeMountedElsewhere(vtm.volumeName, vtm.podName);
+  if (modes.length !== 1 || modes[0] !== 'ReadWriteOncePod') return false;
+  return mountedElsewhere === undefined ? asw.isVolumeMountedElsewhere(vtm.volumeName, vtm.podName) : mountedElsewhere(vtm, asw);
 }
 
 /** volumeToMount.GenerateErrorDetailed: "<prefix> for volume ... pod ...: <err>". */

@@ -19,6 +19,14 @@ export interface OperationGeneratorHooks {
   readonly deviceStaysUncertain?: (asw: ActualStateOfWorldMounterUpdater, volumeName: UniqueVolumeName) => boolean;
   /** markVolumeErrorState: the same for one pod's mount. Absent: IsVolumeReconstructed. */
   readonly volumeMountStaysUncertain?: (asw: ActualStateOfWorldMounterUpdater, volumeName: UniqueVolumeName, podName: UniquePodName) => boolean;
+  /**
+   * GenerateMountVolumeFunc / GenerateMapVolumeFunc, the ReadWriteOncePod check of a PV whose only
+   * access mode is ReadWriteOncePod: whether a pod other than vtm's has the volume (possibly)
+   * mounted. Absent: kubelet's answer, the actual state's IsVolumeMountedElsewhere. A boolean is
+   * used at once (no turn, as kubelet's synchronous check); a promise, only when the answer needs
+   * the file system, is awaited.
+   */
+  readonly volumeMountedElsewhere?: (vtm: VolumeToMount, asw: ActualStateOfWorldMounterUpdater) => boolean | Promise<boolean>;
   /** GenerateUnmountVolumeFunc, when NewUnmounter failed with `err`: an unmounter after all, or undefined for kubelet's error. */
   readonly unmounterAfterNewUnmounterError?: (plugin: VolumePlugin, target: UnmountTarget, err: unknown) => VolumeUnmounter | undefined;
 }

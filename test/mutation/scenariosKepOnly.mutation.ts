@@ -16,5 +16,6 @@ scenariosTest('KEP-6058 only', {
   'reconstruction-cleanup-retry': ['converges'],
   'reconstruction-failed-pod-deleted': ['converges'],
   'rewanted-during-unstage': ['stage-after-unstage'],
+  'rwop-pod-replaced-unreconstructed': ['converges', 'rwop-one-pod'],
   'staged-then-failed': ['converges', 'in-use-reported'],
 });

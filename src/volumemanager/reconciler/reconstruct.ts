@@ -136,6 +136,7 @@ export class Reconstructor {
     }
 
     this.logListedAlsoInPodDirs(new Set(byVolume.keys()));
+    this.hooks.podVolumesFailedReconstruction?.(this.volumesFailedReconstruction);
     this.volumesFailedReconstruction = [...(await this.hooks.afterPodVolumesWalked(this.podVolumesWalked(byVolume)))];
     if (byVolume.size > 0) {
       this.updateStates(byVolume);

@@ -48,6 +48,12 @@ export interface ReconstructHooks {
    * (kubelet's default, {@link upstreamReconstructHooks}, keeps them all at once).
    */
   readonly afterPodVolumesWalked: (walked: PodVolumesWalked) => Promise<readonly PodVolume[]>;
+  /**
+   * reconstructVolumes, once the pod directories were walked: every candidate that failed
+   * reconstruction (kubelet's volumesFailedReconstruction, as the walk left it, before
+   * afterPodVolumesWalked). Absent: kubelet keeps them for cleanOrphanVolumes only.
+   */
+  readonly podVolumesFailedReconstruction?: (failed: readonly PodVolume[]) => void;
   /** cleanOrphanVolumes, instead of kubelet's one pass: the candidates to keep for the next. Absent: kubelet's. */
   readonly cleanOrphanVolumes?: (cleanup: OrphanVolumeCleanup) => Promise<readonly PodVolume[]>;
 }

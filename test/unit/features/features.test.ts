@@ -10,6 +10,7 @@ describe('feature gates', () => {
       CSIDurableBlockVolumePaths: false,
       CSIGlobalMountReconstruction: false,
       CSIKeepUncertainMountOnFinalError: false,
+      CSIReadWriteOncePodWaitsForUnreconstructedMounts: false,
       CSIListGlobalVolumesWithoutStagingDir: false,
       CSIRetryReconstructionCleanup: false,
       CSIUnpublishBeforeUnstageAfterReconstruction: false,

@@ -582,3 +582,46 @@ describe('simulator: when a run owes convergence, and what a removal takes', () 
     assert.equal(r.endReason, 'converged');
   });
 });
+
+describe('gate CSIReadWriteOncePodWaitsForUnreconstructedMounts: explorer proof scenario rwop-pod-replaced-unreconstructed (workload 144, shrunk)', () => {
+  const scenario = loadBuiltinScenario('rwop-pod-replaced-unreconstructed');
+  const OTHERS = ALL.filter((g) => g !== 'CSIReadWriteOncePodWaitsForUnreconstructedMounts');
+  // The trace names a CSI call by its volume id only: the volume is published twice, for pod-1
+  // (life 1) and then for pod-2, and unpublished once, for pod-1 (pod-2 stays).
+  const csiCalls = (r: SimResult, op: string, result: string): number[] => {
+    const calls = r.trace.flatMap((s) => s.calls).filter((c) => c.port === 'csi' && c.op === op);
+    const sent = calls.filter((c) => c.result === 'sent').map((c) => c.seq);
+    return calls.filter((c) => c.result === result && sent.includes(c.seq)).map((c) => c.seq);
+  };
+  /** pod-2's publish (the second one sent) and pod-1's unpublish that returned OK. */
+  const order = (r: SimResult): { pod2Published: number | undefined; pod1Unpublished: number | undefined } => {
+    assert.equal(csiCalls(r, 'NodePublishVolume', 'sent').length, 2);
+    return { pod2Published: csiCalls(r, 'NodePublishVolume', 'sent')[1], pod1Unpublished: csiCalls(r, 'NodeUnpublishVolume', 'OK')[0] };
+  };
+
+  it('KEP-6058 gate only (the upstream gap, pinned): pod-2 is published while pod-1, whose mount failed reconstruction, still is; pod-1 is never unpublished', async () => {
+    const r = await simulate({ scenario, gates: gates(true), seed: 144 });
+    assert.deepEqual(names(r), ['converges', 'rwop-one-pod']);
+    assert.match(r.violations.find((v) => v.invariant === 'rwop-one-pod')?.message ?? '', /published for pods pod-1, pod-2 at once/);
+  });
+
+  it('every gate but this one: the retried cleanup unpublishes pod-1 only after pod-2 was published (rwop-one-pod); with it, pod-2 waits and is published after pod-1 is unpublished', async () => {
+    const off = await simulate({ scenario, gates: withGates(...OTHERS), seed: 144, fullTrace: true });
+    assert.deepEqual(names(off), ['rwop-one-pod']);
+    const upstream = order(off);
+    assert.ok(upstream.pod2Published !== undefined && upstream.pod1Unpublished !== undefined && upstream.pod2Published < upstream.pod1Unpublished, 'upstream: pod-2 published before pod-1 is unpublished');
+
+    const on = await simulate({ scenario, gates: withGates(...ALL), seed: 144, fullTrace: true });
+    assert.deepEqual(names(on), []);
+    assert.equal(on.endReason, 'converged');
+    const gated = order(on);
+    assert.ok(gated.pod2Published !== undefined && gated.pod1Unpublished !== undefined && gated.pod1Unpublished < gated.pod2Published, 'pod-2 is published only after pod-1 is unpublished');
+    assert.equal(csiCalls(on, 'NodePublishVolume', 'OK').length, 2, 'pod-2 is published');
+  });
+
+  it('this gate without CSIRetryReconstructionCleanup: safe, not live: pod-2 waits for good behind the dir whose one cleanup failed (converges only)', async () => {
+    const r = await simulate({ scenario, gates: withGates('CSIReadWriteOncePodWaitsForUnreconstructedMounts'), seed: 144 });
+    assert.deepEqual(names(r), ['converges']);
+    assert.match(r.violations[0]?.message ?? '', /is not published for pod pod-2; .* still published at \/var\/lib\/kubelet\/pods\/pod-1\//);
+  });
+});
