@@ -28,7 +28,7 @@ import { uncertainIfRecordLeft } from './uncertainIfRecordLeft.js';
 
 export const keepUncertainMountOnFinalError: NodevolGate = {
   name: CSIKeepUncertainMountOnFinalError,
-  proofScenarios: ['listed-restage-fails', 'staged-then-failed', 'published-then-failed', 'block-publish-timeout-then-failed'],
+  proofScenarios: ['listed-restage-fails', 'staged-then-failed', 'published-then-failed', 'block-publish-timeout-then-failed', 'publish-failed-cleanup-read-only'],
   doc: 'csikeepuncertainmountonfinalerror',
   create: (host) => ({
     operationGenerator: {
