@@ -109,3 +109,34 @@ describe('kubelet: a cleanup after a final error that succeeds removes everythin
     });
   }
 });
+
+describe('gate on: a failed cleanup that leaves no vol_data.json keeps kubelet\'s error (nothing to tear down from)', () => {
+  it('SetUp: the write of vol_data.json fails on a read-only root dir, and so does the cleanup: not uncertain, only the pod volume dir stays', async () => {
+    const node = new InMemoryNode();
+    node.addVolume('pv-1', 'vol-1');
+    await node.fs.mkdir(POD_VOLUME_DIR, { recursive: true, mode: 0o750 });
+    const mounter = await csiPluginOf(node, { features: gateOn }).newMounter(constructPVSourceSpec('pv-1', DRIVER, 'vol-1'), POD);
+    rootDirFault(node)('EROFS');
+    const err = await rejection(mounter.setUp({}));
+    assert.ok(!isUncertainProgressError(err), String(err));
+    assert.match(String(err), /mounter\.SetUpAt failed to save volume info data/);
+    assert.deepEqual(node.tree().filter((p) => p.startsWith(POD_VOLUME_DIR)), [`${POD_VOLUME_DIR}/`]);
+    assert.deepEqual(node.logger.lines.filter((l) => l.severity === 'E').map((l) => l.msg), ['kubernetes.io/csi: mounter.SetUpAt failed to remove mount dir after error']);
+    assert.deepEqual(node.driver.callsOf('NodePublishVolume'), []);
+  });
+
+  it('MountDevice: the same for the global vol_data.json: the final error, globalmount stays', async () => {
+    const node = new InMemoryNode();
+    node.addVolume('pv-1', 'vol-1');
+    await node.fs.mkdir(`${VOLUME_DIR}/globalmount`, { recursive: true, mode: 0o750 });
+    const attacher = csiPluginOf(node, { features: gateOn }).newDeviceMounter();
+    const spec = constructPVSourceSpec('pv-1', DRIVER, 'vol-1');
+    rootDirFault(node)('EROFS');
+    const err = await rejection(attacher.mountDevice(spec, '', attacher.getDeviceMountPath(spec), {}));
+    assert.ok(isOperationFinishedError(err), String(err));
+    assert.match(String(err), /failed to save volume info data/);
+    assert.deepEqual(node.tree().filter((p) => p.startsWith(VOLUME_DIR)), [`${VOLUME_DIR}/`, `${VOLUME_DIR}/globalmount/`]);
+    assert.deepEqual(node.logger.lines.filter((l) => l.severity === 'E').map((l) => l.msg), ['kubernetes.io/csi: attacher.MountDevice failed to remove mount dir after error']);
+    assert.deepEqual(node.driver.callsOf('NodeStageVolume'), []);
+  });
+});
