@@ -19,8 +19,9 @@ import { NODEVOL_GATES } from '../nodevol/registry.js';
  * - CSIRetryReconstructionCleanup: a candidate no pod wanted at the first pass; one whose pod went
  *   before its SetUp (explorer);
  * - CSIKeepUncertainMountOnFinalError: a volume only the listing found; then, found by the
- *   explorer over generated workloads, a filesystem stage and publish done then failed, and a raw
- *   block publish timed out then failed;
+ *   explorer over generated workloads, a filesystem stage and publish done then failed, a raw
+ *   block publish timed out then failed, and a publish failed on a read-only root dir, whose
+ *   cleanup failed too;
  */
 export const GATE_PROOFS: Readonly<Record<string, readonly string[]>> = Object.fromEntries(NODEVOL_GATES.map((g) => [g.name, g.proofScenarios]));
 

@@ -12,6 +12,7 @@ scenariosTest('KEP-6058 only', {
   'listed-restage-fails': ['nothing-removed-early'],
   'lost-pod-file-read-only-root': ['converges', 'no-unstage-in-use'],
   'mount-group-check-fails': ['converges'],
+  'publish-failed-cleanup-read-only': ['converges'],
   'published-then-failed': ['converges'],
   'reconstruction-cleanup-retry': ['converges'],
   'reconstruction-failed-pod-deleted': ['converges'],

@@ -12,8 +12,10 @@
  * Hooks: operation_generator.go, the args of MountDevice, SetUpDevice and SetUp (mounterArgs:
  * whether the device or pod mount is uncertain, mounterArgs.ts) and markDeviceErrorState /
  * markVolumeErrorState (an uncertain one stays uncertain); the CSI plugin, after a final error of
- * the driver's call (uncertainAfterFinishedError) and where kubelet removes what a failed
- * MountDevice, SetUp or SetUpDevice made (onFinishedError).
+ * the driver's call (uncertainAfterFinishedError), where kubelet removes what a failed
+ * MountDevice, SetUp or SetUpDevice made (onFinishedError), and when that removal failed and left
+ * the volume's vol_data.json (afterFailedCleanup: uncertain, uncertainIfRecordLeft.ts; kubelet
+ * forgets the device or pod mount, and its files stay for ever).
  */
 import { CSIKeepUncertainMountOnFinalError } from '../../features/features.js';
 import type { FinishedErrorDecision, FinishedErrorSite } from '../../volume/csi/csiHooks.js';
@@ -22,10 +24,11 @@ import type { VolumeHost } from '../../volume/volumeHost.js';
 import type { NodevolGate } from '../nodevolGate.js';
 import './mounterArgs.js';
 import { uncertainIfDone } from './uncertainIfDone.js';
+import { uncertainIfRecordLeft } from './uncertainIfRecordLeft.js';
 
 export const keepUncertainMountOnFinalError: NodevolGate = {
   name: CSIKeepUncertainMountOnFinalError,
-  proofScenarios: ['listed-restage-fails', 'staged-then-failed', 'published-then-failed', 'block-publish-timeout-then-failed'],
+  proofScenarios: ['listed-restage-fails', 'staged-then-failed', 'published-then-failed', 'block-publish-timeout-then-failed', 'publish-failed-cleanup-read-only'],
   doc: 'csikeepuncertainmountonfinalerror',
   create: (host) => ({
     operationGenerator: {
@@ -43,6 +46,7 @@ export const keepUncertainMountOnFinalError: NodevolGate = {
     csi: {
       uncertainAfterFinishedError: uncertainIfDone,
       onFinishedError: (site) => keepOrCleanUp(host, site),
+      afterFailedCleanup: (site) => uncertainIfRecordLeft(host, site),
     },
   }),
 };

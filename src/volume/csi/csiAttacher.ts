@@ -110,7 +110,9 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
       const message = csiLog(`failed to save volume info data: ${errorMessage(err)}`);
       const decision = this.hooks.onFinishedError?.({ operation: 'MountDevice', step: 'saveVolumeData', path: deviceMountPath, args }) ?? 'cleanup';
       if (decision === 'uncertain') throw new UncertainProgressError(message);
-      if (decision === 'cleanup') await this.cleanupMountDir(deviceMountPath);
+      if (decision === 'cleanup' && !(await this.cleanupMountDir(deviceMountPath)) && this.hooks.afterFailedCleanup !== undefined) {
+        if ((await this.hooks.afterFailedCleanup({ operation: 'MountDevice', step: 'saveVolumeData', path: deviceMountPath, args, dataDir })) === 'uncertain') throw new UncertainProgressError(message);
+      }
       throw new Error(message);
     }
     if (!stageUnstage) {
@@ -127,7 +129,9 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
       volumeMountGroup = await volumeMountGroupFor(client, args.fsGroup, 'attacher.MountDevice');
     } catch (err) {
       const decision = this.hooks.onFinishedError?.({ operation: 'MountDevice', step: 'NodeGetCapabilities', path: deviceMountPath, args }) ?? 'cleanup';
-      if (decision === 'cleanup') await this.cleanupMountDir(deviceMountPath);
+      if (decision === 'cleanup' && !(await this.cleanupMountDir(deviceMountPath)) && this.hooks.afterFailedCleanup !== undefined) {
+        if ((await this.hooks.afterFailedCleanup({ operation: 'MountDevice', step: 'NodeGetCapabilities', path: deviceMountPath, args, dataDir })) === 'uncertain') throw new UncertainProgressError(errorMessage(err));
+      }
       throw err;
     }
     // A final error: the deferred removeMountDir of the staging path.
@@ -136,7 +140,7 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
       spec,
       path: deviceMountPath,
       workShown: { caller: 'attacher.MountDevice' },
-      removal: { operation: 'MountDevice', step: 'NodeStageVolume', args, remove: () => this.cleanupMountDir(deviceMountPath) },
+      removal: { operation: 'MountDevice', step: 'NodeStageVolume', args, dataDir, remove: () => this.cleanupMountDir(deviceMountPath) },
       accessModeFailure: 'handled',
       send: (accessMode) =>
         client.nodeStageVolume({
@@ -151,7 +155,8 @@ export class CsiAttacher implements DeviceMounter, DeviceUnmounter {
     host.logger.v(4).info(csiLog('attacher.MountDevice successfully requested NodeStageVolume'), { deviceMountPath });
   }
 
-  private cleanupMountDir(deviceMountPath: string): Promise<void> {
+  /** csi_attacher.go MountDevice's deferred removeMountDir: whether it succeeded (its failure is only logged). */
+  private cleanupMountDir(deviceMountPath: string): Promise<boolean> {
     return removeMountDirLogged(this.host, deviceMountPath, 'attacher.MountDevice failed to remove mount dir after error', { deviceMountPath });
   }
 

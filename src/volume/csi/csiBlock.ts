@@ -125,7 +125,7 @@ export class CsiBlockMapper implements BlockVolumeMapper {
       path: stagingPath,
       // kubelet made the staging dir empty: anything in it is the driver's.
       workShown: { caller: 'blockMapper.SetUpDevice', orNotEmpty: true },
-      removal: { operation: 'SetUpDevice', step: 'NodeStageVolume', args, remove: () => cleanupOrphanDeviceFilesLogged(host, id.specName) },
+      removal: { operation: 'SetUpDevice', step: 'NodeStageVolume', args, dataDir: host.layout.csiBlockDataDir(id.specName), remove: () => cleanupOrphanDeviceFilesLogged(host, id.specName) },
       accessModeFailure: 'handled',
       send: (accessMode) =>
         client.nodeStageVolume({
@@ -149,7 +149,10 @@ export class CsiBlockMapper implements BlockVolumeMapper {
     const { host, id } = this;
     const decision = this.hooks.onFinishedError?.({ operation: 'SetUpDevice', step, path: host.layout.csiBlockStagingPath(id.specName), args }) ?? 'cleanup';
     if (decision === 'uncertain') return new UncertainProgressError(err.message);
-    if (decision === 'cleanup') await cleanupOrphanDeviceFilesLogged(host, id.specName);
+    if (decision === 'cleanup' && !(await cleanupOrphanDeviceFilesLogged(host, id.specName)) && this.hooks.afterFailedCleanup !== undefined) {
+      const site = { operation: 'SetUpDevice', step, path: host.layout.csiBlockStagingPath(id.specName), args, dataDir: host.layout.csiBlockDataDir(id.specName) } as const;
+      if ((await this.hooks.afterFailedCleanup(site)) === 'uncertain') return new UncertainProgressError(err.message);
+    }
     return err;
   }
 
@@ -350,11 +353,17 @@ export async function cleanupOrphanDeviceFiles(host: VolumeHost, spec: string): 
   }
 }
 
-/** The orphan file cleanup as its callers run it: a failure is logged at V(4), never returned. */
-async function cleanupOrphanDeviceFilesLogged(host: VolumeHost, spec: string): Promise<void> {
+/**
+ * The orphan file cleanup as its callers run it: a failure is logged at V(4), never returned.
+ * Resolves to whether it succeeded (kubelet's callers ignore that; the afterFailedCleanup hook
+ * reads it after a failed SetUpDevice).
+ */
+async function cleanupOrphanDeviceFilesLogged(host: VolumeHost, spec: string): Promise<boolean> {
   try {
     await cleanupOrphanDeviceFiles(host, spec);
+    return true;
   } catch (err) {
     host.logger.v(4).info(`Failed to clean up block volume directory ${errorMessage(err)}`);
+    return false;
   }
 }

@@ -52,6 +52,27 @@ export interface FinishedErrorSite {
  */
 export type FinishedErrorDecision = 'cleanup' | 'keep' | 'uncertain';
 
+/**
+ * A finished-operation error after which kubelet's removal ran and failed (kubelet only logs
+ * that: csi_mounter.go SetUpAt's and csi_attacher.go MountDevice's deferred removeMountDir,
+ * csi_block.go stageVolumeForBlock's cleanupOrphanDeviceFiles), so what the operation made may
+ * still be there.
+ */
+export interface FailedCleanupSite extends FinishedErrorSite {
+  /**
+   * The directory of the operation's vol_data.json, which the removal would have deleted: the pod
+   * volume dir (SetUp), the volume dir (MountDevice), volumeDevices/<spec>/data (SetUpDevice).
+   */
+  readonly dataDir: string;
+}
+
+/**
+ * What follows a failed removal: `forget`, kubelet's (the operation's error stands, so the device
+ * or pod mount is not mounted); `uncertain`, an UncertainProgressError with the same text, so
+ * that the device or pod mount is torn down when no pod wants it.
+ */
+export type FailedCleanupDecision = 'forget' | 'uncertain';
+
 /** The CSI plugin's hooks. Absent: kubelet. */
 export interface CsiHooks {
   // ---- csi_attacher.go MountDevice ----
@@ -86,6 +107,11 @@ export interface CsiHooks {
   ) => Promise<UncertainProgressError | undefined>;
   /** Where kubelet removes what a failed operation made: whether it does. Synchronous. Absent: `cleanup`. */
   readonly onFinishedError?: (site: FinishedErrorSite) => FinishedErrorDecision;
+  /**
+   * After kubelet's removal that followed a finished-operation error failed (it was logged, as
+   * kubelet logs it): whether the error becomes uncertain. Called only then. Absent: `forget`.
+   */
+  readonly afterFailedCleanup?: (site: FailedCleanupSite) => Promise<FailedCleanupDecision>;
   // ---- UnmountDevice / TearDownDevice ----
   /** Around NodeUnstageVolume: recorded before it is sent, until it returned OK. */
   readonly nodeUnstageVolumeRecord?: {

@@ -150,12 +150,15 @@ export class CsiMounter implements VolumeMounter {
     } catch (err) {
       const msg = csiLog(`mounter.SetUpAt failed to save volume info data: ${errorMessage(err)}`);
       const decision = this.hooks.onFinishedError?.({ operation: 'SetUp', step: 'saveVolumeData', path: dir, args }) ?? 'cleanup';
-      if (decision === 'cleanup') await removeMountDirLogged(host, dir, 'mounter.SetUpAt failed to remove mount dir after error', { dir });
+      if (decision === 'cleanup' && !(await removeMountDirLogged(host, dir, 'mounter.SetUpAt failed to remove mount dir after error', { dir })) && this.hooks.afterFailedCleanup !== undefined) {
+        if ((await this.hooks.afterFailedCleanup({ operation: 'SetUp', step: 'saveVolumeData', path: dir, args, dataDir: volDir })) === 'uncertain') throw new UncertainProgressError(msg);
+      }
       if (decision === 'uncertain') throw new UncertainProgressError(msg);
       throw new TransientOperationFailure(msg);
     }
 
-    // A final error: nothing is published there, clean up what SetUp created.
+    // A final error: nothing is published there, clean up what SetUp created (csi_mounter.go
+    // SetUpAt's deferred removeMountDir, whose own failure is only logged).
     await stageOrPublish(host, this.hooks, client, {
       caller: 'mounter.SetupAt',
       spec,
@@ -165,6 +168,7 @@ export class CsiMounter implements VolumeMounter {
         operation: 'SetUp',
         step: 'NodePublishVolume',
         args,
+        dataDir: volDir,
         remove: () => removeMountDirLogged(host, dir, 'mounter.SetupAt failed to remove mount dir after a NodePublish() error', { dir }),
       },
       accessModeFailure: 'handled',

@@ -98,13 +98,17 @@ export async function removeMountDir(host: VolumeHost, mountPath: string): Promi
 
 /**
  * removeMountDir after a failed MountDevice or SetUp, as kubelet's deferred cleanup runs it: its
- * own failure is logged at error level (`message`, with `values`), never returned.
+ * own failure is logged at error level (`message`, with `values`), never returned. Resolves to
+ * whether the removal succeeded (kubelet's callers ignore that; the afterFailedCleanup hook
+ * reads it).
  */
-export async function removeMountDirLogged(host: VolumeHost, mountPath: string, message: string, values: Record<string, string>): Promise<void> {
+export async function removeMountDirLogged(host: VolumeHost, mountPath: string, message: string, values: Record<string, string>): Promise<boolean> {
   try {
     await removeMountDir(host, mountPath);
+    return true;
   } catch (err) {
     host.logger.error(err, csiLog(message), values);
+    return false;
   }
 }
 

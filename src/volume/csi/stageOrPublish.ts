@@ -8,7 +8,9 @@
  *     (it may still be in progress) or final;
  *  3. after a final error, the uncertainAfterFinishedError hook (nodevol: the driver's work shows
  *     at the path after all; kubelet's default changes nothing);
- *  4. then kubelet's removal of what the operation made, unless the onFinishedError hook keeps it.
+ *  4. then kubelet's removal of what the operation made, unless the onFinishedError hook keeps it;
+ *     when that removal fails (kubelet only logs it), the afterFailedCleanup hook (nodevol: an
+ *     uncertain error, so that what is left is torn down; kubelet's default: the error stands).
  *
  * Where the callers differ, the difference is a field of {@link DriverCall}, one per site:
  *
@@ -42,10 +44,12 @@ export interface DriverCall {
   /** What uncertainAfterFinishedError is told: the operation, for its log line, and whether a non-empty dir counts as the driver's work. */
   readonly workShown: { readonly caller: string; readonly orNotEmpty?: boolean };
   /**
-   * kubelet's removal of what the operation made after a final error (`remove`), with what the
-   * onFinishedError hook sees; `none` where kubelet removes nothing.
+   * kubelet's removal of what the operation made after a final error (`remove`, resolving to
+   * whether it succeeded: its failure is logged, not returned), with what the onFinishedError
+   * hook sees, and the directory of the record it removes (`dataDir`, for afterFailedCleanup);
+   * `none` where kubelet removes nothing.
    */
-  readonly removal: ({ readonly remove: () => Promise<void> } & Omit<FinishedErrorSite, 'path'>) | 'none';
+  readonly removal: ({ readonly remove: () => Promise<boolean>; readonly dataDir: string } & Omit<FinishedErrorSite, 'path'>) | 'none';
   /** A failed access-mode query: `handled` as a failed call is (steps 3 and 4), or `returned` as it is. */
   readonly accessModeFailure: 'handled' | 'returned';
 }
@@ -69,7 +73,10 @@ export async function stageOrPublish(host: VolumeHost, hooks: CsiHooks, client: 
       if (removal !== 'none') {
         const decision = hooks.onFinishedError?.({ operation: removal.operation, step: removal.step, path: call.path, args: removal.args }) ?? 'cleanup';
         if (decision === 'uncertain') throw new UncertainProgressError(errorMessage(err));
-        if (decision === 'cleanup') await removal.remove();
+        if (decision === 'cleanup' && !(await removal.remove()) && hooks.afterFailedCleanup !== undefined) {
+          const site = { operation: removal.operation, step: removal.step, path: call.path, args: removal.args, dataDir: removal.dataDir };
+          if ((await hooks.afterFailedCleanup(site)) === 'uncertain') throw new UncertainProgressError(errorMessage(err));
+        }
       }
     }
     throw err;

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { CsiCallError, GrpcStatus, type CsiNodeClient, type NodeCapability, type VolumeCapability } from '../../../../src/ports/csi.js';
-import { upstreamCsiHooks, type CsiHooks, type FinishedErrorDecision, type FinishedErrorSite } from '../../../../src/volume/csi/csiHooks.js';
+import { upstreamCsiHooks, type CsiHooks, type FailedCleanupDecision, type FailedCleanupSite, type FinishedErrorDecision, type FinishedErrorSite } from '../../../../src/volume/csi/csiHooks.js';
 import { stageOrPublish, type DriverCall } from '../../../../src/volume/csi/stageOrPublish.js';
 import { constructPVSourceSpec } from '../../../../src/volume/spec.js';
 import { isOperationFinishedError, isUncertainProgressError, UncertainProgressError } from '../../../../src/volume/util/errors.js';
@@ -13,6 +13,7 @@ import type { VolumeHost } from '../../../../src/volume/volumeHost.js';
 import { InMemoryNode, volumeHostOf } from '../../../support/inMemoryNode.js';
 
 const PATH = '/var/lib/kubelet/plugins/kubernetes.io/csi/csi.example.com/0f/globalmount';
+const DATA_DIR = '/var/lib/kubelet/plugins/kubernetes.io/csi/csi.example.com/0f';
 
 /** A client whose NodeGetCapabilities answers `capabilities` or fails with `capabilitiesError`. */
 function client(o: { capabilities?: NodeCapability[]; capabilitiesError?: Error }): CsiNodeClient {
@@ -31,10 +32,13 @@ interface Seen {
   uncertainAsked: { path: string; caller: string; orNotEmpty: boolean }[];
   sites: FinishedErrorSite[];
   removals: number;
+  /** What the removal resolves to (its failure is logged, not returned): true unless a test says. */
+  removalSucceeds: boolean;
+  failedCleanups: FailedCleanupSite[];
 }
 
-/** The hooks of a test: the required one answers `uncertain`, onFinishedError `decision` (absent: kubelet's). */
-function hooks(seen: Seen, o: { uncertain?: boolean; decision?: FinishedErrorDecision } = {}): CsiHooks {
+/** The hooks of a test: the required one answers `uncertain`, onFinishedError `decision`, afterFailedCleanup `afterFailed` (absent: kubelet's). */
+function hooks(seen: Seen, o: { uncertain?: boolean; decision?: FinishedErrorDecision; afterFailed?: FailedCleanupDecision } = {}): CsiHooks {
   return {
     uncertainAfterFinishedError: (given, err, path, caller, opts) => {
       assert.equal(given, host);
@@ -47,6 +51,14 @@ function hooks(seen: Seen, o: { uncertain?: boolean; decision?: FinishedErrorDec
           onFinishedError: (site: FinishedErrorSite): FinishedErrorDecision => {
             seen.sites.push(site);
             return o.decision ?? 'cleanup';
+          },
+        }),
+    ...(o.afterFailed === undefined
+      ? {}
+      : {
+          afterFailedCleanup: (site: FailedCleanupSite): Promise<FailedCleanupDecision> => {
+            seen.failedCleanups.push(site);
+            return Promise.resolve(o.afterFailed ?? 'forget');
           },
         }),
   };
@@ -63,9 +75,10 @@ function mountDeviceCall(seen: Seen, outcome: Error | undefined, over: Partial<D
       operation: 'MountDevice',
       step: 'NodeStageVolume',
       args: { fsGroup: 3 },
+      dataDir: DATA_DIR,
       remove: () => {
         seen.removals++;
-        return Promise.resolve();
+        return Promise.resolve(seen.removalSucceeds);
       },
     },
     accessModeFailure: 'handled',
@@ -77,7 +90,7 @@ function mountDeviceCall(seen: Seen, outcome: Error | undefined, over: Partial<D
   };
 }
 
-const fresh = (): Seen => ({ sent: [], uncertainAsked: [], sites: [], removals: 0 });
+const fresh = (): Seen => ({ sent: [], uncertainAsked: [], sites: [], removals: 0, removalSucceeds: true, failedCleanups: [] });
 const node = new InMemoryNode();
 /** What the helper hands to the hooks: the caller's host, as it is. */
 const host: VolumeHost = volumeHostOf(node);
@@ -146,6 +159,36 @@ describe('stageOrPublish: a final error', () => {
     assert.ok(isUncertainProgressError(uncertain));
     assert.equal((uncertain as Error).message, (kept as Error).message);
     assert.equal(unsure.removals, 0);
+  });
+
+  it("the removal fails (it is only logged): kubelet's hooks return the final error; afterFailedCleanup is asked with the site and the record's dir, 'uncertain' turns it into the same text as uncertain, 'forget' keeps it", async () => {
+    const upstream = fresh();
+    upstream.removalSucceeds = false;
+    const kubelet = await rejection(stageOrPublish(host, upstreamCsiHooks, client({}), mountDeviceCall(upstream, final())));
+    assert.ok(isOperationFinishedError(kubelet));
+    assert.equal(upstream.removals, 1);
+    const unsure = fresh();
+    unsure.removalSucceeds = false;
+    const uncertain = await rejection(stageOrPublish(host, hooks(unsure, { decision: 'cleanup', afterFailed: 'uncertain' }), client({}), mountDeviceCall(unsure, final())));
+    assert.ok(isUncertainProgressError(uncertain));
+    assert.equal((uncertain as Error).message, (kubelet as Error).message);
+    assert.deepEqual(unsure.failedCleanups, [{ operation: 'MountDevice', step: 'NodeStageVolume', path: PATH, args: { fsGroup: 3 }, dataDir: DATA_DIR }]);
+    const forget = fresh();
+    forget.removalSucceeds = false;
+    const forgotten = await rejection(stageOrPublish(host, hooks(forget, { decision: 'cleanup', afterFailed: 'forget' }), client({}), mountDeviceCall(forget, final())));
+    assert.ok(isOperationFinishedError(forgotten));
+    assert.equal(forget.failedCleanups.length, 1);
+  });
+
+  it('afterFailedCleanup is not asked when the removal succeeded, nor when onFinishedError kept the files', async () => {
+    const removed = fresh();
+    const err = await rejection(stageOrPublish(host, hooks(removed, { decision: 'cleanup', afterFailed: 'uncertain' }), client({}), mountDeviceCall(removed, final())));
+    assert.ok(isOperationFinishedError(err));
+    assert.deepEqual([removed.removals, removed.failedCleanups], [1, []]);
+    const kept = fresh();
+    kept.removalSucceeds = false;
+    await rejection(stageOrPublish(host, hooks(kept, { decision: 'keep', afterFailed: 'uncertain' }), client({}), mountDeviceCall(kept, final())));
+    assert.deepEqual([kept.removals, kept.failedCleanups], [0, []]);
   });
 
   it("removal 'none' (MapPodDevice): the uncertain hook is asked, onFinishedError is not", async () => {
