@@ -270,8 +270,12 @@ export class Simulation {
     // The steps done and all that is owed converged, but never quiet: the engine keeps retrying
     // the calls a driver that never returns answers ABORTED (its volume stays busy), which is the
     // exempt driver's doing, not a liveness failure.
-    const exemptChurn = why === '' && this.#world.neverReturns.size > 0 && this.#stepIndex >= this.#scenario.steps.length;
-    if (endReason !== 'converged' && !held && !exemptChurn) this.#violate('converges', why);
+    // The same holds while only `wait` steps are left: a wait needs the world quiet, which that
+    // churn never lets it be, and a wait changes nothing, so the run is where it would be with the
+    // steps done (explorer findings, generated workloads 8633 and 9984).
+    const onlyWaitsLeft = this.#scenario.steps.slice(this.#stepIndex).every((s) => s.kind === 'wait');
+    const exemptChurn = why === '' && this.#world.neverReturns.size > 0 && onlyWaitsLeft;
+    if (endReason !== 'converged' && !held && !exemptChurn) this.#violate('converges', why === '' ? this.#whyNeverQuiet(endReason) : why);
     return {
       violations: this.#violations,
       traceHash: this.#hash.hex(),
@@ -513,6 +517,20 @@ export class Simulation {
     const problems = convergenceProblems(this.#world, { running: !this.#restarting && !this.#stopping && this.#life.alive }, reason === 'converged');
     if (problems.length === 0) return '';
     return `${reason === 'converged' ? '' : `not converged (${reason === 'stuck' ? `nothing changed for ${STUCK_WINDOW_MS / 60_000} virtual minutes` : `${LIVENESS_BOUND_MS / 60_000} virtual minutes after the last fault`}): `}${problems.join('; ')}`;
+  }
+
+  /**
+   * Why a run that did not end converged fails liveness when nothing is wrong with the world at
+   * its end (whyNotConverged has no problem to name): it was converged but never quiet for the
+   * quiet window, so a pending `wait` step never passed (or, with the steps done, the run never
+   * ended converged). A violation never has an empty message.
+   */
+  #whyNeverQuiet(reason: SimResult['endReason']): string {
+    const never = `converged but never quiet for ${QUIET_WINDOW_MS / 1000} s (the world last changed at ${this.#world.lastChangeMs} virtual ms)`;
+    const end = `the run ended ${reason === 'stuck' ? `after nothing changed for ${STUCK_WINDOW_MS / 60_000} virtual minutes` : `${LIVENESS_BOUND_MS / 60_000} virtual minutes after the last fault`}`;
+    const step = this.#scenario.steps[this.#stepIndex];
+    if (step === undefined) return `${end}: the steps are done, ${never}`;
+    return `${end}: scenario step ${this.#stepIndex + 1} (${step.kind === 'wait' ? 'wait: converged' : step.kind}) never passed: ${never}`;
   }
 
   // ---------------------------------------------------------------- scenario steps

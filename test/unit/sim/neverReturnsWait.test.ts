@@ -1,0 +1,130 @@
+// Replays of explorer findings that were a simulator artefact (docs/explorer.md): a driver given a
+// `hang: forever` rule (world.neverReturns) keeps holding its volume's lock; after a restart the
+// new engine life retries the volume's operations every 100 ms, answered ABORTED (a mount and an
+// unmount of the volume share one pending-operations entry, and a different operation name starts
+// without backoff, as kubelet's nestedpendingoperations.go Run does), and every try rewrites files.
+// The world is converged (the exempt driver's volumes are left out) but never quiet, so a last
+// `wait: converged` step never passed and the run ended by the liveness bound. The allowance for
+// such churn applied only once the steps were done, and the violation had an EMPTY message
+// (generated workloads 8633 and 9984, shrunk, every gate on).
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { FeatureGate } from '../../../src/features/features.js';
+import { parseScenario } from '../../../src/sim/scenario.js';
+import { parsePlan } from '../../../src/sim/plan.js';
+import { LIVENESS_BOUND_MS, QUIET_WINDOW_MS, simulate, type SimResult } from '../../../src/sim/simulation.js';
+
+// The gate list of the findings' replay commands (every gate on).
+const EVERY_GATE = [
+  'CSIDurableBlockVolumePaths=true',
+  'CSIGlobalMountReconstruction=true',
+  'CSIKeepUncertainMountOnFinalError=true',
+  'CSIListGlobalVolumesWithoutStagingDir=true',
+  'CSIRetryReconstructionCleanup=true',
+  'CSIUnpublishBeforeUnstageAfterReconstruction=true',
+  'CSIUnstageCompletesBeforeRestage=true',
+];
+const everyGate = (): FeatureGate => FeatureGate.parse(EVERY_GATE).gate;
+
+/** Every violation names what went wrong: none has an empty message. */
+function assertMessages(r: SimResult, what: string): void {
+  for (const v of r.violations) assert.notEqual(v.message.trim(), '', `${what}: ${v.invariant} at step ${v.step} has an empty message`);
+}
+
+/** Generated medium workload 8633, shrunk (`extraSteps` appended after its last wait). */
+function workload8633(extraSteps: readonly string[] = []): ReturnType<typeof parseScenario> {
+  return parseScenario(
+    [
+      'name: generated-medium-8633-converges',
+      'clusterSignalsChanges: false',
+      'drivers:',
+      '  - { name: a.csi.example.com, attachRequired: true, podInfoOnMount: true, stageUnstage: true, mode: lenient, registersAfter: 1m, singleNodeMultiWriter: true }',
+      '  - { name: b.csi.example.com, attachRequired: false, podInfoOnMount: true, stageUnstage: false, mode: strict, registersAfter: 2s }',
+      'volumes:',
+      '  - { name: pv-1, handle: mock-57c401c9dec61f8d, driver: b.csi.example.com }',
+      '  - { name: pv-2, handle: mock-3ff6904030512d92, driver: b.csi.example.com, volumeMode: Block }',
+      '  - { name: pv-3, handle: mock-21840a96eaf08ef8, driver: a.csi.example.com }',
+      '  - { name: pv-4, handle: mock-d664935601ddef9a, driver: a.csi.example.com }',
+      '  - { name: refused-5, handle: mock-ef68bf9be6d59199, driver: a.csi.example.com, claim: Pending }',
+      'pods:',
+      '  - { uid: pod-1, volumes: [pv-4, pv-1, pv-3] }',
+      '  - { uid: pod-1-r1, volumes: [pv-4, pv-1, pv-3], running: false }',
+      'steps:',
+      '  - wait: converged',
+      '  - fault: { method: NodeUnpublishVolume, volumeId: mock-21840a96eaf08ef8, hang: forever }',
+      '  - deletePod: pod-1',
+      '  - addPod: pod-1-r1',
+      '  - wait: converged',
+      ...extraSteps,
+      '',
+    ].join('\n'),
+    'generated-medium-8633-converges.yaml',
+  );
+}
+
+describe('simulator: churn against a driver that never returns excuses a pending wait step (explorer findings, generated workloads 8633 and 9984)', () => {
+  it('workload 8633, every gate on, plan restart:after:270: Stage/Unpublish of pv-3 churn ABORTED to the bound; no converges violation', async () => {
+    const r = await simulate({ scenario: workload8633(), gates: everyGate(), seed: 8633, plan: parsePlan('restart:after:270') });
+    assertMessages(r, '8633');
+    assert.deepEqual(r.violations.map((v) => `${v.invariant}: ${v.message}`), [], 'was: converges with an empty message');
+    // The churn is still there (the engine is unchanged): the run ends by the bound, not converged.
+    assert.equal(r.endReason, 'bound');
+    assert.ok(r.virtualMs >= LIVENESS_BOUND_MS, `ended at ${r.virtualMs} virtual ms`);
+    assert.ok(r.csiCalls > 10_000, `${r.csiCalls} CSI calls: the retries every 100 ms`);
+  });
+
+  it('workload 9984, every gate on, plan restart:after:7844: Publish/Unpublish of pv-4 churn ABORTED to the bound; no converges violation', async () => {
+    const scenario = parseScenario(
+      [
+        'name: generated-medium-9984-converges',
+        'drivers:',
+        '  - { name: a.csi.example.com, attachRequired: true, podInfoOnMount: true, stageUnstage: true, mode: lenient }',
+        '  - { name: b.csi.example.com, attachRequired: false, podInfoOnMount: true, stageUnstage: false, mode: lenient, singleNodeMultiWriter: true }',
+        'volumes:',
+        '  - { name: pv-1, handle: mock-57c401c9dec61f8d, driver: a.csi.example.com }',
+        '  - { name: pv-3, handle: mock-21840a96eaf08ef8, driver: b.csi.example.com, volumeMode: Block }',
+        '  - { name: pv-4, handle: mock-d664935601ddef9a, driver: b.csi.example.com, volumeMode: Block }',
+        'pods:',
+        '  - { uid: pod-1, volumes: [pv-3, pv-4] }',
+        '  - { uid: pod-3, volumes: [pv-4, pv-1, pv-3], running: false }',
+        'steps:',
+        '  - wait: converged',
+        '  - fault: { method: NodeUnpublishVolume, volumeId: mock-21840a96eaf08ef8, delay: 90s, clientTimeout: 2s, times: 1 }',
+        '  - fault: { method: NodeUnpublishVolume, volumeId: mock-d664935601ddef9a, hang: forever, times: 1 }',
+        '  - deletePod: pod-1',
+        '  - addPod: pod-3',
+        '  - wait: converged',
+        '',
+      ].join('\n'),
+      'generated-medium-9984-converges.yaml',
+    );
+    const r = await simulate({ scenario, gates: everyGate(), seed: 9984, plan: parsePlan('restart:after:7844') });
+    assertMessages(r, '9984');
+    assert.deepEqual(r.violations.map((v) => `${v.invariant}: ${v.message}`), [], 'was: converges with an empty message');
+    assert.equal(r.endReason, 'bound');
+    assert.ok(r.csiCalls > 10_000, `${r.csiCalls} CSI calls: the retries every 100 ms`);
+  });
+});
+
+describe('simulator: no violation has an empty message', () => {
+  it('a wait that never passes with a step after it: converges, naming the step and that the world was never quiet', async () => {
+    // The same churn, but a step other than a wait is still owed, so nothing excuses the run.
+    const r = await simulate({ scenario: workload8633(['  - deletePod: pod-1-r1']), gates: everyGate(), seed: 8633, plan: parsePlan('restart:after:270') });
+    assertMessages(r, '8633 + deletePod');
+    assert.equal(r.endReason, 'bound');
+    assert.deepEqual(r.violations.map((v) => v.invariant), ['converges']);
+    const message = r.violations[0]?.message ?? '';
+    assert.match(message, new RegExp(`^the run ended ${LIVENESS_BOUND_MS / 60_000} virtual minutes after the last fault: scenario step 5 \\(wait: converged\\) never passed: converged but never quiet for ${QUIET_WINDOW_MS / 1000} s \\(the world last changed at \\d+ virtual ms\\)$`));
+  });
+
+  it('a run that fails liveness on a problem of the world names it (a publish refused for ever)', async () => {
+    const forever = parseScenario(
+      'name: t\ndrivers:\n  - name: csi.example.com\nvolumes:\n  - name: pv-1\n    handle: vol-1\npods:\n  - uid: pod-a\n    volumes: [pv-1]\nsteps:\n  - fault: { method: NodePublishVolume, code: INTERNAL }\n',
+      't.yaml',
+    );
+    const r = await simulate({ scenario: forever, gates: everyGate(), seed: 1 });
+    assert.deepEqual(r.violations.map((v) => v.invariant), ['converges']);
+    assertMessages(r, 'publish refused');
+    assert.match(r.violations[0]?.message ?? '', /not published for pod pod-a/);
+  });
+});
