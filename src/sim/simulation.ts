@@ -184,7 +184,7 @@ export class Simulation {
           if (this.#current !== undefined) this.#current.csi = call;
         },
         perturbed: () => {
-          this.#lastPerturbationMs = this.#sched.now;
+          this.#perturbUntil(this.#sched.now);
         },
         removed: (path) => this.#violateAll(checkRemoval(this.#world, path)),
         acts: (life, what) => {
@@ -364,6 +364,17 @@ export class Simulation {
     this.#current?.calls.push(call);
   }
 
+  /**
+   * The engine is perturbed until `untilMs` (now, or when a timed fault or a late driver
+   * registration ends). It only moves forward: a later step's fault does not cut short a
+   * perturbation still running (generated workload 487: a fault step right after a reboot
+   * moved it back from the late driver's registration, 3 minutes later, to the fault's time, and
+   * the run was called stuck before the driver registered).
+   */
+  #perturbUntil(untilMs: number): void {
+    this.#lastPerturbationMs = Math.max(this.#lastPerturbationMs, untilMs);
+  }
+
   #violate(invariant: InvariantName, message: string): void {
     this.#violations.push({ invariant, step: this.#step, message });
     this.#current?.violations.push(invariant);
@@ -444,7 +455,7 @@ export class Simulation {
     const runtime = this.#runtime;
     if (!life.alive || this.#stopping || this.#restarting || runtime === undefined) return;
     this.#stopping = true;
-    this.#lastPerturbationMs = this.#sched.now;
+    this.#perturbUntil(this.#sched.now);
     const grace = graceMs ?? DEFAULT_SHUTDOWN_GRACE_MS;
     this.#beginStep('scenario', `SIGTERM: engine life ${life.id} stops (grace ${formatScenarioDuration(grace)})`);
     runtime.stop({ graceMs: grace }).then(
@@ -475,12 +486,12 @@ export class Simulation {
     this.#stopReturned = undefined;
     this.#pendingSigterm = false;
     this.#sched.drop(dead.domain);
-    this.#lastPerturbationMs = this.#sched.now;
+    this.#perturbUntil(this.#sched.now);
     this.#beginStep('crash', kind === 'stop' ? `stop: engine life ${dead.id} exits after SIGTERM${abandoned ? ', work in flight abandoned after the grace period' : ''}` : `${kind}: engine life ${dead.id} ends`);
     if (kind === 'reboot') {
       this.#world.reboot();
       // A late node plugin perturbs the engine until it registered.
-      this.#lastPerturbationMs = Math.max(this.#lastPerturbationMs, this.#world.lateRegistrations(REBOOT_DELAY_MS));
+      this.#perturbUntil(this.#world.lateRegistrations(REBOOT_DELAY_MS));
     }
     this.#restarting = true;
     this.#sched.timer('world', kind === 'reboot' ? REBOOT_DELAY_MS : RESTART_DELAY_MS, 'start', 'engine restarts', () => this.#startLife());
@@ -596,7 +607,7 @@ export class Simulation {
         case 'fault':
           this.#beginStep('scenario', label);
           world.injectScenarioFault(step.fault);
-          this.#lastPerturbationMs = this.#sched.now;
+          this.#perturbUntil(this.#sched.now);
           this.#afterStep();
           break;
         case 'clearFaults':
@@ -607,31 +618,31 @@ export class Simulation {
         case 'restartDriver':
           this.#beginStep('scenario', label);
           world.restartDriver(step.driver);
-          this.#lastPerturbationMs = this.#sched.now;
+          this.#perturbUntil(this.#sched.now);
           this.#afterStep();
           break;
         case 'slowDisk':
           this.#beginStep('scenario', label);
           // The fault perturbs the engine until it ends.
-          this.#lastPerturbationMs = world.slowDisk(step.latencyMs, step.ms);
+          this.#perturbUntil(world.slowDisk(step.latencyMs, step.ms));
           this.#afterStep();
           break;
         case 'fsFault':
           this.#beginStep('scenario', label);
           // The fault perturbs the engine until it ends.
-          this.#lastPerturbationMs = world.failWrites(step.code, step.ms);
+          this.#perturbUntil(world.failWrites(step.code, step.ms));
           this.#afterStep();
           break;
         case 'readError':
           this.#beginStep('scenario', label);
           world.failReads(step.pod, step.volume, step.code, step.times);
-          this.#lastPerturbationMs = this.#sched.now;
+          this.#perturbUntil(this.#sched.now);
           this.#afterStep();
           break;
         case 'apiDown':
           this.#beginStep('scenario', label);
           // The fault perturbs the engine until it ends.
-          this.#lastPerturbationMs = world.apiDown(step.ms);
+          this.#perturbUntil(world.apiDown(step.ms));
           this.#afterStep();
           break;
         case 'corruptFile':
