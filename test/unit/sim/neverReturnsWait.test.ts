@@ -10,6 +10,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FeatureGate } from '../../../src/features/features.js';
+import { explore } from '../../../src/sim/explorer.js';
 import { parseScenario } from '../../../src/sim/scenario.js';
 import { parsePlan } from '../../../src/sim/plan.js';
 import { LIVENESS_BOUND_MS, QUIET_WINDOW_MS, simulate, type SimResult } from '../../../src/sim/simulation.js';
@@ -103,6 +104,55 @@ describe('simulator: churn against a driver that never returns excuses a pending
     assert.deepEqual(r.violations.map((v) => `${v.invariant}: ${v.message}`), [], 'was: converges with an empty message');
     assert.equal(r.endReason, 'bound');
     assert.ok(r.csiCalls > 10_000, `${r.csiCalls} CSI calls: the retries every 100 ms`);
+  });
+});
+
+describe("simulator: a gone pod's volume dirs that only the orphan sweep removes are excused while a driver that never returns holds another of its volumes (explorer finding, generated workload 6675)", () => {
+  // Generated medium workload 6675, shrunk: pod-1 has pv-1 (Block, driver b, whose
+  // NodeUnpublishVolume hangs for ever) and scratch-2 (inline, driver a). The pod is deleted; the
+  // restart comes between scratch-2's TearDown unlinking its vol_data.json and removing its
+  // volume dir. Life 2 cannot reconstruct scratch-2 (no vol_data.json) and keeps retrying pv-1's
+  // unmap (ABORTED), so pv-1 stays in the actual state for pod-1 and the orphan sweep skips the
+  // pod (kubelet_volumes.go cleanupOrphanedPodDirs): the empty scratch-2 dir stays. It was
+  // reported as "pod pod-1 is gone but its volume directories are still there".
+  const scenario = (hang: boolean): ReturnType<typeof parseScenario> =>
+    parseScenario(
+      [
+        'name: generated-medium-6675-converges',
+        'drivers:',
+        '  - { name: a.csi.example.com, attachRequired: true, podInfoOnMount: true, stageUnstage: true, mode: lenient, registersAfter: 1m, singleNodeMultiWriter: true }',
+        '  - { name: b.csi.example.com, attachRequired: false, podInfoOnMount: true, stageUnstage: false, mode: lenient }',
+        'volumes:',
+        '  - { name: pv-1, handle: mock-57c401c9dec61f8d, driver: b.csi.example.com, volumeMode: Block, accessModes: [ReadWriteMany] }',
+        '  - { name: scratch-2, handle: mock-756f2fd9668066e4, driver: a.csi.example.com, inline: true }',
+        'pods:',
+        '  - { uid: pod-1, volumes: [pv-1, scratch-2] }',
+        'steps:',
+        '  - wait: converged',
+        ...(hang ? ['  - fault: { method: NodeUnpublishVolume, volumeId: mock-57c401c9dec61f8d, hang: forever, times: 1 }'] : []),
+        '  - deletePod: pod-1',
+        '',
+      ].join('\n'),
+      'generated-medium-6675-converges.yaml',
+    );
+  const scratch = '/var/lib/kubelet/pods/pod-1/volumes/kubernetes.io~csi/scratch-2';
+
+  it('every gate on, plan restart:after:66: the empty scratch-2 dir stays, excused; no converges violation', async () => {
+    const r = await simulate({ scenario: scenario(true), gates: everyGate(), seed: 6675, plan: parsePlan('restart:after:66'), fullTrace: true });
+    assertMessages(r, '6675');
+    assert.deepEqual(r.violations.map((v) => `${v.invariant}: ${v.message}`), [], 'was: pod pod-1 is gone but its volume directories are still there');
+    assert.equal(r.endReason, 'converged');
+    // The restart came right after TearDown's unlink of vol_data.json, before its rmdir.
+    const crash = r.trace.findIndex((s) => s.event.kind === 'crash');
+    assert.ok(crash > 0 && (r.trace[crash - 1]?.calls ?? []).some((c) => c.op === 'unlink' && c.args === `${scratch}/vol_data.json` && c.result === 'ok'), 'restart after the unlink');
+    assert.ok(!r.trace.some((s) => s.fs?.removed.includes(`${scratch}/`) === true), 'the scratch-2 dir is never removed');
+  });
+
+  it('every gate on, no hang, a restart at every crash point: the orphan sweep removes what the restart left; no violation', async () => {
+    // The excuse covers only the exempt driver's doing: without it the same dirs are swept.
+    const report = await explore({ scenario: scenario(false), gates: everyGate(), crash: 'restart', depth: 1, faults: false, seed: 6675, runs: 1, shrink: false, replayCommand: () => '' });
+    assert.ok(report.crashPoints > 100, `${report.crashPoints} crash points`);
+    assert.deepEqual(report.violations.map((v) => `${v.invariant}: ${v.message}`), []);
   });
 });
 
