@@ -75,4 +75,13 @@ describe('simulator: a step after a reboot does not cut short the late drivers\'
       assert.ok(ok('NodePublishVolume').length > 0, 'pod-3 published again');
     });
   }
+
+  it("KEP-6058's gate alone and every gate off: no converges; the run now gets to the restage's final errors, the gap CSIKeepUncertainMountOnFinalError closes (nothing-removed-early)", async () => {
+    for (const gates of [['CSIGlobalMountReconstruction=true'], ['AllAlpha=false'], ['CSIGlobalMountReconstruction=true', 'CSIKeepUncertainMountOnFinalError=true']]) {
+      const r = await simulate({ scenario, gates: FeatureGate.parse(gates).gate, seed: 487 });
+      const expected = gates.includes('CSIKeepUncertainMountOnFinalError=true') ? [] : ['nothing-removed-early'];
+      assert.deepEqual([...new Set(r.violations.map((v) => v.invariant))], expected, gates.join(','));
+      assert.equal(r.endReason, 'converged', gates.join(','));
+    }
+  });
 });

@@ -6,7 +6,8 @@
 // The world is converged (the exempt driver's volumes are left out) but never quiet, so a last
 // `wait: converged` step never passed and the run ended by the liveness bound. The allowance for
 // such churn applied only once the steps were done, and the violation had an EMPTY message
-// (generated workloads 8633 and 9984, shrunk, every gate on).
+// (generated workloads 8633, 9984 and 3815, shrunk, every gate on). Also here: the convergence
+// check's leftovers of a gone pod held by such a driver (generated workload 6675).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FeatureGate } from '../../../src/features/features.js';
@@ -63,7 +64,7 @@ function workload8633(extraSteps: readonly string[] = []): ReturnType<typeof par
   );
 }
 
-describe('simulator: churn against a driver that never returns excuses a pending wait step (explorer findings, generated workloads 8633 and 9984)', () => {
+describe('simulator: churn against a driver that never returns excuses a pending wait step (explorer findings, generated workloads 8633, 9984 and 3815)', () => {
   it('workload 8633, every gate on, plan restart:after:270: Stage/Unpublish of pv-3 churn ABORTED to the bound; no converges violation', async () => {
     const r = await simulate({ scenario: workload8633(), gates: everyGate(), seed: 8633, plan: parsePlan('restart:after:270') });
     assertMessages(r, '8633');
@@ -101,6 +102,39 @@ describe('simulator: churn against a driver that never returns excuses a pending
     );
     const r = await simulate({ scenario, gates: everyGate(), seed: 9984, plan: parsePlan('restart:after:7844') });
     assertMessages(r, '9984');
+    assert.deepEqual(r.violations.map((v) => `${v.invariant}: ${v.message}`), [], 'was: converges with an empty message');
+    assert.equal(r.endReason, 'bound');
+    assert.ok(r.csiCalls > 10_000, `${r.csiCalls} CSI calls: the retries every 100 ms`);
+  });
+  it('workload 3815 (the same artefact, found later), every gate on, plan restart:after:126: Publish/Unpublish of pv-1 churn ABORTED to the bound; no converges violation', async () => {
+    const scenario = parseScenario(
+      [
+        'name: generated-medium-3815-converges',
+        'drivers:',
+        '  - { name: a.csi.example.com, attachRequired: true, podInfoOnMount: true, stageUnstage: true, mode: strict, registersAfter: 10s, singleNodeMultiWriter: true }',
+        '  - { name: b.csi.example.com, attachRequired: true, podInfoOnMount: true, stageUnstage: false, mode: strict }',
+        'volumes:',
+        '  - { name: pv-1, handle: mock-57c401c9dec61f8d, driver: b.csi.example.com }',
+        '  - { name: scratch-2, handle: mock-756f2fd9668066e4, driver: a.csi.example.com, inline: true }',
+        '  - { name: pv-3, handle: mock-21840a96eaf08ef8, driver: a.csi.example.com, accessModes: [ReadWriteMany] }',
+        '  - { name: pv-4, handle: mock-d664935601ddef9a, driver: a.csi.example.com, volumeMode: Block }',
+        'pods:',
+        '  - { uid: pod-2, volumes: [pv-1, pv-3] }',
+        '  - { uid: pod-3, volumes: [pv-1, pv-4, pv-3, scratch-2], running: false }',
+        'steps:',
+        '  - wait: converged',
+        '  - fault: { method: NodePublishVolume, volumeId: mock-57c401c9dec61f8d, code: UNAVAILABLE, times: 2 }',
+        '  - advance: 5s',
+        '  - fault: { method: NodeUnpublishVolume, volumeId: mock-57c401c9dec61f8d, hang: forever }',
+        '  - deletePod: pod-2',
+        '  - addPod: pod-3',
+        '  - wait: converged',
+        '',
+      ].join('\n'),
+      'generated-medium-3815-converges.yaml',
+    );
+    const r = await simulate({ scenario, gates: everyGate(), seed: 3815, plan: parsePlan('restart:after:126') });
+    assertMessages(r, '3815');
     assert.deepEqual(r.violations.map((v) => `${v.invariant}: ${v.message}`), [], 'was: converges with an empty message');
     assert.equal(r.endReason, 'bound');
     assert.ok(r.csiCalls > 10_000, `${r.csiCalls} CSI calls: the retries every 100 ms`);
