@@ -183,7 +183,7 @@ describe('pairFailedPodVolumesWithListed', () => {
     assert.deepEqual((await pairDirs(f, [dir])).paired, [`${P}/pv-fs1 ${FS1.volumeName}`]);
   });
 
-  it('the pod still exists: paired only through a claim bound to that PV (any of the names\' PVs); an inline volume or another PV refuses', async () => {
+  it('the pod still exists: paired only through a claim bound to that PV; an inline volume or another PV refuses', async () => {
     addPod(f, P, { 'c-missing': undefined, 'c-other': 'pv-fs2', 'c-fs1': 'pv-fs1' });
     addPod(f, Q, { 'c-q': 'pv-fs2' }, ['pv-fs1']);
     addPod(f, 'pod-r', {}, ['pv-fs1']);
