@@ -120,6 +120,14 @@ const NOT_PAIRING_DIR = 'Not pairing a pod volume directory that could not be re
 const NOT_PAIRING_TARGET = 'Not pairing a published block target with a listed volume';
 const UNREADABLE_PUBLISH_DIR = 'Could not read the publish directory of a listed block volume';
 
+const PODS_UNLISTED_DIR = 'The pods could not be listed; pairing a pod volume directory with no mount by PV name';
+const PODS_UNLISTED_TARGET = 'The pods could not be listed; a published block target is paired with its own listed volume';
+
+/** The pods the lines `msg` named, in order. */
+function podsSaid(f: Fixture, msg: string): string[] {
+  return f.node.logger.lines.filter((l) => l.msg === msg).map((l) => String(l.values['podName']));
+}
+
 function reasons(f: Fixture, msg: string): string[] {
   return f.node.logger.lines.filter((l) => l.msg === msg).map((l) => String(l.values['reason'] ?? l.values['path']));
 }
@@ -210,6 +218,7 @@ describe('pairFailedPodVolumesWithListed', () => {
     f.listFails = 'connection refused';
     assert.deepEqual((await pairDirs(f, [failedDir(P, 'pv-fs1'), failedDir(Q, 'pv-fs2')])).paired, [`${P}/pv-fs1 ${FS1.volumeName}`, `${Q}/pv-fs2 ${FS2.volumeName}`]);
     assert.deepEqual(reasons(f, NOT_PAIRING_DIR), []);
+    assert.deepEqual(podsSaid(f, PODS_UNLISTED_DIR), [P, Q]);
   });
 });
 
@@ -291,9 +300,11 @@ describe('pairPublishedBlockTargets', () => {
     f.claimFails = 'etcd timeout';
     assert.deepEqual(await pairTargets(f, [BLK1]), [`${P}/pv-blk1 ${BLK1.volumeName}`, `${Q}/pv-blk1 ${BLK1.volumeName}`]);
     f.claimFails = undefined;
+    assert.deepEqual(podsSaid(f, PODS_UNLISTED_TARGET), []);
     f.listFails = 'connection refused';
     assert.deepEqual(await pairTargets(f, [BLK1]), [`${P}/pv-blk1 ${BLK1.volumeName}`, `${Q}/pv-blk1 ${BLK1.volumeName}`]);
     assert.equal(reasons(f, NOT_PAIRING_TARGET).length, 1);
+    assert.deepEqual(podsSaid(f, PODS_UNLISTED_TARGET), [P, Q]);
   });
 
   it('a pod with only an inline volume of that name, or no volume: refused', async () => {
