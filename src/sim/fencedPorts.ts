@@ -15,7 +15,7 @@ import type { FakeCsiDriver, FakeCsiFaultHandle } from '../adapters/memory/fakeC
 import type { Clock } from '../ports/clock.js';
 import type { ClusterView } from '../ports/cluster.js';
 import { CsiCallError, GrpcStatus, grpcStatusName, type CsiDriverRegistry, type CsiMethod, type CsiNodeClient } from '../ports/csi.js';
-import { errorCode, errorMessage, type FileSystem } from '../ports/fs.js';
+import { errorCode, errorMessage, quietError, type FileSystem } from '../ports/fs.js';
 import type { Mounter, MountTable } from '../ports/mounter.js';
 import type { CsiRecord, PortCallRecord } from '../trace/simTrace.js';
 import { planFaultRule, type CrashKind, type FaultKind, type Perturbation } from './plan.js';
@@ -252,7 +252,7 @@ export class Fence {
     const c = this.world.cluster;
     // An unreachable API server (scenario `apiDown`) fails every request, as a refused connection does.
     const call = <T>(op: string, args: string, f: () => Promise<T>): Promise<T> =>
-      this.#portCall(life, 'cluster', op, args, () => (this.world.apiReachable() ? f() : Promise.reject(new Error(`${op}: dial tcp 127.0.0.1:6443: connect: connection refused`))));
+      this.#portCall(life, 'cluster', op, args, () => (this.world.apiReachable() ? f() : Promise.reject(quietError(`${op}: dial tcp 127.0.0.1:6443: connect: connection refused`))));
     // A cluster without a watch (scenario clusterSignalsChanges: false): no change is signalled.
     const signals = this.world.scenario.clusterSignalsChanges !== false;
     return {
