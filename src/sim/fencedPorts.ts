@@ -103,13 +103,17 @@ export class Fence {
   #csiCount = 0;
   readonly #calls: CallRecord[] = [];
   readonly #crashPoints: CrashPoint[] = [];
+  /** The plan's crashes (a plan is fixed for the run), looked up at every call's two crash points. */
+  readonly #crashes: readonly Extract<Perturbation, { kind: 'crash' }>[];
 
   constructor(
     private readonly sched: Scheduler,
     private readonly world: SimWorld,
     private readonly options: FenceOptions,
     private readonly listener: FenceListener,
-  ) {}
+  ) {
+    this.#crashes = options.plan.filter((p): p is Extract<Perturbation, { kind: 'crash' }> => p.kind === 'crash');
+  }
 
   /** Numbered calls so far (port and CSI calls). */
   get portCalls(): number {
@@ -155,8 +159,14 @@ export class Fence {
 
   #noteCrashPoint(life: EngineLife, seq: number, at: 'before' | 'after'): boolean {
     if (this.options.recordCrashPoints === true) this.#crashPoints.push({ seq, at, state: this.listener.worldState(), life: life.id });
-    const hit = this.options.plan.find((p) => p.kind === 'crash' && p.seq === seq && p.at === at);
-    if (hit === undefined || hit.kind !== 'crash') return false;
+    let hit: Extract<Perturbation, { kind: 'crash' }> | undefined;
+    for (const p of this.#crashes) {
+      if (p.seq === seq && p.at === at) {
+        hit = p;
+        break;
+      }
+    }
+    if (hit === undefined) return false;
     // A SIGTERM ends nothing at once: the call goes on (before) or its answer reaches the engine
     // (after), while the runtime stops within its grace period.
     if (hit.crash === 'stop') {
