@@ -388,7 +388,11 @@ export class SimWorld {
   /** The drivers still to register ('' when none), for the world-state hash. */
   #registrationState(): string {
     if (this.#registersAt.size === 0) return '';
-    return [...this.#registersAt].filter(([, at]) => this.sched.now < at).map(([n, at]) => `${n}@${at}`).sort().join(',');
+    // Asked at every crash point: no array is built while no registration is still to come.
+    const now = this.sched.now;
+    let pending: string[] | undefined;
+    for (const [n, at] of this.#registersAt) if (now < at) (pending ??= []).push(`${n}@${at}`);
+    return pending === undefined ? '' : pending.sort().join(',');
   }
 
   /** The slow disk in force ('' when none), for the world-state hash. */
