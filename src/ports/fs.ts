@@ -168,6 +168,21 @@ export function quietFsError(code: string, path: string, syscall: string, messag
   }
 }
 
+/**
+ * An Error without a stack trace ("Error: <message>" only), for an expected failure that is
+ * classified or logged by its message alone and made over and over (an unreachable API server
+ * in the simulator, a claim not bound yet): capturing the stack is most of its cost.
+ */
+export function quietError(message: string): Error {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return new Error(message);
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}
+
 /** Whether `err` says that the path does not exist (kubelet's os.IsNotExist). */
 export function isNotExist(err: unknown): boolean {
   return errorCode(err) === 'ENOENT';

@@ -15,7 +15,7 @@ import type { FakeCsiDriver, FakeCsiFaultHandle } from '../adapters/memory/fakeC
 import type { Clock } from '../ports/clock.js';
 import type { ClusterView } from '../ports/cluster.js';
 import { CsiCallError, GrpcStatus, grpcStatusName, type CsiDriverRegistry, type CsiMethod, type CsiNodeClient } from '../ports/csi.js';
-import { errorCode, errorMessage, type FileSystem } from '../ports/fs.js';
+import { errorCode, errorMessage, quietError, type FileSystem } from '../ports/fs.js';
 import type { Mounter, MountTable } from '../ports/mounter.js';
 import type { CsiRecord, PortCallRecord } from '../trace/simTrace.js';
 import { planFaultRule, type CrashKind, type FaultKind, type Perturbation } from './plan.js';
@@ -103,13 +103,17 @@ export class Fence {
   #csiCount = 0;
   readonly #calls: CallRecord[] = [];
   readonly #crashPoints: CrashPoint[] = [];
+  /** The plan's crashes (a plan is fixed for the run), looked up at every call's two crash points. */
+  readonly #crashes: readonly Extract<Perturbation, { kind: 'crash' }>[];
 
   constructor(
     private readonly sched: Scheduler,
     private readonly world: SimWorld,
     private readonly options: FenceOptions,
     private readonly listener: FenceListener,
-  ) {}
+  ) {
+    this.#crashes = options.plan.filter((p): p is Extract<Perturbation, { kind: 'crash' }> => p.kind === 'crash');
+  }
 
   /** Numbered calls so far (port and CSI calls). */
   get portCalls(): number {
@@ -155,8 +159,14 @@ export class Fence {
 
   #noteCrashPoint(life: EngineLife, seq: number, at: 'before' | 'after'): boolean {
     if (this.options.recordCrashPoints === true) this.#crashPoints.push({ seq, at, state: this.listener.worldState(), life: life.id });
-    const hit = this.options.plan.find((p) => p.kind === 'crash' && p.seq === seq && p.at === at);
-    if (hit === undefined || hit.kind !== 'crash') return false;
+    let hit: Extract<Perturbation, { kind: 'crash' }> | undefined;
+    for (const p of this.#crashes) {
+      if (p.seq === seq && p.at === at) {
+        hit = p;
+        break;
+      }
+    }
+    if (hit === undefined) return false;
     // A SIGTERM ends nothing at once: the call goes on (before) or its answer reaches the engine
     // (after), while the runtime stops within its grace period.
     if (hit.crash === 'stop') {
@@ -252,7 +262,7 @@ export class Fence {
     const c = this.world.cluster;
     // An unreachable API server (scenario `apiDown`) fails every request, as a refused connection does.
     const call = <T>(op: string, args: string, f: () => Promise<T>): Promise<T> =>
-      this.#portCall(life, 'cluster', op, args, () => (this.world.apiReachable() ? f() : Promise.reject(new Error(`${op}: dial tcp 127.0.0.1:6443: connect: connection refused`))));
+      this.#portCall(life, 'cluster', op, args, () => (this.world.apiReachable() ? f() : Promise.reject(quietError(`${op}: dial tcp 127.0.0.1:6443: connect: connection refused`))));
     // A cluster without a watch (scenario clusterSignalsChanges: false): no change is signalled.
     const signals = this.world.scenario.clusterSignalsChanges !== false;
     return {

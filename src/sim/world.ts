@@ -50,7 +50,7 @@ export interface InFlight {
 export interface WantedVolume {
   readonly driver: string;
   readonly handle: string;
-  readonly pods: string[];
+  readonly pods: readonly string[];
   readonly vol: ScenarioVolume;
 }
 
@@ -73,6 +73,11 @@ export class SimWorld {
   /** CSI calls at the driver that have not finished there. */
   readonly #inFlight = new Map<number, InFlight>();
   readonly #running = new Set<string>();
+  /**
+   * wanted()'s answer until the running pods change (the scenario's pods and volumes do not
+   * change in a run). The checks ask for it at every CSI call and every convergence test.
+   */
+  #wanted: ReadonlyMap<string, WantedVolume> | undefined;
   /** Running pods with a deletionTimestamp (scenario `terminatePod`): their containers still run. */
   readonly #terminating = new Set<string>();
   /** driver|volumeId|pod uid of every NodePublishVolume that returned OK in this run (all lives). */
@@ -233,12 +238,14 @@ export class SimWorld {
   addPod(uid: string): void {
     this.cluster.addPod(this.#pod(uid));
     this.#running.add(uid);
+    this.#wanted = undefined;
     this.#terminating.delete(uid);
   }
 
   deletePod(uid: string): void {
     this.cluster.deletePod(uid);
     this.#running.delete(uid);
+    this.#wanted = undefined;
     this.#terminating.delete(uid);
   }
 
@@ -258,6 +265,7 @@ export class SimWorld {
     if (!this.cluster.pods.has(uid)) return;
     this.cluster.updatePod(uid, { phase });
     this.#running.delete(uid);
+    this.#wanted = undefined;
     this.#terminating.delete(uid);
   }
 
@@ -266,8 +274,12 @@ export class SimWorld {
     return !v.inline && (v.claim ?? 'Bound') !== 'Bound';
   }
 
-  /** Wanted (running pods') volumes as driver/handle keys, and target paths of running pods. */
-  wanted(): Map<string, WantedVolume> {
+  /**
+   * Wanted (running pods') volumes as driver/handle keys, and target paths of running pods.
+   * The same map until the running pods change: read it, do not change it.
+   */
+  wanted(): ReadonlyMap<string, WantedVolume> {
+    if (this.#wanted !== undefined) return this.#wanted;
     const out = new Map<string, { driver: string; handle: string; pods: string[]; vol: ScenarioVolume }>();
     for (const uid of this.#running) {
       const p = this.scenario.pods.find((x) => x.uid === uid);
@@ -281,6 +293,7 @@ export class SimWorld {
         out.set(key, e);
       }
     }
+    this.#wanted = out;
     return out;
   }
 
@@ -375,7 +388,11 @@ export class SimWorld {
   /** The drivers still to register ('' when none), for the world-state hash. */
   #registrationState(): string {
     if (this.#registersAt.size === 0) return '';
-    return [...this.#registersAt].filter(([, at]) => this.sched.now < at).map(([n, at]) => `${n}@${at}`).sort().join(',');
+    // Asked at every crash point: no array is built while no registration is still to come.
+    const now = this.sched.now;
+    let pending: string[] | undefined;
+    for (const [n, at] of this.#registersAt) if (now < at) (pending ??= []).push(`${n}@${at}`);
+    return pending === undefined ? '' : pending.sort().join(',');
   }
 
   /** The slow disk in force ('' when none), for the world-state hash. */

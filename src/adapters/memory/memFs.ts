@@ -370,11 +370,30 @@ export class MemFs implements FileSystem {
   #lookup(realPath: string): FileStat | undefined {
     const cached = this.#stats.get(realPath);
     if (cached !== undefined) return cached ?? undefined;
+    if (this.#knownMissing(realPath)) {
+      this.#stats.set(realPath, null);
+      return undefined;
+    }
     const st = lstatQuietly(this.#vol, realPath);
     const stat: FileStat | undefined =
       st === undefined ? undefined : { type: typeOf(st), size: st.size, mode: st.mode & 0o7777, dev: 0, ino: st.ino, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs };
     this.#stats.set(realPath, stat ?? null);
     return stat;
+  }
+
+  /**
+   * Whether the record of lookups and listings already says nothing is at a real path: its
+   * directory is remembered missing, or the directory's remembered listing lacks its name. Both
+   * are forgotten with every change there, as the path's own lookup is. Most of the engine's
+   * lookups are of missing paths, and memfs builds an error for each one it walks to.
+   */
+  #knownMissing(realPath: string): boolean {
+    const slash = realPath.lastIndexOf('/');
+    if (slash < 0 || realPath.length === 1) return false;
+    const parent = slash === 0 ? '/' : realPath.slice(0, slash);
+    if (this.#stats.get(parent) === null) return true;
+    const names = this.#listings.get(parent);
+    return names !== undefined && !names.includes(realPath.slice(slash + 1));
   }
 
   #lstatType(realPath: string): FileType | undefined {

@@ -80,6 +80,12 @@ function isWithin(path: string, base: string): boolean {
 export class MemoryMounter implements Mounter {
   readonly #fs: FileSystem;
   #entries: MemoryMountEntry[] = [ROOT_ENTRY];
+  /**
+   * The table readMountTable parsed last, until a mount, unmount or reboot changes the entries.
+   * A snapshot is immutable, so callers may share it; sharing also keeps its look-up indexes
+   * (the engine reads the table for every device's mount refs, mostly with no change between).
+   */
+  #snapshot: MountTableSnapshot | undefined;
   #nextId = FIRST_MOUNT_ID;
   readonly #minorBySource = new Map<string, number>();
   readonly #unmountFailures = new Map<string, string>();
@@ -123,6 +129,7 @@ export class MemoryMounter implements Mounter {
       entry = { major: DEVICE_MAJOR, minor: this.#minorFor(source), root: '/', mountPoint, fsType, source, options: [...options] };
     }
     this.#entries.push({ id: this.#nextId++, parentId: parent.id, ...entry });
+    this.#snapshot = undefined;
     this.actions.push(`mount ${source} ${target}`);
   }
 
@@ -137,6 +144,7 @@ export class MemoryMounter implements Mounter {
     const index = this.#entries.findLastIndex((e) => e.mountPoint === mountPoint);
     if (index <= 0) throw new FsError('EINVAL', target, 'umount', `umount ${target}: not mounted`);
     this.#entries.splice(index, 1);
+    this.#snapshot = undefined;
     this.actions.push(`unmount ${target}`);
   }
 
@@ -148,7 +156,8 @@ export class MemoryMounter implements Mounter {
 
   readMountTable(): Promise<MountTableSnapshot> {
     try {
-      return Promise.resolve(MountTableSnapshot.parse(this.render(), { strict: true, source: 'memory-mountinfo' }));
+      this.#snapshot ??= MountTableSnapshot.parse(this.render(), { strict: true, source: 'memory-mountinfo' });
+      return Promise.resolve(this.#snapshot);
     } catch (err) {
       return Promise.reject(err instanceof Error ? err : new Error(String(err)));
     }
@@ -193,6 +202,7 @@ export class MemoryMounter implements Mounter {
   /** A node reboot: every mount but "/" is gone; pending injected failures too. */
   reboot(): void {
     this.#entries = [ROOT_ENTRY];
+    this.#snapshot = undefined;
     this.#unmountFailures.clear();
     this.actions.push('reboot');
   }

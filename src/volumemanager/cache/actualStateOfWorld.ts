@@ -16,7 +16,28 @@ export function deviceMayBeMounted(v: AttachedVolume): boolean {
   return v.deviceMountState === 'DeviceGloballyMounted' || v.deviceMountState === 'DeviceMountUncertain';
 }
 
-export class VolumeNotAttachedError extends Error {
+/**
+ * An error built without a stack trace: `stack` is only "<name>: <message>". For an expected
+ * outcome the caller classifies and never logs (kubelet's Go errors carry no stack either).
+ */
+abstract class StacklessError extends Error {
+  constructor(message: string) {
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    try {
+      super(message);
+    } finally {
+      Error.stackTraceLimit = limit;
+    }
+  }
+}
+
+/**
+ * Thrown by podExistsInVolume for a volume not (yet) in the attached list. Expected: the
+ * reconciler meets one on every pass for every volume still waiting to attach, and only
+ * classifies it (isVolumeNotAttachedError), so no stack trace is captured.
+ */
+export class VolumeNotAttachedError extends StacklessError {
   override readonly name = 'VolumeNotAttachedError';
   constructor(readonly volumeName: string, readonly podName: string) {
     super(`volumeName=${JSON.stringify(volumeName)} does not exist in the list of attached volumes`);

@@ -9,7 +9,7 @@
 import type { Clock } from '../../ports/clock.js';
 import type { ClusterView } from '../../ports/cluster.js';
 import type { Pod, PodVolumeSource } from '../../api/core.js';
-import { errorMessage } from '../../ports/fs.js';
+import { errorMessage, quietError } from '../../ports/fs.js';
 import type { Logger } from '../../ports/logger.js';
 import { getUniqueVolumeName, getUniqueVolumeNameWithPod, type UniquePodName } from '../../layout/names.js';
 import type { VolumePluginMgr } from '../../volume/plugins.js';
@@ -287,7 +287,8 @@ class Populator implements DesiredStateOfWorldPopulator {
     const claim = volume.persistentVolumeClaim;
     if (claim !== undefined) {
       const key = `${pod.namespace}/${claim.claimName}`;
-      const fail = (msg: string): Error => new Error(`error processing PVC ${key}: ${msg}`);
+      // Met on every pass while a claim is not bound yet; logged and stored by its message alone.
+      const fail = (msg: string): Error => quietError(`error processing PVC ${key}: ${msg}`);
       const pvc = await this.deps.cluster.getPersistentVolumeClaim(pod.namespace, claim.claimName);
       if (pvc === undefined) throw fail(`failed to fetch PVC from API server: persistentvolumeclaims ${JSON.stringify(claim.claimName)} not found`);
       if (pvc.deletionTimestamp !== undefined) throw fail('PVC is being deleted');
