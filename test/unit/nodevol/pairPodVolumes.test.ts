@@ -7,8 +7,8 @@
 // bound claim, an unreadable claim or pod list not refusing), and how often the pods are listed.
 import assert from 'node:assert/strict';
 import { beforeEach, describe, it } from 'node:test';
-import type { PersistentVolumeMode, Pod } from '../../../src/api/core.js';
-import { CSI_PLUGIN_NAME, type UniquePodName, type UniqueVolumeName } from '../../../src/layout/names.js';
+import type { Pod } from '../../../src/api/core.js';
+import type { UniquePodName, UniqueVolumeName } from '../../../src/layout/names.js';
 import { pairFailedPodVolumesWithListed, pairPublishedBlockTargets, type PairingDeps } from '../../../src/nodevol/unpublishBeforeUnstageAfterReconstruction/pairPodVolumes.js';
 import type { ClusterView } from '../../../src/ports/cluster.js';
 import type { FileSystem } from '../../../src/ports/fs.js';
@@ -17,51 +17,18 @@ import { constructInlineSpec, constructPVSourceSpec } from '../../../src/volume/
 import type { PodVolume } from '../../../src/volumemanager/reconciler/podVolumes.js';
 import type { RegisteredGlobalVolume } from '../../../src/volumemanager/reconciler/reconstructHooks.js';
 import { FsError } from '../../../src/ports/fs.js';
-import { DRIVER, InMemoryNode, ROOT } from '../../support/inMemoryNode.js';
+import { DRIVER, InMemoryNode } from '../../support/inMemoryNode.js';
+import { failedPodVolumeDir, intercept, listedVolume, writeBlockPublishTarget } from '../../support/reconstructionFixtures.js';
 
 const P = 'pod-p' as UniquePodName;
 const Q = 'pod-q' as UniquePodName;
 
-function listed(pvName: string, mode: PersistentVolumeMode, handle = `handle-${pvName}`): RegisteredGlobalVolume {
-  return {
-    volumeName: `${CSI_PLUGIN_NAME}/${DRIVER}^${handle}` as UniqueVolumeName,
-    pluginName: CSI_PLUGIN_NAME,
-    spec: constructPVSourceSpec(pvName, DRIVER, handle, mode),
-    volumeMode: mode,
-    seLinuxMountContext: '',
-  };
-}
-
-const FS1 = listed('pv-fs1', 'Filesystem');
+const FS1 = listedVolume('pv-fs1', 'Filesystem');
 /** The same PV name staged under another handle (a PV deleted and re-created). */
-const FS1_AGAIN = listed('pv-fs1', 'Filesystem', 'handle-again');
-const FS2 = listed('pv-fs2', 'Filesystem');
-const BLK1 = listed('pv-blk1', 'Block');
-const BLK2 = listed('pv-blk2', 'Block');
-
-function failedDir(pod: UniquePodName, specName: string, o: Partial<PodVolume> = {}): PodVolume {
-  return {
-    podName: pod,
-    volumeSpecName: specName,
-    volumePath: `${ROOT}/pods/${pod}/volumes/kubernetes.io~csi/${specName}`,
-    pluginName: CSI_PLUGIN_NAME,
-    volumeMode: 'Filesystem',
-    entryType: 'directory',
-    parentsVerified: true,
-    ...o,
-  };
-}
-
-/** `target`, with the methods of `overrides` in place of its own. */
-function intercept<T extends object>(target: T, overrides: Partial<T>): T {
-  return new Proxy(target, {
-    get(t, key) {
-      if (Object.prototype.hasOwnProperty.call(overrides, key)) return (overrides as Record<string | symbol, unknown>)[key];
-      const value: unknown = Reflect.get(t, key, t);
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(t) : value;
-    },
-  });
-}
+const FS1_AGAIN = listedVolume('pv-fs1', 'Filesystem', { handle: 'handle-again' });
+const FS2 = listedVolume('pv-fs2', 'Filesystem');
+const BLK1 = listedVolume('pv-blk1', 'Block');
+const BLK2 = listedVolume('pv-blk2', 'Block');
 
 interface Fixture {
   node: InMemoryNode;
@@ -102,11 +69,6 @@ function addPod(f: Fixture, uid: string, claims: Readonly<Record<string, string 
   return pod;
 }
 
-function publishTarget(f: Fixture, v: RegisteredGlobalVolume, pod: string): void {
-  assert.ok(v.spec.kind === 'persistent');
-  f.node.fs.writeRaw(f.node.layout.csiBlockPublishPath(v.spec.persistentVolume.name, pod), '');
-}
-
 async function pairDirs(f: Fixture, failed: readonly PodVolume[], registered: readonly RegisteredGlobalVolume[] = [FS1, FS2, BLK1]): Promise<{ paired: string[]; unpaired: readonly PodVolume[] }> {
   const { paired, unpaired } = await pairFailedPodVolumesWithListed(f.deps, failed, registered);
   return { paired: paired.map((p) => `${p.podName}/${p.innerVolumeSpecName} ${p.listed.volumeName}`), unpaired };
@@ -139,8 +101,8 @@ describe('pairFailedPodVolumesWithListed', () => {
   });
 
   it('a directory named after a listed PV of its plugin and mode pairs with it; a pod that is gone does not refuse; the pods are listed once', async () => {
-    const a = failedDir(P, 'pv-fs1');
-    const b = failedDir(Q, 'pv-fs2');
+    const a = failedPodVolumeDir(P, 'pv-fs1');
+    const b = failedPodVolumeDir(Q, 'pv-fs2');
     assert.deepEqual(await pairDirs(f, [a, b]), { paired: [`${P}/pv-fs1 ${FS1.volumeName}`, `${Q}/pv-fs2 ${FS2.volumeName}`], unpaired: [] });
     assert.equal(f.podListings, 1);
   });
@@ -149,29 +111,29 @@ describe('pairFailedPodVolumesWithListed', () => {
     const inline: RegisteredGlobalVolume = { ...FS1, spec: constructInlineSpec('pv-fs1', DRIVER) };
     const otherPlugin: RegisteredGlobalVolume = { ...FS1, pluginName: 'kubernetes.io/other' };
     const blockNamed: RegisteredGlobalVolume = { ...BLK1, spec: constructPVSourceSpec('pv-fs1', DRIVER, 'h', 'Block') };
-    const dirs = [failedDir(P, 'pv-fs1'), failedDir(P, 'pv-none')];
+    const dirs = [failedPodVolumeDir(P, 'pv-fs1'), failedPodVolumeDir(P, 'pv-none')];
     assert.deepEqual(await pairDirs(f, dirs, [inline, otherPlugin, blockNamed]), { paired: [], unpaired: dirs });
-    assert.deepEqual(await pairDirs(f, [failedDir(P, 'pv-fs1', { pluginName: 'kubernetes.io/other' })], [FS1]), { paired: [], unpaired: [failedDir(P, 'pv-fs1', { pluginName: 'kubernetes.io/other' })] });
+    assert.deepEqual(await pairDirs(f, [failedPodVolumeDir(P, 'pv-fs1', { pluginName: 'kubernetes.io/other' })], [FS1]), { paired: [], unpaired: [failedPodVolumeDir(P, 'pv-fs1', { pluginName: 'kubernetes.io/other' })] });
     assert.equal(f.podListings, 0);
   });
 
   it('a raw block candidate, or a candidate that is not a directory, is never paired by name', async () => {
-    const block = failedDir(P, 'pv-blk1', { volumeMode: 'Block' });
-    const file = failedDir(P, 'pv-fs1', { entryType: 'file' });
-    const link = failedDir(P, 'pv-fs2', { entryType: 'symlink' });
+    const block = failedPodVolumeDir(P, 'pv-blk1', { volumeMode: 'Block' });
+    const file = failedPodVolumeDir(P, 'pv-fs1', { entryType: 'file' });
+    const link = failedPodVolumeDir(P, 'pv-fs2', { entryType: 'symlink' });
     assert.deepEqual(await pairDirs(f, [block, file, link]), { paired: [], unpaired: [block, file, link] });
     assert.equal(f.podListings, 0);
   });
 
   it('two listed volumes claim the name: paired with each, in the listing\'s order', async () => {
-    assert.deepEqual((await pairDirs(f, [failedDir(P, 'pv-fs1')], [FS1_AGAIN, FS2, FS1])).paired, [`${P}/pv-fs1 ${FS1_AGAIN.volumeName}`, `${P}/pv-fs1 ${FS1.volumeName}`]);
+    assert.deepEqual((await pairDirs(f, [failedPodVolumeDir(P, 'pv-fs1')], [FS1_AGAIN, FS2, FS1])).paired, [`${P}/pv-fs1 ${FS1_AGAIN.volumeName}`, `${P}/pv-fs1 ${FS1.volumeName}`]);
   });
 
   it('its mount dir is a mount point, or cannot be checked: unpaired, said with why', async () => {
-    const mounted = failedDir(P, 'pv-fs1');
+    const mounted = failedPodVolumeDir(P, 'pv-fs1');
     await f.node.fs.mkdir(`${mounted.volumePath}/mount`, { recursive: true, mode: 0o750 });
     await f.node.mounter.mount('/dev/sdx', `${mounted.volumePath}/mount`, 'ext4', []);
-    const unchecked = failedDir(Q, 'pv-fs1');
+    const unchecked = failedPodVolumeDir(Q, 'pv-fs1');
     const mounter = intercept<Mounter>(f.node.mounter, {
       isLikelyNotMountPoint: (p) => (p === `${unchecked.volumePath}/mount` ? Promise.reject(new FsError('EACCES', p, 'stat')) : f.node.mounter.isLikelyNotMountPoint(p)),
     });
@@ -186,7 +148,7 @@ describe('pairFailedPodVolumesWithListed', () => {
   });
 
   it('its mount dir exists and is no mount point: paired', async () => {
-    const dir = failedDir(P, 'pv-fs1');
+    const dir = failedPodVolumeDir(P, 'pv-fs1');
     await f.node.fs.mkdir(`${dir.volumePath}/mount`, { recursive: true, mode: 0o750 });
     assert.deepEqual((await pairDirs(f, [dir])).paired, [`${P}/pv-fs1 ${FS1.volumeName}`]);
   });
@@ -195,9 +157,9 @@ describe('pairFailedPodVolumesWithListed', () => {
     addPod(f, P, { 'c-missing': undefined, 'c-other': 'pv-fs2', 'c-fs1': 'pv-fs1' });
     addPod(f, Q, { 'c-q': 'pv-fs2' }, ['pv-fs1']);
     addPod(f, 'pod-r', {}, ['pv-fs1']);
-    const r = failedDir('pod-r' as UniquePodName, 'pv-fs1');
-    const q = failedDir(Q, 'pv-fs1');
-    assert.deepEqual(await pairDirs(f, [failedDir(P, 'pv-fs1'), q, r], [FS1_AGAIN, FS1]), { paired: [`${P}/pv-fs1 ${FS1_AGAIN.volumeName}`, `${P}/pv-fs1 ${FS1.volumeName}`], unpaired: [q, r] });
+    const r = failedPodVolumeDir('pod-r' as UniquePodName, 'pv-fs1');
+    const q = failedPodVolumeDir(Q, 'pv-fs1');
+    assert.deepEqual(await pairDirs(f, [failedPodVolumeDir(P, 'pv-fs1'), q, r], [FS1_AGAIN, FS1]), { paired: [`${P}/pv-fs1 ${FS1_AGAIN.volumeName}`, `${P}/pv-fs1 ${FS1.volumeName}`], unpaired: [q, r] });
     assert.deepEqual(reasons(f, NOT_PAIRING_DIR), [
       `pod ${Q} still exists and none of its claims is bound to that PV (an inline volume of that name is never paired with a PV)`,
       'pod pod-r still exists and none of its claims is bound to that PV (an inline volume of that name is never paired with a PV)',
@@ -208,7 +170,7 @@ describe('pairFailedPodVolumesWithListed', () => {
   it('the pod still exists and a claim of it cannot be read: unpaired, said with the claim', async () => {
     addPod(f, P, { 'c-fs1': 'pv-fs1' });
     f.claimFails = 'etcd timeout';
-    const dir = failedDir(P, 'pv-fs1');
+    const dir = failedPodVolumeDir(P, 'pv-fs1');
     assert.deepEqual(await pairDirs(f, [dir]), { paired: [], unpaired: [dir] });
     assert.deepEqual(reasons(f, NOT_PAIRING_DIR), [`claim default/c-fs1 of pod ${P} could not be read: etcd timeout`]);
   });
@@ -216,7 +178,7 @@ describe('pairFailedPodVolumesWithListed', () => {
   it('the pods cannot be listed (the API server down at a reboot): paired, as a wrong pairing is harmless', async () => {
     addPod(f, P, { 'c-other': 'pv-fs2' });
     f.listFails = 'connection refused';
-    assert.deepEqual((await pairDirs(f, [failedDir(P, 'pv-fs1'), failedDir(Q, 'pv-fs2')])).paired, [`${P}/pv-fs1 ${FS1.volumeName}`, `${Q}/pv-fs2 ${FS2.volumeName}`]);
+    assert.deepEqual((await pairDirs(f, [failedPodVolumeDir(P, 'pv-fs1'), failedPodVolumeDir(Q, 'pv-fs2')])).paired, [`${P}/pv-fs1 ${FS1.volumeName}`, `${Q}/pv-fs2 ${FS2.volumeName}`]);
     assert.deepEqual(reasons(f, NOT_PAIRING_DIR), []);
     assert.deepEqual(podsSaid(f, PODS_UNLISTED_DIR), [P, Q]);
   });
@@ -229,9 +191,9 @@ describe('pairPublishedBlockTargets', () => {
   });
 
   it('each file of a listed CSI block volume\'s publish dir pairs with it, in name order, named by the PV; the pods are listed once', async () => {
-    publishTarget(f, BLK1, Q);
-    publishTarget(f, BLK1, P);
-    publishTarget(f, BLK2, P);
+    writeBlockPublishTarget(f.node, BLK1, Q);
+    writeBlockPublishTarget(f.node, BLK1, P);
+    writeBlockPublishTarget(f.node, BLK2, P);
     const fs = intercept<FileSystem>(f.node.fs, { readdir: async (p) => (await f.node.fs.readdir(p)).reverse() });
     const paired = await pairPublishedBlockTargets({ ...f.deps, fs }, [BLK1, BLK2], () => false);
     assert.deepEqual(
@@ -243,26 +205,26 @@ describe('pairPublishedBlockTargets', () => {
   });
 
   it('a Filesystem, non-CSI or inline listed volume has no publish targets to pair', async () => {
-    const fsNamed = listed('pv-x', 'Filesystem');
+    const fsNamed = listedVolume('pv-x', 'Filesystem');
     const other: RegisteredGlobalVolume = { ...BLK1, pluginName: 'kubernetes.io/other' };
     const inline: RegisteredGlobalVolume = { ...BLK2, spec: constructInlineSpec('pv-blk2', DRIVER) };
-    publishTarget(f, fsNamed, P);
-    publishTarget(f, BLK1, P);
-    publishTarget(f, BLK2, P);
+    writeBlockPublishTarget(f.node, fsNamed, P);
+    writeBlockPublishTarget(f.node, BLK1, P);
+    writeBlockPublishTarget(f.node, BLK2, P);
     assert.deepEqual(await pairTargets(f, [fsNamed, other, inline]), []);
     assert.equal(f.podListings, 0);
   });
 
   it('only files: a directory in the publish dir is not a target', async () => {
     await f.node.fs.mkdir(f.node.layout.csiBlockPublishPath('pv-blk1', P), { recursive: true, mode: 0o750 });
-    publishTarget(f, BLK1, Q);
+    writeBlockPublishTarget(f.node, BLK1, Q);
     assert.deepEqual(await pairTargets(f), [`${Q}/pv-blk1 ${BLK1.volumeName}`]);
   });
 
   it('a target `known` (the pod on that volume) is left alone; `known` is asked with the pod and the volume', async () => {
-    publishTarget(f, BLK1, P);
-    publishTarget(f, BLK2, P);
-    publishTarget(f, BLK1, Q);
+    writeBlockPublishTarget(f.node, BLK1, P);
+    writeBlockPublishTarget(f.node, BLK2, P);
+    writeBlockPublishTarget(f.node, BLK1, Q);
     const asked: string[] = [];
     const known = (p: UniquePodName, v: UniqueVolumeName): boolean => {
       asked.push(`${p} ${v}`);
@@ -273,17 +235,17 @@ describe('pairPublishedBlockTargets', () => {
   });
 
   it('every target known: the pods are not listed', async () => {
-    publishTarget(f, BLK1, P);
+    writeBlockPublishTarget(f.node, BLK1, P);
     assert.deepEqual(await pairTargets(f, [BLK1], () => true), []);
     assert.equal(f.podListings, 0);
   });
 
   it('no publish dir: nothing, silently; an unreadable one: nothing, said, and the next volume still paired', async () => {
-    publishTarget(f, BLK2, P);
+    writeBlockPublishTarget(f.node, BLK2, P);
     const dir1 = f.node.layout.csiBlockPublishDir('pv-blk1');
     assert.deepEqual(await pairTargets(f), [`${P}/pv-blk2 ${BLK2.volumeName}`]);
     assert.deepEqual(reasons(f, UNREADABLE_PUBLISH_DIR), []);
-    publishTarget(f, BLK1, P);
+    writeBlockPublishTarget(f.node, BLK1, P);
     const fs = intercept<FileSystem>(f.node.fs, { readdir: (p) => (p === dir1 ? Promise.reject(new FsError('EACCES', p, 'scandir')) : f.node.fs.readdir(p)) });
     const paired = await pairPublishedBlockTargets({ ...f.deps, fs }, [BLK1, BLK2], () => false);
     assert.deepEqual(paired.map((p) => p.listed.volumeName), [BLK2.volumeName]);
@@ -293,8 +255,8 @@ describe('pairPublishedBlockTargets', () => {
   it('the pod still exists: paired only through a claim bound to that PV; a claim that cannot be read, or the pods, do not refuse', async () => {
     addPod(f, P, { 'c-blk1': 'pv-blk1' });
     addPod(f, Q, { 'c-other': 'pv-blk2' }, ['pv-blk1']);
-    publishTarget(f, BLK1, P);
-    publishTarget(f, BLK1, Q);
+    writeBlockPublishTarget(f.node, BLK1, P);
+    writeBlockPublishTarget(f.node, BLK1, Q);
     assert.deepEqual(await pairTargets(f, [BLK1]), [`${P}/pv-blk1 ${BLK1.volumeName}`]);
     assert.deepEqual(reasons(f, NOT_PAIRING_TARGET), [`pod ${Q} still exists and none of its claims is bound to that PV (an inline volume of that name is never paired with a PV)`]);
     f.claimFails = 'etcd timeout';
@@ -310,8 +272,8 @@ describe('pairPublishedBlockTargets', () => {
   it('a pod with only an inline volume of that name, or no volume: refused', async () => {
     addPod(f, P, {}, ['pv-blk1']);
     addPod(f, Q, {});
-    publishTarget(f, BLK1, P);
-    publishTarget(f, BLK1, Q);
+    writeBlockPublishTarget(f.node, BLK1, P);
+    writeBlockPublishTarget(f.node, BLK1, Q);
     assert.deepEqual(await pairTargets(f, [BLK1]), []);
     assert.equal(reasons(f, NOT_PAIRING_TARGET).length, 2);
   });

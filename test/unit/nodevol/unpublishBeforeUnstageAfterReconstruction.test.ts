@@ -9,16 +9,15 @@
 // on that volume (each of the pod and the volume matters).
 import assert from 'node:assert/strict';
 import { beforeEach, describe, it } from 'node:test';
-import type { PersistentVolumeMode } from '../../../src/api/core.js';
 import { CSIGlobalMountReconstruction, CSIUnpublishBeforeUnstageAfterReconstruction, FeatureGate } from '../../../src/features/features.js';
 import { CSI_PLUGIN_NAME, type UniquePodName, type UniqueVolumeName } from '../../../src/layout/names.js';
 import { unpublishBeforeUnstageAfterReconstruction } from '../../../src/nodevol/unpublishBeforeUnstageAfterReconstruction/index.js';
 import type { ClusterView } from '../../../src/ports/cluster.js';
-import { constructPVSourceSpec } from '../../../src/volume/spec.js';
 import { createActualStateOfWorld, type ActualStateOfWorld } from '../../../src/volumemanager/cache/actualStateOfWorld.js';
 import type { PodVolume } from '../../../src/volumemanager/reconciler/podVolumes.js';
 import type { RegisteredGlobalVolume } from '../../../src/volumemanager/reconciler/reconstructHooks.js';
 import { DRIVER, InMemoryNode, ROOT, volumeHostOf } from '../../support/inMemoryNode.js';
+import { failedPodVolumeDir, listedVolume, writeBlockPublishTarget } from '../../support/reconstructionFixtures.js';
 
 const GATES = FeatureGate.of({ [CSIGlobalMountReconstruction]: true, [CSIUnpublishBeforeUnstageAfterReconstruction]: true });
 const KEP_OFF = FeatureGate.of({ [CSIUnpublishBeforeUnstageAfterReconstruction]: true });
@@ -27,34 +26,10 @@ const P = 'pod-p' as UniquePodName;
 const Q = 'pod-q' as UniquePodName;
 const SELINUX = 'system_u:object_r:container_file_t:s0:c1,c2';
 
-/** A volume the global listing registered (and put in the actual state, device uncertain). */
-function listed(pvName: string, mode: PersistentVolumeMode): RegisteredGlobalVolume {
-  return {
-    volumeName: `${CSI_PLUGIN_NAME}/${DRIVER}^handle-${pvName}` as UniqueVolumeName,
-    pluginName: CSI_PLUGIN_NAME,
-    spec: constructPVSourceSpec(pvName, DRIVER, `handle-${pvName}`, mode),
-    volumeMode: mode,
-    seLinuxMountContext: mode === 'Filesystem' ? SELINUX : '',
-  };
-}
-
-const FS1 = listed('pv-fs1', 'Filesystem');
-const FS2 = listed('pv-fs2', 'Filesystem');
-const BLK1 = listed('pv-blk1', 'Block');
-const BLK2 = listed('pv-blk2', 'Block');
-
-/** A pod volume directory (Filesystem) that failed reconstruction. */
-function failedDir(pod: UniquePodName, specName: string): PodVolume {
-  return {
-    podName: pod,
-    volumeSpecName: specName,
-    volumePath: `${ROOT}/pods/${pod}/volumes/kubernetes.io~csi/${specName}`,
-    pluginName: CSI_PLUGIN_NAME,
-    volumeMode: 'Filesystem',
-    entryType: 'directory',
-    parentsVerified: true,
-  };
-}
+const FS1 = listedVolume('pv-fs1', 'Filesystem', { seLinuxMountContext: SELINUX });
+const FS2 = listedVolume('pv-fs2', 'Filesystem', { seLinuxMountContext: SELINUX });
+const BLK1 = listedVolume('pv-blk1', 'Block');
+const BLK2 = listedVolume('pv-blk2', 'Block');
 
 const PAIRED_BLOCK = 'Published block target with no pod volume in the actual state is unpublished before the volume is unstaged';
 const PAIRED_DIR = 'Pod volume directory that could not be reconstructed is paired by PV name with a listed volume; it is unpublished before the volume is unstaged';
@@ -108,12 +83,6 @@ function fixture(): Fixture {
   return f;
 }
 
-/** A publish target of a raw block volume (`volumeDevices/publish/<pv>/<pod uid>`), as NodePublishVolume left it. */
-function publishTarget(f: Fixture, v: RegisteredGlobalVolume, pod: UniquePodName): void {
-  assert.ok(v.spec.kind === 'persistent');
-  f.node.fs.writeRaw(f.node.layout.csiBlockPublishPath(v.spec.persistentVolume.name, pod), '');
-}
-
 /** The pod's volumes in the actual state, as `volume: state (inner, outer)`. */
 function podMounts(f: Fixture, pod: UniquePodName): string[] {
   return f.asw.getPossiblyMountedVolumesForPod(pod).map((m) => `${m.volumeName}: ${f.asw.getVolumeMountState(m.volumeName, pod)} (${m.innerVolumeSpecName}, '${m.outerVolumeSpecName}')`);
@@ -135,8 +104,8 @@ describe('unpublishBeforeUnstageAfterReconstruction: afterPodVolumesWalked', () 
   });
 
   it('a failed pod volume dir named after a listed PV: paired, an uncertain pod mount with the listed spec and no outer name; the others stay candidates', async () => {
-    const dir = failedDir(P, 'pv-fs1');
-    const other = failedDir(P, 'pv-unlisted');
+    const dir = failedPodVolumeDir(P, 'pv-fs1');
+    const other = failedPodVolumeDir(P, 'pv-unlisted');
     assert.deepEqual(await f.walked({ failed: [dir, other] }), [other]);
     assert.deepEqual(podMounts(f, P), [uncertain(FS1, 'pv-fs1')]);
     const [m] = f.asw.getPossiblyMountedVolumesForPod(P);
@@ -150,8 +119,8 @@ describe('unpublishBeforeUnstageAfterReconstruction: afterPodVolumesWalked', () 
   });
 
   it('KEP-6058\'s gate off: every candidate stays, nothing is paired, the API server is not asked', async () => {
-    const dir = failedDir(P, 'pv-fs1');
-    publishTarget(f, BLK1, Q);
+    const dir = failedPodVolumeDir(P, 'pv-fs1');
+    writeBlockPublishTarget(f.node, BLK1, Q);
     assert.deepEqual(await f.walked({ failed: [dir] }, KEP_OFF), [dir]);
     assert.deepEqual(podMounts(f, P), []);
     assert.deepEqual(podMounts(f, Q), []);
@@ -159,8 +128,8 @@ describe('unpublishBeforeUnstageAfterReconstruction: afterPodVolumesWalked', () 
   });
 
   it('nothing listed: every candidate stays, nothing is paired', async () => {
-    const dir = failedDir(P, 'pv-fs1');
-    publishTarget(f, BLK1, Q);
+    const dir = failedPodVolumeDir(P, 'pv-fs1');
+    writeBlockPublishTarget(f.node, BLK1, Q);
     assert.deepEqual(await f.walked({ failed: [dir], registered: [] }), [dir]);
     assert.deepEqual(podMounts(f, P), []);
     assert.deepEqual(podMounts(f, Q), []);
@@ -168,9 +137,9 @@ describe('unpublishBeforeUnstageAfterReconstruction: afterPodVolumesWalked', () 
   });
 
   it('raw block: each publish target of a pod the actual state does not have becomes an uncertain pod mount, named by the PV', async () => {
-    publishTarget(f, BLK1, Q);
-    publishTarget(f, BLK1, P);
-    publishTarget(f, BLK2, P);
+    writeBlockPublishTarget(f.node, BLK1, Q);
+    writeBlockPublishTarget(f.node, BLK1, P);
+    writeBlockPublishTarget(f.node, BLK2, P);
     assert.deepEqual(await f.walked({}), []);
     assert.deepEqual(podMounts(f, P), [uncertain(BLK1, 'pv-blk1'), uncertain(BLK2, 'pv-blk2')]);
     assert.deepEqual(podMounts(f, Q), [uncertain(BLK1, 'pv-blk1')]);
@@ -182,8 +151,8 @@ describe('unpublishBeforeUnstageAfterReconstruction: afterPodVolumesWalked', () 
     const mark = { podUID: P, volumeSpec: BLK1.spec, outerVolumeSpecName: 'vol-a', innerVolumeSpecName: 'pv-blk1', pluginName: CSI_PLUGIN_NAME, seLinuxMountContext: '' };
     f.asw.markVolumeAsMounted({ ...mark, podName: P, volumeName: BLK1.volumeName, volumeMountState: 'VolumeMounted' });
     f.asw.markVolumeMountAsUncertain({ ...mark, podName: Q, podUID: Q, volumeName: BLK1.volumeName, volumeMountState: 'VolumeMountUncertain' });
-    publishTarget(f, BLK1, P);
-    publishTarget(f, BLK1, Q);
+    writeBlockPublishTarget(f.node, BLK1, P);
+    writeBlockPublishTarget(f.node, BLK1, Q);
     assert.deepEqual(await f.walked({}), []);
     assert.deepEqual(podMounts(f, P), [`${BLK1.volumeName}: VolumeMounted (pv-blk1, 'vol-a')`]);
     assert.deepEqual(podMounts(f, Q), [`${BLK1.volumeName}: VolumeMountUncertain (pv-blk1, 'vol-a')`]);
@@ -194,23 +163,23 @@ describe('unpublishBeforeUnstageAfterReconstruction: afterPodVolumesWalked', () 
   it('raw block: the actual state having the pod on another volume does not count: its target of this volume is paired', async () => {
     const mark = { podUID: P, volumeSpec: BLK2.spec, outerVolumeSpecName: 'vol-b', innerVolumeSpecName: 'pv-blk2', pluginName: CSI_PLUGIN_NAME, seLinuxMountContext: '' };
     f.asw.markVolumeAsMounted({ ...mark, podName: P, volumeName: BLK2.volumeName, volumeMountState: 'VolumeMounted' });
-    publishTarget(f, BLK1, P);
+    writeBlockPublishTarget(f.node, BLK1, P);
     assert.deepEqual(await f.walked({}), []);
     assert.deepEqual(podMounts(f, P), [uncertain(BLK1, 'pv-blk1'), `${BLK2.volumeName}: VolumeMounted (pv-blk2, 'vol-b')`]);
     assert.deepEqual(pairingLines(f, PAIRED_BLOCK), [`${P} ${BLK1.volumeName}`]);
   });
 
   it('raw block: another pod\'s directory pairing, or the same pod\'s pairing with another volume, does not count: the target is paired', async () => {
-    publishTarget(f, BLK1, P);
-    publishTarget(f, BLK2, Q);
-    assert.deepEqual(await f.walked({ failed: [failedDir(P, 'pv-fs1'), failedDir(Q, 'pv-fs2')] }), []);
+    writeBlockPublishTarget(f.node, BLK1, P);
+    writeBlockPublishTarget(f.node, BLK2, Q);
+    assert.deepEqual(await f.walked({ failed: [failedPodVolumeDir(P, 'pv-fs1'), failedPodVolumeDir(Q, 'pv-fs2')] }), []);
     assert.deepEqual(podMounts(f, P), [uncertain(BLK1, 'pv-blk1'), uncertain(FS1, 'pv-fs1')]);
     assert.deepEqual(podMounts(f, Q), [uncertain(BLK2, 'pv-blk2'), uncertain(FS2, 'pv-fs2')]);
     assert.deepEqual(pairingLines(f, PAIRED_BLOCK), [`${P} ${BLK1.volumeName}`, `${Q} ${BLK2.volumeName}`]);
   });
 
   it('raw block: a target of a pod the walk found on that volume is left to the walk\'s reconstruction (updateStates runs after)', async () => {
-    publishTarget(f, BLK1, P);
+    writeBlockPublishTarget(f.node, BLK1, P);
     assert.deepEqual(await f.walked({ fromPodDirs: new Map([[BLK1.volumeName, [Q, P]]]) }), []);
     assert.deepEqual(podMounts(f, P), []);
     assert.deepEqual(pairingLines(f, PAIRED_BLOCK), []);
@@ -218,8 +187,8 @@ describe('unpublishBeforeUnstageAfterReconstruction: afterPodVolumesWalked', () 
   });
 
   it('raw block: the walk finding another pod on that volume, or that pod on another volume, does not count: the target is paired', async () => {
-    publishTarget(f, BLK1, P);
-    publishTarget(f, BLK2, Q);
+    writeBlockPublishTarget(f.node, BLK1, P);
+    writeBlockPublishTarget(f.node, BLK2, Q);
     const fromPodDirs = new Map([
       [BLK1.volumeName, [Q]],
       [BLK2.volumeName, [P]],
