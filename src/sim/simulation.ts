@@ -54,6 +54,15 @@ export const LIVENESS_BOUND_MS = 30 * 60_000;
 export const STUCK_WINDOW_MS = 3 * 60_000;
 /** Converged must hold, with no change in the world, this long before a run ends early. */
 export const QUIET_WINDOW_MS = 2_000;
+/**
+ * With a driver that never returns (`hang: forever`), converged must hold this long, changes or
+ * not, for a `wait` step to pass or the run to end. The engine retries the operations that driver
+ * holds for ever (answered ABORTED: its volume stays busy), every 100 ms when a mount and an
+ * unmount of the volume alternate (a different operation name starts without backoff, as in
+ * kubelet's nestedpendingoperations.go Run), so the world is never quiet; its volumes are left
+ * out of the convergence check, and what is owed of the others converged.
+ */
+export const EXEMPT_CHURN_WINDOW_MS = 60_000;
 export const RESTART_DELAY_MS = 1_000;
 export const REBOOT_DELAY_MS = 5_000;
 
@@ -145,6 +154,8 @@ export class Simulation {
   #current: TraceStep | undefined;
   #stepIndex = 0;
   #stepStartedMs: number | undefined;
+  /** Since when the world has been converged at every poll of the `wait` step now owed. */
+  #waitConvergedSince: number | undefined;
   #lastPerturbationMs = 0;
   #pendingCrash: CrashKind | undefined;
   #restarting = false;
@@ -221,7 +232,7 @@ export class Simulation {
       const converged = this.#stepIndex >= this.#scenario.steps.length && this.#converged();
       if (converged) {
         quietSince ??= this.#sched.now;
-        if (this.#sched.now - Math.max(quietSince, this.#world.lastChangeMs) >= QUIET_WINDOW_MS) {
+        if (this.#sched.now - Math.max(quietSince, this.#world.lastChangeMs) >= QUIET_WINDOW_MS || this.#exemptChurnFor(quietSince)) {
           endReason = 'converged';
           break;
         }
@@ -362,6 +373,14 @@ export class Simulation {
     // run's hash does not depend on the runs before it in the same process.
     this.#hash.addCall(call.seq, call.port, call.op, call.args, call.result);
     this.#current?.calls.push(call);
+  }
+
+  /**
+   * Whether the world, converged since `sinceMs`, has been so for {@link EXEMPT_CHURN_WINDOW_MS}
+   * in a run with a driver that never returns: its churn then stands in for quiet.
+   */
+  #exemptChurnFor(sinceMs: number): boolean {
+    return this.#world.neverReturns.size > 0 && this.#sched.now - sinceMs >= EXEMPT_CHURN_WINDOW_MS;
   }
 
   /**
@@ -555,8 +574,15 @@ export class Simulation {
       const label = step.kind === 'wait' || step.kind === 'advance' ? '' : JSON.stringify(step);
       switch (step.kind) {
         case 'wait':
-          // Converged and steady: nothing changed in the world for the quiet window.
-          if (!this.#converged() || this.#sched.now - world.lastChangeMs < QUIET_WINDOW_MS) return;
+          // Converged and steady: nothing changed in the world for the quiet window (or, with a
+          // driver that never returns, converged all along for the exempt churn window).
+          if (!this.#converged()) {
+            this.#waitConvergedSince = undefined;
+            return;
+          }
+          this.#waitConvergedSince ??= this.#sched.now;
+          if (this.#sched.now - world.lastChangeMs < QUIET_WINDOW_MS && !this.#exemptChurnFor(this.#waitConvergedSince)) return;
+          this.#waitConvergedSince = undefined;
           break;
         case 'advance': {
           if (this.#stepStartedMs === undefined) {
