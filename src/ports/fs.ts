@@ -159,10 +159,19 @@ export class FsError extends Error {
  * tell nothing its message does not, while capturing it is most of the error's cost.
  */
 export function quietFsError(code: string, path: string, syscall: string, message?: string): FsError {
+  return withoutStackTrace(() => new FsError(code, path, syscall, message));
+}
+
+/**
+ * What `make` returns, with no stack trace captured by the errors it builds (their `stack` is
+ * only "<name>: <message>"): for expected failures, made over and over and classified or logged
+ * by their message alone, where capturing the stack is most of an error's cost.
+ */
+export function withoutStackTrace<T>(make: () => T): T {
   const limit = Error.stackTraceLimit;
   Error.stackTraceLimit = 0;
   try {
-    return new FsError(code, path, syscall, message);
+    return make();
   } finally {
     Error.stackTraceLimit = limit;
   }
@@ -174,13 +183,7 @@ export function quietFsError(code: string, path: string, syscall: string, messag
  * in the simulator, a claim not bound yet): capturing the stack is most of its cost.
  */
 export function quietError(message: string): Error {
-  const limit = Error.stackTraceLimit;
-  Error.stackTraceLimit = 0;
-  try {
-    return new Error(message);
-  } finally {
-    Error.stackTraceLimit = limit;
-  }
+  return withoutStackTrace(() => new Error(message));
 }
 
 /** Whether `err` says that the path does not exist (kubelet's os.IsNotExist). */

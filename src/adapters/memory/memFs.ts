@@ -22,7 +22,7 @@ import * as posix from 'node:path/posix';
 
 import { Volume } from 'memfs';
 
-import { FsError, errorCode, quietFsError, type DirEntry, type FileStat, type FileSystem, type FileType, type WriteFileOptions } from '../../ports/fs.js';
+import { FsError, errorCode, quietFsError, withoutStackTrace, type DirEntry, type FileStat, type FileSystem, type FileType, type WriteFileOptions } from '../../ports/fs.js';
 
 const MAX_SYMLINK_HOPS = 40;
 const DEFAULT_FILE_MODE = 0o644;
@@ -76,13 +76,7 @@ function childPath(dir: string, name: string): string {
  * costs a few percent of a simulator run less (most lookups of the engine are of missing paths).
  */
 export function lstatQuietly(vol: Volume, realPath: string): StatsLike | undefined {
-  const limit = Error.stackTraceLimit;
-  Error.stackTraceLimit = 0;
-  try {
-    return vol.lstatSync(realPath, { throwIfNoEntry: false });
-  } finally {
-    Error.stackTraceLimit = limit;
-  }
+  return withoutStackTrace(() => vol.lstatSync(realPath, { throwIfNoEntry: false }));
 }
 
 export class MemFs implements FileSystem {

@@ -6,6 +6,7 @@
  * state except through the Mark... methods. Missing pod / missing volume behaviour is stated on
  * each method.
  */
+import { withoutStackTrace } from '../../ports/fs.js';
 import type { UniquePodName, UniqueVolumeName } from '../../layout/names.js';
 import { specName, type Spec } from '../../volume/spec.js';
 import type { Attachability, DeviceMountState, VolumeMountState } from '../../operationexecutor/states.js';
@@ -17,27 +18,11 @@ export function deviceMayBeMounted(v: AttachedVolume): boolean {
 }
 
 /**
- * An error built without a stack trace: `stack` is only "<name>: <message>". For an expected
- * outcome the caller classifies and never logs (kubelet's Go errors carry no stack either).
- */
-abstract class StacklessError extends Error {
-  constructor(message: string) {
-    const limit = Error.stackTraceLimit;
-    Error.stackTraceLimit = 0;
-    try {
-      super(message);
-    } finally {
-      Error.stackTraceLimit = limit;
-    }
-  }
-}
-
-/**
  * Thrown by podExistsInVolume for a volume not (yet) in the attached list. Expected: the
  * reconciler meets one on every pass for every volume still waiting to attach, and only
- * classifies it (isVolumeNotAttachedError), so no stack trace is captured.
+ * classifies it (isVolumeNotAttachedError), so it is built without a stack trace.
  */
-export class VolumeNotAttachedError extends StacklessError {
+export class VolumeNotAttachedError extends Error {
   override readonly name = 'VolumeNotAttachedError';
   constructor(readonly volumeName: string, readonly podName: string) {
     super(`volumeName=${JSON.stringify(volumeName)} does not exist in the list of attached volumes`);
@@ -346,7 +331,7 @@ class ActualStateOfWorldImpl implements ActualStateOfWorld {
 
   podExistsInVolume(podName: UniquePodName, volumeName: UniqueVolumeName): { exists: boolean; devicePath: string } {
     const v = this.volumes.get(volumeName);
-    if (v === undefined) throw new VolumeNotAttachedError(volumeName, podName);
+    if (v === undefined) throw withoutStackTrace(() => new VolumeNotAttachedError(volumeName, podName));
     const pod = v.mountedPods.get(podName);
     return { exists: pod !== undefined && pod.volumeMountState === 'VolumeMounted', devicePath: v.devicePath };
   }
