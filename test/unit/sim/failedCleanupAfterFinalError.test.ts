@@ -51,15 +51,8 @@ const SCENARIO = parseScenario(
 );
 const PLAN = parsePlan('restart:after:421');
 const SEED = 9644;
-const EVERY_GATE = [
-  'CSIDurableBlockVolumePaths=true',
-  'CSIGlobalMountReconstruction=true',
-  'CSIKeepUncertainMountOnFinalError=true',
-  'CSIListGlobalVolumesWithoutStagingDir=true',
-  'CSIRetryReconstructionCleanup=true',
-  'CSIUnpublishBeforeUnstageAfterReconstruction=true',
-  'CSIUnstageCompletesBeforeRestage=true',
-];
+/** Every gate on (KEP-6058's and every nodevol gate, as the search ran). */
+const EVERY_GATE = ['AllAlpha=true'];
 const TARGET = 'pods/pod-3-r1/volumes/kubernetes.io~csi/pv-1/mount';
 
 function run(gates: readonly string[]): Promise<SimResult> {
