@@ -11,7 +11,7 @@ import path from 'node:path';
 export const SCOPE: readonly string[] = ['src/volume', 'src/volumemanager', 'src/operationexecutor', 'src/nodevol', 'src/agent/runtime.ts', 'src/kubelet'];
 
 /** The unit tests of the scope, run first (in this order, each folder's files sorted). */
-export const UNIT_TESTS: readonly string[] = ['test/unit/nodevol', 'test/unit/operationexecutor', 'test/unit/volume', 'test/unit/volumemanager', 'test/unit/kubelet', 'test/unit/agent/runtimeIdle.test.ts', 'test/unit/agent/runtimeStop.test.ts', 'test/unit/fidelity'];
+export const UNIT_TESTS: readonly string[] = ['test/unit/nodevol', 'test/unit/operationexecutor', 'test/unit/volume', 'test/unit/volumemanager', 'test/unit/kubelet', 'test/unit/agent/runtimeIdle.test.ts', 'test/unit/agent/runtimeStop.test.ts', 'test/unit/agent/runtimeHealth.test.ts', 'test/unit/fidelity'];
 
 /** Unit tests that are not killers: they run the built CLI bundle, which the mutation run does not build. */
 export const NOT_KILLERS: readonly string[] = ['test/unit/fidelity/logs.test.ts'];
