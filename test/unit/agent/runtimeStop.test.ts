@@ -29,14 +29,20 @@ function setUp(): {
   /** A populator pass held until resolved. */
   holdPopulator: (d: Deferred | undefined) => void;
   reconstruction: Deferred;
+  /** How many times reconstruction (the volume manager's start) began. */
+  reconstructions: () => number;
 } {
   const clock = new FakeLoopScheduler();
   const passes = { populator: [] as number[], reconciler: [] as number[], nodeStatus: [] as number[] };
   let operation: Deferred | undefined;
   let hold: Deferred | undefined;
   const reconstruction = deferred();
+  let reconstructions = 0;
   const vm: RuntimeVolumeManager = {
-    start: () => reconstruction.promise,
+    start: () => {
+      reconstructions++;
+      return reconstruction.promise;
+    },
     populateOnce: () => {
       passes.populator.push(clock.now);
       return hold?.promise ?? Promise.resolve();
@@ -66,6 +72,7 @@ function setUp(): {
     setOperation: (d) => (operation = d),
     holdPopulator: (d) => (hold = d),
     reconstruction,
+    reconstructions: () => reconstructions,
   };
 }
 
@@ -156,6 +163,25 @@ describe('AgentRuntime.stop: the grace period on the runtime\'s scheduler', () =
     assert.equal(t.runtime.getPhase(), 'stopped');
     assert.deepEqual(t.passes, { populator: [], reconciler: [], nodeStatus: [] });
     assert.deepEqual(t.clock.labels(), []);
+  });
+
+  it('started while a stop still waits for an operation: nothing starts, not even reconstruction', async () => {
+    const t = setUp();
+    const op = deferred();
+    t.setOperation(op);
+    const stop = track(t.runtime.stop());
+    await settle();
+    assert.equal(t.runtime.getPhase(), 'stopping');
+    t.reconstruction.resolve();
+    await t.runtime.start();
+    assert.equal(t.runtime.getPhase(), 'stopping', 'the stop goes on');
+    assert.equal(t.reconstructions(), 0);
+    op.resolve();
+    await settle();
+    assert.deepEqual(stop.outcome(), { abandoned: false });
+    await t.clock.advanceTo(GRACE_MS);
+    assert.equal(t.runtime.getPhase(), 'stopped');
+    assert.deepEqual(t.passes, { populator: [], reconciler: [], nodeStatus: [] });
   });
 
   it('stopped before it started: start() starts nothing', async () => {
