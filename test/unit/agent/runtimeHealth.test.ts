@@ -209,6 +209,94 @@ describe('AgentRuntime: the housekeeping loop, failing iterations, the node stat
   });
 });
 
+describe('AgentRuntime: the loops\' timers around an idle sleep and a stop', () => {
+  /** A runtime whose populator reports idle as `populatorIdle` says, with the cluster's change signal; the reconciler idle for `reconcilerIdleForMs`. */
+  function idleSetUp(reconcilerIdleForMs: number | undefined): { runtime: AgentRuntime; clock: FakeLoopScheduler; fake: Fake; changed: () => void; reconcilerPasses: number[] } {
+    const clock = new FakeLoopScheduler();
+    const fake = fakeVm(() => clock.now, { withIdle: true });
+    const reconcilerPasses: number[] = [];
+    const vm: RuntimeVolumeManager = {
+      ...fake.vm,
+      reconcileOnce: () => {
+        reconcilerPasses.push(clock.now);
+        return Promise.resolve();
+      },
+      reconcilerIdleForMs: () => reconcilerIdleForMs,
+    };
+    const listeners: (() => void)[] = [];
+    const runtime = new AgentRuntime(vm, new RecordingLogger(), {
+      nodeStatusUpdatePeriodMs: 3_600_000,
+      shutdownGraceMs: 50,
+      compactWhenIdle: false,
+      now: () => clock.now,
+      scheduler: clock,
+      clusterChanges: { subscribe: (l) => listeners.push(l), signalsEveryChange: () => true },
+    });
+    return {
+      runtime,
+      clock,
+      fake,
+      changed: () => {
+        for (const l of listeners) l();
+      },
+      reconcilerPasses,
+    };
+  }
+
+  it('a change signalled while a busy populator waits for its poll changes nothing: it passes every 100 ms', async () => {
+    const { runtime, clock, fake, changed } = idleSetUp(undefined);
+    fake.reconstruction.resolve();
+    await runtime.start();
+    await clock.advanceTo(50);
+    changed();
+    await clock.advanceTo(150);
+    changed();
+    await clock.advanceTo(300);
+    assert.deepEqual(fake.passes.populator, [0, 100, 200, 300]);
+    await runtime.stop();
+  });
+
+  it('a forced pass due at once (idle for 0 ms) runs 1 ms later, not on the same instant', async () => {
+    const { runtime, clock, reconcilerPasses, fake } = idleSetUp(0);
+    fake.populatorIdle = true;
+    fake.reconstruction.resolve();
+    await runtime.start();
+    await clock.advanceTo(3);
+    assert.deepEqual(reconcilerPasses, [0, 1, 2, 3]);
+    await runtime.stop();
+  });
+
+  it('a change signalled after a stop sets no timer', async () => {
+    const { runtime, clock, fake, changed } = idleSetUp(1_000);
+    fake.populatorIdle = true;
+    fake.reconstruction.resolve();
+    await runtime.start();
+    await clock.advanceTo(10);
+    await runtime.stop();
+    changed();
+    assert.deepEqual(clock.labels(), []);
+  });
+
+  it('an iteration that ends after the stop began sets no timer for the next one, and asks no idle check', async () => {
+    const { runtime, clock, fake } = idleSetUp(undefined);
+    fake.reconstruction.resolve();
+    await runtime.start();
+    await clock.advanceTo(50);
+    const pass = deferred();
+    fake.hold = pass;
+    await clock.advanceTo(100);
+    let outcome: { abandoned: boolean } | undefined;
+    void runtime.stop().then((o) => (outcome = o));
+    await settle();
+    assert.deepEqual(clock.labels(), ['shutdownGrace']);
+    fake.hold = undefined;
+    pass.resolve();
+    await settle();
+    assert.deepEqual(outcome, { abandoned: false });
+    assert.deepEqual(clock.labels(), [], 'no timer left behind');
+  });
+});
+
 describe('AgentRuntime without a scheduler: the global timers', () => {
   it('the loops poll on setTimeout, a wake clears the idle timer it replaces, and a stop\'s grace period runs on it too', async (t: TestContext) => {
     t.mock.timers.enable({ apis: ['setTimeout', 'setInterval'] });
