@@ -207,6 +207,16 @@ describe('SkippedGlobalDirs.volumeWithoutStagingDir: a block volume whose stagin
     assert.deepEqual(changes(t.fs), []);
   });
 
+  it('a record that is a symlink leading out of the root dir is not read; a Filesystem skip is never listed as Block', async () => {
+    const t = setUp();
+    t.node.fs.writeRaw('/elsewhere/vol_data.json', text(DATA));
+    await t.node.fs.mkdir(`${BLOCK_DIR('pv-1')}/data`, { recursive: true, mode: 0o750 });
+    await t.node.fs.symlink('/elsewhere/vol_data.json', `${BLOCK_DIR('pv-1')}/data/vol_data.json`);
+    assert.equal(await t.dirs.volumeWithoutStagingDir({ path: BLOCK_DIR('pv-1'), reason: 'not-staged', detail: '', volumeMode: 'Block' }), undefined);
+    await blockDir(t, 'pv-2', { ...DATA, specVolID: 'pv-2' });
+    assert.equal(await t.dirs.volumeWithoutStagingDir({ path: BLOCK_DIR('pv-2'), reason: 'not-staged', detail: '', volumeMode: 'Filesystem' }), undefined);
+  });
+
   it('other reasons, or the right reason in the other mode: not listed, nothing touched', async () => {
     const t = setUp();
     await blockDir(t, 'pv-1', DATA);
@@ -275,6 +285,15 @@ describe('SkippedGlobalDirs.volumeWithoutStagingDir: an interrupted vol_data.jso
       assert.deepEqual(changes(t.fs), [], name);
       assert.equal(t.node.fs.typeSync(TEMP), 'file', name);
     }
+  });
+
+  it('a temp file with an empty handle, in the dir an empty handle hashes to: left alone', async () => {
+    const t = setUp();
+    const dir = VOL_DIR('');
+    await t.node.fs.mkdir(dir, { recursive: true, mode: 0o750 });
+    t.node.fs.writeRaw(`${dir}/vol_data.json.tmp`, text({ ...DATA, volumeHandle: '' }));
+    assert.equal(await t.dirs.volumeWithoutStagingDir(skipped('interrupted-write', { path: dir })), undefined);
+    assert.deepEqual(changes(t.fs), []);
   });
 
   it('the rename fails (a read-only root dir): not listed; the dir is removed once writable, by housekeeping', async () => {
