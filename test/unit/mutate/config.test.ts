@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { killerFiles, SCOPE, shardFiles, tsFiles } from '../../../scripts/mutate/config.js';
+import { killerFiles, SCOPE, shardFiles, strykerConfig, tsFiles } from '../../../scripts/mutate/config.js';
 import { isLogCall } from '../../../scripts/mutate/plugins.js';
 import { folderOf, formatScore, killerOf, scoreOf } from '../../../scripts/mutate/score.js';
 
@@ -31,6 +31,13 @@ describe('mutate: the scope in shards', () => {
     assert.ok(!files.includes('dist/test/unit/fidelity/logs.test.js'));
     assert.ok(files.includes('dist/test/unit/agent/runtimeStop.test.js'));
     assert.ok(files.slice(-4).every((f) => f.startsWith('dist/test/mutation/')));
+  });
+
+  it('a survivor slowed to twice its dry-run time by a loaded machine is not counted as a timeout', () => {
+    const c = strykerConfig(root);
+    const limit = (dryRunMs: number): number => (c['timeoutMS'] as number) + (c['timeoutFactor'] as number) * dryRunMs;
+    // The four explorer files of a survivor: about 51 s in a quiet dry run.
+    assert.ok(limit(51_000) > 2 * 51_000, `limit ${limit(51_000)} ms`);
   });
 });
 
