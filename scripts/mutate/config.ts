@@ -96,7 +96,13 @@ export function strykerConfig(root = process.cwd()): Record<string, unknown> {
     jsonReporter: { fileName: `${dir}/mutation.json` },
     htmlReporter: { fileName: `${dir}/mutation.html` },
     ignorePatterns: ['dist', 'reports', '.git'],
+    // A mutant's time limit is timeoutMS + timeoutFactor x the dry run's time of the files that
+    // reach it. On a loaded machine a survivor's four explorer files (about 51 s in a quiet dry
+    // run) can take twice that, and StrykerJS's default factor (1.5) then counts the survivor
+    // as a timeout, a kill: 3 keeps a slowed survivor a survivor, at the price of a real hang
+    // (rare: a loop that never ends) costing twice as long.
     timeoutMS: 10000,
+    timeoutFactor: 3,
     concurrency: 2,
     tempDirName: '.stryker-tmp',
   };
