@@ -15,11 +15,14 @@ import { VolumePluginMgr, type GlobalVolume, type PodRef } from '../../../src/vo
 import { constructPVSourceSpec } from '../../../src/volume/spec.js';
 import type { VolumeHost } from '../../../src/volume/volumeHost.js';
 import type { ActualStateOfWorld } from '../../../src/volumemanager/cache/actualStateOfWorld.js';
+import type { FileSystem } from '../../../src/ports/fs.js';
 import { Reconstructor } from '../../../src/volumemanager/reconciler/reconstruct.js';
+import { upstreamReconstructHooks, type ReconstructHooks } from '../../../src/volumemanager/reconciler/reconstructHooks.js';
 import { VolumeManager } from '../../../src/volumemanager/volumeManager.js';
 import { gates } from '../../support/hosts.js';
 import { DRIVER, InMemoryNode, NODE, ROOT } from '../../support/inMemoryNode.js';
-import { intercept } from '../../support/reconstructionFixtures.js';
+import { FaultyFs } from '../../support/faultyFs.js';
+import { failedPodVolumeDir, intercept } from '../../support/reconstructionFixtures.js';
 
 const CSI_DIR = `${ROOT}/plugins/kubernetes.io/csi`;
 const nameOf = (handle: string): UniqueVolumeName => `${CSI_PLUGIN_NAME}/${DRIVER}^${handle}` as UniqueVolumeName;
@@ -38,6 +41,10 @@ interface BuildOptions {
   readonly csi?: (csi: CsiPlugin) => Partial<CsiPlugin>;
   /** Methods of the operation executor replaced. */
   readonly executor?: Partial<OperationExecutor>;
+  /** The files the reconstructor reads (the node's by default). */
+  readonly fs?: FileSystem;
+  /** The reconstruction hooks (kubelet's by default). */
+  readonly hooks?: ReconstructHooks;
 }
 
 /**
@@ -64,7 +71,7 @@ async function build(node: InMemoryNode, gateOn: boolean, o: BuildOptions = {}):
   const plugin = o.csi === undefined ? csi : intercept(csi, o.csi(csi));
   const vm = new VolumeManager({ host, metrics: node.metrics, plugins: new VolumePluginMgr([plugin]) });
   const reconstructor = new Reconstructor({
-    fs: node.fs,
+    fs: o.fs ?? node.fs,
     layout: node.layout,
     realRootDir: ROOT,
     plugins: vm.plugins,
@@ -75,6 +82,7 @@ async function build(node: InMemoryNode, gateOn: boolean, o: BuildOptions = {}):
     features: gates(gateOn),
     logger: node.logger,
     metrics: node.metrics,
+    ...(o.hooks === undefined ? {} : { hooks: o.hooks }),
   });
   return { reconstructor, asw: vm.asw };
 }
@@ -241,6 +249,33 @@ describe('the pod-directory walk decides what enters the actual state (reconstru
     await reconstructor.reconstructVolumes();
     assert.deepEqual(pods, [{ uid: 'pod-a', namespace: '', name: '' }]);
     assert.equal(asw.getVolumeMountState(nameOf('vol-1'), pod('pod-a')), 'VolumeMountUncertain');
+  });
+
+  it('a pod volume already in the actual state is not reconstructed again: said at V(4), not counted, not queued again', async () => {
+    const node = new InMemoryNode();
+    await mountedThenCrashed(node, false);
+    const { reconstructor, asw } = await build(node, false);
+    await reconstructor.reconstructVolumes();
+    // The node status settles the queue; a second pass finds the pod volume in the actual state.
+    await reconstructor.updateReconstructedFromNodeStatus();
+    assert.deepEqual(reconstructor.pendingNodeStatusUpdates(), []);
+    await reconstructor.reconstructVolumes();
+    assert.deepEqual(reconstructor.pendingNodeStatusUpdates(), []);
+    assert.deepEqual(node.metrics.ofKind('reconstructVolumeOperation').map(({ source, failed }) => `${source} ${failed}`), ['pod-local false'], 'counted once, in the first pass');
+    assert.deepEqual(linesOf(node, 'Volume exists in actual state, skip cleaning up mounts'), [{ level: 4, severity: 'I', values: { podName: 'pod-a', volumeSpecName: 'pv-1' } }]);
+    assert.equal(asw.getVolumeMountState(nameOf('vol-1'), pod('pod-a')), 'VolumeMountUncertain');
+  });
+
+  it('the pod dirs cannot be read: the failed candidates are what the hooks answer (listed volumes do not depend on the pod dirs)', async () => {
+    const node = new InMemoryNode();
+    const kept = failedPodVolumeDir(pod('pod-b'), 'pv-b', { volumeMode: 'Block' });
+    const { reconstructor } = await build(node, false, {
+      fs: new FaultyFs(node.fs).failOn('readdir', `${ROOT}/pods`, 'EACCES'),
+      hooks: { ...upstreamReconstructHooks, afterPodVolumesWalked: () => Promise.resolve([kept]) },
+    });
+    await reconstructor.reconstructVolumes();
+    assert.ok(node.logger.messages().includes('Cannot get volumes from disk, skip sync states for volume reconstruction'));
+    assert.deepEqual(reconstructor.failedReconstructions(), [kept]);
   });
 
   it('a pod volume the actual state does not take as new (checkAndMark answers false) is not said to be added', async () => {
