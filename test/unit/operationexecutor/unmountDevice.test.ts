@@ -75,12 +75,15 @@ describe('generateUnmountDevice: order of the plugin call and the actual state m
   const VOLUME = 'kubernetes.io/csi/csi.example.com^vol-1' as UniqueVolumeName;
   const DMP = `${VOL_DIR}/globalmount`;
 
-  async function run(unmountFails: boolean): Promise<{ events: string[]; error: unknown }> {
+  async function run(unmountFails: boolean, refs: readonly string[] = []): Promise<{ events: string[]; error: unknown }> {
     const events: string[] = [];
     const plugin = {
       getPluginName: () => 'kubernetes.io/csi',
       getDeviceMountPath: () => DMP,
-      getDeviceMountRefs: () => Promise.resolve([]),
+      getDeviceMountRefs: (p: string) => {
+        events.push(`getDeviceMountRefs ${p}`);
+        return Promise.resolve(refs);
+      },
       newDeviceUnmounter: () => ({
         unmountDevice: (p: string) => {
           events.push(`unmountDevice ${p}`);
@@ -118,12 +121,25 @@ describe('generateUnmountDevice: order of the plugin call and the actual state m
   it('success: the plugin\'s UnmountDevice, then the device is marked unmounted (and never uncertain)', async () => {
     const { events, error } = await run(false);
     assert.equal(error, undefined);
-    assert.deepEqual(events, [`unmountDevice ${DMP}`, `markDeviceAsUnmounted ${VOLUME}`]);
+    assert.deepEqual(events, [`getDeviceMountRefs ${DMP}`, `unmountDevice ${DMP}`, `markDeviceAsUnmounted ${VOLUME}`]);
+  });
+
+  it('the device mount path still has other references: refused before the plugin is asked, nothing marked (kubelet: the volume stays globally mounted)', async () => {
+    const other = '/var/lib/kubelet/pods/uid-2/volumes/kubernetes.io~csi/pv-1/mount';
+    const { events, error } = await run(false, [other]);
+    assert.equal(String(error), `Error: the device mount path ${JSON.stringify(DMP)} is still mounted by other references ${JSON.stringify([other])}`);
+    assert.deepEqual(events, [`getDeviceMountRefs ${DMP}`]);
+  });
+
+  it('references under the device mount path itself are not other references: the unmount goes on', async () => {
+    const { events, error } = await run(false, [`${DMP}/sub`]);
+    assert.equal(error, undefined);
+    assert.deepEqual(events, [`getDeviceMountRefs ${DMP}`, `unmountDevice ${DMP}`, `markDeviceAsUnmounted ${VOLUME}`]);
   });
 
   it('failure: the device is marked uncertain (never unmounted) with its device path and mount path, and the error is returned', async () => {
     const { events, error } = await run(true);
     assert.match(String(error), /code = Internal/);
-    assert.deepEqual(events, [`unmountDevice ${DMP}`, `markDeviceAsUncertain ${VOLUME} /dev/x ${DMP}`]);
+    assert.deepEqual(events, [`getDeviceMountRefs ${DMP}`, `unmountDevice ${DMP}`, `markDeviceAsUncertain ${VOLUME} /dev/x ${DMP}`]);
   });
 });

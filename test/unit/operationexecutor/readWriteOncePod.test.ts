@@ -1,0 +1,95 @@
+// The ReadWriteOncePod check of MountVolume and MapVolume (operation_generator.go
+// GenerateMountVolumeFunc / GenerateMapVolumeFunc, kubelet's decision, no nodevol hook): a PV
+// whose only access mode is ReadWriteOncePod is refused for a pod while the actual state has it
+// (possibly) mounted for another; any other PV, or no other pod, goes on to the setup.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { UniquePodName, UniqueVolumeName } from '../../../src/layout/names.js';
+import type { ActualStateOfWorldMounterUpdater } from '../../../src/operationexecutor/actualStateOfWorldUpdater.js';
+import { OperationGenerator } from '../../../src/operationexecutor/operationGenerator.js';
+import type { VolumeToMount } from '../../../src/operationexecutor/volumeToMount.js';
+import type { VolumePluginMgr } from '../../../src/volume/plugins.js';
+import { DRIVER, InMemoryNode, volumeHostOf } from '../../support/inMemoryNode.js';
+
+const VOLUME = `kubernetes.io/csi/${DRIVER}^vol-1` as UniqueVolumeName;
+const REFUSAL = 'volume uses the ReadWriteOncePod access mode and is already in use by another pod';
+/** Thrown by the fake plugin manager at the first step after the check: the operation went past it. */
+const PAST = 'past the ReadWriteOncePod check';
+
+function vtm(accessModes: readonly string[]): VolumeToMount {
+  return {
+    podName: 'uid-2' as UniquePodName,
+    pod: { uid: 'uid-2', namespace: 'default', name: 'pod-2' },
+    spec: { kind: 'persistent', readOnly: false, persistentVolume: { name: 'pv-1', accessModes: [...accessModes], csi: { driver: DRIVER, volumeHandle: 'vol-1' } } },
+    outerVolumeSpecName: 'data',
+    seLinuxMountContext: '',
+    volumeName: VOLUME,
+    pluginName: 'kubernetes.io/csi',
+    pluginIsAttachable: true,
+    pluginIsDeviceMountable: true,
+    reportedInUse: true,
+  } as unknown as VolumeToMount;
+}
+
+/** Runs MountVolume (or MapVolume) with the actual state answering `elsewhere`; what it asked, and how it ended. */
+async function run(kind: 'mount' | 'map', accessModes: readonly string[], elsewhere: boolean): Promise<{ asked: string[]; error: string }> {
+  const asked: string[] = [];
+  const plugin = {
+    getPluginName: () => 'kubernetes.io/csi',
+    newMounter: () => Promise.resolve({}),
+    newBlockVolumeMapper: () => Promise.resolve({ getGlobalMapPath: () => '/g', getPodDeviceMapPath: () => ({ dir: '/p', name: 'n' }) }),
+  };
+  const plugins = {
+    findPluginBySpec: () => plugin,
+    findMapperPluginBySpec: () => plugin,
+    findDeviceMountablePluginBySpec: () => {
+      throw new Error(PAST);
+    },
+  } as unknown as VolumePluginMgr;
+  const asw = {
+    isVolumeMountedElsewhere: (name: string, pod: string) => {
+      asked.push(`isVolumeMountedElsewhere ${name} ${pod}`);
+      return elsewhere;
+    },
+    getDeviceMountState: () => {
+      throw new Error(PAST);
+    },
+  } as unknown as ActualStateOfWorldMounterUpdater;
+  const node = new InMemoryNode();
+  const generator = new OperationGenerator({ plugins, host: volumeHostOf(node), cluster: node.cluster, logger: node.logger });
+  const op = kind === 'mount' ? generator.generateMountVolume(vtm(accessModes), '/dev/x', asw) : await generator.generateMapVolume(vtm(accessModes), '/dev/x', asw);
+  try {
+    await op.run();
+    return { asked, error: '' };
+  } catch (err) {
+    return { asked, error: err instanceof Error ? err.message : String(err) };
+  }
+}
+
+for (const [kind, prefix] of [
+  ['mount', 'MountVolume.SetUp failed'],
+  ['map', 'MapVolume.SetUpDevice failed'],
+] as const) {
+  describe(`${kind === 'mount' ? 'MountVolume' : 'MapVolume'}: the ReadWriteOncePod check`, () => {
+    it('ReadWriteOncePod, mounted for another pod: refused with the upstream message, nothing set up', async () => {
+      const r = await run(kind, ['ReadWriteOncePod'], true);
+      assert.deepEqual(r.asked, [`isVolumeMountedElsewhere ${VOLUME} uid-2`]);
+      assert.match(r.error, new RegExp(`^${prefix.replace('.', '\\.')} for volume .*${REFUSAL}$`));
+      assert.doesNotMatch(r.error, new RegExp(PAST));
+    });
+
+    it('ReadWriteOncePod, no other pod: the setup goes on', async () => {
+      const r = await run(kind, ['ReadWriteOncePod'], false);
+      assert.deepEqual(r.asked, [`isVolumeMountedElsewhere ${VOLUME} uid-2`]);
+      assert.match(r.error, new RegExp(PAST));
+    });
+
+    it('any other access modes (ReadWriteOnce; ReadWriteOncePod beside another mode): not asked, the setup goes on', async () => {
+      for (const modes of [['ReadWriteOnce'], ['ReadWriteOncePod', 'ReadWriteOnce'], []]) {
+        const r = await run(kind, modes, true);
+        assert.deepEqual(r.asked, [], modes.join(','));
+        assert.match(r.error, new RegExp(PAST), modes.join(','));
+      }
+    });
+  });
+}
