@@ -49,3 +49,15 @@ export class FakeLoopScheduler implements LoopScheduler {
 export async function settle(): Promise<void> {
   for (let i = 0; i < 5; i++) await new Promise<void>((resolve) => setImmediate(resolve));
 }
+
+/** A promise the test resolves when it chooses (an operation or a loop pass held in flight). */
+export interface Deferred {
+  readonly promise: Promise<void>;
+  readonly resolve: () => void;
+}
+
+export function deferred(): Deferred {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}

@@ -7,19 +7,8 @@ import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import { AgentRuntime, DEFAULT_LOOP_STALL_THRESHOLD_MS, type RuntimeOptions, type RuntimeVolumeManager } from '../../../src/agent/runtime.js';
 import { CHECK_PERIOD_MS, IDLE_AFTER_MS } from '../../../src/agent/idleMemory.js';
-import { FakeLoopScheduler, settle } from '../../support/fakeLoopScheduler.js';
+import { deferred, FakeLoopScheduler, settle, type Deferred } from '../../support/fakeLoopScheduler.js';
 import { RecordingLogger } from '../../support/hosts.js';
-
-interface Deferred {
-  readonly promise: Promise<void>;
-  readonly resolve: () => void;
-}
-
-function deferred(): Deferred {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => (resolve = r));
-  return { promise, resolve };
-}
 
 interface Fake {
   readonly vm: RuntimeVolumeManager;

@@ -4,19 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { AgentRuntime, SHUTDOWN_GRACE_TIMER, type RuntimeVolumeManager } from '../../../src/agent/runtime.js';
-import { FakeLoopScheduler, settle } from '../../support/fakeLoopScheduler.js';
+import { deferred, FakeLoopScheduler, settle, type Deferred } from '../../support/fakeLoopScheduler.js';
 import { RecordingLogger } from '../../support/hosts.js';
-
-interface Deferred {
-  readonly promise: Promise<void>;
-  readonly resolve: () => void;
-}
-
-function deferred(): Deferred {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => (resolve = r));
-  return { promise, resolve };
-}
 
 const GRACE_MS = 30_000;
 

@@ -171,29 +171,22 @@ describe('the global listing decides what it registers (reconstructGlobalVolume)
     assert.deepEqual(reconstructor.pendingNodeStatusUpdates(), [nameOf('fs-1')], 'queued once');
   });
 
-  it('adding the volume to the actual state fails: not registered, not queued, that one error said', async () => {
-    const node = new InMemoryNode();
-    const { reconstructor, asw } = await build(node, true, {
-      csi: () => ({ listGlobalVolumes: () => Promise.resolve([listed('fs-1', 'Filesystem')]) }),
-      asw: () => ({ addAttachUncertainReconstructedVolume: boom('add') }),
+  for (const [what, asw, error, why] of [
+    ['adding the volume to the actual state fails', { addAttachUncertainReconstructedVolume: boom('add') }, 'Could not add a global volume to the actual state', 'not registered'],
+    ['marking its device uncertain fails', { markDeviceAsUncertain: boom('mark') }, 'Could not mark a global volume device as uncertain', 'taken out again (no pod, no device reads as one to detach)'],
+  ] as const) {
+    it(`${what}: ${why}, not queued, that one error said`, async () => {
+      const node = new InMemoryNode();
+      const built = await build(node, true, {
+        csi: () => ({ listGlobalVolumes: () => Promise.resolve([listed('fs-1', 'Filesystem')]) }),
+        asw: () => asw,
+      });
+      await built.reconstructor.reconstructVolumes();
+      assert.equal(built.asw.volumeExists(nameOf('fs-1')), false);
+      assert.deepEqual(built.reconstructor.pendingNodeStatusUpdates(), []);
+      assert.deepEqual(errorMessages(node), [error]);
     });
-    await reconstructor.reconstructVolumes();
-    assert.equal(asw.volumeExists(nameOf('fs-1')), false);
-    assert.deepEqual(reconstructor.pendingNodeStatusUpdates(), []);
-    assert.deepEqual(errorMessages(node), ['Could not add a global volume to the actual state']);
-  });
-
-  it('marking its device uncertain fails: the volume is taken out again (no pod, no device reads as one to detach), not queued', async () => {
-    const node = new InMemoryNode();
-    const { reconstructor, asw } = await build(node, true, {
-      csi: () => ({ listGlobalVolumes: () => Promise.resolve([listed('fs-1', 'Filesystem')]) }),
-      asw: () => ({ markDeviceAsUncertain: boom('mark') }),
-    });
-    await reconstructor.reconstructVolumes();
-    assert.equal(asw.volumeExists(nameOf('fs-1')), false);
-    assert.deepEqual(reconstructor.pendingNodeStatusUpdates(), []);
-    assert.deepEqual(errorMessages(node), ['Could not mark a global volume device as uncertain']);
-  });
+  }
 
   it('a listed volume a pod directory also names is said at V(4); one no pod directory names is not', async () => {
     const node = new InMemoryNode();
