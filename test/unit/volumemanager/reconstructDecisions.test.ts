@@ -13,14 +13,13 @@ import type { OperationExecutor } from '../../../src/operationexecutor/operation
 import { CsiPlugin } from '../../../src/volume/csi/csiPlugin.js';
 import { VolumePluginMgr, type GlobalVolume, type PodRef } from '../../../src/volume/plugins.js';
 import { constructPVSourceSpec } from '../../../src/volume/spec.js';
-import type { VolumeHost } from '../../../src/volume/volumeHost.js';
 import type { ActualStateOfWorld } from '../../../src/volumemanager/cache/actualStateOfWorld.js';
 import type { FileSystem } from '../../../src/ports/fs.js';
 import { Reconstructor } from '../../../src/volumemanager/reconciler/reconstruct.js';
 import { upstreamReconstructHooks, type ReconstructHooks } from '../../../src/volumemanager/reconciler/reconstructHooks.js';
 import { VolumeManager } from '../../../src/volumemanager/volumeManager.js';
 import { gates } from '../../support/hosts.js';
-import { DRIVER, InMemoryNode, NODE, ROOT } from '../../support/inMemoryNode.js';
+import { DRIVER, InMemoryNode, ROOT, volumeHostOf } from '../../support/inMemoryNode.js';
 import { FaultyFs } from '../../support/faultyFs.js';
 import { failedPodVolumeDir, intercept } from '../../support/reconstructionFixtures.js';
 
@@ -54,19 +53,7 @@ interface BuildOptions {
 async function build(node: InMemoryNode, gateOn: boolean, o: BuildOptions = {}): Promise<Built> {
   await node.fs.mkdir(`${ROOT}/pods`, { recursive: true, mode: 0o750 });
   node.logger.lines.splice(0);
-  const driver = node.driver;
-  const host: VolumeHost = {
-    layout: node.layout,
-    realRootDir: ROOT,
-    fs: node.fs,
-    features: gates(gateOn),
-    logger: node.logger,
-    clock: node.clock,
-    mounter: node.mounter,
-    csiDrivers: { client: (n) => (n === driver.name ? driver : undefined) },
-    cluster: node.cluster,
-    nodeName: NODE,
-  };
+  const host = volumeHostOf(node, { kep: gateOn });
   const csi = new CsiPlugin(host);
   const plugin = o.csi === undefined ? csi : intercept(csi, o.csi(csi));
   const vm = new VolumeManager({ host, metrics: node.metrics, plugins: new VolumePluginMgr([plugin]) });
