@@ -40,18 +40,25 @@ step() {
   : >"$log"
   start=$(date +%s)
   echo "== step $ci_steps, $name: $*"
-  # The progress lines: what runs, for how long, and the last line it printed.
+  # The progress lines: what runs, for how long, and the last line it printed. The ticker's
+  # stderr is /dev/null from its fork on (the redirection is the group's, made before the fork):
+  # a ticker stopped at once, before its trap is set, dies of bash's own TERM handling, and
+  # bash 5.2 then prints "wait_for: No record of process N" into the step's output.
+  {
   (
     s=
     trap 'kill "$s" 2>/dev/null; exit 0' TERM
     while :; do
-      sleep "$ci_progress_every" &
+      # Its own output closed: a sleep left running (a stop between its fork and `s=$!`) holds
+      # no pipe of the run open.
+      sleep "$ci_progress_every" </dev/null >/dev/null 2>&1 &
       s=$!
       wait "$s"
       printf '== step %d, %s: still running after %d s (%d lines of output; the last: %.120s)\n' \
         "$ci_steps" "$name" "$(($(date +%s) - start))" "$(wc -l <"$log")" "$(tail -n 1 "$log" | tr -d '\r')"
     done
   ) &
+  } 2>/dev/null
   ticker=$!
   set +e
   (

@@ -61,4 +61,51 @@ step "never" echo never
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('starts its progress ticker with stderr closed off, and the ticker its sleep with no output at all', () => {
+    // A step of no time stops its ticker right after forking it. Stopped before its trap is set,
+    // the ticker dies of bash's own TERM handling, and bash 5.2 printed "wait_for: No record of
+    // process N" into the step's output (seen in about 1 step of 150 on a loaded machine). The
+    // ticker's stderr is /dev/null from its fork on, so there is nowhere to print it. A sleep
+    // left running by a stop between its fork and the trap's `kill` holds no pipe of the run.
+    // The step finds the ticker (the shell's child with a sleep of its own, not the step's own
+    // subshell) and reads where the two processes' descriptors point.
+    const script = `
+set -euo pipefail
+source .ci/steps.sh
+trap - EXIT
+main=$$
+look() {
+  local c g
+  while :; do
+    for c in $(cat /proc/$main/task/$main/children); do
+      [ "$c" != "$BASHPID" ] || continue
+      for g in $(cat /proc/$c/task/$c/children 2>/dev/null); do
+        if [ "$(cat /proc/$g/comm 2>/dev/null)" = sleep ]; then
+          echo "ticker stderr: $(readlink /proc/$c/fd/2)"
+          echo "sleep stdin, stdout, stderr: $(readlink /proc/$g/fd/0) $(readlink /proc/$g/fd/1) $(readlink /proc/$g/fd/2)"
+          return 0
+        fi
+      done
+    done
+  done
+}
+step "look" look
+`;
+    const dir = mkdtempSync(path.join(tmpdir(), 'nodevol-ci-ticker-'));
+    try {
+      const run = spawnSync('bash', ['-c', script], {
+        cwd: REPO_ROOT,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', NODEVOL_CI_LOGS: dir, NODEVOL_CI_PROGRESS_SECONDS: '60' },
+        timeout: 60_000,
+      });
+      assert.equal(run.status, 0, run.stdout + run.stderr);
+      assert.match(run.stdout, /^ticker stderr: \/dev\/null\nsleep stdin, stdout, stderr: \/dev\/null \/dev\/null \/dev\/null$/m);
+      assert.equal(run.stderr, '');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
