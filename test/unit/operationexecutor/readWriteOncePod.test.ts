@@ -31,8 +31,12 @@ function vtm(accessModes: readonly string[]): VolumeToMount {
   } as unknown as VolumeToMount;
 }
 
-/** Runs MountVolume (or MapVolume) with the actual state answering `elsewhere`; what it asked, and how it ended. */
-async function run(kind: 'mount' | 'map', accessModes: readonly string[], elsewhere: boolean): Promise<{ asked: string[]; error: string }> {
+/**
+ * Runs MountVolume (or MapVolume) with the actual state answering `elsewhere` (or, with `hook`,
+ * nodevol's volumeMountedElsewhere hook answering a promise of it); what it asked, what it had
+ * asked when run() returned its promise (before any turn), and how it ended.
+ */
+async function run(kind: 'mount' | 'map', accessModes: readonly string[], elsewhere: boolean, hook = false): Promise<{ asked: string[]; askedAtOnce: string[]; error: string }> {
   const asked: string[] = [];
   const plugin = {
     getPluginName: () => 'kubernetes.io/csi',
@@ -52,17 +56,28 @@ async function run(kind: 'mount' | 'map', accessModes: readonly string[], elsewh
       return elsewhere;
     },
     getDeviceMountState: () => {
+      asked.push('getDeviceMountState');
       throw new Error(PAST);
     },
   } as unknown as ActualStateOfWorldMounterUpdater;
   const node = new InMemoryNode();
-  const generator = new OperationGenerator({ plugins, host: volumeHostOf(node), cluster: node.cluster, logger: node.logger });
+  const hooks = hook
+    ? {
+        volumeMountedElsewhere: (v: VolumeToMount) => {
+          asked.push(`volumeMountedElsewhere ${v.volumeName} ${v.podName}`);
+          return Promise.resolve(elsewhere);
+        },
+      }
+    : {};
+  const generator = new OperationGenerator({ plugins, host: volumeHostOf(node), cluster: node.cluster, logger: node.logger, hooks });
   const op = kind === 'mount' ? generator.generateMountVolume(vtm(accessModes), '/dev/x', asw) : await generator.generateMapVolume(vtm(accessModes), '/dev/x', asw);
+  const running = op.run();
+  const askedAtOnce = [...asked];
   try {
-    await op.run();
-    return { asked, error: '' };
+    await running;
+    return { asked, askedAtOnce, error: '' };
   } catch (err) {
-    return { asked, error: err instanceof Error ? err.message : String(err) };
+    return { asked, askedAtOnce, error: err instanceof Error ? err.message : String(err) };
   }
 }
 
@@ -80,16 +95,32 @@ for (const [kind, prefix] of [
 
     it('ReadWriteOncePod, no other pod: the setup goes on', async () => {
       const r = await run(kind, ['ReadWriteOncePod'], false);
-      assert.deepEqual(r.asked, [`isVolumeMountedElsewhere ${VOLUME} uid-2`]);
+      assert.deepEqual(r.asked, [`isVolumeMountedElsewhere ${VOLUME} uid-2`, ...(kind === 'map' ? ['getDeviceMountState'] : [])]);
       assert.match(r.error, new RegExp(PAST));
+    });
+
+    it('nodevol\'s hook answering a promise: awaited, refused on true, the setup goes on on false', async () => {
+      const refused = await run(kind, ['ReadWriteOncePod'], true, true);
+      assert.deepEqual(refused.asked, [`volumeMountedElsewhere ${VOLUME} uid-2`]);
+      assert.match(refused.error, new RegExp(`^${prefix.replace('.', '\\.')} for volume .*${REFUSAL}$`));
+      const goesOn = await run(kind, ['ReadWriteOncePod'], false, true);
+      assert.deepEqual(goesOn.asked, [`volumeMountedElsewhere ${VOLUME} uid-2`, ...(kind === 'map' ? ['getDeviceMountState'] : [])]);
+      assert.match(goesOn.error, new RegExp(PAST));
     });
 
     it('any other access modes (ReadWriteOnce; ReadWriteOncePod beside another mode): not asked, the setup goes on', async () => {
       for (const modes of [['ReadWriteOnce'], ['ReadWriteOncePod', 'ReadWriteOnce'], []]) {
         const r = await run(kind, modes, true);
-        assert.deepEqual(r.asked, [], modes.join(','));
+        assert.deepEqual(r.asked, kind === 'map' ? ['getDeviceMountState'] : [], modes.join(','));
         assert.match(r.error, new RegExp(PAST), modes.join(','));
       }
     });
   });
 }
+
+describe('MapVolume: a boolean answer of the ReadWriteOncePod check costs no turn', () => {
+  it('the operation asks for the device state before run() has returned its promise', async () => {
+    const r = await run('map', ['ReadWriteOncePod'], false);
+    assert.deepEqual(r.askedAtOnce, [`isVolumeMountedElsewhere ${VOLUME} uid-2`, 'getDeviceMountState']);
+  });
+});
