@@ -4,6 +4,7 @@
 // (possibly) mounted for another; any other PV, or no other pod, goes on to the setup.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { inspect } from 'node:util';
 import type { UniquePodName, UniqueVolumeName } from '../../../src/layout/names.js';
 import type { ActualStateOfWorldMounterUpdater } from '../../../src/operationexecutor/actualStateOfWorldUpdater.js';
 import { OperationGenerator } from '../../../src/operationexecutor/operationGenerator.js';
@@ -34,9 +35,10 @@ function vtm(accessModes: readonly string[]): VolumeToMount {
 /**
  * Runs MountVolume (or MapVolume) with the actual state answering `elsewhere` (or, with `hook`,
  * nodevol's volumeMountedElsewhere hook answering a promise of it); what it asked, what it had
- * asked when run() returned its promise (before any turn), and how it ended.
+ * asked when run() returned its promise (before any turn), whether that promise was rejected
+ * already, and how it ended.
  */
-async function run(kind: 'mount' | 'map', accessModes: readonly string[], elsewhere: boolean, hook = false): Promise<{ asked: string[]; askedAtOnce: string[]; error: string }> {
+async function run(kind: 'mount' | 'map', accessModes: readonly string[], elsewhere: boolean, hook = false): Promise<{ asked: string[]; askedAtOnce: string[]; rejectedAtOnce: boolean; error: string }> {
   const asked: string[] = [];
   const plugin = {
     getPluginName: () => 'kubernetes.io/csi',
@@ -73,11 +75,12 @@ async function run(kind: 'mount' | 'map', accessModes: readonly string[], elsewh
   const op = kind === 'mount' ? generator.generateMountVolume(vtm(accessModes), '/dev/x', asw) : await generator.generateMapVolume(vtm(accessModes), '/dev/x', asw);
   const running = op.run();
   const askedAtOnce = [...asked];
+  const rejectedAtOnce = inspect(running).includes('<rejected>');
   try {
     await running;
-    return { asked, askedAtOnce, error: '' };
+    return { asked, askedAtOnce, rejectedAtOnce, error: '' };
   } catch (err) {
-    return { asked, askedAtOnce, error: err instanceof Error ? err.message : String(err) };
+    return { asked, askedAtOnce, rejectedAtOnce, error: err instanceof Error ? err.message : String(err) };
   }
 }
 
@@ -122,5 +125,11 @@ describe('MapVolume: a boolean answer of the ReadWriteOncePod check costs no tur
   it('the operation asks for the device state before run() has returned its promise', async () => {
     const r = await run('map', ['ReadWriteOncePod'], false);
     assert.deepEqual(r.askedAtOnce, [`isVolumeMountedElsewhere ${VOLUME} uid-2`, 'getDeviceMountState']);
+  });
+
+  it('a refusal on a boolean answer: the promise run() returns is rejected already', async () => {
+    const r = await run('map', ['ReadWriteOncePod'], true);
+    assert.match(r.error, new RegExp(REFUSAL));
+    assert.equal(r.rejectedAtOnce, true);
   });
 });
