@@ -6,70 +6,27 @@
 // markVolumeErrorState's rules. ReadWriteOncePod and UnmountDevice's order have their own files.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { UniquePodName, UniqueVolumeName } from '../../../src/layout/names.js';
-import type { ActualStateOfWorldAttacherUpdater, ActualStateOfWorldMounterUpdater, AttachedVolume, UnmountTarget } from '../../../src/operationexecutor/actualStateOfWorldUpdater.js';
+import type { UniquePodName } from '../../../src/layout/names.js';
+import type { AttachedVolume, UnmountTarget } from '../../../src/operationexecutor/actualStateOfWorldUpdater.js';
 import { markDeviceErrorState, markVolumeErrorState, OperationGenerator, pluginLabel, UNKNOWN_VOLUME_PLUGIN } from '../../../src/operationexecutor/operationGenerator.js';
 import type { VolumeToMount } from '../../../src/operationexecutor/volumeToMount.js';
 import { FsError } from '../../../src/ports/fs.js';
 import type { VolumePluginMgr } from '../../../src/volume/plugins.js';
-import type { Spec } from '../../../src/volume/spec.js';
 import { UncertainProgressError } from '../../../src/volume/util/errors.js';
 import { FaultyFs } from '../../support/faultyFs.js';
 import { DRIVER, InMemoryNode, ROOT, volumeHostOf } from '../../support/inMemoryNode.js';
+import { csiPvSpec, recordingAsw, VOLUME, volumeToMount } from '../../support/operationGeneratorFakes.js';
 
-const VOLUME = `kubernetes.io/csi/${DRIVER}^vol-1` as UniqueVolumeName;
 const CSI = 'kubernetes.io/csi';
-const SPEC: Spec = { kind: 'persistent', readOnly: false, persistentVolume: { name: 'pv-1', csi: { driver: DRIVER, volumeHandle: 'vol-1' } } };
+const SPEC = csiPvSpec();
 /** A PV that may be used only on nodes labelled zone=a (the test node has no labels). */
-const ZONED: Spec = {
-  kind: 'persistent',
-  readOnly: false,
-  persistentVolume: { name: 'pv-1', csi: { driver: DRIVER, volumeHandle: 'vol-1' }, nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] }] } } },
-};
+const ZONED = csiPvSpec({ nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] }] } } });
 /** volumeError's suffix for vtm(): "<prefix> for volume ... pod ...: <err>". */
 const FOR_POD = `for volume "data" (UniqueName: ${JSON.stringify(VOLUME)}) pod "pod-2" (UID: "uid-2")`;
 
-function vtm(over: Partial<VolumeToMount> = {}): VolumeToMount {
-  return {
-    podName: 'uid-2' as UniquePodName,
-    pod: { uid: 'uid-2', namespace: 'default', name: 'pod-2' },
-    spec: SPEC,
-    outerVolumeSpecName: 'data',
-    seLinuxMountContext: '',
-    volumeName: VOLUME,
-    pluginName: CSI,
-    pluginIsAttachable: true,
-    pluginIsDeviceMountable: true,
-    reportedInUse: true,
-    ...over,
-  } as VolumeToMount;
-}
+const vtm = volumeToMount;
 
 const TARGET: UnmountTarget = { podName: 'uid-1' as UniquePodName, podUID: 'uid-1', volumeName: VOLUME, innerVolumeSpecName: 'pv-1', outerVolumeSpecName: 'data', pluginName: CSI, volumeSpec: SPEC };
-
-/**
- * An actual state that records each mark (`name args...`, the args as JSON) and answers the
- * other methods from `answers`; a mark in `answers` is recorded, then called (it may throw).
- * `marks` may be shared with a fake plugin's record, for the order of both.
- */
-function recordingAsw(answers: Record<string, (...args: unknown[]) => unknown> = {}, marks: string[] = []): { asw: ActualStateOfWorldMounterUpdater & ActualStateOfWorldAttacherUpdater; marks: string[] } {
-  const asw = new Proxy(
-    {},
-    {
-      get: (_t, name) => {
-        if (typeof name !== 'string') return undefined;
-        return (...args: unknown[]) => {
-          if (name.startsWith('mark')) marks.push([name, ...args.map((a) => JSON.stringify(a))].join(' '));
-          const answer = answers[name];
-          if (answer !== undefined) return answer(...args);
-          if (!name.startsWith('mark')) throw new Error(`unexpected asw.${name}`);
-          return undefined;
-        };
-      },
-    },
-  );
-  return { asw: asw as ActualStateOfWorldMounterUpdater & ActualStateOfWorldAttacherUpdater, marks };
-}
 
 function generatorOn(node: InMemoryNode, plugins: Partial<Record<keyof VolumePluginMgr, unknown>>, fs?: FaultyFs): OperationGenerator {
   return new OperationGenerator({ plugins: plugins as unknown as VolumePluginMgr, host: volumeHostOf(node, fs === undefined ? {} : { fs }), cluster: node.cluster, logger: node.logger });

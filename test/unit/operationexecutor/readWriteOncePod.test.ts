@@ -1,35 +1,25 @@
 // The ReadWriteOncePod check of MountVolume and MapVolume (operation_generator.go
-// GenerateMountVolumeFunc / GenerateMapVolumeFunc, kubelet's decision, no nodevol hook): a PV
-// whose only access mode is ReadWriteOncePod is refused for a pod while the actual state has it
-// (possibly) mounted for another; any other PV, or no other pod, goes on to the setup.
+// GenerateMountVolumeFunc / GenerateMapVolumeFunc, kubelet's decision): a PV whose only access
+// mode is ReadWriteOncePod is refused for a pod while the actual state has it (possibly) mounted
+// for another; any other PV, or no other pod, goes on to the setup. nodevol's
+// volumeMountedElsewhere hook may answer instead, with a promise, which is awaited; a boolean
+// answer is not (MapVolume's check is then decided before run() returns).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { inspect } from 'node:util';
-import type { UniquePodName, UniqueVolumeName } from '../../../src/layout/names.js';
 import type { ActualStateOfWorldMounterUpdater } from '../../../src/operationexecutor/actualStateOfWorldUpdater.js';
 import { OperationGenerator } from '../../../src/operationexecutor/operationGenerator.js';
 import type { VolumeToMount } from '../../../src/operationexecutor/volumeToMount.js';
 import type { VolumePluginMgr } from '../../../src/volume/plugins.js';
-import { DRIVER, InMemoryNode, volumeHostOf } from '../../support/inMemoryNode.js';
+import { InMemoryNode, volumeHostOf } from '../../support/inMemoryNode.js';
+import { csiPvSpec, VOLUME, volumeToMount } from '../../support/operationGeneratorFakes.js';
 
-const VOLUME = `kubernetes.io/csi/${DRIVER}^vol-1` as UniqueVolumeName;
 const REFUSAL = 'volume uses the ReadWriteOncePod access mode and is already in use by another pod';
 /** Thrown by the fake plugin manager at the first step after the check: the operation went past it. */
 const PAST = 'past the ReadWriteOncePod check';
 
 function vtm(accessModes: readonly string[]): VolumeToMount {
-  return {
-    podName: 'uid-2' as UniquePodName,
-    pod: { uid: 'uid-2', namespace: 'default', name: 'pod-2' },
-    spec: { kind: 'persistent', readOnly: false, persistentVolume: { name: 'pv-1', accessModes: [...accessModes], csi: { driver: DRIVER, volumeHandle: 'vol-1' } } },
-    outerVolumeSpecName: 'data',
-    seLinuxMountContext: '',
-    volumeName: VOLUME,
-    pluginName: 'kubernetes.io/csi',
-    pluginIsAttachable: true,
-    pluginIsDeviceMountable: true,
-    reportedInUse: true,
-  } as unknown as VolumeToMount;
+  return volumeToMount({ spec: csiPvSpec({ accessModes: [...accessModes] }) });
 }
 
 /**
