@@ -21,10 +21,8 @@ const CSI = 'kubernetes.io/csi';
 const SPEC = csiPvSpec();
 /** A PV that may be used only on nodes labelled zone=a (the test node has no labels). */
 const ZONED = csiPvSpec({ nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] }] } } });
-/** volumeError's suffix for vtm(): "<prefix> for volume ... pod ...: <err>". */
+/** volumeError's suffix for volumeToMount(): "<prefix> for volume ... pod ...: <err>". */
 const FOR_POD = `for volume "data" (UniqueName: ${JSON.stringify(VOLUME)}) pod "pod-2" (UID: "uid-2")`;
-
-const vtm = volumeToMount;
 
 const TARGET: UnmountTarget = { podName: 'uid-1' as UniquePodName, podUID: 'uid-1', volumeName: VOLUME, innerVolumeSpecName: 'pv-1', outerVolumeSpecName: 'data', pluginName: CSI, volumeSpec: SPEC };
 
@@ -65,37 +63,37 @@ describe('operation errors: the text kubelet returns, naming the operation and t
   const cases: { name: string; act: (node: InMemoryNode) => Promise<unknown>; error: string }[] = [
     {
       name: 'MountVolume, no plugin for the spec',
-      act: (node) => generatorOn(node, { findPluginBySpec: notFound }).generateMountVolume(vtm(), '/dev/x', recordingAsw().asw).run(),
+      act: (node) => generatorOn(node, { findPluginBySpec: notFound }).generateMountVolume(volumeToMount(), '/dev/x', recordingAsw().asw).run(),
       error: `MountVolume.FindPluginBySpec failed ${FOR_POD} : no volume plugin matched`,
     },
     {
       name: 'MountVolume, the PV\'s node affinity does not match the node',
-      act: (node) => generatorOn(node, { findPluginBySpec: () => mountPlugin() }).generateMountVolume(vtm({ spec: ZONED }), '/dev/x', recordingAsw().asw).run(),
+      act: (node) => generatorOn(node, { findPluginBySpec: () => mountPlugin() }).generateMountVolume(volumeToMount({ spec: ZONED }), '/dev/x', recordingAsw().asw).run(),
       error: `MountVolume.NodeAffinity check failed ${FOR_POD} : no matching NodeSelectorTerms`,
     },
     {
       name: 'MountVolume, NewMounter fails',
-      act: (node) => generatorOn(node, { findPluginBySpec: () => mountPlugin(() => Promise.reject(new Error('no CSIDriver'))) }).generateMountVolume(vtm(), '/dev/x', recordingAsw().asw).run(),
+      act: (node) => generatorOn(node, { findPluginBySpec: () => mountPlugin(() => Promise.reject(new Error('no CSIDriver'))) }).generateMountVolume(volumeToMount(), '/dev/x', recordingAsw().asw).run(),
       error: `MountVolume.NewMounter initialization failed ${FOR_POD} : no CSIDriver`,
     },
     {
       name: 'MapVolume, no block mapper for the spec (at generation)',
-      act: (node) => generatorOn(node, { findMapperPluginBySpec: () => undefined }).generateMapVolume(vtm(), '/dev/x', recordingAsw().asw),
+      act: (node) => generatorOn(node, { findMapperPluginBySpec: () => undefined }).generateMapVolume(volumeToMount(), '/dev/x', recordingAsw().asw),
       error: `MapVolume.FindMapperPluginBySpec failed for ${VOLUME}`,
     },
     {
       name: 'MapVolume, the PV\'s node affinity does not match the node (at generation)',
-      act: (node) => generatorOn(node, { findMapperPluginBySpec: () => mapperPlugin() }).generateMapVolume(vtm({ spec: ZONED }), '/dev/x', recordingAsw().asw),
+      act: (node) => generatorOn(node, { findMapperPluginBySpec: () => mapperPlugin() }).generateMapVolume(volumeToMount({ spec: ZONED }), '/dev/x', recordingAsw().asw),
       error: `MapVolume.NodeAffinity check failed ${FOR_POD} : no matching NodeSelectorTerms`,
     },
     {
       name: 'VerifyControllerAttachedVolume, not yet reported in use',
-      act: (node) => generatorOn(node, {}).generateVerifyControllerAttachedVolume(vtm({ reportedInUse: false }), recordingAsw().asw).run(),
+      act: (node) => generatorOn(node, {}).generateVerifyControllerAttachedVolume(volumeToMount({ reportedInUse: false }), recordingAsw().asw).run(),
       error: `volume ${VOLUME} has not been added to the list of VolumesInUse in the node's volume status`,
     },
     {
       name: 'VerifyControllerAttachedVolume, not in the node\'s volumesAttached',
-      act: (node) => generatorOn(node, {}).generateVerifyControllerAttachedVolume(vtm(), recordingAsw().asw).run(),
+      act: (node) => generatorOn(node, {}).generateVerifyControllerAttachedVolume(volumeToMount(), recordingAsw().asw).run(),
       error: `volume ${VOLUME} not attached according to node status`,
     },
     {
@@ -131,7 +129,7 @@ describe('operation errors: the text kubelet returns, naming the operation and t
 
 describe('pluginLabel (storage_operation_duration_seconds volume_plugin)', () => {
   it('MountVolume whose plugin cannot be found at generation: UnknownVolumePlugin', () => {
-    const op = generatorOn(new InMemoryNode(), { findPluginBySpec: notFound }).generateMountVolume(vtm({ spec: { kind: 'inline', readOnly: false, volume: { name: 'scratch' } } }), '', recordingAsw().asw);
+    const op = generatorOn(new InMemoryNode(), { findPluginBySpec: notFound }).generateMountVolume(volumeToMount({ spec: { kind: 'inline', readOnly: false, volume: { name: 'scratch' } } }), '', recordingAsw().asw);
     assert.equal(op.pluginLabel, 'UnknownVolumePlugin');
     assert.equal(UNKNOWN_VOLUME_PLUGIN, 'UnknownVolumePlugin');
   });
@@ -153,23 +151,23 @@ describe('VerifyControllerAttachedVolume: the attached mark', () => {
   }
 
   it('a volume whose plugin is not attachable: attached at once, with no device path', async () => {
-    const r = await verify(vtm({ pluginIsAttachable: false, reportedInUse: false }), []);
+    const r = await verify(volumeToMount({ pluginIsAttachable: false, reportedInUse: false }), []);
     assert.deepEqual(r, { marks: [`markVolumeAsAttached ${JSON.stringify(VOLUME)} ${JSON.stringify(SPEC)} "${CSI}" "" false`], error: '' });
   });
 
   it('attachable, listed in volumesAttached but not yet reported in use: refused, nothing marked', async () => {
-    const r = await verify(vtm({ reportedInUse: false }), [{ name: VOLUME, devicePath: '/dev/ours' }]);
+    const r = await verify(volumeToMount({ reportedInUse: false }), [{ name: VOLUME, devicePath: '/dev/ours' }]);
     assert.deepEqual(r.marks, []);
     assert.match(r.error, /has not been added to the list of VolumesInUse/);
   });
 
   it('attachable and reported: marked with the device path of its own volumesAttached entry', async () => {
     const other = { name: `kubernetes.io/csi/${DRIVER}^vol-0`, devicePath: '/dev/other' };
-    assert.deepEqual(await verify(vtm(), [other, { name: VOLUME, devicePath: '/dev/ours' }]), {
+    assert.deepEqual(await verify(volumeToMount(), [other, { name: VOLUME, devicePath: '/dev/ours' }]), {
       marks: [`markVolumeAsAttached ${JSON.stringify(VOLUME)} ${JSON.stringify(SPEC)} "${CSI}" "/dev/ours" true`],
       error: '',
     });
-    const r = await verify(vtm(), [other]);
+    const r = await verify(volumeToMount(), [other]);
     assert.deepEqual(r.marks, [], 'another volume\'s entry does not count');
     assert.match(r.error, /not attached according to node status/);
   });
@@ -184,7 +182,7 @@ describe('MapVolume: the device mark after SetUpDevice', () => {
       mapPodDevice: () => Promise.reject(new Error('NodePublishVolume failed')),
     };
     const { asw, marks } = recordingAsw({ getDeviceMountState: () => 'DeviceNotMounted', getVolumeMountState: () => 'VolumeNotMounted' });
-    const op = await generatorOn(new InMemoryNode(), { findMapperPluginBySpec: () => mapperPlugin(mapper) }).generateMapVolume(vtm({ seLinuxMountContext: 'system_u:object_r:container_file_t:s0' }), '/dev/x', asw);
+    const op = await generatorOn(new InMemoryNode(), { findMapperPluginBySpec: () => mapperPlugin(mapper) }).generateMapVolume(volumeToMount({ seLinuxMountContext: 'system_u:object_r:container_file_t:s0' }), '/dev/x', asw);
     assert.equal(await errorOf(() => op.run()), 'NodePublishVolume failed');
     assert.deepEqual(marks, [`markDeviceAsMounted ${JSON.stringify(VOLUME)} "/dev/x" "/g" ""`]);
   });
@@ -322,7 +320,7 @@ describe('markDeviceErrorState and markVolumeErrorState: which error changes whi
 
   it('a final error on a device that is not mounted (nor uncertain) changes nothing', () => {
     const { asw, marks } = recordingAsw({ getDeviceMountState: () => 'DeviceNotMounted', isVolumeDeviceReconstructed: () => false });
-    markDeviceErrorState(asw, vtm(), '/dev/x', '/g', FINAL);
+    markDeviceErrorState(asw, volumeToMount(), '/dev/x', '/g', FINAL);
     assert.deepEqual(marks, []);
   });
 
