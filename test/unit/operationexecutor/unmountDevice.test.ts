@@ -75,11 +75,16 @@ describe('generateUnmountDevice: order of the plugin call and the actual state m
   const VOLUME = 'kubernetes.io/csi/csi.example.com^vol-1' as UniqueVolumeName;
   const DMP = `${VOL_DIR}/globalmount`;
 
-  async function run(unmountFails: boolean, refs: readonly string[] = []): Promise<{ events: string[]; error: unknown }> {
+  /** `deviceMountPath`: the plugin's GetDeviceMountPath (default DMP); `seLinux`: the actual state's context (default ''). */
+  async function run(
+    unmountFails: boolean,
+    refs: readonly string[] = [],
+    o: { deviceMountPath?: () => string; seLinux?: string | undefined } = {},
+  ): Promise<{ events: string[]; error: unknown }> {
     const events: string[] = [];
     const plugin = {
       getPluginName: () => 'kubernetes.io/csi',
-      getDeviceMountPath: () => DMP,
+      getDeviceMountPath: o.deviceMountPath ?? (() => DMP),
       getDeviceMountRefs: (p: string) => {
         events.push(`getDeviceMountRefs ${p}`);
         return Promise.resolve(refs);
@@ -95,7 +100,7 @@ describe('generateUnmountDevice: order of the plugin call and the actual state m
     const node = new InMemoryNode();
     const generator = new OperationGenerator({ plugins, host: volumeHostOf(node), cluster: node.cluster, logger: node.logger });
     const asw = {
-      markDeviceAsUncertain: (name: string, devicePath: string, deviceMountPath: string) => events.push(`markDeviceAsUncertain ${name} ${devicePath} ${deviceMountPath}`),
+      markDeviceAsUncertain: (name: string, devicePath: string, deviceMountPath: string, seLinux: string) => events.push(`markDeviceAsUncertain ${name} ${devicePath} ${deviceMountPath} ${JSON.stringify(seLinux)}`),
       markDeviceAsUnmounted: (name: string) => events.push(`markDeviceAsUnmounted ${name}`),
     } as unknown as ActualStateOfWorldMounterUpdater;
     const av: AttachedVolume = {
@@ -107,7 +112,7 @@ describe('generateUnmountDevice: order of the plugin call and the actual state m
       deviceMountState: 'DeviceGloballyMounted',
       devicePath: '/dev/x',
       deviceMountPath: DMP,
-      seLinuxMountContext: '',
+      seLinuxMountContext: 'seLinux' in o ? o.seLinux : '',
     };
     let error: unknown;
     try {
@@ -140,6 +145,29 @@ describe('generateUnmountDevice: order of the plugin call and the actual state m
   it('failure: the device is marked uncertain (never unmounted) with its device path and mount path, and the error is returned', async () => {
     const { events, error } = await run(true);
     assert.match(String(error), /code = Internal/);
-    assert.deepEqual(events, [`getDeviceMountRefs ${DMP}`, `unmountDevice ${DMP}`, `markDeviceAsUncertain ${VOLUME} /dev/x ${DMP}`]);
+    assert.deepEqual(events, [`getDeviceMountRefs ${DMP}`, `unmountDevice ${DMP}`, `markDeviceAsUncertain ${VOLUME} /dev/x ${DMP} ""`]);
+  });
+
+  it('failure of a device whose SELinux context the actual state does not know: marked uncertain with an empty one', async () => {
+    const ctx = 'system_u:object_r:container_file_t:s0';
+    assert.deepEqual((await run(true, [], { seLinux: ctx })).events.at(-1), `markDeviceAsUncertain ${VOLUME} /dev/x ${DMP} ${JSON.stringify(ctx)}`);
+    assert.deepEqual((await run(true, [], { seLinux: undefined })).events.at(-1), `markDeviceAsUncertain ${VOLUME} /dev/x ${DMP} ""`);
+  });
+
+  it('the spec\'s device mount path cannot be computed: "does not exist" falls back to the actual state\'s path, any other error is returned before anything is asked', async () => {
+    const fallback = await run(false, [], {
+      deviceMountPath: () => {
+        throw new Error('volume pv-1 does not exist');
+      },
+    });
+    assert.equal(fallback.error, undefined);
+    assert.deepEqual(fallback.events, [`getDeviceMountRefs ${DMP}`, `unmountDevice ${DMP}`, `markDeviceAsUnmounted ${VOLUME}`]);
+    const failed = await run(false, [], {
+      deviceMountPath: () => {
+        throw new Error('CSIDriver csi.example.com: connection refused');
+      },
+    });
+    assert.equal(String(failed.error), 'Error: CSIDriver csi.example.com: connection refused');
+    assert.deepEqual(failed.events, []);
   });
 });
