@@ -915,7 +915,9 @@ describe('CSI MountDevice, UnmountDevice, SetUp and TearDown failures: texts, cl
       assert.deepEqual(r.tree(), []);
     });
 
-    it('without a beginMountDevice claim to wait for, the body starts in the same turn: a synchronous claim adds no microtask before the driver lookup', async () => {
+    // csiHooks.ts: the simulator's interleavings count microtask turns, so a claim returned
+    // synchronously must not be awaited.
+    it('a synchronous beginMountDevice claim adds no microtask turn: the driver is looked up before mountDevice() returns its promise', async () => {
       const r = new Rig();
       let lookups = 0;
       let released = 0;
