@@ -11,6 +11,7 @@ import { MemoryMounter } from '../../../../src/adapters/memory/memoryMounter.js'
 import { FakeCsiDriver } from '../../../../src/adapters/memory/fakeCsiDriver.js';
 import { FsError } from '../../../../src/ports/fs.js';
 import {
+  CsiCallError,
   GrpcStatus,
   type CsiNodeClient,
   type NodeCapability,
@@ -21,6 +22,8 @@ import {
 } from '../../../../src/ports/csi.js';
 import { KubeletLayout } from '../../../../src/layout/layout.js';
 import { CsiAttacher } from '../../../../src/volume/csi/csiAttacher.js';
+import { upstreamCsiHooks, type CsiHooks, type FailedCleanupDecision, type FailedCleanupSite, type FinishedErrorDecision, type FinishedErrorSite } from '../../../../src/volume/csi/csiHooks.js';
+import { CsiMounter, CsiUnmounter } from '../../../../src/volume/csi/csiMounter.js';
 import { CsiPlugin } from '../../../../src/volume/csi/csiPlugin.js';
 import { CsiPathError, removeMountDir } from '../../../../src/volume/csi/csiUtil.js';
 import type { PodRef } from '../../../../src/volume/plugins.js';
@@ -832,5 +835,409 @@ describe('CSI removals never leave the root dir', () => {
     await assert.rejects(r.attacher.unmountDevice('/etc/x/globalmount'));
     assert.deepEqual(r.fs.tree('/etc'), ['/etc/x/', '/etc/x/globalmount/', '/etc/x/vol_data.json']);
     assert.deepEqual(r.driver.calls.filter((c) => c.method === 'NodeUnstageVolume'), []);
+  });
+});
+
+// The failure paths of csi_attacher.go MountDevice / UnmountDevice and csi_mounter.go SetUpAt /
+// TearDownAt one by one: the exact error text each returns, whether it is final, transient or
+// uncertain, which hooks are asked, and what the deferred removeMountDir leaves.
+describe('CSI MountDevice, UnmountDevice, SetUp and TearDown failures: texts, classification, cleanup', () => {
+  const DMP = globalMount('vol-1');
+  const POD_DIR = podVolDir('pod-a', 'pv-1');
+  const POD_MOUNT = podMount('pod-a', 'pv-1');
+  const message = (err: unknown): string => (err instanceof Error ? err.message : assert.fail(`not an Error: ${String(err)}`));
+  const rejection = (p: Promise<unknown>): Promise<unknown> =>
+    p.then(
+      () => assert.fail('resolved'),
+      (e: unknown) => e,
+    );
+
+  /** r's host with a client whose `nth` NodeGetCapabilities call fails UNAVAILABLE (the others reach the fake driver). */
+  function capabilitiesFailingAt(r: Rig, nth: number): VolumeHost {
+    let n = 0;
+    const d = r.driver;
+    const client: CsiNodeClient = {
+      nodeGetCapabilities: () => (++n === nth ? Promise.reject(new CsiCallError('NodeGetCapabilities', GrpcStatus.UNAVAILABLE, 'busy')) : d.nodeGetCapabilities()),
+      nodeStageVolume: (q) => d.nodeStageVolume(q),
+      nodeUnstageVolume: (q) => d.nodeUnstageVolume(q),
+      nodePublishVolume: (q) => d.nodePublishVolume(q),
+      nodeUnpublishVolume: (q) => d.nodeUnpublishVolume(q),
+    };
+    return { ...r.host, csiDrivers: { client: (name) => (name === DRIVER ? client : undefined) } };
+  }
+
+  /** Every vol_data.json write under the root fails ENOSPC (the atomic write's temp file). */
+  function volumeDataWritesFail(r: Rig): void {
+    const inner = r.fs.writeFile.bind(r.fs);
+    r.fs.writeFile = (p, data, options) => (p.endsWith('/vol_data.json.tmp') ? Promise.reject(new FsError('ENOSPC', p, 'writeFile')) : inner(p, data, options));
+  }
+
+  interface Asked {
+    finished: FinishedErrorSite[];
+    failedCleanups: FailedCleanupSite[];
+    shownCallers: string[];
+  }
+  /** kubelet's hooks, with onFinishedError answering `decision` and afterFailedCleanup `afterFailed` when given; records what they are asked. */
+  function hooks(asked: Asked, o: { decision?: FinishedErrorDecision; afterFailed?: FailedCleanupDecision } = {}): CsiHooks {
+    return {
+      ...upstreamCsiHooks,
+      uncertainAfterFinishedError: (_host, _err, _path, caller) => {
+        asked.shownCallers.push(caller);
+        return Promise.resolve(undefined);
+      },
+      ...(o.decision === undefined ? {} : { onFinishedError: (site: FinishedErrorSite) => (asked.finished.push(site), o.decision ?? 'cleanup') }),
+      ...(o.afterFailed === undefined ? {} : { afterFailedCleanup: (site: FailedCleanupSite) => (asked.failedCleanups.push(site), Promise.resolve(o.afterFailed ?? 'forget')) }),
+    };
+  }
+  const none = (): Asked => ({ finished: [], failedCleanups: [], shownCallers: [] });
+
+  describe('MountDevice (csi_attacher.go MountDevice)', () => {
+    const invalid: { name: string; spec: Spec; dmp: string; text: string }[] = [
+      { name: 'an empty device mount path', spec: pv('pv-1', 'vol-1'), dmp: '', text: 'attacher.MountDevice failed, deviceMountPath is empty' },
+      { name: 'an inline volume spec', spec: constructInlineSpec('scratch', DRIVER), dmp: DMP, text: 'attacher.MountDevice failed to get CSIPersistentVolumeSource' },
+      { name: 'a PV without a CSI source', spec: { kind: 'persistent', readOnly: false, persistentVolume: { name: 'pv-1' } }, dmp: DMP, text: 'attacher.MountDevice failed to get CSIPersistentVolumeSource' },
+      { name: 'an empty volume handle', spec: pv('pv-1', ''), dmp: globalMount(''), text: 'attacher.MountDevice failed: volume handle is empty' },
+    ];
+    for (const tc of invalid) {
+      it(`${tc.name}: the exact final error "${tc.text}"`, async () => {
+        const r = new Rig();
+        const err = await rejection(r.attacher.mountDevice(tc.spec, '', tc.dmp, {}));
+        assert.equal(message(err), `kubernetes.io/csi: ${tc.text}`);
+        assert.ok(isOperationFinishedError(err));
+      });
+    }
+
+    it('a failed STAGE_UNSTAGE_VOLUME check is a final error with its text; nothing is created', async () => {
+      const r = new Rig();
+      const err = await rejection(new CsiAttacher(capabilitiesFailingAt(r, 1)).mountDevice(pv('pv-1', 'vol-1'), '', DMP, {}));
+      assert.equal(message(err), 'kubernetes.io/csi: attacher.MountDevice failed to check STAGE_UNSTAGE_VOLUME: rpc error: code = UNAVAILABLE desc = busy');
+      assert.ok(isOperationFinishedError(err));
+      assert.deepEqual(r.tree(), []);
+    });
+
+    // csiHooks.ts: the simulator's interleavings count microtask turns, so a claim returned
+    // synchronously must not be awaited.
+    it('a synchronous beginMountDevice claim adds no microtask turn: the driver is looked up before mountDevice() returns its promise', async () => {
+      const r = new Rig();
+      let lookups = 0;
+      let released = 0;
+      const host: VolumeHost = { ...r.host, csiDrivers: { client: (n) => (lookups++, r.host.csiDrivers.client(n)) } };
+      const done = new CsiAttacher(host, { ...upstreamCsiHooks, beginMountDevice: () => () => { released++; } }).mountDevice(pv('pv-1', 'vol-1'), '', DMP, {});
+      assert.equal(lookups, 1, 'clientFor ran before mountDevice returned its promise');
+      await done;
+      assert.deepEqual([released, r.calls()], [1, ['NodeStageVolume OK']]);
+    });
+
+    describe('the VOLUME_MOUNT_GROUP check fails (its second NodeGetCapabilities): kubelet\'s deferred removeMountDir runs', () => {
+      const TEXT = 'kubernetes.io/csi: attacher.MountDevice failed to determine if the node service has VOLUME_MOUNT_GROUP capability: rpc error: code = UNAVAILABLE desc = busy';
+
+      it('the removal succeeds: the transient error as it is, the volume dir gone, afterFailedCleanup not asked', async () => {
+        const r = new Rig();
+        const asked = none();
+        const err = await rejection(new CsiAttacher(capabilitiesFailingAt(r, 2), hooks(asked, { afterFailed: 'uncertain' })).mountDevice(pv('pv-1', 'vol-1'), '', DMP, { fsGroup: 3 }));
+        assert.equal(message(err), TEXT);
+        assert.ok(err instanceof TransientOperationFailure);
+        assert.deepEqual(asked.failedCleanups, []);
+        assert.deepEqual(r.tree(CSI_DIR), [`${CSI_DIR}/${DRIVER}/`]);
+        assert.deepEqual(r.calls(), []);
+      });
+
+      for (const afterFailed of ['uncertain', 'forget'] as const) {
+        it(`the removal fails (the volume dir holds something else), afterFailedCleanup answers ${afterFailed}`, async () => {
+          const r = new Rig();
+          r.fs.writeRaw(`${volDir('vol-1')}/unexpected`, 'x');
+          const asked = none();
+          const err = await rejection(new CsiAttacher(capabilitiesFailingAt(r, 2), hooks(asked, { afterFailed })).mountDevice(pv('pv-1', 'vol-1'), '', DMP, { fsGroup: 3 }));
+          assert.equal(message(err), TEXT);
+          assert.equal(err instanceof UncertainProgressError, afterFailed === 'uncertain');
+          if (afterFailed === 'forget') assert.ok(err instanceof TransientOperationFailure);
+          assert.deepEqual(asked.failedCleanups, [{ operation: 'MountDevice', step: 'NodeGetCapabilities', path: DMP, args: { fsGroup: 3 }, dataDir: volDir('vol-1') }]);
+          assert.deepEqual(r.tree(volDir('vol-1')), [`${volDir('vol-1')}/unexpected`]);
+        });
+      }
+    });
+
+    describe('saving the global vol_data.json fails: a final error, NodeStageVolume not sent', () => {
+      const TEXT = 'kubernetes.io/csi: failed to save volume info data: ';
+
+      it('onFinishedError answers keep: globalmount stays', async () => {
+        const r = new Rig();
+        volumeDataWritesFail(r);
+        const asked = none();
+        const err = await rejection(new CsiAttacher(r.host, hooks(asked, { decision: 'keep' })).mountDevice(pv('pv-1', 'vol-1'), '', DMP, {}));
+        assert.ok(message(err).startsWith(TEXT));
+        assert.ok(isOperationFinishedError(err));
+        assert.deepEqual(asked.finished, [{ operation: 'MountDevice', step: 'saveVolumeData', path: DMP, args: {} }]);
+        assert.deepEqual(r.tree(CSI_DIR), [`${CSI_DIR}/${DRIVER}/`, `${volDir('vol-1')}/`, `${DMP}/`]);
+      });
+
+      it('the removal succeeds: afterFailedCleanup not asked, the volume dir gone', async () => {
+        const r = new Rig();
+        volumeDataWritesFail(r);
+        const asked = none();
+        const err = await rejection(new CsiAttacher(r.host, hooks(asked, { decision: 'cleanup', afterFailed: 'uncertain' })).mountDevice(pv('pv-1', 'vol-1'), '', DMP, {}));
+        assert.ok(isOperationFinishedError(err));
+        assert.deepEqual(asked.failedCleanups, []);
+        assert.deepEqual(r.tree(CSI_DIR), [`${CSI_DIR}/${DRIVER}/`]);
+      });
+
+      it('the removal fails and afterFailedCleanup answers uncertain: an UncertainProgressError with the same text', async () => {
+        const r = new Rig();
+        volumeDataWritesFail(r);
+        r.fs.writeRaw(`${volDir('vol-1')}/unexpected`, 'x');
+        const asked = none();
+        const err = await rejection(new CsiAttacher(r.host, hooks(asked, { decision: 'cleanup', afterFailed: 'uncertain' })).mountDevice(pv('pv-1', 'vol-1'), '', DMP, {}));
+        assert.ok(err instanceof UncertainProgressError);
+        assert.ok(message(err).startsWith(TEXT));
+        assert.deepEqual(asked.failedCleanups, [{ operation: 'MountDevice', step: 'saveVolumeData', path: DMP, args: {}, dataDir: volDir('vol-1') }]);
+        assert.deepEqual(r.calls(), []);
+      });
+    });
+
+    it('a final NodeStageVolume error: uncertainAfterFinishedError is asked as attacher.MountDevice; a failed removal is logged with the device mount path', async () => {
+      const r = new Rig();
+      r.fs.writeRaw(`${volDir('vol-1')}/unexpected`, 'x');
+      r.driver.inject({ method: 'NodeStageVolume', code: GrpcStatus.INTERNAL, times: 1 });
+      const asked = none();
+      const err = await rejection(new CsiAttacher(r.host, hooks(asked)).mountDevice(pv('pv-1', 'vol-1'), '', DMP, {}));
+      assert.ok(isOperationFinishedError(err));
+      assert.deepEqual(asked.shownCallers, ['attacher.MountDevice']);
+      const logged = r.logger.lines.filter((l) => l.severity === 'E');
+      assert.deepEqual(
+        logged.map((l) => [l.msg, l.values['deviceMountPath']]),
+        [['kubernetes.io/csi: attacher.MountDevice failed to remove mount dir after error', DMP]],
+      );
+    });
+  });
+
+  describe('UnmountDevice (csi_attacher.go UnmountDevice)', () => {
+    it('a global vol_data.json that is a symlink out of the root is not read through: the final error with its text, no NodeUnstageVolume', async () => {
+      const r = new Rig();
+      await r.mountDevice(pv('pv-1', 'vol-1'));
+      r.fs.writeRaw('/elsewhere/vol_data.json', GLOBAL_BYTES('pv-1', 'vol-1'));
+      await r.fs.unlink(`${volDir('vol-1')}/vol_data.json`);
+      await r.fs.symlink('/elsewhere/vol_data.json', `${volDir('vol-1')}/vol_data.json`);
+      const err = await rejection(r.attacher.unmountDevice(DMP));
+      assert.ok(message(err).startsWith('kubernetes.io/csi: attacher.UnmountDevice failed to get driver and volume name from device mount path: '), message(err));
+      assert.ok(isOperationFinishedError(err));
+      assert.deepEqual(r.calls(), ['NodeStageVolume OK']);
+      assert.deepEqual(r.mounts(), [DMP]);
+    });
+
+    it('a global file without driverName looks up the driver named "" (kubelet reads a missing key as empty)', async () => {
+      const r = new Rig();
+      await r.mountDevice(pv('pv-1', 'vol-1'));
+      r.fs.writeRaw(`${volDir('vol-1')}/vol_data.json`, '{"volumeHandle":"vol-1"}\n');
+      const err = await rejection(r.attacher.unmountDevice(DMP));
+      assert.equal(message(err), 'kubernetes.io/csi: driver name  not found in the list of registered CSI drivers');
+    });
+
+    it('a global file without volumeHandle sends NodeUnstageVolume with an empty volume id', async () => {
+      const r = new Rig();
+      await r.mountDevice(pv('pv-1', 'vol-1'));
+      r.fs.writeRaw(`${volDir('vol-1')}/vol_data.json`, `{"driverName":"${DRIVER}"}\n`);
+      await r.attacher.unmountDevice(DMP).catch(() => undefined);
+      assert.deepEqual(r.unstageRequests().map((q) => q.volumeId), ['']);
+    });
+
+    it('a failed STAGE_UNSTAGE_VOLUME check is a final error with its text; nothing removed', async () => {
+      const r = new Rig();
+      await r.mountDevice(pv('pv-1', 'vol-1'));
+      const err = await rejection(new CsiAttacher(capabilitiesFailingAt(r, 1)).unmountDevice(DMP));
+      assert.equal(message(err), 'kubernetes.io/csi: attacher.UnmountDevice failed to check whether STAGE_UNSTAGE_VOLUME set: rpc error: code = UNAVAILABLE desc = busy');
+      assert.ok(isOperationFinishedError(err));
+      assert.equal(await r.read(`${volDir('vol-1')}/vol_data.json`), GLOBAL_BYTES('pv-1', 'vol-1'));
+    });
+
+    it('a symlinked staging path is refused before NodeUnstageVolume, naming the call', async () => {
+      const r = new Rig();
+      await r.fs.mkdir(volDir('vol-1'), { recursive: true, mode: 0o750 });
+      r.fs.writeRaw(`${volDir('vol-1')}/vol_data.json`, GLOBAL_BYTES('pv-1', 'vol-1'));
+      await r.fs.mkdir('/elsewhere/globalmount', { recursive: true, mode: 0o750 });
+      await r.fs.symlink('/elsewhere/globalmount', DMP);
+      const err = await rejection(r.attacher.unmountDevice(DMP));
+      assert.ok(err instanceof CsiPathError);
+      assert.ok(message(err).startsWith(`kubernetes.io/csi: refusing to hand ${DMP} to NodeUnstageVolume: ${DMP} is a symlink`), message(err));
+      assert.deepEqual(r.calls(), []);
+    });
+
+    it('the nodeUnstageVolumeRecord hook is started as attacher.UnmountDevice, then ended, around NodeUnstageVolume', async () => {
+      const r = new Rig();
+      await r.mountDevice(pv('pv-1', 'vol-1'));
+      const seen: string[] = [];
+      const record = {
+        dataDirExists: () => assert.fail('TearDownDevice only'),
+        started: (_h: VolumeHost, dataDir: string, caller: string) => (seen.push(`started ${dataDir} ${caller} ${r.calls().length}`), Promise.resolve()),
+        ended: (_h: VolumeHost, dataDir: string) => (seen.push(`ended ${dataDir} ${r.calls().length}`), Promise.resolve()),
+      };
+      await new CsiAttacher(r.host, { ...upstreamCsiHooks, nodeUnstageVolumeRecord: record }).unmountDevice(DMP);
+      assert.deepEqual(seen, [`started ${volDir('vol-1')} attacher.UnmountDevice 1`, `ended ${volDir('vol-1')} 2`]);
+    });
+
+    it('a removal that fails after NodeUnstageVolume: the final error names the global mount', async () => {
+      const r = new Rig();
+      await r.mountDevice(pv('pv-1', 'vol-1'));
+      r.fs.writeRaw(`${volDir('vol-1')}/unexpected`, 'x');
+      const err = await rejection(r.attacher.unmountDevice(DMP));
+      assert.ok(message(err).startsWith(`kubernetes.io/csi: attacher.UnmountDevice failed to clean up global mount ${DMP}: `), message(err));
+      assert.ok(isOperationFinishedError(err));
+      assert.deepEqual(r.calls(), ['NodeStageVolume OK', 'NodeUnstageVolume OK']);
+    });
+  });
+
+  describe('SetUp (csi_mounter.go SetUpAt)', () => {
+    const TARGET = { driverName: DRIVER, volumeHandle: 'vol-1', specName: 'pv-1', podUID: 'pod-a', lifecycle: 'Persistent' } as const;
+    const mounter = (host: VolumeHost, h: CsiHooks = upstreamCsiHooks, spec: Spec = pv('pv-1', 'vol-1')): CsiMounter => new CsiMounter(host, TARGET, spec, POD_A, h);
+
+    it('an API server that cannot say the CSIDriver\'s lifecycle modes: a transient error with its text, nothing created', async () => {
+      const r = new Rig();
+      r.cluster.unreachable = 'connection refused';
+      const err = await rejection(mounter(r.host).setUp({}));
+      assert.equal(message(err), 'kubernetes.io/csi: mounter.SetupAt failed to check volume lifecycle mode: connection refused');
+      assert.ok(err instanceof TransientOperationFailure);
+      assert.deepEqual([r.tree(), r.driver.calls.length], [[], 0]);
+    });
+
+    it('a failed STAGE_UNSTAGE_VOLUME check: a final error with its text', async () => {
+      const r = new Rig();
+      const err = await rejection(mounter(capabilitiesFailingAt(r, 1)).setUp({}));
+      assert.equal(message(err), 'kubernetes.io/csi: mounter.SetUpAt failed to check for STAGE_UNSTAGE_VOLUME capability: rpc error: code = UNAVAILABLE desc = busy');
+      assert.ok(isOperationFinishedError(err));
+    });
+
+    it('a VolumeAttachment that cannot be read: a transient error with its text, nothing created, no NodePublishVolume', async () => {
+      const r = new Rig();
+      r.cluster.getVolumeAttachment = () => Promise.reject(new Error('etcd timeout'));
+      const err = await rejection(mounter(r.host).setUp({}));
+      assert.equal(message(err), 'kubernetes.io/csi: mounter.SetUpAt failed to fetch publishContext: etcd timeout');
+      assert.ok(err instanceof TransientOperationFailure);
+      assert.deepEqual([r.tree(), r.calls()], [[], []]);
+    });
+
+    it('a CSIDriver that cannot be read for podInfoOnMount: a transient error with its text', async () => {
+      const r = new Rig();
+      const inner = r.cluster.getCSIDriver.bind(r.cluster);
+      let n = 0;
+      // The lifecycle-mode check and getPublishContext's attachRequired read it first.
+      r.cluster.getCSIDriver = (name) => (++n === 3 ? Promise.reject(new Error('etcd timeout')) : inner(name));
+      const err = await rejection(mounter(r.host).setUp({}));
+      assert.equal(message(err), 'kubernetes.io/csi: mounter.SetUpAt failed to assemble volume attributes: etcd timeout');
+      assert.ok(err instanceof TransientOperationFailure);
+    });
+
+    it('a failed VOLUME_MOUNT_GROUP check: the transient error names mounter.SetUpAt', async () => {
+      const r = new Rig();
+      const err = await rejection(mounter(capabilitiesFailingAt(r, 2)).setUp({ fsGroup: 3 }));
+      assert.equal(message(err), 'kubernetes.io/csi: mounter.SetUpAt failed to determine if the node service has VOLUME_MOUNT_GROUP capability: rpc error: code = UNAVAILABLE desc = busy');
+      assert.ok(err instanceof TransientOperationFailure);
+    });
+
+    for (const [label, key] of [['', false], ['system_u:object_r:container_file_t:s0:c1,c2', true]] as const) {
+      it(`an SELinux label ${JSON.stringify(label)} ${key ? 'is' : 'is not'} written to the pod-local file`, async () => {
+        const r = new Rig({ capabilities: [] });
+        await mounter(r.host).setUp({ seLinuxLabel: label });
+        const data = JSON.parse(await r.read(`${POD_DIR}/vol_data.json`)) as Record<string, string>;
+        assert.deepEqual(data['seLinuxMountContext'], key ? label : undefined);
+      });
+    }
+
+    it('a PV without fsType is published with fsType "", and an inline volume with its own readOnly (false when unset)', async () => {
+      const r = new Rig({ capabilities: [] });
+      r.cluster.drivers.set(DRIVER, { name: DRIVER, attachRequired: true, volumeLifecycleModes: ['Persistent', 'Ephemeral'] });
+      await mounter(r.host).setUp({});
+      const inline = (readOnly: boolean | undefined): Spec => ({ kind: 'inline', readOnly: false, volume: { name: 'scratch', csi: { driver: DRIVER, ...(readOnly === undefined ? {} : { readOnly }) } } });
+      for (const [i, readOnly] of [undefined, true].entries()) {
+        const pod: PodRef = { uid: `pod-${i}`, namespace: 'default', name: `pod-${i}` };
+        await (await r.plugin.newMounter(inline(readOnly), pod)).setUp({});
+      }
+      assert.deepEqual(
+        r.publishRequests().map((q) => [q.volumeCapability.mount?.fsType, q.readonly]),
+        [['', false], ['', false], ['', true]],
+      );
+    });
+
+    describe('saving the pod-local vol_data.json fails: kubelet removes the mount dir and returns a transient error', () => {
+      const TEXT = 'kubernetes.io/csi: mounter.SetUpAt failed to save volume info data: ';
+
+      it('kubelet\'s hooks: the volume dir is removed', async () => {
+        const r = new Rig();
+        volumeDataWritesFail(r);
+        const err = await rejection(mounter(r.host).setUp({}));
+        assert.ok(message(err).startsWith(TEXT));
+        assert.ok(err instanceof TransientOperationFailure);
+        assert.equal(await r.exists(POD_DIR), false);
+        assert.deepEqual(r.calls(), []);
+      });
+
+      for (const decision of ['keep', 'uncertain'] as const) {
+        it(`onFinishedError answers ${decision}: the volume dir stays, ${decision === 'keep' ? 'a transient' : 'an uncertain'} error`, async () => {
+          const r = new Rig();
+          volumeDataWritesFail(r);
+          const asked = none();
+          const err = await rejection(mounter(r.host, hooks(asked, { decision, afterFailed: 'uncertain' })).setUp({}));
+          assert.ok(message(err).startsWith(TEXT));
+          assert.equal(err instanceof UncertainProgressError, decision === 'uncertain');
+          assert.equal(err instanceof TransientOperationFailure, decision === 'keep');
+          assert.deepEqual(asked.finished, [{ operation: 'SetUp', step: 'saveVolumeData', path: POD_MOUNT, args: {} }]);
+          assert.deepEqual(asked.failedCleanups, []);
+          assert.equal(await r.exists(POD_DIR), true);
+        });
+      }
+
+      it('the removal succeeds: afterFailedCleanup not asked', async () => {
+        const r = new Rig();
+        volumeDataWritesFail(r);
+        const asked = none();
+        const err = await rejection(mounter(r.host, hooks(asked, { decision: 'cleanup', afterFailed: 'uncertain' })).setUp({}));
+        assert.ok(err instanceof TransientOperationFailure);
+        assert.deepEqual(asked.failedCleanups, []);
+        assert.equal(await r.exists(POD_DIR), false);
+      });
+
+      it('the removal fails: it is logged with the dir, and afterFailedCleanup answering uncertain makes the error uncertain', async () => {
+        const r = new Rig();
+        volumeDataWritesFail(r);
+        r.fs.writeRaw(`${POD_DIR}/unexpected`, 'x');
+        const asked = none();
+        const err = await rejection(mounter(r.host, hooks(asked, { decision: 'cleanup', afterFailed: 'uncertain' })).setUp({}));
+        assert.ok(err instanceof UncertainProgressError);
+        assert.ok(message(err).startsWith(TEXT));
+        assert.deepEqual(asked.failedCleanups, [{ operation: 'SetUp', step: 'saveVolumeData', path: POD_MOUNT, args: {}, dataDir: POD_DIR }]);
+        assert.deepEqual(
+          r.logger.lines.filter((l) => l.severity === 'E').map((l) => [l.msg, l.values['dir']]),
+          [['kubernetes.io/csi: mounter.SetUpAt failed to remove mount dir after error', POD_MOUNT]],
+        );
+      });
+    });
+
+    it('a final NodePublishVolume error: uncertainAfterFinishedError is asked as mounter.SetUpAt', async () => {
+      const r = new Rig();
+      r.driver.inject({ method: 'NodePublishVolume', code: GrpcStatus.INTERNAL, times: 1 });
+      const asked = none();
+      await rejection(mounter(r.host, hooks(asked)).setUp({}));
+      assert.deepEqual(asked.shownCallers, ['mounter.SetUpAt']);
+    });
+  });
+
+  describe('TearDown (csi_mounter.go TearDownAt)', () => {
+    it('a symlinked mount dir is refused before NodeUnpublishVolume, naming the call', async () => {
+      const r = new Rig();
+      await r.fs.mkdir(POD_DIR, { recursive: true, mode: 0o750 });
+      await r.fs.mkdir('/elsewhere/mount', { recursive: true, mode: 0o750 });
+      await r.fs.symlink('/elsewhere/mount', POD_MOUNT);
+      const err = await rejection(new CsiUnmounter(r.host, { driverName: DRIVER, volumeHandle: 'vol-1', specName: 'pv-1', podUID: 'pod-a' }).tearDown());
+      assert.ok(message(err).startsWith(`kubernetes.io/csi: refusing to hand ${POD_MOUNT} to NodeUnpublishVolume: ${POD_MOUNT} is a symlink`), message(err));
+      assert.deepEqual(r.calls(), []);
+    });
+
+    it('a removal that fails after NodeUnpublishVolume: the final error names the mount dir', async () => {
+      const r = new Rig();
+      await r.mountForPod(pv('pv-1', 'vol-1'));
+      r.fs.writeRaw(`${POD_DIR}/unexpected`, 'x');
+      const err = await rejection(new CsiUnmounter(r.host, { driverName: DRIVER, volumeHandle: 'vol-1', specName: 'pv-1', podUID: 'pod-a' }).tearDown());
+      assert.ok(message(err).startsWith(`kubernetes.io/csi: Unmounter.TearDownAt failed to clean mount dir [${POD_MOUNT}]: `), message(err));
+      assert.ok(isOperationFinishedError(err));
+      assert.deepEqual(r.calls(), ['NodeStageVolume OK', 'NodePublishVolume OK', 'NodeUnpublishVolume OK']);
+    });
   });
 });
