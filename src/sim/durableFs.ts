@@ -24,6 +24,7 @@
  * Not modelled: reordering across commits (ordered mode forbids it); directory entries durable
  * per directory (the journal commits every directory's changes together).
  */
+import { Node, Superblock } from '@jsonjoy.com/fs-core';
 import { Volume } from 'memfs';
 
 import { MemFs } from '../adapters/memory/memFs.js';
@@ -39,6 +40,56 @@ type ImageEntry =
   | { readonly path: string; readonly type: 'dir'; readonly mode: number }
   | { readonly path: string; readonly type: 'file'; readonly mode: number; readonly data: Uint8Array }
   | { readonly path: string; readonly type: 'link'; readonly target: string };
+
+/**
+ * A memfs superblock of one user, the process's (`uid`, `gid`): memfs checks an access against
+ * the user it is given or, given none (most of its read and write checks), against the real
+ * process's, read with two syscalls per check; those reads were the largest single cost of a
+ * simulated run. Here its path walks and new inodes take the user from the injected identity, and
+ * its inodes answer checks asked without a user for that user: the same answers, as the process's
+ * user does not change. The classes are made once per user, so memfs' code sees one inode class.
+ */
+function oneUserSuperblock(uid: number, gid: number): Superblock {
+  const key = `${uid}:${gid}`;
+  let Made = superblockClasses.get(key);
+  if (Made === undefined) {
+    Made = superblockClassOf(uid, gid);
+    superblockClasses.set(key, Made);
+  }
+  return new Made();
+}
+
+const superblockClasses = new Map<string, new () => Superblock>();
+
+function superblockClassOf(uid: number, gid: number): new () => Superblock {
+  class OneUserNode extends Node {
+    override canRead(u = uid, g = gid): boolean {
+      return super.canRead(u, g);
+    }
+    override canWrite(u = uid, g = gid): boolean {
+      return super.canWrite(u, g);
+    }
+    override canExecute(u = uid, g = gid): boolean {
+      return super.canExecute(u, g);
+    }
+  }
+  return class OneUserSuperblock extends Superblock {
+    constructor() {
+      super({ process: { getuid: () => uid, getgid: () => gid, cwd: () => '/', platform: 'linux', emitWarning: () => undefined, env: {} } });
+    }
+    /**
+     * memfs' own createNode with the inode a OneUserNode (memfs' constructor makes the root
+     * directory through it too): the next inode number, a released one first, registered under
+     * it. A test holds the numbers to memfs' own for the same calls.
+     */
+    override createNode(mode: number): Node {
+      const ino = this.releasedInos.pop() || (this.ino = (this.ino + 1) % 0xffffffff);
+      const node = new OneUserNode(ino, mode, uid, gid);
+      this.inodes[ino] = node;
+      return node;
+    }
+  };
+}
 
 export class DurableFs implements FileSystem {
   readonly #vol: Volume;
@@ -76,15 +127,9 @@ export class DurableFs implements FileSystem {
   }
 
   constructor(private readonly now: () => number) {
-    // memfs owns new nodes by this injected identity but checks most accesses (canWrite(),
-    // canRead() with no argument) against the real process's: the two must be the same user, or
-    // a non-root user gets EACCES on the simulator's own files. Read once, not on every path walk
-    // (two syscalls per lookup dominated the simulator's time).
-    const uid = process.getuid?.() ?? 0;
-    const gid = process.getgid?.() ?? 0;
-    this.#vol = Volume.fromJSON({}, '/', {
-      process: { getuid: () => uid, getgid: () => gid, cwd: () => '/', platform: 'linux', emitWarning: () => undefined, env: {} },
-    });
+    // The user, read once: memfs' inodes are owned by it and checked against it (a non-root user
+    // would get EACCES on the simulator's own files if the two differed).
+    this.#vol = new Volume(oneUserSuperblock(process.getuid?.() ?? 0, process.getgid?.() ?? 0));
     this.mem = new MemFs(this.#vol);
     this.mem.onChange = (realPath) => {
       this.#changed.add(realPath);
