@@ -13,7 +13,7 @@ import type { StrykerOptions } from '@stryker-mutator/api/core';
 import type { Ignorer, NodePath } from '@stryker-mutator/api/ignore';
 import type { Logger } from '@stryker-mutator/api/logging';
 import { commonTokens, declareFactoryPlugin, declareValuePlugin, PluginKind, tokens, type Injector, type PluginContext } from '@stryker-mutator/api/plugin';
-import type { DryRunOptions, DryRunResult } from '@stryker-mutator/api/test-runner';
+import { DryRunStatus, type DryRunOptions, type DryRunResult } from '@stryker-mutator/api/test-runner';
 import { TapTestRunner } from '@stryker-mutator/tap-runner';
 
 /** The `tap.testFiles` option: here a list of files, in the order to run them. */
@@ -32,9 +32,23 @@ class OrderedTapRunner extends TapTestRunner {
     super(options, log, globalNamespace);
     this.#files = tapTestFiles(options);
   }
-  override dryRun(options: DryRunOptions): Promise<DryRunResult> {
-    return super.dryRun({ ...options, testFiles: options.testFiles ?? this.#files });
+  override async dryRun(options: DryRunOptions): Promise<DryRunResult> {
+    const result = await super.dryRun({ ...options, testFiles: options.testFiles ?? this.#files });
+    if (result.status !== DryRunStatus.Complete) return result;
+    return { ...result, tests: result.tests.map((t) => (t.fileName === undefined ? t : { ...t, fileName: sourceOfTestFile(t.fileName) })) };
   }
+}
+
+/**
+ * The TypeScript source of a built killer (`…/dist/test/x.test.js` → `…/test/x.test.ts`), the name
+ * a test's file is reported under. StrykerJS's incremental mode diffs each test file's source
+ * against the last run's, looking it up among the project's files: `dist/` is not one of them
+ * (ignored: the sandbox builds its own), so under the built name every killer looked deleted and
+ * every mutant ran again. A name outside `dist/test/` is returned as it is.
+ */
+export function sourceOfTestFile(fileName: string): string {
+  const m = /^(.*?)(^|[/\\])dist[/\\](test[/\\].*)\.js$/.exec(fileName);
+  return m === null ? fileName : `${m[1] ?? ''}${m[2] ?? ''}${m[3] ?? ''}.ts`;
 }
 
 function createOrderedTapRunner(injector: Injector<PluginContext>): OrderedTapRunner {

@@ -1,10 +1,12 @@
 // The mutation run's scripts (scripts/mutate/): the shards of the scope, the killers' order, the
 // log-text ignorer and the score. The run itself (StrykerJS over the engine) is `npm run mutate`.
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { describe, it } from 'node:test';
 
 import { killerFiles, SCOPE, shardFiles, strykerConfig, tsFiles } from '../../../scripts/mutate/config.js';
-import { isLogCall } from '../../../scripts/mutate/plugins.js';
+import { isLogCall, sourceOfTestFile } from '../../../scripts/mutate/plugins.js';
 import { folderOf, formatScore, killerOf, scoreOf } from '../../../scripts/mutate/score.js';
 
 const root = process.cwd();
@@ -60,6 +62,23 @@ describe('mutate: the log-text ignorer', () => {
     assert.equal(isLogCall({ type: 'CallExpression', callee: { type: 'MemberExpression', object: id('log'), property: id('info'), computed: true } }), false);
     assert.equal(isLogCall({ type: 'NewExpression', callee: id('Error') }), false);
     assert.equal(isLogCall(undefined), false);
+  });
+});
+
+describe('mutate: the killers under their source names', () => {
+  // StrykerJS's incremental mode finds each test file among the project's files, where dist/ is not.
+  it('names every killer by its TypeScript source, which exists, and leaves other names alone', () => {
+    const root = new URL('../../../../', import.meta.url).pathname;
+    for (const built of killerFiles(root)) {
+      const source = sourceOfTestFile(built);
+      assert.match(source, /^test\/.*\.ts$/, built);
+      assert.ok(existsSync(path.join(root, source)), `${built} -> ${source}`);
+    }
+    assert.equal(sourceOfTestFile('dist/test/unit/volume/a.test.js'), 'test/unit/volume/a.test.ts');
+    assert.equal(sourceOfTestFile('/ci/nodevol/dist/test/mutation/x.mutation.js'), '/ci/nodevol/test/mutation/x.mutation.ts');
+    assert.equal(sourceOfTestFile('dist/src/volume/plugins.js'), 'dist/src/volume/plugins.js');
+    assert.equal(sourceOfTestFile('test/unit/a.test.ts'), 'test/unit/a.test.ts');
+    assert.equal(sourceOfTestFile('mydist/test/a.test.js'), 'mydist/test/a.test.js');
   });
 });
 
