@@ -50,8 +50,9 @@ type ImageEntry =
  *    syscalls per check (3.7 % of a run). Its path walks and new inodes take the user from the
  *    injected identity, and its inodes answer checks asked without a user for that user; the
  *    process's user does not change.
- *  - A path lookup does not touch the atime of each directory it passes (a new Date per path
- *    component in memfs; Linux does not either: only reading a directory's entries does).
+ *  - A child's lookup does not stamp its directory's atime (a new Date per path component in
+ *    memfs, and per entry of a listing; a path lookup on Linux does not touch it either). Nothing
+ *    reads an atime here: the FileSystem port's stat has none.
  *  - A clean absolute path (no empty, "." or ".." component, no trailing "/", all that MemFs hands
  *    memfs) is split without path.resolve, which returns it unchanged.
  * The classes are made once per user, so memfs' code sees one inode and one link class.
