@@ -7,65 +7,13 @@ import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import { AgentRuntime, DEFAULT_LOOP_STALL_THRESHOLD_MS, type RuntimeOptions, type RuntimeVolumeManager } from '../../../src/agent/runtime.js';
 import { CHECK_PERIOD_MS, IDLE_AFTER_MS } from '../../../src/agent/idleMemory.js';
-import { deferred, FakeLoopScheduler, settle, type Deferred } from '../../support/fakeLoopScheduler.js';
+import { deferred, FakeLoopScheduler, settle } from '../../support/fakeLoopScheduler.js';
+import { fakeVolumeManager, type FakeVolumeManager } from '../../support/fakeRuntimeVolumeManager.js';
 import { RecordingLogger } from '../../support/hosts.js';
 
-interface Fake {
-  readonly vm: RuntimeVolumeManager;
-  /** Resolve to end reconstruction. */
-  readonly reconstruction: Deferred;
-  readonly passes: { populator: number[]; reconciler: number[]; nodeStatus: number[] };
-  /** A populator pass held until resolved. */
-  hold: Deferred | undefined;
-  /** What statesHaveBeenSynced answers. */
-  synced: boolean;
-  /** What syncNodeStatus resolves to (the volumesInUse written, or undefined: nothing written). */
-  written: string[] | undefined;
-  /** What the volume manager's activity answers; no activity function when undefined at set-up. */
-  activity: string;
-  populatorIdle: boolean;
-  /** An operation in flight: waitForOperations resolves with it. */
-  operation: Deferred | undefined;
-}
-
-function fakeVm(now: () => number, o: { withActivity?: boolean; withIdle?: boolean } = {}): Fake {
-  const f: Fake = {
-    reconstruction: deferred(),
-    passes: { populator: [], reconciler: [], nodeStatus: [] },
-    hold: undefined,
-    synced: true,
-    written: undefined,
-    activity: 'a',
-    populatorIdle: false,
-    operation: undefined,
-    vm: undefined as unknown as RuntimeVolumeManager,
-  };
-  const vm: RuntimeVolumeManager = {
-    start: () => f.reconstruction.promise,
-    populateOnce: () => {
-      f.passes.populator.push(now());
-      return f.hold?.promise ?? Promise.resolve();
-    },
-    reconcileOnce: () => {
-      f.passes.reconciler.push(now());
-      return Promise.resolve();
-    },
-    syncNodeStatus: () => {
-      f.passes.nodeStatus.push(now());
-      return Promise.resolve(f.written);
-    },
-    waitForOperations: () => f.operation?.promise ?? Promise.resolve(),
-    reconciler: { statesHaveBeenSynced: () => f.synced },
-    ...(o.withActivity === true ? { activity: () => f.activity } : {}),
-    ...(o.withIdle === true ? { populatorIdle: () => f.populatorIdle } : {}),
-  };
-  (f as { vm: RuntimeVolumeManager }).vm = vm;
-  return f;
-}
-
-function setUp(options: Partial<RuntimeOptions> = {}): { runtime: AgentRuntime; clock: FakeLoopScheduler; fake: Fake; logger: RecordingLogger } {
+function setUp(options: Partial<RuntimeOptions> = {}): { runtime: AgentRuntime; clock: FakeLoopScheduler; fake: FakeVolumeManager; logger: RecordingLogger } {
   const clock = new FakeLoopScheduler();
-  const fake = fakeVm(() => clock.now);
+  const fake = fakeVolumeManager(() => clock.now);
   const logger = new RecordingLogger();
   const runtime = new AgentRuntime(fake.vm, logger, { nodeStatusUpdatePeriodMs: 3_600_000, shutdownGraceMs: 50, compactWhenIdle: false, now: () => clock.now, scheduler: clock, ...options });
   return { runtime, clock, fake, logger };
@@ -115,7 +63,7 @@ describe('AgentRuntime.health: /healthz', () => {
 
   it('without `now`, the stall check reads the monotonic clock', async (t: TestContext) => {
     t.mock.timers.enable({ apis: ['setTimeout', 'setInterval'] });
-    const fake = fakeVm(() => 0);
+    const fake = fakeVolumeManager(() => 0);
     const runtime = new AgentRuntime(fake.vm, new RecordingLogger(), { nodeStatusUpdatePeriodMs: 3_600_000, shutdownGraceMs: 50, compactWhenIdle: false });
     assert.deepEqual(runtime.health(), { healthy: true });
     const started = runtime.start();
@@ -200,9 +148,9 @@ describe('AgentRuntime: the housekeeping loop, failing iterations, the node stat
 
 describe('AgentRuntime: the loops\' timers around an idle sleep and a stop', () => {
   /** A runtime whose populator reports idle as `populatorIdle` says, with the cluster's change signal; the reconciler idle for `reconcilerIdleForMs`. */
-  function idleSetUp(reconcilerIdleForMs: number | undefined): { runtime: AgentRuntime; clock: FakeLoopScheduler; fake: Fake; changed: () => void; reconcilerPasses: number[] } {
+  function idleSetUp(reconcilerIdleForMs: number | undefined): { runtime: AgentRuntime; clock: FakeLoopScheduler; fake: FakeVolumeManager; changed: () => void; reconcilerPasses: number[] } {
     const clock = new FakeLoopScheduler();
-    const fake = fakeVm(() => clock.now, { withIdle: true });
+    const fake = fakeVolumeManager(() => clock.now, { withIdle: true });
     const reconcilerPasses: number[] = [];
     const vm: RuntimeVolumeManager = {
       ...fake.vm,
@@ -290,7 +238,7 @@ describe('AgentRuntime without a scheduler: the global timers', () => {
   it('the loops poll on setTimeout, a wake clears the idle timer it replaces, and a stop\'s grace period runs on it too', async (t: TestContext) => {
     t.mock.timers.enable({ apis: ['setTimeout', 'setInterval'] });
     let now = 0;
-    const fake = fakeVm(() => now, { withIdle: true });
+    const fake = fakeVolumeManager(() => now, { withIdle: true });
     const listeners: (() => void)[] = [];
     const runtime = new AgentRuntime(fake.vm, new RecordingLogger(), {
       nodeStatusUpdatePeriodMs: 3_600_000,
@@ -352,7 +300,7 @@ describe('AgentRuntime: the idle heap compaction', () => {
     t.mock.timers.enable({ apis: ['setInterval'] });
     const gc = fakeGc(t);
     const clock = new FakeLoopScheduler();
-    const fake = fakeVm(() => clock.now, { withActivity });
+    const fake = fakeVolumeManager(() => clock.now, { withActivity });
     const logger = new RecordingLogger();
     const runtime = new AgentRuntime(fake.vm, logger, {
       nodeStatusUpdatePeriodMs: 3_600_000,

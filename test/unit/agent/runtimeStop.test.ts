@@ -3,8 +3,9 @@
 // scheduler (the simulator's virtual clock drives it). Fake time: a timer queue the test advances.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { AgentRuntime, SHUTDOWN_GRACE_TIMER, type RuntimeVolumeManager } from '../../../src/agent/runtime.js';
+import { AgentRuntime, SHUTDOWN_GRACE_TIMER } from '../../../src/agent/runtime.js';
 import { deferred, FakeLoopScheduler, settle, type Deferred } from '../../support/fakeLoopScheduler.js';
+import { fakeVolumeManager } from '../../support/fakeRuntimeVolumeManager.js';
 import { RecordingLogger } from '../../support/hosts.js';
 
 const GRACE_MS = 30_000;
@@ -22,32 +23,8 @@ function setUp(): {
   reconstructions: () => number;
 } {
   const clock = new FakeLoopScheduler();
-  const passes = { populator: [] as number[], reconciler: [] as number[], nodeStatus: [] as number[] };
-  let operation: Deferred | undefined;
-  let hold: Deferred | undefined;
-  const reconstruction = deferred();
-  let reconstructions = 0;
-  const vm: RuntimeVolumeManager = {
-    start: () => {
-      reconstructions++;
-      return reconstruction.promise;
-    },
-    populateOnce: () => {
-      passes.populator.push(clock.now);
-      return hold?.promise ?? Promise.resolve();
-    },
-    reconcileOnce: () => {
-      passes.reconciler.push(clock.now);
-      return Promise.resolve();
-    },
-    syncNodeStatus: () => {
-      passes.nodeStatus.push(clock.now);
-      return Promise.resolve(undefined);
-    },
-    waitForOperations: () => operation?.promise ?? Promise.resolve(),
-    reconciler: { statesHaveBeenSynced: () => true },
-  };
-  const runtime = new AgentRuntime(vm, new RecordingLogger(), {
+  const fake = fakeVolumeManager(() => clock.now);
+  const runtime = new AgentRuntime(fake.vm, new RecordingLogger(), {
     nodeStatusUpdatePeriodMs: 10_000,
     shutdownGraceMs: GRACE_MS,
     compactWhenIdle: false,
@@ -57,11 +34,11 @@ function setUp(): {
   return {
     runtime,
     clock,
-    passes,
-    setOperation: (d) => (operation = d),
-    holdPopulator: (d) => (hold = d),
-    reconstruction,
-    reconstructions: () => reconstructions,
+    passes: fake.passes,
+    setOperation: (d) => (fake.operation = d),
+    holdPopulator: (d) => (fake.hold = d),
+    reconstruction: fake.reconstruction,
+    reconstructions: () => fake.starts,
   };
 }
 
