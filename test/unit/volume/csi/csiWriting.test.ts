@@ -928,6 +928,17 @@ describe('CSI MountDevice, UnmountDevice, SetUp and TearDown failures: texts, cl
       assert.deepEqual([released, r.calls()], [1, ['NodeStageVolume OK']]);
     });
 
+    it("no beginMountDevice hook (kubelet's): no claim and no microtask turn either: the driver is looked up before mountDevice() returns its promise", async () => {
+      const r = new Rig();
+      let lookups = 0;
+      const host: VolumeHost = { ...r.host, csiDrivers: { client: (n) => (lookups++, r.host.csiDrivers.client(n)) } };
+      assert.equal(upstreamCsiHooks.beginMountDevice, undefined);
+      const done = new CsiAttacher(host, upstreamCsiHooks).mountDevice(pv('pv-1', 'vol-1'), '', DMP, {});
+      assert.equal(lookups, 1, 'clientFor ran before mountDevice returned its promise');
+      await done;
+      assert.deepEqual(r.calls(), ['NodeStageVolume OK']);
+    });
+
     describe('the VOLUME_MOUNT_GROUP check fails (its second NodeGetCapabilities): kubelet\'s deferred removeMountDir runs', () => {
       const TEXT = 'kubernetes.io/csi: attacher.MountDevice failed to determine if the node service has VOLUME_MOUNT_GROUP capability: rpc error: code = UNAVAILABLE desc = busy';
 
