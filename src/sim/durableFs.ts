@@ -27,7 +27,7 @@
 import { Link, Node, Superblock } from '@jsonjoy.com/fs-core';
 import { Volume } from 'memfs';
 
-import { MemFs } from '../adapters/memory/memFs.js';
+import { isCleanAbsolute, MemFs } from '../adapters/memory/memFs.js';
 import { quietFsError, type DirEntry, type FileStat, type FileSystem, type WriteFileOptions } from '../ports/fs.js';
 import { fnv1a } from './prng.js';
 
@@ -128,20 +128,10 @@ function simSuperblockClass(uid: number, gid: number): new () => Superblock {
   const proto = SimSuperblock.prototype as unknown as { filenameToSteps: (this: Superblock, filename: string) => string[] };
   const general = proto.filenameToSteps;
   proto.filenameToSteps = function (this: Superblock, filename: string): string[] {
-    return isCleanAbsolute(filename) ? filename.slice(1).split('/') : general.call(this, filename);
+    if (!isCleanAbsolute(filename)) return general.call(this, filename);
+    return filename === '/' ? [] : filename.slice(1).split('/');
   };
   return SimSuperblock;
-}
-
-/** An absolute path other than "/" with no empty, "." or ".." component and no trailing "/". */
-function isCleanAbsolute(p: string): boolean {
-  if (p.length < 2 || p.charCodeAt(0) !== 0x2f || p.charCodeAt(p.length - 1) === 0x2f || p.includes('//')) return false;
-  for (let i = p.indexOf('/.'); i >= 0; i = p.indexOf('/.', i + 1)) {
-    const next = p.charCodeAt(i + 2);
-    // "/." then end or "/", or "/.." then end or "/".
-    if (Number.isNaN(next) || next === 0x2f || (next === 0x2e && (i + 3 === p.length || p.charCodeAt(i + 3) === 0x2f))) return false;
-  }
-  return true;
 }
 
 export class DurableFs implements FileSystem {

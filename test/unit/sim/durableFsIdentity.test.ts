@@ -19,6 +19,16 @@ import { SIM_ROOT } from '../../../src/sim/world.js';
 
 const NOBODY = 65534;
 
+/** Runs `op` (a promise or not) and records `what: ok`, its JSON result or the error's code. */
+async function record(seen: string[], what: string, op: () => unknown): Promise<void> {
+  try {
+    const out = await op();
+    seen.push(`${what}: ${out === undefined ? 'ok' : JSON.stringify(out)}`);
+  } catch (err) {
+    seen.push(`${what}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+}
+
 describe('DurableFs as a non-root user', () => {
   const real = { getuid: process.getuid, getgid: process.getgid };
   beforeEach(() => {
@@ -59,14 +69,7 @@ describe("DurableFs' inodes", () => {
   async function play(fs: MemFs): Promise<string[]> {
     const seen: string[] = [];
     const data = new TextEncoder().encode('x');
-    const step = async (what: string, op: () => Promise<unknown>): Promise<void> => {
-      try {
-        await op();
-        seen.push(`${what}: ok`);
-      } catch (err) {
-        seen.push(`${what}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
-      }
-    };
+    const step = (what: string, op: () => unknown): Promise<void> => record(seen, what, op);
     await step('mkdir /a', () => fs.mkdir('/a', { recursive: false, mode: 0o755 }));
     await step('write /a/f1', () => fs.writeFile('/a/f1', data, { mode: 0o644 }));
     await step('write /a/f2', () => fs.writeFile('/a/f2', data, { mode: 0o600 }));
@@ -122,46 +125,39 @@ describe("DurableFs' inodes", () => {
 // "..", "//", relative symlink targets): the general path split, and "." and ".." in every
 // directory, as memfs' own superblock has them.
 describe("the simulator's memfs superblock", () => {
-  function play(vol: Volume): string[] {
+  async function play(vol: Volume): Promise<string[]> {
     const seen: string[] = [];
-    const step = (what: string, op: () => unknown): void => {
-      try {
-        const out = op();
-        seen.push(`${what}: ${out === undefined ? 'ok' : JSON.stringify(out)}`);
-      } catch (err) {
-        seen.push(`${what}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
-      }
-    };
-    step('mkdir /a', () => vol.mkdirSync('/a'));
-    step('mkdir /a/./b', () => vol.mkdirSync('/a/./b'));
-    step('write /a/b/../f', () => vol.writeFileSync('/a/b/../f', 'x'));
-    step('write //a//g', () => vol.writeFileSync('//a//g', 'y'));
-    step('write /a/.h', () => vol.writeFileSync('/a/.h', 'z'));
-    step('write /a/b/..i', () => vol.writeFileSync('/a/b/..i', 'w'));
-    step('readdir /a/.', () => vol.readdirSync('/a/.'));
-    step('readdir /a/b/', () => vol.readdirSync('/a/b/'));
-    step('read /a/./b/../f', () => vol.readFileSync('/a/./b/../f', 'utf8'));
-    step('symlink /a/l -> b/..', () => vol.symlinkSync('b/..', '/a/l'));
-    step('read /a/l/g', () => vol.readFileSync('/a/l/g', 'utf8'));
-    step('rename /a/b -> /a/c', () => vol.renameSync('/a/b', '/a/c'));
+    const step = (what: string, op: () => unknown): Promise<void> => record(seen, what, op);
+    await step('mkdir /a', () => vol.mkdirSync('/a'));
+    await step('mkdir /a/./b', () => vol.mkdirSync('/a/./b'));
+    await step('write /a/b/../f', () => vol.writeFileSync('/a/b/../f', 'x'));
+    await step('write //a//g', () => vol.writeFileSync('//a//g', 'y'));
+    await step('write /a/.h', () => vol.writeFileSync('/a/.h', 'z'));
+    await step('write /a/b/..i', () => vol.writeFileSync('/a/b/..i', 'w'));
+    await step('readdir /a/.', () => vol.readdirSync('/a/.'));
+    await step('readdir /a/b/', () => vol.readdirSync('/a/b/'));
+    await step('read /a/./b/../f', () => vol.readFileSync('/a/./b/../f', 'utf8'));
+    await step('symlink /a/l -> b/..', () => vol.symlinkSync('b/..', '/a/l'));
+    await step('read /a/l/g', () => vol.readFileSync('/a/l/g', 'utf8'));
+    await step('rename /a/b -> /a/c', () => vol.renameSync('/a/b', '/a/c'));
     for (const p of ['/', '/a', '/a/.', '/a/c', '/a/c/.', '/a/c/..', '/a/c/..i', '/a/l/c', '/a/l/..', '/a/..', '/a/f/']) {
-      step(`stat ${p}`, () => {
+      await step(`stat ${p}`, () => {
         const st = vol.statSync(p);
         return [st.ino, st.nlink, st.mode.toString(8)];
       });
     }
-    step('rmdir /a/c', () => vol.rmdirSync('/a/c'));
-    step('unlink /a/c/..i', () => vol.unlinkSync('/a/c/..i'));
-    step('rmdir /a/c/', () => vol.rmdirSync('/a/c/'));
-    step('stat /a', () => vol.statSync('/a').nlink);
+    await step('rmdir /a/c', () => vol.rmdirSync('/a/c'));
+    await step('unlink /a/c/..i', () => vol.unlinkSync('/a/c/..i'));
+    await step('rmdir /a/c/', () => vol.rmdirSync('/a/c/'));
+    await step('stat /a', () => vol.statSync('/a').nlink);
     return seen;
   }
 
-  it("answers memfs' own superblock's answers for paths that are not clean", () => {
+  it("answers memfs' own superblock's answers for paths that are not clean", async () => {
     const uid = process.getuid?.() ?? 0;
     const gid = process.getgid?.() ?? 0;
-    const theirs = play(new Volume());
-    assert.deepEqual(play(new Volume(simSuperblock(uid, gid))), theirs);
+    const theirs = await play(new Volume());
+    assert.deepEqual(await play(new Volume(simSuperblock(uid, gid))), theirs);
     // The walk went through "." and "..": the file written below b/.. is in /a; ".." after a
     // symlink is the path's (the path is resolved before the walk), not the symlink target's.
     assert.ok(theirs.includes('read /a/./b/../f: "x"'), theirs.join('\n'));
