@@ -2,14 +2,18 @@
 // TestListGlobalBlockVolumes (block walk) of kubernetes PR #138454's csi_global_volumes_test.go.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { symlink } from 'node:fs/promises';
+import { mkdir, symlink } from 'node:fs/promises';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
+import { NodeFileSystem } from '../../../../src/adapters/node/nodeFs.js';
 import { csiVolumeName, getUniqueVolumeName, sha256Hex } from '../../../../src/layout/names.js';
 import { CsiPlugin } from '../../../../src/volume/csi/csiPlugin.js';
-import { specName } from '../../../../src/volume/spec.js';
+import { GlobalListingError, listCsiGlobalVolumes, type GlobalVolumeListing } from '../../../../src/volume/csi/globalVolumes.js';
+import { encodeVolumeData } from '../../../../src/volume/csi/volumeData.js';
+import { constructPVSourceSpec, specName } from '../../../../src/volume/spec.js';
+import { FaultyFs } from '../../../support/faultyFs.js';
 import { NodeFixture } from '../../../support/nodeFixture.js';
-import { RecordingLogger, volumeHost } from '../../../support/hosts.js';
+import { RecordingLogger, volumeHost, type HostOptions } from '../../../support/hosts.js';
 
 const DRIVER = 'test-driver';
 
@@ -131,6 +135,229 @@ describe('CSI ListGlobalVolumes: filesystem walk', () => {
     const logger = new RecordingLogger();
     await new CsiPlugin(volumeHost(fx, { gateOn: true, logger })).listGlobalVolumes();
     assert.deepEqual(logger.lines.map((l) => [l.level, l.msg]), [[4, 'Skipping a CSI global directory']]);
+  });
+});
+
+/**
+ * A recorder whose V(n) lines are enabled only up to `verbosity` (kubelet's -v). It records every
+ * line it is handed, so a line built while its level is off shows up (the simulation's logger
+ * also records every info line it is given).
+ */
+class VerbosityRecorder extends RecordingLogger {
+  constructor(
+    private readonly verbosity: number,
+    level = 0,
+    lines?: RecordingLogger['lines'],
+  ) {
+    super(level, lines);
+  }
+  override v(level: number): RecordingLogger {
+    return new VerbosityRecorder(this.verbosity, level, this.lines);
+  }
+  override enabled(level?: number): boolean {
+    return (level ?? 0) <= this.verbosity;
+  }
+}
+
+// The filesystem walk of ListGlobalVolumes (csi_global_volumes.go of kubernetes PR #138454:
+// ListGlobalVolumes and describeGlobalVolume), outcome by outcome: what rejects, what is an empty
+// listing, each skip reason with the detail the audit shows the operator, and the symlink and
+// root-escape refusals nodevol adds to the walk.
+describe('CSI ListGlobalVolumes: filesystem walk, skip reasons and refusals', () => {
+  let fx: NodeFixture;
+  beforeEach(async () => {
+    fx = await NodeFixture.create();
+  });
+  afterEach(async () => {
+    await fx.cleanup();
+  });
+  const list = (o: Partial<HostOptions> = {}): Promise<GlobalVolumeListing> => listCsiGlobalVolumes(volumeHost(fx, { gateOn: true, ...o }));
+  const failing = (method: 'lstat' | 'readdir', p: string, code: string): FaultyFs => new FaultyFs(new NodeFileSystem()).failOn(method, p, code);
+
+  it('a CSI plugin directory that exists but cannot be read rejects with a GlobalListingError naming it', async () => {
+    await fx.stage({ driver: DRIVER, handle: 'vol-1' });
+    const dir = fx.layout.csiPluginDir();
+    // Its lstat fails (EACCES on a parent, say): nothing below it is read.
+    await assert.rejects(list({ fs: failing('lstat', dir, 'EACCES') }), (err: unknown) => {
+      assert.ok(err instanceof GlobalListingError);
+      assert.equal(err.name, 'GlobalListingError');
+      assert.equal(err.message, `failed to read the CSI plugin directory ${dir}: lstat ${dir}: EACCES`);
+      return true;
+    });
+    // Its listing fails: the same error (ListGlobalVolumes returns the ReadDir error).
+    await assert.rejects(list({ fs: failing('readdir', dir, 'EACCES') }), (err: unknown) => {
+      assert.ok(err instanceof GlobalListingError);
+      assert.equal(err.message, `failed to read the CSI plugin directory ${dir}: readdir ${dir}: EACCES`);
+      return true;
+    });
+  });
+
+  it('a CSI plugin directory gone before it is listed is an empty listing, not an error', async () => {
+    await fx.stage({ driver: DRIVER, handle: 'vol-1' });
+    // Removed between its lstat and its readdir (a not-exist ReadDir error is "nothing staged").
+    assert.deepEqual(await list({ fs: failing('readdir', fx.layout.csiPluginDir(), 'ENOENT') }), { volumes: [], skipped: [] });
+  });
+
+  it('a CSI plugin directory that resolves outside the root dir is refused whole: one symlink skip, nothing below it read', async () => {
+    const outside = path.join(fx.base, 'outside-csi');
+    await mkdir(path.join(outside, DRIVER, sha256Hex('vol-1'), 'globalmount'), { recursive: true });
+    await fx.writeRaw(path.relative(fx.root, path.join(outside, DRIVER, sha256Hex('vol-1'), 'vol_data.json')), encodeVolumeData({ driverName: DRIVER, volumeHandle: 'vol-1' }));
+    const dir = fx.layout.csiPluginDir();
+    await mkdir(path.dirname(dir), { recursive: true });
+    await symlink(outside, dir);
+    assert.deepEqual(await list(), {
+      volumes: [],
+      skipped: [{ path: dir, reason: 'symlink', detail: `${dir} resolves outside the root dir ${fx.root}; not followed`, volumeMode: 'Filesystem' }],
+    });
+  });
+
+  it('a symlinked driver directory and a symlinked volume directory are skipped as symlinks, never followed', async () => {
+    const good = await fx.stage({ driver: DRIVER, handle: 'vol-1' });
+    const driverLink = path.join(fx.layout.csiPluginDir(), 'a-linked-driver');
+    await symlink(fx.layout.csiDriverDir(DRIVER), driverLink);
+    const volLink = path.join(fx.layout.csiDriverDir(DRIVER), 'zz-linked-volume');
+    await symlink(fx.layout.csiVolumeDir(DRIVER, 'vol-1'), volLink);
+    const l = await list();
+    assert.deepEqual(l.volumes.map((v) => v.deviceMountPath), [good]);
+    assert.deepEqual(l.skipped, [
+      { path: driverLink, reason: 'symlink', detail: 'driver directory is a symlink; not followed', volumeMode: 'Filesystem' },
+      { path: volLink, reason: 'symlink', detail: 'volume directory is a symlink; not followed', volumeMode: 'Filesystem' },
+    ]);
+  });
+
+  it('a stray file beside the driver directories or the volume directories is neither a volume nor a skip', async () => {
+    const good = await fx.stage({ driver: DRIVER, handle: 'vol-1' });
+    await fx.writeRaw('plugins/kubernetes.io/csi/README', 'not a driver\n');
+    await fx.writeRaw(`plugins/kubernetes.io/csi/${DRIVER}/notes.txt`, 'not a volume\n');
+    const l = await list();
+    assert.deepEqual(l.volumes.map((v) => v.deviceMountPath), [good]);
+    assert.deepEqual(l.skipped, []);
+  });
+
+  it('a missing globalmount is no-globalmount, saying so, with the identity its vol_data.json gives', async () => {
+    const gm = fx.layout.csiDeviceMountPath(DRIVER, 'vol-1');
+    await fx.stage({ driver: DRIVER, handle: 'vol-1', specVolID: 'pv-1', globalMountDir: false });
+    assert.deepEqual((await list()).skipped, [
+      {
+        path: fx.layout.csiVolumeDir(DRIVER, 'vol-1'),
+        reason: 'no-globalmount',
+        detail: `${gm} does not exist (not staged, or MountDevice did not get that far)`,
+        volumeMode: 'Filesystem',
+        driver: DRIVER,
+        volumeHandle: 'vol-1',
+        specVolID: 'pv-1',
+      },
+    ]);
+  });
+
+  it('a globalmount that is a symlink is no-globalmount and never followed', async () => {
+    const gm = fx.layout.csiDeviceMountPath(DRIVER, 'vol-1');
+    await fx.stage({ driver: DRIVER, handle: 'vol-1', specVolID: 'pv-1', globalMountDir: false });
+    await symlink(await fx.mkdirRel('elsewhere'), gm);
+    const l = await list();
+    assert.deepEqual(l.volumes, []);
+    assert.deepEqual(l.skipped, [
+      {
+        path: fx.layout.csiVolumeDir(DRIVER, 'vol-1'),
+        reason: 'no-globalmount',
+        detail: `${gm} is a symlink; not followed`,
+        volumeMode: 'Filesystem',
+        driver: DRIVER,
+        volumeHandle: 'vol-1',
+        specVolID: 'pv-1',
+      },
+    ]);
+  });
+
+  it('missing-driver-or-handle names the field that is missing', async () => {
+    await fx.stage({ driver: DRIVER, handle: 'h-no-driver', file: { data: { volumeHandle: 'h-no-driver' } } });
+    await fx.stage({ driver: DRIVER, handle: 'h-no-handle', file: { data: { driverName: DRIVER } } });
+    await fx.stage({ driver: DRIVER, handle: 'h-empty-handle', file: { data: { driverName: DRIVER, volumeHandle: '' } } });
+    const l = await list();
+    assert.deepEqual(l.volumes, []);
+    const skip = (handle: string) => l.skipped.find((s) => s.path === fx.layout.csiVolumeDir(DRIVER, handle));
+    const file = (handle: string) => path.join(fx.layout.csiVolumeDir(DRIVER, handle), 'vol_data.json');
+    assert.deepEqual(skip('h-no-driver'), {
+      path: fx.layout.csiVolumeDir(DRIVER, 'h-no-driver'),
+      reason: 'missing-driver-or-handle',
+      detail: `${file('h-no-driver')}: field driverName is missing or empty`,
+      volumeMode: 'Filesystem',
+      volumeHandle: 'h-no-driver',
+    });
+    for (const h of ['h-no-handle', 'h-empty-handle']) {
+      assert.deepEqual(skip(h), {
+        path: fx.layout.csiVolumeDir(DRIVER, h),
+        reason: 'missing-driver-or-handle',
+        detail: `${file(h)}: field volumeHandle is missing or empty`,
+        volumeMode: 'Filesystem',
+        driver: DRIVER,
+      });
+    }
+  });
+
+  it('name-mismatch says which name is wrong: the directory is not sha256 of the handle', async () => {
+    // A directory named after another handle, and one that is no sha256 at all: both would be
+    // unstaged at another path (UnmountDevice recomputes it from the spec).
+    await fx.stage({ driver: DRIVER, handle: 'real-handle', dirName: sha256Hex('some-other-handle') });
+    await fx.stage({ driver: DRIVER, handle: 'h2', dirName: 'not-a-sha256' });
+    const l = await list();
+    assert.deepEqual(l.volumes, []);
+    assert.deepEqual(
+      l.skipped.map((s) => [s.path, s.reason, s.detail]),
+      [
+        [path.join(fx.layout.csiDriverDir(DRIVER), 'not-a-sha256'), 'name-mismatch', `directory name is not sha256("h2") = ${sha256Hex('h2')}`],
+        [path.join(fx.layout.csiDriverDir(DRIVER), sha256Hex('some-other-handle')), 'name-mismatch', `directory name is not sha256("real-handle") = ${sha256Hex('real-handle')}`],
+      ].sort((a, b) => ((a[0] ?? '') < (b[0] ?? '') ? -1 : 1)),
+    );
+  });
+
+  it('the pre-1.24 pv/<name> layout is legacy-layout, saying why, even with a vol_data.json.tmp and no vol_data.json', async () => {
+    await fx.stage({ driver: 'pv', handle: 'vol-legacy', dirName: 'pvc-legacy', file: { data: { driverName: 'ebs.csi', volumeHandle: 'vol-legacy' } } });
+    // Not nodevol's write (it never writes under pv/): no interrupted-write there.
+    await fx.stage({ driver: 'pv', handle: 'vol-legacy-2', dirName: 'pvc-legacy-2', file: 'absent' });
+    await fx.writeRaw('plugins/kubernetes.io/csi/pv/pvc-legacy-2/vol_data.json.tmp', encodeVolumeData({ driverName: 'ebs.csi', volumeHandle: 'vol-legacy-2' }));
+    const l = await list();
+    assert.deepEqual(l.volumes, []);
+    const why = (name: string): string => `pre-1.24 staging directory plugins/kubernetes.io/csi/pv/${name}; kubelet >= 1.24 computes another path and never unstages it`;
+    assert.deepEqual(l.skipped, [
+      { path: path.join(fx.layout.csiDriverDir('pv'), 'pvc-legacy'), reason: 'legacy-layout', detail: why('pvc-legacy'), volumeMode: 'Filesystem', driver: 'ebs.csi', volumeHandle: 'vol-legacy' },
+      { path: path.join(fx.layout.csiDriverDir('pv'), 'pvc-legacy-2'), reason: 'legacy-layout', detail: why('pvc-legacy-2'), volumeMode: 'Filesystem' },
+    ]);
+  });
+
+  it('an interrupted write whose complete temp file names no driver and no handle says so with empty names', async () => {
+    await fx.stage({ driver: DRIVER, handle: 'vol-1', file: 'absent' });
+    await fx.writeRaw(path.relative(fx.root, path.join(fx.layout.csiVolumeDir(DRIVER, 'vol-1'), 'vol_data.json.tmp')), encodeVolumeData({ specVolID: 'pv-1' }));
+    const [s] = (await list()).skipped;
+    assert.equal(s?.reason, 'interrupted-write');
+    assert.match(s?.detail ?? '', /\(naming driver "", handle ""\)/);
+  });
+
+  it('a listed volume carries the file\'s SELinux context (empty when absent) and whether it named its spec', async () => {
+    await fx.stage({ driver: DRIVER, handle: 'vol-1', specVolID: 'pv-1' });
+    await fx.stage({ driver: DRIVER, handle: 'vol-2', file: { data: { driverName: DRIVER, volumeHandle: 'vol-2', specVolID: 'pv-2', seLinuxMountContext: 'system_u:object_r:container_file_t:s0:c1,c2' } } });
+    const byHandle = new Map((await list()).volumes.map((v) => [v.spec.kind === 'persistent' ? v.spec.persistentVolume.csi?.volumeHandle : undefined, v]));
+    assert.deepEqual(byHandle.get('vol-1'), {
+      spec: constructPVSourceSpec('pv-1', DRIVER, 'vol-1'),
+      seLinuxMountContext: '',
+      deviceMountPath: fx.layout.csiDeviceMountPath(DRIVER, 'vol-1'),
+      volumeMode: 'Filesystem',
+      volumeDir: fx.layout.csiVolumeDir(DRIVER, 'vol-1'),
+      hasSpecVolID: true,
+    });
+    assert.equal(byHandle.get('vol-2')?.seLinuxMountContext, 'system_u:object_r:container_file_t:s0:c1,c2');
+  });
+
+  it('builds and logs the V(4) skip line only when V(4) is enabled; the skip is listed either way', async () => {
+    await fx.stage({ driver: DRIVER, handle: 'a', file: 'absent' });
+    const quiet = new VerbosityRecorder(2);
+    assert.equal((await list({ logger: quiet })).skipped.length, 1);
+    assert.deepEqual(quiet.messages(), []);
+    const verbose = new VerbosityRecorder(4);
+    const { skipped } = await list({ logger: verbose });
+    assert.deepEqual(verbose.lines, [
+      { level: 4, severity: 'I', msg: 'Skipping a CSI global directory', values: { path: skipped[0]?.path, reason: 'unreadable-vol-data', detail: skipped[0]?.detail } },
+    ]);
   });
 });
 

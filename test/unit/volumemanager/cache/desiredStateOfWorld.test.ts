@@ -177,6 +177,26 @@ describe('DSW: MarkVolumesReportedInUse', () => {
     assert.deepEqual(dsw.getVolumesToMount().map((v) => v.reportedInUse), [true, true]);
   });
 
+  it('a change of reportedInUse moves generation() forward, never back to a value already seen; no change keeps it', () => {
+    // The reconciler and the volume manager key their idle checks on generation(): a value seen
+    // before would read as "nothing changed since then".
+    const dsw = createDesiredStateOfWorld();
+    const seen = [dsw.generation()];
+    for (const step of [
+      () => dsw.addPodToVolume(args(POD_A, V1)),
+      () => dsw.markVolumesReportedInUse([V1]),
+      () => dsw.addPodToVolume(args(POD_B, V1)),
+      () => dsw.markVolumesReportedInUse([]),
+      () => dsw.markVolumesReportedInUse([V1]),
+    ]) {
+      step();
+      seen.push(dsw.generation());
+    }
+    for (let i = 1; i < seen.length; i++) assert.ok((seen[i] ?? 0) > (seen[i - 1] ?? 0), `generations ${seen.join(', ')}`);
+    dsw.markVolumesReportedInUse([V1]);
+    assert.equal(dsw.generation(), seen.at(-1), 'the same reported set: no change');
+  });
+
   it('a volume that disappeared with its last pod comes back not reported', () => {
     const dsw = createDesiredStateOfWorld();
     dsw.addPodToVolume(args(POD_A, V1));
