@@ -243,12 +243,17 @@ async function listBlockVolumes(
   const stagingDir = path.join(blockDir, BLOCK_STAGING_DIR_NAME);
   let staged = new Set<string>();
   let stagingProblem: string | undefined;
-  if (entries.some((e) => e.name === BLOCK_STAGING_DIR_NAME && e.type === 'directory')) {
+  const stagingEntry = entries.find((e) => e.name === BLOCK_STAGING_DIR_NAME);
+  if (stagingEntry?.type === 'directory') {
     try {
       staged = new Set((await host.fs.readdir(stagingDir)).map((e) => e.name));
     } catch (err) {
       stagingProblem = errorMessage(err);
     }
+  } else if (stagingEntry !== undefined) {
+    // kubelet stats staging/<name> and so would follow a symlinked staging/ out of the root dir;
+    // nodevol does not, and says why rather than "does not exist".
+    stagingProblem = stagingEntry.type === 'symlink' ? `${stagingDir} is a symlink; not followed` : `${stagingDir} is not a directory`;
   }
   for (const entry of entries) {
     if (entry.name === BLOCK_STAGING_DIR_NAME || entry.name === BLOCK_PUBLISH_DIR_NAME) continue;

@@ -120,10 +120,18 @@ describe('CSI ListGlobalVolumes: block walk, outcomes', () => {
         {
           path: volDir('pv-a'),
           reason: 'not-staged',
-          detail: `${path.join(blockDir(), 'staging', 'pv-a')} does not exist (unstaged, cleanup unfinished)`,
+          detail: `${path.join(blockDir(), 'staging')} is a symlink; not followed`,
           volumeMode: 'Block',
         },
       ]);
+    });
+
+    it('a staging that is a file stages nothing, and says so', async () => {
+      await fx.stageBlock({ specName: 'pv-a', driver: DRIVER, handle: 'h-a', staged: false });
+      await writeFile(path.join(blockDir(), 'staging'), '');
+      const l = await listing();
+      assert.deepEqual(l.volumes, []);
+      assert.deepEqual(l.skipped, [{ path: volDir('pv-a'), reason: 'not-staged', detail: `${path.join(blockDir(), 'staging')} is not a directory`, volumeMode: 'Block' }]);
     });
 
     it('a staging directory that cannot be listed: not-staged, with the error as the detail', async () => {
