@@ -35,6 +35,21 @@ function opts(p: UniquePodName, v: UniqueVolumeName = V1, spec: Spec = SPEC1, se
   };
 }
 
+/**
+ * Asserts that fn throws an AswError that reads, as a log line or an operation's error shows it,
+ * exactly `AswError: <message>` (the texts of actual_state_of_world.go's errors).
+ */
+function throwsAsw(fn: () => void, message: string): void {
+  assert.throws(fn, (err: unknown) => {
+    assert.ok(err instanceof AswError, String(err));
+    assert.equal(String(err), `AswError: ${message}`);
+    return true;
+  });
+}
+
+/** The text of the error a Mark... verb (AddPodToVolume, DeletePodFromVolume, SetDeviceMountState) gives for an absent volume. */
+const notAttached = (v: UniqueVolumeName): string => `no volume with the name ${JSON.stringify(v)} exists in the list of attached volumes`;
+
 function attached(asw: ActualStateOfWorld, v: UniqueVolumeName = V1): AttachedVolume {
   const av = asw.getAttachedVolume(v);
   assert.ok(av !== undefined, `${v} is in the ASW`);
@@ -130,7 +145,7 @@ describe('ASW: SetDeviceMountState (MarkDeviceAsMounted / AsUncertain / AsUnmoun
   for (const m of markers) {
     it(`${m.name} on an absent volume throws and adds nothing`, () => {
       const asw = createActualStateOfWorld();
-      assert.throws(() => m.mark(asw, V1), AswError);
+      throwsAsw(() => m.mark(asw, V1), notAttached(V1));
       assert.equal(asw.volumeExists(V1), false);
     });
   }
@@ -262,7 +277,7 @@ describe('ASW: pod mount state transitions', () => {
   for (const mark of ['markVolumeAsMounted', 'markVolumeMountAsUncertain'] as const) {
     it(`${mark} on an absent volume throws and adds nothing`, () => {
       const asw = createActualStateOfWorld();
-      assert.throws(() => asw[mark](opts(POD_A)), AswError);
+      throwsAsw(() => asw[mark](opts(POD_A)), notAttached(V1));
       assert.equal(asw.volumeExists(V1), false);
       assert.deepEqual(asw.getAllMountedVolumes(), []);
     });
@@ -273,7 +288,7 @@ describe('ASW: pod mount state transitions', () => {
     const asw = withVolume('True');
     asw.markVolumeAsMounted(opts(POD_A));
     asw.markVolumeAsUnmounted(POD_B, V1);
-    assert.throws(() => asw.markVolumeAsUnmounted(POD_A, vol('vol-absent')), AswError);
+    throwsAsw(() => asw.markVolumeAsUnmounted(POD_A, vol('vol-absent')), notAttached(vol('vol-absent')));
     assert.equal(asw.getVolumeMountState(V1, POD_A), 'VolumeMounted');
   });
 
@@ -428,7 +443,7 @@ describe('ASW: DeleteVolume / MarkVolumeAsDetached', () => {
         if (state === 'mounted') asw.markVolumeAsMounted(opts(POD_A));
         else asw.markVolumeMountAsUncertain(opts(POD_A));
         const before = attached(asw);
-        assert.throws(() => asw[del](V1), AswError);
+        throwsAsw(() => asw[del](V1), `failed to DeleteVolume ${JSON.stringify(V1)}, it still has 1 mountedPods`);
         assert.deepEqual(attached(asw), before);
         assert.equal(asw.podRemovedFromVolume(POD_A, V1), false);
       });
@@ -499,6 +514,11 @@ describe('ASW: PodExistsInVolume', () => {
     assert.throws(
       () => asw.podExistsInVolume(POD_A, V1),
       (err: unknown) => err instanceof VolumeNotAttachedError && isVolumeNotAttachedError(err) && err.volumeName === V1 && err.podName === POD_A,
+    );
+    // What a log line shows of it: the class name and kubelet's text (actual_state_of_world.go, PodExistsInVolume's volumeNotAttachedError).
+    assert.throws(
+      () => asw.podExistsInVolume(POD_A, V1),
+      (err: unknown) => String(err) === `VolumeNotAttachedError: volumeName=${JSON.stringify(V1)} does not exist in the list of attached volumes`,
     );
     assert.equal(isVolumeNotAttachedError(new Error('x')), false);
   });
@@ -689,5 +709,57 @@ describe('ASW: getters return sorted copies', () => {
     asw.markVolumeMountAsUncertain(opts(before.podName, before.volumeName, before.volumeSpec));
     assert.equal(before.volumeMountState, 'VolumeMounted');
     assert.equal(asw.getVolumeMountState(before.volumeName, before.podName), 'VolumeMountUncertain');
+  });
+});
+
+describe('ASW: generation()', () => {
+  // The reconciler and the volume manager key their idle checks on generation(): a value seen
+  // before would read as "the books are as they were then", and a pass would be skipped.
+  const V2 = vol('vol-2');
+  const SPEC2 = pvSpec('pv-2', 'vol-2');
+
+  it('every change to the books moves generation() forward, never back to a value already seen', () => {
+    const asw = createActualStateOfWorld();
+    const seen = [asw.generation()];
+    const steps: [string, () => void][] = [
+      ['attach V1', () => asw.markVolumeAsAttached(V1, SPEC1, PLUGIN, 'dev-0', true)],
+      ['reconstruct V2', () => asw.addAttachUncertainReconstructedVolume(V2, SPEC2, PLUGIN, '')],
+      ['attach V1 again: new devicePath', () => asw.markVolumeAsAttached(V1, SPEC1, PLUGIN, 'dev-1', true)],
+      ['device of V2 uncertain', () => asw.markDeviceAsUncertain(V2, '', GLOBAL1, '')],
+      ['devicePath of V2 from node status', () => asw.updateReconstructedDevicePath(V2, 'dev-2')],
+      ['attachability of V2 from node status', () => asw.updateReconstructedVolumeAttachability(V2, true)],
+      ['pod A on V2 found by reconstruction', () => assert.equal(asw.checkAndMarkVolumeAsUncertainViaReconstruction(opts(POD_A, V2, SPEC2)), true)],
+      ['pod A on V2 mounted', () => asw.markVolumeAsMounted(opts(POD_A, V2, SPEC2))],
+      ['pod A on V2 unmounted', () => asw.markVolumeAsUnmounted(POD_A, V2)],
+      ['device of V2 unmounted', () => asw.markDeviceAsUnmounted(V2)],
+      ['V2 detached', () => asw.markVolumeAsDetached(V2)],
+      ['V1 deleted', () => asw.deleteVolume(V1)],
+    ];
+    for (const [name, step] of steps) {
+      step();
+      const g = asw.generation();
+      assert.ok(seen.every((s) => g > s), `${name}: generation ${g} after ${seen.join(', ')}`);
+      seen.push(g);
+    }
+    assert.deepEqual(asw.getAttachedVolumes(), []);
+  });
+
+  it('a call that changes nothing never moves generation() back', () => {
+    const asw = withVolume('True', 'DeviceGloballyMounted');
+    asw.markVolumeAsMounted(opts(POD_A));
+    let g = asw.generation();
+    const noops: [string, () => void][] = [
+      ['reconstruction of an already mounted pod', () => assert.equal(asw.checkAndMarkVolumeAsUncertainViaReconstruction(opts(POD_A)), false)],
+      ['reconstruction on an absent volume', () => assert.equal(asw.checkAndMarkVolumeAsUncertainViaReconstruction(opts(POD_A, V2, SPEC2)), false)],
+      ['devicePath update of a certain device', () => asw.updateReconstructedDevicePath(V1, 'dev-9')],
+      ['attachability update of a certain volume', () => asw.updateReconstructedVolumeAttachability(V1, false)],
+      ['unmount of an absent pod', () => asw.markVolumeAsUnmounted(POD_B, V1)],
+      ['delete of an absent volume', () => asw.deleteVolume(V2)],
+    ];
+    for (const [name, noop] of noops) {
+      noop();
+      assert.ok(asw.generation() >= g, `${name}: generation ${asw.generation()} after ${g}`);
+      g = asw.generation();
+    }
   });
 });
