@@ -1,0 +1,154 @@
+// The reconciler's decisions, one pass at a time (reconciler_common.go / reconciler.go): what
+// waits until reconstructed volumes are settled from the node status, what is skipped while an
+// operation runs for the volume, what an operator sees when starting an operation fails for a
+// reason other than "already running" or "backing off", and that a pass that failed is not taken
+// for an idle one. Time moves only through the FakeClock; assertions read the driver's call log,
+// the ASW and the kubelet's log lines.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { UniqueVolumeName } from '../../../src/layout/names.js';
+import { IDLE_PASS_MAX_SKIP_MS } from '../../../src/volumemanager/reconciler/reconciler.js';
+import { DRIVER, InMemoryNode } from '../../support/inMemoryNode.js';
+
+const nameOf = (handle: string): UniqueVolumeName => `kubernetes.io/csi/${DRIVER}^${handle}` as UniqueVolumeName;
+
+/** CSI calls other than capability probes from index `from`, as "<method> <outcome>". */
+function csiCalls(node: InMemoryNode, from = 0): string[] {
+  return node.driver.calls
+    .slice(from)
+    .filter((c) => c.method !== 'NodeGetCapabilities')
+    .map((c) => `${c.method} ${c.outcome}`);
+}
+
+/** The error lines logged with message `msg`: the error's text and the volume they name. */
+function errorLines(node: InMemoryNode, msg: string): { err: string; volumeName: unknown }[] {
+  return node.logger.lines
+    .filter((l) => l.severity === 'E' && l.msg === msg)
+    .map((l) => ({ err: String(l.values.err), volumeName: l.values.volumeName }));
+}
+
+async function mountAll(node: InMemoryNode, pods: Readonly<Record<string, readonly string[]>>): Promise<void> {
+  for (const pv of new Set(Object.values(pods).flat())) node.addVolume(pv, pv.replace('pv-', 'vol-'));
+  for (const [uid, list] of Object.entries(pods)) node.addPod(uid, list);
+  await node.startKubelet(true);
+  const want = Object.values(pods).reduce((n, l) => n + l.length, 0);
+  await node.stepUntil(() => node.kubelet.asw.getMountedVolumes().length === want);
+  await node.steps(2);
+}
+
+describe('readyToUnmount: nothing is unmounted before reconstructed volumes are settled from the node status', () => {
+  // reconciler.go readyToUnmount: the DSW populated AND volumesNeedUpdateFromNodeStatus empty.
+  it('a pod deleted while kubelet was down: no NodeUnpublishVolume while the node status cannot be read; once it can, unpublish then unstage', async () => {
+    const node = new InMemoryNode();
+    await mountAll(node, { 'pod-a': ['pv-1'] });
+    node.crashKubelet();
+    node.cluster.deletePod('pod-a');
+    const cluster = node.cluster;
+    const original = cluster.getNodeStatus.bind(cluster);
+    cluster.getNodeStatus = () => Promise.reject(new Error('Get node: context deadline exceeded'));
+    const mark = node.driver.calls.length;
+    const vm = await node.startKubelet(true);
+    await node.steps(20);
+    assert.equal(vm.populator.hasAddedPods(), true, 'the DSW is populated: only the node status holds the unmount back');
+    assert.deepEqual(vm.reconstructor.pendingNodeStatusUpdates(), [nameOf('vol-1')]);
+    assert.deepEqual(csiCalls(node, mark), [], 'nothing unpublished or unstaged');
+    assert.equal(vm.asw.getVolumeMountState(nameOf('vol-1'), 'pod-a' as never), 'VolumeMountUncertain');
+
+    cluster.getNodeStatus = original;
+    await node.stepUntil(() => !vm.asw.volumeExists(nameOf('vol-1')));
+    assert.deepEqual(csiCalls(node, mark), ['NodeUnpublishVolume OK', 'NodeUnstageVolume OK']);
+  });
+});
+
+/**
+ * Makes the executor's `method` fail once with an error that is neither AlreadyExists nor
+ * Backoff (as when the operation cannot be built: a plugin not found, a spec it cannot read).
+ */
+function failOnce(node: InMemoryNode, method: 'mountVolume' | 'unmountVolume' | 'unmountDevice' | 'verifyControllerAttachedVolume', text: string): void {
+  const executor = node.kubelet.executor as unknown as Record<string, (...args: unknown[]) => unknown>;
+  const original = executor[method]!.bind(executor);
+  let failed = false;
+  executor[method] = (...args: unknown[]): unknown => {
+    if (failed) return original(...args);
+    failed = true;
+    if (method === 'verifyControllerAttachedVolume') throw new Error(text);
+    return Promise.reject(new Error(text));
+  };
+}
+
+describe('starting an operation fails for another reason than AlreadyExists or Backoff: logged as an error, retried next pass', () => {
+  // reconciler_common.go: each of mountOrAttachVolumes, unmountVolumes and unmountDetachDevices
+  // logs the error unless it is an expected one (nestedpendingoperations AlreadyExists / backoff).
+  it('VerifyControllerAttachedVolume and MountVolume', async () => {
+    const node = new InMemoryNode();
+    node.addVolume('pv-1', 'vol-1');
+    node.addPod('pod-a', ['pv-1']);
+    await node.startKubelet(true);
+    failOnce(node, 'verifyControllerAttachedVolume', 'verify: cannot build');
+    failOnce(node, 'mountVolume', 'mount: cannot build');
+    await node.stepUntil(() => node.kubelet.asw.getMountedVolumes().length === 1);
+    assert.deepEqual(errorLines(node, 'operationExecutor.VerifyControllerAttachedVolume failed'), [{ err: 'Error: verify: cannot build', volumeName: nameOf('vol-1') }]);
+    assert.deepEqual(errorLines(node, 'operationExecutor.MountVolume failed'), [{ err: 'Error: mount: cannot build', volumeName: nameOf('vol-1') }]);
+  });
+
+  it('UnmountVolume and UnmountDevice', async () => {
+    const node = new InMemoryNode();
+    await mountAll(node, { 'pod-a': ['pv-1'] });
+    failOnce(node, 'unmountVolume', 'unmount: cannot build');
+    failOnce(node, 'unmountDevice', 'unmount device: cannot build');
+    const mark = node.driver.calls.length;
+    node.cluster.deletePod('pod-a');
+    await node.stepUntil(() => !node.kubelet.asw.volumeExists(nameOf('vol-1')));
+    assert.deepEqual(csiCalls(node, mark), ['NodeUnpublishVolume OK', 'NodeUnstageVolume OK']);
+    assert.deepEqual(errorLines(node, 'operationExecutor.UnmountVolume failed'), [{ err: 'Error: unmount: cannot build', volumeName: nameOf('vol-1') }]);
+    assert.deepEqual(errorLines(node, 'operationExecutor.UnmountDevice failed'), [{ err: 'Error: unmount device: cannot build', volumeName: nameOf('vol-1') }]);
+  });
+});
+
+describe('unmountDetachDevices skips a volume with an operation pending', () => {
+  // reconciler_common.go unmountDetachDevices: only volumes with no pending operation (volume key,
+  // empty pod) are unmounted or marked detached.
+  it('a pod deleted while its NodeStageVolume hangs: the volume stays in the actual state, and is unstaged once the stage returns', async () => {
+    const node = new InMemoryNode();
+    node.addVolume('pv-1', 'vol-1');
+    node.addPod('pod-a', ['pv-1']);
+    node.driver.inject({ method: 'NodeStageVolume', hang: true, times: 1 });
+    const vm = await node.startKubelet(true);
+    await node.stepUntil(() => node.driver.hangingCalls() === 1);
+    node.cluster.deletePod('pod-a');
+    await node.steps(10);
+    assert.equal(vm.dsw.volumeExists(nameOf('vol-1')), false);
+    assert.equal(vm.asw.volumeExists(nameOf('vol-1')), true, 'not forgotten while MountDevice runs');
+    assert.equal(node.logger.messages().includes('Volume detached'), false);
+
+    assert.equal(node.driver.releaseHangs(), 1);
+    await node.stepUntil(() => !vm.asw.volumeExists(nameOf('vol-1')));
+    await node.steps(2);
+    assert.equal(node.driver.callsOf('NodeUnstageVolume').length, 1, 'the staged device is not leaked');
+    assert.deepEqual(node.mounter.entries().map((e) => e.mountPoint), ['/']);
+  });
+});
+
+describe('a pass that threw', () => {
+  it('reconcileOnce rejects with the error, and with skipIdlePasses the next pass runs although nothing changed', async () => {
+    const node = new InMemoryNode();
+    await mountAll(node, { 'pod-a': ['pv-1'] });
+    node.kubelet.reconciler.skipIdlePasses(node.clock);
+    await node.kubelet.reconcileOnce();
+    const dsw = node.kubelet.dsw;
+    const original = dsw.getVolumesToMount.bind(dsw);
+    let reads = 0;
+    dsw.getVolumesToMount = () => {
+      reads++;
+      if (reads === 1) throw new Error('DSW read failed');
+      return original();
+    };
+    await node.clock.advance(IDLE_PASS_MAX_SKIP_MS); // the forced pass runs, and throws
+    await assert.rejects(node.kubelet.reconciler.reconcileOnce(), /DSW read failed/);
+    assert.equal(reads, 1);
+    await node.kubelet.reconciler.reconcileOnce();
+    assert.equal(reads, 2, 'the pass after a failed one runs, at the same instant');
+    await node.kubelet.reconciler.reconcileOnce();
+    assert.equal(reads, 2, 'then idle passes are skipped again');
+  });
+});
