@@ -127,6 +127,48 @@ describe('unmountDetachDevices skips a volume with an operation pending', () => 
     assert.equal(node.driver.callsOf('NodeUnstageVolume').length, 1, 'the staged device is not leaked');
     assert.deepEqual(node.mounter.entries().map((e) => e.mountPoint), ['/']);
   });
+  it('an inline ephemeral volume (keyed per pod) whose pod is deleted while NodePublishVolume hangs stays in the actual state until SetUp returns', async () => {
+    // Not attachable, not device-mountable: its operations are keyed (volume, pod), and the
+    // check with the empty pod name matches them.
+    const node = new InMemoryNode({ attachRequired: false });
+    node.addPod('pod-a', [], ['scratch']);
+    node.driver.inject({ method: 'NodePublishVolume', hang: true, times: 1 });
+    const vm = await node.startKubelet(true);
+    await node.stepUntil(() => node.driver.hangingCalls() === 1);
+    const [name] = vm.asw.getUnmountedVolumes().map((v) => v.volumeName);
+    assert.ok(name !== undefined && vm.executor.isOperationPending(name, 'pod-a'), 'SetUp pending for the pod');
+    node.cluster.deletePod('pod-a');
+    await node.steps(10);
+    assert.equal(vm.dsw.volumeExists(name), false);
+    assert.equal(vm.asw.volumeExists(name), true, 'not forgotten while SetUp runs');
+    assert.equal(node.logger.messages().includes('Volume detached'), false);
+
+    assert.equal(node.driver.releaseHangs(), 1);
+    await node.stepUntil(() => !vm.asw.volumeExists(name));
+    await node.steps(2);
+    assert.equal(node.driver.callsOf('NodeUnpublishVolume').length, 1, 'the published volume is not leaked');
+    assert.deepEqual(node.mounter.entries().map((e) => e.mountPoint), ['/']);
+  });
+});
+
+describe('markDetached', () => {
+  // reconciler_common.go unmountDetachDevices: a volume whose device is not mounted is marked
+  // detached, and the log line names the devicePath the node status gave it.
+  it('after the unstage, "Volume detached" carries the devicePath from volumesAttached', async () => {
+    const node = new InMemoryNode();
+    node.addVolume('pv-1', 'vol-1');
+    node.cluster.volumesAttached = node.cluster.volumesAttached.map((v) => ({ ...v, devicePath: '/dev/xvdf' }));
+    node.addPod('pod-a', ['pv-1']);
+    await node.startKubelet(true);
+    await node.stepUntil(() => node.kubelet.asw.getMountedVolumes().length === 1);
+    assert.equal(node.kubelet.asw.getAttachedVolume(nameOf('vol-1'))?.devicePath, '/dev/xvdf');
+    node.cluster.deletePod('pod-a');
+    await node.stepUntil(() => !node.kubelet.asw.volumeExists(nameOf('vol-1')));
+    assert.deepEqual(
+      node.logger.lines.filter((l) => l.msg === 'Volume detached').map((l) => l.values),
+      [{ volumeName: nameOf('vol-1'), devicePath: '/dev/xvdf' }],
+    );
+  });
 });
 
 describe('a pass that threw', () => {
