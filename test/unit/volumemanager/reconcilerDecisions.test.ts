@@ -7,6 +7,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { UniqueVolumeName } from '../../../src/layout/names.js';
+import { CSIRetryReconstructionCleanup, FeatureGate } from '../../../src/features/features.js';
+import { CsiPlugin } from '../../../src/volume/csi/csiPlugin.js';
+import { VolumePluginMgr, type ConstructOptions, type ReconstructedVolume } from '../../../src/volume/plugins.js';
+import { BACKOFF_INITIAL_MS } from '../../../src/operationexecutor/nestedPendingOperations.js';
 import { IDLE_PASS_MAX_SKIP_MS } from '../../../src/volumemanager/reconciler/reconciler.js';
 import { DRIVER, InMemoryNode } from '../../support/inMemoryNode.js';
 
@@ -64,16 +68,19 @@ describe('readyToUnmount: nothing is unmounted before reconstructed volumes are 
  * Makes the executor's `method` fail once with an error that is neither AlreadyExists nor
  * Backoff (as when the operation cannot be built: a plugin not found, a spec it cannot read).
  */
-function failOnce(node: InMemoryNode, method: 'mountVolume' | 'unmountVolume' | 'unmountDevice' | 'verifyControllerAttachedVolume', text: string): void {
+function failOnce(node: InMemoryNode, method: 'mountVolume' | 'unmountVolume' | 'unmountDevice' | 'verifyControllerAttachedVolume', text: string): { atMs?: number } {
+  const when: { atMs?: number } = {};
   const executor = node.kubelet.executor as unknown as Record<string, (...args: unknown[]) => unknown>;
   const original = executor[method]!.bind(executor);
   let failed = false;
   executor[method] = (...args: unknown[]): unknown => {
     if (failed) return original(...args);
     failed = true;
+    when.atMs = node.clock.nowMs();
     if (method === 'verifyControllerAttachedVolume') throw new Error(text);
     return Promise.reject(new Error(text));
   };
+  return when;
 }
 
 describe('starting an operation fails for another reason than AlreadyExists or Backoff: logged as an error, retried next pass', () => {
@@ -169,6 +176,25 @@ describe('markDetached', () => {
       [{ volumeName: nameOf('vol-1'), devicePath: '/dev/xvdf' }],
     );
   });
+
+  it('a failure to mark the volume detached is logged, the pass goes on, and the next pass marks it', async () => {
+    const node = new InMemoryNode();
+    await mountAll(node, { 'pod-a': ['pv-1'] });
+    const asw = node.kubelet.asw;
+    const original = asw.markVolumeAsDetached.bind(asw);
+    let refused = 0;
+    asw.markVolumeAsDetached = (volumeName) => {
+      if (refused++ === 0) throw new Error('ASW refused (test)');
+      original(volumeName);
+    };
+    node.cluster.deletePod('pod-a');
+    await node.stepUntil(() => !asw.volumeExists(nameOf('vol-1')));
+    assert.deepEqual(
+      node.logger.lines.filter((l) => l.msg === 'Could not mark volume as detached').map((l) => ({ err: String(l.values.err), volumeName: l.values.volumeName })),
+      [{ err: 'Error: ASW refused (test)', volumeName: nameOf('vol-1') }],
+    );
+    assert.equal(refused, 2);
+  });
 });
 
 describe('a pass that threw', () => {
@@ -192,5 +218,39 @@ describe('a pass that threw', () => {
     assert.equal(reads, 2, 'the pass after a failed one runs, at the same instant');
     await node.kubelet.reconciler.reconcileOnce();
     assert.equal(reads, 2, 'then idle passes are skipped again');
+  });
+});
+
+describe('skipIdlePasses while a volume that could not be reconstructed waits for its cleanup', () => {
+  // reconciler.go: kubelet runs cleanOrphanVolumes on every pass once ready; the idle guard must
+  // not skip passes while a candidate waits for its retry.
+  /** Reconstruction fails for pv-1; its unmounter works, so the candidate goes to cleanupMounts. */
+  class FailingReconstruction extends CsiPlugin {
+    override constructVolumeSpec(volumeName: string, volumePath: string, options?: ConstructOptions): Promise<ReconstructedVolume> {
+      if (volumeName === 'pv-1') return Promise.reject(new Error('reconstruction fails (test)'));
+      return super.constructVolumeSpec(volumeName, volumePath, options);
+    }
+  }
+
+  it('gate CSIRetryReconstructionCleanup: a cleanup whose start was refused is retried when its backoff expires, not at the next forced pass', async () => {
+    const g = FeatureGate.of({ CSIGlobalMountReconstruction: false, [CSIRetryReconstructionCleanup]: true });
+    const node = new InMemoryNode();
+    node.addVolume('pv-1', 'vol-1');
+    node.addPod('pod-a', ['pv-1']);
+    await node.startKubelet(g);
+    await node.stepUntil(() => node.kubelet.asw.getMountedVolumes().length === 1);
+    node.crashKubelet();
+    node.cluster.deletePod('pod-a');
+    const mark = node.driver.calls.length;
+    const vm = await node.startKubelet(g, { plugins: (host, hooks) => new VolumePluginMgr([new FailingReconstruction(host, hooks)]) });
+    vm.reconciler.skipIdlePasses(node.clock);
+    const refused = failOnce(node, 'unmountVolume', 'unmounter: cannot build');
+    await node.stepUntil(() => node.driver.callsOf('NodeUnpublishVolume').length === 1, 50);
+    const retried = node.driver.calls.slice(mark).find((c) => c.method === 'NodeUnpublishVolume');
+    assert.ok(refused.atMs !== undefined && retried !== undefined);
+    // The first pass after the cleanup's 500 ms backoff (steps of 100 ms), well before the
+    // IDLE_PASS_MAX_SKIP_MS forced pass: a pass runs while a candidate waits, as kubelet's would.
+    assert.equal(retried.atMs - refused.atMs, BACKOFF_INITIAL_MS);
+    assert.ok(BACKOFF_INITIAL_MS < IDLE_PASS_MAX_SKIP_MS);
   });
 });
