@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { CsiPlugin } from '../../../src/volume/csi/csiPlugin.js';
 import {
+  isAttachableVolumePlugin,
   isBlockVolumePlugin,
   isDeviceMountablePlugin,
   isGlobalVolumeListerPlugin,
@@ -64,5 +65,46 @@ describe('volume plugin manager', () => {
     } finally {
       await fx.cleanup();
     }
+  });
+
+  // plugins.go FindPluginByName / FindPluginBySpec: the error texts name what was looked for.
+  it('FindPluginByName and FindPluginBySpec errors: the missing name, or every matching plugin joined by ","', () => {
+    const other: VolumePlugin = { ...plainPlugin, getPluginName: () => 'example.com/other' };
+    const mgr = new VolumePluginMgr([plainPlugin, other]);
+    const spec: Spec = { kind: 'inline', readOnly: false, volume: { name: 'v' } };
+    assert.throws(() => mgr.findPluginByName('missing-plugin'), (err: unknown) => {
+      assert.ok(err instanceof PluginNotFoundError);
+      assert.equal(String(err), 'PluginNotFoundError: no volume plugin matched name: missing-plugin');
+      return true;
+    });
+    assert.throws(() => mgr.findPluginBySpec(spec), (err: unknown) => {
+      assert.ok(err instanceof PluginNotFoundError);
+      assert.equal(err.message, 'multiple volume plugins matched: example.com/plain,example.com/other');
+      return true;
+    });
+    // One match is returned.
+    assert.equal(new VolumePluginMgr([plainPlugin]).findPluginBySpec(spec), plainPlugin);
+  });
+
+  it('a plugin without attachable is not found by the attachable Find helpers', async () => {
+    const mgr = new VolumePluginMgr([plainPlugin]);
+    assert.equal(isAttachableVolumePlugin(plainPlugin), false);
+    assert.equal(mgr.findAttachablePluginByName('example.com/plain'), undefined);
+    assert.equal(await mgr.findAttachablePluginBySpec({ kind: 'inline', readOnly: false, volume: { name: 'v' } }), undefined);
+  });
+
+  it('GlobalVolumeListerPlugin needs both globalVolumeLister and DeviceMountableVolumePlugin', () => {
+    // A lister that cannot device-mount has no global mount to report; a device-mountable plugin
+    // that does not list is not a lister.
+    const listerOnly = { ...plainPlugin, getPluginName: () => 'example.com/lister-only', globalVolumeLister: true, listGlobalVolumes: () => Promise.resolve([]) };
+    const mountableOnly = { ...plainPlugin, getPluginName: () => 'example.com/mountable-only', deviceMountable: true };
+    const both = { ...listerOnly, getPluginName: () => 'example.com/both', deviceMountable: true };
+    const mgr = new VolumePluginMgr([listerOnly, mountableOnly, both]);
+    assert.deepEqual(
+      mgr.findGlobalVolumeListerPlugins().map((p) => p.getPluginName()),
+      ['example.com/both'],
+    );
+    assert.equal(isGlobalVolumeListerPlugin(listerOnly), false);
+    assert.equal(isGlobalVolumeListerPlugin(mountableOnly), false);
   });
 });

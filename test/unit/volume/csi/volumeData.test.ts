@@ -14,6 +14,7 @@ import {
   volDataKey,
   type VolumeData,
 } from '../../../../src/volume/csi/volumeData.js';
+import { compareCodePoints } from '../../../../src/volume/csi/volumeDataEncoder.js';
 
 // ---------------------------------------------------------------------------------------------
 // helpers
@@ -332,9 +333,54 @@ void describe('encodeVolumeData: kubelet bytes (csi_util.go saveVolumeData)', ()
     }
   });
 
-  void it('rejects a non-string value at runtime', () => {
+  void it('rejects a non-string value at runtime, naming the key and the type', () => {
     const bad = { a: 1 } as unknown as VolumeData;
-    assert.throws(() => encodeVolumeData(bad), TypeError);
+    assert.throws(() => encodeVolumeData(bad), { name: 'TypeError', message: 'vol_data.json value for key "a" must be a string, got number' });
+  });
+
+  // Go's encoding/json writes a string as UTF-8 (invalid sequences as \ufffd); the bytes at each
+  // UTF-8 length boundary and at each surrogate boundary, as Go writes them.
+  void it('UTF-8 length and surrogate boundaries are written like Go', () => {
+    const cases: [string, Uint8Array][] = [
+      ['\u0080', bytes('"', [0xc2, 0x80], '"')],
+      ['\u07ff', bytes('"', [0xdf, 0xbf], '"')],
+      ['\u0800', bytes('"', [0xe0, 0xa0, 0x80], '"')],
+      ['\ud7ff', bytes('"', [0xed, 0x9f, 0xbf], '"')],
+      ['\ue000', bytes('"', [0xee, 0x80, 0x80], '"')],
+      // lone surrogates at the ends of the ranges
+      ['\udbff', utf8('"\\ufffd"')],
+      ['\udfff', utf8('"\\ufffd"')],
+      ['a\udfff', utf8('"a\\ufffd"')],
+      // two low surrogates, a high surrogate followed by a non-surrogate above the low range
+      ['\udc00\udc00', utf8('"\\ufffd\\ufffd"')],
+      ['\udfff\udc00', utf8('"\\ufffd\\ufffd"')],
+      ['\ud800\ue000', bytes('"\\ufffd', [0xee, 0x80, 0x80], '"')],
+      // valid pairs at the ends of the ranges
+      ['\ud800\udc00', bytes('"', [0xf0, 0x90, 0x80, 0x80], '"')],
+      ['\ud800\udfff', bytes('"', [0xf0, 0x90, 0x8f, 0xbf], '"')],
+      ['\udbff\udc00', bytes('"', [0xf4, 0x8f, 0xb0, 0x80], '"')],
+      ['\udbff\udfff', bytes('"', [0xf4, 0x8f, 0xbf, 0xbf], '"')],
+    ];
+    for (const [value, quoted] of cases) {
+      assert.deepEqual(encodeVolumeData({ k: value }), bytes('{"k":', [...quoted], '}\n'), `value ${JSON.stringify(value)}`);
+    }
+  });
+
+  // Go sorts map keys by their UTF-8 bytes, which is code point order; both argument orders.
+  void it('compareCodePoints: code point order, a prefix first, equal strings equal', () => {
+    const less: [string, string][] = [
+      ['a', 'ab'],
+      ['', 'a'],
+      ['\u{10000}a', '\u{10000}b'],
+      ['\u{1F600}', '\u{1F600}\u0000'],
+      ['\uffffa', '\uffffb'],
+      ['\uffff', '\u{10000}'],
+    ];
+    for (const [a, b] of less) {
+      assert.ok(compareCodePoints(a, b) < 0, `${JSON.stringify(a)} < ${JSON.stringify(b)}`);
+      assert.ok(compareCodePoints(b, a) > 0, `${JSON.stringify(b)} > ${JSON.stringify(a)}`);
+    }
+    for (const s of ['', 'a', '\u{10000}x', '\ud800']) assert.equal(compareCodePoints(s, s), 0, JSON.stringify(s));
   });
 });
 
