@@ -1,12 +1,13 @@
 /**
  * The mutation score per folder and per killer, from StrykerJS JSON reports (one per shard):
- * `node dist/scripts/mutate/score.js reports/mutation/**\/mutation.json`. The score is Stryker's:
+ * `node dist/scripts/mutate/score.js reports/mutation/**\/mutation.json` (a file in several
+ * reports counts once, from the newest). The score is Stryker's:
  * detected (killed + timeout) over valid (detected + survived + no coverage); ignored mutants
  * (log text, config.ts) and those that do not compile are not counted. A mutant's killer is the
  * test file that failed first: the killers run cheapest first and stop at the first failure, so
  * "per killer" counts the mutants each was the first to kill.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 interface Mutant {
@@ -66,15 +67,25 @@ export function percent(t: Tally): string {
   return valid === 0 ? '—' : `${((100 * (t.killed + t.timeout)) / valid).toFixed(1)} %`;
 }
 
+/**
+ * The score of `reports`, oldest first. A file that several reports measured counts once, from
+ * the last of them: a shard's files follow the sizes of the tree (config.ts `shardFiles`), so an
+ * edit under src/ can move a file to another shard, whose newer report then holds it too.
+ */
 export function scoreOf(reports: readonly unknown[]): Score {
   const s: Score = { folders: new Map(), killers: new Map(), total: empty(), survivors: [] };
-  for (const report of reports) {
+  const lastReportOf = new Map<string, number>();
+  reports.forEach((report, i) => {
+    for (const file of Object.keys((report as { files?: Record<string, unknown> }).files ?? {})) lastReportOf.set(file, i);
+  });
+  for (const [i, report] of reports.entries()) {
     const files = (report as { files?: Record<string, { mutants: Mutant[] }> }).files ?? {};
     const testIds = new Map<string, string>();
     for (const tf of Object.values((report as { testFiles?: Record<string, { tests: { id: string; name: string }[] }> }).testFiles ?? {})) {
       for (const t of tf.tests) testIds.set(t.id, t.name);
     }
     for (const [file, { mutants }] of Object.entries(files)) {
+      if (lastReportOf.get(file) !== i) continue;
       const folder = folderOf(file.split(path.sep).join('/'));
       const tally = s.folders.get(folder) ?? empty();
       s.folders.set(folder, tally);
@@ -108,7 +119,9 @@ if (import.meta.url === `file://${process.argv[1] ?? ''}`) {
     process.stderr.write('usage: node dist/scripts/mutate/score.js <mutation.json>... [--survivors]\n');
     process.exitCode = 2;
   } else {
-    const s = scoreOf(files.filter((f) => !f.startsWith('--')).map((f) => JSON.parse(readFileSync(f, 'utf8')) as unknown));
+    // Oldest first (by the report file's time): the newest report of a file is the one counted.
+    const reports = files.filter((f) => !f.startsWith('--')).sort((a, b) => statSync(a).mtimeMs - statSync(b).mtimeMs);
+    const s = scoreOf(reports.map((f) => JSON.parse(readFileSync(f, 'utf8')) as unknown));
     process.stdout.write(`${formatScore(s)}\n`);
     if (files.includes('--survivors')) for (const v of s.survivors) process.stdout.write(`${v.status} ${v.file}:${v.line} ${v.mutator} ${JSON.stringify(v.replacement)}\n`);
   }

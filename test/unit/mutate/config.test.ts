@@ -101,6 +101,16 @@ describe('mutate: the score', () => {
     assert.match(text, /\| all \| 5 \| 2 \| 1 \| 1 \| 1 \| 1 \| 1 \| \*\*60\.0 %\*\* \|/);
   });
 
+  it('a file several reports measured counts once, from the last report (the newest)', () => {
+    const m = (status: string): object => ({ status, mutatorName: 'BlockStatement', location: { start: { line: 3 } } });
+    const older = { files: { 'src/volume/a.ts': { mutants: [m('Survived'), m('Survived')] }, 'src/volume/b.ts': { mutants: [m('Killed')] } } };
+    const newer = { files: { 'src/volume/a.ts': { mutants: [m('Killed'), m('Survived')] } } };
+    const s = scoreOf([older, newer]);
+    assert.deepEqual(s.total, { killed: 2, timeout: 0, survived: 1, noCoverage: 0, ignored: 0, invalid: 0 });
+    assert.deepEqual(s.survivors.map((v) => v.file), ['src/volume/a.ts']);
+    assert.deepEqual(scoreOf([newer, older]).total, { killed: 1, timeout: 0, survived: 2, noCoverage: 0, ignored: 0, invalid: 0 });
+  });
+
   it('folders: two levels for volume/ and volumemanager/, the file for agent/runtime.ts', () => {
     assert.equal(folderOf('src/volume/csi/csiMounter.ts'), 'src/volume/csi');
     assert.equal(folderOf('src/volumemanager/cache/actualStateOfWorld.ts'), 'src/volumemanager/cache');
