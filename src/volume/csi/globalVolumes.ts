@@ -251,8 +251,9 @@ async function listBlockVolumes(
       stagingProblem = errorMessage(err);
     }
   } else if (stagingEntry !== undefined) {
-    // kubelet stats staging/<name> and so would follow a symlinked staging/ out of the root dir;
-    // nodevol does not, and says why rather than "does not exist".
+    // kubelet (csi_global_volumes.go, listGlobalBlockVolumes) stats staging/<name> and so would
+    // follow a symlinked staging/ out of the root dir; nodevol does not, and says why rather than
+    // "does not exist".
     stagingProblem = stagingEntry.type === 'symlink' ? `${stagingDir} is a symlink; not followed` : `${stagingDir} is not a directory`;
   }
   for (const entry of entries) {
