@@ -178,80 +178,24 @@ describe('CSI ListGlobalVolumes: block walk, outcomes', () => {
   });
 
   describe('identity checks, with the identity the file carries', () => {
-    it('no driverName: missing-driver-or-handle naming driverName; the skip carries handle and name only', async () => {
-      await fx.stageBlock({ specName: 'pv-a', driver: DRIVER, handle: 'h-a', file: { data: { volumeHandle: 'h-a', specVolID: 'pv-a' } } });
-      const l = await listing();
-      assert.deepEqual(l.skipped, [
-        {
-          path: volDir('pv-a'),
-          reason: 'missing-driver-or-handle',
-          detail: `${dataPath('pv-a')}: field driverName is missing or empty`,
-          volumeMode: 'Block',
-          volumeHandle: 'h-a',
-          specVolID: 'pv-a',
-        },
-      ]);
-    });
-
-    it('no volumeHandle: missing-driver-or-handle naming volumeHandle; the skip carries driver and name only', async () => {
-      await fx.stageBlock({ specName: 'pv-a', driver: DRIVER, handle: 'h-a', file: { data: { driverName: DRIVER, specVolID: 'pv-a' } } });
-      const l = await listing();
-      assert.deepEqual(l.volumes, []);
-      assert.deepEqual(l.skipped, [
-        {
-          path: volDir('pv-a'),
-          reason: 'missing-driver-or-handle',
-          detail: `${dataPath('pv-a')}: field volumeHandle is missing or empty`,
-          volumeMode: 'Block',
-          driver: DRIVER,
-          specVolID: 'pv-a',
-        },
-      ]);
-    });
-
-    it('empty strings are no identity: the skip carries none of them', async () => {
-      await fx.stageBlock({ specName: 'pv-a', driver: DRIVER, handle: 'h-a', file: { data: { driverName: '', volumeHandle: '', specVolID: '' } } });
-      const l = await listing();
-      assert.deepEqual(l.skipped, [
-        {
-          path: volDir('pv-a'),
-          reason: 'missing-driver-or-handle',
-          detail: `${dataPath('pv-a')}: field driverName is missing or empty`,
-          volumeMode: 'Block',
-        },
-      ]);
-    });
-
-    it('no specVolID: no-spec-vol-id, the skip carries driver and handle only', async () => {
-      await fx.stageBlock({ specName: 'pv-a', driver: DRIVER, handle: 'h-a', file: { data: { driverName: DRIVER, volumeHandle: 'h-a' } } });
-      const l = await listing();
-      assert.deepEqual(l.skipped, [
-        {
-          path: volDir('pv-a'),
-          reason: 'no-spec-vol-id',
-          detail: `${dataPath('pv-a')}: field specVolID is missing or empty`,
-          volumeMode: 'Block',
-          driver: DRIVER,
-          volumeHandle: 'h-a',
-        },
-      ]);
-    });
-
-    it('a specVolID naming another directory: name-mismatch naming both directories', async () => {
-      await fx.stageBlock({ specName: 'pv-a', driver: DRIVER, handle: 'h-a', file: { data: { driverName: DRIVER, volumeHandle: 'h-a', specVolID: 'pv-other' } } });
-      const l = await listing();
-      assert.deepEqual(l.skipped, [
-        {
-          path: volDir('pv-a'),
-          reason: 'name-mismatch',
-          detail: `${dataPath('pv-a')}: field specVolID "pv-other" names directory pv-other, not pv-a`,
-          volumeMode: 'Block',
-          driver: DRIVER,
-          volumeHandle: 'h-a',
-          specVolID: 'pv-other',
-        },
-      ]);
-    });
+    // Each file's data, and the skip it must give; the skip carries the file's non-empty
+    // driverName, volumeHandle and specVolID (identityOf) and nothing else.
+    const cases: readonly { name: string; data: Record<string, string>; reason: string; detail: string }[] = [
+      { name: 'no driverName: missing-driver-or-handle naming driverName', data: { volumeHandle: 'h-a', specVolID: 'pv-a' }, reason: 'missing-driver-or-handle', detail: 'field driverName is missing or empty' },
+      { name: 'no volumeHandle: missing-driver-or-handle naming volumeHandle', data: { driverName: DRIVER, specVolID: 'pv-a' }, reason: 'missing-driver-or-handle', detail: 'field volumeHandle is missing or empty' },
+      { name: 'empty strings are no identity', data: { driverName: '', volumeHandle: '', specVolID: '' }, reason: 'missing-driver-or-handle', detail: 'field driverName is missing or empty' },
+      { name: 'no specVolID: no-spec-vol-id', data: { driverName: DRIVER, volumeHandle: 'h-a' }, reason: 'no-spec-vol-id', detail: 'field specVolID is missing or empty' },
+      { name: 'a specVolID naming another directory: name-mismatch naming both directories', data: { driverName: DRIVER, volumeHandle: 'h-a', specVolID: 'pv-other' }, reason: 'name-mismatch', detail: 'field specVolID "pv-other" names directory pv-other, not pv-a' },
+    ];
+    for (const c of cases) {
+      it(`${c.name}; the skip carries exactly the identity the file gives`, async () => {
+        await fx.stageBlock({ specName: 'pv-a', driver: DRIVER, handle: 'h-a', file: { data: c.data } });
+        const l = await listing();
+        assert.deepEqual(l.volumes, []);
+        const identity = Object.fromEntries(['driverName', 'volumeHandle', 'specVolID'].filter((k) => (c.data[k] ?? '') !== '').map((k) => [k === 'driverName' ? 'driver' : k, c.data[k]]));
+        assert.deepEqual(l.skipped, [{ path: volDir('pv-a'), reason: c.reason, detail: `${dataPath('pv-a')}: ${c.detail}`, volumeMode: 'Block', ...identity }]);
+      });
+    }
   });
 
   it('reports a staged block volume with no SELinux context, whatever its file says, and with its name', async () => {
