@@ -2,10 +2,16 @@
 // ConstructVolumeSpec and the KEP-6058 pod-local fallback through mount references (the cases of
 // the PR's csi_util_test.go), each with the gate off and on.
 import assert from 'node:assert/strict';
+import { mkdir, symlink, writeFile } from 'node:fs/promises';
+import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
+import { NodeFileSystem } from '../../../../src/adapters/node/nodeFs.js';
 import { sha256Hex } from '../../../../src/layout/names.js';
 import { CsiPlugin } from '../../../../src/volume/csi/csiPlugin.js';
+import { findGlobalMountDataFromPodMount, NoGlobalMountError } from '../../../../src/volume/csi/globalMountFallback.js';
+import { encodeVolumeData, type VolumeData } from '../../../../src/volume/csi/volumeData.js';
 import { constructInlineSpec, constructPVSourceSpec, specName, type Spec } from '../../../../src/volume/spec.js';
+import { FaultyFs } from '../../../support/faultyFs.js';
 import { NodeFixture } from '../../../support/nodeFixture.js';
 import { RecordingLogger, volumeHost } from '../../../support/hosts.js';
 
@@ -207,5 +213,148 @@ describe('CSI plugin: ConstructBlockVolumeSpec', () => {
 
   it('fails with the path when the block data file is missing', async () => {
     await assert.rejects(new CsiPlugin(volumeHost(fx, { gateOn: true })).constructBlockVolumeSpec('pod-1', 'nope', '/m'), /failed to load block volume data for nope/);
+  });
+});
+
+// The fallback helper on its own (csi_util.go findGlobalMountDataFromPodMount in the KEP-6058 PR):
+// which reference it accepts, what the operator reads when none is acceptable (the error names
+// every reference checked with the reason, and each skip is logged at V(4)), and that a reference
+// outside the root dir is refused without touching it.
+describe('CSI plugin: findGlobalMountDataFromPodMount', () => {
+  let fx: NodeFixture;
+  beforeEach(async () => {
+    fx = await NodeFixture.create();
+  });
+  afterEach(async () => {
+    await fx.cleanup();
+  });
+
+  const SKIPS = {
+    notGlobal: 'Mount reference is not a global mount, skipping',
+    outside: 'Mount reference is outside the root dir, skipping',
+    unreadable: 'Global mount reference has no readable volume data, skipping',
+    incomplete: 'Global mount reference names no driver or volume handle, skipping',
+  } as const;
+
+  /** A mount at `mountPoint` (directory created) and a pod volume whose mount/ is a bind of it. */
+  async function podBoundFrom(mountPoint: string): Promise<string> {
+    await mkdir(mountPoint, { recursive: true });
+    fx.mount({ mountPoint, root: '/', dev: fx.newDev() });
+    return fx.podVolume({ uid: 'pod-1', specName: 'pv-1', driver: DRIVER, handle: 'vol-1', file: 'absent', boundFrom: mountPoint });
+  }
+
+  async function writeVolData(dir: string, data: VolumeData): Promise<string> {
+    const file = path.join(dir, 'vol_data.json');
+    await writeFile(file, encodeVolumeData(data));
+    return file;
+  }
+
+  /** Runs the helper expecting NoGlobalMountError; returns its message and the V(4) skip lines. */
+  async function refused(dir: string, fs?: FaultyFs): Promise<{ message: string; skips: { msg: string; reference: unknown }[] }> {
+    const logger = new RecordingLogger();
+    const err = await findGlobalMountDataFromPodMount(volumeHost(fx, { gateOn: true, logger, ...(fs ? { fs } : {}) }), dir).then(
+      () => assert.fail('expected NoGlobalMountError'),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof NoGlobalMountError);
+    assert.equal(err.name, 'NoGlobalMountError');
+    for (const l of logger.lines) assert.equal(l.level, 4, l.msg);
+    return { message: err.message, skips: logger.lines.map((l) => ({ msg: l.msg, reference: l.values['reference'] })) };
+  }
+
+  it('no reference at all: NoGlobalMountError naming the mount path and nothing else', async () => {
+    const dir = await fx.podVolume({ uid: 'pod-1', specName: 'pv-1', driver: DRIVER, handle: 'vol-1', file: 'absent' });
+    const { message, skips } = await refused(dir);
+    assert.equal(message, `no global mount is bind mounted at ${dir}/mount`);
+    assert.deepEqual(skips, []);
+  });
+
+  it('names every reference checked, in mount table order, with the reason each was skipped', async () => {
+    const other = `${fx.root}/plugins/kubernetes.io/csi/${DRIVER}/aaaa/elsewhere`;
+    const dir = await podBoundFrom(other);
+    const src = fx.mountAt(other);
+    assert.ok(src);
+    const noData = await fx.mkdirRel(`plugins/kubernetes.io/csi/${DRIVER}/bbbb/globalmount`);
+    fx.mount({ mountPoint: noData, root: src.root, dev: src.dev });
+    const { message, skips } = await refused(dir);
+    assert.equal(
+      message,
+      `no global mount is bind mounted at ${dir}/mount; references checked: ${other} (not a globalmount), ` +
+        `${noData} (failed to open volume data file ${path.dirname(noData)}/vol_data.json: ENOENT (no such file or directory))`,
+    );
+    assert.deepEqual(skips, [
+      { msg: SKIPS.notGlobal, reference: other },
+      { msg: SKIPS.unreadable, reference: noData },
+    ]);
+  });
+
+  for (const [what, data] of [
+    ['no volumeHandle', { driverName: DRIVER, specVolID: 'pv-1' }],
+    ['an empty volumeHandle', { driverName: DRIVER, volumeHandle: '', specVolID: 'pv-1' }],
+    ['no driverName', { volumeHandle: 'vol-1', specVolID: 'pv-1' }],
+    ['an empty driverName', { driverName: '', volumeHandle: 'vol-1', specVolID: 'pv-1' }],
+  ] as const) {
+    it(`a global vol_data.json with ${what} is skipped, not returned`, async () => {
+      const gm = `${fx.root}/plugins/kubernetes.io/csi/${DRIVER}/${sha256Hex('vol-1')}/globalmount`;
+      const dir = await podBoundFrom(gm);
+      await writeVolData(path.dirname(gm), data);
+      const { message, skips } = await refused(dir);
+      assert.equal(message, `no global mount is bind mounted at ${dir}/mount; references checked: ${gm} (no driverName or volumeHandle)`);
+      assert.deepEqual(skips, [{ msg: SKIPS.incomplete, reference: gm }]);
+    });
+  }
+
+  // A bind of the pod's filesystem outside the root dir, or a globalmount directly in the root dir
+  // (its vol_data.json would be the root dir's own file), is no global mount of this kubelet: it
+  // is refused by its place alone, and neither it nor the vol_data.json beside it reaches the file system port.
+  for (const [what, where] of [
+    ['outside the root dir', (fx: NodeFixture) => `${fx.base}/elsewhere/vol/globalmount`],
+    ['a root dir sibling sharing its prefix', (fx: NodeFixture) => `${fx.root}-other/vol/globalmount`],
+    ['directly in the root dir', (fx: NodeFixture) => `${fx.root}/globalmount`],
+  ] as const) {
+    it(`a globalmount reference ${what} is refused unread, with a complete vol_data.json beside it`, async () => {
+      const gm = where(fx);
+      const dir = await podBoundFrom(gm);
+      await writeVolData(path.dirname(gm), { driverName: DRIVER, volumeHandle: 'vol-1', specVolID: 'pv-1' });
+      const fs = new FaultyFs(new NodeFileSystem());
+      const { message, skips } = await refused(dir, fs);
+      assert.equal(message, `no global mount is bind mounted at ${dir}/mount; references checked: ${gm} (outside the root dir)`);
+      assert.deepEqual(skips, [{ msg: SKIPS.outside, reference: gm }]);
+      const touched = new Set([path.dirname(gm), gm, path.join(path.dirname(gm), 'vol_data.json')]);
+      assert.deepEqual(
+        fs.calls.filter((c) => touched.has(c.slice(c.indexOf(' ') + 1))),
+        [],
+      );
+    });
+  }
+
+  it('a global vol_data.json that is a symlink out of the root dir is refused, and the file outside is never read', async () => {
+    const outsideFile = await writeVolData(fx.base, { driverName: DRIVER, volumeHandle: 'vol-1', specVolID: 'pv-1' });
+    const gm = await fx.stage({ driver: DRIVER, handle: 'vol-1', file: 'absent' });
+    const link = path.join(path.dirname(gm), 'vol_data.json');
+    await symlink(outsideFile, link);
+    const dir = await fx.podVolume({ uid: 'pod-1', specName: 'pv-1', driver: DRIVER, handle: 'vol-1', file: 'absent', boundFrom: gm });
+    const fs = new FaultyFs(new NodeFileSystem());
+    const { message, skips } = await refused(dir, fs);
+    assert.equal(
+      message,
+      `no global mount is bind mounted at ${dir}/mount; references checked: ${gm} ` +
+        `(refusing to read ${link}: it resolves to ${outsideFile}, outside the root dir ${fx.root})`,
+    );
+    assert.deepEqual(skips, [{ msg: SKIPS.unreadable, reference: gm }]);
+    assert.deepEqual(fs.calls.filter((c) => c.startsWith('readFile ')), []);
+  });
+
+  it('accepts a complete global mount, resolving only the file: the root dir is the host\'s real path, never resolved again', async () => {
+    const gm = await fx.stage({ driver: DRIVER, handle: 'vol-1', specVolID: 'pv-1' });
+    const dir = await fx.podVolume({ uid: 'pod-1', specName: 'pv-1', driver: DRIVER, handle: 'vol-1', file: 'absent', boundFrom: gm });
+    const fs = new FaultyFs(new NodeFileSystem());
+    const r = await findGlobalMountDataFromPodMount(volumeHost(fx, { gateOn: true, fs }), dir);
+    assert.equal(r.dataDir, path.dirname(gm));
+    assert.equal(r.data['volumeHandle'], 'vol-1');
+    assert.deepEqual(
+      fs.calls.filter((c) => c.startsWith('realpath ')),
+      [`realpath ${dir}/mount`, `realpath ${path.dirname(gm)}/vol_data.json`],
+    );
   });
 });
