@@ -362,6 +362,38 @@ describe('NestedPendingOperations', () => {
       );
     });
 
+    it('a pod operation is held by the backoff of its own failed entry, not by an older wildcard entry of the volume', async () => {
+      // nestedpendingoperations.go isOperationExists: among the failed operations matching a key,
+      // the one with exactly that pod name is the one whose backoff applies.
+      const h = harness();
+      const a = new ManualOperation();
+      const b = new ManualOperation();
+      h.npo.run(key(VOL, POD_A), a);
+      h.npo.run(key(VOL, POD_B), b);
+      await flush();
+      a.fail();
+      b.fail();
+      await h.npo.wait();
+      await h.clock.advance(BACKOFF_INITIAL_MS + 1);
+      // (VOL, '') takes over the older entry, POD_A's, and fails again: that entry now waits 1000 ms
+      // from now, while POD_B's own 500 ms have expired.
+      const wildcard = await failOnce(h, key(VOL, ''));
+      assert.equal(wildcard.durationBeforeRetryMs, 1000);
+      assert.equal(h.npo.isOperationSafeToRetry(VOL, POD_B), true);
+      assert.equal(h.npo.isRunnable(key(VOL, POD_B), 'volume_mount'), true);
+      const retry = new ManualOperation();
+      assert.doesNotThrow(() => h.npo.run(key(VOL, POD_B), retry));
+      await flush();
+      assert.equal(retry.starts, 1);
+      retry.fail();
+      await h.npo.wait();
+      // The retry's failure doubled POD_B's own backoff, not the wildcard entry's.
+      assert.throws(
+        () => h.npo.run(key(VOL, POD_B), new ManualOperation()),
+        (err: unknown) => isBackoff(err) && err.durationBeforeRetryMs === 1000 && err.retryAfterMs === 1000,
+      );
+    });
+
     it('a different operation on a key in backoff resets the backoff and runs (kubelet: a failing mount does not hold back an unmount)', async () => {
       const h = harness();
       const first = await failOnce(h, key(VOL, ''));
@@ -495,15 +527,19 @@ describe('NestedPendingOperations', () => {
       assert.deepEqual(seen, [false]);
     });
 
-    it('an operation rejecting without a value is still reported as failed', async () => {
+    it('an operation rejecting without a value is still reported as failed, with a reason that names it', async () => {
       const { npo, completed } = harness();
-      const op = new ManualOperation();
-      npo.run(key(VOL, ''), op);
-      await flush();
-      op.fail(undefined);
+      // Not ManualOperation.fail(undefined): its default parameter would put an Error in place of undefined.
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
+      npo.run(key(VOL, ''), { operationName: 'volume_mount', run: () => Promise.reject(undefined) });
       await npo.wait();
+      const reason = 'operation "volume_mount" failed without a reason';
       assert.ok(completed[0]!.error instanceof Error);
-      assert.throws(() => npo.run(key(VOL, ''), new ManualOperation()), isBackoff);
+      assert.equal(completed[0]!.error.message, reason);
+      assert.throws(
+        () => npo.run(key(VOL, ''), new ManualOperation()),
+        (err: unknown) => isBackoff(err) && err.message.endsWith(`last error: ${reason}`),
+      );
     });
   });
 
@@ -531,7 +567,11 @@ describe('NestedPendingOperations', () => {
       assert.equal(isExpectedError(undefined), false);
       assert.equal(isBackoff(alreadyExists), false);
       assert.equal(isAlreadyExists(backoff), false);
-      assert.match(backoff.message, /no retries permitted for another 500 ms/);
+      // What an operator reads: the key, the wait left, the backoff armed and the last failure.
+      assert.equal(
+        backoff.message,
+        `operation for volume "${VOL}" failed; no retries permitted for another 500 ms (durationBeforeRetry 500 ms); last error: volume_mount failed`,
+      );
       assert.match(alreadyExists.message, /already executing/);
     });
 
