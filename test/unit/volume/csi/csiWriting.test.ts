@@ -9,7 +9,8 @@ import { describe, it } from 'node:test';
 import { MemFs } from '../../../../src/adapters/memory/memFs.js';
 import { MemoryMounter } from '../../../../src/adapters/memory/memoryMounter.js';
 import { FakeCsiDriver } from '../../../../src/adapters/memory/fakeCsiDriver.js';
-import { FsError } from '../../../../src/ports/fs.js';
+import { FsError, type FileSystem } from '../../../../src/ports/fs.js';
+import type { ClusterView } from '../../../../src/ports/cluster.js';
 import {
   CsiCallError,
   GrpcStatus,
@@ -25,7 +26,7 @@ import { CsiAttacher } from '../../../../src/volume/csi/csiAttacher.js';
 import { upstreamCsiHooks, type CsiHooks, type FailedCleanupDecision, type FailedCleanupSite, type FinishedErrorDecision, type FinishedErrorSite } from '../../../../src/volume/csi/csiHooks.js';
 import { CsiMounter, CsiUnmounter } from '../../../../src/volume/csi/csiMounter.js';
 import { CsiPlugin } from '../../../../src/volume/csi/csiPlugin.js';
-import { CsiPathError, removeMountDir } from '../../../../src/volume/csi/csiUtil.js';
+import { accessModeOf, CsiPathError, CsiSpecError, mountCapability, removeMountDir } from '../../../../src/volume/csi/csiUtil.js';
 import type { PodRef } from '../../../../src/volume/plugins.js';
 import { constructInlineSpec, constructPVSourceSpec, type Spec } from '../../../../src/volume/spec.js';
 import { type PersistentVolume } from '../../../../src/api/core.js';
@@ -33,6 +34,7 @@ import { mapBlockVolume, unmapBlockVolume } from '../../../../src/volume/util/bl
 import { TransientOperationFailure, UncertainProgressError, isOperationFinishedError } from '../../../../src/volume/util/errors.js';
 import type { VolumeHost } from '../../../../src/volume/volumeHost.js';
 import { FakeClock } from '../../../support/fakeClock.js';
+import { FaultyFs } from '../../../support/faultyFs.js';
 import { FakeCluster } from '../../../../src/adapters/memory/fakeCluster.js';
 import { gates, RecordingLogger } from '../../../support/hosts.js';
 import { FeatureGate } from '../../../../src/features/features.js';
@@ -618,6 +620,188 @@ describe('CSI TearDown and removeMountDir (csi_mounter.go)', () => {
     r.fs.writeRaw(`${volDir('vol-1')}/unexpected`, 'x');
     await assert.rejects(removeMountDir(r.host, dmp), /failed to delete volume path/);
     assert.deepEqual(r.tree(volDir('vol-1')), [`${volDir('vol-1')}/unexpected`]);
+  });
+});
+
+/** `inner`, except that the first rmdir of `dir` fails with errno `code` (a cause gone by the next call). */
+function rmdirFailsOnce(inner: FileSystem, dir: string, code: string): FileSystem {
+  let failed = false;
+  return new Proxy(inner, {
+    get(target, prop) {
+      if (prop === 'rmdir') {
+        return (p: string): Promise<void> => {
+          if (p !== dir || failed) return target.rmdir(p);
+          failed = true;
+          return Promise.reject(new FsError(code, p, 'rmdir'));
+        };
+      }
+      const v: unknown = Reflect.get(target, prop, target);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+}
+
+/** `cluster` as a view that holds no Secrets and cannot issue tokens (the optional methods absent). */
+function viewWithout(cluster: ClusterView, missing: readonly ('getSecret' | 'requestServiceAccountToken')[]): ClusterView {
+  return new Proxy(cluster, {
+    get(target, prop) {
+      if ((missing as readonly (string | symbol)[]).includes(prop)) return undefined;
+      const v: unknown = Reflect.get(target, prop, target);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+}
+
+describe('removeMountDir failures as an operator reads them (csi_mounter.go removeMountDir)', () => {
+  /** A volume dir whose globalmount is not mounted (no STAGE_UNSTAGE_VOLUME), with its vol_data.json. */
+  async function unstagedVolume(): Promise<{ r: Rig; dmp: string; dir: string }> {
+    const r = new Rig({ capabilities: [] });
+    const dmp = await r.mountDevice(pv('pv-1', 'vol-1'));
+    return { r, dmp, dir: volDir('vol-1') };
+  }
+  const fsText = (code: string, p: string, syscall: string): string => new FsError(code, p, syscall).message;
+
+  it('a vol_data.json that cannot be deleted fails it with the file named and the cause', async () => {
+    const { r, dmp, dir } = await unstagedVolume();
+    const file = `${dir}/vol_data.json`;
+    const fs = new FaultyFs(r.fs).failOn('unlink', file, 'EACCES');
+    await assert.rejects(removeMountDir({ ...r.host, fs }, dmp), {
+      message: `kubernetes.io/csi: failed to delete volume data file [${file}]: ${fsText('EACCES', file, 'unlink')}`,
+    });
+    assert.equal(await r.exists(file), true);
+  });
+
+  it('nodevol\'s unstage marker left in the volume dir is removed with it', async () => {
+    const { r, dmp, dir } = await unstagedVolume();
+    r.fs.writeRaw(`${dir}/unstage-in-progress`, '');
+    await removeMountDir(r.host, dmp);
+    assert.deepEqual(r.tree(CSI_DIR), [`${CSI_DIR}/${DRIVER}/`]);
+  });
+
+  it('a directory with the temp file\'s name is not ours: the volume dir stays and the error names it', async () => {
+    const { r, dmp, dir } = await unstagedVolume();
+    r.fs.writeRaw(`${dir}/vol_data.json.tmp/x`, '');
+    await assert.rejects(removeMountDir(r.host, dmp), {
+      message: `kubernetes.io/csi: failed to delete volume path [${dir}]: ${fsText('ENOTEMPTY', dir, 'rmdir')}`,
+    });
+    assert.deepEqual(r.tree(dir), [`${dir}/vol_data.json.tmp/`, `${dir}/vol_data.json.tmp/x`]);
+  });
+
+  it('with the temp file and something else in the volume dir: the temp file goes, the dir stays, the error names it', async () => {
+    const { r, dmp, dir } = await unstagedVolume();
+    r.fs.writeRaw(`${dir}/vol_data.json.tmp`, '{"partial');
+    r.fs.writeRaw(`${dir}/unexpected`, 'x');
+    await assert.rejects(removeMountDir(r.host, dmp), {
+      message: `kubernetes.io/csi: failed to delete volume path [${dir}]: ${fsText('ENOTEMPTY', dir, 'rmdir')}`,
+    });
+    assert.deepEqual(r.tree(dir), [`${dir}/unexpected`]);
+  });
+
+  it('a temp file that cannot be deleted fails it with the temp file named and the cause', async () => {
+    const { r, dmp, dir } = await unstagedVolume();
+    const tmp = `${dir}/vol_data.json.tmp`;
+    r.fs.writeRaw(tmp, '{"partial');
+    const fs = new FaultyFs(r.fs).failOn('unlink', tmp, 'EACCES');
+    await assert.rejects(removeMountDir({ ...r.host, fs }, dmp), {
+      message: `kubernetes.io/csi: failed to delete temp file [${tmp}]: ${fsText('EACCES', tmp, 'unlink')}`,
+    });
+    assert.equal(await r.exists(tmp), true);
+  });
+
+  // kubelet returns the volume dir's removal error as it is; the reconciler retries the whole
+  // operation. nodevol removes its own leftovers and tries again only on ENOTEMPTY, and only when
+  // it removed one: any other failure, or nothing of its own to remove, is the operation's error.
+  for (const tc of [
+    { code: 'EBUSY', tempFile: true, why: 'another error than ENOTEMPTY, with a temp file present: the temp file is kept' },
+    { code: 'EBUSY', tempFile: false, why: 'another error than ENOTEMPTY' },
+    { code: 'ENOTEMPTY', tempFile: false, why: 'ENOTEMPTY with nothing of nodevol\'s to remove' },
+  ]) {
+    it(`a volume dir rmdir failing once (${tc.why}) fails it with that error; no second attempt`, async () => {
+      const { r, dmp, dir } = await unstagedVolume();
+      if (tc.tempFile) r.fs.writeRaw(`${dir}/vol_data.json.tmp`, '{"partial');
+      await assert.rejects(removeMountDir({ ...r.host, fs: rmdirFailsOnce(r.fs, dir, tc.code) }, dmp), {
+        message: `kubernetes.io/csi: failed to delete volume path [${dir}]: ${fsText(tc.code, dir, 'rmdir')}`,
+      });
+      assert.deepEqual(r.tree(dir), tc.tempFile ? [`${dir}/vol_data.json.tmp`] : []);
+      assert.equal(await r.exists(dir), true, 'the volume dir is still there for the retry');
+    });
+  }
+});
+
+describe('CSI helpers: what reaches the driver and the operator (csi_attacher.go, csi_mounter.go, csi_plugin.go, csi_client.go)', () => {
+  it('a PV whose CSI source has an empty driver or handle has no device mount path: CsiSpecError with kubelet\'s text (csi_attacher.go makeDeviceMountPath)', () => {
+    const r = new Rig();
+    const spec = (driver: string, volumeHandle: string): Spec => ({ kind: 'persistent', readOnly: false, persistentVolume: { name: 'pv-1', csi: { driver, volumeHandle } } });
+    for (const [s, text] of [
+      [spec('', 'vol-1'), 'csi source driver name is empty'],
+      [spec(DRIVER, ''), 'CSIPersistentVolumeSource volume handle is empty'],
+    ] as const) {
+      assert.throws(
+        () => r.plugin.getDeviceMountPath(s),
+        (err: unknown) => err instanceof CsiSpecError && String(err) === `CsiSpecError: ${text}`,
+      );
+    }
+  });
+
+  it('SetUp without a CSIDriver object sends no pod information (csi_plugin.go podInfoEnabled)', async () => {
+    const r = new Rig();
+    r.cluster.drivers.delete(DRIVER);
+    await r.mountForPod(pv('pv-1', 'vol-1'));
+    assert.deepEqual(r.publishRequests()[0]?.volumeContext, {});
+  });
+
+  it('a driver with VOLUME_MOUNT_GROUP gets an empty volume_mount_group for a pod without fsGroup (MountDevice, SetUpAt)', async () => {
+    const r = new Rig({ capabilities: ['STAGE_UNSTAGE_VOLUME', 'VOLUME_MOUNT_GROUP'] });
+    await r.mountForPod(pv('pv-1', 'vol-1'));
+    assert.equal(r.stageRequests()[0]?.volumeCapability.mount?.volumeMountGroup, '');
+    assert.equal(r.publishRequests()[0]?.volumeCapability.mount?.volumeMountGroup, '');
+  });
+
+  it('an inline volume is published with no mount flags', async () => {
+    const r = new Rig({ capabilities: [] });
+    r.cluster.drivers.set(DRIVER, { name: DRIVER, attachRequired: true, volumeLifecycleModes: ['Ephemeral'] });
+    await (await r.plugin.newMounter(constructInlineSpec('scratch', DRIVER), POD_A)).setUp({});
+    assert.deepEqual(r.publishRequests()[0]?.volumeCapability.mount?.mountFlags, []);
+  });
+
+  it('the access mode without asking the driver: ReadWriteOnce and ReadWriteOncePod are SINGLE_NODE_WRITER (csi_client.go asCSIAccessModeV1)', () => {
+    for (const mode of ['ReadWriteOnce', 'ReadWriteOncePod']) {
+      const spec = pv('pv-1', 'vol-1', { accessModes: [mode] });
+      assert.deepEqual(accessModeOf(spec), { mode: 'SINGLE_NODE_WRITER' });
+      assert.deepEqual(mountCapability(spec, 'ext4', '').accessMode, { mode: 'SINGLE_NODE_WRITER' });
+    }
+  });
+
+  it('a pod without a service account name asks for the tokens of the account "" (csi_mounter.go podServiceAccountTokenAttrs)', async () => {
+    const r = new Rig();
+    r.cluster.drivers.set(DRIVER, { name: DRIVER, attachRequired: true, tokenRequests: [{ audience: 'vault' }] });
+    await r.mountForPod(pv('pv-1', 'vol-1'));
+    assert.deepEqual(r.cluster.tokenRequests, [{ namespace: 'default', serviceAccountName: '', audiences: ['vault'], boundPod: { name: 'pod-a', uid: 'pod-a' } }]);
+  });
+
+  it('a cluster view that cannot issue tokens, or holds no Secrets, fails SetUp transiently with that reason and publishes nothing', async () => {
+    const cases = [
+      {
+        missing: ['requestServiceAccountToken'] as const,
+        driver: { name: DRIVER, attachRequired: true, tokenRequests: [{ audience: 'vault' }] },
+        extra: {},
+        message: 'kubernetes.io/csi: mounter.SetUpAt failed to get service accoount token attributes: the cluster view cannot issue service account tokens',
+      },
+      {
+        missing: ['getSecret'] as const,
+        driver: { name: DRIVER, attachRequired: true },
+        extra: { csi: { driver: DRIVER, volumeHandle: 'vol-1', nodePublishSecretRef: { name: 's-1', namespace: 'ns-1' } } },
+        message: 'fetching NodePublishSecretRef ns-1/s-1 failed: secrets "s-1" cannot be read: the cluster view holds no Secrets',
+      },
+    ];
+    for (const tc of cases) {
+      const r = new Rig();
+      r.cluster.drivers.set(DRIVER, tc.driver);
+      const plugin = new CsiPlugin({ ...r.host, cluster: viewWithout(r.cluster, tc.missing) });
+      const mounter = await plugin.newMounter(pv('pv-1', 'vol-1', tc.extra), POD_A);
+      await assert.rejects(mounter.setUp({}), (err: unknown) => err instanceof TransientOperationFailure && err.message === tc.message);
+      assert.deepEqual(r.publishRequests(), []);
+    }
   });
 });
 
