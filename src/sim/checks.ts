@@ -136,6 +136,24 @@ export function checkInUseReported(world: SimWorld, written: readonly string[]):
  * settles most runs; the directories are looked at one by one, a walk of the whole tree at
  * every change cost the simulator a fifth of its time).
  */
+/** The first item of `items` that `test` accepts (Array.prototype.find without copying an iterable into an array first). */
+function findOf<T>(items: Iterable<T>, test: (item: T) => boolean): T | undefined {
+  for (const item of items) if (test(item)) return item;
+  return undefined;
+}
+
+/** Whether `test` accepts some item of `items` (Array.prototype.some without the copy). */
+function someOf<T>(items: Iterable<T>, test: (item: T) => boolean): boolean {
+  for (const item of items) if (test(item)) return true;
+  return false;
+}
+
+/** Whether `test` accepts the state of some volume of a driver's `volumes()`. */
+function someVolume<S>(volumes: Iterable<readonly [string, S]>, test: (state: S) => boolean): boolean {
+  for (const [, state] of volumes) if (test(state)) return true;
+  return false;
+}
+
 export function convergenceProblems(world: SimWorld, engine: { readonly running: boolean }, quick: boolean): string[] {
   const problems: string[] = [];
   if (!engine.running) problems.push('the engine is restarting');
@@ -149,7 +167,7 @@ export function convergenceProblems(world: SimWorld, engine: { readonly running:
     if (d === undefined || exempt.has(w.driver)) continue;
     if (w.vol.inline) {
       const uid = w.pods[0] ?? '';
-      const published = [...d.volumes()].some(([, st]) => [...st.publishedAt].some((t) => t.includes(`/pods/${uid}/`) && world.mounter.isMounted(t)));
+      const published = someVolume(d.volumes(), (st) => someOf(st.publishedAt, (t) => t.includes(`/pods/${uid}/`) && world.mounter.isMounted(t)));
       if (!published) problems.push(`inline volume ${w.vol.name} of pod ${uid} is not published`);
       continue;
     }
@@ -158,7 +176,7 @@ export function convergenceProblems(world: SimWorld, engine: { readonly running:
     // The driver's records survive a reboot; the mounts do not: both must be there.
     if (stages && (st?.stagedAt === undefined || !world.mounter.isMounted(st.stagedAt))) problems.push(`${w.handle} is wanted but not staged`);
     const publishedFor = (uid: string): boolean => {
-      const target = [...(st?.publishedAt ?? [])].find((t) => t.includes(`/pods/${uid}/`) || t.endsWith(`/${uid}`));
+      const target = st === undefined ? undefined : findOf(st.publishedAt, (t) => t.includes(`/pods/${uid}/`) || t.endsWith(`/${uid}`));
       return target !== undefined && world.mounter.isMounted(target);
     };
     // ReadWriteOncePod wanted by several running pods: kubelet sets it up for one of them and
@@ -171,11 +189,11 @@ export function convergenceProblems(world: SimWorld, engine: { readonly running:
   for (const [name, d] of world.drivers) {
     if (exempt.has(name)) continue;
     for (const [id, st] of d.volumes()) {
-      const isWanted = wanted.has(`${name}|${id}`) || [...wanted.values()].some((w) => w.vol.inline && w.driver === name);
+      const isWanted = wanted.has(`${name}|${id}`) || someOf(wanted.values(), (w) => w.vol.inline && w.driver === name);
       if (!isWanted) problems.push(`${id} is unwanted but the driver still has it ${st.stagedAt !== undefined ? 'staged' : 'published'}`);
       else {
         for (const t of st.publishedAt) {
-          const owner = [...world.running].find((uid) => t.includes(`/pods/${uid}/`) || t.endsWith(`/${uid}`));
+          const owner = findOf(world.running, (uid) => t.includes(`/pods/${uid}/`) || t.endsWith(`/${uid}`));
           if (owner === undefined) problems.push(`${id} is still published at ${t} for a pod that is gone`);
         }
       }

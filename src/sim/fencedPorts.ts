@@ -185,17 +185,29 @@ export class Fence {
     // A slow disk (scenario `slowDisk`): a file call completes that much later.
     const latency = port === 'fs' ? this.world.fileCallLatencyMs() : 0;
     return new Promise<T>((resolve, reject) => {
-      const land = async (): Promise<void> => {
-        let outcome: { ok: true; value: T } | { ok: false; err: unknown };
+      // The call's answer: recorded, then handed to the engine unless a crash point took it.
+      const landed = (result: string): boolean => {
+        this.listener.record({ seq, life: life.id, port, op, args, result });
+        return !this.#noteCrashPoint(life, seq, 'after') && life.alive;
+      };
+      const ok = (value: T): void => {
+        if (landed('ok')) resolve(value);
+      };
+      const failed = (err: unknown): void => {
+        if (landed(errorCode(err) ?? errorMessage(err))) reject(err instanceof Error ? err : new Error(String(err)));
+      };
+      // One microtask after the effect settles, as an await of it would be (the order of the
+      // engine's continuations is the run's, so it must not change); an effect that throws
+      // lands at once.
+      const land = (): Promise<void> => {
+        let pending: Promise<T>;
         try {
-          outcome = { ok: true, value: await effect() };
+          pending = effect();
         } catch (err) {
-          outcome = { ok: false, err };
+          failed(err);
+          return Promise.resolve();
         }
-        this.listener.record({ seq, life: life.id, port, op, args, result: outcome.ok ? 'ok' : (errorCode(outcome.err) ?? errorMessage(outcome.err)) });
-        if (this.#noteCrashPoint(life, seq, 'after') || !life.alive) return;
-        if (outcome.ok) resolve(outcome.value);
-        else reject(outcome.err instanceof Error ? outcome.err : new Error(String(outcome.err)));
+        return pending.then(ok, failed);
       };
       if (latency > 0) this.sched.timer(life.domain, latency, 'port-call', `${port}.${op} #${seq}`, land);
       else this.sched.ready(life.domain, 'port-call', `${port}.${op} #${seq}`, land);

@@ -357,12 +357,22 @@ export class Simulation {
    * open while its life runs; it is a violation only if the run ends with its life still running
    * and nothing logged (a crash before the line is written takes the obligation with it).
    */
+  /** Whether life `life` logged an error line at or after index `mark` of the run's log (no copy of the log: this runs after every step with a check open). */
+  #loggedErrorSince(life: number, mark: number): boolean {
+    const logs = this.#logs;
+    for (let i = mark; i < logs.length; i++) {
+      const l = logs[i];
+      if (l !== undefined && l.life === life && l.severity === 'E') return true;
+    }
+    return false;
+  }
+
   #settleFailureChecks(runEnded: boolean): void {
     // Runs after every step: no new array when nothing is pending.
     if (this.#pendingFailureChecks.length === 0) return;
     this.#pendingFailureChecks = this.#pendingFailureChecks.filter((check) => {
       if (check.life !== this.#life.id || !this.#life.alive) return false;
-      if (this.#logs.slice(check.logMark).some((l) => l.life === check.life && l.severity === 'E')) return false;
+      if (this.#loggedErrorSince(check.life, check.logMark)) return false;
       if (runEnded) this.#violate('failure-visible', `${check.method} failed and the engine logged no error line for it`);
       return !runEnded;
     });

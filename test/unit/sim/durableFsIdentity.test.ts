@@ -7,12 +7,13 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 
+import { Node } from '@jsonjoy.com/fs-core';
 import { Volume } from 'memfs';
 
 import { MemFs } from '../../../src/adapters/memory/memFs.js';
 
 import { FeatureGate } from '../../../src/features/features.js';
-import { DurableFs, simSuperblock } from '../../../src/sim/durableFs.js';
+import { DurableFs, inodeMaker, simSuperblock } from '../../../src/sim/durableFs.js';
 import { loadBuiltinScenario } from '../../../src/sim/scenario.js';
 import { simulate } from '../../../src/sim/simulation.js';
 import { SIM_ROOT } from '../../../src/sim/world.js';
@@ -174,5 +175,66 @@ describe("the simulator's memfs superblock", () => {
     assert.equal(vol.readFileSync('/a/b/f', 'utf8'), 'x');
     vol.statSync('/a/b/f');
     assert.deepEqual(dirs.map((n) => n.atime.getTime()), [0, 0, 0]);
+  });
+});
+
+// The simulator's superblock makes its inodes without memfs' Node constructor, which asks the
+// process for its uid and gid for every inode (src/sim/durableFs.ts, inodeMaker): the same fields,
+// in the same order, as the constructor's, and the constructor itself for an inode it cannot copy.
+describe("the simulator's inodes, made without memfs' constructor", () => {
+  const uid = 1234;
+  const gid = 5678;
+
+  it("have the constructor's fields, in its order, with their own fan-out and times; the process is not asked", () => {
+    const real = { getuid: process.getuid, getgid: process.getgid };
+    const theirs = new Node(7, 0o40755, uid, gid);
+    const make = inodeMaker(Node, uid, gid);
+    let asked = 0;
+    process.getuid = () => {
+      asked++;
+      return 0;
+    };
+    process.getgid = () => {
+      asked++;
+      return 0;
+    };
+    let ours: Node;
+    let other: Node;
+    try {
+      ours = make(7, 0o40755);
+      other = make(8, 0o100644);
+    } finally {
+      process.getuid = real.getuid;
+      process.getgid = real.getgid;
+    }
+    assert.equal(asked, 0);
+    assert.ok(ours instanceof Node);
+    assert.deepEqual(Object.keys(ours), Object.keys(theirs));
+    const plain = (n: Node): Record<string, unknown> => Object.fromEntries(Object.entries(n).filter(([, v]) => !(v instanceof Date) && typeof v !== 'object'));
+    assert.deepEqual(plain(ours), plain(theirs));
+    assert.deepEqual([ours.uid, ours.gid, ours.ino, ours.mode, ours.nlink, ours.getSize()], [uid, gid, 7, 0o40755, 1, 0]);
+    assert.deepEqual([other.ino, other.mode], [8, 0o100644]);
+    // Nothing shared that a write could change for both: its own fan-out and times.
+    const fanOut = (n: Node): unknown => Object.getOwnPropertyDescriptor(n, 'changes')?.value;
+    assert.notEqual(fanOut(ours), fanOut(other));
+    assert.equal((fanOut(ours) as object).constructor, (fanOut(theirs) as object).constructor);
+    assert.notEqual(ours.mtime, other.mtime);
+    assert.ok(ours.mtime instanceof Date && Math.abs(ours.mtime.getTime() - Date.now()) < 60_000);
+    // A write to one inode leaves the other's bytes alone.
+    ours.setString('abc');
+    assert.equal(ours.getString(), 'abc');
+    assert.equal(other.getString(), '');
+  });
+
+  it('falls back to the constructor when an inode holds a field of any other kind', () => {
+    class Richer extends Node {
+      extra = { shared: true };
+    }
+    const make = inodeMaker(Richer, uid, gid);
+    const a = make(1, 0o100644);
+    const b = make(2, 0o100644);
+    assert.ok(a instanceof Richer && b instanceof Richer);
+    assert.notEqual(a.extra, b.extra);
+    assert.deepEqual([a.ino, b.ino, a.uid], [1, 2, uid]);
   });
 });
