@@ -470,7 +470,17 @@ void describe('decodeVolumeData: Go json.Decoder semantics', () => {
       ['{"a":[1,]}', /looking for beginning of value/],
       ['{"a":[1 2]}', /after array element/],
       ['{"a":{"b":1,}}', /looking for beginning of object key string/],
-      [bytes([0xef, 0xbb, 0xbf], '{}'), /invalid character '\\xef' looking for beginning of value at byte offset 0/],
+      // A UTF-8 byte order mark: Go quotes the byte as the character of that code point (scanner.go
+      // quoteChar converts the byte to a rune before strconv.Quote), the familiar 'ï'.
+      [bytes([0xef, 0xbb, 0xbf], '{}'), /invalid character 'ï' looking for beginning of value at byte offset 0/],
+      // Code points strconv.Quote does not print (C1 controls, no-break space, soft hyphen): \u escapes.
+      [bytes([0x80], '{}'), /invalid character '\\u0080' looking for beginning of value/],
+      [bytes([0x9f], '{}'), /invalid character '\\u009f' looking for beginning of value/],
+      [bytes([0xa0], '{}'), /invalid character '\\u00a0' looking for beginning of value/],
+      [bytes([0xad], '{}'), /invalid character '\\u00ad' looking for beginning of value/],
+      [bytes([0xe9], '{}'), /invalid character 'é' looking for beginning of value/],
+      [bytes([0x7f], '{}'), /invalid character '\\x7f' looking for beginning of value/],
+      [bytes([0x1f], '{}'), /invalid character '\\x1f' looking for beginning of value/],
       ['[1,]', /looking for beginning of value/],
       ['-x', /in numeric literal/],
       ['nulx', /in literal null \(expecting 'l'\)/],
