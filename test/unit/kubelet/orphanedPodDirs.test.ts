@@ -3,15 +3,18 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setupDataDirs } from '../../../src/agent/dataDirs.js';
-import { OrphanedPodDirsCleaner } from '../../../src/kubelet/orphanedPodDirs.js';
+import { OrphanedPodDirsCleaner, orphanedPodDirsCleanerFor, type OrphanSweepVolumeManagerView } from '../../../src/kubelet/orphanedPodDirs.js';
+import { FakeCluster } from '../../../src/adapters/memory/fakeCluster.js';
+import { FsError, overrideFileSystem, type FileSystem } from '../../../src/ports/fs.js';
+import type { Mounter } from '../../../src/ports/mounter.js';
 import { InMemoryNode, ROOT } from '../../support/inMemoryNode.js';
 
-function cleaner(node: InMemoryNode, options: { sourcesReady?: () => boolean } = {}): OrphanedPodDirsCleaner {
+function cleaner(node: InMemoryNode, options: { sourcesReady?: () => boolean; fs?: FileSystem; mounter?: Mounter } = {}): OrphanedPodDirsCleaner {
   return new OrphanedPodDirsCleaner({
-    fs: node.fs,
+    fs: options.fs ?? node.fs,
     layout: node.layout,
     realRootDir: ROOT,
-    mounter: node.mounter,
+    mounter: options.mounter ?? node.mounter,
     cluster: node.cluster,
     logger: node.logger,
     sourcesReady: options.sourcesReady ?? (() => node.vm?.populator.hasAddedPods() ?? true),
@@ -221,5 +224,146 @@ describe('cleanupOrphanedPodDirs', () => {
     }
     assert.equal(swept, true, node.tree().join('\n'));
     assert.equal(await node.exists(POD), false);
+  });
+
+  describe('what is never removed (kubelet_volumes.go cleanupOrphanedPodDirs, and nodevol\'s own confinement)', () => {
+    const ready = { sourcesReady: () => true };
+    /** `node.fs` whose readdir of `dir` fails with `code`. */
+    const failingReaddir = (node: InMemoryNode, dir: string, code: string): FileSystem =>
+      overrideFileSystem(node.fs, { readdir: (p) => (p === dir ? Promise.reject(new FsError(code, p, 'readdir')) : node.fs.readdir(p)) });
+
+    it('a pods dir resolving outside the root dir is not swept at all', async () => {
+      const node = new InMemoryNode();
+      await setupDataDirs(node.fs, node.layout);
+      await node.fs.rmdir(`${ROOT}/pods`);
+      node.fs.writeRaw('/elsewhere/pods/uid-1/etc-hosts', 'x');
+      await node.fs.symlink('/elsewhere/pods', `${ROOT}/pods`);
+      const r = await cleaner(node, ready).cleanupOrphanedPodDirs();
+      assert.deepEqual(r, { skipped: `${ROOT}/pods missing or outside the root dir`, orphans: 0, removed: [], kept: [] });
+      assert.equal(await node.exists('/elsewhere/pods/uid-1/etc-hosts'), true);
+    });
+
+    it('an entry of the pods dir that is not a directory (a symlink, a file) is not a pod dir: never followed nor removed', async () => {
+      const node = new InMemoryNode();
+      await setupDataDirs(node.fs, node.layout);
+      node.fs.writeRaw(`${ROOT}/precious/etc-hosts`, 'x');
+      node.fs.writeRaw(`${ROOT}/precious/containers/app/0`, 'x');
+      await node.fs.symlink(`${ROOT}/precious`, `${ROOT}/pods/uid-link`);
+      node.fs.writeRaw(`${ROOT}/pods/stray`, 'x');
+      const r = await cleaner(node, ready).cleanupOrphanedPodDirs();
+      assert.deepEqual(r, { orphans: 0, removed: [], kept: [] });
+      assert.equal(await node.exists(`${ROOT}/precious/etc-hosts`), true);
+      assert.equal(await node.exists(`${ROOT}/precious/containers/app/0`), true);
+      assert.equal(await node.exists(`${ROOT}/pods/stray`), true);
+    });
+
+    it('a volumes dir that is back after its removal (a SetUp racing the sweep) is kept whole, never removed with its files', async () => {
+      const node = new InMemoryNode();
+      await setupDataDirs(node.fs, node.layout);
+      await node.fs.mkdir(`${POD}/volumes/kubernetes.io~csi/pv-1/mount`, { recursive: true, mode: 0o750 });
+      const fs = overrideFileSystem(node.fs, {
+        rmdir: async (p) => {
+          await node.fs.rmdir(p);
+          if (p === `${POD}/volumes`) node.fs.writeRaw(`${POD}/volumes/kubernetes.io~csi/pv-2/vol_data.json`, '{}');
+        },
+      });
+      const r = await cleaner(node, { ...ready, fs }).cleanupOrphanedPodDirs();
+      assert.deepEqual(r.kept, [{ podUID: 'uid-1', reason: `${POD}/volumes was found after it was removed` }]);
+      assert.equal(await node.exists(`${POD}/volumes/kubernetes.io~csi/pv-2/vol_data.json`), true);
+    });
+
+    it('a symlink under volumes/ (as a plugin dir or as a CSI volume dir) is never followed: what it points at stays', async () => {
+      const node = new InMemoryNode();
+      await setupDataDirs(node.fs, node.layout);
+      await node.fs.mkdir(`${ROOT}/precious-a/mount`, { recursive: true, mode: 0o750 });
+      await node.fs.mkdir(`${ROOT}/precious-b/vol`, { recursive: true, mode: 0o750 });
+      await node.fs.mkdir(`${POD}/volumes/kubernetes.io~csi`, { recursive: true, mode: 0o750 });
+      await node.fs.symlink(`${ROOT}/precious-a`, `${POD}/volumes/kubernetes.io~csi/pv-x`);
+      await node.fs.symlink(`${ROOT}/precious-b`, `${POD}/volumes/kubernetes.io~link`);
+      const r = await cleaner(node, ready).cleanupOrphanedPodDirs();
+      assert.equal(r.kept.length, 1);
+      assert.match(r.kept[0]?.reason ?? '', /not a directory/);
+      assert.equal(await node.exists(`${ROOT}/precious-a/mount`), true);
+      assert.equal(await node.exists(`${ROOT}/precious-b/vol`), true);
+    });
+
+    it('an unreadable volumeDevices/ keeps the pod dir whole: a block volume may be there', async () => {
+      const node = new InMemoryNode();
+      await setupDataDirs(node.fs, node.layout);
+      await node.fs.mkdir(`${POD}/volumeDevices/kubernetes.io~csi/pv-b`, { recursive: true, mode: 0o750 });
+      node.fs.writeRaw(`${POD}/etc-hosts`, 'x');
+      const r = await cleaner(node, { ...ready, fs: failingReaddir(node, `${POD}/volumeDevices`, 'EIO') }).cleanupOrphanedPodDirs();
+      assert.equal(r.kept.length, 1);
+      assert.match(r.kept[0]?.reason ?? '', /EIO/);
+      assert.equal(await node.exists(`${POD}/etc-hosts`), true);
+    });
+
+    it('an unreadable volumes/ keeps the pod dir whole: nothing else of it is removed first', async () => {
+      const node = new InMemoryNode();
+      await setupDataDirs(node.fs, node.layout);
+      await node.fs.mkdir(`${POD}/volumes/kubernetes.io~csi/pv-1/mount`, { recursive: true, mode: 0o750 });
+      node.fs.writeRaw(`${POD}/etc-hosts`, 'x');
+      const r = await cleaner(node, { ...ready, fs: failingReaddir(node, `${POD}/volumes`, 'EIO') }).cleanupOrphanedPodDirs();
+      assert.equal(r.kept.length, 1);
+      assert.match(r.kept[0]?.reason ?? '', /EIO/);
+      assert.equal(await node.exists(`${POD}/etc-hosts`), true);
+    });
+
+    it('a file directly under volumeDevices/ is not a block volume: the pod dir is removed', async () => {
+      const node = new InMemoryNode();
+      await setupDataDirs(node.fs, node.layout);
+      node.fs.writeRaw(`${POD}/volumeDevices/stray`, 'x');
+      const r = await cleaner(node, ready).cleanupOrphanedPodDirs();
+      assert.deepEqual(r.removed, ['uid-1']);
+      assert.equal(await node.exists(POD), false);
+    });
+
+    it('a mount table that cannot be read: nothing swept, an error logged, the sweep does not throw', async () => {
+      const node = new InMemoryNode();
+      await setupDataDirs(node.fs, node.layout);
+      node.fs.writeRaw(`${POD}/etc-hosts`, 'x');
+      node.mounter.readMountTable = () => Promise.reject(new FsError('EIO', '/proc/self/mountinfo', 'open'));
+      const r = await cleaner(node, ready).cleanupOrphanedPodDirs();
+      assert.equal(r.removed.length, 0);
+      assert.match(r.skipped ?? '', /EIO/);
+      assert.equal(node.logger.lines.filter((l) => l.severity === 'E' && l.msg.startsWith('Could not read the pods dir or the mount table')).length, 1);
+      assert.equal(await node.exists(`${POD}/etc-hosts`), true);
+    });
+  });
+
+  describe('orphanedPodDirsCleanerFor: the volume manager\'s pods are known (kubelet_volumes.go, the desired and actual states)', () => {
+    function view(s: { dsw: string[]; asw: string[]; dswGen?: () => number; aswGen?: () => number }): OrphanSweepVolumeManagerView {
+      return {
+        populator: { hasAddedPods: () => true },
+        dsw: { getPods: () => s.dsw, ...(s.dswGen === undefined ? {} : { generation: s.dswGen }) },
+        asw: { getAllMountedVolumes: () => s.asw.map((podName) => ({ podName })), ...(s.aswGen === undefined ? {} : { generation: s.aswGen }) },
+      };
+    }
+    function sweeperFor(node: InMemoryNode, vm: OrphanSweepVolumeManagerView, cluster = node.cluster) {
+      return orphanedPodDirsCleanerFor(vm, { fs: node.fs, layout: node.layout, realRootDir: ROOT, mounter: node.mounter, cluster, logger: node.logger });
+    }
+
+    it('a pod only in the desired state (not listed by the API server) is not an orphan', async () => {
+      const node = new InMemoryNode();
+      await setupDataDirs(node.fs, node.layout);
+      node.fs.writeRaw(`${POD}/etc-hosts`, 'x');
+      const r = await sweeperFor(node, view({ dsw: ['uid-1'], asw: [] })).cleanupOrphanedPodDirs();
+      assert.deepEqual(r, { orphans: 0, removed: [], kept: [] });
+      assert.equal(await node.exists(`${POD}/etc-hosts`), true);
+    });
+
+    for (const missing of ['desired', 'actual'] as const) {
+      it(`without a generation of the ${missing} state, no sweep is skipped: a pod leaving the states is swept at once`, async () => {
+        const node = new InMemoryNode();
+        await setupDataDirs(node.fs, node.layout);
+        node.fs.writeRaw(`${POD}/etc-hosts`, 'x');
+        const s = { dsw: [] as string[], asw: ['uid-1'], ...(missing === 'desired' ? { aswGen: () => 1 } : { dswGen: () => 1 }) };
+        const sweeper = sweeperFor(node, view(s), new FakeCluster({ watch: true }));
+        assert.deepEqual(await sweeper.cleanupOrphanedPodDirs(), { orphans: 0, removed: [], kept: [] });
+        s.asw = [];
+        assert.deepEqual((await sweeper.cleanupOrphanedPodDirs()).removed, ['uid-1']);
+        assert.equal(await node.exists(POD), false);
+      });
+    }
   });
 });
