@@ -5,7 +5,7 @@ import { describe, it } from 'node:test';
 import { setupDataDirs } from '../../../src/agent/dataDirs.js';
 import { OrphanedPodDirsCleaner, orphanedPodDirsCleanerFor, type OrphanSweepVolumeManagerView } from '../../../src/kubelet/orphanedPodDirs.js';
 import { FakeCluster } from '../../../src/adapters/memory/fakeCluster.js';
-import { FsError, overrideFileSystem, type FileSystem } from '../../../src/ports/fs.js';
+import { FsError, overrideFileSystem, type FileStat, type FileSystem } from '../../../src/ports/fs.js';
 import type { Mounter } from '../../../src/ports/mounter.js';
 import { InMemoryNode, ROOT } from '../../support/inMemoryNode.js';
 
@@ -365,5 +365,181 @@ describe('cleanupOrphanedPodDirs', () => {
         assert.equal(await node.exists(POD), false);
       });
     }
+  });
+
+  describe('what the sweep reports and logs', () => {
+    const ready = { sourcesReady: () => true };
+
+    it('a skipped sweep reports nothing removed, nothing kept, and why', async () => {
+      const node = new InMemoryNode();
+      await setupDataDirs(node.fs, node.layout);
+      node.fs.writeRaw(`${POD}/etc-hosts`, 'x');
+      assert.deepEqual(await cleaner(node, { sourcesReady: () => false }).cleanupOrphanedPodDirs(), { skipped: 'pod sources not ready', orphans: 0, removed: [], kept: [] });
+      node.cluster.unreachable = 'connection refused';
+      assert.deepEqual(await cleaner(node, ready).cleanupOrphanedPodDirs(), { skipped: 'pods not listed', orphans: 0, removed: [], kept: [] });
+    });
+
+    it('a pod dir holding a mount is kept with the count and the first mount point as the reason', async () => {
+      const node = new InMemoryNode();
+      await setupDataDirs(node.fs, node.layout);
+      node.fs.writeRaw(`${ROOT}/elsewhere/data/file`, 'x');
+      await node.fs.mkdir(`${POD}/volumes/kubernetes.io~csi/pv-1/mount`, { recursive: true, mode: 0o750 });
+      await node.mounter.mount(`${ROOT}/elsewhere/data`, `${POD}/volumes/kubernetes.io~csi/pv-1/mount`, '', ['bind']);
+      const r = await cleaner(node, ready).cleanupOrphanedPodDirs();
+      assert.deepEqual(r.kept, [{ podUID: 'uid-1', reason: `the pod dir still holds 1 mount(s), e.g. ${POD}/volumes/kubernetes.io~csi/pv-1/mount` }]);
+    });
+
+    it('the aggregate error line is written when the kept pods change, not at every sweep of one cleaner', async () => {
+      const node = new InMemoryNode();
+      await setupDataDirs(node.fs, node.layout);
+      node.fs.writeRaw(`${POD}/volumes/kubernetes.io~csi/pv-1/vol_data.json`, '{}');
+      const sweeper = cleaner(node, ready);
+      const errors = (): number => node.logger.lines.filter((l) => l.msg.startsWith('There were many similar errors')).length;
+      await sweeper.cleanupOrphanedPodDirs();
+      await sweeper.cleanupOrphanedPodDirs();
+      assert.equal(errors(), 1);
+      node.fs.writeRaw(`${ROOT}/pods/uid-2/volumes/kubernetes.io~csi/pv-2/vol_data.json`, '{}');
+      await sweeper.cleanupOrphanedPodDirs();
+      assert.equal(errors(), 2);
+    });
+
+    it('a pods dir that cannot be listed: nothing swept, an error logged (none for a pods dir gone meanwhile)', async () => {
+      for (const [code, logged] of [['EIO', 1], ['ENOENT', 0]] as const) {
+        const node = new InMemoryNode();
+        await setupDataDirs(node.fs, node.layout);
+        node.fs.writeRaw(`${POD}/etc-hosts`, 'x');
+        const fs = overrideFileSystem(node.fs, { readdir: (p) => (p === `${ROOT}/pods` ? Promise.reject(new FsError(code, p, 'readdir')) : node.fs.readdir(p)) });
+        const r = await cleaner(node, { ...ready, fs }).cleanupOrphanedPodDirs();
+        assert.equal(r.removed.length, 0, code);
+        assert.match(r.skipped ?? '', new RegExp(code), code);
+        assert.equal(node.logger.lines.filter((l) => l.severity === 'E').length, logged, code);
+        assert.equal(await node.exists(`${POD}/etc-hosts`), true, code);
+      }
+    });
+
+    it('orphans are handled in name order, whatever order the pods dir is listed in (kubelet lists it with os.ReadDir, sorted)', async () => {
+      const node = new InMemoryNode();
+      await setupDataDirs(node.fs, node.layout);
+      for (const uid of ['uid-b', 'uid-d', 'uid-a', 'uid-c']) node.fs.writeRaw(`${ROOT}/pods/${uid}/etc-hosts`, 'x');
+      const fs = overrideFileSystem(node.fs, { readdir: async (p) => (await node.fs.readdir(p)).reverse() });
+      const r = await cleaner(node, { ...ready, fs }).cleanupOrphanedPodDirs();
+      assert.deepEqual(r.removed, ['uid-a', 'uid-b', 'uid-c', 'uid-d']);
+    });
+
+    it('the mount table is not read when every orphan still has volumes in the actual state', async () => {
+      const node = new InMemoryNode();
+      await setupDataDirs(node.fs, node.layout);
+      node.fs.writeRaw(`${POD}/etc-hosts`, 'x');
+      let reads = 0;
+      const inner = node.mounter.readMountTable.bind(node.mounter);
+      node.mounter.readMountTable = () => {
+        reads++;
+        return inner();
+      };
+      const sweeper = new OrphanedPodDirsCleaner({
+        fs: node.fs, layout: node.layout, realRootDir: ROOT, mounter: node.mounter, cluster: node.cluster, logger: node.logger,
+        sourcesReady: () => true, knownPodUIDs: () => [], podsWithVolumesInActualState: () => new Set(['uid-1']),
+      });
+      assert.equal((await sweeper.cleanupOrphanedPodDirs()).kept.length, 1);
+      assert.equal(reads, 0);
+    });
+
+    it('a temp file of an interrupted write that cannot be removed is logged (a gone one is not); the pod dir is kept', async () => {
+      const VOL = `${POD}/volumes/kubernetes.io~csi/pv-1`;
+      for (const [code, logged] of [['EACCES', 1], ['ENOENT', 0]] as const) {
+        const node = new InMemoryNode();
+        await setupDataDirs(node.fs, node.layout);
+        node.fs.writeRaw(`${VOL}/vol_data.json.tmp`, '{}');
+        const fs = overrideFileSystem(node.fs, { unlink: (p) => (p === `${VOL}/vol_data.json.tmp` ? Promise.reject(new FsError(code, p, 'unlink')) : node.fs.unlink(p)) });
+        const r = await cleaner(node, { ...ready, fs }).cleanupOrphanedPodDirs();
+        assert.equal(r.kept.length, 1, code);
+        assert.equal(node.logger.lines.filter((l) => l.msg === 'Could not remove the temp file of an interrupted vol_data.json write').length, logged, code);
+        assert.equal(await node.exists(`${VOL}/vol_data.json.tmp`), true, code);
+      }
+    });
+  });
+
+  describe('a mount appearing after the mount table was read (the table is read once per sweep)', () => {
+    const VOL = `${POD}/volumes/kubernetes.io~csi/pv-1`;
+    /** The node's mounter, its table frozen as it is now. */
+    async function staleTable(node: InMemoryNode): Promise<void> {
+      const before = await node.mounter.readMountTable();
+      node.mounter.readMountTable = () => Promise.resolve(before);
+    }
+
+    it('a CSI pod volume dir become a mount point: its temp file is not removed, the pod dir is kept', async () => {
+      const node = new InMemoryNode();
+      await setupDataDirs(node.fs, node.layout);
+      node.fs.writeRaw(`${VOL}/vol_data.json.tmp`, '{}');
+      node.fs.writeRaw(`${ROOT}/elsewhere/data/file`, 'x');
+      await staleTable(node);
+      await node.mounter.mount(`${ROOT}/elsewhere/data`, VOL, '', ['bind']);
+      const r = await cleaner(node, { sourcesReady: () => true }).cleanupOrphanedPodDirs();
+      assert.deepEqual(r.kept, [{ podUID: 'uid-1', reason: `${VOL} is a mount point` }]);
+      assert.equal(await node.exists(`${VOL}/vol_data.json.tmp`), true);
+    });
+
+    it('a CSI mount dir become a mount point is refused by name, never rmdir-ed', async () => {
+      const node = new InMemoryNode();
+      await setupDataDirs(node.fs, node.layout);
+      await node.fs.mkdir(`${VOL}/mount`, { recursive: true, mode: 0o750 });
+      await node.fs.mkdir(`${ROOT}/elsewhere/empty`, { recursive: true, mode: 0o750 });
+      await staleTable(node);
+      await node.mounter.mount(`${ROOT}/elsewhere/empty`, `${VOL}/mount`, '', ['bind']);
+      const r = await cleaner(node, { sourcesReady: () => true }).cleanupOrphanedPodDirs();
+      assert.deepEqual(r.kept, [{ podUID: 'uid-1', reason: `${VOL}/mount is a mount point` }]);
+      assert.equal(await node.exists(`${VOL}/mount`), true);
+    });
+  });
+
+  describe('an idle node\'s skipped sweeps need every part of the fingerprint', () => {
+    /** A sweep that skips when the fingerprint allows, over `fs`, with these parts. */
+    function quietCleaner(node: InMemoryNode, o: { fs?: FileSystem; version: boolean; generation: boolean; known: string[] }): OrphanedPodDirsCleaner {
+      return new OrphanedPodDirsCleaner({
+        fs: o.fs ?? node.fs, layout: node.layout, realRootDir: ROOT, mounter: node.mounter,
+        cluster: o.version ? new FakeCluster({ watch: true }) : node.cluster,
+        logger: node.logger, sourcesReady: () => true, knownPodUIDs: () => o.known, podsWithVolumesInActualState: () => new Set(),
+        knownPodsGeneration: () => (o.generation ? '1' : undefined),
+      });
+    }
+    /** `node.fs` whose stat of the pods dir lacks `field`. */
+    function statWithout(node: InMemoryNode, field: 'ino' | 'mtimeMs' | 'ctimeMs'): FileSystem {
+      return overrideFileSystem(node.fs, {
+        stat: async (p) => {
+          const st = await node.fs.stat(p);
+          if (p !== `${ROOT}/pods`) return st;
+          return Object.fromEntries(Object.entries(st).filter(([k]) => k !== field)) as unknown as FileStat;
+        },
+      });
+    }
+    const cases: [string, (node: InMemoryNode) => { fs?: FileSystem; version: boolean; generation: boolean }][] = [
+      ['no objects version', () => ({ version: false, generation: true })],
+      ['no generation', () => ({ version: true, generation: false })],
+      ['no inode', (node) => ({ fs: statWithout(node, 'ino'), version: true, generation: true })],
+      ['no mtime', (node) => ({ fs: statWithout(node, 'mtimeMs'), version: true, generation: true })],
+      ['no ctime', (node) => ({ fs: statWithout(node, 'ctimeMs'), version: true, generation: true })],
+    ];
+    for (const [what, parts] of cases) {
+      it(`${what}: no sweep is skipped`, async () => {
+        const node = new InMemoryNode();
+        await setupDataDirs(node.fs, node.layout);
+        node.fs.writeRaw(`${POD}/etc-hosts`, 'x');
+        const o = { ...parts(node), known: ['uid-1'] };
+        const sweeper = quietCleaner(node, o);
+        assert.deepEqual(await sweeper.cleanupOrphanedPodDirs(), { orphans: 0, removed: [], kept: [] });
+        o.known = [];
+        assert.deepEqual((await sweeper.cleanupOrphanedPodDirs()).removed, ['uid-1']);
+      });
+    }
+    it('with every part (the control): the unchanged sweep is skipped', async () => {
+      const node = new InMemoryNode();
+      await setupDataDirs(node.fs, node.layout);
+      node.fs.writeRaw(`${POD}/etc-hosts`, 'x');
+      const o = { version: true, generation: true, known: ['uid-1'] };
+      const sweeper = quietCleaner(node, o);
+      await sweeper.cleanupOrphanedPodDirs();
+      o.known = [];
+      assert.deepEqual(await sweeper.cleanupOrphanedPodDirs(), { skipped: 'nothing changed since a sweep that found no orphan', orphans: 0, removed: [], kept: [] });
+    });
   });
 });
