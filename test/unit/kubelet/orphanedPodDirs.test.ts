@@ -420,8 +420,14 @@ describe('cleanupOrphanedPodDirs', () => {
     it('orphans are handled in name order, whatever order the pods dir is listed in (kubelet lists it with os.ReadDir, sorted)', async () => {
       const node = new InMemoryNode();
       await setupDataDirs(node.fs, node.layout);
-      for (const uid of ['uid-b', 'uid-d', 'uid-a', 'uid-c']) node.fs.writeRaw(`${ROOT}/pods/${uid}/etc-hosts`, 'x');
-      const fs = overrideFileSystem(node.fs, { readdir: async (p) => (await node.fs.readdir(p)).reverse() });
+      const listed = ['uid-b', 'uid-d', 'uid-a', 'uid-c'];
+      for (const uid of listed) node.fs.writeRaw(`${ROOT}/pods/${uid}/etc-hosts`, 'x');
+      const fs = overrideFileSystem(node.fs, {
+        readdir: async (p) => {
+          const entries = await node.fs.readdir(p);
+          return p === `${ROOT}/pods` ? entries.sort((a, b) => listed.indexOf(a.name) - listed.indexOf(b.name)) : entries;
+        },
+      });
       const r = await cleaner(node, { ...ready, fs }).cleanupOrphanedPodDirs();
       assert.deepEqual(r.removed, ['uid-a', 'uid-b', 'uid-c', 'uid-d']);
     });
