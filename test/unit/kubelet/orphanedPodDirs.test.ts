@@ -7,6 +7,7 @@ import { OrphanedPodDirsCleaner, orphanedPodDirsCleanerFor, type OrphanSweepVolu
 import { FakeCluster } from '../../../src/adapters/memory/fakeCluster.js';
 import { FsError, overrideFileSystem, type FileStat, type FileSystem } from '../../../src/ports/fs.js';
 import type { Mounter } from '../../../src/ports/mounter.js';
+import { KubeletLayout } from '../../../src/layout/layout.js';
 import { InMemoryNode, ROOT } from '../../support/inMemoryNode.js';
 
 function cleaner(node: InMemoryNode, options: { sourcesReady?: () => boolean; fs?: FileSystem; mounter?: Mounter } = {}): OrphanedPodDirsCleaner {
@@ -417,7 +418,7 @@ describe('cleanupOrphanedPodDirs', () => {
       }
     });
 
-    it('orphans are handled in name order, whatever order the pods dir is listed in (kubelet lists it with os.ReadDir, sorted)', async () => {
+    it('orphans are handled in name order, whatever order the file system lists the pods dir in', async () => {
       const node = new InMemoryNode();
       await setupDataDirs(node.fs, node.layout);
       const listed = ['uid-b', 'uid-d', 'uid-a', 'uid-c'];
@@ -448,6 +449,19 @@ describe('cleanupOrphanedPodDirs', () => {
       });
       assert.equal((await sweeper.cleanupOrphanedPodDirs()).kept.length, 1);
       assert.equal(reads, 0);
+    });
+
+    it('a root dir whose path says "mount point": a CSI volume dir without its mount dir is still removed', async () => {
+      const node = new InMemoryNode();
+      const root = '/srv/mount point/kubelet';
+      const layout = new KubeletLayout(root);
+      await setupDataDirs(node.fs, layout);
+      await node.fs.mkdir(`${root}/pods/uid-1/volumes/kubernetes.io~csi/pv-1`, { recursive: true, mode: 0o750 });
+      const r = await new OrphanedPodDirsCleaner({
+        fs: node.fs, layout, realRootDir: root, mounter: node.mounter, cluster: node.cluster, logger: node.logger,
+        sourcesReady: () => true, knownPodUIDs: () => [], podsWithVolumesInActualState: () => new Set(),
+      }).cleanupOrphanedPodDirs();
+      assert.deepEqual(r, { orphans: 1, removed: ['uid-1'], kept: [] });
     });
 
     it('a temp file of an interrupted write that cannot be removed is logged (a gone one is not); the pod dir is kept', async () => {
