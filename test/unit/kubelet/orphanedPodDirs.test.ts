@@ -464,6 +464,23 @@ describe('cleanupOrphanedPodDirs', () => {
       assert.deepEqual(r, { orphans: 1, removed: ['uid-1'], kept: [] });
     });
 
+    it('a root dir whose path says "mount point": an ordinary ENOTEMPTY is no mount point refusal, the pod dir goes', async () => {
+      // The refusal is told by its class, not by words of its message: a file system error names
+      // its path, and the root dir's own path may hold any words.
+      for (const root of ['/srv/plain/kubelet', '/srv/mount point/kubelet']) {
+        const node = new InMemoryNode();
+        const layout = new KubeletLayout(root);
+        await setupDataDirs(node.fs, layout);
+        await node.fs.mkdir(`${root}/pods/uid-1/volumes/kubernetes.io~empty-dir/cache/sub`, { recursive: true, mode: 0o750 });
+        const r = await new OrphanedPodDirsCleaner({
+          fs: node.fs, layout, realRootDir: root, mounter: node.mounter, cluster: node.cluster, logger: node.logger,
+          sourcesReady: () => true, knownPodUIDs: () => [], podsWithVolumesInActualState: () => new Set(),
+        }).cleanupOrphanedPodDirs();
+        assert.deepEqual(r, { orphans: 1, removed: ['uid-1'], kept: [] }, root);
+        assert.equal(await node.exists(`${root}/pods/uid-1`), false, root);
+      }
+    });
+
     it('a temp file of an interrupted write that cannot be removed is logged (a gone one is not); the pod dir is kept', async () => {
       const VOL = `${POD}/volumes/kubernetes.io~csi/pv-1`;
       for (const [code, logged] of [['EACCES', 1], ['ENOENT', 0]] as const) {
