@@ -48,6 +48,11 @@ import { resolvesInsideRoot } from '../layout/confinement.js';
 import { VOL_DATA_FILE_NAME, VOL_DATA_TEMP_FILE_NAME } from '../volume/csi/volumeData.js';
 
 /** kubelet's housekeeping period, which runs the sweep. */
+
+/** rmdirIfUnmounted's refusal of a directory that is a mount point (the removal below must not descend into it). */
+class MountPointRefusal extends Error {
+  override readonly name = 'MountPointRefusal';
+}
 export const HOUSEKEEPING_PERIOD_MS = 2_000;
 
 /** After a sweep that found no orphan, at most this many unchanged sweeps in a row are skipped. */
@@ -331,11 +336,13 @@ export class OrphanedPodDirsCleaner {
   /** rmdir of an empty, unmounted directory; a non-empty one stays (kubelet logs and goes on). */
   private async rmdirIfUnmounted(dir: string, mayBeMissing: boolean): Promise<void> {
     try {
-      if (!(await this.deps.mounter.isLikelyNotMountPoint(dir))) throw new Error(`${dir} is a mount point`);
+      if (!(await this.deps.mounter.isLikelyNotMountPoint(dir))) throw new MountPointRefusal(`${dir} is a mount point`);
       await this.deps.fs.rmdir(dir);
     } catch (err) {
       if (isNotExist(err) && mayBeMissing) return;
-      if (err instanceof Error && /mount point/.test(err.message)) throw err;
+      // Told by its class: an rmdir error names its path, which may hold any words (a root dir
+      // under "/srv/mount point/" made every ENOTEMPTY look like this refusal).
+      if (err instanceof MountPointRefusal) throw err;
       // ENOTEMPTY and friends: the directories-only removal below explains what is left.
     }
   }

@@ -37,6 +37,11 @@ function quoteByte(c: number): string {
     case 0x5c: return "'\\\\'";
     default:
       if (c >= 0x20 && c < 0x7f) return `'${String.fromCharCode(c)}'`;
+      // Go's scanner.go quoteChar quotes string(c): the byte as the code point U+00XX. strconv.Quote
+      // writes the printable ones as they are (a byte order mark's 0xef is 'ï') and the C1
+      // controls, the no-break space and the soft hyphen as \u00XX; below 0x20 and 0x7f, \xXX.
+      if (c > 0xa0 && c <= 0xff && c !== 0xad) return `'${String.fromCharCode(c)}'`;
+      if (c >= 0x80 && c <= 0xff) return `'\\u00${HEX.charAt(c >> 4)}${HEX.charAt(c & 0xf)}'`;
       return `'\\x${HEX.charAt(c >> 4)}${HEX.charAt(c & 0xf)}'`;
   }
 }

@@ -141,6 +141,14 @@ describe('stageOrPublish: a final error', () => {
     assert.equal(seen.removals, 1);
   });
 
+  it('a site without orNotEmpty (MountDevice, SetUp, MapPodDevice) asks uncertainAfterFinishedError without it', async () => {
+    for (const workShown of [{ caller: 'attacher.MountDevice' }, { caller: 'attacher.MountDevice', orNotEmpty: false }]) {
+      const seen = fresh();
+      await rejection(stageOrPublish(host, hooks(seen, { decision: 'cleanup' }), client({}), mountDeviceCall(seen, final(), { workShown })));
+      assert.deepEqual(seen.uncertainAsked, [{ path: PATH, caller: 'attacher.MountDevice', orNotEmpty: false }]);
+    }
+  });
+
   it('the work shows (uncertainAfterFinishedError answers): its error is returned, no removal', async () => {
     const seen = fresh();
     const err = await rejection(stageOrPublish(host, hooks(seen, { uncertain: true, decision: 'cleanup' }), client({}), mountDeviceCall(seen, final())));

@@ -7,6 +7,7 @@ import {
   VOL_DATA_FILE_NAME,
   VolumeDataError,
   decodeVolumeData,
+  decodeVolumeDataGo,
   encodeVolumeData,
   isVolumeDataNotFound,
   loadVolumeData,
@@ -469,7 +470,17 @@ void describe('decodeVolumeData: Go json.Decoder semantics', () => {
       ['{"a":[1,]}', /looking for beginning of value/],
       ['{"a":[1 2]}', /after array element/],
       ['{"a":{"b":1,}}', /looking for beginning of object key string/],
-      [bytes([0xef, 0xbb, 0xbf], '{}'), /invalid character '\\xef' looking for beginning of value at byte offset 0/],
+      // A UTF-8 byte order mark: Go quotes the byte as the character of that code point (scanner.go
+      // quoteChar converts the byte to a rune before strconv.Quote), the familiar 'ï'.
+      [bytes([0xef, 0xbb, 0xbf], '{}'), /invalid character 'ï' looking for beginning of value at byte offset 0/],
+      // Code points strconv.Quote does not print (C1 controls, no-break space, soft hyphen): \u escapes.
+      [bytes([0x80], '{}'), /invalid character '\\u0080' looking for beginning of value/],
+      [bytes([0x9f], '{}'), /invalid character '\\u009f' looking for beginning of value/],
+      [bytes([0xa0], '{}'), /invalid character '\\u00a0' looking for beginning of value/],
+      [bytes([0xad], '{}'), /invalid character '\\u00ad' looking for beginning of value/],
+      [bytes([0xe9], '{}'), /invalid character 'é' looking for beginning of value/],
+      [bytes([0x7f], '{}'), /invalid character '\\x7f' looking for beginning of value/],
+      [bytes([0x1f], '{}'), /invalid character '\\x1f' looking for beginning of value/],
       ['[1,]', /looking for beginning of value/],
       ['-x', /in numeric literal/],
       ['nulx', /in literal null \(expecting 'l'\)/],
@@ -576,6 +587,127 @@ void describe('decodeVolumeData: Go json.Decoder semantics', () => {
     assert.match(err.message, /exceeded max depth/);
     assert.equal(decodeError(`${'['.repeat(10000)}${']'.repeat(10000)}`).kind, 'type');
     assert.equal(decodeError(`${'['.repeat(10001)}${']'.repeat(10001)}`).kind, 'syntax');
+  });
+});
+
+// The same outcomes through both entry points: decodeVolumeData (which may answer plain ASCII input
+// itself) and decodeVolumeDataGo (the Go-compatible reader alone), so that each input also exercises
+// the reader on what the fast path would otherwise answer. Behaviour followed: kubelet csi_util.go
+// loadVolumeData, i.e. Go's json.NewDecoder(file).Decode(&map[string]string).
+type DecodeOutcome = { data: VolumeData } | { error: string; kind: string; field?: string };
+
+function outcomeOf(decoder: (b: Uint8Array, path: string) => VolumeData, input: Uint8Array): DecodeOutcome {
+  try {
+    return { data: { ...decoder(input, '/p/vol_data.json') } };
+  } catch (err) {
+    assert.ok(err instanceof VolumeDataError, `expected a VolumeDataError, got ${String(err)}`);
+    return err.field === undefined ? { error: err.message, kind: err.kind } : { error: err.message, kind: err.kind, field: err.field };
+  }
+}
+
+function assertOutcome(input: Uint8Array | string, expected: DecodeOutcome): void {
+  const data = typeof input === 'string' ? utf8(input) : input;
+  const label = JSON.stringify(text(data));
+  assert.deepStrictEqual(outcomeOf(decodeVolumeData, data), expected, `decodeVolumeData ${label}`);
+  assert.deepStrictEqual(outcomeOf(decodeVolumeDataGo, data), expected, `decodeVolumeDataGo ${label}`);
+}
+
+const failed = (detail: string): string => `failed to parse volume data file /p/vol_data.json: ${detail}`;
+
+void describe('decodeVolumeData and decodeVolumeDataGo: inputs to decoded map or error text', () => {
+  void it('decodes an empty object and a null member without the fast path too', () => {
+    assertOutcome('{}', { data: {} });
+    assertOutcome(' { \n} ', { data: {} });
+    assertOutcome('{"a":null}', { data: { a: '' } });
+    assertOutcome('{"a":"x","b":null,"c":"y"}', { data: { a: 'x', b: '', c: 'y' } });
+  });
+
+  void it('reads numbers with every digit and a signed exponent as numbers (a type error naming the field)', () => {
+    for (const value of ['9', '19', '0.9', '-9', '1e-5', '2E-09', '1e+9', '90.5e-1']) {
+      assertOutcome(`{"k":${value}}`, { error: failed('field "k": expected a string, got number'), kind: 'type', field: 'k' });
+    }
+    assertOutcome('9', { error: failed('expected a JSON object, got number'), kind: 'type' });
+  });
+
+  void it('reads \\u escapes with lower- and upper-case hex digits a-f and A-F', () => {
+    assertOutcome('{"a":"\\u00a9\\u00A9\\u00aa\\u00AA\\u00ff\\u00FF\\u00Ff\\u0039"}', { data: { a: '\u00a9\u00a9\u00aa\u00aa\u00ff\u00ff\u00ff9' } });
+  });
+
+  void it('refuses the non-hex characters between 9 and A in a \\u escape', () => {
+    for (const [ch, quoted] of [[':', "':'"], ['@', "'@'"], ['G', "'G'"], ['g', "'g'"], ['/', "'/'"]] as const) {
+      assertOutcome(`{"a":"\\u00${ch}0"}`, { error: failed(`invalid character ${quoted} in \\u hexadecimal character escape at byte offset 10`), kind: 'syntax' });
+    }
+  });
+
+  void it('pairs surrogate escapes only high-then-low; every other surrogate escape is U+FFFD', () => {
+    const cases: [string, string][] = [
+      ['\\udfff', '\ufffd'], // the last low surrogate, alone
+      ['\\ue000', '\ue000'], // just above the surrogates: an ordinary character
+      ['\\ud7ff', '\ud7ff'], // just below
+      ['\\udc00\\udc00', '\ufffd\ufffd'], // low then low: no pair
+      ['\\udbff\\udfff', '\u{10FFFF}'], // the last high with the last low
+      ['\\ud800\\udfff', '\u{103FF}'],
+      ['\\ud800\\ue000', '\ufffd\ue000'], // high then a non-surrogate above the range
+      ['\\ud800\\udbff', '\ufffd\ufffd'], // high then high
+      ['\\u0041\\udc00', 'A\ufffd'], // a non-surrogate never pairs
+      ['\\ud800\\\\dc00', '\ufffd\\dc00'], // an escaped backslash, not a \u escape, follows
+      ['\\ud800audc00', '\ufffdaudc00'], // plain text that is not an escape follows
+      ['\\ud800\\nudc00', '\ufffd\nudc00'],
+    ];
+    for (const [escaped, value] of cases) {
+      assertOutcome(`{"a":"${escaped}"}`, { data: { a: value } });
+    }
+  });
+
+  void it('decodes UTF-8 at the edges of each sequence length and replaces invalid bytes one by one', () => {
+    const cases: [number[], string][] = [
+      [[0xc2, 0xa9], '\u00a9'], // the first valid 2-byte lead
+      [[0xc2, 0x80], '\u0080'], // continuation byte 0x80 (payload 0)
+      [[0xc1, 0xbf], '\ufffd\ufffd'], // overlong 2-byte
+      [[0xc3, 0x41], '\ufffdA'], // a lead without its continuation
+      [[0xdf, 0xbf], '\u07ff'],
+      [[0xe0, 0xa0, 0x80], '\u0800'], // the first 3-byte lead with its smallest second byte
+      [[0xe0, 0x80, 0x80], '\ufffd\ufffd\ufffd'], // overlong 3-byte
+      [[0xe1, 0x80, 0x80], '\u1000'], // other 3-byte leads take 0x80 second and third bytes
+      [[0xe1, 0x80, 0x41], '\ufffd\ufffdA'],
+      [[0xef, 0xbf, 0xbf], '\uffff'],
+      [[0xf0, 0x90, 0x80, 0x80], '\u{10000}'],
+      [[0xf0, 0x80, 0x80, 0x80], '\ufffd'.repeat(4)], // overlong 4-byte
+      [[0xf1, 0x80, 0x80, 0x80], '\u{40000}'], // other 4-byte leads take 0x80 continuation bytes
+      [[0xf4, 0x8f, 0xbf, 0xbf], '\u{10FFFF}'],
+      [[0xf5, 0x80, 0x80, 0x80], '\ufffd'.repeat(4)], // no 4-byte lead above 0xf4
+      [[0xf8, 0x80], '\ufffd\ufffd'],
+    ];
+    for (const [seq, value] of cases) {
+      assertOutcome(bytes('{"a":"', seq, '"}'), { data: { a: value } });
+    }
+  });
+
+  void it('quotes the offending byte in a syntax error the way Go does', () => {
+    const cases: [string | Uint8Array, string][] = [
+      ['{"a":"b\rc"}', "invalid character '\\r' in string literal at byte offset 7"],
+      ['{"a":"b\tc"}', "invalid character '\\t' in string literal at byte offset 7"],
+      ['{"a":"b\nc"}', "invalid character '\\n' in string literal at byte offset 7"],
+      [bytes('{"a":"', [0x01], '"}'), "invalid character '\\x01' in string literal at byte offset 6"],
+      [bytes('{"a":"', [0x1f], '"}'), "invalid character '\\x1f' in string literal at byte offset 6"],
+      ['{"a":\\}', "invalid character '\\\\' looking for beginning of value at byte offset 5"],
+      ['{"a":tr ue}', "invalid character ' ' in literal true (expecting 'u') at byte offset 7"],
+      ['{"a":~}', "invalid character '~' looking for beginning of value at byte offset 5"],
+      [bytes('{"a":', [0x7f], '}'), "invalid character '\\x7f' looking for beginning of value at byte offset 5"],
+      ['{"a":"b" \'}', "invalid character '\\'' after object key:value pair at byte offset 9"],
+      ['{"a" x}', "invalid character 'x' after object key at byte offset 5"],
+      ['"', 'unexpected EOF'],
+    ];
+    for (const [input, detail] of cases) {
+      assertOutcome(input, { error: failed(detail), kind: 'syntax' });
+    }
+  });
+
+  void it('names the container in an error after a nested member or element', () => {
+    assertOutcome('{"a":{"b":1 "c":2}}', { error: failed("invalid character '\"' after object key:value pair at byte offset 12"), kind: 'syntax' });
+    assertOutcome('{"a":[1 2]}', { error: failed("invalid character '2' after array element at byte offset 8"), kind: 'syntax' });
+    assertOutcome('[{"b":"c",}]', { error: failed("invalid character '}' looking for beginning of object key string at byte offset 10"), kind: 'syntax' });
+    assertOutcome('[1,[2]x]', { error: failed("invalid character 'x' after array element at byte offset 6"), kind: 'syntax' });
   });
 });
 
