@@ -288,27 +288,23 @@ describe('cleanupOrphanedPodDirs', () => {
       assert.equal(await node.exists(`${ROOT}/precious-b/vol`), true);
     });
 
-    it('an unreadable volumeDevices/ keeps the pod dir whole: a block volume may be there', async () => {
-      const node = new InMemoryNode();
-      await setupDataDirs(node.fs, node.layout);
-      await node.fs.mkdir(`${POD}/volumeDevices/kubernetes.io~csi/pv-b`, { recursive: true, mode: 0o750 });
-      node.fs.writeRaw(`${POD}/etc-hosts`, 'x');
-      const r = await cleaner(node, { ...ready, fs: failingReaddir(node, `${POD}/volumeDevices`, 'EIO') }).cleanupOrphanedPodDirs();
-      assert.equal(r.kept.length, 1);
-      assert.match(r.kept[0]?.reason ?? '', /EIO/);
-      assert.equal(await node.exists(`${POD}/etc-hosts`), true);
-    });
-
-    it('an unreadable volumes/ keeps the pod dir whole: nothing else of it is removed first', async () => {
-      const node = new InMemoryNode();
-      await setupDataDirs(node.fs, node.layout);
-      await node.fs.mkdir(`${POD}/volumes/kubernetes.io~csi/pv-1/mount`, { recursive: true, mode: 0o750 });
-      node.fs.writeRaw(`${POD}/etc-hosts`, 'x');
-      const r = await cleaner(node, { ...ready, fs: failingReaddir(node, `${POD}/volumes`, 'EIO') }).cleanupOrphanedPodDirs();
-      assert.equal(r.kept.length, 1);
-      assert.match(r.kept[0]?.reason ?? '', /EIO/);
-      assert.equal(await node.exists(`${POD}/etc-hosts`), true);
-    });
+    // An unreadable volumeDevices/ (a block volume may be there) or volumes/ keeps the pod dir
+    // whole: nothing else of it is removed first.
+    for (const [unreadable, inside] of [
+      ['volumeDevices', 'volumeDevices/kubernetes.io~csi/pv-b'],
+      ['volumes', 'volumes/kubernetes.io~csi/pv-1/mount'],
+    ] as const) {
+      it(`an unreadable ${unreadable}/ keeps the pod dir whole`, async () => {
+        const node = new InMemoryNode();
+        await setupDataDirs(node.fs, node.layout);
+        await node.fs.mkdir(`${POD}/${inside}`, { recursive: true, mode: 0o750 });
+        node.fs.writeRaw(`${POD}/etc-hosts`, 'x');
+        const r = await cleaner(node, { ...ready, fs: failingReaddir(node, `${POD}/${unreadable}`, 'EIO') }).cleanupOrphanedPodDirs();
+        assert.equal(r.kept.length, 1);
+        assert.match(r.kept[0]?.reason ?? '', /EIO/);
+        assert.equal(await node.exists(`${POD}/etc-hosts`), true);
+      });
+    }
 
     it('a file directly under volumeDevices/ is not a block volume: the pod dir is removed', async () => {
       const node = new InMemoryNode();
