@@ -148,12 +148,6 @@ function someOf<T>(items: Iterable<T>, test: (item: T) => boolean): boolean {
   return false;
 }
 
-/** Whether `test` accepts the state of some volume of a driver's `volumes()`. */
-function someVolume<S>(volumes: Iterable<readonly [string, S]>, test: (state: S) => boolean): boolean {
-  for (const [, state] of volumes) if (test(state)) return true;
-  return false;
-}
-
 export function convergenceProblems(world: SimWorld, engine: { readonly running: boolean }, quick: boolean): string[] {
   const problems: string[] = [];
   if (!engine.running) problems.push('the engine is restarting');
@@ -167,7 +161,7 @@ export function convergenceProblems(world: SimWorld, engine: { readonly running:
     if (d === undefined || exempt.has(w.driver)) continue;
     if (w.vol.inline) {
       const uid = w.pods[0] ?? '';
-      const published = someVolume(d.volumes(), (st) => someOf(st.publishedAt, (t) => t.includes(`/pods/${uid}/`) && world.mounter.isMounted(t)));
+      const published = someOf(d.volumes().values(), (st) => someOf(st.publishedAt, (t) => t.includes(`/pods/${uid}/`) && world.mounter.isMounted(t)));
       if (!published) problems.push(`inline volume ${w.vol.name} of pod ${uid} is not published`);
       continue;
     }
