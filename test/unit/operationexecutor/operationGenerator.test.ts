@@ -21,6 +21,12 @@ const CSI = 'kubernetes.io/csi';
 const SPEC = csiPvSpec();
 /** A PV that may be used only on nodes labelled zone=a (the test node has no labels). */
 const ZONED = csiPvSpec({ nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] }] } } });
+/**
+ * A PV whose only term kubelet's label selector refuses (NotIn needs values): it matches no node,
+ * not even this label-less one, and the refusal is the error.
+ */
+const REFUSED = csiPvSpec({ nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'zone', operator: 'NotIn', values: [] }] }] } } });
+const REFUSED_ERR = "nodeSelectorTerms[0].matchExpressions[0].values: Invalid value: []string{}: for 'in', 'notin' operators, values set can't be empty";
 /** volumeError's suffix for volumeToMount(): "<prefix> for volume ... pod ...: <err>". */
 const FOR_POD = `for volume "data" (UniqueName: ${JSON.stringify(VOLUME)}) pod "pod-2" (UID: "uid-2")`;
 
@@ -72,6 +78,11 @@ describe('operation errors: the text kubelet returns, naming the operation and t
       error: `MountVolume.NodeAffinity check failed ${FOR_POD} : no matching NodeSelectorTerms`,
     },
     {
+      name: 'MountVolume, the PV\'s node affinity has a requirement kubelet refuses',
+      act: (node) => generatorOn(node, { findPluginBySpec: () => mountPlugin() }).generateMountVolume(volumeToMount({ spec: REFUSED }), '/dev/x', recordingAsw().asw).run(),
+      error: `MountVolume.NodeAffinity check failed ${FOR_POD} : ${REFUSED_ERR}`,
+    },
+    {
       name: 'MountVolume, NewMounter fails',
       act: (node) => generatorOn(node, { findPluginBySpec: () => mountPlugin(() => Promise.reject(new Error('no CSIDriver'))) }).generateMountVolume(volumeToMount(), '/dev/x', recordingAsw().asw).run(),
       error: `MountVolume.NewMounter initialization failed ${FOR_POD} : no CSIDriver`,
@@ -85,6 +96,11 @@ describe('operation errors: the text kubelet returns, naming the operation and t
       name: 'MapVolume, the PV\'s node affinity does not match the node (at generation)',
       act: (node) => generatorOn(node, { findMapperPluginBySpec: () => mapperPlugin() }).generateMapVolume(volumeToMount({ spec: ZONED }), '/dev/x', recordingAsw().asw),
       error: `MapVolume.NodeAffinity check failed ${FOR_POD} : no matching NodeSelectorTerms`,
+    },
+    {
+      name: 'MapVolume, the PV\'s node affinity has a requirement kubelet refuses (at generation)',
+      act: (node) => generatorOn(node, { findMapperPluginBySpec: () => mapperPlugin() }).generateMapVolume(volumeToMount({ spec: REFUSED }), '/dev/x', recordingAsw().asw),
+      error: `MapVolume.NodeAffinity check failed ${FOR_POD} : ${REFUSED_ERR}`,
     },
     {
       name: 'VerifyControllerAttachedVolume, not yet reported in use',

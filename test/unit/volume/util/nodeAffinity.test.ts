@@ -47,15 +47,13 @@ describe('checkNodeAffinity', () => {
     ['Gt: equal', { key: 'gen', operator: 'Gt', values: ['5'] }, false],
     ['Gt: smaller', { key: 'gen', operator: 'Gt', values: ['6'] }, false],
     ['Gt: the label is absent', { key: 'rack', operator: 'Gt', values: ['1'] }, false],
-    ['Gt: more than one value', { key: 'gen', operator: 'Gt', values: ['1', '9'] }, false],
-    ['Gt: no value', { key: 'gen', operator: 'Gt' }, false],
     ['Gt: the label is not an integer', { key: 'tier', operator: 'Gt', values: ['1'] }, false],
-    ['Gt: the value is not an integer', { key: 'gen', operator: 'Gt', values: ['x'] }, false],
     ['Lt: smaller', { key: 'gen', operator: 'Lt', values: ['6'] }, true],
     ['Lt: equal', { key: 'gen', operator: 'Lt', values: ['5'] }, false],
     ['Lt: greater', { key: 'gen', operator: 'Lt', values: ['4'] }, false],
     ['Lt: the label is absent', { key: 'rack', operator: 'Lt', values: ['9'] }, false],
-    ['Lt: the value is too big for an integer', { key: 'gen', operator: 'Lt', values: [HUGE] }, false],
+    ['Gt: a value with a leading zero', { key: 'gen', operator: 'Gt', values: ['04'] }, true],
+    ['Lt: a prefixed key', { key: 'example.com/gen', operator: 'Lt', values: ['6'] }, false],
   ];
   for (const [name, req, matches] of rows) {
     it(`${name} → ${matches ? 'match' : 'no match'}`, () => {
@@ -93,5 +91,128 @@ describe('checkNodeAffinity', () => {
     const err = checkNodeAffinity(one({ key: 'zone', operator: 'In', values: ['b'] }), NODE);
     assert.ok(err instanceof Error);
     assert.equal(err.message, NO_MATCH);
+  });
+});
+
+// kubelet builds each term's label selector before matching (component-helpers
+// scheduling/corev1/nodeaffinity nodeaffinity.go nodeSelectorRequirementsAsSelector, then
+// apimachinery labels/selector.go NewRequirement). A requirement it refuses makes its term match
+// no node; the refusals are reported only when no term matches (LazyErrorNodeSelector.Match,
+// reached through corev1 helpers.go MatchNodeSelectorTerms and component-helpers storage/volume
+// helpers.go CheckNodeAffinity), as one field error per line of kubelet's aggregate.
+describe('checkNodeAffinity: requirements kubelet\'s label selector refuses', () => {
+  const E0 = 'nodeSelectorTerms[0].matchExpressions[0]';
+  const INT = "for 'Gt', 'Lt' operators, the value must be an integer";
+  const ONE = "for 'Gt', 'Lt' operators, exactly one value is required";
+  const NON_EMPTY = "for 'in', 'notin' operators, values set can't be empty";
+  const EMPTY = 'values set must be empty for exists and does not exist';
+  const LABEL_VALUE =
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+  const NAME_PART =
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+
+  // Each row: a requirement (alone in the only term) that the old code let match NODE or refused
+  // as a plain non-match, and kubelet's error for it.
+  const rows: readonly [string, NodeSelectorRequirement, string][] = [
+    ['Lt: trailing characters after the integer', { key: 'gen', operator: 'Lt', values: ['6abc'] }, `${E0}.values[0]: Invalid value: "6abc": ${INT}`],
+    ['Lt: a decimal', { key: 'gen', operator: 'Lt', values: ['6.5'] }, `${E0}.values[0]: Invalid value: "6.5": ${INT}`],
+    ['Lt: one past the largest int64', { key: 'gen', operator: 'Lt', values: ['9223372036854775808'] }, `${E0}.values[0]: Invalid value: "9223372036854775808": ${INT}`],
+    ['Gt: not an integer', { key: 'gen', operator: 'Gt', values: ['x'] }, `${E0}.values[0]: Invalid value: "x": ${INT}`],
+    ['Gt: two values', { key: 'gen', operator: 'Gt', values: ['1', '9'] }, `${E0}.values: Invalid value: []string{"1", "9"}: ${ONE}`],
+    ['Gt: no values field', { key: 'gen', operator: 'Gt' }, `${E0}.values: Invalid value: []string(nil): ${ONE}`],
+    ['Lt: an empty values list', { key: 'gen', operator: 'Lt', values: [] }, `${E0}.values: Invalid value: []string{}: ${ONE}`],
+    [
+      'Gt: two values, neither an integer: every refusal, in order',
+      { key: 'gen', operator: 'Gt', values: ['x', 'y'] },
+      `[${E0}.values: Invalid value: []string{"x", "y"}: ${ONE}, ${E0}.values[0]: Invalid value: "x": ${INT}, ${E0}.values[1]: Invalid value: "y": ${INT}]`,
+    ],
+    ['Gt: a negative integer is no label value', { key: 'gen', operator: 'Gt', values: ['-1'] }, `${E0}.values[0][gen]: Invalid value: "-1": ${LABEL_VALUE}`],
+    [
+      'Lt: too long for a label value and for an int64',
+      { key: 'gen', operator: 'Lt', values: [HUGE] },
+      `[${E0}.values[0]: Invalid value: "${HUGE}": ${INT}, ${E0}.values[0][gen]: Invalid value: "${HUGE}": must be no more than 63 bytes]`,
+    ],
+    ['NotIn: an empty values list', { key: 'zone', operator: 'NotIn', values: [] }, `${E0}.values: Invalid value: []string{}: ${NON_EMPTY}`],
+    ['NotIn: no values field', { key: 'rack', operator: 'NotIn' }, `${E0}.values: Invalid value: []string(nil): ${NON_EMPTY}`],
+    ['In: an empty values list', { key: 'zone', operator: 'In', values: [] }, `${E0}.values: Invalid value: []string{}: ${NON_EMPTY}`],
+    ['Exists with a value', { key: 'zone', operator: 'Exists', values: ['a'] }, `${E0}.values: Invalid value: []string{"a"}: ${EMPTY}`],
+    ['DoesNotExist with a value', { key: 'rack', operator: 'DoesNotExist', values: ['x'] }, `${E0}.values: Invalid value: []string{"x"}: ${EMPTY}`],
+    [
+      'an unknown operator',
+      { key: 'zone', operator: 'Equals' as unknown as NodeSelectorRequirement['operator'], values: ['a'] },
+      `${E0}.operator: Unsupported value: "Equals": supported values: "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"`,
+    ],
+    ['In: a value that is no label value', { key: 'zone', operator: 'In', values: ['a', 'b c'] }, `${E0}.values[1][zone]: Invalid value: "b c": ${LABEL_VALUE}`],
+    ['Exists: a key that is no label key', { key: 'zone!', operator: 'Exists' }, `${E0}.key: Invalid value: "zone!": ${NAME_PART}`],
+    ['Exists: an empty key (one field error, its two reasons joined)', { key: '', operator: 'Exists' }, `${E0}.key: Invalid value: "": name part must be non-empty; ${NAME_PART}`],
+    [
+      'Exists: a key with an empty prefix',
+      { key: '/zone', operator: 'Exists' },
+      `${E0}.key: Invalid value: "/zone": prefix part must be non-empty`,
+    ],
+    [
+      'Exists: a key with an upper-case prefix',
+      { key: 'Example.com/zone', operator: 'Exists' },
+      `${E0}.key: Invalid value: "Example.com/zone": prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+    ],
+    [
+      'Exists: a key with two slashes',
+      { key: 'a/b/zone', operator: 'Exists' },
+      `${E0}.key: Invalid value: "a/b/zone": a valid label key must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`,
+    ],
+  ];
+  // Labels under which each old outcome would have been a match where one is possible.
+  const LABELS: Readonly<Record<string, string>> = { ...NODE, 'zone!': 'a', '': 'a', '/zone': 'a', 'Example.com/zone': 'a', 'a/b/zone': 'a' };
+  for (const [name, req, error] of rows) {
+    it(`${name}: refused with kubelet's field error`, () => {
+      assert.equal(outcome(one(req), LABELS), error);
+    });
+  }
+
+  it('the label side of Gt/Lt is read as an int64 too: trailing characters, decimals and overflow match nothing', () => {
+    const gt4 = one({ key: 'gen', operator: 'Gt', values: ['4'] });
+    for (const gen of ['5abc', '5.5', '9223372036854775808', ' 5', '5_0', '']) {
+      assert.equal(outcome(gt4, { gen }), NO_MATCH, gen);
+    }
+    assert.equal(outcome(gt4, { gen: '+5' }), 'match');
+    assert.equal(outcome(one({ key: 'gen', operator: 'Lt', values: ['0'] }), { gen: '-9223372036854775808' }), 'match');
+  });
+
+  it('Gt/Lt compare int64 exactly, beyond a double\'s precision', () => {
+    const big = one({ key: 'gen', operator: 'Gt', values: ['9007199254740992'] });
+    assert.equal(outcome(big, { gen: '9007199254740993' }), 'match');
+    assert.equal(outcome(one({ key: 'gen', operator: 'Lt', values: ['9223372036854775807'] }), { gen: '9223372036854775806' }), 'match');
+  });
+
+  it('a refused requirement fails its whole term, even when another expression of it does not match', () => {
+    const err = checkNodeAffinity(
+      pv([{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['b'] }, { key: 'gen', operator: 'Gt', values: ['5abc'] }] }]),
+      NODE,
+    );
+    assert.equal(err?.message, 'nodeSelectorTerms[0].matchExpressions[1].values[0]: Invalid value: "5abc": ' + INT);
+  });
+
+  it('another term that matches still admits the node, and the refusal is not reported', () => {
+    const bad = { matchExpressions: [{ key: 'zone', operator: 'NotIn', values: [] }] } as const;
+    const hit = { matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] } as const;
+    assert.equal(outcome(pv([bad, hit])), 'match');
+    assert.equal(outcome(pv([hit, bad])), 'match');
+  });
+
+  it('when no term matches, the refusals replace "no matching NodeSelectorTerms", each at its own term index', () => {
+    const bad = { matchExpressions: [{ key: 'zone', operator: 'Exists', values: ['a'] }] } as const;
+    const miss = { matchExpressions: [{ key: 'zone', operator: 'In', values: ['b'] }] } as const;
+    // The empty term is skipped but keeps its index.
+    assert.equal(outcome(pv([miss, {}, bad])), `nodeSelectorTerms[2].matchExpressions[0].values: Invalid value: []string{"a"}: ${EMPTY}`);
+    assert.equal(
+      outcome(pv([bad, miss, bad])),
+      `[nodeSelectorTerms[0].matchExpressions[0].values: Invalid value: []string{"a"}: ${EMPTY}, nodeSelectorTerms[2].matchExpressions[0].values: Invalid value: []string{"a"}: ${EMPTY}]`,
+    );
+  });
+
+  it('valid keys and values: prefixed keys, empty and 63-byte values are accepted', () => {
+    const v63 = 'a'.repeat(63);
+    const labels = { 'topology.kubernetes.io/zone': v63, empty: '' };
+    assert.equal(outcome(pv([{ matchExpressions: [{ key: 'topology.kubernetes.io/zone', operator: 'In', values: [v63] }, { key: 'empty', operator: 'In', values: [''] }] }]), labels), 'match');
   });
 });
