@@ -55,6 +55,29 @@ describe('raw block orphan file cleanup (csi_block.go cleanupOrphanDeviceFiles)'
     await cleanupOrphanDeviceFiles(host, 'pv-b');
     for (const d of ['publish/pv-b', 'staging/pv-b', 'pv-b']) assert.equal(await node.exists(`${BLOCK}/${d}`), false, d);
   });
+
+  it('a staging dir that is not empty: stops there, naming it; the volume dir stays', async () => {
+    const node = new InMemoryNode();
+    node.fs.writeRaw(`${BLOCK}/staging/pv-b/left`, '');
+    node.fs.writeRaw(`${BLOCK}/pv-b/data/vol_data.json`, '{}');
+    await node.startKubelet(true);
+    const host = node.composed?.host;
+    assert.ok(host !== undefined);
+    await assert.rejects(cleanupOrphanDeviceFiles(host, 'pv-b'), /failed to remove volume staging path \[.*\/volumeDevices\/staging\/pv-b\]/);
+    assert.ok(await node.exists(`${BLOCK}/pv-b/data/vol_data.json`));
+  });
+
+  it('a volume dir with something mounted under it: refused, naming it; nothing in it is removed', async () => {
+    const node = new InMemoryNode();
+    await node.fs.mkdir(`${BLOCK}/pv-b/dev/pod-b`, { recursive: true, mode: 0o750 });
+    node.fs.writeRaw(`${BLOCK}/pv-b/data/vol_data.json`, '{}');
+    await node.mounter.mount('/dev/other', `${BLOCK}/pv-b/dev/pod-b`, 'ext4', []);
+    await node.startKubelet(true);
+    const host = node.composed?.host;
+    assert.ok(host !== undefined);
+    await assert.rejects(cleanupOrphanDeviceFiles(host, 'pv-b'), /failed to remove volume directory \[.*\/volumeDevices\/pv-b\]: .*still mounted/);
+    assert.ok(await node.exists(`${BLOCK}/pv-b/data/vol_data.json`));
+  });
 });
 
 describe('csi_block.go SetUpDevice: a final error of stageVolumeForBlock before NodeStageVolume runs cleanupOrphanDeviceFiles', () => {
@@ -269,5 +292,40 @@ describe('csi_block.go TearDownDevice: NodeUnstageVolume only when staging/<spec
       assert.deepEqual(node.driver.callsOf('NodeUnstageVolume'), []);
       assert.equal(node.driver.volume('vol-b')?.stagedAt, STAGING);
     });
+  });
+});
+
+describe('csi_block.go UnmapPodDevice (unpublishVolumeForBlock): NodeUnpublishVolume at publish/<spec>/<podUID>', () => {
+  const spec = constructPVSourceSpec('pv-b', DRIVER, 'vol-b', 'Block');
+  const pod = { uid: 'pod-b', namespace: 'default', name: 'pod-b', nodeName: NODE, volumes: [] };
+
+  async function published(node: InMemoryNode): Promise<CsiPlugin> {
+    node.addVolume('pv-b', 'vol-b', { mode: 'Block' });
+    const plugin = csiPluginOf(node);
+    const mapper = await plugin.newBlockVolumeMapper(spec, pod);
+    await mapper.setUpDevice();
+    await mapper.mapPodDevice();
+    return plugin;
+  }
+
+  it("NodeUnpublishVolume fails: kubelet's text; the driver keeps the target published", async () => {
+    const node = new InMemoryNode();
+    const plugin = await published(node);
+    node.driver.inject({ method: 'NodeUnpublishVolume', code: GrpcStatus.INTERNAL, times: 1 });
+    const unmapper = await plugin.newBlockVolumeUnmapper('pv-b', 'pod-b');
+    await assert.rejects(unmapper.unmapPodDevice(), /blockMapper\.unpublishVolumeForBlock failed: rpc error: code = INTERNAL/);
+    assert.deepEqual([...(node.driver.volume('vol-b')?.publishedAt ?? [])], [`${BLOCK}/publish/pv-b/pod-b`]);
+  });
+
+  it('a publish dir that is a symlink: NodeUnpublishVolume is refused, named in the error, and not sent', async () => {
+    const node = new InMemoryNode();
+    node.addVolume('pv-b', 'vol-b', { mode: 'Block' });
+    const plugin = csiPluginOf(node);
+    await plugin.newBlockVolumeMapper(spec, pod);
+    await node.fs.mkdir(`${BLOCK}/publish`, { recursive: true, mode: 0o750 });
+    await node.fs.symlink('/elsewhere', `${BLOCK}/publish/pv-b`);
+    const unmapper = await plugin.newBlockVolumeUnmapper('pv-b', 'pod-b');
+    await assert.rejects(unmapper.unmapPodDevice(), /refusing to hand .*publish\/pv-b\/pod-b to NodeUnpublishVolume/);
+    assert.deepEqual(node.driver.callsOf('NodeUnpublishVolume'), []);
   });
 });
