@@ -225,14 +225,16 @@ describe('csi_block.go TearDownDevice: NodeUnstageVolume only when staging/<spec
   });
 
   // nodevol's removal of the staging path (kubelet: a remove-all) never deletes under a mount.
-  it('something still mounted under staging/<spec> after NodeUnstageVolume: refuses to remove it; the mount, the dir and the data file stay', async () => {
+  it('something still mounted under staging/<spec> after NodeUnstageVolume: refuses to remove it, naming every mount; the mounts, the dir and the data file stay', async () => {
     const node = new InMemoryNode();
     const plugin = await blockVolume(node);
-    await node.fs.mkdir(`${STAGING}/leftover`, { recursive: true, mode: 0o750 });
-    await node.mounter.mount('/dev/other', `${STAGING}/leftover`, 'ext4', []);
-    await assert.rejects(tearDownDevice(plugin), /refusing to remove .*staging\/pv-b: still mounted at .*staging\/pv-b\/leftover/);
-    assert.ok(node.mounter.isMounted(`${STAGING}/leftover`));
-    for (const p of ['staging/pv-b/leftover', 'pv-b/data/vol_data.json']) assert.ok(await node.exists(`${BLOCK}/${p}`), p);
+    for (const m of ['leftover-1', 'leftover-2']) {
+      await node.fs.mkdir(`${STAGING}/${m}`, { recursive: true, mode: 0o750 });
+      await node.mounter.mount('/dev/other', `${STAGING}/${m}`, 'ext4', []);
+    }
+    await assert.rejects(tearDownDevice(plugin), /refusing to remove .*staging\/pv-b: still mounted at \S+\/staging\/pv-b\/leftover-[12], \S+\/staging\/pv-b\/leftover-[12]$/);
+    for (const m of ['leftover-1', 'leftover-2']) assert.ok(node.mounter.isMounted(`${STAGING}/${m}`), m);
+    for (const p of ['staging/pv-b/leftover-1', 'pv-b/data/vol_data.json']) assert.ok(await node.exists(`${BLOCK}/${p}`), p);
   });
 
   it('a file under staging/<spec> that cannot be looked at (EIO): that error, not a later one', async () => {
