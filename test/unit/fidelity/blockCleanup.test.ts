@@ -286,6 +286,19 @@ describe('csi_block.go TearDownDevice: NodeUnstageVolume only when staging/<spec
       for (const p of ['staging/pv-b', 'pv-b']) assert.equal(await node.exists(`${BLOCK}/${p}`), false, p);
     });
 
+    it('the data dir replaced by a file: NodeUnstageVolume all the same, no record written or removed, TearDownDevice succeeds', async () => {
+      const node = new InMemoryNode();
+      const plugin = await blockVolume(node, { features });
+      const unmapper = await plugin.newBlockVolumeUnmapper('pv-b', 'pod-b');
+      await node.fs.unlink(`${BLOCK}/pv-b/data/vol_data.json`);
+      await node.fs.rmdir(`${BLOCK}/pv-b/data`);
+      node.fs.writeRaw(`${BLOCK}/pv-b/data`, '');
+      await unmapper.tearDownDevice(`${BLOCK}/pv-b/dev`, '');
+      assert.deepEqual(node.driver.callsOf('NodeUnstageVolume').map((c) => c.outcome), ['OK']);
+      assert.equal(node.driver.volume('vol-b'), undefined);
+      assert.equal(await node.exists(`${BLOCK}/staging/pv-b`), false);
+    });
+
     it('the record cannot be written (its name is a directory): NodeUnstageVolume is not sent, the error names TearDownDevice', async () => {
       const node = new InMemoryNode();
       const plugin = await blockVolume(node, { features });
