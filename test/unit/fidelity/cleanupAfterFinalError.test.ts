@@ -10,10 +10,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { CSIKeepUncertainMountOnFinalError, FeatureGate } from '../../../src/features/features.js';
 import { sha256Hex } from '../../../src/layout/names.js';
-import { GrpcStatus } from '../../../src/ports/csi.js';
+import { CsiCallError, GrpcStatus, type CsiNodeClient } from '../../../src/ports/csi.js';
 import { constructPVSourceSpec } from '../../../src/volume/spec.js';
 import { isOperationFinishedError, isUncertainProgressError } from '../../../src/volume/util/errors.js';
 import { DRIVER, InMemoryNode, ROOT, csiPluginOf } from '../../support/inMemoryNode.js';
+import { FaultyFs } from '../../support/faultyFs.js';
 import { rootDirFault } from '../../support/rootDirFault.js';
 
 const POD_VOLUME_DIR = `${ROOT}/pods/pod-a/volumes/kubernetes.io~csi/pv-1`;
@@ -138,5 +139,97 @@ describe('gate on: a failed cleanup that leaves no vol_data.json keeps kubelet\'
     assert.deepEqual(node.tree().filter((p) => p.startsWith(VOLUME_DIR)), [`${VOLUME_DIR}/`, `${VOLUME_DIR}/globalmount/`]);
     assert.deepEqual(node.logger.lines.filter((l) => l.severity === 'E').map((l) => l.msg), ['kubernetes.io/csi: attacher.MountDevice failed to remove mount dir after error']);
     assert.deepEqual(node.driver.callsOf('NodeStageVolume'), []);
+  });
+});
+
+describe('csi_block.go SetUpDevice: the cleanupOrphanDeviceFiles after a final error before NodeStageVolume fails', () => {
+  const spec = constructPVSourceSpec('pv-1', DRIVER, 'vol-1', 'Block');
+
+  /** pv-1's block mapper on a node where MkdirAll of the staging path fails (EIO): a final error before NodeStageVolume. */
+  async function mkdirFails(on: boolean, fs: FaultyFs, node: InMemoryNode): Promise<unknown> {
+    node.addVolume('pv-1', 'vol-1', { mode: 'Block' });
+    fs.failOn('mkdir', `${BLOCK_DIR}/staging/pv-1`, 'EIO');
+    const mapper = await csiPluginOf(node, { fs, ...(on ? { features: gateOn } : {}) }).newBlockVolumeMapper(spec, POD);
+    const err = await rejection(mapper.setUpDevice({}));
+    assert.match(String(err), /blockMapper\.stageVolumeForBlock failed to create dir .*staging\/pv-1: .*EIO/);
+    assert.deepEqual(node.driver.callsOf('NodeStageVolume'), []);
+    return err;
+  }
+
+  for (const on of [false, true]) {
+    it(`a pod's target still in publish/<spec> stops the cleanup, the data file stays: ${on ? 'gate on: an uncertain error' : 'kubelet: the final error'}`, async () => {
+      const node = new InMemoryNode();
+      node.fs.writeRaw(`${BLOCK_DIR}/publish/pv-1/pod-z`, '');
+      const err = await mkdirFails(on, new FaultyFs(node.fs), node);
+      assert.ok(on ? isUncertainProgressError(err) : isOperationFinishedError(err), String(err));
+      assert.ok(await node.exists(`${BLOCK_DIR}/pv-1/data/vol_data.json`));
+      assert.ok(node.logger.lines.some((l) => l.level === 4 && l.msg.startsWith('Failed to clean up block volume directory')));
+    });
+  }
+
+  it('gate on: a cleanup that failed after the data file went keeps the final error (nothing to tear down from)', async () => {
+    const node = new InMemoryNode();
+    const fs = new FaultyFs(node.fs).failOn('rmdir', `${BLOCK_DIR}/pv-1`, 'EIO');
+    const err = await mkdirFails(true, fs, node);
+    assert.ok(isOperationFinishedError(err), String(err));
+    assert.equal(await node.exists(`${BLOCK_DIR}/pv-1/data/vol_data.json`), false);
+    assert.ok(await node.exists(`${BLOCK_DIR}/pv-1`));
+  });
+
+  it('gate on: a cleanup that succeeds leaves nothing and keeps the final error', async () => {
+    const node = new InMemoryNode();
+    const err = await mkdirFails(true, new FaultyFs(node.fs), node);
+    assert.ok(isOperationFinishedError(err), String(err));
+    assert.deepEqual(node.tree().filter((p) => p.startsWith(`${BLOCK_DIR}/`)), [`${BLOCK_DIR}/`]);
+  });
+});
+
+describe("gate on: a final error of the block driver's call with the driver's work left behind is uncertain (uncertainIfDone)", () => {
+  const spec = constructPVSourceSpec('pv-1', DRIVER, 'vol-1', 'Block');
+
+  /** The fake driver, but for `override`. */
+  function clientOf(node: InMemoryNode, override: Partial<CsiNodeClient>): CsiNodeClient {
+    const d = node.driver;
+    return {
+      nodeGetCapabilities: () => d.nodeGetCapabilities(),
+      nodeStageVolume: (r) => d.nodeStageVolume(r),
+      nodeUnstageVolume: (r) => d.nodeUnstageVolume(r),
+      nodePublishVolume: (r) => d.nodePublishVolume(r),
+      nodeUnpublishVolume: (r) => d.nodeUnpublishVolume(r),
+      ...override,
+    };
+  }
+
+  it('SetUpDevice: NodeStageVolume left a file in the staging dir kubelet made empty (not a mount): uncertain, logged as SetUpDevice', async () => {
+    const node = new InMemoryNode();
+    node.addVolume('pv-1', 'vol-1', { mode: 'Block' });
+    const client = clientOf(node, {
+      nodeStageVolume: (r) => {
+        node.fs.writeRaw(`${r.stagingTargetPath}/dev-link`, '');
+        return Promise.reject(new CsiCallError('NodeStageVolume', GrpcStatus.INTERNAL, 'half done'));
+      },
+    });
+    const mapper = await csiPluginOf(node, { client, features: gateOn }).newBlockVolumeMapper(spec, POD);
+    const err = await rejection(mapper.setUpDevice({}));
+    assert.ok(isUncertainProgressError(err), String(err));
+    assert.ok(await node.exists(`${BLOCK_DIR}/staging/pv-1/dev-link`));
+    assert.ok(node.logger.lines.some((l) => l.msg === "kubernetes.io/csi: blockMapper.SetUpDevice failed, but the driver's work is there: uncertain, the path and its record stay"));
+  });
+
+  it('MapPodDevice: NodePublishVolume published the target, then failed: uncertain, logged as MapPodDevice', async () => {
+    const node = new InMemoryNode();
+    node.addVolume('pv-1', 'vol-1', { mode: 'Block' });
+    const d = node.driver;
+    const client = clientOf(node, {
+      nodePublishVolume: async (r) => {
+        await d.nodePublishVolume(r);
+        throw new CsiCallError('NodePublishVolume', GrpcStatus.INTERNAL, 'half done');
+      },
+    });
+    const mapper = await csiPluginOf(node, { client, features: gateOn }).newBlockVolumeMapper(spec, POD);
+    await mapper.setUpDevice({});
+    const err = await rejection(mapper.mapPodDevice());
+    assert.ok(isUncertainProgressError(err), String(err));
+    assert.ok(node.logger.lines.some((l) => l.msg === "kubernetes.io/csi: blockMapper.MapPodDevice failed, but the driver's work is there: uncertain, the path and its record stay"));
   });
 });

@@ -9,9 +9,9 @@ import { describe, it } from 'node:test';
 import type { CSIPersistentVolumeSource, Pod } from '../../../src/api/core.js';
 import type { NodeCapability, NodePublishVolumeRequest, NodeStageVolumeRequest } from '../../../src/ports/csi.js';
 import { getAttachmentName } from '../../../src/layout/names.js';
-import { DRIVER, InMemoryNode, NODE } from '../../support/inMemoryNode.js';
+import { DRIVER, InMemoryNode, NODE, csiPluginOf } from '../../support/inMemoryNode.js';
 import type { Spec } from '../../../src/volume/spec.js';
-import { TransientOperationFailure } from '../../../src/volume/util/errors.js';
+import { isOperationFinishedError, TransientOperationFailure } from '../../../src/volume/util/errors.js';
 
 const publishes = (node: InMemoryNode): NodePublishVolumeRequest[] =>
   node.driver.callsOf('NodePublishVolume').map((c) => c.request as NodePublishVolumeRequest);
@@ -164,5 +164,66 @@ describe('secrets from nodeStageSecretRef / nodePublishSecretRef (getCredentials
     const vm = await node.startKubelet(false);
     await node.stepUntil(() => vm.asw.getMountedVolumes().length === 1);
     assert.deepEqual(publishes(node).map((r) => [r.secrets, r.publishContext]), [[{ key: 'v' }, {}]]);
+  });
+});
+
+describe('raw block: what SetUpDevice / MapPodDevice read from the API server fails (csi_block.go)', () => {
+  const pod = { uid: 'pod-a', namespace: 'default', name: 'pod-a', nodeName: NODE, volumes: [] };
+
+  /** pv-1 (block) as the API server has it, its Secret references included. */
+  function blockSpec(node: InMemoryNode): Spec {
+    const pv = node.cluster.pvs.get('pv-1');
+    assert.ok(pv);
+    return { kind: 'persistent', readOnly: false, persistentVolume: pv };
+  }
+
+  const rejection = (p: Promise<unknown>): Promise<unknown> =>
+    p.then(
+      () => assert.fail('resolved'),
+      (e: unknown) => e,
+    );
+
+  it('a missing stage Secret: SetUpDevice fails as a transient failure naming it; no NodeStageVolume', async () => {
+    const node = nodeWith({ block: true, csi: { nodeStageSecretRef: { name: 'gone', namespace: 'kube-system' } } });
+    const mapper = await csiPluginOf(node).newBlockVolumeMapper(blockSpec(node), pod);
+    const err = await rejection(mapper.setUpDevice());
+    assert.ok(err instanceof TransientOperationFailure, String(err));
+    assert.equal(err.message, 'kubernetes.io/csi: failed to get NodeStageSecretRef kube-system/gone: secrets "gone" not found');
+    assert.deepEqual(stages(node), []);
+  });
+
+  it('a missing publish Secret: MapPodDevice fails as a transient failure naming it; no NodePublishVolume', async () => {
+    const node = nodeWith({ block: true, csi: { nodePublishSecretRef: { name: 'gone', namespace: 'shop' } } });
+    const mapper = await csiPluginOf(node).newBlockVolumeMapper(blockSpec(node), pod);
+    await mapper.setUpDevice();
+    const err = await rejection(mapper.mapPodDevice());
+    assert.ok(err instanceof TransientOperationFailure, String(err));
+    assert.equal(err.message, 'kubernetes.io/csi: blockMapper.publishVolumeForBlock failed to get NodePublishSecretRef shop/gone: secrets "gone" not found');
+    assert.deepEqual(publishes(node), []);
+  });
+
+  it('the CSIDriver cannot be read: SetUpDevice fails for good, naming the driver; nothing staged', async () => {
+    const node = nodeWith({ block: true });
+    const mapper = await csiPluginOf(node).newBlockVolumeMapper(blockSpec(node), pod);
+    node.cluster.unreachable = 'connection refused';
+    const err = await rejection(mapper.setUpDevice());
+    assert.ok(isOperationFinishedError(err), String(err));
+    assert.equal((err as Error).message, `kubernetes.io/csi: blockMapper.SetupDevice failed to check CSIDriver for ${DRIVER}: connection refused`);
+    assert.deepEqual(stages(node), []);
+  });
+
+  it('the CSIDriver cannot be read for the pod information: MapPodDevice fails as a transient failure; nothing published', async () => {
+    const node = nodeWith({ block: true });
+    const mapper = await csiPluginOf(node).newBlockVolumeMapper(blockSpec(node), pod);
+    await mapper.setUpDevice();
+    // The first read (skipAttach) answers; the second (podInfoEnabled) finds the API server gone.
+    const cluster = node.cluster;
+    const read = cluster.getCSIDriver.bind(cluster);
+    let reads = 0;
+    cluster.getCSIDriver = (name) => (++reads === 1 ? read(name) : Promise.reject(new Error('connection refused')));
+    const err = await rejection(mapper.mapPodDevice());
+    assert.ok(err instanceof TransientOperationFailure, String(err));
+    assert.equal(err.message, 'kubernetes.io/csi: blockMapper.publishVolumeForBlock failed to assemble volume attributes: connection refused');
+    assert.deepEqual(publishes(node), []);
   });
 });

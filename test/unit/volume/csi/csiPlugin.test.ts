@@ -214,6 +214,14 @@ describe('CSI plugin: ConstructBlockVolumeSpec', () => {
   it('fails with the path when the block data file is missing', async () => {
     await assert.rejects(new CsiPlugin(volumeHost(fx, { gateOn: true })).constructBlockVolumeSpec('pod-1', 'nope', '/m'), /failed to load block volume data for nope/);
   });
+
+  // csi_plugin.go NewBlockVolumeMapper: a raw block volume is a CSI PersistentVolume.
+  it('NewBlockVolumeMapper of an inline volume: refused, saying what it needs', async () => {
+    const plugin = new CsiPlugin(volumeHost(fx, { gateOn: false }));
+    await assert.rejects(plugin.newBlockVolumeMapper(constructInlineSpec('scratch', DRIVER), { uid: 'pod-1', namespace: 'default', name: 'pod-1' }), {
+      message: 'kubernetes.io/csi: block volume mapper requires a CSI PersistentVolume',
+    });
+  });
 });
 
 // The fallback helper on its own (csi_util.go findGlobalMountDataFromPodMount in the KEP-6058 PR):
