@@ -5,7 +5,3 @@
 export type Attachability = 'True' | 'False' | 'Uncertain';
 export type DeviceMountState = 'DeviceGloballyMounted' | 'DeviceMountUncertain' | 'DeviceNotMounted';
 export type VolumeMountState = 'VolumeMounted' | 'VolumeMountUncertain' | 'VolumeNotMounted';
-
-export function assertNever(x: never, what: string): never {
-  throw new Error(`unexpected ${what}: ${String(x)}`);
-}
