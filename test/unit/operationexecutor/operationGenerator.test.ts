@@ -10,7 +10,7 @@ import type { UniquePodName } from '../../../src/layout/names.js';
 import type { AttachedVolume, UnmountTarget } from '../../../src/operationexecutor/actualStateOfWorldUpdater.js';
 import { markDeviceErrorState, markVolumeErrorState, OperationGenerator, pluginLabel, UNKNOWN_VOLUME_PLUGIN } from '../../../src/operationexecutor/operationGenerator.js';
 import type { VolumeToMount } from '../../../src/operationexecutor/volumeToMount.js';
-import { FsError } from '../../../src/ports/fs.js';
+import { FsError, overrideFileSystem, type FileSystem } from '../../../src/ports/fs.js';
 import type { VolumePluginMgr } from '../../../src/volume/plugins.js';
 import { UncertainProgressError } from '../../../src/volume/util/errors.js';
 import { FaultyFs } from '../../support/faultyFs.js';
@@ -32,7 +32,7 @@ const FOR_POD = `for volume "data" (UniqueName: ${JSON.stringify(VOLUME)}) pod "
 
 const TARGET: UnmountTarget = { podName: 'uid-1' as UniquePodName, podUID: 'uid-1', volumeName: VOLUME, innerVolumeSpecName: 'pv-1', outerVolumeSpecName: 'data', pluginName: CSI, volumeSpec: SPEC };
 
-function generatorOn(node: InMemoryNode, plugins: Partial<Record<keyof VolumePluginMgr, unknown>>, fs?: FaultyFs): OperationGenerator {
+function generatorOn(node: InMemoryNode, plugins: Partial<Record<keyof VolumePluginMgr, unknown>>, fs?: FileSystem): OperationGenerator {
   return new OperationGenerator({ plugins: plugins as unknown as VolumePluginMgr, host: volumeHostOf(node, fs === undefined ? {} : { fs }), cluster: node.cluster, logger: node.logger });
 }
 
@@ -278,12 +278,16 @@ describe('UnmapDevice: the global map path, the references, the marks', () => {
   const AV_GMP = `${ROOT}/plugins/kubernetes.io/csi/volumeDevices/pv-1/dev`;
   const SPEC_GMP = `${ROOT}/plugins/kubernetes.io/csi/volumeDevices/pv-1-from-spec/dev`;
 
-  async function unmapDevice(av: AttachedVolume, setup: (node: InMemoryNode) => Promise<void> = () => Promise.resolve()): Promise<{ events: string[]; error: string }> {
+  async function unmapDevice(
+    av: AttachedVolume,
+    setup: (node: InMemoryNode) => Promise<void> = () => Promise.resolve(),
+    fsOf?: (node: InMemoryNode) => FileSystem,
+  ): Promise<{ events: string[]; error: string }> {
     const node = new InMemoryNode();
     await setup(node);
     const events: string[] = [];
     const { asw } = recordingAsw({}, events);
-    const op = await generatorOn(node, { findMapperPluginByName: () => unmapperPlugin(events, SPEC_GMP).plugin }).generateUnmapDevice(av, asw);
+    const op = await generatorOn(node, { findMapperPluginByName: () => unmapperPlugin(events, SPEC_GMP).plugin }, fsOf?.(node)).generateUnmapDevice(av, asw);
     events.length = 0;
     const error = await errorOf(() => op.run());
     return { events, error };
@@ -317,6 +321,41 @@ describe('UnmapDevice: the global map path, the references, the marks', () => {
     });
     assert.equal(r.error, `UnmapDevice failed for volume ${JSON.stringify(VOLUME)}: the device ${JSON.stringify(AV_GMP)} is still referenced from other Pods [${AV_GMP}/uid-1 ${AV_GMP}/uid-2]`);
     assert.deepEqual(r.events, []);
+  });
+
+  // volumepathhandler GetDeviceBindMountRefs counts the entries whose file mode is a device,
+  // mounted here or not: a pod's device node left in the global map path is a reference.
+  it('a device node in the global map path that is no mount point is still a reference: refused, nothing marked or torn down', async () => {
+    const r = await unmapDevice(
+      attached(),
+      (node) => Promise.resolve(node.fs.writeRaw(`${AV_GMP}/uid-1`, '')),
+      // The in-memory filesystem has no device nodes: its listing reports uid-1 as one ('other').
+      (node) => overrideFileSystem(node.fs, { readdir: async (p) => (await node.fs.readdir(p)).map((e) => (p === AV_GMP && e.name === 'uid-1' ? { ...e, type: 'other' as const } : e)) }),
+    );
+    assert.equal(r.error, `UnmapDevice failed for volume ${JSON.stringify(VOLUME)}: the device ${JSON.stringify(AV_GMP)} is still referenced from other Pods [${AV_GMP}/uid-1]`);
+    assert.deepEqual(r.events, []);
+  });
+
+  it('mounts left deeper below the global map path: RemoveMapPath refuses, naming each of them, the device stays uncertain', async () => {
+    const r = await unmapDevice(attached(), async (node) => {
+      for (const d of ['a', 'b']) {
+        await node.fs.mkdir(`${AV_GMP}/${d}/m`, { recursive: true, mode: 0o750 });
+        await node.mounter.mount(`/dev/${d}`, `${AV_GMP}/${d}/m`, 'ext4', []);
+      }
+    });
+    assert.equal(r.error, `UnmapDevice.RemoveMapPath failed for volume ${JSON.stringify(VOLUME)}: refusing to remove ${AV_GMP}: still mounted at ${AV_GMP}/a/m, ${AV_GMP}/b/m`);
+    assert.deepEqual(r.events, [`markDeviceAsUncertain ${JSON.stringify(VOLUME)} "/dev/x" ${JSON.stringify(AV_GMP)} ""`, `tearDownDevice ${AV_GMP} /dev/x`]);
+  });
+
+  // volumepathhandler RemoveMapPath: only "gone already" is success; any other removal error is returned.
+  it('the global map path that cannot be deleted (EACCES): the error is returned and the device stays uncertain, never unmounted', async () => {
+    const r = await unmapDevice(
+      attached(),
+      (node) => node.fs.mkdir(AV_GMP, { recursive: true, mode: 0o750 }),
+      (node) => new FaultyFs(node.fs).failOn('rmdir', AV_GMP, 'EACCES'),
+    );
+    assert.equal(r.error, `UnmapDevice.RemoveMapPath failed for volume ${JSON.stringify(VOLUME)}: ${new FsError('EACCES', AV_GMP, 'rmdir').message}`);
+    assert.deepEqual(r.events, [`markDeviceAsUncertain ${JSON.stringify(VOLUME)} "/dev/x" ${JSON.stringify(AV_GMP)} ""`, `tearDownDevice ${AV_GMP} /dev/x`]);
   });
 
   it('the global map path cannot be removed: the error names it, the device stays uncertain', async () => {

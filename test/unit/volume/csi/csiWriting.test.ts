@@ -1,7 +1,8 @@
 // CSI plugin, writing side, over the in-memory node: MountDevice / UnmountDevice (csi_attacher.go,
 // with the cases of csi_attacher_test.go), SetUp / TearDown and removeMountDir (csi_mounter.go),
 // NewUnmounter with the pod-local file lost (KEP-6058's fallback), inline ephemeral volumes, raw
-// block (csi_block.go), CanAttach, and the rule that nothing outside the root dir is removed.
+// block (csi_block.go) and its mapping helpers (util.go MapBlockVolume / UnmapBlockVolume),
+// CanAttach, and the rule that nothing outside the root dir is removed.
 // Assertions read the driver's call log and state, the files and the mount table.
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -949,6 +950,141 @@ describe('CSI raw block (csi_block.go)', () => {
     assert.deepEqual(r.tree(BLOCK_DIR), [`${BLOCK_DIR}/publish/`, `${BLOCK_DIR}/staging/`]);
     assert.deepEqual(r.tree(`${ROOT}/pods`), [`${ROOT}/pods/pod-a/`, `${ROOT}/pods/pod-a/volumeDevices/`, `${ROOT}/pods/pod-a/volumeDevices/kubernetes.io~csi/`]);
     assert.equal(r.driver.volume('vol-b'), undefined);
+  });
+});
+
+describe('MapBlockVolume / UnmapBlockVolume (util.go; volumepathhandler mapBindMountDevice, mapSymlinkDevice, unmapBindMountDevice)', () => {
+  const GMP = `${BLOCK_DIR}/block-pv/dev`;
+  const PUBLISH = `${BLOCK_DIR}/publish/block-pv/pod-a`;
+  const POD_MAP = { dir: `${ROOT}/pods/pod-a/volumeDevices/kubernetes.io~csi`, name: 'block-pv' };
+  const LINK = `${POD_MAP.dir}/block-pv`;
+  const BIND = `${GMP}/pod-a`;
+
+  /** A node whose driver has published the device (a regular file in memory) at PUBLISH. */
+  function published(): Rig {
+    const r = new Rig();
+    r.fs.writeRaw(PUBLISH, '');
+    return r;
+  }
+
+  /** `published()` with the device mapped for pod-a. */
+  async function mapped(): Promise<Rig> {
+    const r = published();
+    await mapBlockVolume(r.host, PUBLISH, GMP, POD_MAP, 'pod-a');
+    return r;
+  }
+
+  /** `r`'s mounter, recording the mount calls in `mounts` and failing IsLikelyNotMountPoint of `failCheckOf` with `code`. */
+  function mounterOf(r: Rig, mounts: unknown[][], failCheckOf = '', code = 'EACCES'): VolumeHost['mounter'] {
+    return {
+      isLikelyNotMountPoint: (p) => (p === failCheckOf ? Promise.reject(new FsError(code, p, 'stat')) : r.mounter.isLikelyNotMountPoint(p)),
+      mount: (source, target, fsType, options) => {
+        mounts.push([source, target, fsType, [...options]]);
+        return r.mounter.mount(source, target, fsType, options);
+      },
+      unmount: (target) => r.mounter.unmount(target),
+      readMountTable: () => r.mounter.readMountTable(),
+    };
+  }
+
+  const isCode = (code: string) => (err: unknown) => err instanceof FsError && err.code === code;
+
+  it('map: the bind target is a new empty file (0640) that the published device is bind mounted on, with no filesystem type; the pod links to the publish path', async () => {
+    const r = published();
+    const mounts: unknown[][] = [];
+    await mapBlockVolume({ ...r.host, mounter: mounterOf(r, mounts) }, PUBLISH, GMP, POD_MAP, 'pod-a');
+    // Like kubelet's mapBindMountDevice: fsType "" and options ["bind"] (no -t on a real node).
+    assert.deepEqual(mounts, [[PUBLISH, BIND, '', ['bind']]]);
+    const st = await r.fs.lstat(BIND);
+    // kubelet creates it 0750; nodevol's is 0640: a regular file needs no execute bit, others get no access.
+    assert.deepEqual([st.type, st.size, st.mode], ['file', 0, 0o640]);
+    assert.equal(await r.fs.readlink(LINK), PUBLISH);
+    assert.deepEqual(r.mounts(), [BIND]);
+  });
+
+  it('map: a pod link left by an earlier map (stale after a reboot) is replaced by one to the publish path', async () => {
+    const r = published();
+    await r.fs.mkdir(POD_MAP.dir, { recursive: true, mode: 0o750 });
+    await r.fs.symlink('/dev/old-device', LINK);
+    await mapBlockVolume(r.host, PUBLISH, GMP, POD_MAP, 'pod-a');
+    assert.equal(await r.fs.readlink(LINK), PUBLISH);
+  });
+
+  it('map: a pod link that cannot be removed (EACCES) fails the map with that error, and the old link stays', async () => {
+    const r = published();
+    await r.fs.mkdir(POD_MAP.dir, { recursive: true, mode: 0o750 });
+    await r.fs.symlink('/dev/old-device', LINK);
+    const fs = new FaultyFs(r.fs).failOn('unlink', LINK, 'EACCES');
+    await assert.rejects(mapBlockVolume({ ...r.host, fs }, PUBLISH, GMP, POD_MAP, 'pod-a'), isCode('EACCES'));
+    assert.equal(await r.fs.readlink(LINK), '/dev/old-device');
+  });
+
+  it('map: a bind target that cannot be checked (EACCES, not ENOENT) fails the map with that error; nothing is created or mounted', async () => {
+    const r = published();
+    const fs = new FaultyFs(r.fs).failOn('lstat', BIND, 'EACCES');
+    await assert.rejects(mapBlockVolume({ ...r.host, fs }, PUBLISH, GMP, POD_MAP, 'pod-a'), isCode('EACCES'));
+    assert.equal(await r.exists(BIND), false);
+    assert.deepEqual(r.mounts(), []);
+  });
+
+  it('unmap: the bind mount is unmounted, the pod link and the bind target file are removed; the global map path stays', async () => {
+    const r = await mapped();
+    await unmapBlockVolume(r.host, GMP, POD_MAP, 'pod-a');
+    assert.deepEqual(r.mounts(), []);
+    assert.equal(await r.exists(LINK), false);
+    assert.equal(await r.exists(BIND), false);
+    assert.deepEqual(r.tree(`${BLOCK_DIR}/block-pv`), [`${GMP}/`]);
+  });
+
+  // util.go UnmapBlockVolume returns the symlink's removal error before the bind mount is touched.
+  it('unmap: a pod link that cannot be removed fails it, naming the link and the cause; the device stays bind mounted', async () => {
+    const r = await mapped();
+    const fs = new FaultyFs(r.fs).failOn('unlink', LINK, 'EACCES');
+    await assert.rejects(unmapBlockVolume({ ...r.host, fs }, GMP, POD_MAP, 'pod-a'), {
+      message: `failed to remove block device link ${LINK}: ${new FsError('EACCES', LINK, 'unlink').message}`,
+    });
+    assert.deepEqual(r.mounts(), [BIND]);
+    assert.equal(await r.exists(BIND), true);
+  });
+
+  // volumepathhandler IsDeviceBindMountExist: only "not there" is an answer; any other error is returned.
+  it('unmap: a bind target that cannot be checked (EACCES, not ENOENT) fails it with that error and unmounts nothing', async () => {
+    const r = await mapped();
+    await assert.rejects(unmapBlockVolume({ ...r.host, mounter: mounterOf(r, [], BIND) }, GMP, POD_MAP, 'pod-a'), isCode('EACCES'));
+    assert.deepEqual(r.mounts(), [BIND]);
+    assert.equal(await r.exists(BIND), true);
+  });
+
+  it('unmap: a bind target reached through a symlink is never unmounted: a CsiPathError naming umount and the symlink', async () => {
+    const r = published();
+    // The global map path replaced by a symlink to a directory outside the root, where something is bind mounted.
+    r.fs.writeRaw('/mnt/elsewhere/pod-a', '');
+    await r.mounter.mount(PUBLISH, '/mnt/elsewhere/pod-a', '', ['bind']);
+    await r.fs.mkdir(`${BLOCK_DIR}/block-pv`, { recursive: true, mode: 0o750 });
+    await r.fs.symlink('/mnt/elsewhere', GMP);
+    await assert.rejects(
+      unmapBlockVolume(r.host, GMP, POD_MAP, 'pod-a'),
+      (err: unknown) => err instanceof CsiPathError && err.message.startsWith(`refusing to hand ${BIND} to umount: ${GMP} is a symlink`),
+    );
+    assert.deepEqual(r.mounts(), ['/mnt/elsewhere/pod-a']);
+    assert.equal(await r.exists('/mnt/elsewhere/pod-a'), true);
+  });
+
+  // volumepathhandler unmapBindMountDevice: removing the file after the unmount, only "gone already" is success.
+  it('unmap: a bind target file that cannot be deleted after the unmount fails it with that error', async () => {
+    const r = await mapped();
+    const fs = new FaultyFs(r.fs).failOn('unlink', BIND, 'EACCES');
+    await assert.rejects(unmapBlockVolume({ ...r.host, fs }, GMP, POD_MAP, 'pod-a'), isCode('EACCES'));
+    assert.deepEqual(r.mounts(), []);
+    assert.equal(await r.exists(BIND), true);
+  });
+
+  it('unmap: a bind target file gone by the time it is deleted (removed concurrently) is success', async () => {
+    const r = await mapped();
+    const fs = new FaultyFs(r.fs).failOn('unlink', BIND, 'ENOENT');
+    await unmapBlockVolume({ ...r.host, fs }, GMP, POD_MAP, 'pod-a');
+    assert.deepEqual(r.mounts(), []);
+    assert.equal(await r.exists(LINK), false);
   });
 });
 
