@@ -23,7 +23,8 @@ export async function mapBlockVolume(
     await fs.lstat(linkTarget);
   } catch (err) {
     if (!isNotExist(err)) throw err;
-    await fs.writeFile(linkTarget, new Uint8Array(), { mode: 0o640 });
+    // The bind target: an empty file made with mode 0750, as volume_path_handler.go mapBindMountDevice makes it.
+    await fs.writeFile(linkTarget, new Uint8Array(), { mode: 0o750 });
   }
   if (await mounter.isLikelyNotMountPoint(linkTarget)) await mounter.mount(publishPath, linkTarget, '', ['bind']);
   await fs.mkdir(podDeviceMapPath.dir, { recursive: true, mode: 0o750 });

@@ -989,15 +989,15 @@ describe('MapBlockVolume / UnmapBlockVolume (util.go; volumepathhandler mapBindM
 
   const isCode = (code: string) => (err: unknown) => err instanceof FsError && err.code === code;
 
-  it('map: the bind target is a new empty file (0640) that the published device is bind mounted on, with no filesystem type; the pod links to the publish path', async () => {
+  it('map: the bind target is a new empty file (0750, as kubelet makes it) that the published device is bind mounted on, with no filesystem type; the pod links to the publish path', async () => {
     const r = published();
     const mounts: unknown[][] = [];
     await mapBlockVolume({ ...r.host, mounter: mounterOf(r, mounts) }, PUBLISH, GMP, POD_MAP, 'pod-a');
     // Like kubelet's mapBindMountDevice: fsType "" and options ["bind"] (no -t on a real node).
     assert.deepEqual(mounts, [[PUBLISH, BIND, '', ['bind']]]);
     const st = await r.fs.lstat(BIND);
-    // kubelet creates it 0750; nodevol's is 0640: a regular file needs no execute bit, others get no access.
-    assert.deepEqual([st.type, st.size, st.mode], ['file', 0, 0o640]);
+    // volume_path_handler.go mapBindMountDevice creates it with mode 0750 (before the umask).
+    assert.deepEqual([st.type, st.size, st.mode], ['file', 0, 0o750]);
     assert.equal(await r.fs.readlink(LINK), PUBLISH);
     assert.deepEqual(r.mounts(), [BIND]);
   });
