@@ -56,4 +56,16 @@ describe('populator: attachability is set once (fidelity review item 11)', () =>
     assert.deepEqual(flags(node, volume), [true]);
     assert.deepEqual(changeLines(node), []);
   });
+
+  it('removes the volume of a deleted pod whose volume is not attachable, and asks nothing about its attachability', async () => {
+    // findAndRemoveDeletedPods asks the plugin only for the entries of pods still listed whose
+    // volume is attachable; any other entry goes on to the removal checks.
+    const { node, volume } = await mounted(false);
+    node.cluster.deletePod('uid-1');
+    await node.steps(20);
+    assert.deepEqual(node.kubelet.dsw.getVolumesToMount(), []);
+    assert.equal(node.driver.callsOf('NodeUnpublishVolume').length, 1);
+    assert.ok(!node.kubelet.asw.getMountedVolumes().some((v) => v.volumeName === volume));
+    assert.deepEqual(changeLines(node), []);
+  });
 });

@@ -8,6 +8,7 @@ import type { UniquePodName } from '../../../src/layout/names.js';
 import type { PersistentVolumeMode } from '../../../src/api/core.js';
 import { InMemoryNode, type PodUseOptions } from '../../support/inMemoryNode.js';
 import { constructPVSourceSpec } from '../../../src/volume/spec.js';
+import type { NodePublishVolumeRequest } from '../../../src/ports/csi.js';
 
 const POD = 'uid-1' as UniquePodName;
 
@@ -97,5 +98,52 @@ describe('populator: claim and PV checks (fidelity review item 10)', () => {
     const vm = await node.startKubelet(false);
     await node.stepUntil(() => vm.asw.getMountedVolumes().length === 1);
     assert.deepEqual(node.driver.callsOf('NodePublishVolume').length, 1);
+  });
+
+  it('refuses a Bound claim that names no PV, with its own text and without a PV lookup', async () => {
+    // desired_state_of_world_populator.go getPVCExtractPV: its last check, before getPVSpec is asked.
+    const node = new InMemoryNode();
+    node.addVolume('pv-1', 'h1');
+    const pvc = node.cluster.pvcs.get('default/claim-pv-1');
+    assert.ok(pvc !== undefined);
+    node.cluster.pvcs.set('default/claim-pv-1', { ...pvc, volumeName: '' });
+    let pvLookups = 0;
+    const inner = node.cluster.getPersistentVolume.bind(node.cluster);
+    Object.assign(node.cluster, { getPersistentVolume: (name: string) => (pvLookups++, inner(name)) });
+    node.addPod('uid-1', ['pv-1']);
+    await node.startKubelet(false);
+    await node.steps(20);
+    assertRefused(node, 'error processing PVC default/claim-pv-1: PVC has empty pvc.Spec.VolumeName');
+    assert.equal(pvLookups, 0);
+  });
+
+  it('takes a PV without volumeMode as Filesystem (GetVolumeMode): the pod that mounts it gets it', async () => {
+    const node = new InMemoryNode();
+    const volumeName = node.addVolume('pv-1', 'h1');
+    const pv = node.cluster.pvs.get('pv-1');
+    assert.ok(pv !== undefined);
+    const withoutMode = { ...pv };
+    delete withoutMode.volumeMode;
+    node.cluster.pvs.set('pv-1', withoutMode);
+    node.addPod('uid-1', ['pv-1'], [], { use: { 'vol-pv-1': 'mount' } });
+    const vm = await node.startKubelet(false);
+    await node.stepUntil(() => vm.asw.getMountedVolumes().length === 1);
+    assert.deepEqual(vm.dsw.getVolumesToMount().map((v) => v.volumeName), [volumeName]);
+    assert.deepEqual(vm.dsw.popPodErrors(POD), []);
+  });
+
+  it('a claim or inline CSI volume that does not say readOnly is read-write (kubelet reads an unset field as false)', async () => {
+    // desired_state_of_world_populator.go createVolumeSpec: the claim source's ReadOnly goes to
+    // getPVSpec, an inline volume keeps its CSI source's; an unset Go bool is false.
+    const node = new InMemoryNode();
+    node.addVolume('pv-1', 'h1');
+    node.addPod('uid-1', ['pv-1'], ['scratch']);
+    const vm = await node.startKubelet(false);
+    await node.stepUntil(() => vm.asw.getMountedVolumes().length === 2);
+    assert.deepEqual(Object.fromEntries(vm.dsw.getVolumesToMount().map((v) => [v.outerVolumeSpecName, v.spec.readOnly])), { 'vol-pv-1': false, scratch: false });
+    assert.deepEqual(
+      node.driver.callsOf('NodePublishVolume').map((c) => (c.request as NodePublishVolumeRequest).readonly),
+      [false, false],
+    );
   });
 });

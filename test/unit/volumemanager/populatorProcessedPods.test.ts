@@ -156,4 +156,26 @@ describe('populator: processed pods', () => {
     await node.steps(4);
     assert.equal(claimLookups(), 4);
   });
+
+  it("is not idle while it keeps a terminal pod's volume on the actual state's account: the mount that lands later removes it", async () => {
+    // findAndRemoveDeletedPods keeps a listed pod's volume the ASW does not hold mounted
+    // (PodRemovedFromVolume); the ASW then changes with no change to the cluster objects.
+    const { node, version } = countingNode(true);
+    node.addVolume('pv-1', 'h1');
+    node.addPod('uid-1', ['pv-1']);
+    const hang = node.driver.inject({ method: 'NodePublishVolume', hang: true });
+    const vm = await node.startKubelet(false);
+    await node.stepUntil(() => node.driver.hangingCalls() === 1);
+    node.cluster.updatePod('uid-1', { phase: 'Succeeded' });
+    version.value++;
+    await node.steps(3);
+    assert.equal(vm.dsw.getVolumesToMount().length, 1, 'kept: the ASW does not hold it yet');
+    assert.equal(node.kubelet.populatorIdle(), false);
+
+    hang.remove();
+    node.driver.releaseHangs();
+    await node.steps(20);
+    assert.deepEqual(vm.dsw.getVolumesToMount(), [], 'removed once the ASW held it, the cluster objects unchanged');
+    assert.equal(node.driver.callsOf('NodeUnpublishVolume').length, 1);
+  });
 });
