@@ -11,11 +11,12 @@ import { CSI_PLUGIN_NAME, sha256Hex, type UniquePodName, type UniqueVolumeName }
 import { AlreadyExistsError } from '../../../src/operationexecutor/nestedPendingOperations.js';
 import type { OperationExecutor } from '../../../src/operationexecutor/operationExecutor.js';
 import { CsiPlugin } from '../../../src/volume/csi/csiPlugin.js';
-import { VolumePluginMgr, type GlobalVolume, type PodRef } from '../../../src/volume/plugins.js';
+import { VolumePluginMgr, type GlobalVolume, type PodRef, type VolumePlugin } from '../../../src/volume/plugins.js';
 import { constructPVSourceSpec } from '../../../src/volume/spec.js';
 import type { ActualStateOfWorld } from '../../../src/volumemanager/cache/actualStateOfWorld.js';
 import type { FileSystem } from '../../../src/ports/fs.js';
 import { Reconstructor } from '../../../src/volumemanager/reconciler/reconstruct.js';
+import { ReconstructionError, reconstructVolumeSpec } from '../../../src/volumemanager/reconciler/reconstructVolume.js';
 import { upstreamReconstructHooks, type ReconstructHooks } from '../../../src/volumemanager/reconciler/reconstructHooks.js';
 import { VolumeManager } from '../../../src/volumemanager/volumeManager.js';
 import { gates } from '../../support/hosts.js';
@@ -229,6 +230,65 @@ describe('the pod-directory walk decides what enters the actual state (reconstru
     await reconstructor.reconstructVolumes();
     assert.deepEqual(pods, [{ uid: 'pod-a', namespace: '', name: '' }]);
     assert.equal(asw.getVolumeMountState(nameOf('vol-1'), pod('pod-a')), 'VolumeMountUncertain');
+  });
+
+  // reconstruct_common.go reconstructVolume takes the SELinux context from ConstructVolumeSpec,
+  // which a block volume does not go through (ConstructBlockVolumeSpec carries none).
+  it('a block pod volume enters with no SELinux context: none on the pod mount, none on the device', async () => {
+    const node = new InMemoryNode();
+    await mountedThenCrashed(node, false, 'Block');
+    const { reconstructor, asw } = await build(node, false);
+    await reconstructor.reconstructVolumes();
+    assert.deepEqual(
+      asw.getAllMountedVolumes().map((m) => ({ podName: m.podName, seLinuxMountContext: m.seLinuxMountContext })),
+      [{ podName: 'pod-a', seLinuxMountContext: '' }],
+    );
+    const device = asw.getAttachedVolume(nameOf('vol-1'));
+    assert.equal(device?.deviceMountState, 'DeviceMountUncertain');
+    assert.equal(device.seLinuxMountContext, undefined, 'no context recorded for the device');
+  });
+
+  // reconstruct_common.go reconstructVolume: every failure point's error, wrapped to name the
+  // candidate; `nodevol audit` strips exactly this wrapper to show the cause (auditOutput.ts).
+  it('a candidate that cannot be rebuilt fails with a ReconstructionError naming the pod, the volume and its dir, then the plugin\'s error', async () => {
+    const node = new InMemoryNode();
+    await mountedThenCrashed(node, false);
+    const dir = `${ROOT}/pods/pod-a/volumes/kubernetes.io~csi/pv-1`;
+    node.fs.writeRaw(`${dir}/vol_data.json`, '{corrupt');
+    const csi = new CsiPlugin(volumeHostOf(node, { kep: false }));
+    const cause = await csi.constructVolumeSpec('pv-1', dir).then(
+      () => assert.fail('the plugin cannot read the file'),
+      (e: unknown) => (e as Error).message,
+    );
+    await assert.rejects(reconstructVolumeSpec(new VolumePluginMgr([csi]), failedPodVolumeDir(pod('pod-a'), 'pv-1')), (err: unknown) => {
+      assert.ok(err instanceof ReconstructionError);
+      assert.equal(err.name, 'ReconstructionError');
+      assert.equal(err.message, `could not construct volume information for pod pod-a volume "pv-1" (${dir}): ${cause}`);
+      return true;
+    });
+  });
+
+  it('a block candidate whose plugin has no block mapper fails, naming the plugin', async () => {
+    const unsupported = (): never => {
+      throw new Error('not called');
+    };
+    const plain: VolumePlugin = {
+      getPluginName: () => 'example.com/plain',
+      canSupport: () => true,
+      getVolumeName: unsupported,
+      constructVolumeSpec: unsupported,
+      newMounter: unsupported,
+      newUnmounter: unsupported,
+    };
+    const candidate = failedPodVolumeDir(pod('pod-a'), 'pv-1', {
+      pluginName: 'example.com/plain',
+      volumeMode: 'Block',
+      volumePath: `${ROOT}/pods/pod-a/volumeDevices/example.com~plain/pv-1`,
+    });
+    await assert.rejects(reconstructVolumeSpec(new VolumePluginMgr([plain]), candidate), {
+      name: 'ReconstructionError',
+      message: `could not construct volume information for pod pod-a volume "pv-1" (${candidate.volumePath}): could not find block volume plugin "example.com/plain"`,
+    });
   });
 
   it('a pod volume already in the actual state is not reconstructed again: said at V(4), not counted, not queued again', async () => {

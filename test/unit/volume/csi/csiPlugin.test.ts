@@ -35,6 +35,32 @@ describe('CSI plugin: names and paths', () => {
     assert.equal(p.getVolumeName(constructPVSourceSpec('pv-1', 'test.csi-driver.io', 'vol-1.a')), 'test.csi-driver.io^vol-1.a');
   });
 
+  // csi_plugin.go CanSupport: a PV with a CSI source or an inline volume with one; nothing else.
+  it('CanSupport takes a PV or an inline volume with a CSI source, and neither without one', () => {
+    const p = new CsiPlugin(volumeHost(fx, { gateOn: false }));
+    assert.equal(p.canSupport(constructPVSourceSpec('pv', DRIVER, 'h')), true);
+    assert.equal(p.canSupport(constructInlineSpec('x', DRIVER)), true);
+    assert.equal(p.canSupport({ kind: 'persistent', readOnly: false, persistentVolume: { name: 'pv' } }), false);
+    assert.equal(p.canSupport({ kind: 'inline', readOnly: false, volume: { name: 'x' } }), false);
+  });
+
+  // csi_plugin.go GetVolumeName checks no field: an empty driver or handle still names the volume
+  // (the mount fails later, at the device mount path).
+  it('GetVolumeName names a PV with an empty driver or handle', () => {
+    const p = new CsiPlugin(volumeHost(fx, { gateOn: false }));
+    assert.equal(p.getVolumeName(constructPVSourceSpec('pv-1', DRIVER, '')), `${DRIVER}^`);
+    assert.equal(p.getVolumeName(constructPVSourceSpec('pv-1', '', 'vol-1')), '^vol-1');
+  });
+
+  // csi_plugin.go NewMounter: an inline volume without a CSI source has no driver to mount with.
+  it('NewMounter of an inline volume with no CSI source is refused, naming the volume', async () => {
+    const p = new CsiPlugin(volumeHost(fx, { gateOn: false }));
+    await assert.rejects(p.newMounter({ kind: 'inline', readOnly: false, volume: { name: 'scratch' } }, { uid: 'pod-1', namespace: 'default', name: 'pod-1' }), {
+      name: 'CsiSpecError',
+      message: 'volume "scratch" has no CSI source',
+    });
+  });
+
   it('GetVolumeName refuses an inline volume', () => {
     const p = new CsiPlugin(volumeHost(fx, { gateOn: false }));
     assert.throws(() => p.getVolumeName(constructInlineSpec('scratch', DRIVER)), /not a CSI PersistentVolume/);
@@ -105,6 +131,51 @@ describe('CSI plugin: ConstructVolumeSpec', () => {
     });
     const r = await new CsiPlugin(volumeHost(fx, { gateOn: false })).constructVolumeSpec('pv-1', dir);
     assert.equal(r.seLinuxMountContext, 'system_u:object_r:container_file_t:s0:c1,c2');
+  });
+
+  // csi_plugin.go ConstructVolumeSpec reads the keys from a Go map: a missing key is "", not an
+  // error (the reference's note: an empty specVolID gives a spec named "").
+  it('a pod-local file naming nothing rebuilds a persistent spec with an empty name, driver and handle', async () => {
+    const dir = await fx.podVolume({ uid: 'pod-1', specName: 'pv-1', driver: DRIVER, file: { data: {} } });
+    const r = await new CsiPlugin(volumeHost(fx, { gateOn: false })).constructVolumeSpec('pv-1', dir);
+    assert.deepEqual(r.spec, constructPVSourceSpec('', '', ''));
+    assert.equal(r.seLinuxMountContext, '');
+  });
+
+  // Not from kubelet (which reads whatever the path leads to): nothing outside the root dir is read.
+  it('a pod volume dir that is a symlink out of the root dir is refused when no walk vouched for it', async () => {
+    const outside = path.join(fx.base, 'elsewhere', 'pv-1');
+    await mkdir(outside, { recursive: true });
+    await writeFile(path.join(outside, 'vol_data.json'), encodeVolumeData({ driverName: DRIVER, volumeHandle: 'vol-1', specVolID: 'pv-1' }));
+    const link = fx.layout.csiPodVolumeDir('pod-1', 'pv-1');
+    await mkdir(path.dirname(link), { recursive: true });
+    await symlink(outside, link);
+    await assert.rejects(
+      new CsiPlugin(volumeHost(fx, { gateOn: false })).constructVolumeSpec('pv-1', link),
+      /plugin\.ConstructVolumeSpec failed loading volume data using \[.*\]: refusing to read .* outside the root dir/,
+    );
+  });
+
+  for (const parentsVerified of [false, true]) {
+    it(`a pod-local vol_data.json that is a symlink out of the root dir is refused (parents verified: ${parentsVerified})`, async () => {
+      const outsideFile = path.join(fx.base, 'vol_data.json');
+      await writeFile(outsideFile, encodeVolumeData({ driverName: DRIVER, volumeHandle: 'vol-1', specVolID: 'pv-1' }));
+      const dir = await fx.podVolume({ uid: 'pod-1', specName: 'pv-1', driver: DRIVER, handle: 'vol-1', file: 'absent' });
+      await symlink(outsideFile, path.join(dir, 'vol_data.json'));
+      await assert.rejects(
+        new CsiPlugin(volumeHost(fx, { gateOn: false })).constructVolumeSpec('pv-1', dir, { parentsVerified }),
+        new RegExp(`refusing to read ${dir}/vol_data\\.json: it resolves to ${outsideFile}, outside the root dir`),
+      );
+    });
+  }
+
+  // csi_plugin.go NewUnmounter names the mount path (<pod volume dir>/mount) in its error.
+  it('NewUnmounter with no pod-local file (gate off): the error names the mount path, then the cause', async () => {
+    const dir = await fx.podVolume({ uid: 'pod-1', specName: 'pv-1', driver: DRIVER, handle: 'vol-1', file: 'absent' });
+    await assert.rejects(new CsiPlugin(volumeHost(fx, { gateOn: false })).newUnmounter('pv-1', 'pod-1'), {
+      name: 'CsiSpecError',
+      message: `unmounter failed to load volume data file [${dir}/mount]: failed to open volume data file ${dir}/vol_data.json: ENOENT (no such file or directory)`,
+    });
   });
 
   describe('pod-local fallback through the mount table', () => {
@@ -209,6 +280,25 @@ describe('CSI plugin: ConstructBlockVolumeSpec', () => {
     await fx.stageBlock({ specName: 'block-pv', driver: DRIVER, handle: 'bh' });
     const spec = await new CsiPlugin(volumeHost(fx, { gateOn: false })).constructBlockVolumeSpec('pod-1', 'block-pv', '/ignored');
     assert.deepEqual(spec, constructPVSourceSpec('block-pv', DRIVER, 'bh', 'Block'));
+  });
+
+  // csi_plugin.go ConstructBlockVolumeSpec: missing keys are "" (Go map zero values).
+  it('a block data file naming nothing rebuilds a Block PV spec with an empty name, driver and handle', async () => {
+    await fx.stageBlock({ specName: 'block-pv', driver: DRIVER, handle: 'bh', file: { data: {} } });
+    const spec = await new CsiPlugin(volumeHost(fx, { gateOn: false })).constructBlockVolumeSpec('pod-1', 'block-pv', '/ignored');
+    assert.deepEqual(spec, constructPVSourceSpec('', '', '', 'Block'));
+  });
+
+  it('a block data file that is a symlink out of the root dir is refused', async () => {
+    const outsideFile = path.join(fx.base, 'vol_data.json');
+    await writeFile(outsideFile, encodeVolumeData({ driverName: DRIVER, volumeHandle: 'bh', specVolID: 'block-pv' }));
+    await fx.stageBlock({ specName: 'block-pv', driver: DRIVER, handle: 'bh', file: 'absent' });
+    const link = path.join(fx.layout.csiBlockDataDir('block-pv'), 'vol_data.json');
+    await symlink(outsideFile, link);
+    await assert.rejects(
+      new CsiPlugin(volumeHost(fx, { gateOn: false })).constructBlockVolumeSpec('pod-1', 'block-pv', '/m'),
+      new RegExp(`failed to load block volume data for block-pv .*refusing to read ${link.replace(/\./g, '\\.')}: it resolves to ${outsideFile}, outside the root dir`),
+    );
   });
 
   it('fails with the path when the block data file is missing', async () => {

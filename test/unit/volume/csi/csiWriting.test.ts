@@ -847,6 +847,58 @@ describe('CSI NewUnmounter with the pod-local file missing (KEP-6058 fallback)',
   });
 });
 
+// csi_plugin.go NewUnmounter and NewBlockVolumeUnmapper take the driver and the handle from a Go
+// map: a key missing from the file is "", and that is what TearDown asks for and sends.
+describe('CSI unmounter and unmapper built from a file missing a key', () => {
+  it('NewUnmounter, no driverName: TearDown looks up the driver named "" and sends nothing', async () => {
+    const r = new Rig();
+    await r.mountForPod(pv('pv-1', 'vol-1'));
+    r.fs.writeRaw(`${podVolDir('pod-a', 'pv-1')}/vol_data.json`, '{"specVolID":"pv-1","volumeHandle":"vol-1"}\n');
+    const unmounter = await r.plugin.newUnmounter('pv-1', 'pod-a');
+    await assert.rejects(unmounter.tearDown(), { message: 'kubernetes.io/csi: driver name  not found in the list of registered CSI drivers' });
+    assert.deepEqual(r.unpublishRequests(), []);
+  });
+
+  it('NewUnmounter, no volumeHandle: TearDown unpublishes the volume id "", which the driver refuses', async () => {
+    const r = new Rig();
+    await r.mountForPod(pv('pv-1', 'vol-1'));
+    r.fs.writeRaw(`${podVolDir('pod-a', 'pv-1')}/vol_data.json`, `{"driverName":"${DRIVER}","specVolID":"pv-1"}\n`);
+    const unmounter = await r.plugin.newUnmounter('pv-1', 'pod-a');
+    await assert.rejects(unmounter.tearDown(), { message: 'kubernetes.io/csi: Unmounter.TearDownAt failed: rpc error: code = INVALID_ARGUMENT desc = volume ID missing in request' });
+    assert.deepEqual(r.unpublishRequests(), [{ volumeId: '', targetPath: podMount('pod-a', 'pv-1') }]);
+  });
+
+  const BLOCK_DATA = `${BLOCK_DIR}/block-pv/data/vol_data.json`;
+
+  it('NewBlockVolumeUnmapper, no driverName: the unmap looks up the driver named "" and sends nothing', async () => {
+    const r = new Rig();
+    await r.plugin.newBlockVolumeMapper(constructPVSourceSpec('block-pv', DRIVER, 'vol-b', 'Block'), POD_A);
+    r.fs.writeRaw(BLOCK_DATA, '{"specVolID":"block-pv","volumeHandle":"vol-b"}\n');
+    const unmapper = await r.plugin.newBlockVolumeUnmapper('block-pv', 'pod-a');
+    await assert.rejects(unmapper.unmapPodDevice(), { message: 'kubernetes.io/csi: driver name  not found in the list of registered CSI drivers' });
+    assert.deepEqual(r.unpublishRequests(), []);
+  });
+
+  it('NewBlockVolumeUnmapper, no volumeHandle: the unmap unpublishes the volume id "", which the driver refuses', async () => {
+    const r = new Rig();
+    await r.plugin.newBlockVolumeMapper(constructPVSourceSpec('block-pv', DRIVER, 'vol-b', 'Block'), POD_A);
+    r.fs.writeRaw(BLOCK_DATA, `{"driverName":"${DRIVER}","specVolID":"block-pv"}\n`);
+    const unmapper = await r.plugin.newBlockVolumeUnmapper('block-pv', 'pod-a');
+    await assert.rejects(unmapper.unmapPodDevice(), {
+      message: 'kubernetes.io/csi: blockMapper.unpublishVolumeForBlock failed: rpc error: code = INVALID_ARGUMENT desc = volume ID missing in request',
+    });
+    assert.deepEqual(r.unpublishRequests(), [{ volumeId: '', targetPath: `${BLOCK_DIR}/publish/block-pv/pod-a` }]);
+  });
+
+  it('NewBlockVolumeUnmapper with no block data file: refused, naming the file and the cause', async () => {
+    const r = new Rig();
+    await assert.rejects(r.plugin.newBlockVolumeUnmapper('block-pv', 'pod-a'), {
+      name: 'CsiSpecError',
+      message: `unmapper failed to load volume data file [${BLOCK_DATA}]: failed to open volume data file ${BLOCK_DATA}: ENOENT (no such file or directory)`,
+    });
+  });
+});
+
 describe('CSI inline ephemeral SetUp', () => {
   const ephemeralHandle = `csi-${sha256('pod-a' + 'scratch')}`;
   for (const capabilities of [['STAGE_UNSTAGE_VOLUME'], []] as NodeCapability[][]) {
@@ -1094,6 +1146,8 @@ describe('CSI CanAttach', () => {
     { name: 'a PV whose CSIDriver says attachRequired: false does not attach', spec: pv('pv-1', 'vol-1'), setup: (r) => r.cluster.drivers.set(DRIVER, { name: DRIVER, attachRequired: false }), expected: false },
     { name: 'a PV whose CSIDriver says attachRequired: true attaches', spec: pv('pv-1', 'vol-1'), setup: () => undefined, expected: true },
     { name: 'a PV with no CSIDriver object attaches', spec: pv('pv-1', 'vol-1'), setup: (r) => r.cluster.drivers.delete(DRIVER), expected: true },
+    // csi_plugin.go CanAttach reads only the driver name: an empty handle is not its concern.
+    { name: 'a PV with an empty volume handle is answered by its CSIDriver all the same', spec: pv('pv-1', ''), setup: () => undefined, expected: true },
   ];
   for (const row of rows) {
     it(row.name, async () => {
