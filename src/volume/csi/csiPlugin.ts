@@ -258,10 +258,14 @@ export class CsiPlugin implements GlobalVolumeListerPlugin, BlockVolumePlugin, A
   }
 }
 
-/** A PV's CSI driver and handle, or an inline volume's driver with the handle derived from the pod. */
+/**
+ * A PV's CSI driver and handle, or an inline volume's driver with the handle derived from the pod.
+ * Neither is checked for being empty: csi_plugin.go NewMounter takes them as they are, and a PV
+ * naming no driver or handle fails later, where kubelet's does (the API server refuses such a PV).
+ */
 export function driverAndHandle(spec: Spec, podUID: string): { driverName: string; volumeHandle: string } {
   if (spec.kind === 'persistent') {
-    const src = persistentSource(spec, true);
+    const src = persistentSource(spec, false);
     return { driverName: src.driver, volumeHandle: src.volumeHandle };
   }
   const name = specName(spec);

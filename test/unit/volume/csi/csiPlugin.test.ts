@@ -61,6 +61,17 @@ describe('CSI plugin: names and paths', () => {
     });
   });
 
+  // csi_plugin.go NewMounter takes a PV's driver and handle as they are: one naming no driver or
+  // no handle gets a mounter, and its mount fails later, as kubelet's does.
+  it('NewMounter of a PV with an empty driver or handle builds a mounter all the same', async () => {
+    const p = new CsiPlugin(volumeHost(fx, { gateOn: false }));
+    const pod = { uid: 'pod-1', namespace: 'default', name: 'pod-1' };
+    for (const spec of [constructPVSourceSpec('pv-1', DRIVER, ''), constructPVSourceSpec('pv-1', '', 'vol-1')]) {
+      const m = await p.newMounter(spec, pod);
+      assert.equal(m.getPath(), `${fx.root}/pods/pod-1/volumes/kubernetes.io~csi/pv-1/mount`);
+    }
+  });
+
   it('GetVolumeName refuses an inline volume', () => {
     const p = new CsiPlugin(volumeHost(fx, { gateOn: false }));
     assert.throws(() => p.getVolumeName(constructInlineSpec('scratch', DRIVER)), /not a CSI PersistentVolume/);
