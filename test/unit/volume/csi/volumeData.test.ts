@@ -479,6 +479,9 @@ void describe('decodeVolumeData: Go json.Decoder semantics', () => {
       [bytes([0xa0], '{}'), /invalid character '\\u00a0' looking for beginning of value/],
       [bytes([0xad], '{}'), /invalid character '\\u00ad' looking for beginning of value/],
       [bytes([0xe9], '{}'), /invalid character 'é' looking for beginning of value/],
+      // The printable edges: U+00A1 and U+00FF, the last byte, as they are.
+      [bytes([0xa1], '{}'), /invalid character '¡' looking for beginning of value/],
+      [bytes([0xff], '{}'), /invalid character 'ÿ' looking for beginning of value/],
       [bytes([0x7f], '{}'), /invalid character '\\x7f' looking for beginning of value/],
       [bytes([0x1f], '{}'), /invalid character '\\x1f' looking for beginning of value/],
       ['[1,]', /looking for beginning of value/],
