@@ -47,12 +47,12 @@ import type { MountTable } from '../ports/mounter.js';
 import { resolvesInsideRoot } from '../layout/confinement.js';
 import { VOL_DATA_FILE_NAME, VOL_DATA_TEMP_FILE_NAME } from '../volume/csi/volumeData.js';
 
-/** kubelet's housekeeping period, which runs the sweep. */
-
 /** rmdirIfUnmounted's refusal of a directory that is a mount point (the removal below must not descend into it). */
 class MountPointRefusal extends Error {
   override readonly name = 'MountPointRefusal';
 }
+
+/** kubelet's housekeeping period, which runs the sweep. */
 export const HOUSEKEEPING_PERIOD_MS = 2_000;
 
 /** After a sweep that found no orphan, at most this many unchanged sweeps in a row are skipped. */
@@ -295,10 +295,10 @@ export class OrphanedPodDirsCleaner {
         if (volume.type !== 'directory') continue;
         const volumeDir = path.join(pluginDir, volume.name);
         if (plugin.name === csiDirName) {
-          await this.rmdirIfUnmounted(path.join(volumeDir, 'mount'), true);
+          await this.rmdirIfUnmounted(path.join(volumeDir, 'mount'));
           await this.removeInterruptedVolumeDataWrite(volumeDir);
         }
-        await this.rmdirIfUnmounted(volumeDir, false);
+        await this.rmdirIfUnmounted(volumeDir);
       }
     }
     await removeTreeOneFilesystem(fs, (p) => this.deps.mounter.isLikelyNotMountPoint(p), volumesDir, { directoriesOnly: true, maxDepth: MAX_REMOVE_DEPTH });
@@ -333,13 +333,12 @@ export class OrphanedPodDirsCleaner {
     }
   }
 
-  /** rmdir of an empty, unmounted directory; a non-empty one stays (kubelet logs and goes on). */
-  private async rmdirIfUnmounted(dir: string, mayBeMissing: boolean): Promise<void> {
+  /** rmdir of an empty, unmounted directory; a missing or non-empty one stays as it is (kubelet logs and goes on). */
+  private async rmdirIfUnmounted(dir: string): Promise<void> {
     try {
       if (!(await this.deps.mounter.isLikelyNotMountPoint(dir))) throw new MountPointRefusal(`${dir} is a mount point`);
       await this.deps.fs.rmdir(dir);
     } catch (err) {
-      if (isNotExist(err) && mayBeMissing) return;
       // Told by its class: an rmdir error names its path, which may hold any words (a root dir
       // under "/srv/mount point/" made every ENOTEMPTY look like this refusal).
       if (err instanceof MountPointRefusal) throw err;
