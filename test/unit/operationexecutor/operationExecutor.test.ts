@@ -210,3 +210,79 @@ describe('OperationExecutor: the failure line names the operation, the volume an
     });
   }
 });
+
+/** An executor whose mount operations stay pending until `finish` is called, and may advance the clock first. */
+function executorWithHeldMounts(clock: FakeClock): {
+  executor: OperationExecutor;
+  metrics: RecordingMetrics;
+  runs: string[];
+  finish(outcome: 'success' | 'fail'): void;
+} {
+  const metrics = new RecordingMetrics();
+  const runs: string[] = [];
+  const waiters: ((outcome: 'success' | 'fail') => void)[] = [];
+  const generator = {
+    generateMountVolume: (vtm: VolumeToMount): Operation => ({
+      operationName: OP.mount,
+      pluginLabel: CSI,
+      run: async () => {
+        runs.push(vtm.podName);
+        const outcome = await new Promise<'success' | 'fail'>((resolve) => waiters.push(resolve));
+        if (outcome === 'fail') throw new Error('boom');
+      },
+    }),
+  } as unknown as OperationGenerator;
+  const executor = new OperationExecutor(generator, createNestedPendingOperations(clock, new RecordingLogger()), clock, metrics);
+  return {
+    executor,
+    metrics,
+    runs,
+    finish: (outcome) => {
+      for (const w of waiters.splice(0)) w(outcome);
+    },
+  };
+}
+
+// storage_operation_duration_seconds (operation_executor.go / operation_generator.go) records how
+// long the operation ran: the time from its start to its end, on success and on failure.
+describe('OperationExecutor: the storage operation metric records how long the operation took', () => {
+  for (const outcome of ['success', 'fail'] as const) {
+    it(`${outcome}: the duration is the time that passed while the operation ran`, async () => {
+      const clock = new FakeClock({ startMs: 10_000 });
+      const h = executorWithHeldMounts(clock);
+      await h.executor.mountVolume(volumeToMount(), '', recordingAsw().asw);
+      await clock.advance(250);
+      h.finish(outcome);
+      await h.executor.waitForPending();
+      assert.deepEqual(
+        h.metrics.ofKind('storageOperation').map((m) => [m.operationName, m.status, m.durationMs]),
+        [[OP.mount, outcome === 'success' ? 'success' : 'fail-unknown', 250]],
+      );
+    });
+  }
+});
+
+// Pending-operation keys (operation_executor.go MountVolume): an attachable or device-mountable
+// volume is mounted one pod at a time (empty pod name in the key); any other volume is keyed per
+// pod, so two pods mount it in parallel.
+describe('OperationExecutor: MountVolume serialises per volume only for attachable or device-mountable volumes', () => {
+  const rows: readonly [string, Partial<VolumeToMount>, boolean][] = [
+    ['neither attachable nor device-mountable: the second pod mounts in parallel', { pluginIsAttachable: false, pluginIsDeviceMountable: false }, true],
+    ['attachable: the second pod waits', { pluginIsAttachable: true, pluginIsDeviceMountable: false }, false],
+    ['device-mountable: the second pod waits', { pluginIsAttachable: false, pluginIsDeviceMountable: true }, false],
+  ];
+  for (const [name, over, parallel] of rows) {
+    it(name, async () => {
+      const h = executorWithHeldMounts(new FakeClock());
+      const podA = volumeToMount(over);
+      const podB = volumeToMount({ ...over, podName: 'uid-3' as UniquePodName, pod: { ...podA.pod, uid: 'uid-3', name: 'pod-3' } });
+      await h.executor.mountVolume(podA, '', recordingAsw().asw);
+      assert.equal(h.executor.isMountVolumeRunnable(podB), parallel);
+      if (parallel) await h.executor.mountVolume(podB, '', recordingAsw().asw);
+      else await assert.rejects(h.executor.mountVolume(podB, '', recordingAsw().asw));
+      h.finish('success');
+      await h.executor.waitForPending();
+      assert.deepEqual(h.runs, parallel ? ['uid-2', 'uid-3'] : ['uid-2']);
+    });
+  }
+});

@@ -210,6 +210,38 @@ describe('checkNodeAffinity: requirements kubelet\'s label selector refuses', ()
     );
   });
 
+  // Length bounds of a label key (apimachinery validation IsQualifiedName / IsDNS1123Subdomain,
+  // through labels/selector.go NewRequirement): a 253-byte prefix and a 63-byte name pass, one byte
+  // more is refused with the max-length text.
+  it('a label key prefix of 253 bytes is accepted, 254 bytes is refused', () => {
+    const ok = `${'a'.repeat(253)}/zone`;
+    assert.equal(outcome(one({ key: ok, operator: 'Exists' }), { [ok]: 'a' }), 'match');
+    const long = `${'a'.repeat(254)}/zone`;
+    assert.equal(outcome(one({ key: long, operator: 'Exists' }), { [long]: 'a' }), `${E0}.key: Invalid value: "${long}": prefix part must be no more than 253 bytes`);
+  });
+
+  it('a label key name of 63 bytes is accepted, 64 bytes is refused', () => {
+    const ok = 'n'.repeat(63);
+    assert.equal(outcome(one({ key: ok, operator: 'Exists' }), { [ok]: 'a' }), 'match');
+    assert.equal(outcome(one({ key: `example.com/${ok}`, operator: 'Exists' }), { [`example.com/${ok}`]: 'a' }), 'match');
+    const long = 'n'.repeat(64);
+    assert.equal(outcome(one({ key: long, operator: 'Exists' }), { [long]: 'a' }), `${E0}.key: Invalid value: "${long}": name part must be no more than 63 bytes`);
+  });
+
+  it('a label value with two faults gets one field error, its reasons joined by "; "', () => {
+    const v = `-${'a'.repeat(63)}`;
+    assert.equal(outcome(one({ key: 'zone', operator: 'In', values: [v] })), `${E0}.values[0][zone]: Invalid value: "${v}": must be no more than 63 bytes; ${LABEL_VALUE}`);
+  });
+
+  it('Gt/Lt: one below the smallest int64 is no integer, on the value side and on the label side', () => {
+    const below = '-9223372036854775809';
+    assert.equal(
+      outcome(one({ key: 'gen', operator: 'Lt', values: [below] })),
+      `[${E0}.values[0]: Invalid value: "${below}": ${INT}, ${E0}.values[0][gen]: Invalid value: "${below}": ${LABEL_VALUE}]`,
+    );
+    assert.equal(outcome(one({ key: 'gen', operator: 'Lt', values: ['0'] }), { gen: below }), NO_MATCH);
+  });
+
   it('valid keys and values: prefixed keys, empty and 63-byte values are accepted', () => {
     const v63 = 'a'.repeat(63);
     const labels = { 'topology.kubernetes.io/zone': v63, empty: '' };
