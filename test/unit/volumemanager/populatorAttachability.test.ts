@@ -49,6 +49,18 @@ describe('populator: attachability is set once (fidelity review item 11)', () =>
     assert.equal(lines[0]?.severity, 'I');
   });
 
+  it('asks nothing about the attachability of a deleted pod\'s volume, even when its CSIDriver stopped requiring attach', async () => {
+    // findAndRemoveDeletedPods asks the plugin only for pods still in the pod manager: a deleted
+    // pod's entry goes straight to the removal checks, with no "changes" line.
+    const { node, volume } = await mounted(true);
+    node.cluster.deletePod('uid-1');
+    setAttachRequired(node, false);
+    await node.steps(20);
+    assert.deepEqual(changeLines(node), []);
+    assert.deepEqual(node.kubelet.dsw.getVolumesToMount(), []);
+    assert.ok(!node.kubelet.asw.getMountedVolumes().some((v) => v.volumeName === volume));
+  });
+
   it('keeps the flag when the CSIDriver lookup fails', async () => {
     const { node, volume } = await mounted(true);
     Object.assign(node.cluster, { getCSIDriver: () => Promise.reject(new Error('connection refused')) });
