@@ -11,6 +11,7 @@ import type { Spec, VolumeLifecycleMode } from '../spec.js';
 import { TransientOperationFailure, UncertainProgressError } from '../util/errors.js';
 import type { VolumeHost } from '../volumeHost.js';
 import { assertPathConfined, assertPathUnderRoot, CsiPathError } from '../util/pathConfinement.js';
+import { goQuote } from '../util/goText.js';
 import { VOL_DATA_FILE_NAME } from './volumeData.js';
 import { compareCodePoints, goJsonString } from './volumeDataEncoder.js';
 import type { SecretReference, TokenRequestStatus } from '../../api/core.js';
@@ -346,11 +347,6 @@ export async function serviceAccountTokenAttrs(host: VolumeHost, driverName: str
       return `${goJsonString(aud)}:{"token":${goJsonString(s?.token ?? '')},"expirationTimestamp":${goJsonString(s?.expirationTimestamp ?? '')}}`;
     });
   return { value: `{${entries.join(',')}}`, inSecrets: driver.serviceAccountTokenInSecrets === true };
-}
-
-/** Go's %q of a plain string. */
-function goQuote(s: string): string {
-  return JSON.stringify(s);
 }
 
 /** csi_plugin.go getPodInfoAttrs: the pod keys of volume_context. */

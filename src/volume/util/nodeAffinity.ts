@@ -14,6 +14,7 @@
  * Error.Error) joined as its aggregate is (util/errors errors.go aggregate.Error).
  */
 import type { NodeSelectorRequirement, PersistentVolume } from '../../api/core.js';
+import { goQuote } from './goText.js';
 
 type Labels = Readonly<Record<string, string>>;
 
@@ -191,9 +192,6 @@ function labelValueErrors(value: string): string[] {
 
 /** field.Invalid's text: "<path>: Invalid value: <value>: <detail>". */
 const invalid = (path: string, value: string, detail: string): string => `${path}: Invalid value: ${value}: ${detail}`;
-
-/** Go's %q for a string (exact for printable text; control characters are escaped JSON's way). */
-const goQuote = (s: string): string => JSON.stringify(s);
 
 /** Go's %#v for a []string: `[]string(nil)` for an absent list. */
 const goStrings = (vals: readonly string[] | undefined): string => (vals === undefined ? '[]string(nil)' : `[]string{${vals.map(goQuote).join(', ')}}`);

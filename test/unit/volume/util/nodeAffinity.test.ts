@@ -144,6 +144,9 @@ describe('checkNodeAffinity: requirements kubelet\'s label selector refuses', ()
     ],
     ['In: a value that is no label value', { key: 'zone', operator: 'In', values: ['a', 'b c'] }, `${E0}.values[1][zone]: Invalid value: "b c": ${LABEL_VALUE}`],
     ['Exists: a key that is no label key', { key: 'zone!', operator: 'Exists' }, `${E0}.key: Invalid value: "zone!": ${NAME_PART}`],
+    // Quoted as Go's %q quotes them (strconv.Quote), not as JSON does: \x01 and \u00a0.
+    ['Exists: a key with a control character', { key: 'zone\u0001', operator: 'Exists' }, `${E0}.key: Invalid value: "zone\\x01": ${NAME_PART}`],
+    ['In: a value with a no-break space', { key: 'zone', operator: 'In', values: ['a\u00a0'] }, `${E0}.values[0][zone]: Invalid value: "a\\u00a0": ${LABEL_VALUE}`],
     ['Exists: an empty key (one field error, its two reasons joined)', { key: '', operator: 'Exists' }, `${E0}.key: Invalid value: "": name part must be non-empty; ${NAME_PART}`],
     [
       'Exists: a key with an empty prefix',
