@@ -73,13 +73,16 @@ export function reportDir(shard?: { index: number; count: number }): string {
   return shard === undefined ? 'reports/mutation' : `reports/mutation/shard-${shard.index}-of-${shard.count}`;
 }
 
+/** The scope as StrykerJS `mutate` globs. */
+export const SCOPE_GLOBS: readonly string[] = SCOPE.map((s) => (s.endsWith('.ts') ? s : `${s}/**/*.ts`));
+
 /** The StrykerJS options (stryker.config.mjs exports them; `npm run mutate` overrides mutate and the report paths). */
 export function strykerConfig(root = process.cwd()): Record<string, unknown> {
   const dir = reportDir();
   return {
     packageManager: 'npm',
     plugins: ['@stryker-mutator/*', './dist/scripts/mutate/plugins.js'],
-    mutate: SCOPE.map((s) => (s.endsWith('.ts') ? s : `${s}/**/*.ts`)),
+    mutate: [...SCOPE_GLOBS],
     // Type-check each mutant (a mutant that does not compile is not a test's business) ...
     checkers: ['typescript'],
     tsconfigFile: 'tsconfig.json',

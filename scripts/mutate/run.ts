@@ -6,12 +6,15 @@
  * incremental file under reports/mutation/shard-I-of-N/, for a run spread over processes or an
  * Indexed Job (deploy/mutate-job.yaml; `--print-json` prints the JSON report after the score).
  * `--mutate` narrows the run to some files instead. Prints the score per folder and per killer at
- * the end (score.ts).
+ * the end (score.ts), and writes the run's ledger entry beside the report (ledger.ts: the files
+ * this run mutated, compact, to commit under docs/mutation-results/; `--label` names it).
  */
 import { Stryker } from '@stryker-mutator/core';
-import { reportDir, shardFiles } from './config.js';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { reportDir, SCOPE_GLOBS, shardFiles } from './config.js';
+import { formatLedgerEntry, ledgerEntryOf } from './ledger.js';
 import { formatScore, scoreOf } from './score.js';
-import { readFileSync } from 'node:fs';
 
 interface Args {
   shard?: { index: number; count: number };
@@ -19,6 +22,7 @@ interface Args {
   concurrency?: number;
   force: boolean;
   printJson: boolean;
+  label?: string;
 }
 
 export function parseArgs(argv: readonly string[]): Args {
@@ -44,8 +48,12 @@ export function parseArgs(argv: readonly string[]): Args {
       args.force = true;
     } else if (a === '--print-json') {
       args.printJson = true;
+    } else if (a === '--label') {
+      const l = value();
+      if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(l)) throw new Error(`--label: want letters, digits, '.', '_' or '-', got ${JSON.stringify(l)}`);
+      args.label = l;
     } else {
-      throw new Error(`unknown argument ${JSON.stringify(a)}; want --shard I/N, --mutate <glob>, --concurrency N, --force or --print-json`);
+      throw new Error(`unknown argument ${JSON.stringify(a)}; want --shard I/N, --mutate <glob>, --concurrency N, --label NAME, --force or --print-json`);
     }
   }
   if (args.shard !== undefined && args.mutate !== undefined) throw new Error('--shard and --mutate do not go together: a shard is a slice of the whole scope');
@@ -78,13 +86,28 @@ async function main(): Promise<number> {
   }
   if (args.mutate !== undefined) overrides['mutate'] = args.mutate;
   if (args.concurrency !== undefined) overrides['concurrency'] = args.concurrency;
+  const globs = (overrides['mutate'] as string[] | undefined) ?? SCOPE_GLOBS;
+  const commit = headCommit();
   const started = Date.now();
   await new Stryker(overrides).runMutationTest();
   const json = readFileSync(`${dir}/mutation.json`, 'utf8');
-  process.stdout.write(`\n${formatScore(scoreOf([JSON.parse(json) as unknown]))}\nwall ${((Date.now() - started) / 1000).toFixed(0)} s; report ${dir}/mutation.html\n`);
+  const label = args.label ?? (args.shard !== undefined ? `shard-${args.shard.index}-of-${args.shard.count}` : 'run');
+  const entry = ledgerEntryOf(JSON.parse(json) as unknown, { label, commit, date: new Date().toISOString(), mutate: globs });
+  writeFileSync(`${dir}/ledger.json`, formatLedgerEntry(entry));
+  process.stdout.write(`\n${formatScore(scoreOf([entry]))}\nwall ${((Date.now() - started) / 1000).toFixed(0)} s; report ${dir}/mutation.html; ledger entry ${dir}/ledger.json\n`);
   // For a Job's log: everything after this line is the shard's report (score.ts merges them).
   if (args.printJson) process.stdout.write(`--- mutation.json\n${json}\n`);
   return 0;
 }
 
-process.exitCode = await main();
+/** The commit mutated, `-dirty` when the sources differ from it (such a run is not one to keep). */
+function headCommit(): string {
+  const git = (...a: string[]): string => execFileSync('git', a, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  try {
+    return git('rev-parse', 'HEAD') + (git('status', '--porcelain', '--', 'src', 'test', 'scripts') === '' ? '' : '-dirty');
+  } catch {
+    return 'unknown';
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1] ?? ''}`) process.exitCode = await main();

@@ -1,7 +1,8 @@
 /**
- * The mutation score per folder and per killer, from StrykerJS JSON reports (one per shard):
- * `node dist/scripts/mutate/score.js reports/mutation/**\/mutation.json` (a file in several
- * reports counts once, from the newest). The score is Stryker's:
+ * The mutation score per folder and per killer, from StrykerJS JSON reports (one per shard) or the
+ * ledger's entries (ledger.ts): `node dist/scripts/mutate/score.js docs/mutation-results/*.json`
+ * (a file in several counts once, from the newest: an entry by its date, a report by its file's
+ * time). The score is Stryker's:
  * detected (killed + timeout) over valid (detected + survived + no coverage); ignored mutants
  * (log text, config.ts) and those that do not compile are not counted. A mutant's killer is the
  * test file that failed first: the killers run cheapest first and stop at the first failure, so
@@ -9,6 +10,7 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { isLedgerEntry } from './ledger.js';
 
 interface Mutant {
   status: string;
@@ -119,9 +121,16 @@ if (import.meta.url === `file://${process.argv[1] ?? ''}`) {
     process.stderr.write('usage: node dist/scripts/mutate/score.js <mutation.json>... [--survivors]\n');
     process.exitCode = 2;
   } else {
-    // Oldest first (by the report file's time): the newest report of a file is the one counted.
-    const reports = files.filter((f) => !f.startsWith('--')).sort((a, b) => statSync(a).mtimeMs - statSync(b).mtimeMs);
-    const s = scoreOf(reports.map((f) => JSON.parse(readFileSync(f, 'utf8')) as unknown));
+    // Oldest first: the newest of a file is the one counted. A ledger entry's time is its run's
+    // date (a checkout resets file times); a raw report's, its file's.
+    const loaded = files
+      .filter((f) => !f.startsWith('--'))
+      .map((f) => {
+        const report = JSON.parse(readFileSync(f, 'utf8')) as unknown;
+        return { report, time: isLedgerEntry(report) ? Date.parse(report.date) : statSync(f).mtimeMs };
+      })
+      .sort((a, b) => a.time - b.time);
+    const s = scoreOf(loaded.map((l) => l.report));
     process.stdout.write(`${formatScore(s)}\n`);
     if (files.includes('--survivors')) for (const v of s.survivors) process.stdout.write(`${v.status} ${v.file}:${v.line} ${v.mutator} ${JSON.stringify(v.replacement)}\n`);
   }
