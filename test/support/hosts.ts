@@ -46,6 +46,27 @@ export class RecordingLogger implements Logger {
   }
 }
 
+/**
+ * A recorder whose V(n) lines are enabled only up to `verbosity` (kubelet's -v). It records every
+ * line it is handed, enabled or not, so a line built while its level is off shows up (the
+ * simulation's logger also records every info line it is given).
+ */
+export class VerbosityRecorder extends RecordingLogger {
+  constructor(
+    private readonly verbosity: number,
+    level = 0,
+    lines?: RecordingLogger['lines'],
+  ) {
+    super(level, lines);
+  }
+  override v(level: number): RecordingLogger {
+    return new VerbosityRecorder(this.verbosity, level, this.lines);
+  }
+  override enabled(level?: number): boolean {
+    return (level ?? 0) <= this.verbosity;
+  }
+}
+
 export interface HostOptions {
   readonly gateOn: boolean;
   readonly fs?: FileSystem;

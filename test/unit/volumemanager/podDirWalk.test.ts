@@ -12,7 +12,7 @@ import { discardLogger, type Logger } from '../../../src/ports/logger.js';
 import { KubeletLayout } from '../../../src/layout/layout.js';
 import { mapConcurrently } from '../../../src/ports/concurrency.js';
 import { getVolumesFromPodDir, type PodDirWalk } from '../../../src/volumemanager/reconciler/podVolumes.js';
-import { RecordingLogger } from '../../support/hosts.js';
+import { RecordingLogger, VerbosityRecorder } from '../../support/hosts.js';
 
 const ROOT = '/var/lib/kubelet';
 
@@ -105,23 +105,6 @@ function listingFs(fs: MemFs, listings: Readonly<Record<string, DirEntry[]>> = {
       return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
     },
   });
-}
-
-/** A recorder whose V(n) lines are enabled only up to `verbosity`; it records every line it is handed, enabled or not. */
-class VerbosityRecorder extends RecordingLogger {
-  constructor(
-    private readonly verbosity: number,
-    level = 0,
-    lines?: RecordingLogger['lines'],
-  ) {
-    super(level, lines);
-  }
-  override v(level: number): RecordingLogger {
-    return new VerbosityRecorder(this.verbosity, level, this.lines);
-  }
-  override enabled(level?: number): boolean {
-    return (level ?? 0) <= this.verbosity;
-  }
 }
 
 /** The recorded lines with an error's text in place of the error. */

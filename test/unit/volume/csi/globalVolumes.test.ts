@@ -13,7 +13,7 @@ import { encodeVolumeData } from '../../../../src/volume/csi/volumeData.js';
 import { constructPVSourceSpec, specName } from '../../../../src/volume/spec.js';
 import { FaultyFs } from '../../../support/faultyFs.js';
 import { NodeFixture } from '../../../support/nodeFixture.js';
-import { RecordingLogger, volumeHost, type HostOptions } from '../../../support/hosts.js';
+import { RecordingLogger, VerbosityRecorder, volumeHost, type HostOptions } from '../../../support/hosts.js';
 
 const DRIVER = 'test-driver';
 
@@ -137,27 +137,6 @@ describe('CSI ListGlobalVolumes: filesystem walk', () => {
     assert.deepEqual(logger.lines.map((l) => [l.level, l.msg]), [[4, 'Skipping a CSI global directory']]);
   });
 });
-
-/**
- * A recorder whose V(n) lines are enabled only up to `verbosity` (kubelet's -v). It records every
- * line it is handed, so a line built while its level is off shows up (the simulation's logger
- * also records every info line it is given).
- */
-class VerbosityRecorder extends RecordingLogger {
-  constructor(
-    private readonly verbosity: number,
-    level = 0,
-    lines?: RecordingLogger['lines'],
-  ) {
-    super(level, lines);
-  }
-  override v(level: number): RecordingLogger {
-    return new VerbosityRecorder(this.verbosity, level, this.lines);
-  }
-  override enabled(level?: number): boolean {
-    return (level ?? 0) <= this.verbosity;
-  }
-}
 
 // The filesystem walk of ListGlobalVolumes (csi_global_volumes.go of kubernetes PR #138454:
 // ListGlobalVolumes and describeGlobalVolume), outcome by outcome: what rejects, what is an empty
