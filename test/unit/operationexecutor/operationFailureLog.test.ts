@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { GrpcStatus } from '../../../src/ports/csi.js';
 import { createNestedPendingOperations } from '../../../src/operationexecutor/nestedPendingOperations.js';
-import { goDuration, goTime, grpcCodeOf, noRetriesPermittedMsg } from '../../../src/operationexecutor/operationLog.js';
+import { goDuration, goTime, grpcCodeOf, noRetriesPermittedMsg, operationFailurePrefix } from '../../../src/operationexecutor/operationLog.js';
 import { FakeClock } from '../../support/fakeClock.js';
 import { RecordingLogger } from '../../support/hosts.js';
 import { InMemoryNode } from '../../support/inMemoryNode.js';
@@ -15,6 +15,10 @@ describe('Go-style durations and times in the failure line', () => {
       [500, 1000, 1500, 32_000, 64_000, 122_000, 3_600_000, 0.25].map(goDuration),
       ['500ms', '1s', '1.5s', '32s', '1m4s', '2m2s', '1h0m0s', '250µs'],
     );
+  });
+
+  it('prints zero as 0s, and exactly 1ms as 1ms (below it, µs)', () => {
+    assert.deepEqual([0, 1, 0.999].map(goDuration), ['0s', '1ms', '999µs']);
   });
 
   it('prints times as time.Time does, in UTC, trailing zeros of the fraction dropped', () => {
@@ -29,6 +33,16 @@ describe('Go-style durations and times in the failure line', () => {
     assert.equal(grpcCodeOf(new Error('no such file')), undefined);
   });
 
+  it('looks for the gRPC code through at most 8 errors of a cause chain', () => {
+    const chain = (length: number): Error => {
+      let e = new Error('rpc error: code = Unavailable desc = gone');
+      for (let i = 1; i < length; i++) e = new Error(`wrap ${i}`, { cause: e });
+      return e;
+    };
+    assert.equal(grpcCodeOf(chain(8)), 'Unavailable');
+    assert.equal(grpcCodeOf(chain(9)), undefined);
+  });
+
   it('builds kubelet\'s sentence', () => {
     const msg = noRetriesPermittedMsg({
       key: { volumeName: 'kubernetes.io/csi/d^h', podName: '' },
@@ -41,6 +55,21 @@ describe('Go-style durations and times in the failure line', () => {
       'Operation for "{volumeName:kubernetes.io/csi/d^h podName: nodeName:}" failed. ' +
         'No retries permitted until 2026-12-01 02:55:00.5 +0000 UTC (durationBeforeRetry 500ms). Error: "boom"',
     );
+  });
+});
+
+describe('the GenerateErrorDetailed prefix of an operation error', () => {
+  it('names the pod and its UID when both are known', () => {
+    assert.equal(
+      operationFailurePrefix({ operation: 'MountVolume.SetUp', volumeSpecName: 'pvc-1', volumeName: 'kubernetes.io/csi/d^h', podName: 'web-0', podUID: 'u1' }),
+      'MountVolume.SetUp failed for volume "pvc-1" (UniqueName: "kubernetes.io/csi/d^h") pod "web-0" (UID: "u1")',
+    );
+  });
+
+  it('leaves out an empty pod name and an empty pod UID, as it does absent ones', () => {
+    const want = 'UnmountDevice failed for volume "kubernetes.io/csi/d^h" (UniqueName: "kubernetes.io/csi/d^h")';
+    assert.equal(operationFailurePrefix({ operation: 'UnmountDevice', volumeName: 'kubernetes.io/csi/d^h', podName: '', podUID: '' }), want);
+    assert.equal(operationFailurePrefix({ operation: 'UnmountDevice', volumeName: 'kubernetes.io/csi/d^h' }), want);
   });
 });
 
