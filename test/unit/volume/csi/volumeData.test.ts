@@ -1,14 +1,17 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { posix } from 'node:path';
-import { FsError, type DirEntry, type FileStat, type FileSystem, type WriteFileOptions } from '../../../../src/ports/fs.js';
+import { FsError, overrideFileSystem, type DirEntry, type FileStat, type FileSystem, type WriteFileOptions } from '../../../../src/ports/fs.js';
+import { MemFs as AdapterMemFs } from '../../../../src/adapters/memory/memFs.js';
 import {
   MAX_VOL_DATA_BYTES,
   VOL_DATA_FILE_NAME,
+  VOL_DATA_TEMP_FILE_NAME,
   VolumeDataError,
   decodeVolumeData,
   decodeVolumeDataGo,
   encodeVolumeData,
+  findInterruptedVolumeDataWrite,
   isVolumeDataNotFound,
   loadVolumeData,
   saveVolumeData,
@@ -918,5 +921,188 @@ void describe('saveVolumeData', () => {
     const odd: VolumeData = { '&key1': 'v<1>', _key1: 'line\nbreak', '\u{1F600}': '\u2028' };
     await saveVolumeData(fs, dir, odd);
     assert.deepEqual(await loadVolumeData(fs, target, { rootDir: '/var/lib/kubelet' }), odd);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// loadVolumeData failures, exactly; findInterruptedVolumeDataWrite (over the memory adapter,
+// which honours noFollow)
+// ---------------------------------------------------------------------------------------------
+
+/** `fs` with its readFile calls recorded as "readFile <path> noFollow=<bool>". */
+function recordingReads(fs: FileSystem): { fs: FileSystem; reads: string[] } {
+  const reads: string[] = [];
+  return {
+    reads,
+    fs: overrideFileSystem(fs, {
+      readFile: (p, maxBytes, options) => {
+        reads.push(`readFile ${p} noFollow=${String(options?.noFollow === true)}`);
+        return fs.readFile(p, maxBytes, options);
+      },
+    }),
+  };
+}
+
+async function loadError(fs: FileSystem, path: string, options?: Parameters<typeof loadVolumeData>[2]): Promise<VolumeDataError> {
+  const err = await loadVolumeData(fs, path, options).catch((e: unknown) => e);
+  assert.ok(err instanceof VolumeDataError, `expected a VolumeDataError, got ${String(err)}`);
+  return err;
+}
+
+void describe('loadVolumeData: the exact error of each failure, with the port error as cause', () => {
+  const root = '/var/lib/kubelet';
+  const path = `${root}/pods/u/volumes/kubernetes.io~csi/pv/vol_data.json`;
+
+  void it('a file realpath failing with EACCES is io "failed to resolve volume data file <path>: EACCES"', async () => {
+    const base = new AdapterMemFs();
+    base.writeRaw(path, '{}');
+    const cause = new FsError('EACCES', path, 'realpath');
+    const fs = overrideFileSystem(base, { realpath: (p) => (p === path ? Promise.reject(cause) : base.realpath(p)) });
+    const err = await loadError(fs, path, { rootDir: root });
+    assert.equal(err.kind, 'io');
+    assert.equal(err.path, path);
+    assert.equal(err.message, `failed to resolve volume data file ${path}: EACCES`);
+    assert.equal(err.cause, cause);
+    assert.equal(err.name, 'VolumeDataError');
+  });
+
+  void it('a file realpath failing with no errno gives that error\'s message', async () => {
+    const base = new AdapterMemFs();
+    base.writeRaw(path, '{}');
+    const fs = overrideFileSystem(base, { realpath: (p) => (p === path ? Promise.reject(new Error('stale handle')) : base.realpath(p)) });
+    const err = await loadError(fs, path, { rootDir: root });
+    assert.equal(err.message, `failed to resolve volume data file ${path}: stale handle`);
+  });
+
+  void it('a root dir whose realpath fails is io "failed to resolve root dir <root>: EACCES" about the root', async () => {
+    const base = new AdapterMemFs();
+    base.writeRaw(path, '{}');
+    const cause = new FsError('EACCES', root, 'realpath');
+    const fs = overrideFileSystem(base, { realpath: (p) => (p === root ? Promise.reject(cause) : base.realpath(p)) });
+    const err = await loadError(fs, path, { rootDir: root });
+    assert.equal(err.kind, 'io');
+    assert.equal(err.path, root);
+    assert.equal(err.message, `failed to resolve root dir ${root}: EACCES`);
+    assert.equal(err.cause, cause);
+  });
+
+  void it('a missing file under a root dir is not-found "failed to open volume data file <path>: ENOENT …" with the realpath error as cause', async () => {
+    const base = new AdapterMemFs();
+    base.writeRaw(`${root}/other`, '');
+    const err = await loadError(base, path, { rootDir: root });
+    assert.equal(err.kind, 'not-found');
+    assert.equal(err.message, `failed to open volume data file ${path}: ENOENT (no such file or directory)`);
+    assert.ok(err.cause instanceof FsError && err.cause.code === 'ENOENT' && err.cause.syscall === 'realpath');
+  });
+
+  void it('without a root dir, parentsVerified changes nothing: one read that follows a symlinked vol_data.json', async () => {
+    const base = new AdapterMemFs();
+    base.writeRaw(`${root}/real/vol_data.json`, '{"a":"b"}');
+    base.writeRaw(`${root}/link/keep`, '');
+    await base.symlink(`${root}/real/vol_data.json`, `${root}/link/vol_data.json`);
+    const { fs, reads } = recordingReads(base);
+    assert.deepEqual(await loadVolumeData(fs, `${root}/link/vol_data.json`, { parentsVerified: true }), { a: 'b' });
+    assert.deepEqual(reads, [`readFile ${root}/link/vol_data.json noFollow=false`]);
+  });
+
+  const readFailures: { name: string; err: Error; kind: string; message: string }[] = [
+    {
+      name: 'EFBIG is too-large "refusing to read volume data file <path>: it is larger than the limit of 65536 bytes"',
+      err: new FsError('EFBIG', path, 'read'),
+      kind: 'too-large',
+      message: `refusing to read volume data file ${path}: it is larger than the limit of 65536 bytes`,
+    },
+    {
+      name: 'ENOENT is not-found "failed to open volume data file <path>: ENOENT (no such file or directory)"',
+      err: new FsError('ENOENT', path, 'open'),
+      kind: 'not-found',
+      message: `failed to open volume data file ${path}: ENOENT (no such file or directory)`,
+    },
+    {
+      name: 'EACCES is io naming the errno alone',
+      err: new FsError('EACCES', path, 'open', 'open: permission denied, whatever the port says'),
+      kind: 'io',
+      message: `failed to read volume data file ${path}: EACCES`,
+    },
+    {
+      name: 'an error with no errno is io with its message',
+      err: new Error('the disk went away'),
+      kind: 'io',
+      message: `failed to read volume data file ${path}: the disk went away`,
+    },
+    {
+      name: 'EFTYPE (a FIFO) is io with the port\'s words',
+      err: new FsError('EFTYPE', path, 'open', `${path} is a FIFO, not a regular file; refusing to read it`),
+      kind: 'io',
+      message: `failed to read volume data file ${path}: ${path} is a FIFO, not a regular file; refusing to read it`,
+    },
+    {
+      name: 'ETIMEDOUT (a hung read) is io with the port\'s words',
+      err: new FsError('ETIMEDOUT', path, 'read', `${path}: read did not finish within 10000 ms; abandoned`),
+      kind: 'io',
+      message: `failed to read volume data file ${path}: ${path}: read did not finish within 10000 ms; abandoned`,
+    },
+  ];
+  for (const f of readFailures) {
+    void it(`a read failing with ${f.name}, the port error as cause`, async () => {
+      const base = new AdapterMemFs();
+      base.writeRaw(path, '{}');
+      const fs = overrideFileSystem(base, { readFile: () => Promise.reject(f.err) });
+      const err = await loadError(fs, path);
+      assert.equal(err.kind, f.kind);
+      assert.equal(err.path, path);
+      assert.equal(err.message, f.message);
+      assert.equal(err.cause, f.err);
+    });
+  }
+});
+
+void describe('findInterruptedVolumeDataWrite', () => {
+  const dir = '/var/lib/kubelet/plugins/kubernetes.io/csi/d/abc';
+  const tempPath = `${dir}/${VOL_DATA_TEMP_FILE_NAME}`;
+  const complete = '{"driverName":"d","volumeHandle":"h"}\n';
+
+  void it('no vol_data.json and a complete temp file: the temp path and its data', async () => {
+    const fs = new AdapterMemFs();
+    fs.writeRaw(tempPath, complete);
+    assert.deepEqual(await findInterruptedVolumeDataWrite(fs, dir), { tempPath, data: { driverName: 'd', volumeHandle: 'h' } });
+  });
+
+  void it('a temp file of the encoding\'s length that differs in a byte (a space for the newline) is partial: data undefined', async () => {
+    const fs = new AdapterMemFs();
+    fs.writeRaw(tempPath, complete.replace('\n', ' '));
+    assert.deepEqual(await findInterruptedVolumeDataWrite(fs, dir), { tempPath, data: undefined });
+  });
+
+  void it('a temp file holding the encoding and more bytes after it is not a complete write: data undefined', async () => {
+    const fs = new AdapterMemFs();
+    fs.writeRaw(tempPath, `${complete}{}`);
+    assert.deepEqual(await findInterruptedVolumeDataWrite(fs, dir), { tempPath, data: undefined });
+  });
+
+  void it('a vol_data.json whose lstat fails with EACCES: undefined, the temp file is not looked at', async () => {
+    const base = new AdapterMemFs();
+    base.writeRaw(tempPath, complete);
+    const fs = overrideFileSystem(base, {
+      lstat: (p) => (p === `${dir}/${VOL_DATA_FILE_NAME}` ? Promise.reject(new FsError('EACCES', p, 'lstat')) : base.lstat(p)),
+    });
+    assert.equal(await findInterruptedVolumeDataWrite(fs, dir), undefined);
+  });
+
+  void it('a temp file swapped for a symlink after its lstat is not followed: data undefined', async () => {
+    const base = new AdapterMemFs();
+    base.writeRaw(tempPath, complete);
+    base.writeRaw('/elsewhere/vol_data.json', complete);
+    const fs = overrideFileSystem(base, {
+      lstat: async (p) => {
+        const st = await base.lstat(p);
+        if (p === tempPath) {
+          await base.unlink(tempPath);
+          await base.symlink('/elsewhere/vol_data.json', tempPath);
+        }
+        return st;
+      },
+    });
+    assert.deepEqual(await findInterruptedVolumeDataWrite(fs, dir), { tempPath, data: undefined });
   });
 });
