@@ -3,37 +3,19 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { FakeCluster } from '../../../../src/adapters/memory/fakeCluster.js';
 import { MemFs } from '../../../../src/adapters/memory/memFs.js';
-import { MemoryMounter } from '../../../../src/adapters/memory/memoryMounter.js';
-import { KubeletLayout } from '../../../../src/layout/layout.js';
-import { noCsiDrivers } from '../../../../src/ports/csi.js';
 import { assertPathConfined, assertPathUnderRoot, CsiPathError } from '../../../../src/volume/util/pathConfinement.js';
 import type { VolumeHost } from '../../../../src/volume/volumeHost.js';
-import { FakeClock } from '../../../support/fakeClock.js';
 import { FaultyFs } from '../../../support/faultyFs.js';
-import { gates, RecordingLogger } from '../../../support/hosts.js';
+import { InMemoryNode, volumeHostOf } from '../../../support/inMemoryNode.js';
 
 const ROOT = '/var/lib/kubelet';
 const POD_VOL = `${ROOT}/pods/pod-a/volumes/kubernetes.io~csi/pv-1`;
 
 function rig(): { mem: MemFs; fs: FaultyFs; host: VolumeHost } {
-  const mem = MemFs.create();
-  mem.writeRaw(`${ROOT}/.keep`, '');
-  const fs = new FaultyFs(mem);
-  const host: VolumeHost = {
-    layout: new KubeletLayout(ROOT),
-    realRootDir: ROOT,
-    fs,
-    features: gates(false),
-    logger: new RecordingLogger(),
-    clock: new FakeClock(),
-    mounter: new MemoryMounter(mem),
-    csiDrivers: noCsiDrivers,
-    cluster: new FakeCluster(),
-    nodeName: 'node-1',
-  };
-  return { mem, fs, host };
+  const node = new InMemoryNode();
+  const fs = new FaultyFs(node.fs);
+  return { mem: node.fs, fs, host: volumeHostOf(node, { fs }) };
 }
 
 /** The rejection of `p`, checked to be a CsiPathError. */
