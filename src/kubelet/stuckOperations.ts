@@ -260,6 +260,10 @@ export class StuckOperationTracker {
       } catch (err) {
         this.#o.logger.error(err, 'Cannot list the pod volume directories of a stuck volume', { volume: ep.volumeName });
       }
+      // The operation may have succeeded (or the episode been forgotten) while the look-up ran:
+      // its "succeeded after being stuck" line is then already out, and a warning now would
+      // tell an operator that a recovered volume is stuck.
+      if (this.#episodes.get(`${ep.volumeName}\u0000${ep.podName}`) !== ep) return;
     }
     const now = this.#o.clock.nowMs();
     this.#o.logger.warning(this.#warningText(ep), {

@@ -283,6 +283,36 @@ describe('the gauge and the status file follow the episodes', () => {
     assert.equal(warnings(s.logger)[0]?.values['targets'], `${ROOT}/pods/pod-a/volumes/kubernetes.io~csi/pv-1`);
   });
 
+  it('a volume that recovers while its pod directories are being listed is not then called stuck: one "succeeded" line, no warning after it', async () => {
+    let release: (targets: readonly string[]) => void = () => undefined;
+    const s = setup({ findTargets: () => new Promise((resolve) => (release = resolve)) });
+    await s.tracker.start();
+    await observe(s, failure());
+    await s.clock.advance(60_000);
+    s.tracker.observe(failure());
+    s.tracker.observe(success());
+    release([`${ROOT}/pods/pod-a/volumes/kubernetes.io~csi/pv-1`]);
+    await s.tracker.settled();
+    assert.deepEqual(warnings(s.logger), [], 'no "is stuck" warning for a volume that has already recovered');
+    assert.deepEqual(infoMessages(s.logger), ['Volume operation succeeded after being stuck']);
+    assert.deepEqual(s.tracker.stuck(), []);
+    assert.equal(await statusFile(s.fs), undefined, 'the status file stays removed');
+  });
+
+  it('a new episode of the same volume operation, begun while the old one\'s look-up ran, is not warned about by the old one', async () => {
+    const releases: ((targets: readonly string[]) => void)[] = [];
+    const s = setup({ statusFile: false, findTargets: () => new Promise((resolve) => releases.push(resolve)) });
+    await observe(s, failure());
+    await s.clock.advance(60_000);
+    s.tracker.observe(failure());
+    s.tracker.observe(success());
+    s.tracker.observe(failure());
+    releases[0]?.([`${ROOT}/pods/pod-a/volumes/kubernetes.io~csi/pv-1`]);
+    await s.tracker.settled();
+    assert.deepEqual(warnings(s.logger), [], 'the new episode has failed for under a minute');
+    assert.equal(releases.length, 1);
+  });
+
   it(`a failure of a stuck operation exactly STUCK_FILE_REFRESH_MS (${STUCK_FILE_REFRESH_MS} ms) after the last refresh rewrites the file`, async () => {
     const s = setup();
     await stuckVolume(s);
