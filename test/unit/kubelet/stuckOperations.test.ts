@@ -5,15 +5,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { MemFs } from '../../../src/adapters/memory/memFs.js';
-import { isNotExist } from '../../../src/ports/fs.js';
 import type { UniqueVolumeName } from '../../../src/layout/names.js';
 import type { OperationCompleteEvent } from '../../../src/operationexecutor/nestedPendingOperations.js';
-import type { StuckOperationMetrics } from '../../../src/ports/metrics.js';
 import { StuckOperationTracker } from '../../../src/kubelet/stuckOperations.js';
-import { MAX_STUCK_ENTRIES, parseStuckOperationsFile, stuckOperationsPath, type StuckOperationsFile } from '../../../src/kubelet/stuckOperationsFile.js';
-import { FakeClock } from '../../support/fakeClock.js';
+import { MAX_STUCK_ENTRIES, parseStuckOperationsFile } from '../../../src/kubelet/stuckOperationsFile.js';
 import { RecordingLogger } from '../../support/hosts.js';
 import { DRIVER, InMemoryNode, ROOT } from '../../support/inMemoryNode.js';
+import { memFsWithRoot, readStuckStatusFile, stuckRig, type StuckRig } from '../../support/stuckOperations.js';
 
 const VOLUME = 'kubernetes.io/csi/csi.example.com^vol-1';
 const REFUSAL = new Error('kubernetes.io/csi: attacher.UnmountDevice failed: rpc error: code = FailedPrecondition desc = volume vol-1 is still published at /var/lib/kubelet/pods/pod-a/volumes/kubernetes.io~csi/pv-1/mount');
@@ -25,37 +23,14 @@ function success(operationName = 'unmount_device', podName = ''): OperationCompl
   return { key: { volumeName: VOLUME, podName }, operationName, error: undefined, durationMs: 1 };
 }
 
-class RecordingStuckMetrics implements StuckOperationMetrics {
-  last: { pluginName: string; operationName: string; count: number }[] = [];
-  setStuckOperations(counts: ReadonlyArray<{ pluginName: string; operationName: string; count: number }>): void {
-    this.last = counts.map((c) => ({ ...c }));
-  }
-}
-
-function setup(): { clock: FakeClock; logger: RecordingLogger; metrics: RecordingStuckMetrics; fs: MemFs; tracker: StuckOperationTracker } {
-  const clock = new FakeClock({ startMs: Date.UTC(2026, 11, 1, 3, 0, 0) });
-  const logger = new RecordingLogger();
-  const metrics = new RecordingStuckMetrics();
-  const fs = MemFs.create();
-  fs.writeRaw(`${ROOT}/.keep`, '');
-  const tracker = new StuckOperationTracker({
-    clock,
-    logger,
-    metrics,
+function setup(): StuckRig & { fs: MemFs } {
+  const fs = memFsWithRoot();
+  const rig = stuckRig({
     statusFile: { fs, realRootDir: ROOT },
     rootDir: ROOT,
     findTargets: () => Promise.resolve([`${ROOT}/pods/pod-a/volumes/kubernetes.io~csi/pv-1`]),
   });
-  return { clock, logger, metrics, fs, tracker };
-}
-
-async function statusFile(fs: MemFs): Promise<StuckOperationsFile | undefined> {
-  try {
-    return parseStuckOperationsFile(new TextDecoder().decode(await fs.readFile(stuckOperationsPath(ROOT), 1 << 20)), 'status');
-  } catch (err) {
-    if (isNotExist(err)) return undefined;
-    throw err;
-  }
+  return { ...rig, fs };
 }
 
 /**
@@ -85,7 +60,7 @@ describe('StuckOperationTracker', () => {
     assert.equal(await failWithBackoff(s, 31_500), 7);
     assert.deepEqual(warnings(s.logger), [], 'no warning within the first minute');
     assert.deepEqual(s.metrics.last, []);
-    assert.equal(await statusFile(s.fs), undefined, 'no status file while nothing is stuck');
+    assert.equal(await readStuckStatusFile(s.fs), undefined, 'no status file while nothing is stuck');
 
     // The failure at 63.5 s (0.5 + 1 + ... + 32) is the first past the minute.
     await s.clock.advance(32_000);
@@ -102,7 +77,7 @@ describe('StuckOperationTracker', () => {
     assert.equal(w[0]?.values['operation'], 'unmount_device');
     assert.match(String(w[0]?.values['lastError']), /still published at/);
     assert.deepEqual(s.metrics.last, [{ pluginName: `kubernetes.io/csi:${DRIVER}`, operationName: 'unmount_device', count: 1 }]);
-    const file = await statusFile(s.fs);
+    const file = await readStuckStatusFile(s.fs);
     assert.equal(file?.entries.length, 1);
     assert.deepEqual(
       { ...file?.entries[0], lastError: undefined },
@@ -125,17 +100,17 @@ describe('StuckOperationTracker', () => {
     s.tracker.observe(failure());
     await s.tracker.settled();
     assert.equal(warnings(s.logger).length, 1, 'once per stuck episode');
-    assert.equal((await statusFile(s.fs))?.entries[0]?.failures, 9);
+    assert.equal((await readStuckStatusFile(s.fs))?.entries[0]?.failures, 9);
     // A count update within 10 s of the last one waits for a later failure: bounded writes.
     await s.clock.advance(1_000);
     s.tracker.observe(failure());
     await s.tracker.settled();
     assert.equal(s.tracker.stuck()[0]?.failures, 10);
-    assert.equal((await statusFile(s.fs))?.entries[0]?.failures, 9);
+    assert.equal((await readStuckStatusFile(s.fs))?.entries[0]?.failures, 9);
     await s.clock.advance(10_000);
     s.tracker.observe(failure());
     await s.tracker.settled();
-    assert.equal((await statusFile(s.fs))?.entries[0]?.failures, 11);
+    assert.equal((await readStuckStatusFile(s.fs))?.entries[0]?.failures, 11);
   });
 
   it('a success clears the episode (log line, gauge, file), and the next episode warns again only after another minute', async () => {
@@ -147,7 +122,7 @@ describe('StuckOperationTracker', () => {
     await s.tracker.settled();
     assert.ok(s.logger.lines.some((l) => l.severity === 'I' && l.msg === 'Volume operation succeeded after being stuck' && l.values['volume'] === VOLUME));
     assert.deepEqual(s.metrics.last, []);
-    assert.equal(await statusFile(s.fs), undefined, 'the file is removed when nothing is stuck');
+    assert.equal(await readStuckStatusFile(s.fs), undefined, 'the file is removed when nothing is stuck');
     assert.deepEqual(s.tracker.stuck(), []);
 
     await failWithBackoff(s, 30_000);
@@ -199,10 +174,10 @@ describe('StuckOperationTracker', () => {
   it('start() removes the file a previous life left (its episodes are not this life\'s)', async () => {
     const s = setup();
     await failWithBackoff(s, 61_000);
-    assert.equal((await statusFile(s.fs))?.entries.length, 1);
+    assert.equal((await readStuckStatusFile(s.fs))?.entries.length, 1);
     const next = new StuckOperationTracker({ clock: s.clock, logger: s.logger, statusFile: { fs: s.fs, realRootDir: ROOT } });
     await next.start();
-    assert.equal(await statusFile(s.fs), undefined);
+    assert.equal(await readStuckStatusFile(s.fs), undefined);
   });
 
   it('never writes through a symlinked status dir', async () => {

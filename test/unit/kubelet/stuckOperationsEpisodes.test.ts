@@ -9,17 +9,15 @@ import { once } from 'node:events';
 import { describe, it } from 'node:test';
 import { Worker } from 'node:worker_threads';
 import { MemFs } from '../../../src/adapters/memory/memFs.js';
-import { isNotExist } from '../../../src/ports/fs.js';
 import type { Logger } from '../../../src/ports/logger.js';
 import type { OperationCompleteEvent } from '../../../src/operationexecutor/nestedPendingOperations.js';
-import type { StuckOperationMetrics } from '../../../src/ports/metrics.js';
-import { driverOfVolume, STUCK_FILE_REFRESH_MS, STUCK_FORGET_AFTER_MS, StuckOperationTracker } from '../../../src/kubelet/stuckOperations.js';
-import { MAX_STUCK_ENTRIES, parseStuckOperationsFile, stuckOperationsPath, type StuckOperationsFile } from '../../../src/kubelet/stuckOperationsFile.js';
-import { FakeClock } from '../../support/fakeClock.js';
+import { driverOfVolume, STUCK_FILE_REFRESH_MS, STUCK_FORGET_AFTER_MS } from '../../../src/kubelet/stuckOperations.js';
+import { MAX_STUCK_ENTRIES } from '../../../src/kubelet/stuckOperationsFile.js';
 import { RecordingLogger } from '../../support/hosts.js';
+import { ROOT } from '../../support/inMemoryNode.js';
+import { memFsWithRoot, readStuckStatusFile, stuckRig, type StuckRig } from '../../support/stuckOperations.js';
 import { withTimeout } from '../../support/e2e/waitFor.js';
 
-const ROOT = '/var/lib/kubelet';
 const DRIVER = 'csi.example.com';
 const volume = (handle: string): string => `kubernetes.io/csi/${DRIVER}^${handle}`;
 const VOLUME = volume('vol-1');
@@ -32,51 +30,23 @@ function success(volumeName = VOLUME, operationName = 'unmount_device', podName 
   return { key: { volumeName, podName }, operationName, error: undefined, durationMs: 1 };
 }
 
-class RecordingStuckMetrics implements StuckOperationMetrics {
-  last: { pluginName: string; operationName: string; count: number }[] = [];
-  setStuckOperations(counts: ReadonlyArray<{ pluginName: string; operationName: string; count: number }>): void {
-    this.last = counts.map((c) => ({ ...c }));
-  }
-}
-
-interface Rig {
-  clock: FakeClock;
-  logger: RecordingLogger;
-  metrics: RecordingStuckMetrics;
-  fs: MemFs;
-  tracker: StuckOperationTracker;
-}
+type Rig = StuckRig & { readonly fs: MemFs };
 
 /** The tracker with a gauge and a status file; `findTargets` as given (none: no look-up). */
 function setup(options: { findTargets?: (volumeName: string) => Promise<readonly string[]>; statusFile?: boolean; logger?: Logger } = {}): Rig {
-  const clock = new FakeClock({ startMs: Date.UTC(2026, 11, 1, 3, 0, 0) });
-  const logger = new RecordingLogger();
-  const metrics = new RecordingStuckMetrics();
-  const fs = MemFs.create();
-  fs.writeRaw(`${ROOT}/.keep`, '');
-  const tracker = new StuckOperationTracker({
-    clock,
-    logger: options.logger ?? logger,
-    metrics,
+  const fs = memFsWithRoot();
+  const rig = stuckRig({
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
     ...(options.statusFile === false ? {} : { statusFile: { fs, realRootDir: ROOT } }),
     rootDir: ROOT,
     ...(options.findTargets === undefined ? {} : { findTargets: options.findTargets }),
   });
-  return { clock, logger, metrics, fs, tracker };
+  return { ...rig, fs };
 }
 
 async function observe(s: Rig, ...events: OperationCompleteEvent[]): Promise<void> {
   for (const e of events) s.tracker.observe(e);
   await s.tracker.settled();
-}
-
-async function statusFile(fs: MemFs): Promise<StuckOperationsFile | undefined> {
-  try {
-    return parseStuckOperationsFile(new TextDecoder().decode(await fs.readFile(stuckOperationsPath(ROOT), 1 << 20)), 'status');
-  } catch (err) {
-    if (isNotExist(err)) return undefined;
-    throw err;
-  }
 }
 
 /** VOLUME's unmount_device fails now and a minute later: stuck, the file written with 2 failures. */
@@ -86,7 +56,7 @@ async function stuckVolume(s: Rig): Promise<void> {
   await s.clock.advance(60_000);
   await observe(s, failure());
   assert.equal(s.tracker.stuck().length, 1);
-  assert.equal((await statusFile(s.fs))?.entries[0]?.failures, 2);
+  assert.equal((await readStuckStatusFile(s.fs))?.entries[0]?.failures, 2);
 }
 
 const warnings = (l: RecordingLogger): RecordingLogger['lines'] => l.lines.filter((x) => x.severity === 'W');
@@ -222,7 +192,7 @@ describe('stuck()', () => {
       sorted,
     );
     assert.deepEqual(
-      (await statusFile(s.fs))?.entries.map((e) => e.volumeName),
+      (await readStuckStatusFile(s.fs))?.entries.map((e) => e.volumeName),
       sorted,
     );
   });
@@ -296,7 +266,7 @@ describe('the gauge and the status file follow the episodes', () => {
     assert.deepEqual(warnings(s.logger), [], 'no "is stuck" warning for a volume that has already recovered');
     assert.deepEqual(infoMessages(s.logger), ['Volume operation succeeded after being stuck']);
     assert.deepEqual(s.tracker.stuck(), []);
-    assert.equal(await statusFile(s.fs), undefined, 'the status file stays removed');
+    assert.equal(await readStuckStatusFile(s.fs), undefined, 'the status file stays removed');
   });
 
   it('a new episode of the same volume operation, begun while the old one\'s look-up ran, is not warned about by the old one', async () => {
@@ -318,13 +288,13 @@ describe('the gauge and the status file follow the episodes', () => {
     await stuckVolume(s);
     await s.clock.advance(1_000);
     await observe(s, failure());
-    assert.equal((await statusFile(s.fs))?.entries[0]?.failures, 3, 'the first count update refreshes');
+    assert.equal((await readStuckStatusFile(s.fs))?.entries[0]?.failures, 3, 'the first count update refreshes');
     await s.clock.advance(STUCK_FILE_REFRESH_MS - 1);
     await observe(s, failure());
-    assert.equal((await statusFile(s.fs))?.entries[0]?.failures, 3, 'not within the refresh period');
+    assert.equal((await readStuckStatusFile(s.fs))?.entries[0]?.failures, 3, 'not within the refresh period');
     await s.clock.advance(1);
     await observe(s, failure());
-    assert.equal((await statusFile(s.fs))?.entries[0]?.failures, 5);
+    assert.equal((await readStuckStatusFile(s.fs))?.entries[0]?.failures, 5);
   });
 
   it('a success of another operation does not write a pending count update early', async () => {
@@ -335,9 +305,9 @@ describe('the gauge and the status file follow the episodes', () => {
     await s.clock.advance(1_000);
     await observe(s, failure());
     assert.equal(s.tracker.stuck()[0]?.failures, 4);
-    assert.equal((await statusFile(s.fs))?.entries[0]?.failures, 3);
+    assert.equal((await readStuckStatusFile(s.fs))?.entries[0]?.failures, 3);
     await observe(s, success(volume('vol-2'), 'volume_mount', 'pod-b'));
-    assert.equal((await statusFile(s.fs))?.entries[0]?.failures, 3);
+    assert.equal((await readStuckStatusFile(s.fs))?.entries[0]?.failures, 3);
   });
 
   it('a failure of an operation that is not a teardown does not write a pending count update early', async () => {
@@ -349,7 +319,7 @@ describe('the gauge and the status file follow the episodes', () => {
     await observe(s, failure());
     assert.equal(s.tracker.stuck()[0]?.failures, 4);
     await observe(s, failure(volume('vol-2'), 'volume_mount', 'pod-b'));
-    assert.equal((await statusFile(s.fs))?.entries[0]?.failures, 3);
+    assert.equal((await readStuckStatusFile(s.fs))?.entries[0]?.failures, 3);
   });
 });
 
@@ -361,7 +331,7 @@ describe(`forgetting an episode not retried for STUCK_FORGET_AFTER_MS (${STUCK_F
     await observe(s, success(volume('vol-2'), 'volume_mount', 'pod-b'));
     assert.ok(infoMessages(s.logger).includes('Stuck volume operation is no longer retried; forgetting it'));
     assert.deepEqual(s.metrics.last, []);
-    assert.equal(await statusFile(s.fs), undefined);
+    assert.equal(await readStuckStatusFile(s.fs), undefined);
   });
 
   it('forgotten on a failure of an operation that is not a teardown: the gauge is emptied and the status file removed', async () => {
@@ -370,7 +340,7 @@ describe(`forgetting an episode not retried for STUCK_FORGET_AFTER_MS (${STUCK_F
     await s.clock.advance(STUCK_FORGET_AFTER_MS);
     await observe(s, failure(volume('vol-2'), 'volume_mount', 'pod-b'));
     assert.deepEqual(s.metrics.last, []);
-    assert.equal(await statusFile(s.fs), undefined);
+    assert.equal(await readStuckStatusFile(s.fs), undefined);
   });
 
   it('an episode that was never stuck is dropped without a "no longer retried" line', async () => {

@@ -9,14 +9,14 @@ import { MemFs } from '../../../src/adapters/memory/memFs.js';
 import { KubeletLayout } from '../../../src/layout/layout.js';
 import type { OperationCompleteEvent } from '../../../src/operationexecutor/nestedPendingOperations.js';
 import type { DirEntry, FileSystem, WriteFileOptions } from '../../../src/ports/fs.js';
-import type { StuckOperationMetrics } from '../../../src/ports/metrics.js';
-import { podVolumeDirsNaming, STUCK_AFTER_MS, StuckOperationTracker, type StuckOperationTrackerOptions } from '../../../src/kubelet/stuckOperations.js';
+import { podVolumeDirsNaming, STUCK_AFTER_MS, StuckOperationTracker } from '../../../src/kubelet/stuckOperations.js';
 import { MAX_STUCK_TARGETS, parseStuckOperationsFile, stuckOperationsPath } from '../../../src/kubelet/stuckOperationsFile.js';
 import { FakeClock } from '../../support/fakeClock.js';
 import { FaultyFs } from '../../support/faultyFs.js';
 import { RecordingLogger } from '../../support/hosts.js';
+import { ROOT } from '../../support/inMemoryNode.js';
+import { memFsWithRoot, stuckRig, type StuckRig } from '../../support/stuckOperations.js';
 
-const ROOT = '/var/lib/kubelet';
 const DRIVER = 'csi.example.com';
 const STATUS_FILE = stuckOperationsPath(ROOT);
 const csiVolume = (handle: string, driver = DRIVER): string => `kubernetes.io/csi/${driver}^${handle}`;
@@ -30,30 +30,8 @@ function failure(volumeName: string, operationName: string, error: unknown = REF
   return { key: { volumeName, podName }, operationName, error, durationMs: 1 };
 }
 
-class RecordingStuckMetrics implements StuckOperationMetrics {
-  last: { pluginName: string; operationName: string; count: number }[] = [];
-  setStuckOperations(counts: ReadonlyArray<{ pluginName: string; operationName: string; count: number }>): void {
-    this.last = counts.map((c) => ({ ...c }));
-  }
-}
-
-interface Rig {
-  readonly clock: FakeClock;
-  readonly logger: RecordingLogger;
-  readonly metrics: RecordingStuckMetrics;
-  readonly tracker: StuckOperationTracker;
-}
-
-function rig(options: Partial<StuckOperationTrackerOptions> = {}): Rig {
-  const clock = new FakeClock({ startMs: Date.UTC(2026, 11, 1, 3, 0, 0) });
-  const logger = new RecordingLogger();
-  const metrics = new RecordingStuckMetrics();
-  const tracker = new StuckOperationTracker({ clock, logger, metrics, ...options });
-  return { clock, logger, metrics, tracker };
-}
-
 /** Each event fails now and again a minute later: the second failure of each makes it stuck. */
-async function failForAMinute(s: Rig, events: readonly OperationCompleteEvent[]): Promise<void> {
+async function failForAMinute(s: StuckRig, events: readonly OperationCompleteEvent[]): Promise<void> {
   for (const e of events) s.tracker.observe(e);
   await s.clock.advance(STUCK_AFTER_MS);
   for (const e of events) s.tracker.observe(e);
@@ -68,15 +46,9 @@ function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void } {
   return { promise, resolve };
 }
 
-function memFsWithRoot(): MemFs {
-  const fs = MemFs.create();
-  fs.writeRaw(`${ROOT}/.keep`, '');
-  return fs;
-}
-
 describe('the stuck warning, sentence by sentence', () => {
   it('a pod unmount with no directory left and no gRPC code: the driver "answers an error", no directory sentence, the driver\'s logs and a plain `nodevol audit`', async () => {
-    const s = rig({ findTargets: () => Promise.resolve([]) });
+    const s = stuckRig({ findTargets: () => Promise.resolve([]) });
     await failForAMinute(s, [failure(VOLUME, 'volume_unmount', new Error('unmount: device or resource busy'), 'pod-a')]);
     await s.tracker.settled();
     assert.deepEqual(
@@ -88,7 +60,7 @@ describe('the stuck warning, sentence by sentence', () => {
   });
 
   it('a raw block unstage (unmap_device) with no pod directory left: says no directory names it and gives the publish-target advice with the root dir', async () => {
-    const s = rig({ rootDir: ROOT, findTargets: () => Promise.resolve([]) });
+    const s = stuckRig({ rootDir: ROOT, findTargets: () => Promise.resolve([]) });
     await failForAMinute(s, [failure(VOLUME, 'unmap_device')]);
     await s.tracker.settled();
     assert.deepEqual(
@@ -100,7 +72,7 @@ describe('the stuck warning, sentence by sentence', () => {
   });
 
   it('a volume outside CSI: the warning names "the volume plugin" and the gauge counts it under plugin N/A', async () => {
-    const s = rig({ rootDir: ROOT });
+    const s = stuckRig({ rootDir: ROOT });
     const volume = 'kubernetes.io/local-volume/pv-local';
     await failForAMinute(s, [failure(volume, 'unmount_device', new Error('rpc error: code = Internal desc = busy'))]);
     await s.tracker.settled();
@@ -117,7 +89,7 @@ describe('the stuck warning, sentence by sentence', () => {
 
   it(`keeps at most ${MAX_STUCK_TARGETS} of the directories the look-up returns, listed ", "-separated in the warning and in the entry`, async () => {
     const dirs = Array.from({ length: MAX_STUCK_TARGETS + 1 }, (_, i) => `${ROOT}/pods/pod-${String(i).padStart(2, '0')}/volumes/kubernetes.io~csi/pv-1`);
-    const s = rig({ rootDir: ROOT, findTargets: () => Promise.resolve(dirs) });
+    const s = stuckRig({ rootDir: ROOT, findTargets: () => Promise.resolve(dirs) });
     await failForAMinute(s, [failure(VOLUME, 'unmount_device')]);
     await s.tracker.settled();
     const kept = dirs.slice(0, MAX_STUCK_TARGETS);
@@ -133,7 +105,7 @@ describe('the stuck warning, sentence by sentence', () => {
 
   it('a look-up that rejects is logged with the volume, and the warning still goes out, naming no directory', async () => {
     const refused = new Error('EACCES: permission denied, scandir /var/lib/kubelet/pods');
-    const s = rig({ rootDir: ROOT, findTargets: () => Promise.reject(refused) });
+    const s = stuckRig({ rootDir: ROOT, findTargets: () => Promise.reject(refused) });
     await failForAMinute(s, [failure(VOLUME, 'unmount_device')]);
     await s.tracker.settled();
     assert.deepEqual(errors(s.logger), [{ level: 0, severity: 'E', msg: 'Cannot list the pod volume directories of a stuck volume', values: { volume: VOLUME, err: refused } }]);
@@ -147,7 +119,7 @@ describe('the stuck warning, sentence by sentence', () => {
 
 describe('stuck() and the gauge', () => {
   it('an entry whose error carries no gRPC code has no grpcCode field at all', async () => {
-    const s = rig();
+    const s = stuckRig();
     await failForAMinute(s, [failure(VOLUME, 'unmount_device', new Error('unmount: device or resource busy'))]);
     await s.tracker.settled();
     assert.deepEqual(s.tracker.stuck(), [
@@ -166,7 +138,7 @@ describe('stuck() and the gauge', () => {
   });
 
   it('is sorted by volume, then pod, whatever order the episodes started in', async () => {
-    const s = rig();
+    const s = stuckRig();
     // Within vol-a the pods start in reverse order, within vol-b in order; vol-a's pod-b before vol-b's pod-a.
     await failForAMinute(s, [
       failure(csiVolume('vol-c'), 'unmount_device'),
@@ -184,7 +156,7 @@ describe('stuck() and the gauge', () => {
 
   it('the gauge counts only the stuck operations, one series per plugin and operation', async () => {
     const other = 'csi.other.com';
-    const s = rig();
+    const s = stuckRig();
     s.tracker.observe(failure(csiVolume('vol-1'), 'unmount_device'));
     s.tracker.observe(failure(csiVolume('vol-2'), 'unmount_device'));
     s.tracker.observe(failure(csiVolume('vol-3', other), 'unmap_device'));
@@ -208,7 +180,7 @@ describe('stuck() and the gauge', () => {
     const broken = new Error('registry closed');
     const fs = memFsWithRoot();
     fs.writeRaw(STATUS_FILE, '{}');
-    const s = rig({
+    const s = stuckRig({
       statusFile: { fs, realRootDir: ROOT },
       metrics: {
         setStuckOperations: () => {
@@ -247,7 +219,7 @@ describe('the status file, one write at a time', () => {
     const mem = memFsWithRoot();
     mem.writeRaw(STATUS_FILE, '{}');
     const fs = new FaultyFs(mem);
-    const s = rig({ statusFile: { fs, realRootDir: ROOT } });
+    const s = stuckRig({ statusFile: { fs, realRootDir: ROOT } });
     await Promise.all([s.tracker.start(), s.tracker.start()]);
     assert.deepEqual(fs.calls, [`unlink ${STATUS_FILE}`], 'the second start() waits for the write in flight, which then knows the file is gone');
     await s.tracker.start();
@@ -257,7 +229,7 @@ describe('the status file, one write at a time', () => {
 
   it('stops writing once the file holds the latest state: settled() resolves after a bounded number of writes', async () => {
     const fs = new WriteCountingFs(memFsWithRoot(), 4);
-    const s = rig({ statusFile: { fs, realRootDir: ROOT } });
+    const s = stuckRig({ statusFile: { fs, realRootDir: ROOT } });
     await failForAMinute(s, [failure(VOLUME, 'unmount_device')]);
     const outcome = await Promise.race([s.tracker.settled().then(() => 'settled' as const), fs.heldWrite.promise]);
     assert.equal(outcome, 'settled');
@@ -272,7 +244,7 @@ describe('the status file, one write at a time', () => {
     const lookUp = deferred<readonly string[]>();
     const fs = memFsWithRoot();
     const dir = `${ROOT}/pods/pod-a/volumes/kubernetes.io~csi/pv-1`;
-    const s = rig({ rootDir: ROOT, statusFile: { fs, realRootDir: ROOT }, findTargets: () => lookUp.promise });
+    const s = stuckRig({ rootDir: ROOT, statusFile: { fs, realRootDir: ROOT }, findTargets: () => lookUp.promise });
     await failForAMinute(s, [failure(VOLUME, 'unmount_device')]);
     const atSettled = s.tracker.settled().then(() => ({ warnings: warnings(s.logger).length, file: fs.typeSync(STATUS_FILE) }));
     lookUp.resolve([dir]);
