@@ -297,30 +297,23 @@ describe('the gauge and the status file follow the episodes', () => {
     assert.equal((await readStuckStatusFile(s.fs))?.entries[0]?.failures, 5);
   });
 
-  it('a success of another operation does not write a pending count update early', async () => {
-    const s = setup();
-    await stuckVolume(s);
-    await s.clock.advance(1_000);
-    await observe(s, failure());
-    await s.clock.advance(1_000);
-    await observe(s, failure());
-    assert.equal(s.tracker.stuck()[0]?.failures, 4);
-    assert.equal((await readStuckStatusFile(s.fs))?.entries[0]?.failures, 3);
-    await observe(s, success(volume('vol-2'), 'volume_mount', 'pod-b'));
-    assert.equal((await readStuckStatusFile(s.fs))?.entries[0]?.failures, 3);
-  });
-
-  it('a failure of an operation that is not a teardown does not write a pending count update early', async () => {
-    const s = setup();
-    await stuckVolume(s);
-    await s.clock.advance(1_000);
-    await observe(s, failure());
-    await s.clock.advance(1_000);
-    await observe(s, failure());
-    assert.equal(s.tracker.stuck()[0]?.failures, 4);
-    await observe(s, failure(volume('vol-2'), 'volume_mount', 'pod-b'));
-    assert.equal((await readStuckStatusFile(s.fs))?.entries[0]?.failures, 3);
-  });
+  for (const [what, other] of [
+    ['a success of another operation', success(volume('vol-2'), 'volume_mount', 'pod-b')],
+    ['a failure of an operation that is not a teardown', failure(volume('vol-2'), 'volume_mount', 'pod-b')],
+  ] as const) {
+    it(`${what} does not write a pending count update early`, async () => {
+      const s = setup();
+      await stuckVolume(s);
+      await s.clock.advance(1_000);
+      await observe(s, failure());
+      await s.clock.advance(1_000);
+      await observe(s, failure());
+      assert.equal(s.tracker.stuck()[0]?.failures, 4);
+      assert.equal((await readStuckStatusFile(s.fs))?.entries[0]?.failures, 3);
+      await observe(s, other);
+      assert.equal((await readStuckStatusFile(s.fs))?.entries[0]?.failures, 3);
+    });
+  }
 });
 
 describe(`forgetting an episode not retried for STUCK_FORGET_AFTER_MS (${STUCK_FORGET_AFTER_MS} ms)`, () => {
