@@ -56,6 +56,11 @@ export const STUCK_FILE_REFRESH_MS = 10_000;
 /** The operations that take a volume (or a pod's use of it) down: the ones that can leave it stuck. */
 export const TEARDOWN_OPERATIONS: ReadonlySet<string> = new Set([OP.unmount, OP.unmountDevice, OP.unmap, OP.unmapDevice]);
 
+/** An episode's key: one per volume and pod (podName '' for a device operation). */
+function episodeKey(volumeName: string, podName: string): string {
+  return `${volumeName}\u0000${podName}`;
+}
+
 /** The CSI call behind each teardown operation, for messages. */
 const CSI_CALL: Readonly<Record<string, string>> = {
   [OP.unmount]: 'NodeUnpublishVolume',
@@ -162,7 +167,7 @@ export class StuckOperationTracker {
   #observe(e: OperationCompleteEvent): void {
     const now = this.#o.clock.nowMs();
     const wallNow = this.#o.clock.wallMs();
-    const key = `${e.key.volumeName}\u0000${e.key.podName}`;
+    const key = episodeKey(e.key.volumeName, e.key.podName);
     let changed = this.#forgetAbandoned(now);
     const episode = this.#episodes.get(key);
     if (e.error === undefined) {
@@ -263,7 +268,7 @@ export class StuckOperationTracker {
       // The operation may have succeeded (or the episode been forgotten) while the look-up ran:
       // its "succeeded after being stuck" line is then already out, and a warning now would
       // tell an operator that a recovered volume is stuck.
-      if (this.#episodes.get(`${ep.volumeName}\u0000${ep.podName}`) !== ep) return;
+      if (this.#episodes.get(episodeKey(ep.volumeName, ep.podName)) !== ep) return;
     }
     const now = this.#o.clock.nowMs();
     this.#o.logger.warning(this.#warningText(ep), {
