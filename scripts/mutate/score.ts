@@ -10,6 +10,8 @@
  */
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { tsFiles, SCOPE } from './config.js';
+import { formatCoverage, gitChangedSince, scopeCoverage } from './coverage.js';
 import { isLedgerEntry } from './ledger.js';
 
 interface Mutant {
@@ -118,7 +120,7 @@ export function formatScore(s: Score): string {
 if (import.meta.url === `file://${process.argv[1] ?? ''}`) {
   const files = process.argv.slice(2);
   if (files.length === 0) {
-    process.stderr.write('usage: node dist/scripts/mutate/score.js <mutation.json>... [--survivors]\n');
+    process.stderr.write('usage: node dist/scripts/mutate/score.js <mutation.json>... [--survivors] [--scope]\n');
     process.exitCode = 2;
   } else {
     // Oldest first: the newest of a file is the one counted. A ledger entry's time is its run's
@@ -133,5 +135,11 @@ if (import.meta.url === `file://${process.argv[1] ?? ''}`) {
     const s = scoreOf(loaded.map((l) => l.report));
     process.stdout.write(`${formatScore(s)}\n`);
     if (files.includes('--survivors')) for (const v of s.survivors) process.stdout.write(`${v.status} ${v.file}:${v.line} ${v.mutator} ${JSON.stringify(v.replacement)}\n`);
+    // Which files of the scope the entries measured, at their present text (run from the checkout's root).
+    if (files.includes('--scope')) {
+      const entries = loaded.map((l) => l.report).filter(isLedgerEntry);
+      const root = process.cwd();
+      process.stdout.write(`\n${formatCoverage(scopeCoverage(tsFiles(root, SCOPE), entries, gitChangedSince(root)))}\n`);
+    }
   }
 }

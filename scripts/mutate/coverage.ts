@@ -1,0 +1,96 @@
+/**
+ * How much of the scope the ledger's entries cover (`score.js … --scope`). The engine-wide score
+ * is a full run's only when every file of the scope was measured, at the text it has now: a file
+ * no entry mutated counts nothing, and one edited since its entry's run counts mutants of code
+ * that is gone. So each file of the scope is one of:
+ * - current: the newest entry that mutated it ran at a commit where the file was what it is now;
+ * - changed: that commit's file differs from the file now (its score is of older code);
+ * - unknown: the commit is not in this clone (a shallow one), so nobody can tell;
+ * - never: no entry mutated it.
+ * A file an entry's `mutate` globs match counts as mutated even when the entry lists no mutant for
+ * it: a file of types alone has none.
+ */
+import { execFileSync } from 'node:child_process';
+
+import { mutatedFiles, type LedgerEntry } from './ledger.js';
+
+export interface Measured {
+  readonly file: string;
+  readonly label: string;
+  readonly commit: string;
+}
+
+export interface ScopeCoverage {
+  readonly scope: number;
+  readonly current: readonly Measured[];
+  readonly changed: readonly Measured[];
+  readonly unknown: readonly Measured[];
+  readonly never: readonly string[];
+}
+
+/**
+ * Which of `files` differ between `commit` and the working tree: a set, or undefined when the
+ * commit cannot be read here.
+ */
+export type ChangedSince = (commit: string, files: readonly string[]) => ReadonlySet<string> | undefined;
+
+/** The coverage of `scopeFiles` by `entries`, oldest first (the newest entry of a file counts). */
+export function scopeCoverage(scopeFiles: readonly string[], entries: readonly LedgerEntry[], changedSince: ChangedSince): ScopeCoverage {
+  const newest = new Map<string, LedgerEntry>();
+  for (const e of entries) {
+    const mutated = new Set([...Object.keys(e.files), ...mutatedFiles(scopeFiles, e.mutate)]);
+    for (const f of scopeFiles) if (mutated.has(f)) newest.set(f, e);
+  }
+  const byCommit = new Map<string, string[]>();
+  for (const [f, e] of newest) byCommit.set(e.commit, [...(byCommit.get(e.commit) ?? []), f]);
+  const changedAt = new Map<string, ReadonlySet<string> | undefined>();
+  for (const [commit, files] of byCommit) changedAt.set(commit, changedSince(commit, files));
+  const current: Measured[] = [];
+  const changed: Measured[] = [];
+  const unknown: Measured[] = [];
+  const never: string[] = [];
+  for (const f of scopeFiles) {
+    const e = newest.get(f);
+    if (e === undefined) {
+      never.push(f);
+      continue;
+    }
+    const m = { file: f, label: e.label, commit: e.commit };
+    const diff = changedAt.get(e.commit);
+    if (diff === undefined) unknown.push(m);
+    else if (diff.has(f)) changed.push(m);
+    else current.push(m);
+  }
+  return { scope: scopeFiles.length, current, changed, unknown, never };
+}
+
+/**
+ * ChangedSince by git, in `root`: `git diff --name-only <commit> -- <files>` compares the commit
+ * with the working tree. A commit git cannot read (unknown here, or not a commit) gives undefined.
+ */
+export function gitChangedSince(root: string): ChangedSince {
+  return (commit, files) => {
+    if (!/^[0-9a-f]{7,64}$/.test(commit)) return undefined;
+    try {
+      const out = execFileSync('git', ['diff', '--name-only', '--no-renames', commit, '--', ...files], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 16 * 1024 * 1024 });
+      return new Set(out.split('\n').filter((l) => l !== ''));
+    } catch {
+      return undefined;
+    }
+  };
+}
+
+/** The coverage as the lines score.js prints after its tables. */
+export function formatCoverage(c: ScopeCoverage): string {
+  const short = (commit: string): string => commit.slice(0, 7);
+  const named = (ms: readonly Measured[]): string => ms.map((m) => `${m.file} (${m.label}, ${short(m.commit)})`).join(', ');
+  const lines = [
+    `scope: ${c.scope} files (scripts/mutate/config.ts SCOPE)`,
+    `- measured at their present text: ${c.current.length}`,
+    `- changed since their entry's run: ${c.changed.length}${c.changed.length > 0 ? `: ${named(c.changed)}` : ''}`,
+    `- measured at a commit this clone lacks: ${c.unknown.length}${c.unknown.length > 0 ? `: ${named(c.unknown)}` : ''}`,
+    `- never measured: ${c.never.length}${c.never.length > 0 ? `: ${c.never.join(', ')}` : ''}`,
+    c.current.length === c.scope ? 'the score above is a full run of the scope' : `the score above is of ${c.current.length} of the ${c.scope} files as they are now, not a full run`,
+  ];
+  return lines.join('\n');
+}
