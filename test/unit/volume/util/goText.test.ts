@@ -17,6 +17,7 @@ describe('goQuote: Go\'s %q of a string', () => {
     ['printable non-ASCII as is, astral too', 'é☺日本\u{1F600}', '"é☺日本\u{1F600}"'],
     ['the ASCII space as is', 'a b', '"a b"'],
     ['a lone surrogate becomes U+FFFD, as it would in Go\'s UTF-8', 'a\ud800b', '"a\ufffdb"'],
+    ['so does the last one, U+DFFF; U+E000, just above the range, is printed as it is', '\udfff\ue000', '"\ufffd\ue000"'],
   ];
   for (const [name, input, want] of rows) {
     it(name, () => assert.equal(goQuote(input), want));
