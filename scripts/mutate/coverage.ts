@@ -11,8 +11,11 @@
  * it: a file of types alone has none.
  */
 import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
 
-import { mutatedFiles, type LedgerEntry } from './ledger.js';
+import { SCOPE, tsFiles } from './config.js';
+import { isLedgerEntry, mutatedFiles, type LedgerEntry } from './ledger.js';
 
 export interface Measured {
   readonly file: string;
@@ -66,14 +69,19 @@ export function scopeCoverage(scopeFiles: readonly string[], entries: readonly L
 
 /**
  * ChangedSince by git, in `root`: `git diff --name-only <commit> -- <files>` compares the commit
- * with the working tree. A commit git cannot read (unknown here, or not a commit) gives undefined.
+ * with the working tree (a file added since is changed), and a file git does not track yet is
+ * changed too (an entry's glob may match it, but the run never saw it). A commit git cannot read
+ * (unknown here, or not a commit) gives undefined.
  */
 export function gitChangedSince(root: string): ChangedSince {
+  const git = (args: readonly string[]): string[] =>
+    execFileSync('git', args, { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 16 * 1024 * 1024 })
+      .split('\n')
+      .filter((l) => l !== '');
   return (commit, files) => {
     if (!/^[0-9a-f]{7,64}$/.test(commit)) return undefined;
     try {
-      const out = execFileSync('git', ['diff', '--name-only', '--no-renames', commit, '--', ...files], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 16 * 1024 * 1024 });
-      return new Set(out.split('\n').filter((l) => l !== ''));
+      return new Set([...git(['diff', '--name-only', '--no-renames', commit, '--', ...files]), ...git(['ls-files', '--others', '--', ...files])]);
     } catch {
       return undefined;
     }
@@ -93,4 +101,55 @@ export function formatCoverage(c: ScopeCoverage): string {
     c.current.length === c.scope ? 'the score above is a full run of the scope' : `the score above is of ${c.current.length} of the ${c.scope} files as they are now, not a full run`,
   ];
   return lines.join('\n');
+}
+
+/** The files a run still owes the ledger (changed since, at a commit this clone lacks, never measured), in the scope's order. */
+export function owedFiles(c: ScopeCoverage, scopeFiles: readonly string[]): string[] {
+  const owed = new Set([...c.changed.map((m) => m.file), ...c.unknown.map((m) => m.file), ...c.never]);
+  return scopeFiles.filter((f) => owed.has(f));
+}
+
+/**
+ * The files of `files`, in order, that fit together in `budget` bytes of source: one that would
+ * go over is passed over for the next ones. Never empty when `files` is not: the first file goes
+ * in whatever its size (a file larger than the budget still has to run some day).
+ */
+export function batchByBytes(files: readonly { readonly file: string; readonly size: number }[], budget: number): string[] {
+  const out: string[] = [];
+  let used = 0;
+  for (const { file, size } of files) {
+    if (out.length > 0 && used + size > budget) continue;
+    out.push(file);
+    used += size;
+  }
+  return out;
+}
+
+/** The ledger's entries in `dir` (its `*.json` that are entries), oldest run first. */
+export function readLedger(dir: string): LedgerEntry[] {
+  const entries: LedgerEntry[] = [];
+  for (const name of readdirSync(dir).filter((n) => n.endsWith('.json')).sort()) {
+    const file = path.join(dir, name);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(readFileSync(file, 'utf8'));
+    } catch (e) {
+      throw new Error(`${file}: ${(e as Error).message}`);
+    }
+    if (isLedgerEntry(parsed)) entries.push(parsed);
+  }
+  return entries.sort((a, b) => Date.parse(a.date) - Date.parse(b.date));
+}
+
+/**
+ * `npm run mutate -- --next BYTES`: the next files to measure for a full run from the ledger
+ * (`docs/mutation-results/` under `root`), as many as fit in BYTES of source.
+ */
+export function nextFiles(root: string, budget: number, ledgerDir = 'docs/mutation-results'): string[] {
+  const scope = tsFiles(root, SCOPE);
+  const coverage = scopeCoverage(scope, readLedger(path.join(root, ledgerDir)), gitChangedSince(root));
+  return batchByBytes(
+    owedFiles(coverage, scope).map((file) => ({ file, size: statSync(path.join(root, file)).size })),
+    budget,
+  );
 }

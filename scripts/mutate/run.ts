@@ -1,11 +1,13 @@
 /**
- * `npm run mutate [-- --shard I/N | --mutate <glob>[,<glob>…]] [--concurrency N] [--force]`:
+ * `npm run mutate [-- --shard I/N | --mutate <glob>[,<glob>…] | --next BYTES] [--concurrency N] [--force]`:
  * the mutation run over the engine, incremental (only mutants whose code or killers changed since
  * the last run of the same shard are run again; `--force` runs them all). `--shard I/N` runs the
  * I-th of N slices of the scope's files (config.ts, `shardFiles`), with its own reports and
  * incremental file under reports/mutation/shard-I-of-N/, for a run spread over processes or an
  * Indexed Job (deploy/mutate-job.yaml; `--print-json` prints the JSON report after the score).
- * `--mutate` narrows the run to some files instead. Prints the score per folder and per killer at
+ * `--mutate` narrows the run to some files instead; `--next BYTES` picks them: the files the
+ * ledger has not measured at their present text (coverage.ts), up to BYTES of source, so that a
+ * full run from the ledger goes on from wherever the last one stopped, on any machine. Prints the score per folder and per killer at
  * the end (score.ts), and writes the run's ledger entry beside the report (ledger.ts: the files
  * this run mutated, compact, to commit under docs/mutation-results/; `--label` names it).
  */
@@ -13,6 +15,7 @@ import { Stryker } from '@stryker-mutator/core';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { reportDir, SCOPE_GLOBS, shardFiles } from './config.js';
+import { nextFiles } from './coverage.js';
 import { formatLedgerEntry, ledgerEntryOf } from './ledger.js';
 import { formatScore, scoreOf } from './score.js';
 
@@ -23,6 +26,8 @@ interface Args {
   force: boolean;
   printJson: boolean;
   label?: string;
+  /** --next BYTES: the files the ledger still lacks at their present text, up to BYTES of source. */
+  next?: number;
 }
 
 export function parseArgs(argv: readonly string[]): Args {
@@ -52,11 +57,16 @@ export function parseArgs(argv: readonly string[]): Args {
       const l = value();
       if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(l)) throw new Error(`--label: want letters, digits, '.', '_' or '-', got ${JSON.stringify(l)}`);
       args.label = l;
+    } else if (a === '--next') {
+      const n = Number(value());
+      if (!Number.isInteger(n) || n < 1) throw new Error('--next: want the bytes of source to mutate, a positive integer (28000: a sixteenth of the engine)');
+      args.next = n;
     } else {
-      throw new Error(`unknown argument ${JSON.stringify(a)}; want --shard I/N, --mutate <glob>, --concurrency N, --label NAME, --force or --print-json`);
+      throw new Error(`unknown argument ${JSON.stringify(a)}; want --shard I/N, --mutate <glob>, --next BYTES, --concurrency N, --label NAME, --force or --print-json`);
     }
   }
   if (args.shard !== undefined && args.mutate !== undefined) throw new Error('--shard and --mutate do not go together: a shard is a slice of the whole scope');
+  if (args.next !== undefined && (args.shard !== undefined || args.mutate !== undefined)) throw new Error('--next picks its own files: it goes with neither --shard nor --mutate');
   return args;
 }
 
@@ -85,6 +95,15 @@ async function main(): Promise<number> {
     overrides['tempDirName'] = `.stryker-tmp/shard-${args.shard.index}-of-${args.shard.count}`;
   }
   if (args.mutate !== undefined) overrides['mutate'] = args.mutate;
+  if (args.next !== undefined) {
+    const files = nextFiles(process.cwd(), args.next);
+    if (files.length === 0) {
+      process.stdout.write('--next: the ledger (docs/mutation-results/) measured every file of the scope at its present text: nothing to run\n');
+      return 0;
+    }
+    process.stdout.write(`--next: ${files.length} file(s) the ledger lacks at their present text: ${files.join(', ')}\n`);
+    overrides['mutate'] = files;
+  }
   if (args.concurrency !== undefined) overrides['concurrency'] = args.concurrency;
   const globs = (overrides['mutate'] as string[] | undefined) ?? SCOPE_GLOBS;
   const commit = headCommit();

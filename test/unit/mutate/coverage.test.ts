@@ -2,13 +2,15 @@
 // `score.js … --scope`): a full run's score needs every file, each measured as it is now.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 
-import { formatCoverage, gitChangedSince, scopeCoverage, type ChangedSince } from '../../../scripts/mutate/coverage.js';
+import { SCOPE as ENGINE } from '../../../scripts/mutate/config.js';
+import { batchByBytes, formatCoverage, gitChangedSince, nextFiles, owedFiles, readLedger, scopeCoverage, type ChangedSince } from '../../../scripts/mutate/coverage.js';
 import { formatLedgerEntry, type LedgerEntry } from '../../../scripts/mutate/ledger.js';
+import { parseArgs } from '../../../scripts/mutate/run.js';
 
 const A = 'src/volume/a.ts';
 const B = 'src/volume/b.ts';
@@ -78,6 +80,8 @@ describe('mutate: the scope the ledger covers', () => {
       writeFileSync(path.join(dir, 'b.ts'), 'two\n');
       const since = gitChangedSince(dir);
       assert.deepEqual([...(since(first, ['a.ts', 'b.ts']) ?? ['?'])], ['b.ts']);
+      writeFileSync(path.join(dir, 'c.ts'), 'new\n');
+      assert.deepEqual([...(since(first, ['a.ts', 'c.ts']) ?? ['?'])], ['c.ts']);
       assert.equal(since('d'.repeat(40), ['a.ts']), undefined);
       assert.equal(since('--output=/tmp/x', ['a.ts']), undefined);
     } finally {
@@ -95,6 +99,90 @@ describe('mutate: the scope the ledger covers', () => {
       assert.match(out, /\nscope: \d+ files \(scripts\/mutate\/config\.ts SCOPE\)\n/);
       assert.match(out, /- measured at a commit this clone lacks: 1: src\/volume\/util\/goText\.ts \(e, ccccccc\)/);
       assert.match(out, /not a full run\n$/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('mutate: --next, the files a full run from the ledger still owes', () => {
+  it('owes the changed, the unknown and the never measured, in the scope\'s order', () => {
+    const changedSince: ChangedSince = (commit) => (commit === GONE ? undefined : new Set(commit === OLD ? [B] : []));
+    const c = scopeCoverage(SCOPE, [entry('old', OLD, [A, B], [A, B]), entry('gone', GONE, [TYPES], [])], changedSince);
+    assert.deepEqual(owedFiles(c, SCOPE), [B, TYPES, C]);
+  });
+
+  it('takes the files that fit in the budget, in order, passing over one too large; never none', () => {
+    const files = [
+      { file: 'a', size: 10 },
+      { file: 'big', size: 50 },
+      { file: 'b', size: 15 },
+      { file: 'c', size: 6 },
+    ];
+    assert.deepEqual(batchByBytes(files, 30), ['a', 'b']);
+    assert.deepEqual(batchByBytes(files, 31), ['a', 'b', 'c']);
+    assert.deepEqual(batchByBytes(files, 5), ['a']);
+    assert.deepEqual(batchByBytes([{ file: 'huge', size: 90 }], 5), ['huge']);
+    assert.deepEqual(batchByBytes([], 100), []);
+  });
+
+  it('npm run mutate -- --next BYTES: a positive integer, and neither --shard nor --mutate beside it', () => {
+    assert.equal(parseArgs(['--next', '28000', '--label', 'n1']).next, 28000);
+    assert.throws(() => parseArgs(['--next', '0']), /--next: want the bytes of source/);
+    assert.throws(() => parseArgs(['--next', '1.5']), /--next: want the bytes of source/);
+    assert.throws(() => parseArgs(['--next', '100', '--shard', '1/2']), /--next picks its own files/);
+    assert.throws(() => parseArgs(['--mutate', 'src/a.ts', '--next', '100']), /--next picks its own files/);
+  });
+
+  it('reads the ledger oldest run first, skips other JSON, and names an entry it cannot parse', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'nodevol-coverage-'));
+    try {
+      writeFileSync(path.join(dir, 'a-newer.json'), formatLedgerEntry({ ...entry('newer', NEW, [A], [A]), date: '2026-12-05T12:00:00.000Z' }));
+      writeFileSync(path.join(dir, 'b-older.json'), formatLedgerEntry({ ...entry('older', OLD, [A], [A]), date: '2026-12-05T11:00:00.000Z' }));
+      writeFileSync(path.join(dir, 'other.json'), '{"not": "an entry"}');
+      writeFileSync(path.join(dir, 'notes.txt'), 'not JSON, not read');
+      assert.deepEqual(
+        readLedger(dir).map((e) => e.label),
+        ['older', 'newer'],
+      );
+      writeFileSync(path.join(dir, 'torn.json'), '{"schema": "nodevol-mutation-ledger/v1", "la');
+      assert.throws(() => readLedger(dir), (e: Error) => e.message.startsWith(`${path.join(dir, 'torn.json')}: `));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('picks the next files of a checkout from its ledger and git: a file edited since its run is owed again', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'nodevol-coverage-'));
+    const git = (...args: string[]): string => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.invalid', ...args], { cwd: dir, encoding: 'utf8' }).trim();
+    try {
+      // The engine's layout, with a file or two in each part of the scope.
+      for (const entryPath of ENGINE) {
+        if (entryPath.endsWith('.ts')) {
+          mkdirSync(path.join(dir, path.dirname(entryPath)), { recursive: true });
+          writeFileSync(path.join(dir, entryPath), 'x'.repeat(40));
+        } else mkdirSync(path.join(dir, entryPath), { recursive: true });
+      }
+      writeFileSync(path.join(dir, 'src/volume/a.ts'), 'x'.repeat(100));
+      writeFileSync(path.join(dir, 'src/volume/b.ts'), 'x'.repeat(100));
+      mkdirSync(path.join(dir, 'docs/mutation-results'), { recursive: true });
+      git('init', '-q');
+      git('add', '.');
+      git('commit', '-q', '-m', 'engine');
+      const head = git('rev-parse', 'HEAD');
+      // Every file measured at HEAD but b.ts, which then changes.
+      writeFileSync(path.join(dir, 'docs/mutation-results/all.json'), formatLedgerEntry(entry('all', head, [...ENGINE.map((e) => (e.endsWith('.ts') ? e : `${e}/**/*.ts`))], [])));
+      assert.deepEqual(nextFiles(dir, 1000), []);
+      writeFileSync(path.join(dir, 'src/volume/b.ts'), 'y'.repeat(100));
+      assert.deepEqual(nextFiles(dir, 1000), ['src/volume/b.ts']);
+      // A new file no run has seen is owed too, though an entry's glob matches it, whether git
+      // tracks it yet or not; the budget takes what fits.
+      writeFileSync(path.join(dir, 'src/kubelet/new.ts'), 'z'.repeat(950));
+      assert.deepEqual(nextFiles(dir, 1000), ['src/volume/b.ts']);
+      assert.deepEqual(nextFiles(dir, 1100), ['src/volume/b.ts', 'src/kubelet/new.ts']);
+      git('add', 'src/kubelet/new.ts');
+      git('commit', '-q', '-m', 'a new file');
+      assert.deepEqual(nextFiles(dir, 1100), ['src/volume/b.ts', 'src/kubelet/new.ts']);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
