@@ -7,8 +7,8 @@
  * Indexed Job (deploy/mutate-job.yaml; `--print-json` prints the JSON report after the score).
  * `--mutate` narrows the run to some files instead; `--next BYTES` picks them: the files the
  * ledger has not measured at their present text (coverage.ts), up to BYTES of source, so that a
- * full run from the ledger goes on from wherever the last one stopped, on any machine. Prints the score per folder and per killer at
- * the end (score.ts), and writes the run's ledger entry beside the report (ledger.ts: the files
+ * full run from the ledger goes on from wherever the last one stopped, on any machine. Prints
+ * the score per folder and per killer at the end (score.ts), and writes the run's ledger entry beside the report (ledger.ts: the files
  * this run mutated, compact, to commit under docs/mutation-results/; `--label` names it).
  */
 import { Stryker } from '@stryker-mutator/core';
@@ -96,7 +96,13 @@ async function main(): Promise<number> {
   }
   if (args.mutate !== undefined) overrides['mutate'] = args.mutate;
   if (args.next !== undefined) {
-    const files = nextFiles(process.cwd(), args.next);
+    let files: string[];
+    try {
+      files = nextFiles(process.cwd(), args.next);
+    } catch (e) {
+      process.stderr.write(`npm run mutate: --next: ${(e as Error).message}\n`);
+      return 1;
+    }
     if (files.length === 0) {
       process.stdout.write('--next: the ledger (docs/mutation-results/) measured every file of the scope at its present text: nothing to run\n');
       return 0;
