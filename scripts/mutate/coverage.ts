@@ -5,7 +5,9 @@
  * that is gone. So each file of the scope is one of:
  * - current: the newest entry that mutated it ran at a commit where the file was what it is now;
  * - changed: that commit's file differs from the file now (its score is of older code);
- * - unknown: the commit is not in this clone (a shallow one), so nobody can tell;
+ * - unknown: nobody can tell here, and the output says why: the commit is not in this clone (a
+ *   shallow one), the run's tree was dirty, or git cannot read the checkout (a tarball without
+ *   .git, or a checkout another user owns, which git refuses);
  * - never: no entry mutated it.
  * A file an entry's `mutate` globs match counts as mutated even when the entry lists no mutant for
  * it: a file of types alone has none.
@@ -23,19 +25,24 @@ export interface Measured {
   readonly commit: string;
 }
 
+/** Each file of the scope in exactly one list. */
+/** A file whose change since its run nobody can tell here, and why. */
+export interface Unknown extends Measured {
+  readonly why: string;
+}
+
 export interface ScopeCoverage {
-  readonly scope: number;
   readonly current: readonly Measured[];
   readonly changed: readonly Measured[];
-  readonly unknown: readonly Measured[];
+  readonly unknown: readonly Unknown[];
   readonly never: readonly string[];
 }
 
 /**
- * Which of `files` differ between `commit` and the working tree: a set, or undefined when the
- * commit cannot be read here.
+ * Which of `files` differ between `commit` and the working tree: a set, or why that cannot be
+ * told here.
  */
-export type ChangedSince = (commit: string, files: readonly string[]) => ReadonlySet<string> | undefined;
+export type ChangedSince = (commit: string, files: readonly string[]) => ReadonlySet<string> | string;
 
 /** The coverage of `scopeFiles` by `entries`, oldest first (the newest entry of a file counts). */
 export function scopeCoverage(scopeFiles: readonly string[], entries: readonly LedgerEntry[], changedSince: ChangedSince): ScopeCoverage {
@@ -46,11 +53,11 @@ export function scopeCoverage(scopeFiles: readonly string[], entries: readonly L
   }
   const byCommit = new Map<string, string[]>();
   for (const [f, e] of newest) byCommit.set(e.commit, [...(byCommit.get(e.commit) ?? []), f]);
-  const changedAt = new Map<string, ReadonlySet<string> | undefined>();
+  const changedAt = new Map<string, ReadonlySet<string> | string>();
   for (const [commit, files] of byCommit) changedAt.set(commit, changedSince(commit, files));
   const current: Measured[] = [];
   const changed: Measured[] = [];
-  const unknown: Measured[] = [];
+  const unknown: Unknown[] = [];
   const never: string[] = [];
   for (const f of scopeFiles) {
     const e = newest.get(f);
@@ -59,51 +66,74 @@ export function scopeCoverage(scopeFiles: readonly string[], entries: readonly L
       continue;
     }
     const m = { file: f, label: e.label, commit: e.commit };
-    const diff = changedAt.get(e.commit);
-    if (diff === undefined) unknown.push(m);
+    const diff = changedAt.get(e.commit) ?? 'not asked';
+    if (typeof diff === 'string') unknown.push({ ...m, why: diff });
     else if (diff.has(f)) changed.push(m);
     else current.push(m);
   }
-  return { scope: scopeFiles.length, current, changed, unknown, never };
+  return { current, changed, unknown, never };
 }
 
 /**
  * ChangedSince by git, in `root`: `git diff --name-only <commit> -- <files>` compares the commit
  * with the working tree (a file added since is changed), and a file git does not track yet is
- * changed too (an entry's glob may match it, but the run never saw it). A commit git cannot read
- * (unknown here, or not a commit) gives undefined.
+ * changed too (an entry's glob may match it, but the run never saw it). When git cannot tell, the
+ * answer says why: the commit is not one (a run of a dirty tree records `<sha>-dirty`), it is not
+ * in this clone, or git cannot read the checkout at all (its own first line of error).
  */
 export function gitChangedSince(root: string): ChangedSince {
   const git = (args: readonly string[]): string[] =>
-    execFileSync('git', args, { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 16 * 1024 * 1024 })
+    execFileSync('git', args, { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 16 * 1024 * 1024 })
       .split('\n')
       .filter((l) => l !== '');
-  return (commit, files) => {
-    if (!/^[0-9a-f]{7,64}$/.test(commit)) return undefined;
+  const why = (e: unknown): string => {
+    const stderr = (e as { stderr?: unknown }).stderr;
+    const line = typeof stderr === 'string' ? stderr.split('\n').find((l) => l.trim() !== '') : undefined;
+    return line?.trim() ?? (e as Error).message;
+  };
+  let checkout: string | undefined;
+  const readable = (): string | undefined => {
+    if (checkout !== undefined) return checkout === '' ? undefined : checkout;
     try {
-      return new Set([...git(['diff', '--name-only', '--no-renames', commit, '--', ...files]), ...git(['ls-files', '--others', '--', ...files])]);
-    } catch {
+      git(['rev-parse', '--git-dir']);
+      checkout = '';
       return undefined;
+    } catch (e) {
+      checkout = `git cannot read ${root}: ${why(e)}`;
+      return checkout;
     }
+  };
+  return (commit, files) => {
+    if (!/^[0-9a-f]{7,64}$/.test(commit)) return `not a commit: ${commit} (a run of a tree with uncommitted changes)`;
+    const unreadable = readable();
+    if (unreadable !== undefined) return unreadable;
+    try {
+      git(['cat-file', '-e', `${commit}^{commit}`]);
+    } catch {
+      return `commit ${commit.slice(0, 12)} is not in this clone (a shallow clone?)`;
+    }
+    return new Set([...git(['diff', '--name-only', '--no-renames', commit, '--', ...files]), ...git(['ls-files', '--others', '--', ...files])]);
   };
 }
 
 /** The coverage as the lines score.js prints after its tables. */
 export function formatCoverage(c: ScopeCoverage): string {
+  const scope = c.current.length + c.changed.length + c.unknown.length + c.never.length;
   const short = (commit: string): string => commit.slice(0, 7);
   const named = (ms: readonly Measured[]): string => ms.map((m) => `${m.file} (${m.label}, ${short(m.commit)})`).join(', ');
   const lines = [
-    `scope: ${c.scope} files (scripts/mutate/config.ts SCOPE)`,
+    `scope: ${scope} files (scripts/mutate/config.ts SCOPE)`,
     `- measured at their present text: ${c.current.length}`,
     `- changed since their entry's run: ${c.changed.length}${c.changed.length > 0 ? `: ${named(c.changed)}` : ''}`,
-    `- measured at a commit this clone lacks: ${c.unknown.length}${c.unknown.length > 0 ? `: ${named(c.unknown)}` : ''}`,
+    `- not known whether changed since their run: ${c.unknown.length}`,
+    ...[...new Set(c.unknown.map((u) => u.why))].map((w) => `  - ${w}: ${named(c.unknown.filter((u) => u.why === w))}`),
     `- never measured: ${c.never.length}${c.never.length > 0 ? `: ${c.never.join(', ')}` : ''}`,
-    c.current.length === c.scope ? 'the score above is a full run of the scope' : `the score above is of ${c.current.length} of the ${c.scope} files as they are now, not a full run`,
+    c.current.length === scope ? 'the score above is a full run of the scope' : `the score above is of ${c.current.length} of the ${scope} files as they are now, not a full run`,
   ];
   return lines.join('\n');
 }
 
-/** The files a run still owes the ledger (changed since, at a commit this clone lacks, never measured), in the scope's order. */
+/** The files a run still owes the ledger (changed since, not known to be current, never measured), in the scope's order. */
 export function owedFiles(c: ScopeCoverage, scopeFiles: readonly string[]): string[] {
   const owed = new Set([...c.changed.map((m) => m.file), ...c.unknown.map((m) => m.file), ...c.never]);
   return scopeFiles.filter((f) => owed.has(f));

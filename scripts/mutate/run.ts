@@ -8,8 +8,9 @@
  * `--mutate` narrows the run to some files instead; `--next BYTES` picks them: the files the
  * ledger has not measured at their present text (coverage.ts), up to BYTES of source, so that a
  * full run from the ledger goes on from wherever the last one stopped, on any machine. Prints
- * the score per folder and per killer at the end (score.ts), and writes the run's ledger entry beside the report (ledger.ts: the files
- * this run mutated, compact, to commit under docs/mutation-results/; `--label` names it).
+ * the score per folder and per killer at the end (score.ts), and writes the run's ledger entry
+ * beside the report (ledger.ts: the files this run mutated, compact, to commit under
+ * docs/mutation-results/; `--label` names it).
  */
 import { Stryker } from '@stryker-mutator/core';
 import { execFileSync } from 'node:child_process';

@@ -18,6 +18,12 @@ const TYPES = 'src/volume/types.ts';
 const C = 'src/volume/c.ts';
 const SCOPE = [A, B, TYPES, C];
 
+/** A ChangedSince answer that must be a reason. */
+function reason(x: ReadonlySet<string> | string): string {
+  assert.equal(typeof x, 'string', 'a reason, not a set of files');
+  return x as string;
+}
+
 function entry(label: string, commit: string, mutate: string[], files: string[]): LedgerEntry {
   const mutant = { mutatorName: 'BlockStatement', replacement: '{}', status: 'Killed', location: { start: { line: 1, column: 1 }, end: { line: 1, column: 2 } } };
   return { schema: 'nodevol-mutation-ledger/v1', label, commit, date: '2026-12-05T00:00:00.000Z', mutate, files: Object.fromEntries(files.map((f) => [f, { mutants: [mutant] }])) };
@@ -32,7 +38,7 @@ describe('mutate: the scope the ledger covers', () => {
     const asked: string[] = [];
     const changedSince: ChangedSince = (commit, files) => {
       asked.push(`${commit.slice(0, 1)}:${[...files].sort().join(',')}`);
-      if (commit === GONE) return undefined;
+      if (commit === GONE) return 'commit gone';
       return new Set(commit === OLD ? [A, B] : []);
     };
     // A measured at OLD, then again at NEW (the newer counts); B only at OLD, where it differs
@@ -47,11 +53,10 @@ describe('mutate: the scope the ledger covers', () => {
       [[B, 'first']],
     );
     assert.deepEqual(
-      c.unknown.map((m) => [m.file, m.label]),
-      [[TYPES, 'types']],
+      c.unknown.map((m) => [m.file, m.label, m.why]),
+      [[TYPES, 'types', 'commit gone']],
     );
     assert.deepEqual(c.never, [C]);
-    assert.equal(c.scope, 4);
     // One question per commit, of the files it is the newest entry for.
     assert.deepEqual(asked.sort(), ['a:src/volume/b.ts', 'b:src/volume/a.ts', 'c:src/volume/types.ts']);
   });
@@ -67,7 +72,7 @@ describe('mutate: the scope the ledger covers', () => {
     assert.match(text, /the score above is of 1 of the 2 files as they are now, not a full run$/);
   });
 
-  it('asks git which files changed since a commit; a commit git lacks is unknown, a bad one is never run', () => {
+  it('asks git which files changed since a commit; a commit git lacks, a dirty run or a string that is no commit is unknown, and says why', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'nodevol-coverage-'));
     const git = (...args: string[]): string => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.invalid', ...args], { cwd: dir, encoding: 'utf8' }).trim();
     try {
@@ -79,11 +84,26 @@ describe('mutate: the scope the ledger covers', () => {
       const first = git('rev-parse', 'HEAD');
       writeFileSync(path.join(dir, 'b.ts'), 'two\n');
       const since = gitChangedSince(dir);
-      assert.deepEqual([...(since(first, ['a.ts', 'b.ts']) ?? ['?'])], ['b.ts']);
+      const set = (x: ReadonlySet<string> | string): string[] => (typeof x === 'string' ? [x] : [...x]);
+      assert.deepEqual(set(since(first, ['a.ts', 'b.ts'])), ['b.ts']);
       writeFileSync(path.join(dir, 'c.ts'), 'new\n');
-      assert.deepEqual([...(since(first, ['a.ts', 'c.ts']) ?? ['?'])], ['c.ts']);
-      assert.equal(since('d'.repeat(40), ['a.ts']), undefined);
-      assert.equal(since('--output=/tmp/x', ['a.ts']), undefined);
+      assert.deepEqual(set(since(first, ['a.ts', 'c.ts'])), ['c.ts']);
+      assert.equal(since('d'.repeat(40), ['a.ts']), 'commit dddddddddddd is not in this clone (a shallow clone?)');
+      assert.equal(since(`${first}-dirty`, ['a.ts']), `not a commit: ${first}-dirty (a run of a tree with uncommitted changes)`);
+      assert.match(reason(since('--output=/tmp/x', ['a.ts'])), /^not a commit: --output=/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a checkout git cannot read (no .git: a tarball, or one git refuses) makes every file unknown, with git\'s reason, not an error', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'nodevol-coverage-'));
+    try {
+      const since = gitChangedSince(dir);
+      assert.match(reason(since('a'.repeat(40), ['a.ts'])), new RegExp(`^git cannot read ${dir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: .*not a git repository`));
+      const c = scopeCoverage([A], [entry('e', 'a'.repeat(40), [A], [A])], since);
+      assert.deepEqual(c.unknown.map((u) => u.file), [A]);
+      assert.match(formatCoverage(c), /- not known whether changed since their run: 1\n {2}- git cannot read .*: src\/volume\/a\.ts \(e, aaaaaaa\)/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -97,7 +117,7 @@ describe('mutate: the scope the ledger covers', () => {
       const out = execFileSync(process.execPath, ['dist/scripts/mutate/score.js', file, '--scope'], { encoding: 'utf8' });
       assert.match(out, /\| all \| 1 \| 1 \|/);
       assert.match(out, /\nscope: \d+ files \(scripts\/mutate\/config\.ts SCOPE\)\n/);
-      assert.match(out, /- measured at a commit this clone lacks: 1: src\/volume\/util\/goText\.ts \(e, ccccccc\)/);
+      assert.match(out, /- not known whether changed since their run: 1\n {2}- (commit cccccccccccc is not in this clone \(a shallow clone\?\)|git cannot read [^\n]+): src\/volume\/util\/goText\.ts \(e, ccccccc\)\n/);
       assert.match(out, /not a full run\n$/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -107,7 +127,7 @@ describe('mutate: the scope the ledger covers', () => {
 
 describe('mutate: --next, the files a full run from the ledger still owes', () => {
   it('owes the changed, the unknown and the never measured, in the scope\'s order', () => {
-    const changedSince: ChangedSince = (commit) => (commit === GONE ? undefined : new Set(commit === OLD ? [B] : []));
+    const changedSince: ChangedSince = (commit) => (commit === GONE ? 'gone' : new Set(commit === OLD ? [B] : []));
     const c = scopeCoverage(SCOPE, [entry('old', OLD, [A, B], [A, B]), entry('gone', GONE, [TYPES], [])], changedSince);
     assert.deepEqual(owedFiles(c, SCOPE), [B, TYPES, C]);
   });
