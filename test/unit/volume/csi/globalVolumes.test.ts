@@ -177,6 +177,16 @@ describe('CSI ListGlobalVolumes: filesystem walk, skip reasons and refusals', ()
     assert.deepEqual(await list({ fs: failing('readdir', fx.layout.csiPluginDir(), 'ENOENT') }), { volumes: [], skipped: [] });
   });
 
+  it('an undecodable vol_data.json is skipped with the error loadVolumeData gives, naming the file once (its errors carry no code: no second prefix)', async () => {
+    await fx.stage({ driver: DRIVER, handle: 'vol-1', file: { raw: '{"driverName":"test-dr' } });
+    const file = path.join(fx.layout.csiVolumeDir(DRIVER, 'vol-1'), 'vol_data.json');
+    const [s] = (await list()).skipped;
+    assert.equal(s?.reason, 'unreadable-vol-data');
+    const detail = s?.detail ?? '';
+    assert.equal(detail.split(file).length - 1, 1, detail);
+    assert.match(detail, /unexpected EOF/);
+  });
+
   it('a CSI plugin directory that resolves outside the root dir is refused whole: one symlink skip, nothing below it read', async () => {
     const outside = path.join(fx.base, 'outside-csi');
     await mkdir(path.join(outside, DRIVER, sha256Hex('vol-1'), 'globalmount'), { recursive: true });
