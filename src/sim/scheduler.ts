@@ -21,27 +21,14 @@ export interface SimEvent {
 }
 
 /**
- * One macrotask turn: the engine's microtasks settle, and so does everything else of the process
- * (I/O, a worker's messages, signals).
- */
-export function macroTurn(): Promise<void> {
-  return new Promise<void>((resolve) => setImmediate(resolve));
-}
-
-/**
  * After each event the harness lets the engine's microtasks settle, so the engine runs until it
- * waits on a port again. The engine in the simulator waits on nothing but its fenced ports (no
- * timer, no I/O of the host), so its work after an event is all microtasks: a tick queued now
- * runs once V8's microtask queue is empty, which is the engine waiting again. That costs a
- * fraction of a macrotask turn; a real turn every {@link MACRO_TURN_EVERY} events keeps the rest
- * of the process (progress output, a worker's messages) served. Which events get one depends only
- * on their count, never on the host.
+ * waits on a port again (simulation.ts: the run's drain). The engine in the simulator waits on
+ * nothing but its fenced ports (no timer, no I/O of the host), so its work after an event is all
+ * microtasks: a tick queued from a microtask runs once V8's microtask queue is empty, which is
+ * the engine waiting again. That costs a fraction of a macrotask turn; a real turn every this
+ * many events keeps the rest of the process (progress output, a worker's messages) served.
+ * Which events get one depends only on their count, never on the host.
  */
-export function microDrain(): Promise<void> {
-  return new Promise<void>((resolve) => process.nextTick(resolve));
-}
-
-/** Events between two real macrotask turns (see {@link microDrain}). */
 export const MACRO_TURN_EVERY = 64;
 
 export class Scheduler {

@@ -50,6 +50,19 @@ describe('simulator: determinism', () => {
     assert.deepEqual(a.violations, []);
   });
 
+  it('a run started from a macrotask (a swarm worker\'s message handler) is the run started from a microtask', async () => {
+    const scenario = loadBuiltinScenario('kep-story-1');
+    const inMicrotask = await simulate({ scenario, gates: gates(true), seed: 7 });
+    const fromMacrotask = await new Promise<SimResult>((resolve, reject) => {
+      setImmediate(() => {
+        simulate({ scenario, gates: gates(true), seed: 7 }).then(resolve, reject);
+      });
+    });
+    assert.equal(fromMacrotask.traceHash, inMicrotask.traceHash);
+    assert.equal(fromMacrotask.steps, inMicrotask.steps);
+    assert.equal(fromMacrotask.endReason, 'converged');
+  });
+
   it('plans round-trip through their text form', () => {
     const text = 'reboot:after:57,restart:before:3,fault:Hang:2';
     assert.equal(formatPlan(parsePlan(text)), text);
