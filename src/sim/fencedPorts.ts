@@ -55,8 +55,11 @@ export interface FenceListener {
   crash(kind: Exclude<CrashKind, 'stop'>): void;
   /** The plan delivers a SIGTERM at this call: the current life stops gracefully, then exits. */
   sigterm(): void;
-  /** A call's effect landed, or a CSI call was sent or answered (the trace and the run's hash). */
-  record(call: PortCallRecord): void;
+  /**
+   * A call's effect landed, or a CSI call was sent or answered (the trace and the run's hash): a
+   * PortCallRecord's fields, passed one by one, since a run without a full trace keeps none.
+   */
+  record(seq: number, life: number, port: PortCallRecord['port'], op: string, args: string, result: string): void;
   /** The CSI call of the current step, as sent and as answered. */
   csi(call: CsiRecord): void;
   /**
@@ -97,6 +100,16 @@ export interface FencedPorts {
 }
 
 const NEVER = (): Promise<never> => new Promise<never>(() => undefined);
+
+/** `fs.lstat #`, per port and operation: a port call's event label without its seq, made once. */
+const CALL_LABEL_PREFIXES = new Map<string, Map<string, string>>();
+function callLabelPrefix(port: string, op: string): string {
+  let byOp = CALL_LABEL_PREFIXES.get(port);
+  if (byOp === undefined) CALL_LABEL_PREFIXES.set(port, (byOp = new Map<string, string>()));
+  let prefix = byOp.get(op);
+  if (prefix === undefined) byOp.set(op, (prefix = `${port}.${op} #`));
+  return prefix;
+}
 
 export class Fence {
   #seq = 0;
@@ -187,7 +200,7 @@ export class Fence {
     return new Promise<T>((resolve, reject) => {
       // The call's answer: recorded, then handed to the engine unless a crash point took it.
       const landed = (result: string): boolean => {
-        this.listener.record({ seq, life: life.id, port, op, args, result });
+        this.listener.record(seq, life.id, port, op, args, result);
         return !this.#noteCrashPoint(life, seq, 'after') && life.alive;
       };
       const ok = (value: T): void => {
@@ -209,8 +222,9 @@ export class Fence {
         }
         return pending.then(ok, failed);
       };
-      if (latency > 0) this.sched.timer(life.domain, latency, 'port-call', `${port}.${op} #${seq}`, land);
-      else this.sched.ready(life.domain, 'port-call', `${port}.${op} #${seq}`, land);
+      const label = callLabelPrefix(port, op);
+      if (latency > 0) this.sched.timer(life.domain, latency, 'port-call', label, land, seq);
+      else this.sched.ready(life.domain, 'port-call', label, land, seq);
     });
   }
 
@@ -324,14 +338,14 @@ export class Fence {
           // ABORTED as busy, or an earlier scenario fault matched first) is withdrawn below, so
           // that it never lands on a later call.
           const planned = fault !== undefined && fault.kind === 'fault' ? this.#injectPlanFault(driver, method, volumeId, fault.fault) : undefined;
-          this.listener.record({ seq, life: life.id, port: 'csi', op: method, args: volumeId, result: 'sent' });
+          this.listener.record(seq, life.id, 'csi', method, volumeId, 'sent');
           this.listener.csi({ seq, driver: driver.name, method, volumeId, request: { ...request } });
           const settle = (code: string, deliver: () => void): void => {
             // The answer travels back to the engine as its own event: it may be lost in a crash.
             this.sched.ready(life.domain, 'csi-reply', `${method} ${volumeId} #${seq} -> ${code}`, () => {
               if (method === 'NodePublishVolume' && code === 'OK') this.world.noteSetUp(driver.name, volumeId, request);
               this.listener.csi({ seq, driver: driver.name, method, volumeId, request: { ...request }, code, durationMs: this.sched.now - sentMs });
-              this.listener.record({ seq, life: life.id, port: 'csi', op: method, args: volumeId, result: code });
+              this.listener.record(seq, life.id, 'csi', method, volumeId, code);
               // A fault reaches the engine with this answer, not when the call arrived: a hang
               // answers DEADLINE_EXCEEDED only after kubelet's 2-minute client deadline, a
               // clientTimeout rule after its own, and the operation's backoff (up to 2m2s) starts

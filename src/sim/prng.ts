@@ -80,6 +80,15 @@ export class RunningHash {
     this.#end(feed(x, c));
   }
 
+  /** add3() of a, b and c followed by the decimal text of n (a port call's event: its label and seq). */
+  add3n(a: number, b: string, c: string, n: number): void {
+    let x = feedNumber(this.#h, a);
+    x = Math.imul(x ^ BAR, 0x01000193) >>> 0;
+    x = feed(x, b);
+    x = Math.imul(x ^ BAR, 0x01000193) >>> 0;
+    this.#end(feedNumber(feed(x, c), n));
+  }
+
   /** add() of seq, "a.b", c and d joined by "|", without building the string (a port call's record). */
   addCall(seq: number, a: string, b: string, c: string, d: string): void {
     let x = feedNumber(this.#h, seq);

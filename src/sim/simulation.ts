@@ -193,7 +193,7 @@ export class Simulation {
         sigterm: () => {
           this.#pendingSigterm = true;
         },
-        record: (call) => this.#record(call),
+        record: (seq, life, port, op, args, result) => this.#record(seq, life, port, op, args, result),
         csi: (call) => {
           if (this.#current !== undefined) this.#current.csi = call;
         },
@@ -320,7 +320,7 @@ export class Simulation {
       return;
     }
     this.#world.fs.tick(this.#sched.now);
-    this.#beginStep(ev.kind, ev.label);
+    this.#beginStep(ev.kind, ev.label, ev.labelSeq);
     // An event's own promise first, then the drain (as `await ran` before the tick would): when
     // the run started outside a microtask (a swarm worker's message handler), a tick queued at
     // once would run before the engine's microtasks.
@@ -376,16 +376,17 @@ export class Simulation {
     };
   }
 
-  #beginStep(kind: TraceEventKind, label: string): void {
+  #beginStep(kind: TraceEventKind, label: string, labelSeq?: number): void {
     this.#step++;
-    this.#hash.add3(this.#sched.now, kind, label);
+    if (labelSeq === undefined) this.#hash.add3(this.#sched.now, kind, label);
+    else this.#hash.add3n(this.#sched.now, kind, label, labelSeq);
     // The step's record exists for a full trace only (the explorer's runs keep the hash).
     if (this.#opt.fullTrace !== true) return;
     this.#current = {
       step: this.#step,
       timeMs: this.#sched.now,
       life: this.#life.id,
-      event: { kind, label },
+      event: { kind, label: labelSeq === undefined ? label : `${label}${labelSeq}` },
       calls: [],
       volumesInUse: [],
       volumesAttached: [],
@@ -452,11 +453,11 @@ export class Simulation {
     });
   }
 
-  #record(call: PortCallRecord): void {
+  #record(seq: number, life: number, port: PortCallRecord['port'], op: string, args: string, result: string): void {
     // The engine numbers its temporary files with a process-wide counter: normalise it so that a
     // run's hash does not depend on the runs before it in the same process.
-    this.#hash.addCall(call.seq, call.port, call.op, call.args, call.result);
-    this.#current?.calls.push(call);
+    this.#hash.addCall(seq, port, op, args, result);
+    this.#current?.calls.push({ seq, life, port, op, args, result });
   }
 
   /**

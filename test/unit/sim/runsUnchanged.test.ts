@@ -92,7 +92,7 @@ describe('the explorer finds what it found (speed changes keep every run)', () =
 });
 
 describe('RunningHash', () => {
-  it('add3 and addCall hash exactly what add hashes of the joined text', () => {
+  it('add3, add3n and addCall hash exactly what add hashes of the joined text', () => {
     const numbers = [0, 7, 10, 99, 100, 1234567, 2 ** 40, 1.5, -3];
     for (const n of numbers) {
       for (const [b, c] of [['timer', 'reconciler'], ['', ''], ['port-call', 'fs.lstat #12 é']]) {
@@ -103,6 +103,13 @@ describe('RunningHash', () => {
         b3.add('x');
         b3.add3(n, b ?? '', c ?? '');
         assert.equal(b3.hex(), a.hex(), `add3(${n}, ${b}, ${c})`);
+        for (const seq of numbers) {
+          const joinedSeq = new RunningHash();
+          joinedSeq.add(`${n}|${b}|${c}${seq}`);
+          const b3n = new RunningHash();
+          b3n.add3n(n, b ?? '', c ?? '', seq);
+          assert.equal(b3n.hex(), joinedSeq.hex(), `add3n(${n}, ${b}, ${c}, ${seq})`);
+        }
         const call = new RunningHash();
         call.addCall(n, 'fs', b ?? '', c ?? '', 'ENOENT');
         const joined = new RunningHash();
