@@ -218,8 +218,8 @@ export class Simulation {
   /**
    * The run: its loop is driven by callbacks, not awaits. After each event the engine's
    * microtasks drain (a tick queued behind them, scheduler.ts: MACRO_TURN_EVERY), and the loop
-   * goes on in a microtask queued then, exactly where the continuation of an `await` of a promise
-   * the tick resolves would run: a promise, its resolving functions and an async resumption a step
+   * goes on in that tick, with every queue empty, as the continuation of an `await` of a promise
+   * the tick resolved would: a promise, its resolving functions and an async resumption a step
    * less (the loop's awaits were about a tenth of the simulator's allocation).
    */
   run(): Promise<SimResult> {
@@ -246,11 +246,13 @@ export class Simulation {
     }
   }
 
-  /** The loop's next turn runs in a microtask, as the continuation of an await would. */
+  /**
+   * The drain's tick: the loop goes on in it. The tick ran with the microtask queue empty, as the
+   * continuation of an await of a promise it resolved would; what the turn then queues (the next
+   * event's effects and the engine's answers to them) drains before the next tick, since the turn
+   * queues that tick from a microtask (see #turn).
+   */
   readonly #resume = (): void => {
-    void RESOLVED.then(this.#afterDrain);
-  };
-  readonly #afterDrain = (): void => {
     this.#guarded(() => {
       this.#afterStep();
       this.#top();
@@ -321,11 +323,11 @@ export class Simulation {
     }
     this.#world.fs.tick(this.#sched.now);
     this.#beginStep(ev.kind, ev.label, ev.labelSeq);
-    // An event's own promise first, then the drain (as `await ran` before the tick would): when
-    // the run started outside a microtask (a swarm worker's message handler), a tick queued at
-    // once would run before the engine's microtasks.
+    // The drain's tick is queued from a microtask: after the event's own promise settled (as
+    // `await ran` before the tick would), or at once. A tick queued from a tick or a macrotask
+    // (the loop's turn runs in one) would run before the engine's microtasks.
     const ran = ev.run();
-    if (ran === undefined) this.#drain();
+    if (ran === undefined) void RESOLVED.then(this.#drain);
     else void ran.then(this.#drain, this.#fail);
   }
 
