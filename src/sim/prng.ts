@@ -73,20 +73,18 @@ export class RunningHash {
 
   /** add() of a, b and c joined by "|", without building the string (a simulator step hashes one per event). */
   add3(a: number, b: string, c: string): void {
-    let x = feedNumber(this.#h, a);
-    x = Math.imul(x ^ BAR, 0x01000193) >>> 0;
-    x = feed(x, b);
-    x = Math.imul(x ^ BAR, 0x01000193) >>> 0;
-    this.#end(feed(x, c));
+    this.#end(feed(this.#head3(a, b), c));
   }
 
   /** add3() of a, b and c followed by the decimal text of n (a port call's event: its label and seq). */
   add3n(a: number, b: string, c: string, n: number): void {
-    let x = feedNumber(this.#h, a);
-    x = Math.imul(x ^ BAR, 0x01000193) >>> 0;
-    x = feed(x, b);
-    x = Math.imul(x ^ BAR, 0x01000193) >>> 0;
-    this.#end(feedNumber(feed(x, c), n));
+    this.#end(feedNumber(feed(this.#head3(a, b), c), n));
+  }
+
+  /** The state after `a|b|` (add3's first two pieces). */
+  #head3(a: number, b: string): number {
+    const x = Math.imul(feedNumber(this.#h, a) ^ BAR, 0x01000193) >>> 0;
+    return Math.imul(feed(x, b) ^ BAR, 0x01000193) >>> 0;
   }
 
   /** add() of seq, "a.b", c and d joined by "|", without building the string (a port call's record). */

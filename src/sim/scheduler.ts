@@ -17,7 +17,7 @@ export interface SimEvent {
   readonly kind: TraceEventKind;
   readonly label: string;
   /** When set, the event's label is `label` followed by this number (a port call's `fs.lstat #` and its seq: no string built per call). */
-  readonly labelSeq?: number;
+  readonly labelSeq: number | undefined;
   readonly due: number;
   readonly run: () => void | Promise<void>;
 }
@@ -46,7 +46,7 @@ export class Scheduler {
   constructor(private readonly rng: Prng) {}
 
   ready(domain: Domain, kind: TraceEventKind, label: string, run: () => void | Promise<void>, labelSeq?: number): void {
-    this.#ready.push(labelSeq === undefined ? { id: this.#nextId++, domain, kind, label, due: this.now, run } : { id: this.#nextId++, domain, kind, label, labelSeq, due: this.now, run });
+    this.#ready.push({ id: this.#nextId++, domain, kind, label, labelSeq, due: this.now, run });
   }
 
   /** Queues `run` at now + delayMs; returns the event's id (for {@link cancel}). */
@@ -62,7 +62,7 @@ export class Scheduler {
       if ((timers[mid] as SimEvent).due <= due) lo = mid + 1;
       else hi = mid;
     }
-    const ev: SimEvent = labelSeq === undefined ? { id, domain, kind, label, due, run } : { id, domain, kind, label, labelSeq, due, run };
+    const ev: SimEvent = { id, domain, kind, label, labelSeq, due, run };
     if (lo === timers.length) timers.push(ev);
     else timers.splice(lo, 0, ev);
     return id;

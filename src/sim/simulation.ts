@@ -242,7 +242,7 @@ export class Simulation {
     try {
       f();
     } catch (err) {
-      this.#settle?.reject(err);
+      this.#fail(err);
     }
   }
 
