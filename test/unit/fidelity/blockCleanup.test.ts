@@ -10,11 +10,12 @@ import { CsiCallError, GrpcStatus, type CsiNodeClient } from '../../../src/ports
 import { cleanupOrphanDeviceFiles } from '../../../src/volume/csi/csiBlock.js';
 import { CSIListGlobalVolumesWithoutStagingDir, CSIUnstageCompletesBeforeRestage, FeatureGate } from '../../../src/features/features.js';
 import { CsiPlugin } from '../../../src/volume/csi/csiPlugin.js';
+import { upstreamCsiHooks } from '../../../src/volume/csi/csiHooks.js';
 import { UNSTAGE_MARKER_FILE_NAME } from '../../../src/volume/csi/csiUtil.js';
 import { constructPVSourceSpec } from '../../../src/volume/spec.js';
-import { isOperationFinishedError } from '../../../src/volume/util/errors.js';
+import { isOperationFinishedError, isUncertainProgressError } from '../../../src/volume/util/errors.js';
 import { FaultyFs } from '../../support/faultyFs.js';
-import { DRIVER, InMemoryNode, NODE, ROOT, csiPluginOf, type PluginHostOptions } from '../../support/inMemoryNode.js';
+import { DRIVER, InMemoryNode, NODE, ROOT, csiPluginOf, volumeHostOf, type PluginHostOptions } from '../../support/inMemoryNode.js';
 
 const BLOCK = `${ROOT}/plugins/kubernetes.io/csi/volumeDevices`;
 
@@ -117,6 +118,61 @@ describe('csi_block.go SetUpDevice: a final error of stageVolumeForBlock before 
     const fs = new FaultyFs(node.fs).failOn('mkdir', `${BLOCK}/staging/pv-b`, 'EIO');
     const err = await setUpDeviceFails(node, csiPluginOf(node, { fs }));
     assert.match(String(err), /blockMapper\.stageVolumeForBlock failed to create dir .*staging\/pv-b/);
+  });
+
+  // csiHooks.ts: onFinishedError decides at every final-error site, and afterFailedCleanup is
+  // asked only after a removal that failed. nodevol's gates answer neither 'uncertain' here, so
+  // these hold the copy to the contract its hooks are written against.
+  it('onFinishedError answering uncertain: an UncertainProgressError with the same text, and nothing is removed', async () => {
+    const node = new InMemoryNode();
+    node.addVolume('pv-b', 'vol-b', { mode: 'Block' });
+    const fs = new FaultyFs(node.fs).failOn('mkdir', `${BLOCK}/staging/pv-b`, 'EIO');
+    const asked: string[] = [];
+    const plugin = new CsiPlugin(volumeHostOf(node, { fs }), { ...upstreamCsiHooks, onFinishedError: (site) => (asked.push(`${site.operation} ${site.step}`), 'uncertain') });
+    const mapper = await plugin.newBlockVolumeMapper(spec, pod);
+    const err = await mapper.setUpDevice().then(
+      () => assert.fail('SetUpDevice succeeded'),
+      (e: unknown) => e,
+    );
+    assert.ok(isUncertainProgressError(err), String(err));
+    assert.match(String(err), /blockMapper\.stageVolumeForBlock failed to create dir .*staging\/pv-b/);
+    assert.deepEqual(asked, ['SetUpDevice MkdirAll']);
+    assert.ok(await node.exists(`${BLOCK}/pv-b/data/vol_data.json`));
+  });
+
+  it('a cleanup that succeeds does not ask afterFailedCleanup: the final error as it is, volumeDevices/<spec> gone', async () => {
+    const node = new InMemoryNode();
+    const fs = new FaultyFs(node.fs).failOn('mkdir', `${BLOCK}/staging/pv-b`, 'EIO');
+    const asked: string[] = [];
+    const plugin = new CsiPlugin(volumeHostOf(node, { fs }), {
+      ...upstreamCsiHooks,
+      onFinishedError: () => 'cleanup',
+      afterFailedCleanup: (site) => (asked.push(site.dataDir), Promise.resolve('uncertain')),
+    });
+    const err = await setUpDeviceFails(node, plugin);
+    assert.equal(isUncertainProgressError(err), false, String(err));
+    assert.deepEqual(asked, []);
+  });
+
+  it('a cleanup that fails asks afterFailedCleanup with the data dir, and its uncertain makes the error uncertain', async () => {
+    const node = new InMemoryNode();
+    node.addVolume('pv-b', 'vol-b', { mode: 'Block' });
+    // A file in publish/<spec> (a pod's target, as a restart leaves it) stops the cleanup there.
+    node.fs.writeRaw(`${BLOCK}/publish/pv-b/pod-a`, '');
+    const fs = new FaultyFs(node.fs).failOn('mkdir', `${BLOCK}/staging/pv-b`, 'EIO');
+    const asked: string[] = [];
+    const plugin = new CsiPlugin(volumeHostOf(node, { fs }), {
+      ...upstreamCsiHooks,
+      onFinishedError: () => 'cleanup',
+      afterFailedCleanup: (site) => (asked.push(site.dataDir), Promise.resolve('uncertain')),
+    });
+    const mapper = await plugin.newBlockVolumeMapper(spec, pod);
+    const err = await mapper.setUpDevice().then(
+      () => assert.fail('SetUpDevice succeeded'),
+      (e: unknown) => e,
+    );
+    assert.ok(isUncertainProgressError(err), String(err));
+    assert.deepEqual(asked, [`${BLOCK}/pv-b/data`]);
   });
 
   it('gate CSIKeepUncertainMountOnFinalError, an uncertain device (keepStagingOnFinalError): the same MkdirAll failure keeps the data file', async () => {

@@ -35,6 +35,9 @@ describe('supportsVolumeLifecycleMode: inline ephemeral volumes', () => {
     { modes: 'none', refused: `volume mode "Ephemeral" not supported by driver ${DRIVER} (no CSIDriver object)` },
     { modes: ['Ephemeral'] },
     { modes: ['Persistent', 'Ephemeral'] },
+    // kubelet prints the list the object holds as Go's %q prints a slice: the modes
+    // space-separated (a list naming one mode twice is the only way to see the separator).
+    { modes: ['Persistent', 'Persistent'], refused: `volume mode "Ephemeral" not supported by driver ${DRIVER} (only supports ["Persistent" "Persistent"])` },
   ];
   for (const c of cases) {
     const label = typeof c.modes === 'string' ? c.modes : JSON.stringify(c.modes);

@@ -131,6 +131,8 @@ describe('CSI plugin: ConstructVolumeSpec', () => {
     const dir = await fx.podVolume({ uid: 'pod-1', specName: 'scratch', driver: 'inline.csi', ephemeral: true });
     const r = await new CsiPlugin(volumeHost(fx, { gateOn: false })).constructVolumeSpec('scratch', dir);
     assert.deepEqual(r.spec, constructInlineSpec('scratch', 'inline.csi'));
+    // csi_plugin.go ConstructVolumeSpec builds it with volume.NewSpecFromVolume, whose ReadOnly is false.
+    assert.deepEqual(r.spec, { kind: 'inline', readOnly: false, volume: { name: 'scratch', csi: { driver: 'inline.csi' } } });
   });
 
   it('carries the SELinux mount context from the file', async () => {
@@ -154,17 +156,42 @@ describe('CSI plugin: ConstructVolumeSpec', () => {
   });
 
   // Not from kubelet (which reads whatever the path leads to): nothing outside the root dir is read.
-  it('a pod volume dir that is a symlink out of the root dir is refused when no walk vouched for it', async () => {
-    const outside = path.join(fx.base, 'elsewhere', 'pv-1');
-    await mkdir(outside, { recursive: true });
-    await writeFile(path.join(outside, 'vol_data.json'), encodeVolumeData({ driverName: DRIVER, volumeHandle: 'vol-1', specVolID: 'pv-1' }));
-    const link = fx.layout.csiPodVolumeDir('pod-1', 'pv-1');
-    await mkdir(path.dirname(link), { recursive: true });
-    await symlink(outside, link);
-    await assert.rejects(
-      new CsiPlugin(volumeHost(fx, { gateOn: false })).constructVolumeSpec('pv-1', link),
-      /plugin\.ConstructVolumeSpec failed loading volume data using \[.*\]: refusing to read .* outside the root dir/,
-    );
+  // The walk says `parentsVerified: false` of a candidate it cannot vouch for; no options at all
+  // means the same.
+  for (const options of [undefined, { parentsVerified: false }]) {
+    it(`a pod volume dir that is a symlink out of the root dir is refused when no walk vouched for it (options: ${JSON.stringify(options)})`, async () => {
+      const outside = path.join(fx.base, 'elsewhere', 'pv-1');
+      await mkdir(outside, { recursive: true });
+      await writeFile(path.join(outside, 'vol_data.json'), encodeVolumeData({ driverName: DRIVER, volumeHandle: 'vol-1', specVolID: 'pv-1' }));
+      const link = fx.layout.csiPodVolumeDir('pod-1', 'pv-1');
+      await mkdir(path.dirname(link), { recursive: true });
+      await symlink(outside, link);
+      await assert.rejects(
+        new CsiPlugin(volumeHost(fx, { gateOn: false })).constructVolumeSpec('pv-1', link, options),
+        /plugin\.ConstructVolumeSpec failed loading volume data using \[.*\]: refusing to read .* outside the root dir/,
+      );
+    });
+  }
+
+  // The walk's word saves a realpath per candidate (a node's walk reconstructs thousands); the
+  // root dir is the host's real path already, so it is never resolved either.
+  it('a pod volume dir the walk vouched for is read without resolving it or the root dir', async () => {
+    const dir = await fx.podVolume({ uid: 'pod-1', specName: 'pv-1', driver: DRIVER, handle: 'vol-1' });
+    const fs = new FaultyFs(new NodeFileSystem());
+    const r = await new CsiPlugin(volumeHost(fx, { gateOn: false, fs })).constructVolumeSpec('pv-1', dir, { parentsVerified: true });
+    assert.equal(specName(r.spec), 'pv-1');
+    assert.deepEqual(fs.calls.filter((c) => c.startsWith('realpath ')), []);
+  });
+
+  it('a pod-local vol_data.json that is a symlink inside the root dir is resolved, and the root dir is not', async () => {
+    const target = path.join(fx.root, 'elsewhere-inside.json');
+    await writeFile(target, encodeVolumeData({ driverName: DRIVER, volumeHandle: 'vol-1', specVolID: 'pv-1' }));
+    const dir = await fx.podVolume({ uid: 'pod-1', specName: 'pv-1', driver: DRIVER, handle: 'vol-1', file: 'absent' });
+    await symlink(target, path.join(dir, 'vol_data.json'));
+    const fs = new FaultyFs(new NodeFileSystem());
+    const r = await new CsiPlugin(volumeHost(fx, { gateOn: false, fs })).constructVolumeSpec('pv-1', dir, { parentsVerified: true });
+    assert.deepEqual(pvCsi(r.spec), { driver: DRIVER, volumeHandle: 'vol-1' });
+    assert.deepEqual(fs.calls.filter((c) => c.startsWith('realpath ')), [`realpath ${dir}/vol_data.json`]);
   });
 
   for (const parentsVerified of [false, true]) {
@@ -298,6 +325,14 @@ describe('CSI plugin: ConstructBlockVolumeSpec', () => {
     await fx.stageBlock({ specName: 'block-pv', driver: DRIVER, handle: 'bh', file: { data: {} } });
     const spec = await new CsiPlugin(volumeHost(fx, { gateOn: false })).constructBlockVolumeSpec('pod-1', 'block-pv', '/ignored');
     assert.deepEqual(spec, constructPVSourceSpec('', '', '', 'Block'));
+  });
+
+  it('resolves the block data file for the root dir check, but not the root dir, the host\'s real path already', async () => {
+    await fx.stageBlock({ specName: 'block-pv', driver: DRIVER, handle: 'bh' });
+    const fs = new FaultyFs(new NodeFileSystem());
+    const spec = await new CsiPlugin(volumeHost(fx, { gateOn: false, fs })).constructBlockVolumeSpec('pod-1', 'block-pv', '/ignored');
+    assert.deepEqual(spec, constructPVSourceSpec('block-pv', DRIVER, 'bh', 'Block'));
+    assert.deepEqual(fs.calls.filter((c) => c.startsWith('realpath ')), [`realpath ${path.join(fx.layout.csiBlockDataDir('block-pv'), 'vol_data.json')}`]);
   });
 
   it('a block data file that is a symlink out of the root dir is refused', async () => {

@@ -6,6 +6,7 @@ import { mkdir, symlink } from 'node:fs/promises';
 import * as path from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { NodeFileSystem } from '../../../../src/adapters/node/nodeFs.js';
+import type { DirEntry } from '../../../../src/ports/fs.js';
 import { csiVolumeName, getUniqueVolumeName, sha256Hex } from '../../../../src/layout/names.js';
 import { CsiPlugin } from '../../../../src/volume/csi/csiPlugin.js';
 import { GlobalListingError, listCsiGlobalVolumes, type GlobalVolumeListing } from '../../../../src/volume/csi/globalVolumes.js';
@@ -45,6 +46,26 @@ describe('CSI ListGlobalVolumes: filesystem walk', () => {
     await fx.stage({ driver: DRIVER, handle: 'vol-1' });
     const got = await plugin().listGlobalVolumes();
     assert.deepEqual(got.map((g) => g.deviceMountPath), [fx.layout.csiDeviceMountPath(DRIVER, 'vol-1')]);
+  });
+
+  // A broken FUSE file system can list one name twice. The walk sorts by name as os.ReadDir
+  // does, and keeps such entries in the order they were listed (as the pod dir walk does).
+  it('keeps the listing order of entries a listing repeats under one name', async () => {
+    const driverDir = fx.layout.csiDriverDir(DRIVER);
+    await mkdir(path.join(driverDir, 'h'), { recursive: true });
+    class RepeatingFs extends NodeFileSystem {
+      override async readdir(p: string): Promise<DirEntry[]> {
+        return p === driverDir ? [{ name: 'h', type: 'symlink' }, { name: 'h', type: 'directory' }] : super.readdir(p);
+      }
+    }
+    const listing = await new CsiPlugin(volumeHost(fx, { gateOn: true, fs: new RepeatingFs() })).listGlobalVolumesDetailed();
+    assert.deepEqual(
+      listing.skipped.map((s) => [s.path, s.reason]),
+      [
+        [path.join(driverDir, 'h'), 'symlink'],
+        [path.join(driverDir, 'h'), 'no-globalmount'],
+      ],
+    );
   });
 
   it('skips what it cannot describe without hiding the rest', async () => {

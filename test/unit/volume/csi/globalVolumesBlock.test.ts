@@ -198,6 +198,18 @@ describe('CSI ListGlobalVolumes: block walk, outcomes', () => {
     }
   });
 
+  // The root dir is the host's real path, resolved once when the host is made: each block data
+  // file is resolved for the root dir check (a block walk vouches for no parent), the root dir never.
+  it('resolves each block data file for the root dir check, and never the root dir', async () => {
+    for (const spec of ['pv-a', 'pv-b']) await fx.stageBlock({ specName: spec, driver: DRIVER, handle: `h-${spec}` });
+    const fs = new FaultyFs(new NodeFileSystem());
+    const l = await listing(fs);
+    assert.deepEqual(l.volumes.map((v) => specName(v.spec)), ['pv-a', 'pv-b']);
+    const resolved = fs.calls.filter((c) => c.startsWith('realpath '));
+    assert.ok(resolved.includes(`realpath ${dataPath('pv-a')}`) && resolved.includes(`realpath ${dataPath('pv-b')}`), resolved.join('\n'));
+    assert.deepEqual(resolved.filter((c) => c === `realpath ${fx.root}`), []);
+  });
+
   it('reports a staged block volume with no SELinux context, whatever its file says, and with its name', async () => {
     await fx.stageBlock({
       specName: 'pv-a',
