@@ -268,6 +268,27 @@ describe('the pod-directory walk decides what enters the actual state (reconstru
     });
   });
 
+  // podDirWalk.ts vouches for a candidate it reached through real directories inside the root
+  // dir; the plugin then skips resolving it again (one realpath per candidate on a large node).
+  for (const parentsVerified of [true, false]) {
+    it(`hands the walk's word on the candidate's parents to the plugin (parents verified: ${parentsVerified})`, async () => {
+      const asked: unknown[] = [];
+      const recording: VolumePlugin = {
+        getPluginName: () => CSI_PLUGIN_NAME,
+        canSupport: () => true,
+        getVolumeName: () => 'pv-1',
+        constructVolumeSpec: (_name, _path, options) => {
+          asked.push(options);
+          return Promise.resolve({ spec: constructPVSourceSpec('pv-1', DRIVER, 'vol-1'), seLinuxMountContext: '', dataSource: 'pod-local' });
+        },
+        newMounter: () => Promise.reject(new Error('not called')),
+        newUnmounter: () => Promise.reject(new Error('not called')),
+      };
+      await reconstructVolumeSpec(new VolumePluginMgr([recording]), failedPodVolumeDir(pod('pod-a'), 'pv-1', { parentsVerified }));
+      assert.deepEqual(asked, [{ parentsVerified }]);
+    });
+  }
+
   it('a block candidate whose plugin has no block mapper fails, naming the plugin', async () => {
     const unsupported = (): never => {
       throw new Error('not called');
