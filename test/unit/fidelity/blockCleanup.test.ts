@@ -123,6 +123,15 @@ describe('csi_block.go SetUpDevice: a final error of stageVolumeForBlock before 
   // csiHooks.ts: onFinishedError decides at every final-error site, and afterFailedCleanup is
   // asked only after a removal that failed. nodevol's gates answer neither 'uncertain' here, so
   // these hold the copy to the contract its hooks are written against.
+  /** A plugin whose hooks clean up after a final error and answer uncertain after a failed cleanup, recording the data dirs asked about. */
+  function pluginAskingAfterFailedCleanup(node: InMemoryNode, fs: FaultyFs, asked: string[]): CsiPlugin {
+    return new CsiPlugin(volumeHostOf(node, { fs }), {
+      ...upstreamCsiHooks,
+      onFinishedError: () => 'cleanup',
+      afterFailedCleanup: (site) => (asked.push(site.dataDir), Promise.resolve('uncertain')),
+    });
+  }
+
   it('onFinishedError answering uncertain: an UncertainProgressError with the same text, and nothing is removed', async () => {
     const node = new InMemoryNode();
     node.addVolume('pv-b', 'vol-b', { mode: 'Block' });
@@ -144,11 +153,7 @@ describe('csi_block.go SetUpDevice: a final error of stageVolumeForBlock before 
     const node = new InMemoryNode();
     const fs = new FaultyFs(node.fs).failOn('mkdir', `${BLOCK}/staging/pv-b`, 'EIO');
     const asked: string[] = [];
-    const plugin = new CsiPlugin(volumeHostOf(node, { fs }), {
-      ...upstreamCsiHooks,
-      onFinishedError: () => 'cleanup',
-      afterFailedCleanup: (site) => (asked.push(site.dataDir), Promise.resolve('uncertain')),
-    });
+    const plugin = pluginAskingAfterFailedCleanup(node, fs, asked);
     const err = await setUpDeviceFails(node, plugin);
     assert.equal(isUncertainProgressError(err), false, String(err));
     assert.deepEqual(asked, []);
@@ -161,11 +166,7 @@ describe('csi_block.go SetUpDevice: a final error of stageVolumeForBlock before 
     node.fs.writeRaw(`${BLOCK}/publish/pv-b/pod-a`, '');
     const fs = new FaultyFs(node.fs).failOn('mkdir', `${BLOCK}/staging/pv-b`, 'EIO');
     const asked: string[] = [];
-    const plugin = new CsiPlugin(volumeHostOf(node, { fs }), {
-      ...upstreamCsiHooks,
-      onFinishedError: () => 'cleanup',
-      afterFailedCleanup: (site) => (asked.push(site.dataDir), Promise.resolve('uncertain')),
-    });
+    const plugin = pluginAskingAfterFailedCleanup(node, fs, asked);
     const mapper = await plugin.newBlockVolumeMapper(spec, pod);
     const err = await mapper.setUpDevice().then(
       () => assert.fail('SetUpDevice succeeded'),

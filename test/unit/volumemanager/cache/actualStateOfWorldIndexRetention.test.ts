@@ -7,6 +7,7 @@ import { describe, it } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { UniquePodName, UniqueVolumeName } from '../../../../src/layout/names.js';
+import type { MarkVolumeOpts } from '../../../../src/operationexecutor/actualStateOfWorldUpdater.js';
 import { createActualStateOfWorld } from '../../../../src/volumemanager/cache/actualStateOfWorld.js';
 import { constructPVSourceSpec, specName, type Spec } from '../../../../src/volume/spec.js';
 
@@ -18,6 +19,21 @@ const DRIVER = 'csi.example.com';
 const V1 = `${PLUGIN}/${DRIVER}^vol-1` as UniqueVolumeName;
 const POD_A = 'pod-a' as UniquePodName;
 
+/** V1 mounted for `podName` (its UID the same). */
+function mountedFor(podName: UniquePodName, spec: Spec): MarkVolumeOpts {
+  return {
+    podName,
+    podUID: podName,
+    volumeName: V1,
+    volumeSpec: spec,
+    outerVolumeSpecName: 'data',
+    innerVolumeSpecName: specName(spec),
+    pluginName: PLUGIN,
+    volumeMountState: 'VolumeMounted',
+    seLinuxMountContext: '',
+  };
+}
+
 describe('ASW per-pod index: retention', () => {
   it('a volume unmounted by its pod and then detached is no longer held by the books', async () => {
     const asw = createActualStateOfWorld();
@@ -26,17 +42,7 @@ describe('ASW per-pod index: retention', () => {
     const ref = ((): WeakRef<Spec> => {
       const spec = constructPVSourceSpec('pv-1', DRIVER, 'vol-1');
       asw.markVolumeAsAttached(V1, spec, PLUGIN, '', true);
-      asw.markVolumeAsMounted({
-        podName: POD_A,
-        podUID: POD_A,
-        volumeName: V1,
-        volumeSpec: spec,
-        outerVolumeSpecName: 'data',
-        innerVolumeSpecName: specName(spec),
-        pluginName: PLUGIN,
-        volumeMountState: 'VolumeMounted',
-        seLinuxMountContext: '',
-      });
+      asw.markVolumeAsMounted(mountedFor(POD_A, spec));
       return new WeakRef(spec);
     })();
     await new Promise<void>((resolve) => setImmediate(resolve));
@@ -60,17 +66,7 @@ describe('ASW per-pod index: retention', () => {
     const cycle = (from: number, to: number): void => {
       for (let i = from; i < to; i++) {
         const podName = `pod-${i}` as UniquePodName;
-        asw.markVolumeAsMounted({
-          podName,
-          podUID: podName,
-          volumeName: V1,
-          volumeSpec: spec,
-          outerVolumeSpecName: 'data',
-          innerVolumeSpecName: specName(spec),
-          pluginName: PLUGIN,
-          volumeMountState: 'VolumeMounted',
-          seLinuxMountContext: '',
-        });
+        asw.markVolumeAsMounted(mountedFor(podName, spec));
         asw.markVolumeAsUnmounted(podName, V1);
       }
     };
