@@ -190,6 +190,8 @@ describe('SkippedGlobalDirs.volumeWithoutStagingDir: a block volume whose stagin
     const listed = await t.dirs.volumeWithoutStagingDir({ path: BLOCK_DIR('pv-1'), reason: 'not-staged', detail: '', volumeMode: 'Block' });
     assert.deepEqual(listed, { spec: constructPVSourceSpec('pv-1', DRIVER, 'vol-1', 'Block'), seLinuxMountContext: '', deviceMountPath: `${BLOCK_DIR('pv-1')}/dev`, volumeMode: 'Block' });
     assert.deepEqual(changes(t.fs), []);
+    // The record is resolved for the root dir check; the root dir, the host's real path, is not.
+    assert.deepEqual(t.fs.calls.filter((c) => c.startsWith('realpath ')), [`realpath ${BLOCK_DIR('pv-1')}/data/vol_data.json`]);
   });
 
   it('a record without driver, handle or spec, naming another dir, or unreadable: not listed', async () => {
