@@ -131,6 +131,27 @@ describe('AgentRuntime.stop: the grace period on the runtime\'s scheduler', () =
     assert.deepEqual(t.clock.labels(), []);
   });
 
+  it('stopped during reconstruction, which ends while the stop still waits for an operation: no loop starts, the stop goes on', async () => {
+    const t = setUp();
+    const started = t.runtime.start();
+    await settle();
+    assert.equal(t.runtime.getPhase(), 'reconstructing');
+    const op = deferred();
+    t.setOperation(op);
+    const stop = track(t.runtime.stop());
+    await settle();
+    t.reconstruction.resolve();
+    await started;
+    assert.equal(t.runtime.getPhase(), 'stopping', 'the stop goes on');
+    assert.deepEqual(t.clock.labels(), [SHUTDOWN_GRACE_TIMER], 'no loop timer: only the grace period');
+    op.resolve();
+    await settle();
+    assert.deepEqual(stop.outcome(), { abandoned: false });
+    await t.clock.advanceTo(GRACE_MS);
+    assert.equal(t.runtime.getPhase(), 'stopped');
+    assert.deepEqual(t.passes, { populator: [], reconciler: [], nodeStatus: [] });
+  });
+
   it('started while a stop still waits for an operation: nothing starts, not even reconstruction', async () => {
     const t = setUp();
     const op = deferred();
