@@ -42,6 +42,16 @@ function setUp(): {
   };
 }
 
+/** The operation a stop waits for ends: the stop returns, not abandoned, and no loop ever ran. */
+async function operationEndsTheStop(t: ReturnType<typeof setUp>, op: Deferred, stop: { outcome: () => { abandoned: boolean } | undefined }): Promise<void> {
+  op.resolve();
+  await settle();
+  assert.deepEqual(stop.outcome(), { abandoned: false });
+  await t.clock.advanceTo(GRACE_MS);
+  assert.equal(t.runtime.getPhase(), 'stopped');
+  assert.deepEqual(t.passes, { populator: [], reconciler: [], nodeStatus: [] });
+}
+
 /** Tracks a stop's outcome without waiting for it. */
 function track(p: Promise<{ abandoned: boolean }>): { outcome: () => { abandoned: boolean } | undefined } {
   let outcome: { abandoned: boolean } | undefined;
@@ -144,12 +154,7 @@ describe('AgentRuntime.stop: the grace period on the runtime\'s scheduler', () =
     await started;
     assert.equal(t.runtime.getPhase(), 'stopping', 'the stop goes on');
     assert.deepEqual(t.clock.labels(), [SHUTDOWN_GRACE_TIMER], 'no loop timer: only the grace period');
-    op.resolve();
-    await settle();
-    assert.deepEqual(stop.outcome(), { abandoned: false });
-    await t.clock.advanceTo(GRACE_MS);
-    assert.equal(t.runtime.getPhase(), 'stopped');
-    assert.deepEqual(t.passes, { populator: [], reconciler: [], nodeStatus: [] });
+    await operationEndsTheStop(t, op, stop);
   });
 
   it('started while a stop still waits for an operation: nothing starts, not even reconstruction', async () => {
@@ -163,12 +168,7 @@ describe('AgentRuntime.stop: the grace period on the runtime\'s scheduler', () =
     await t.runtime.start();
     assert.equal(t.runtime.getPhase(), 'stopping', 'the stop goes on');
     assert.equal(t.reconstructions(), 0);
-    op.resolve();
-    await settle();
-    assert.deepEqual(stop.outcome(), { abandoned: false });
-    await t.clock.advanceTo(GRACE_MS);
-    assert.equal(t.runtime.getPhase(), 'stopped');
-    assert.deepEqual(t.passes, { populator: [], reconciler: [], nodeStatus: [] });
+    await operationEndsTheStop(t, op, stop);
   });
 
   it('stopped before it started: start() starts nothing', async () => {
