@@ -55,24 +55,52 @@ type ImageEntry =
  *    reads an atime here: the FileSystem port's stat has none.
  *  - A clean absolute path (no empty, "." or ".." component, no trailing "/", all that MemFs hands
  *    memfs) is split without path.resolve, which returns it unchanged.
+ *  - Every time an inode gets (made, written, linked, read) is the world's virtual now
+ *    (`nowMs`), not the host's clock, which memfs reads: the orphaned pod dir sweep compares its
+ *    pods dir's mtime and ctime between sweeps, so with the host's milliseconds a sweep was
+ *    skipped or not by how fast the host ran, and the same seed could give another run. At
+ *    virtual time, two changes in one instant share a time, as two in one jiffy do on ext4.
  * The classes are made once per user, so memfs' code sees one inode and one link class.
  */
-export function simSuperblock(uid: number, gid: number): Superblock {
+export function simSuperblock(uid: number, gid: number, nowMs: () => number = () => 0): Superblock {
   const key = `${uid}:${gid}`;
   let Made = superblockClasses.get(key);
   if (Made === undefined) {
     Made = simSuperblockClass(uid, gid);
     superblockClasses.set(key, Made);
   }
-  return new Made();
+  return new Made(virtualStamp(nowMs));
 }
 
-const superblockClasses = new Map<string, new () => Superblock>();
+const superblockClasses = new Map<string, new (stamp: () => Date) => Superblock>();
+
+/** Where an inode of the simulator's superblock takes its times: its world's virtual now. */
+const STAMP = Symbol('virtual time stamp');
+interface Stamped {
+  [STAMP]?: () => Date;
+}
+
+/**
+ * The Date of `nowMs()`, one per instant, shared by every inode stamped in it: memfs replaces an
+ * inode's time with another Date and never changes one in place.
+ */
+export function virtualStamp(nowMs: () => number): () => Date {
+  let at = Number.NaN;
+  let date = new Date(0);
+  return () => {
+    const t = nowMs();
+    if (t !== at) {
+      at = t;
+      date = new Date(t);
+    }
+    return date;
+  };
+}
 
 /** A regular file, mode 0666: memfs' default for a child made without an inode. */
 const S_IFREG_0666 = 0o100666;
 
-function simSuperblockClass(uid: number, gid: number): new () => Superblock {
+function simSuperblockClass(uid: number, gid: number): new (stamp: () => Date) => Superblock {
   class OneUserNode extends Node {
     override canRead(u = uid, g = gid): boolean {
       return super.canRead(u, g);
@@ -82,6 +110,25 @@ function simSuperblockClass(uid: number, gid: number): new () => Superblock {
     }
     override canExecute(u = uid, g = gid): boolean {
       return super.canExecute(u, g);
+    }
+    // memfs hands each setter the host's now; the inode keeps its world's virtual now instead.
+    override get atime(): Date {
+      return super.atime;
+    }
+    override set atime(host: Date) {
+      super.atime = (this as Stamped)[STAMP]?.() ?? host;
+    }
+    override get mtime(): Date {
+      return super.mtime;
+    }
+    override set mtime(host: Date) {
+      super.mtime = (this as Stamped)[STAMP]?.() ?? host;
+    }
+    override get ctime(): Date {
+      return super.ctime;
+    }
+    override set ctime(host: Date) {
+      super.ctime = (this as Stamped)[STAMP]?.() ?? host;
     }
   }
 
@@ -105,8 +152,13 @@ function simSuperblockClass(uid: number, gid: number): new () => Superblock {
   const newNode = inodeMaker(OneUserNode, uid, gid);
 
   class SimSuperblock extends Superblock {
-    constructor() {
+    /** The virtual clock's Date (unset while memfs' constructor makes the root directory). */
+    declare stamp: (() => Date) | undefined;
+    constructor(stamp: () => Date) {
       super({ process: { getuid: () => uid, getgid: () => gid, cwd: () => '/', platform: 'linux', emitWarning: () => undefined, env: {} } });
+      this.stamp = stamp;
+      // The root directory, made before the clock was set.
+      for (const node of Object.values(this.inodes)) stampInode(node, stamp);
     }
     /** memfs' own (Superblock.createLink), the root a LookupLink (its children are too). */
     override createLink(): Link;
@@ -121,7 +173,7 @@ function simSuperblockClass(uid: number, gid: number): new () => Superblock {
      */
     override createNode(mode: number): Node {
       const ino = this.releasedInos.pop() || (this.ino = (this.ino + 1) % 0xffffffff);
-      const node = newNode(ino, mode);
+      const node = newNode(ino, mode, this.stamp);
       this.inodes[ino] = node;
       return node;
     }
@@ -145,7 +197,11 @@ function simSuperblockClass(uid: number, gid: number): new () => Superblock {
  * pattern's, which holds nothing but numbers and memfs' shared empty buffer. Should memfs' inode
  * gain a field of any other kind, the constructor is used instead.
  */
-export function inodeMaker(Made: new (ino: number, mode: number, uid: number, gid: number) => Node, uid: number, gid: number): (ino: number, mode: number) => Node {
+export function inodeMaker(
+  Made: new (ino: number, mode: number, uid: number, gid: number) => Node,
+  uid: number,
+  gid: number,
+): (ino: number, mode: number, stamp?: () => Date) => Node {
   const pattern = new Made(0, S_IFREG_0666, uid, gid);
   const fields = Object.entries(pattern);
   const emptyBuffer = pattern.buf;
@@ -154,15 +210,31 @@ export function inodeMaker(Made: new (ino: number, mode: number, uid: number, gi
   const plain = fields.every(
     ([key, value]) => typeof value === 'number' || value instanceof Date || (key === 'changes' && FanOut !== undefined) || (key === 'buf' && value === emptyBuffer && emptyBuffer.length === 0),
   );
-  if (FanOut === undefined || !plain || !fields.some(([key]) => key === 'ino') || !fields.some(([key]) => key === 'mode')) return (ino, mode) => new Made(ino, mode, uid, gid);
+  if (FanOut === undefined || !plain || !fields.some(([key]) => key === 'ino') || !fields.some(([key]) => key === 'mode')) {
+    return (ino, mode, stamp) => {
+      const node = new Made(ino, mode, uid, gid);
+      if (stamp !== undefined) stampInode(node, stamp);
+      return node;
+    };
+  }
   const proto = Made.prototype as object;
-  return (ino, mode) => {
-    const node = Object.create(proto) as Record<string, unknown>;
+  return (ino, mode, stamp) => {
+    const node = Object.create(proto) as Record<string | symbol, unknown>;
     for (const [key, value] of fields) {
-      node[key] = key === 'ino' ? ino : key === 'mode' ? mode : key === 'changes' ? new FanOut() : value instanceof Date ? new Date() : value;
+      node[key] = key === 'ino' ? ino : key === 'mode' ? mode : key === 'changes' ? new FanOut() : value instanceof Date ? (stamp?.() ?? new Date()) : value;
     }
+    if (stamp !== undefined) node[STAMP] = stamp;
     return node as unknown as Node;
   };
+}
+
+/** Gives an inode made otherwise its stamp, and its times from it. */
+function stampInode(node: Node, stamp: () => Date): void {
+  (node as Stamped)[STAMP] = stamp;
+  const now = stamp();
+  node.atime = now;
+  node.mtime = now;
+  node.btime = now;
 }
 
 export class DurableFs implements FileSystem {
@@ -203,7 +275,7 @@ export class DurableFs implements FileSystem {
   constructor(private readonly now: () => number) {
     // The user, read once: memfs' inodes are owned by it and checked against it (a non-root user
     // would get EACCES on the simulator's own files if the two differed).
-    this.#vol = new Volume(simSuperblock(process.getuid?.() ?? 0, process.getgid?.() ?? 0));
+    this.#vol = new Volume(simSuperblock(process.getuid?.() ?? 0, process.getgid?.() ?? 0, now));
     this.mem = new MemFs(this.#vol);
     this.mem.onChange = (realPath) => {
       this.#changed.add(realPath);
