@@ -84,7 +84,7 @@ interface Stamped {
  * The Date of `nowMs()`, one per instant, shared by every inode stamped in it: memfs replaces an
  * inode's time with another Date and never changes one in place.
  */
-export function virtualStamp(nowMs: () => number): () => Date {
+function virtualStamp(nowMs: () => number): () => Date {
   let at = Number.NaN;
   let date = new Date(0);
   return () => {
